@@ -1,0 +1,93 @@
+"""Configuration: every setting, read from the environment in one place, once.
+
+Secrets are never in the environment when deployed: there the environment names
+a Secrets Manager secret (``*_SECRET_NAME``) and ``Settings.secret`` reads it
+through Powertools Parameters, cached. Locally the plain variables are used.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from functools import lru_cache
+from typing import Mapping
+
+from . import tables
+
+DEFAULT_DISCORD_API_BASE = "https://discord.com/api/v10"
+SECRET_CACHE_SECONDS = 300
+
+
+@dataclass(frozen=True)
+class Settings:
+    table_names: Mapping[str, str]
+    decision_model: str = "offline"  # http | bedrock | openai | offline
+    chat_model: str = "offline"  # bedrock | openai | offline
+    model_timeout_seconds: float = 8.0
+    model_concurrency: int = 10
+    jev_url: str = ""
+    jev_api_key: str = ""
+    openai_base_url: str = "https://api.openai.com/v1"
+    openai_model: str = "gpt-4o-mini"
+    openai_api_key: str = ""
+    bedrock_decision_model_id: str = "anthropic.claude-3-haiku-20240307-v1:0"
+    bedrock_chat_model_id: str = "anthropic.claude-3-haiku-20240307-v1:0"
+    discord_api_base: str = DEFAULT_DISCORD_API_BASE
+    discord_application_id: str = ""
+    fetch_channel_history: bool = False
+    reply_function_name: str = ""
+    extraction_function_name: str = ""
+    # Plain values (local) or the names of Secrets Manager secrets (deployed).
+    plain_secrets: Mapping[str, str] = field(default_factory=dict)
+    secret_names: Mapping[str, str] = field(default_factory=dict)
+
+    def table(self, spec: tables.TableSpec) -> str:
+        return self.table_names[spec.logical_name]
+
+    def secret(self, key: str) -> str:
+        """``key`` is one of SECRET_KEYS. Empty string when not configured."""
+        if self.plain_secrets.get(key):
+            return self.plain_secrets[key]
+        name = self.secret_names.get(key)
+        if not name:
+            return ""
+        from aws_lambda_powertools.utilities import parameters  # deployed path only
+
+        return str(parameters.get_secret(name, max_age=SECRET_CACHE_SECONDS)).strip()
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str] | None = None) -> "Settings":
+        env = os.environ if env is None else env
+        prefix = env.get("MEMORYBOT_TABLE_PREFIX", "")
+        return cls(
+            table_names={
+                spec.logical_name: env.get(spec.env_var) or f"{prefix}{spec.logical_name}" for spec in tables.ALL_TABLES
+            },
+            decision_model=env.get("MEMORYBOT_DECISION_MODEL", "offline"),
+            chat_model=env.get("MEMORYBOT_CHAT_MODEL", "offline"),
+            model_timeout_seconds=float(env.get("MEMORYBOT_MODEL_TIMEOUT", "8")),
+            model_concurrency=int(env.get("MEMORYBOT_MODEL_CONCURRENCY", "10")),
+            jev_url=env.get("JEV_URL", "").rstrip("/"),
+            jev_api_key=env.get("JEV_API_KEY", ""),
+            openai_base_url=env.get("OPENAI_BASE_URL", "https://api.openai.com/v1").rstrip("/"),
+            openai_model=env.get("OPENAI_MODEL", "gpt-4o-mini"),
+            openai_api_key=env.get("OPENAI_API_KEY", ""),
+            bedrock_decision_model_id=env.get("BEDROCK_DECISION_MODEL_ID", cls.bedrock_decision_model_id),
+            bedrock_chat_model_id=env.get("BEDROCK_CHAT_MODEL_ID", cls.bedrock_chat_model_id),
+            discord_api_base=env.get("DISCORD_API_BASE", DEFAULT_DISCORD_API_BASE).rstrip("/"),
+            discord_application_id=env.get("DISCORD_APPLICATION_ID", ""),
+            fetch_channel_history=env.get("MEMORYBOT_FETCH_CHANNEL_HISTORY", "").lower() in ("1", "true", "yes"),
+            reply_function_name=env.get("REPLY_FUNCTION_NAME", ""),
+            extraction_function_name=env.get("EXTRACTION_FUNCTION_NAME", ""),
+            plain_secrets={k: env.get(k, "") for k in SECRET_KEYS},
+            secret_names={k: env.get(f"{k}_SECRET_NAME", "") for k in SECRET_KEYS},
+        )
+
+
+SECRET_KEYS = ("DISCORD_PUBLIC_KEY", "DISCORD_BOT_TOKEN", "MEMORYBOT_ADMIN_SECRET")
+
+
+@lru_cache(maxsize=1)
+def settings() -> Settings:
+    """The process's settings, read once (per Lambda container)."""
+    return Settings.from_env()

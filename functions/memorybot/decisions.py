@@ -1,0 +1,77 @@
+"""Asking the models, safely: every failure becomes "no answer", never a decision.
+
+Any exception, a probability that is not a real number in [0, 1], a verdict the
+question does not allow, or an empty text counts as a failure (None).
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import re
+from concurrent.futures import ThreadPoolExecutor
+from typing import Callable, Iterable, Sequence, TypeVar
+
+from .domain import MEMORY_TEXT_MAX_CHARS, Memory, Verdict
+
+logger = logging.getLogger(__name__)
+
+T = TypeVar("T")
+R = TypeVar("R")
+
+MEMORY_VERDICTS = frozenset({Verdict.KEEP, Verdict.UPDATE, Verdict.DELETE})
+REVIEW_VERDICTS = frozenset({Verdict.KEEP, Verdict.DELETE})
+
+
+def probability(answer: object) -> float | None:
+    if isinstance(answer, bool) or not isinstance(answer, (int, float)):
+        return None
+    value = float(answer)
+    if math.isnan(value) or not 0.0 <= value <= 1.0:
+        return None
+    return value
+
+
+def verdict(answer: object, allowed: frozenset[Verdict] = MEMORY_VERDICTS) -> Verdict | None:
+    try:
+        value = Verdict(answer.value if isinstance(answer, Verdict) else answer)  # type: ignore[arg-type]
+    except (ValueError, TypeError):
+        return None
+    return value if value in allowed else None
+
+
+_SPACE = re.compile(r"\s+")
+
+
+def memory_text(answer: object) -> str | None:
+    """A memory is one short line: whitespace folded, capped; empty means no change."""
+    if not isinstance(answer, str):
+        return None
+    text = _SPACE.sub(" ", answer).strip()
+    return text[:MEMORY_TEXT_MAX_CHARS] or None
+
+
+def ask(question: str, call: Callable[[], T], check: Callable[[T], R | None]) -> R | None:
+    """Call a model; any exception or unusable answer is logged (by name only) and becomes None."""
+    try:
+        answer = call()
+    except Exception as exc:  # noqa: BLE001 - a model failure is never a decision
+        logger.warning("model call failed", extra={"question": question, "error": type(exc).__name__})
+        return None
+    checked = check(answer)
+    if checked is None:
+        logger.warning("model answer rejected", extra={"question": question})
+    return checked
+
+
+def concurrently(fn: Callable[[T], R], items: Iterable[T], max_workers: int) -> list[R]:
+    """``map`` on a bounded thread pool, results in input order. ``fn`` must not raise."""
+    items = list(items)
+    if len(items) <= 1:
+        return [fn(item) for item in items]
+    with ThreadPoolExecutor(max_workers=max(1, min(max_workers, len(items)))) as pool:
+        return list(pool.map(fn, items))
+
+
+def render_memories(memories: Sequence[Memory]) -> str:
+    return "\n".join(f"- [{m.memory_id}] {m.text}" for m in memories)

@@ -1,0 +1,170 @@
+"""The write path, step by step as the design lists it.
+
+Jev decides whether and which record; the chat model only phrases. Each change
+commits with its ledger row, conditioned on the record being as it was read.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Callable, Sequence
+
+from . import decisions
+from .domain import (
+    ADD_THRESHOLD,
+    EXCHANGE_MESSAGES,
+    PROFILE_LIMIT,
+    WORTH_THRESHOLD,
+    Action,
+    Actor,
+    Change,
+    Memory,
+    Message,
+    Verdict,
+    new_memory_id,
+    utcnow,
+)
+from .ports import ChatModel, ConflictError, DecisionModel, MemoryStore
+
+logger = logging.getLogger(__name__)
+
+ADD_ID_ATTEMPTS = 3  # a fresh random id collides with an existing one only by bad luck
+
+
+def render_exchange(messages: Sequence[Message], speaker_id: str) -> str | None:
+    """The last six messages as "name: text" lines; None when the speaker said nothing usable."""
+    recent = [m for m in messages if m.content.strip()][-EXCHANGE_MESSAGES:]
+    if not any(m.author_id == speaker_id and not m.is_bot for m in recent):
+        return None
+    return "\n".join(f"{m.author_name}: {m.content.strip()}" for m in recent)
+
+
+@dataclass
+class ExtractionResult:
+    outcome: str  # no_exchange | no_decision | not_worth | done
+    added: list[str] = field(default_factory=list)
+    updated: list[str] = field(default_factory=list)
+    deleted: list[str] = field(default_factory=list)
+    conflicts: int = 0  # changes dropped because the record changed since it was read
+    failures: int = 0  # model calls that gave no usable answer
+    model_calls: int = 0
+
+
+class _Calls:
+    """Counts model calls and failures across threads."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self.calls = 0
+        self.failures = 0
+
+    def ask(self, question: str, call: Callable, check: Callable):
+        answer = decisions.ask(question, call, check)
+        with self._lock:
+            self.calls += 1
+            self.failures += answer is None
+        return answer
+
+
+class Extractor:
+    def __init__(
+        self,
+        memories: MemoryStore,
+        decision_model: DecisionModel,
+        chat_model: ChatModel,
+        *,
+        clock: Callable[[], datetime] = utcnow,
+        new_id: Callable[[], str] = new_memory_id,
+        concurrency: int = PROFILE_LIMIT,  # every verdict of a full profile at once
+    ) -> None:
+        self._memories = memories
+        self._jev = decision_model
+        self._chat = chat_model
+        self._clock = clock
+        self._new_id = new_id
+        self._concurrency = concurrency
+
+    def run(
+        self, speaker_id: str, messages: Sequence[Message], *, actor: Actor = Actor.EXTRACTION, run_id: int | None = None
+    ) -> ExtractionResult:
+        exchange = render_exchange(messages, speaker_id)
+        if exchange is None:
+            return ExtractionResult("no_exchange")
+        calls = _Calls()
+
+        worth = calls.ask("worth", lambda: self._jev.worth(exchange), decisions.probability)
+        if worth is None or worth < WORTH_THRESHOLD:
+            return self._result("no_decision" if worth is None else "not_worth", calls)
+
+        profile = self._memories.read_profile(
+            speaker_id, actor=actor, reason=f"{actor.value}: exchange judged worth keeping", limit=PROFILE_LIMIT, run_id=run_id
+        )
+
+        with ThreadPoolExecutor(max_workers=max(1, self._concurrency)) as pool:
+            # A rewrite starts as soon as its own verdict is known, and runs while Jev
+            # decides on the add: worth, verdicts, add decision || rewrites, add text.
+            rewrites: dict[str, Future[str | None]] = {}
+            judged = [pool.submit(self._judge, exchange, memory, calls, pool, rewrites) for memory in profile]
+            verdicts = [f.result() for f in judged]
+            add_text = self._maybe_add(exchange, profile, verdicts, calls)
+            texts = {memory_id: f.result() for memory_id, f in rewrites.items()}
+
+        result = self._result("done", calls)
+        now = self._clock()
+        for memory, verdict in zip(profile, verdicts):
+            if verdict is Verdict.DELETE:
+                self._apply(Change(Action.DELETE, memory, None, "jev verdict: delete"), actor, run_id, result, result.deleted)
+        for memory in profile:
+            text = texts.get(memory.memory_id)
+            if text is not None and text != memory.text:
+                after = Memory(memory.user_id, memory.memory_id, text, memory.created_at, now)
+                self._apply(Change(Action.UPDATE, memory, after, "jev verdict: update"), actor, run_id, result, result.updated)
+        if add_text is not None:
+            self._add(speaker_id, add_text, now, actor, run_id, result)
+        return result
+
+    def _judge(self, exchange: str, memory: Memory, calls: _Calls, pool, rewrites: dict) -> Verdict | None:
+        verdict = calls.ask("verdict", lambda: self._jev.verdict(exchange, memory), decisions.verdict)
+        if verdict is Verdict.UPDATE:
+            rewrites[memory.memory_id] = pool.submit(
+                calls.ask, "write_memory", lambda: self._chat.write_memory(exchange, memory), decisions.memory_text
+            )
+        return verdict
+
+    def _maybe_add(self, exchange, profile, verdicts, calls: _Calls) -> str | None:
+        if profile:
+            seen = [(m, v) for m, v in zip(profile, verdicts) if v is not None]
+            if not seen:
+                return None  # Jev judged none of the profile: it cannot judge a duplicate either
+            p = calls.ask("add", lambda: self._jev.add(exchange, seen), decisions.probability)
+            if p is None or p < ADD_THRESHOLD:
+                return None
+        return calls.ask("write_memory", lambda: self._chat.write_memory(exchange, None), decisions.memory_text)
+
+    def _add(self, speaker_id, text, now, actor, run_id, result: ExtractionResult) -> None:
+        for _ in range(ADD_ID_ATTEMPTS):
+            memory = Memory(speaker_id, self._new_id(), text, now, now)
+            try:
+                self._memories.apply(Change(Action.ADD, None, memory, "jev: add"), actor=actor, run_id=run_id)
+            except ConflictError:
+                continue
+            result.added.append(memory.memory_id)
+            return
+        result.conflicts += 1
+
+    def _apply(self, change: Change, actor: Actor, run_id, result: ExtractionResult, applied: list[str]) -> None:
+        try:
+            self._memories.apply(change, actor=actor, run_id=run_id)
+        except ConflictError:
+            logger.info("change dropped: record changed since read", extra={"memory_id": change.memory_id})
+            result.conflicts += 1
+            return
+        applied.append(change.memory_id)
+
+    @staticmethod
+    def _result(outcome: str, calls: _Calls) -> ExtractionResult:
+        return ExtractionResult(outcome, failures=calls.failures, model_calls=calls.calls)

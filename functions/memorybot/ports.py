@@ -1,0 +1,104 @@
+"""The ports the core depends on. Adapters implement them; unit tests fake them.
+
+Model ports raise ``ModelError`` (or anything else) on failure; the core treats
+every exception and every out-of-range answer as "no decision".
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Protocol, Sequence
+
+from .domain import Actor, Change, LedgerEntry, Memory, Message, NightlyRun, PromptMessage, Verdict
+
+
+class ModelError(Exception):
+    """A model call failed: error, timeout, or an answer that does not fit the contract."""
+
+
+class ConflictError(Exception):
+    """The record was changed by someone else since it was read."""
+
+
+class MemoryStore(Protocol):
+    def read_profile(
+        self, user_id: str, *, actor: Actor, reason: str, limit: int, run_id: int | None = None
+    ) -> list[Memory]:
+        """Up to ``limit`` of the user's memories, most recently updated first.
+
+        Writes one ``read`` ledger row for the event before returning anything.
+        """
+
+    def get(self, user_id: str, memory_id: str) -> Memory | None:
+        """One memory by key, unlogged: for conditional checks inside the core only."""
+
+    def apply(
+        self, change: Change, *, actor: Actor, run_id: int | None = None, ledger_action: str | None = None
+    ) -> LedgerEntry:
+        """Commit the change and its ledger row in one transaction.
+
+        Conditioned on the record still being ``change.before`` (absent for an add).
+        Raises ConflictError, and changes nothing, if it is not.
+        """
+
+    def stale(self, updated_before: datetime, limit: int) -> list[Memory]:
+        """Memories of any user not updated since ``updated_before``, oldest first."""
+
+    def ledger_for_run(self, run_id: int) -> list[LedgerEntry]:
+        """The ledger rows a nightly run wrote, newest first."""
+
+    def ledger_for_user(self, user_id: str, limit: int = 100) -> list[LedgerEntry]:
+        """The user's ledger rows, newest first."""
+
+    def last_forget_at(self, user_id: str) -> datetime | None:
+        """When the user last forgot a memory by command, if ever."""
+
+
+class MessageStore(Protocol):
+    def put(self, message: Message) -> None:
+        """Store one message; storing the same message id again changes nothing."""
+
+    def recent(self, channel_id: str, limit: int) -> list[Message]:
+        """The channel's newest ``limit`` messages, oldest first."""
+
+    def between(self, start: datetime, end: datetime) -> list[Message]:
+        """Every message with start <= time < end, in all channels, oldest first."""
+
+
+class RunStore(Protocol):
+    def claim(self, day_label: str, started_at: datetime) -> NightlyRun | None:
+        """A new run (next integer id) for the JST day, or None if the day is already claimed."""
+
+    def finish(self, run: NightlyRun) -> None: ...
+
+    def get(self, run_id: int) -> NightlyRun | None: ...
+
+    def latest(self) -> NightlyRun | None: ...
+
+    def mark_rolled_back(self, run_id: int) -> bool:
+        """True if this call marked it; False if it was already rolled back."""
+
+
+class DecisionModel(Protocol):
+    """Jev: decides whether and which. Never phrases anything."""
+
+    def worth(self, exchange: str) -> float: ...
+
+    def verdict(self, exchange: str, memory: Memory) -> Verdict: ...
+
+    def add(self, exchange: str, verdicts: Sequence[tuple[Memory, Verdict]]) -> float: ...
+
+    def review(self, memory: Memory) -> Verdict:
+        """Nightly stale review: KEEP or DELETE."""
+
+
+class ChatModel(Protocol):
+    """Phrases things. Never decides whether to write."""
+
+    def write_memory(self, exchange: str, current: Memory | None) -> str:
+        """The text of a new memory (current None) or the rewrite of ``current``."""
+
+    def write_reply(self, prompt: Sequence[PromptMessage]) -> str: ...
+
+    def write_diary(self, transcript: str) -> str:
+        """One line, in Japanese."""

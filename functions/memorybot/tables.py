@@ -1,0 +1,144 @@
+"""Every DynamoDB table, defined once.
+
+The CDK stack, the local stack and the tests all build their tables from these
+specs; the adapters read attribute and index names from here too.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass(frozen=True)
+class Key:
+    name: str
+    type: str  # "S" or "N"
+
+
+@dataclass(frozen=True)
+class Index:
+    name: str
+    partition: Key
+    sort: Key | None = None
+
+
+@dataclass(frozen=True)
+class TableSpec:
+    logical_name: str  # also the default physical name locally
+    env_var: str  # where deployed functions find the physical name
+    partition: Key
+    sort: Key | None = None
+    local_indexes: tuple[Index, ...] = ()
+    global_indexes: tuple[Index, ...] = ()
+    ttl_attribute: str | None = None
+    retain: bool = True  # data tables survive stack deletion
+
+    def attribute_definitions(self) -> list[dict[str, str]]:
+        keys: dict[str, str] = {}
+        for key in self._all_keys():
+            keys[key.name] = key.type
+        return [{"AttributeName": n, "AttributeType": t} for n, t in keys.items()]
+
+    def _all_keys(self) -> list[Key]:
+        keys = [self.partition] + ([self.sort] if self.sort else [])
+        for index in self.local_indexes + self.global_indexes:
+            keys.append(index.partition)
+            if index.sort:
+                keys.append(index.sort)
+        return keys
+
+    def create_table_kwargs(self, table_name: str) -> dict[str, Any]:
+        """Arguments for boto3 ``create_table`` (on-demand billing)."""
+        kwargs: dict[str, Any] = {
+            "TableName": table_name,
+            "KeySchema": _key_schema(self.partition, self.sort),
+            "AttributeDefinitions": self.attribute_definitions(),
+            "BillingMode": "PAY_PER_REQUEST",
+        }
+        if self.local_indexes:
+            kwargs["LocalSecondaryIndexes"] = [
+                {"IndexName": i.name, "KeySchema": _key_schema(i.partition, i.sort), "Projection": {"ProjectionType": "ALL"}}
+                for i in self.local_indexes
+            ]
+        if self.global_indexes:
+            kwargs["GlobalSecondaryIndexes"] = [
+                {"IndexName": i.name, "KeySchema": _key_schema(i.partition, i.sort), "Projection": {"ProjectionType": "ALL"}}
+                for i in self.global_indexes
+            ]
+        return kwargs
+
+
+def _key_schema(partition: Key, sort: Key | None) -> list[dict[str, str]]:
+    schema = [{"AttributeName": partition.name, "KeyType": "HASH"}]
+    if sort:
+        schema.append({"AttributeName": sort.name, "KeyType": "RANGE"})
+    return schema
+
+
+# Stale memories are found through a sparse GSI spread over a few shards so that
+# one hot partition does not hold every memory; the shard is derived from user_id.
+STALE_SHARDS = 4
+
+MEMORIES = TableSpec(
+    logical_name="memories",
+    env_var="MEMORIES_TABLE",
+    partition=Key("user_id", "S"),
+    sort=Key("memory_id", "S"),
+    local_indexes=(Index("by_updated", Key("user_id", "S"), Key("updated_at", "S")),),
+    global_indexes=(Index("stale", Key("stale_shard", "S"), Key("updated_at", "S")),),
+)
+
+# One row per read or change. entry_key = "<iso time>#<entry id>" orders a user's rows by time.
+MEMORY_LOG = TableSpec(
+    logical_name="memory_log",
+    env_var="MEMORY_LOG_TABLE",
+    partition=Key("user_id", "S"),
+    sort=Key("entry_key", "S"),
+    # Sparse: only rows written by a nightly run (or its rollback) carry run_id.
+    global_indexes=(Index("by_run", Key("run_id", "N"), Key("entry_key", "S")),),
+)
+
+# message_id is the Discord snowflake, a number, so it orders by time.
+MESSAGES = TableSpec(
+    logical_name="messages",
+    env_var="MESSAGES_TABLE",
+    partition=Key("channel_id", "S"),
+    sort=Key("message_id", "N"),
+    global_indexes=(Index("by_jst_day", Key("jst_day", "S"), Key("message_id", "N")),),
+)
+
+# run_key: "run#<id>" for a run, "day#<YYYY-MM-DD>" for the claim of a JST day,
+# "counter" for the last run id handed out.
+NIGHTLY_RUNS = TableSpec(
+    logical_name="nightly_runs",
+    env_var="NIGHTLY_RUNS_TABLE",
+    partition=Key("run_key", "S"),
+)
+
+# The Powertools idempotency table: the dedup ledger, 7-day TTL.
+DEDUP = TableSpec(
+    logical_name="dedup",
+    env_var="DEDUP_TABLE",
+    partition=Key("id", "S"),
+    ttl_attribute="expiration",
+    retain=False,
+)
+DEDUP_TTL_SECONDS = 7 * 24 * 3600
+
+ALL_TABLES: tuple[TableSpec, ...] = (MESSAGES, MEMORIES, MEMORY_LOG, NIGHTLY_RUNS, DEDUP)
+
+
+def create_tables(client: Any, names: dict[str, str] | None = None) -> None:
+    """Create every table (skipping ones that exist) with a boto3 DynamoDB client."""
+    names = names or {}
+    existing = set(client.list_tables().get("TableNames", []))
+    for spec in ALL_TABLES:
+        name = names.get(spec.logical_name, spec.logical_name)
+        if name in existing:
+            continue
+        client.create_table(**spec.create_table_kwargs(name))
+        if spec.ttl_attribute:
+            client.update_time_to_live(
+                TableName=name, TimeToLiveSpecification={"Enabled": True, "AttributeName": spec.ttl_attribute}
+            )

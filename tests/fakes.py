@@ -1,0 +1,246 @@
+"""Fakes of our own ports, for unit tests. They keep the same promises as the real
+adapters (conditional apply, one ledger row per change, scoping by user_id)."""
+
+from __future__ import annotations
+
+import dataclasses
+import itertools
+import threading
+from datetime import datetime, timedelta, timezone
+from typing import Callable, Sequence
+
+from memorybot.domain import (
+    Action,
+    Actor,
+    Change,
+    LedgerEntry,
+    Memory,
+    Message,
+    NightlyRun,
+    PromptMessage,
+    Verdict,
+    jst_day,
+    snowflake_at,
+)
+from memorybot.ports import ConflictError, ModelError
+
+T0 = datetime(2026, 11, 20, 12, 0, tzinfo=timezone.utc)
+
+
+class Clock:
+    """A settable clock; each call moves it on by one millisecond so times are distinct."""
+
+    def __init__(self, start: datetime = T0) -> None:
+        self.now = start
+        self._lock = threading.Lock()
+
+    def __call__(self) -> datetime:
+        with self._lock:
+            self.now += timedelta(milliseconds=1)
+            return self.now
+
+
+class FakeMemoryStore:
+    def __init__(self, clock: Callable[[], datetime] | None = None) -> None:
+        self.rows: dict[tuple[str, str], Memory] = {}
+        self.ledger: list[LedgerEntry] = []
+        self.clock = clock or Clock()
+        self._lock = threading.Lock()
+        self.fail_apply: Callable[[Change], bool] = lambda change: False
+
+    # helpers for tests
+    def seed(self, *memories: Memory) -> None:
+        for m in memories:
+            self.rows[(m.user_id, m.memory_id)] = m
+
+    def of(self, user_id: str) -> list[Memory]:
+        return sorted((m for (u, _), m in self.rows.items() if u == user_id), key=lambda m: m.updated_at, reverse=True)
+
+    def changes(self) -> list[LedgerEntry]:
+        return [e for e in self.ledger if e.action is not Action.READ]
+
+    # the port
+    def read_profile(self, user_id, *, actor, reason, limit, run_id=None):
+        with self._lock:
+            profile = self.of(user_id)[:limit]
+            self.ledger.append(
+                LedgerEntry(user_id, Action.READ, actor, reason, self.clock(), tuple(m.memory_id for m in profile), run_id=run_id)
+            )
+            return profile
+
+    def get(self, user_id, memory_id):
+        return self.rows.get((user_id, memory_id))
+
+    def apply(self, change: Change, *, actor, run_id=None, ledger_action=None):
+        with self._lock:
+            if self.fail_apply(change):
+                raise RuntimeError("injected store failure")
+            key = (change.user_id, change.memory_id)
+            if self.rows.get(key) != change.before:
+                raise ConflictError(change.memory_id)
+            if change.after is None:
+                del self.rows[key]
+            else:
+                self.rows[key] = change.after
+            entry = LedgerEntry(
+                change.user_id,
+                Action(ledger_action) if ledger_action else change.action,
+                actor,
+                change.reason,
+                self.clock(),
+                (change.memory_id,),
+                change.before,
+                change.after,
+                run_id,
+            )
+            self.ledger.append(entry)
+            return entry
+
+    def stale(self, updated_before, limit):
+        old = sorted((m for m in self.rows.values() if m.updated_at < updated_before), key=lambda m: m.updated_at)
+        return old[:limit]
+
+    def ledger_for_run(self, run_id):
+        return sorted((e for e in self.ledger if e.run_id == run_id), key=lambda e: e.at, reverse=True)
+
+    def ledger_for_user(self, user_id, limit=100):
+        return sorted((e for e in self.ledger if e.user_id == user_id), key=lambda e: e.at, reverse=True)[:limit]
+
+    def last_forget_at(self, user_id):
+        times = [e.at for e in self.ledger if e.user_id == user_id and e.actor is Actor.COMMAND and e.action is Action.DELETE]
+        return max(times) if times else None
+
+
+class FakeMessageStore:
+    def __init__(self) -> None:
+        self.rows: dict[tuple[str, str], Message] = {}
+
+    def put(self, message: Message) -> None:
+        self.rows.setdefault((message.channel_id, message.message_id), message)
+
+    def recent(self, channel_id, limit):
+        mine = sorted((m for (c, _), m in self.rows.items() if c == channel_id), key=lambda m: int(m.message_id))
+        return mine[-limit:] if limit else []
+
+    def between(self, start, end):
+        return sorted((m for m in self.rows.values() if start <= m.created_at < end), key=lambda m: int(m.message_id))
+
+
+class FakeRunStore:
+    def __init__(self) -> None:
+        self.runs: dict[int, NightlyRun] = {}
+        self.days: set[str] = set()
+
+    def claim(self, day_label, started_at):
+        if day_label in self.days:
+            return None
+        self.days.add(day_label)
+        run = NightlyRun(max(self.runs, default=0) + 1, day_label, started_at)
+        self.runs[run.run_id] = run
+        return run
+
+    def finish(self, run):
+        self.runs[run.run_id] = run
+
+    def get(self, run_id):
+        return self.runs.get(run_id)
+
+    def latest(self):
+        return self.runs[max(self.runs)] if self.runs else None
+
+    def mark_rolled_back(self, run_id):
+        run = self.runs[run_id]
+        if run.rolled_back:
+            return False
+        self.runs[run_id] = dataclasses.replace(run, rolled_back=True)
+        return True
+
+
+class ScriptedJev:
+    """A decision model whose answers tests set; ``fail`` names questions that raise."""
+
+    def __init__(self, worth=0.9, verdicts: dict[str, object] | None = None, add=0.9, review: dict[str, object] | None = None):
+        self.worth_answer = worth
+        self.verdicts = verdicts or {}
+        self.default_verdict: object = Verdict.KEEP
+        self.add_answer = add
+        self.reviews = review or {}
+        self.default_review: object = Verdict.KEEP
+        self.fail: set[str] = set()
+        self.calls: list[tuple[str, object]] = []
+        self._lock = threading.Lock()
+
+    def _record(self, question, subject):
+        with self._lock:
+            self.calls.append((question, subject))
+        if question in self.fail:
+            raise ModelError(f"injected failure: {question}")
+
+    def worth(self, exchange):
+        self._record("worth", exchange)
+        return self.worth_answer
+
+    def verdict(self, exchange, memory):
+        self._record("verdict", memory.memory_id)
+        if memory.memory_id in self.fail:
+            raise ModelError("injected failure for one record")
+        return self.verdicts.get(memory.memory_id, self.default_verdict)
+
+    def add(self, exchange, verdicts):
+        self._record("add", tuple((m.memory_id, v) for m, v in verdicts))
+        return self.add_answer
+
+    def review(self, memory):
+        self._record("review", memory.memory_id)
+        if memory.memory_id in self.fail:
+            raise ModelError("injected failure for one record")
+        return self.reviews.get(memory.memory_id, self.default_review)
+
+    def asked(self, question: str) -> list[object]:
+        return [s for q, s in self.calls if q == question]
+
+
+class ScriptedChat:
+    def __init__(self, texts: dict[str | None, str] | None = None, reply="ok", diary="今日は穏やかな一日だった。"):
+        self.texts = texts or {}
+        self.reply_answer = reply
+        self.diary_answer = diary
+        self.fail: set[str] = set()
+        self.seen: list[tuple[str, object]] = []
+        self._lock = threading.Lock()
+
+    def _record(self, what, subject):
+        with self._lock:
+            self.seen.append((what, subject))
+        if what in self.fail:
+            raise ModelError(f"injected failure: {what}")
+
+    def write_memory(self, exchange, current):
+        self._record("write_memory", (exchange, current))
+        key = current.memory_id if current else None
+        return self.texts.get(key, f"rewritten {current.memory_id}" if current else "new fact")
+
+    def write_reply(self, prompt: Sequence[PromptMessage]):
+        self._record("write_reply", list(prompt))
+        return self.reply_answer
+
+    def write_diary(self, transcript):
+        self._record("write_diary", transcript)
+        return self.diary_answer
+
+
+_seq = itertools.count(1)
+
+
+def message(author_id: str, content: str, *, at: datetime = T0, channel="c1", name=None, bot=False) -> Message:
+    return Message(channel, snowflake_at(at, next(_seq)), author_id, name or f"user{author_id}", content, bot)
+
+
+def memory(user_id: str, memory_id: str, text: str = "likes tea", *, at: datetime = T0) -> Memory:
+    return Memory(user_id, memory_id, text, at, at)
+
+
+__all__ = [
+    "Clock", "FakeMemoryStore", "FakeMessageStore", "FakeRunStore", "ScriptedJev", "ScriptedChat",
+    "message", "memory", "T0", "jst_day",
+]
