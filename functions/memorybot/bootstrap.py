@@ -1,0 +1,75 @@
+"""The composition root: adapters are wired here, once per process (Lambda container).
+
+Each dependency is built on first use, so a function imports only the adapters it
+touches (the interactions function must stay lean).
+"""
+
+from __future__ import annotations
+
+from functools import cached_property, lru_cache
+from typing import Any
+
+from .config import Settings, settings
+
+
+class Container:
+    def __init__(self, config: Settings, **overrides: Any) -> None:
+        """``overrides`` replace any property by name (the local stack and tests use this)."""
+        self.settings = config
+        self.__dict__.update(overrides)
+
+    @cached_property
+    def dynamodb_client(self) -> Any:
+        from .adapters.dynamodb import dynamodb_client
+
+        return dynamodb_client()
+
+    @cached_property
+    def memory_store(self):
+        from .adapters.dynamodb import DynamoMemoryStore
+
+        return DynamoMemoryStore(self.dynamodb_client, self.settings)
+
+    @cached_property
+    def message_store(self):
+        from .adapters.dynamodb import DynamoMessageStore
+
+        return DynamoMessageStore(self.dynamodb_client, self.settings)
+
+    @cached_property
+    def run_store(self):
+        from .adapters.dynamodb_runs import DynamoRunStore
+
+        return DynamoRunStore(self.dynamodb_client, self.settings)
+
+    @cached_property
+    def decision_model(self):
+        from .adapters.models import build_decision_model
+
+        return build_decision_model(self.settings)
+
+    @cached_property
+    def chat_model(self):
+        from .adapters.models import build_chat_model
+
+        return build_chat_model(self.settings)
+
+    @cached_property
+    def extractor(self):
+        from .extraction import Extractor
+
+        return Extractor(
+            self.memory_store, self.decision_model, self.chat_model, concurrency=self.settings.model_concurrency
+        )
+
+    @cached_property
+    def reply_writer(self):
+        from .reply import ReplyWriter
+
+        return ReplyWriter(self.memory_store, self.chat_model)
+
+
+@lru_cache(maxsize=1)
+def container() -> Container:
+    """The process's container, built from the environment once."""
+    return Container(settings())
