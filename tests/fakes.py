@@ -22,7 +22,7 @@ from memorybot.domain import (
     jst_day,
     snowflake_at,
 )
-from memorybot.ports import ConflictError, ModelError
+from memorybot.ports import ConflictError, ModelError, RollbackClaim
 
 T0 = datetime(2026, 11, 20, 12, 0, tzinfo=timezone.utc)
 
@@ -130,14 +130,17 @@ class FakeRunStore:
     def __init__(self) -> None:
         self.runs: dict[int, NightlyRun] = {}
         self.days: set[str] = set()
+        self.leases: dict[int, tuple[str, datetime]] = {}  # run id -> (owner, until)
+        self._lock = threading.Lock()
 
     def claim(self, day_label, started_at):
-        if day_label in self.days:
-            return None
-        self.days.add(day_label)
-        run = NightlyRun(max(self.runs, default=0) + 1, day_label, started_at)
-        self.runs[run.run_id] = run
-        return run
+        with self._lock:
+            if day_label in self.days:
+                return None
+            self.days.add(day_label)
+            run = NightlyRun(max(self.runs, default=0) + 1, day_label, started_at)
+            self.runs[run.run_id] = run
+            return run
 
     def finish(self, run):
         self.runs[run.run_id] = run
@@ -148,12 +151,33 @@ class FakeRunStore:
     def latest(self):
         return self.runs[max(self.runs)] if self.runs else None
 
-    def mark_rolled_back(self, run_id):
-        run = self.runs[run_id]
-        if run.rolled_back:
-            return False
-        self.runs[run_id] = dataclasses.replace(run, rolled_back=True)
-        return True
+    def claim_rollback(self, run_id, owner, now, lease):
+        with self._lock:
+            run = self.runs.get(run_id)
+            if run is None:
+                return RollbackClaim.MISSING
+            if run.rolled_back:
+                return RollbackClaim.DONE
+            held = self.leases.get(run_id)
+            if held and held[0] != owner and held[1] > now:
+                return RollbackClaim.BUSY
+            self.leases[run_id] = (owner, now + lease)
+            return RollbackClaim.CLAIMED
+
+    def mark_rolled_back(self, run_id, owner):
+        with self._lock:
+            run = self.runs[run_id]
+            held = self.leases.get(run_id)
+            if run.rolled_back or not held or held[0] != owner:
+                return False
+            del self.leases[run_id]
+            self.runs[run_id] = dataclasses.replace(run, rolled_back=True)
+            return True
+
+    def release_rollback(self, run_id, owner):
+        with self._lock:
+            if self.leases.get(run_id, ("",))[0] == owner:
+                del self.leases[run_id]
 
 
 class ScriptedJev:

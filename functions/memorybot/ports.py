@@ -6,7 +6,8 @@ every exception and every out-of-range answer as "no decision".
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import datetime, timedelta
+from enum import Enum
 from typing import Protocol, Sequence
 
 from .domain import Actor, Change, LedgerEntry, Memory, Message, NightlyRun, PromptMessage, Verdict
@@ -75,8 +76,26 @@ class RunStore(Protocol):
 
     def latest(self) -> NightlyRun | None: ...
 
-    def mark_rolled_back(self, run_id: int) -> bool:
-        """True if this call marked it; False if it was already rolled back."""
+    def claim_rollback(self, run_id: int, owner: str, now: datetime, lease: timedelta) -> "RollbackClaim":
+        """Take the run's rollback lease for ``owner`` until ``now + lease``.
+
+        CLAIMED when taken (no lease held, or the holder's lease expired: an interrupted
+        rollback can be retried); BUSY while another owner holds it; DONE when the run is
+        already rolled back; MISSING when there is no such run.
+        """
+
+    def mark_rolled_back(self, run_id: int, owner: str) -> bool:
+        """Mark the run rolled back and drop the lease, only if ``owner`` still holds it."""
+
+    def release_rollback(self, run_id: int, owner: str) -> None:
+        """Give the lease back (after a failure) so that a retry need not wait for it to expire."""
+
+
+class RollbackClaim(str, Enum):
+    CLAIMED = "claimed"
+    BUSY = "busy"
+    DONE = "done"
+    MISSING = "missing"
 
 
 class DecisionModel(Protocol):
