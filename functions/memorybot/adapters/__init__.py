@@ -1,0 +1,1 @@
+"""Adapters: the ports of ``memorybot.ports`` implemented against real services."""

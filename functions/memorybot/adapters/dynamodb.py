@@ -1,0 +1,512 @@
+"""DynamoDB adapters: the memories with their ledger (memory_log), and the channel log.
+
+Every change to a memory commits in ONE TransactWriteItems call together with its
+ledger row, conditioned on the record being exactly as it was read: conditional
+transactions do here what the design's ConversationDO did (serialise the writes).
+
+Scoping: every key and key condition below is built from the user_id the caller
+passed (or, for ``apply``, the owner of the Change), so no method can reach another
+person's rows. ``stale`` is the one cross-user read, for the nightly review.
+
+The item (de)serialisers and ``query_items`` are public so the other DynamoDB
+adapters can reuse them.
+"""
+
+from __future__ import annotations
+
+import heapq
+import json
+import secrets
+import time
+import zlib
+from datetime import date, datetime, timedelta, timezone
+from decimal import Decimal
+from itertools import islice
+from typing import Any, Callable, Iterator, Mapping
+
+import boto3
+from botocore.config import Config
+from botocore.exceptions import ClientError
+
+from .. import tables
+from ..config import Settings
+from ..domain import (
+    DISCORD_EPOCH_MS,
+    JST,
+    Action,
+    Actor,
+    Change,
+    LedgerEntry,
+    Memory,
+    Message,
+    iso,
+    jst_day,
+    parse_iso,
+    snowflake_time,
+    utcnow,
+)
+from ..ports import ConflictError
+
+Item = dict[str, Any]  # one DynamoDB item in the low-level client's typed form
+
+CONNECT_TIMEOUT_SECONDS = 2
+READ_TIMEOUT_SECONDS = 5
+MAX_ATTEMPTS = 4  # "standard" retry mode: the first call and up to three retries, with jittered backoff
+# Real DynamoDB cancels a transaction that races another one on the same item
+# ("TransactionConflict"); the conditions are re-checked on each attempt, so retrying is safe.
+TRANSACTION_CONFLICT_ATTEMPTS = 3
+TRANSACTION_CONFLICT_BACKOFF_SECONDS = 0.05
+LAST_FORGET_PAGE = 100  # ledger rows read per page while looking for the newest forget
+
+
+def dynamodb_client() -> Any:
+    """A low-level DynamoDB client with short timeouts and bounded retries.
+
+    No endpoint argument: boto3 reads AWS_ENDPOINT_URL_DYNAMODB itself, which is how
+    the local stack points every client at moto.
+    """
+    config = Config(
+        connect_timeout=CONNECT_TIMEOUT_SECONDS,
+        read_timeout=READ_TIMEOUT_SECONDS,
+        retries={"mode": "standard", "max_attempts": MAX_ATTEMPTS},
+    )
+    return boto3.client("dynamodb", config=config)
+
+
+def query_items(client: Any, **request: Any) -> Iterator[Item]:
+    """Every item a Query returns, page after page, fetched lazily (stop early by not iterating)."""
+    while True:
+        page = client.query(**request)
+        yield from page.get("Items", [])
+        last = page.get("LastEvaluatedKey")
+        if not last:
+            return
+        request = {**request, "ExclusiveStartKey": last}
+
+
+def _index(spec: tables.TableSpec, name: str) -> str:
+    """An index name, checked against the table spec at import time."""
+    if not any(i.name == name for i in spec.local_indexes + spec.global_indexes):
+        raise LookupError(f"{spec.logical_name} has no index {name!r}")
+    return name
+
+
+BY_UPDATED = _index(tables.MEMORIES, "by_updated")
+STALE = _index(tables.MEMORIES, "stale")
+BY_RUN = _index(tables.MEMORY_LOG, "by_run")
+BY_JST_DAY = _index(tables.MESSAGES, "by_jst_day")
+
+
+# ---- attribute values ---------------------------------------------------------
+
+
+def _s(value: str) -> dict[str, str]:
+    return {"S": value}
+
+
+def number_str(attribute: Mapping[str, str]) -> str:
+    """A DynamoDB Number as the plain digits of an integer.
+
+    Exact for 20-digit snowflakes (DynamoDB keeps 38 significant digits); never
+    goes through float.
+    """
+    return str(int(Decimal(attribute["N"])))
+
+
+# ---- memories -----------------------------------------------------------------
+
+
+def stale_shard(user_id: str) -> str:
+    """The user's shard of the ``stale`` index: a stable hash, the same in every process."""
+    return str(zlib.crc32(user_id.encode("utf-8")) % tables.STALE_SHARDS)
+
+
+def memory_item(memory: Memory) -> Item:
+    return {
+        "user_id": _s(memory.user_id),
+        "memory_id": _s(memory.memory_id),
+        "text": _s(memory.text),
+        "created_at": _s(iso(memory.created_at)),
+        "updated_at": _s(iso(memory.updated_at)),
+        "stale_shard": _s(stale_shard(memory.user_id)),
+    }
+
+
+def memory_from_item(item: Item) -> Memory:
+    return Memory(
+        user_id=item["user_id"]["S"],
+        memory_id=item["memory_id"]["S"],
+        text=item["text"]["S"],
+        created_at=parse_iso(item["created_at"]["S"]),
+        updated_at=parse_iso(item["updated_at"]["S"]),
+    )
+
+
+def memory_key(user_id: str, memory_id: str) -> Item:
+    return {"user_id": _s(user_id), "memory_id": _s(memory_id)}
+
+
+def memory_to_json(memory: Memory) -> str:
+    """A memory as a JSON object, for the ledger's before / after state."""
+    return json.dumps(
+        {
+            "user_id": memory.user_id,
+            "memory_id": memory.memory_id,
+            "text": memory.text,
+            "created_at": iso(memory.created_at),
+            "updated_at": iso(memory.updated_at),
+        },
+        ensure_ascii=False,
+        sort_keys=True,
+    )
+
+
+def memory_from_json(text: str | None) -> Memory | None:
+    if not text:
+        return None
+    data = json.loads(text)
+    return Memory(
+        data["user_id"], data["memory_id"], data["text"], parse_iso(data["created_at"]), parse_iso(data["updated_at"])
+    )
+
+
+# ---- the ledger (memory_log) ----------------------------------------------------
+
+
+def ledger_entry_key(entry: LedgerEntry) -> str:
+    """Sort key: the time first, so a user's rows (and a run's, in by_run) order by time."""
+    return f"{iso(entry.at)}#{entry.entry_id}"
+
+
+def ledger_item(entry: LedgerEntry) -> Item:
+    item: Item = {
+        "user_id": _s(entry.user_id),
+        "entry_key": _s(ledger_entry_key(entry)),
+        "action": _s(Action(entry.action).value),
+        "actor": _s(Actor(entry.actor).value),
+        "reason": _s(entry.reason),
+        "memory_ids": {"L": [_s(m) for m in entry.memory_ids]},
+        "at": _s(iso(entry.at)),
+    }
+    if entry.before is not None:
+        item["before"] = _s(memory_to_json(entry.before))
+    if entry.after is not None:
+        item["after"] = _s(memory_to_json(entry.after))
+    if entry.run_id is not None:  # only then: the by_run index stays sparse
+        item["run_id"] = {"N": str(int(entry.run_id))}
+    return item
+
+
+def ledger_from_item(item: Item) -> LedgerEntry:
+    return LedgerEntry(
+        user_id=item["user_id"]["S"],
+        action=Action(item["action"]["S"]),
+        actor=Actor(item["actor"]["S"]),
+        reason=item.get("reason", {}).get("S", ""),
+        at=parse_iso(item["at"]["S"]),
+        memory_ids=tuple(v["S"] for v in item.get("memory_ids", {}).get("L", [])),
+        before=memory_from_json(item.get("before", {}).get("S")),
+        after=memory_from_json(item.get("after", {}).get("S")),
+        run_id=int(number_str(item["run_id"])) if "run_id" in item else None,
+        entry_id=item["entry_key"]["S"].rsplit("#", 1)[1],
+    )
+
+
+def _cancellation_code(error: ClientError, position: int) -> str | None:
+    """Why item ``position`` of a cancelled transaction was cancelled, if it was."""
+    if error.response.get("Error", {}).get("Code") != "TransactionCanceledException":
+        return None
+    reasons = error.response.get("CancellationReasons") or []
+    if position >= len(reasons):
+        return None
+    return reasons[position].get("Code")
+
+
+class DynamoMemoryStore:
+    """``ports.MemoryStore`` on the memories and memory_log tables."""
+
+    def __init__(self, client: Any, settings: Settings, *, clock: Callable[[], datetime] = utcnow) -> None:
+        self._client = client
+        self._memories = settings.table(tables.MEMORIES)
+        self._log = settings.table(tables.MEMORY_LOG)
+        self._clock = clock
+
+    # -- reads of one person's profile
+
+    def read_profile(
+        self, user_id: str, *, actor: Actor, reason: str, limit: int, run_id: int | None = None
+    ) -> list[Memory]:
+        profile: list[Memory] = []
+        if limit > 0:
+            items = query_items(
+                self._client,
+                TableName=self._memories,
+                IndexName=BY_UPDATED,
+                KeyConditionExpression="user_id = :user",
+                ExpressionAttributeValues={":user": _s(user_id)},
+                ScanIndexForward=False,
+                Limit=limit,
+                ConsistentRead=True,
+            )
+            profile = [memory_from_item(i) for i in islice(items, limit)]
+        entry = LedgerEntry(
+            user_id, Action.READ, Actor(actor), reason, self._clock(), tuple(m.memory_id for m in profile), run_id=run_id
+        )
+        # A read without its ledger row must not be used: a failed put raises here.
+        self._client.put_item(
+            TableName=self._log, Item=ledger_item(entry), ConditionExpression="attribute_not_exists(entry_key)"
+        )
+        return profile
+
+    def get(self, user_id: str, memory_id: str) -> Memory | None:
+        item = self._client.get_item(
+            TableName=self._memories, Key=memory_key(user_id, memory_id), ConsistentRead=True
+        ).get("Item")
+        return memory_from_item(item) if item else None
+
+    # -- changes
+
+    def apply(
+        self, change: Change, *, actor: Actor, run_id: int | None = None, ledger_action: str | None = None
+    ) -> LedgerEntry:
+        entry = LedgerEntry(
+            user_id=change.user_id,
+            action=Action(ledger_action) if ledger_action else change.action,
+            actor=Actor(actor),
+            reason=change.reason,
+            at=self._clock(),
+            memory_ids=(change.memory_id,),
+            before=change.before,
+            after=change.after,
+            run_id=run_id,
+        )
+        transaction = [
+            self._memory_write(change),
+            {
+                "Put": {
+                    "TableName": self._log,
+                    "Item": ledger_item(entry),
+                    "ConditionExpression": "attribute_not_exists(entry_key)",
+                }
+            },
+        ]
+        for attempt in range(1, TRANSACTION_CONFLICT_ATTEMPTS + 1):
+            try:
+                # A token per attempt: botocore's own retries of this call resend the same
+                # token, so a commit whose answer was lost is not reported as a conflict.
+                self._client.transact_write_items(TransactItems=transaction, ClientRequestToken=secrets.token_hex(16))
+                return entry
+            except ClientError as error:
+                code = _cancellation_code(error, 0)
+                if code == "ConditionalCheckFailed":
+                    raise ConflictError(change.memory_id) from error
+                if code == "TransactionConflict":
+                    if attempt < TRANSACTION_CONFLICT_ATTEMPTS:
+                        time.sleep(TRANSACTION_CONFLICT_BACKOFF_SECONDS * attempt)
+                        continue
+                    # Still contended: someone else keeps changing the record; drop ours.
+                    raise ConflictError(change.memory_id) from error
+                raise
+        raise AssertionError("unreachable")
+
+    def _memory_write(self, change: Change) -> Item:
+        """The Put or Delete of the memory, conditioned on the record being exactly ``change.before``."""
+        if change.before is None:
+            return {
+                "Put": {
+                    "TableName": self._memories,
+                    "Item": memory_item(change.after),  # type: ignore[arg-type]  # Change guarantees one side
+                    "ConditionExpression": "attribute_not_exists(memory_id)",
+                }
+            }
+        before = change.before
+        unchanged = {
+            "ConditionExpression": "#text = :text AND updated_at = :updated AND created_at = :created",
+            "ExpressionAttributeNames": {"#text": "text"},
+            "ExpressionAttributeValues": {
+                ":text": _s(before.text),
+                ":updated": _s(iso(before.updated_at)),
+                ":created": _s(iso(before.created_at)),
+            },
+        }
+        if change.after is None:
+            return {
+                "Delete": {
+                    "TableName": self._memories,
+                    "Key": memory_key(before.user_id, before.memory_id),
+                    **unchanged,
+                }
+            }
+        return {"Put": {"TableName": self._memories, "Item": memory_item(change.after), **unchanged}}
+
+    # -- the nightly review (every user)
+
+    def stale(self, updated_before: datetime, limit: int) -> list[Memory]:
+        if limit <= 0:
+            return []
+        cutoff = iso(updated_before)
+        shards: list[list[Memory]] = []
+        for shard in range(tables.STALE_SHARDS):
+            items = query_items(
+                self._client,
+                TableName=self._memories,
+                IndexName=STALE,
+                KeyConditionExpression="stale_shard = :shard AND updated_at < :cutoff",
+                ExpressionAttributeValues={":shard": _s(str(shard)), ":cutoff": _s(cutoff)},
+                ScanIndexForward=True,
+                Limit=limit,
+            )
+            # No shard can contribute more than ``limit`` to the oldest ``limit`` overall.
+            shards.append(sorted((memory_from_item(i) for i in islice(items, limit)), key=_oldest_first))
+        return list(islice(heapq.merge(*shards, key=_oldest_first), limit))
+
+    # -- the ledger
+
+    def ledger_for_run(self, run_id: int) -> list[LedgerEntry]:
+        items = query_items(
+            self._client,
+            TableName=self._log,
+            IndexName=BY_RUN,
+            KeyConditionExpression="run_id = :run",
+            ExpressionAttributeValues={":run": {"N": str(int(run_id))}},
+            ScanIndexForward=False,
+        )
+        return [ledger_from_item(i) for i in items]
+
+    def ledger_for_user(self, user_id: str, limit: int = 100) -> list[LedgerEntry]:
+        if limit <= 0:
+            return []
+        items = query_items(
+            self._client,
+            TableName=self._log,
+            KeyConditionExpression="user_id = :user",
+            ExpressionAttributeValues={":user": _s(user_id)},
+            ScanIndexForward=False,
+            Limit=limit,
+            ConsistentRead=True,
+        )
+        return [ledger_from_item(i) for i in islice(items, limit)]
+
+    def last_forget_at(self, user_id: str) -> datetime | None:
+        items = query_items(
+            self._client,
+            TableName=self._log,
+            KeyConditionExpression="user_id = :user",
+            FilterExpression="#actor = :command AND #action = :delete",
+            ProjectionExpression="#at",
+            ExpressionAttributeNames={"#actor": "actor", "#action": "action", "#at": "at"},
+            ExpressionAttributeValues={
+                ":user": _s(user_id),
+                ":command": _s(Actor.COMMAND.value),
+                ":delete": _s(Action.DELETE.value),
+            },
+            ScanIndexForward=False,
+            Limit=LAST_FORGET_PAGE,  # rows read per page (before the filter); pages continue until a hit
+            ConsistentRead=True,
+        )
+        newest = next(items, None)
+        return parse_iso(newest["at"]["S"]) if newest else None
+
+
+def _oldest_first(memory: Memory) -> tuple[datetime, str, str]:
+    return (memory.updated_at, memory.user_id, memory.memory_id)
+
+
+# ---- messages -----------------------------------------------------------------
+
+
+def message_item(message: Message) -> Item:
+    return {
+        "channel_id": _s(message.channel_id),
+        "message_id": {"N": str(int(message.message_id))},
+        "jst_day": _s(jst_day(message.created_at)),
+        "author_id": _s(message.author_id),
+        "author_name": _s(message.author_name),
+        "content": _s(message.content),
+        "is_bot": {"BOOL": bool(message.is_bot)},
+    }
+
+
+def message_from_item(item: Item) -> Message:
+    return Message(
+        channel_id=item["channel_id"]["S"],
+        message_id=number_str(item["message_id"]),
+        author_id=item["author_id"]["S"],
+        author_name=item.get("author_name", {}).get("S", ""),
+        content=item.get("content", {}).get("S", ""),
+        is_bot=item.get("is_bot", {}).get("BOOL", False),
+    )
+
+
+_UNIX_EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
+_MS = timedelta(milliseconds=1)
+
+
+def _first_snowflake_at_or_after(at: datetime) -> int:
+    """The smallest snowflake whose time is >= ``at``.
+
+    Snowflakes carry whole milliseconds, so ``at`` is rounded up, with exact integer
+    arithmetic (a float timestamp could land one millisecond off).
+    """
+    ms = -((_UNIX_EPOCH - at) // _MS)  # ceiling division
+    return max(ms - DISCORD_EPOCH_MS, 0) << 22
+
+
+def _jst_days(first: date, last: date) -> Iterator[str]:
+    day = first
+    while day <= last:
+        yield day.isoformat()
+        day += timedelta(days=1)
+
+
+class DynamoMessageStore:
+    """``ports.MessageStore`` on the messages table."""
+
+    def __init__(self, client: Any, settings: Settings) -> None:
+        self._client = client
+        self._table = settings.table(tables.MESSAGES)
+
+    def put(self, message: Message) -> None:
+        try:
+            self._client.put_item(
+                TableName=self._table, Item=message_item(message), ConditionExpression="attribute_not_exists(message_id)"
+            )
+        except ClientError as error:
+            # Already stored (a redelivered event): the first copy stands, and that is success.
+            if error.response.get("Error", {}).get("Code") != "ConditionalCheckFailedException":
+                raise
+
+    def recent(self, channel_id: str, limit: int) -> list[Message]:
+        if limit <= 0:
+            return []
+        items = query_items(
+            self._client,
+            TableName=self._table,
+            KeyConditionExpression="channel_id = :channel",
+            ExpressionAttributeValues={":channel": _s(channel_id)},
+            ScanIndexForward=False,
+            Limit=limit,
+            ConsistentRead=True,
+        )
+        newest_first = [message_from_item(i) for i in islice(items, limit)]
+        return newest_first[::-1]
+
+    def between(self, start: datetime, end: datetime) -> list[Message]:
+        low = _first_snowflake_at_or_after(start)
+        high = _first_snowflake_at_or_after(end) - 1  # end is exclusive
+        if high < low:
+            return []
+        found: list[Message] = []
+        first_day = snowflake_time(low).astimezone(JST).date()
+        last_day = snowflake_time(high).astimezone(JST).date()
+        for day in _jst_days(first_day, last_day):
+            items = query_items(
+                self._client,
+                TableName=self._table,
+                IndexName=BY_JST_DAY,
+                KeyConditionExpression="jst_day = :day AND message_id BETWEEN :low AND :high",
+                ExpressionAttributeValues={":day": _s(day), ":low": {"N": str(low)}, ":high": {"N": str(high)}},
+                ScanIndexForward=True,
+            )
+            found.extend(message_from_item(i) for i in items)
+        return sorted(found, key=lambda m: int(m.message_id))
