@@ -68,6 +68,51 @@ class Container:
 
         return ReplyWriter(self.memory_store, self.chat_model)
 
+    # ---- the Discord front door and the workers
+
+    @cached_property
+    def signature_verifier(self):
+        from .signature import Verifier
+
+        return Verifier(self.settings.secret("DISCORD_PUBLIC_KEY"))
+
+    @cached_property
+    def invoker(self):
+        from .adapters.invoker import LambdaInvoker, lambda_client
+
+        names = {"reply": self.settings.reply_function_name, "extraction": self.settings.extraction_function_name}
+        return LambdaInvoker(names, lambda_client)
+
+    @cached_property
+    def discord(self):
+        """For the workers: patient (timeouts of 10 s, 429s retried)."""
+        from .adapters.discord_rest import DiscordRest
+
+        return DiscordRest(self.settings.discord_api_base, self.settings.secret("DISCORD_BOT_TOKEN"))
+
+    @cached_property
+    def discord_interactive(self):
+        """For answers inside Discord's 3 s: short timeouts, no waiting out a 429."""
+        from .adapters.discord_rest import DiscordRest
+
+        return DiscordRest(
+            self.settings.discord_api_base, self.settings.secret("DISCORD_BOT_TOKEN"), timeout=1.0, max_attempts=1
+        )
+
+    def idempotency_store(self, worker: str):
+        """One Powertools persistence layer per worker (it keeps per-function state)."""
+        stores = self.__dict__.setdefault("_idempotency_stores", {})
+        if worker not in stores:
+            from aws_lambda_powertools.utilities.idempotency import DynamoDBPersistenceLayer
+
+            from .tables import DEDUP
+
+            stores[worker] = DynamoDBPersistenceLayer(
+                table_name=self.settings.table(DEDUP), key_attr=DEDUP.partition.name,
+                expiry_attr=DEDUP.ttl_attribute, boto3_client=self.dynamodb_client,
+            )
+        return stores[worker]
+
 
 @lru_cache(maxsize=1)
 def container() -> Container:

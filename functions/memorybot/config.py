@@ -33,6 +33,8 @@ class Settings:
     bedrock_decision_model_id: str = "anthropic.claude-3-haiku-20240307-v1:0"
     bedrock_chat_model_id: str = "anthropic.claude-3-haiku-20240307-v1:0"
     discord_api_base: str = DEFAULT_DISCORD_API_BASE
+    discord_api_base_configured: bool = False  # the local stack uses its recorder when not
+    dynamodb_endpoint: str = ""  # AWS_ENDPOINT_URL_DYNAMODB: the local stack starts moto when empty
     discord_application_id: str = ""
     fetch_channel_history: bool = False
     reply_function_name: str = ""
@@ -75,6 +77,8 @@ class Settings:
             bedrock_decision_model_id=env.get("BEDROCK_DECISION_MODEL_ID", cls.bedrock_decision_model_id),
             bedrock_chat_model_id=env.get("BEDROCK_CHAT_MODEL_ID", cls.bedrock_chat_model_id),
             discord_api_base=env.get("DISCORD_API_BASE", DEFAULT_DISCORD_API_BASE).rstrip("/"),
+            discord_api_base_configured=bool(env.get("DISCORD_API_BASE")),
+            dynamodb_endpoint=env.get("AWS_ENDPOINT_URL_DYNAMODB", ""),
             discord_application_id=env.get("DISCORD_APPLICATION_ID", ""),
             fetch_channel_history=env.get("MEMORYBOT_FETCH_CHANNEL_HISTORY", "").lower() in ("1", "true", "yes"),
             reply_function_name=env.get("REPLY_FUNCTION_NAME", ""),

@@ -121,3 +121,39 @@ class ChatModel(Protocol):
 
     def write_diary(self, transcript: str) -> str:
         """One line, in Japanese."""
+
+
+class DiscordError(Exception):
+    """A Discord API call failed (HTTP error, Discord error code, or transport failure)."""
+
+    def __init__(self, message: str, *, status: int = 0, code: int = 0) -> None:
+        super().__init__(message)
+        self.status = status
+        self.code = code
+
+
+class DmsClosedError(DiscordError):
+    """Discord error 50007: the user does not accept DMs from the bot."""
+
+
+class DiscordApi(Protocol):
+    """What the bot asks of Discord. Every post carries allowed_mentions {"parse": []}."""
+
+    def open_dm(self, user_id: str) -> str:
+        """The DM channel id with the user."""
+
+    def send_message(self, channel_id: str, content: str) -> str:
+        """Post to a channel; the new message's id."""
+
+    def edit_original(self, application_id: str, token: str, content: str) -> str:
+        """Fill in a deferred interaction answer; the message's id."""
+
+    def recent_channel_messages(self, channel_id: str, limit: int) -> list[Message]:
+        """The channel's newest ordinary messages, oldest first (needs the Message Content intent)."""
+
+
+class AsyncInvoker(Protocol):
+    """Hands work to a worker without waiting for it (Lambda "Event" invocation when deployed)."""
+
+    def invoke(self, worker: str, payload: dict) -> None:
+        """``worker`` is "reply" or "extraction"; ``payload`` must be JSON-serialisable."""

@@ -1,0 +1,124 @@
+"""The Discord REST API over httpx: DMs, deferred answers, channel history, command registration."""
+
+from __future__ import annotations
+
+import logging
+import time
+from typing import Any, Callable
+
+import httpx
+
+from ..domain import Message
+from ..ports import DiscordError, DmsClosedError
+
+logger = logging.getLogger(__name__)
+
+PROJECT_URL = "https://github.com/memorybot/memorybot"
+VERSION = "0.1.0"
+USER_AGENT = f"DiscordBot ({PROJECT_URL}, {VERSION})"
+NO_MENTIONS = {"parse": []}  # nobody is ever pinged by the bot
+DMS_CLOSED = 50007  # "Cannot send messages to this user"
+HISTORY_MAX = 100  # Discord's page size for channel messages
+ORDINARY_MESSAGE_TYPES = (0, 19)  # default and reply
+
+
+class DiscordRest:
+    def __init__(
+        self,
+        base_url: str,
+        token: str,
+        *,
+        timeout: float = 10.0,
+        max_attempts: int = 3,
+        max_retry_wait: float = 5.0,
+        sleep: Callable[[float], None] = time.sleep,
+    ) -> None:
+        """429s are retried after Retry-After, at most ``max_attempts`` tries in all, and only
+        when the wait is at most ``max_retry_wait`` seconds (otherwise the 429 is raised)."""
+        self._http = httpx.Client(
+            base_url=base_url.rstrip("/") + "/",
+            timeout=timeout,
+            headers={"Authorization": f"Bot {token}", "User-Agent": USER_AGENT},
+        )
+        self._max_attempts = max(1, max_attempts)
+        self._max_retry_wait = max_retry_wait
+        self._sleep = sleep
+
+    def close(self) -> None:
+        self._http.close()
+
+    # ------------------------------------------------------------ the port
+
+    def open_dm(self, user_id: str) -> str:
+        return str(self._request("POST", "users/@me/channels", {"recipient_id": user_id})["id"])
+
+    def send_message(self, channel_id: str, content: str) -> str:
+        body = {"content": content, "allowed_mentions": NO_MENTIONS}
+        return str(self._request("POST", f"channels/{channel_id}/messages", body)["id"])
+
+    def edit_original(self, application_id: str, token: str, content: str) -> str:
+        body = {"content": content, "allowed_mentions": NO_MENTIONS}
+        return str(self._request("PATCH", f"webhooks/{application_id}/{token}/messages/@original", body)["id"])
+
+    def recent_channel_messages(self, channel_id: str, limit: int) -> list[Message]:
+        raw = self._request("GET", f"channels/{channel_id}/messages", params={"limit": max(1, min(limit, HISTORY_MAX))})
+        messages = [_message(channel_id, m) for m in raw or [] if m.get("type", 0) in ORDINARY_MESSAGE_TYPES]
+        return sorted(messages, key=lambda m: int(m.message_id))
+
+    # ------------------------------------------------------------ admin
+
+    def bulk_overwrite_commands(self, application_id: str, commands: list[dict], guild_id: str | None = None) -> list[dict]:
+        path = f"applications/{application_id}/guilds/{guild_id}/commands" if guild_id else f"applications/{application_id}/commands"
+        return self._request("PUT", path, commands)
+
+    # ------------------------------------------------------------ plumbing
+
+    def _request(self, method: str, path: str, json: Any = None, params: dict | None = None) -> Any:
+        for attempt in range(1, self._max_attempts + 1):
+            try:
+                response = self._http.request(method, path, json=json, params=params)
+            except httpx.HTTPError as exc:
+                raise DiscordError(f"{method} {_route(path)}: {type(exc).__name__}") from exc
+            if response.status_code == 429 and attempt < self._max_attempts:
+                wait = _retry_after(response)
+                if wait <= self._max_retry_wait:
+                    logger.info("discord rate limited", extra={"route": _route(path), "wait": wait})
+                    self._sleep(wait)
+                    continue
+            if response.status_code >= 400:
+                raise _error(method, path, response)
+            return response.json() if response.content else None
+        raise AssertionError("unreachable")  # the last attempt always returns or raises
+
+
+def _retry_after(response: httpx.Response) -> float:
+    try:
+        return max(0.0, float(response.json()["retry_after"]))
+    except Exception:  # noqa: BLE001 - fall back to the header, then to "too long"
+        try:
+            return max(0.0, float(response.headers.get("retry-after", "inf")))
+        except ValueError:
+            return float("inf")
+
+
+def _error(method: str, path: str, response: httpx.Response) -> DiscordError:
+    try:
+        code = int(response.json().get("code", 0))
+    except Exception:  # noqa: BLE001
+        code = 0
+    kind = DmsClosedError if code == DMS_CLOSED else DiscordError
+    return kind(f"{method} {_route(path)}: HTTP {response.status_code} code {code}", status=response.status_code, code=code)
+
+
+def _route(path: str) -> str:
+    """The path without interaction tokens, for logs."""
+    parts = path.split("/")
+    if parts[0] == "webhooks" and len(parts) > 2:
+        parts[2] = "<token>"
+    return "/".join(parts)
+
+
+def _message(channel_id: str, raw: dict) -> Message:
+    author = raw.get("author") or {}
+    name = author.get("global_name") or author.get("username") or "someone"
+    return Message(channel_id, str(raw["id"]), str(author.get("id", "")), name, raw.get("content") or "", bool(author.get("bot")))

@@ -1,0 +1,41 @@
+"""One thin module per Lambda function: event in, core call, response out.
+
+Shared here: API Gateway proxy events (v1 and v2) and the idempotent wrapper of the workers.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+from typing import Any, Callable
+
+from .. import bootstrap
+
+
+def http_request(event: dict) -> tuple[dict[str, str], bytes]:
+    """(headers with lower-case names, raw body bytes) of an API Gateway proxy event."""
+    headers = {str(k).lower(): str(v) for k, v in (event.get("headers") or {}).items()}
+    body = event.get("body") or ""
+    raw = base64.b64decode(body) if event.get("isBase64Encoded") else body.encode("utf-8")
+    return headers, raw
+
+
+def http_response(status: int, body: Any) -> dict:
+    return {"statusCode": status, "headers": {"Content-Type": "application/json"}, "body": json.dumps(body)}
+
+
+def idempotent(worker: str, fn: Callable[[dict], dict], context: Any) -> Callable[..., dict]:
+    """``fn(job=...)`` runs at most once per interaction id (the dedup table, 7-day expiry).
+
+    A Lambda retry of a finished job returns the stored result instead of running again.
+    """
+    from aws_lambda_powertools.utilities.idempotency import IdempotencyConfig, idempotent_function
+
+    from ..tables import DEDUP_TTL_SECONDS
+
+    config = IdempotencyConfig(
+        event_key_jmespath="interaction_id", raise_on_no_idempotency_key=True, expires_after_seconds=DEDUP_TTL_SECONDS
+    )
+    config.register_lambda_context(context)
+    store = bootstrap.container().idempotency_store(worker)
+    return idempotent_function(data_keyword_argument="job", persistence_store=store, config=config, key_prefix=f"memorybot.{worker}")(fn)

@@ -1,0 +1,34 @@
+"""The extraction worker: after the reply, decide what (if anything) to remember.
+
+Invoked asynchronously by the reply worker; idempotent on the interaction id.
+"""
+
+from __future__ import annotations
+
+from aws_lambda_powertools import Logger
+
+from .. import bootstrap
+from ..domain import Actor
+from . import idempotent
+
+logger = Logger(service="memorybot-extraction")
+
+LOG_WINDOW = 20  # enough of the channel log to find the six-message exchange
+
+
+@logger.inject_lambda_context(clear_state=True)
+def handler(event: dict, context) -> dict:
+    logger.append_keys(interaction_id=event.get("interaction_id"))
+    return idempotent("extraction", _extract, context)(job=event)
+
+
+def _extract(job: dict) -> dict:
+    c = bootstrap.container()
+    messages = c.message_store.recent(job["channel_id"], LOG_WINDOW)
+    # The exchange ends at the bot's reply: later messages belong to later turns.
+    up_to = int(job.get("up_to_message_id") or 0)
+    if up_to:
+        messages = [m for m in messages if int(m.message_id) <= up_to]
+    result = c.extractor.run(job["user_id"], messages, actor=Actor.EXTRACTION)
+    logger.info("extraction done", extra={"outcome": result.outcome, "added": result.added, "updated": result.updated, "deleted": result.deleted})
+    return {"outcome": result.outcome, "added": result.added, "updated": result.updated, "deleted": result.deleted}

@@ -1,0 +1,31 @@
+"""The interactions function: Discord's signed POST in, an answer within 3 seconds out.
+
+Imports stay lean for cold starts: no httpx, no model adapters, no boto3 until used.
+"""
+
+from __future__ import annotations
+
+from aws_lambda_powertools import Logger
+
+from .. import bootstrap, interactions
+from ..signature import SignatureError
+from . import http_request, http_response
+
+logger = Logger(service="memorybot-interactions")
+
+
+@logger.inject_lambda_context(clear_state=True)
+def handler(event: dict, context) -> dict:
+    headers, body = http_request(event)
+    container = bootstrap.container()
+    try:
+        container.signature_verifier.verify(headers, body)
+    except SignatureError as exc:
+        logger.info("signature refused", extra={"reason": str(exc)})
+        return http_response(401, {"error": "invalid request signature"})
+    try:
+        status, answer = interactions.respond(body, container)
+    except Exception:  # noqa: BLE001 - never a 500 to Discord: a polite ephemeral instead
+        logger.exception("interaction failed")
+        status, answer = 200, interactions.ephemeral(interactions.TEXT_ERROR)
+    return http_response(status, answer)

@@ -1,0 +1,289 @@
+"""Discord interaction payloads in, core calls out: the only module that knows their shape.
+
+``respond`` answers one verified request body with (HTTP status, JSON body). Anything it
+does not understand gets a 400 or a polite ephemeral message, and nothing is written.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from dataclasses import dataclass
+from typing import Any, Callable, Protocol
+
+from . import commands
+from .domain import Message
+from .ports import AsyncInvoker, DiscordApi, MemoryStore, MessageStore
+
+logger = logging.getLogger(__name__)
+
+# Discord's numbers.
+PING, APPLICATION_COMMAND, AUTOCOMPLETE = 1, 2, 4
+PONG, CHANNEL_MESSAGE, DEFERRED_CHANNEL_MESSAGE, AUTOCOMPLETE_RESULT = 1, 4, 5, 8
+EPHEMERAL = 64
+SUBCOMMAND = 1
+STRING_OPTION = 3
+MAX_CHOICES = 25
+CHOICE_NAME_MAX_CHARS = 100
+MESSAGE_MAX_CHARS = 2000
+NO_MENTIONS = {"parse": []}
+
+# The commands `memorybot register-commands` installs (bulk overwrite).
+COMMANDS: list[dict[str, Any]] = [
+    {
+        "name": "chat",
+        "description": "Talk to memorybot",
+        "type": 1,
+        "options": [{"type": STRING_OPTION, "name": "message", "description": "What you want to say", "required": True}],
+    },
+    {
+        "name": "memory",
+        "description": "What memorybot remembers about you",
+        "type": 1,
+        "options": [
+            {"type": SUBCOMMAND, "name": "show", "description": "DM me what you remember about me"},
+            {
+                "type": SUBCOMMAND,
+                "name": "forget",
+                "description": "Forget one of my memories",
+                "options": [
+                    {"type": STRING_OPTION, "name": "id", "description": "The memory's id", "required": True, "autocomplete": True}
+                ],
+            },
+        ],
+    },
+]
+
+TEXT_NOTHING_REMEMBERED = "I don't remember anything about you yet."
+TEXT_DM_SENT = "I sent you a DM with what I remember about you."
+TEXT_DM_FAILED = (
+    "I couldn't send you a DM, so I won't show your memories here. "
+    "Allow direct messages from this server's members and try again."
+)
+TEXT_FORGOTTEN = "Forgotten: memory {memory_id} is deleted."
+TEXT_NOT_FOUND = "Memory {memory_id} was not found among your memories."
+TEXT_UNSUPPORTED = "Sorry, I don't know that command."
+TEXT_EMPTY_CHAT = "Say something after /chat and I'll answer."
+TEXT_BUSY = "Sorry, I can't answer right now. Please try again in a moment."
+TEXT_ERROR = "Sorry, something went wrong on my side."
+
+
+class BadRequest(Exception):
+    """The body is not an interaction this bot can read (answered with 400)."""
+
+
+@dataclass(frozen=True)
+class Caller:
+    user_id: str
+    user_name: str
+    channel_id: str
+
+
+@dataclass(frozen=True)
+class Ping:
+    pass
+
+
+@dataclass(frozen=True)
+class Chat:
+    interaction_id: str
+    token: str
+    application_id: str
+    caller: Caller
+    text: str
+
+
+@dataclass(frozen=True)
+class ShowMemories:
+    caller: Caller
+
+
+@dataclass(frozen=True)
+class ForgetMemory:
+    caller: Caller
+    memory_id: str
+
+
+@dataclass(frozen=True)
+class SuggestForget:
+    caller: Caller
+    typed: str
+
+
+@dataclass(frozen=True)
+class Unsupported:
+    what: str
+
+
+Request = Ping | Chat | ShowMemories | ForgetMemory | SuggestForget | Unsupported
+
+
+class Dependencies(Protocol):
+    """What answering needs (bootstrap.Container provides it)."""
+
+    message_store: MessageStore
+    memory_store: MemoryStore
+    invoker: AsyncInvoker
+    discord_interactive: DiscordApi
+
+
+# ---------------------------------------------------------------- parsing
+
+
+def _text(value: Any, what: str) -> str:
+    if isinstance(value, int) and not isinstance(value, bool):
+        return str(value)
+    if not isinstance(value, str) or not value:
+        raise BadRequest(f"missing {what}")
+    return value
+
+
+def _caller(payload: dict) -> Caller:
+    member = payload.get("member") if isinstance(payload.get("member"), dict) else {}
+    user = member.get("user") or payload.get("user")  # guild: member.user; DM: user
+    if not isinstance(user, dict):
+        raise BadRequest("missing user")
+    name = member.get("nick") or user.get("global_name") or user.get("username") or "someone"
+    channel = payload.get("channel_id") or (payload.get("channel") or {}).get("id")
+    return Caller(_text(user.get("id"), "user id"), str(name), _text(channel, "channel id"))
+
+
+def _options(data: dict) -> list[dict]:
+    options = data.get("options") or []
+    if not isinstance(options, list) or not all(isinstance(o, dict) for o in options):
+        raise BadRequest("malformed options")
+    return options
+
+
+def _option(options: list[dict], name: str) -> dict | None:
+    return next((o for o in options if o.get("name") == name), None)
+
+
+def parse(body: bytes) -> Request:
+    try:
+        payload = json.loads(body)
+    except (ValueError, UnicodeDecodeError):
+        raise BadRequest("malformed JSON") from None
+    if not isinstance(payload, dict):
+        raise BadRequest("not an object")
+    kind = payload.get("type")
+    if kind == PING:
+        return Ping()
+    if kind not in (APPLICATION_COMMAND, AUTOCOMPLETE):
+        raise BadRequest("unknown interaction type")
+    data = payload.get("data")
+    if not isinstance(data, dict):
+        raise BadRequest("missing data")
+    caller = _caller(payload)
+    command, options = data.get("name"), _options(data)
+    if command == "chat" and kind == APPLICATION_COMMAND:
+        message = _option(options, "message") or {}
+        return Chat(
+            _text(payload.get("id"), "interaction id"),
+            _text(payload.get("token"), "token"),
+            _text(payload.get("application_id"), "application id"),
+            caller,
+            str(message.get("value") or "").strip()[:MESSAGE_MAX_CHARS],
+        )
+    if command == "memory" and options:
+        sub = options[0]
+        sub_options = _options(sub)
+        if sub.get("name") == "show" and kind == APPLICATION_COMMAND:
+            return ShowMemories(caller)
+        if sub.get("name") == "forget":
+            typed = str((_option(sub_options, "id") or {}).get("value") or "")
+            return SuggestForget(caller, typed) if kind == AUTOCOMPLETE else ForgetMemory(caller, typed)
+    return Unsupported(str(command))
+
+
+# ---------------------------------------------------------------- answers
+
+
+def ephemeral(text: str) -> dict:
+    return {"type": CHANNEL_MESSAGE, "data": {"content": text, "flags": EPHEMERAL, "allowed_mentions": NO_MENTIONS}}
+
+
+def choices(pairs: list[tuple[str, str]]) -> dict:
+    return {
+        "type": AUTOCOMPLETE_RESULT,
+        "data": {"choices": [{"name": label[:CHOICE_NAME_MAX_CHARS], "value": value} for value, label in pairs[:MAX_CHOICES]]},
+    }
+
+
+def dm_text(lines: list[str]) -> str:
+    header = "Here is what I remember about you (id, then the start of each memory):"
+    footer = "To make me forget one: /memory forget id:<id>"
+    return "\n".join([header, *lines, footer])[:MESSAGE_MAX_CHARS]
+
+
+def respond(body: bytes, deps: Dependencies) -> tuple[int, dict]:
+    """(HTTP status, JSON body) for one request whose signature has been verified."""
+    try:
+        request = parse(body)
+    except BadRequest as exc:
+        logger.info("bad interaction", extra={"reason": str(exc)})
+        return 400, {"error": "bad request"}
+    handler: Callable[[Any, Dependencies], dict] | None = _HANDLERS.get(type(request))
+    if handler is None:
+        return 200, ephemeral(TEXT_UNSUPPORTED)
+    return 200, handler(request, deps)
+
+
+def _ping(request: Ping, deps: Dependencies) -> dict:
+    return {"type": PONG}
+
+
+def _chat(request: Chat, deps: Dependencies) -> dict:
+    if not request.text:
+        return ephemeral(TEXT_EMPTY_CHAT)
+    caller = request.caller
+    # The interaction id is a snowflake: the message's time is the time in it.
+    deps.message_store.put(
+        Message(caller.channel_id, request.interaction_id, caller.user_id, caller.user_name, request.text, is_bot=False)
+    )
+    job = {
+        "interaction_id": request.interaction_id,
+        "token": request.token,
+        "application_id": request.application_id,
+        "channel_id": caller.channel_id,
+        "user_id": caller.user_id,
+        "user_name": caller.user_name,
+    }
+    try:
+        deps.invoker.invoke("reply", job)
+    except Exception as exc:  # noqa: BLE001 - the person gets an answer either way
+        logger.error("reply hand-off failed", extra={"interaction_id": request.interaction_id, "error": type(exc).__name__})
+        return ephemeral(TEXT_BUSY)
+    return {"type": DEFERRED_CHANNEL_MESSAGE}
+
+
+def _show(request: ShowMemories, deps: Dependencies) -> dict:
+    lines = commands.show(deps.memory_store, request.caller.user_id)
+    if not lines:
+        return ephemeral(TEXT_NOTHING_REMEMBERED)
+    try:
+        discord = deps.discord_interactive
+        discord.send_message(discord.open_dm(request.caller.user_id), dm_text(lines))
+    except Exception as exc:  # noqa: BLE001 - 50007 or anything else: say so, repeat nothing
+        logger.info("memory DM failed", extra={"user_id": request.caller.user_id, "error": type(exc).__name__})
+        return ephemeral(TEXT_DM_FAILED)
+    return ephemeral(TEXT_DM_SENT)
+
+
+def _forget(request: ForgetMemory, deps: Dependencies) -> dict:
+    result = commands.forget(deps.memory_store, request.caller.user_id, request.memory_id)
+    template = TEXT_FORGOTTEN if result.outcome is commands.ForgetOutcome.FORGOTTEN else TEXT_NOT_FOUND
+    return ephemeral(template.format(memory_id=result.memory_id[:20] or "(none)"))
+
+
+def _suggest(request: SuggestForget, deps: Dependencies) -> dict:
+    return choices(commands.suggest(deps.memory_store, request.caller.user_id, request.typed))
+
+
+_HANDLERS: dict[type, Callable[[Any, Dependencies], dict]] = {
+    Ping: _ping,
+    Chat: _chat,
+    ShowMemories: _show,
+    ForgetMemory: _forget,
+    SuggestForget: _suggest,
+}
