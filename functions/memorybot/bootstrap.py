@@ -63,6 +63,20 @@ class Container:
         )
 
     @cached_property
+    def consolidator(self):
+        from .consolidation import Consolidator
+
+        return Consolidator(
+            self.memory_store, self.message_store, self.run_store, self.extractor, self.decision_model, self.chat_model
+        )
+
+    @cached_property
+    def rollback(self):
+        from .rollback import Rollback
+
+        return Rollback(self.memory_store, self.run_store)
+
+    @cached_property
     def reply_writer(self):
         from .reply import ReplyWriter
 
