@@ -1,0 +1,157 @@
+"""Amazon Bedrock Runtime ``converse`` through boto3: the default backend when deployed.
+
+Decisions are forced through a tool: the request offers exactly one tool whose input
+schema is the answer's JSON schema, and ``toolChoice`` names it, so the model must
+answer with a ``toolUse`` block; its ``input`` is parsed strictly (``llm_prompts``).
+Forcing a specific tool needs a model that supports it (Anthropic Claude 3+, Mistral
+Large, Amazon Nova).
+
+Texts come from the reply's text blocks. The reply prompt's system message goes into
+``system``; conversation turns alternate (consecutive same-role turns are merged) and
+start with a user turn, as Converse requires.
+
+The client's timeouts are ``settings.model_timeout_seconds`` and it does not retry:
+a slow or throttled call is a failed call (the core then makes no change), never a
+call that silently takes twice as long.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+import boto3
+from botocore.config import Config
+from botocore.exceptions import BotoCoreError, ClientError
+
+from ..domain import Memory, PromptMessage, Verdict
+from ..ports import ModelError
+from . import llm_prompts
+from .llm_prompts import Question, TextTask
+
+# Stop reasons after which the content is not the model's answer.
+_REFUSED = frozenset({"guardrail_intervened", "content_filtered"})
+
+
+def bedrock_client(settings: Any, *, session: Any = None, endpoint_url: str | None = None) -> Any:
+    """A bedrock-runtime client with the model timeout on connect and read, and no retries."""
+    config = Config(
+        connect_timeout=settings.model_timeout_seconds,
+        read_timeout=settings.model_timeout_seconds,
+        retries={"total_max_attempts": 1, "mode": "standard"},
+        max_pool_connections=max(settings.model_concurrency, 1),
+    )
+    return (session or boto3).client("bedrock-runtime", config=config, endpoint_url=endpoint_url)
+
+
+class BedrockConverse:
+    """One model id on one client: converse calls with every failure turned into ModelError."""
+
+    def __init__(self, client: Any, model_id: str) -> None:
+        if not model_id:
+            raise ValueError("a Bedrock model id is required")
+        self._client = client
+        self.model_id = model_id
+
+    def converse(self, **request: Any) -> dict[str, Any]:
+        try:
+            response = self._client.converse(modelId=self.model_id, **request)
+        except ClientError as exc:
+            code = exc.response.get("Error", {}).get("Code", "ClientError")
+            raise ModelError(f"bedrock converse: {code}") from exc
+        except BotoCoreError as exc:  # timeouts, connection errors, bad responses
+            raise ModelError(f"bedrock converse: {type(exc).__name__}") from exc
+        if response.get("stopReason") in _REFUSED:
+            raise ModelError(f"bedrock converse: stopped ({response['stopReason']})")
+        content = (((response.get("output") or {}).get("message") or {}).get("content"))
+        if not isinstance(content, list):
+            raise ModelError("bedrock converse: no message content")
+        return response
+
+    def tool_input(self, question: Question) -> object:
+        """Ask ``question`` forcing its one tool; the toolUse input the model gave."""
+        response = self.converse(
+            system=[{"text": question.system}],
+            messages=[{"role": "user", "content": [{"text": question.user}]}],
+            inferenceConfig={"maxTokens": llm_prompts.DECISION_MAX_TOKENS, "temperature": 0.0},
+            toolConfig={
+                "tools": [
+                    {
+                        "toolSpec": {
+                            "name": question.tool_name,
+                            "description": f"Record the answer to the {question.name} question.",
+                            "inputSchema": {"json": question.schema},
+                        }
+                    }
+                ],
+                "toolChoice": {"tool": {"name": question.tool_name}},
+            },
+        )
+        for block in response["output"]["message"]["content"]:
+            use = block.get("toolUse") if isinstance(block, dict) else None
+            if use and use.get("name") == question.tool_name:
+                return use.get("input")
+        raise ModelError("bedrock converse: no toolUse answer")
+
+    def text(self, system: list[str], turns: Sequence[PromptMessage], *, max_tokens: int, temperature: float) -> str:
+        request: dict[str, Any] = {
+            "messages": [{"role": t.role, "content": [{"text": t.content}]} for t in turns],
+            "inferenceConfig": {"maxTokens": max_tokens, "temperature": temperature},
+        }
+        if system:
+            request["system"] = [{"text": s} for s in system]
+        response = self.converse(**request)
+        texts = [
+            block["text"]
+            for block in response["output"]["message"]["content"]
+            if isinstance(block, dict) and isinstance(block.get("text"), str)
+        ]
+        if not texts:
+            raise ModelError("bedrock converse: no text answer")
+        return "".join(texts)
+
+
+class BedrockDecisionModel:
+    def __init__(self, converse: BedrockConverse) -> None:
+        self._converse = converse
+
+    def _ask(self, question: Question) -> Any:
+        return question.parse(self._converse.tool_input(question))
+
+    def worth(self, exchange: str) -> float:
+        return self._ask(llm_prompts.worth_question(exchange))
+
+    def verdict(self, exchange: str, memory: Memory) -> Verdict:
+        return self._ask(llm_prompts.verdict_question(exchange, memory))
+
+    def add(self, exchange: str, verdicts: Sequence[tuple[Memory, Verdict]]) -> float:
+        return self._ask(llm_prompts.add_question(exchange, verdicts))
+
+    def review(self, memory: Memory) -> Verdict:
+        return self._ask(llm_prompts.review_question(memory))
+
+
+class BedrockChatModel:
+    def __init__(self, converse: BedrockConverse) -> None:
+        self._converse = converse
+
+    def _write(self, task: TextTask) -> str:
+        text = self._converse.text(
+            [task.system], [PromptMessage("user", task.user)], max_tokens=task.max_tokens, temperature=0.0
+        )
+        return llm_prompts.first_line(text)
+
+    def write_memory(self, exchange: str, current: Memory | None) -> str:
+        return self._write(llm_prompts.memory_task(exchange, current))
+
+    def write_diary(self, transcript: str) -> str:
+        return self._write(llm_prompts.diary_task(transcript))
+
+    def write_reply(self, prompt: Sequence[PromptMessage]) -> str:
+        system, turns = llm_prompts.split_system(prompt)
+        turns = llm_prompts.alternating_turns(turns)
+        if not turns:
+            raise ModelError("reply prompt has no conversation")
+        text = self._converse.text(
+            system, turns, max_tokens=llm_prompts.REPLY_MAX_TOKENS, temperature=llm_prompts.REPLY_TEMPERATURE
+        )
+        return llm_prompts.reply_text(text)

@@ -1,0 +1,103 @@
+"""Jev over HTTP: the ``http`` decision backend.
+
+Contract: JSON over POST to ``{JEV_URL}/worth``, ``/verdict``, ``/add`` and ``/review``,
+with ``Authorization: Bearer $JEV_API_KEY`` when a key is set. Memory ids travel as
+strings and times as fixed-width ISO 8601 UTC. Any transport error, timeout, non-2xx
+status or body that does not match the contract raises ``ModelError``. The answer
+must hold its key with the right JSON type (a number in [0, 1], or one of the verdicts
+the question allows); extra keys are ignored, so the service can add fields.
+
+One ``httpx.Client`` per instance: connections are reused, and the client is safe to
+share between the extraction's verdict threads.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Sequence
+
+import httpx
+
+from ..domain import Memory, Verdict, iso
+from ..ports import ModelError
+from .llm_prompts import MEMORY_VERDICTS, REVIEW_VERDICTS, parse_probability, parse_verdict
+
+
+def memory_body(memory: Memory) -> dict[str, str]:
+    return {"id": str(memory.memory_id), "text": memory.text, "updated_at": iso(memory.updated_at)}
+
+
+class JevHttpDecisionModel:
+    def __init__(
+        self,
+        base_url: str,
+        *,
+        timeout_seconds: float,
+        api_key: str = "",
+        max_connections: int = 20,
+        transport: httpx.BaseTransport | None = None,
+    ) -> None:
+        if not base_url:
+            raise ValueError("JEV_URL is required for the http decision model")
+        headers = {"Accept": "application/json"}
+        if api_key:
+            headers["Authorization"] = f"Bearer {api_key}"
+        self._client = httpx.Client(
+            base_url=base_url.rstrip("/"),
+            headers=headers,
+            timeout=httpx.Timeout(timeout_seconds),
+            limits=httpx.Limits(max_connections=max_connections, max_keepalive_connections=max_connections),
+            transport=transport,
+        )
+
+    @classmethod
+    def from_settings(cls, settings: Any) -> "JevHttpDecisionModel":
+        return cls(
+            settings.jev_url,
+            timeout_seconds=settings.model_timeout_seconds,
+            api_key=settings.jev_api_key,
+            max_connections=max(settings.model_concurrency, 1),
+        )
+
+    # The four questions of the DecisionModel port.
+
+    def worth(self, exchange: str) -> float:
+        return parse_probability(self._post("/worth", {"exchange": exchange}), exact=False)
+
+    def verdict(self, exchange: str, memory: Memory) -> Verdict:
+        answer = self._post("/verdict", {"exchange": exchange, "memory": memory_body(memory)})
+        return parse_verdict(answer, MEMORY_VERDICTS, exact=False)
+
+    def add(self, exchange: str, verdicts: Sequence[tuple[Memory, Verdict]]) -> float:
+        body = {
+            "exchange": exchange,
+            "verdicts": [
+                {"id": str(m.memory_id), "text": m.text, "verdict": Verdict(v).value} for m, v in verdicts
+            ],
+        }
+        return parse_probability(self._post("/add", body), exact=False)
+
+    def review(self, memory: Memory) -> Verdict:
+        return parse_verdict(self._post("/review", {"memory": memory_body(memory)}), REVIEW_VERDICTS, exact=False)
+
+    def close(self) -> None:
+        self._client.close()
+
+    def _post(self, path: str, body: dict[str, Any]) -> object:
+        # Messages name the path and status only: never the exchange or a memory's text.
+        try:
+            response = self._client.post(path, json=body)
+        except httpx.TimeoutException as exc:
+            raise ModelError(f"jev {path}: timed out") from exc
+        except httpx.HTTPError as exc:
+            raise ModelError(f"jev {path}: {type(exc).__name__}") from exc
+        if not response.is_success:
+            raise ModelError(f"jev {path}: HTTP {response.status_code}")
+        try:
+            return json.loads(response.content, parse_constant=_reject_constant)
+        except ValueError as exc:
+            raise ModelError(f"jev {path}: body is not JSON") from exc
+
+
+def _reject_constant(name: str) -> Any:
+    raise ValueError(f"non-finite number {name}")

@@ -1,0 +1,62 @@
+"""Choosing the model backends from configuration.
+
+``MEMORYBOT_DECISION_MODEL``: http | bedrock | openai | offline.
+``MEMORYBOT_CHAT_MODEL``: bedrock | openai | offline (http is Jev's contract: decisions only).
+
+Each backend module is imported inside its branch, so a function that never talks to a
+model (or uses the offline stand-ins) never imports httpx or boto3.
+"""
+
+from __future__ import annotations
+
+from ..config import Settings
+from ..ports import ChatModel, DecisionModel
+
+DECISION_BACKENDS = ("http", "bedrock", "openai", "offline")
+CHAT_BACKENDS = ("bedrock", "openai", "offline")
+
+
+def _kind(value: str) -> str:
+    return (value or "").strip().lower()
+
+
+def build_decision_model(settings: Settings) -> DecisionModel:
+    kind = _kind(settings.decision_model)
+    if kind == "http":
+        from .jev_http import JevHttpDecisionModel
+
+        return JevHttpDecisionModel.from_settings(settings)
+    if kind == "bedrock":
+        from .bedrock import BedrockConverse, BedrockDecisionModel, bedrock_client
+
+        return BedrockDecisionModel(BedrockConverse(bedrock_client(settings), settings.bedrock_decision_model_id))
+    if kind == "openai":
+        from .openai_chat import OpenAICompatibleClient, OpenAIDecisionModel
+
+        return OpenAIDecisionModel(OpenAICompatibleClient.from_settings(settings))
+    if kind == "offline":
+        from .offline import OfflineDecisionModel
+
+        return OfflineDecisionModel()
+    raise ValueError(
+        f"unknown MEMORYBOT_DECISION_MODEL {settings.decision_model!r}: expected one of {', '.join(DECISION_BACKENDS)}"
+    )
+
+
+def build_chat_model(settings: Settings) -> ChatModel:
+    kind = _kind(settings.chat_model)
+    if kind == "bedrock":
+        from .bedrock import BedrockChatModel, BedrockConverse, bedrock_client
+
+        return BedrockChatModel(BedrockConverse(bedrock_client(settings), settings.bedrock_chat_model_id))
+    if kind == "openai":
+        from .openai_chat import OpenAIChatModel, OpenAICompatibleClient
+
+        return OpenAIChatModel(OpenAICompatibleClient.from_settings(settings))
+    if kind == "offline":
+        from .offline import OfflineChatModel
+
+        return OfflineChatModel()
+    if kind == "http":
+        raise ValueError("MEMORYBOT_CHAT_MODEL cannot be 'http': the Jev service only decides, it does not write")
+    raise ValueError(f"unknown MEMORYBOT_CHAT_MODEL {settings.chat_model!r}: expected one of {', '.join(CHAT_BACKENDS)}")

@@ -1,0 +1,231 @@
+"""OFFLINE STAND-INS, NOT MODELS: deterministic rules so the local stack runs with no network.
+
+They follow simple keyword rules, good enough to watch memories form, update and be
+deleted on a laptop. Everything they write is labelled (``[offline]`` on memory texts,
+``(offline stand-in)`` on replies, ``（オフライン代役）`` on the diary) so nobody takes
+their output for a model's.
+
+The rules look at what the speaker said last: the exchange is "name: text" lines, and
+the speaker's line is the last one the bot did not write (lines by "memorybot" or
+carrying the stand-in reply label are the bot's).
+
+- worth: 0.8 when that line says something about the speaker ("I like", "I'm", "my",
+  "going to", 好き, 私は, 予定 ...) or asks to forget something; otherwise 0.2.
+- verdict: delete when the line shares a keyword with the memory and says "forget" /
+  "no longer" / "not anymore" (忘れて, もう...ない); update when it shares a keyword and
+  is a self-statement; otherwise keep.
+- add: 0.8 when the line is a self-statement sharing no keyword with any existing
+  memory; otherwise 0.2.
+- review: delete memories that look time-limited (today, tomorrow, this week, 明日 ...).
+- write_memory: that self-statement in the third person ("I love tea"
+  -> "[offline] Loves tea").
+- write_reply: lists the memories found in the prompt's system message, and only those.
+- write_diary: counts the people and messages in the transcript, in Japanese.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Sequence
+
+from ..domain import Memory, PromptMessage, Verdict
+from ..ports import ModelError
+
+OFFLINE_MEMORY_LABEL = "[offline]"
+OFFLINE_REPLY_LABEL = "(offline stand-in)"
+OFFLINE_DIARY_LABEL = "（オフライン代役）"
+
+WORTH_YES = ADD_YES = 0.8
+WORTH_NO = ADD_NO = 0.2
+
+BOT_NAMES = frozenset({"memorybot", "bot"})
+
+_SELF_EN = re.compile(
+    r"\b(?:i\s+(?:really\s+|also\s+|just\s+)?"
+    r"(?:like|love|hate|enjoy|prefer|am|have|had|work|live|play|study|want|need|plan|will|was|got|started|moved|bought)"
+    r"|i'm|i've|i'll|i'd|my|going\s+to|gonna)\b",
+    re.IGNORECASE,
+)
+_SELF_JA = re.compile(r"好き|嫌い|大好き|私は|僕は|俺は|わたしは|私の|僕の|俺の|予定|つもり|住んで|働いて|飼って|始めた")
+_FORGET = re.compile(
+    r"\bforget\b|\bno\s+longer\b|\bnot\s+anymore\b|\b(?:don't|do\s+not|doesn't|didn't)\b[^.!?]*\banymore\b"
+    r"|忘れて|もう[^。！？]*(?:ない|ません|やめ)",
+    re.IGNORECASE,
+)
+_TIME_LIMITED = re.compile(
+    r"\b(?:today|tonight|tomorrow|yesterday|this\s+(?:morning|afternoon|evening|week|weekend|month)|next\s+week)\b"
+    r"|今日|明日|明後日|今夜|今晩|今週|来週|週末",
+    re.IGNORECASE,
+)
+
+# Words that say nothing about what a memory is about, so sharing them means nothing.
+_STOPWORDS = frozenset(
+    """
+    the and but for not you your are was were have has had will would can could should with from that this
+    these those there their them they what when where which who why how about into onto over just also very
+    really much many some any all more most less like likes liked love loves loved hate hates want wants need
+    needs going gonna got get gets now then today tonight tomorrow yesterday week weekend month year next last
+    forget forgot longer anymore don't doesn't didn't i'm i've i'll i'd its it's been being than too well
+    offline stand-in still again always never maybe think know make made enjoy enjoys prefer prefers
+    私 僕 俺 好 嫌 大好 予定 今日 明日 今 本人 忘 話 人
+    """.split()
+)
+# English words of three letters or more; runs of kanji or katakana (one kanji can be a word: 猫).
+_WORD = re.compile(r"[a-z][a-z'\-]{2,}|[\u4e00-\u9fff\u30a0-\u30ff]+", re.IGNORECASE)
+
+
+@dataclass(frozen=True)
+class _Line:
+    author: str
+    text: str
+
+
+def _lines(exchange: str) -> list[_Line]:
+    lines = []
+    for raw in exchange.splitlines():
+        author, sep, text = raw.partition(": ")
+        if sep and author.strip():
+            lines.append(_Line(author.strip(), text.strip()))
+        elif lines and raw.strip():  # a message that spans lines
+            lines[-1] = _Line(lines[-1].author, f"{lines[-1].text} {raw.strip()}")
+    return lines
+
+
+def _is_bot(line: _Line) -> bool:
+    return line.author.lower() in BOT_NAMES or OFFLINE_REPLY_LABEL in line.text
+
+
+def _speaker_line(exchange: str) -> str | None:
+    """What the speaker said last: the last line the bot did not write."""
+    lines = [line for line in _lines(exchange) if not _is_bot(line)]
+    return lines[-1].text if lines else None
+
+
+def _keywords(text: str) -> set[str]:
+    text = text.replace(OFFLINE_MEMORY_LABEL, " ")
+    return {w.lower() for w in _WORD.findall(text)} - _STOPWORDS
+
+
+def _is_forget(text: str) -> bool:
+    return bool(_FORGET.search(text))
+
+
+def _is_self_statement(text: str) -> bool:
+    return not _is_forget(text) and bool(_SELF_EN.search(text) or _SELF_JA.search(text))
+
+
+def _statement(exchange: str) -> str | None:
+    said = _speaker_line(exchange)
+    return said if said is not None and _is_self_statement(said) else None
+
+
+class OfflineDecisionModel:
+    """STAND-IN for Jev (keyword rules, not a model). See the module docstring."""
+
+    def worth(self, exchange: str) -> float:
+        said = _speaker_line(exchange)
+        return WORTH_YES if said is not None and (_is_self_statement(said) or _is_forget(said)) else WORTH_NO
+
+    def verdict(self, exchange: str, memory: Memory) -> Verdict:
+        said = _speaker_line(exchange)
+        if said is None or not _keywords(memory.text) & _keywords(said):
+            return Verdict.KEEP
+        if _is_forget(said):
+            return Verdict.DELETE
+        return Verdict.UPDATE if _is_self_statement(said) else Verdict.KEEP
+
+    def add(self, exchange: str, verdicts: Sequence[tuple[Memory, Verdict]]) -> float:
+        statement = _statement(exchange)
+        if statement is None:
+            return ADD_NO
+        said = _keywords(statement)
+        covered = any(said & _keywords(m.text) for m, _ in verdicts)
+        return ADD_NO if covered else ADD_YES
+
+    def review(self, memory: Memory) -> Verdict:
+        return Verdict.DELETE if _TIME_LIMITED.search(memory.text) else Verdict.KEEP
+
+
+# First person -> third person, for the stand-in's memory texts. Order matters.
+_THIRD_PERSON = [
+    (re.compile(r"\bi\s+am\b|\bi'm\b", re.I), "is"),
+    (re.compile(r"\bi\s+have\b|\bi've\b", re.I), "has"),
+    (re.compile(r"\bi\s+will\b|\bi'll\b", re.I), "will"),
+    (re.compile(r"\bi\s+would\b|\bi'd\b", re.I), "would"),
+    (re.compile(r"\bi\s+was\b", re.I), "was"),
+    (re.compile(r"\bi\s+(?:do\s+not|don't)\b", re.I), "does not"),
+    (re.compile(r"\bi\s+(?:did\s+not|didn't)\b", re.I), "did not"),
+    (re.compile(r"\bi\s+(?:can\s*not|can't)\b", re.I), "cannot"),
+    (re.compile(r"\bi\s+(really|also|just)\s+(\w+)\b", re.I), lambda m: f"{m.group(1)} {_third(m.group(2))}"),
+    (re.compile(r"\bi\s+(\w+)\b", re.I), lambda m: _third(m.group(1))),
+    (re.compile(r"\bmy\b", re.I), "their"),
+    (re.compile(r"\bmine\b", re.I), "theirs"),
+    (re.compile(r"\bmyself\b", re.I), "themselves"),
+    (re.compile(r"\bme\b", re.I), "them"),
+    (re.compile(r"^(?:私|僕|俺|わたし)は"), ""),
+    (re.compile(r"(?:私|僕|俺|わたし)の"), "本人の"),
+]
+_PAST_OR_DONE = re.compile(r"(?:ed|s)$")
+_UNCHANGED = frozenset(
+    """can could must may might should shall went got bought saw made ate took met left came found lost began
+    wrote ran did said told felt thought won gave sold built slept spent paid flew drove broke became""".split()
+)
+
+
+def _third(verb: str) -> str:
+    lower = verb.lower()
+    if _PAST_OR_DONE.search(lower) or lower in _UNCHANGED:
+        return verb
+    if lower.endswith(("sh", "ch", "o", "x")):
+        return verb + "es"
+    if len(lower) > 1 and lower.endswith("y") and lower[-2] not in "aeiou":
+        return verb[:-1] + "ies"
+    return verb + "s"
+
+
+def third_person(statement: str) -> str:
+    text = statement.strip()
+    for pattern, replacement in _THIRD_PERSON:
+        text = pattern.sub(replacement, text)
+    text = re.sub(r"\s+", " ", text).strip(" .!。！")
+    return text[:1].upper() + text[1:]
+
+
+_MEMORY_LINE = re.compile(r"^\s*-\s+(?:\[[^\]]*\]\s*)?(.+?)\s*$")
+_TRANSCRIPT_LINE = re.compile(r"^\s*([^:\n]{1,64}):\s+\S")
+
+
+class OfflineChatModel:
+    """STAND-IN for the chat model (templates, not a model). See the module docstring."""
+
+    def write_memory(self, exchange: str, current: Memory | None) -> str:
+        statement = _statement(exchange)
+        if statement is None:
+            raise ModelError("offline stand-in: no self-statement to write down")
+        return f"{OFFLINE_MEMORY_LABEL} {third_person(statement)}"
+
+    def write_reply(self, prompt: Sequence[PromptMessage]) -> str:
+        system = next((m.content for m in prompt if m.role == "system"), "")
+        remembered = []
+        for line in system.splitlines():
+            match = _MEMORY_LINE.match(line)
+            if match:
+                remembered.append(match.group(1).replace(OFFLINE_MEMORY_LABEL, "").strip())
+        if not remembered:
+            return f"{OFFLINE_REPLY_LABEL} Hello! I don't remember anything about you yet."
+        things = "thing" if len(remembered) == 1 else "things"
+        return f"{OFFLINE_REPLY_LABEL} I remember {len(remembered)} {things} about you: " + "; ".join(remembered)
+
+    def write_diary(self, transcript: str) -> str:
+        speakers = []
+        count = 0
+        for line in transcript.splitlines():
+            match = _TRANSCRIPT_LINE.match(line)
+            if match:
+                count += 1
+                if match.group(1).strip() not in speakers:
+                    speakers.append(match.group(1).strip())
+        if count == 0:
+            return f"{OFFLINE_DIARY_LABEL}今日は誰も話さなかった。"
+        return f"{OFFLINE_DIARY_LABEL}今日は{len(speakers)}人が{count}件のメッセージを送った。"

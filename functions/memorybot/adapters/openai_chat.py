@@ -1,0 +1,170 @@
+"""OpenAI-compatible chat completions (OpenAI, vLLM, llama.cpp, Ollama...) through httpx.
+
+``POST {OPENAI_BASE_URL}/chat/completions`` with the configured model and, when set,
+``Authorization: Bearer $OPENAI_API_KEY``. Decisions ask for a JSON object
+(``response_format: json_object``); a server that refuses that field (a 4xx whose
+body names ``response_format``) is asked again without it, and not asked with it
+again; the answer is then found in the text. The answer is parsed
+strictly (see ``llm_prompts``): anything but the expected object is a ``ModelError``.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from typing import Any, Sequence
+
+import httpx
+
+from ..domain import Memory, PromptMessage, Verdict
+from ..ports import ModelError
+from . import llm_prompts
+from .llm_prompts import Question, TextTask
+
+# Statuses with which servers without JSON mode refuse ``response_format``.
+_JSON_MODE_REFUSALS = frozenset({400, 404, 415, 422})
+
+
+class OpenAICompatibleClient:
+    """One connection pool to one server; safe to share between threads."""
+
+    def __init__(
+        self,
+        base_url: str,
+        model: str,
+        *,
+        timeout_seconds: float,
+        api_key: str = "",
+        max_connections: int = 20,
+        transport: httpx.BaseTransport | None = None,
+    ) -> None:
+        if not base_url or not model:
+            raise ValueError("OPENAI_BASE_URL and OPENAI_MODEL are required for the openai backend")
+        headers = {"Accept": "application/json"}
+        if api_key:
+            headers["Authorization"] = f"Bearer {api_key}"
+        self.model = model
+        self._client = httpx.Client(
+            base_url=base_url.rstrip("/"),
+            headers=headers,
+            timeout=httpx.Timeout(timeout_seconds),
+            limits=httpx.Limits(max_connections=max_connections, max_keepalive_connections=max_connections),
+            transport=transport,
+        )
+        self._json_mode = True  # until the server refuses it
+        self._lock = threading.Lock()
+
+    @classmethod
+    def from_settings(cls, settings: Any) -> "OpenAICompatibleClient":
+        return cls(
+            settings.openai_base_url,
+            settings.openai_model,
+            timeout_seconds=settings.model_timeout_seconds,
+            api_key=settings.openai_api_key,
+            max_connections=max(settings.model_concurrency, 1),
+        )
+
+    def complete(
+        self, messages: list[dict[str, str]], *, max_tokens: int, temperature: float = 0.0, json_object: bool = False
+    ) -> str:
+        """The assistant's text for ``messages``; ModelError on any failure."""
+        body: dict[str, Any] = {
+            "model": self.model,
+            "messages": messages,
+            "max_tokens": max_tokens,
+            "temperature": temperature,
+        }
+        with self._lock:
+            use_json_mode = json_object and self._json_mode
+        if use_json_mode:
+            response = self._post({**body, "response_format": {"type": "json_object"}})
+            if not _refuses_json_mode(response):
+                return self._content(response)
+            with self._lock:
+                self._json_mode = False
+        return self._content(self._post(body))
+
+    def close(self) -> None:
+        self._client.close()
+
+    def _post(self, body: dict[str, Any]) -> httpx.Response:
+        try:
+            return self._client.post("/chat/completions", json=body)
+        except httpx.TimeoutException as exc:
+            raise ModelError("chat completions: timed out") from exc
+        except httpx.HTTPError as exc:
+            raise ModelError(f"chat completions: {type(exc).__name__}") from exc
+
+    @staticmethod
+    def _content(response: httpx.Response) -> str:
+        if not response.is_success:
+            raise ModelError(f"chat completions: HTTP {response.status_code}")
+        try:
+            payload = json.loads(response.content)
+            content = payload["choices"][0]["message"]["content"]
+        except (ValueError, KeyError, IndexError, TypeError) as exc:
+            raise ModelError("chat completions: unexpected body") from exc
+        if not isinstance(content, str):
+            raise ModelError("chat completions: no text content")
+        return content
+
+
+def _refuses_json_mode(response: httpx.Response) -> bool:
+    return response.status_code in _JSON_MODE_REFUSALS and b"response_format" in response.content
+
+
+def _messages(system: str, user: str) -> list[dict[str, str]]:
+    return [{"role": "system", "content": system}, {"role": "user", "content": user}]
+
+
+class OpenAIDecisionModel:
+    """Jev's four questions asked of a chat model, answered as strict JSON."""
+
+    def __init__(self, client: OpenAICompatibleClient) -> None:
+        self._client = client
+
+    def _ask(self, question: Question) -> Any:
+        text = self._client.complete(
+            _messages(question.system, question.user),
+            max_tokens=llm_prompts.DECISION_MAX_TOKENS,
+            json_object=True,
+        )
+        return question.parse(llm_prompts.extract_json_object(text))
+
+    def worth(self, exchange: str) -> float:
+        return self._ask(llm_prompts.worth_question(exchange))
+
+    def verdict(self, exchange: str, memory: Memory) -> Verdict:
+        return self._ask(llm_prompts.verdict_question(exchange, memory))
+
+    def add(self, exchange: str, verdicts: Sequence[tuple[Memory, Verdict]]) -> float:
+        return self._ask(llm_prompts.add_question(exchange, verdicts))
+
+    def review(self, memory: Memory) -> Verdict:
+        return self._ask(llm_prompts.review_question(memory))
+
+
+class OpenAIChatModel:
+    def __init__(self, client: OpenAICompatibleClient) -> None:
+        self._client = client
+
+    def _write(self, task: TextTask) -> str:
+        text = self._client.complete(_messages(task.system, task.user), max_tokens=task.max_tokens)
+        return llm_prompts.first_line(text)
+
+    def write_memory(self, exchange: str, current: Memory | None) -> str:
+        return self._write(llm_prompts.memory_task(exchange, current))
+
+    def write_diary(self, transcript: str) -> str:
+        return self._write(llm_prompts.diary_task(transcript))
+
+    def write_reply(self, prompt: Sequence[PromptMessage]) -> str:
+        system, turns = llm_prompts.split_system(prompt)
+        messages = [{"role": "system", "content": text} for text in system]
+        messages += [{"role": t.role, "content": t.content} for t in turns]
+        if not turns:
+            raise ModelError("reply prompt has no conversation")
+        text = self._client.complete(
+            messages, max_tokens=llm_prompts.REPLY_MAX_TOKENS, temperature=llm_prompts.REPLY_TEMPERATURE
+        )
+        return llm_prompts.reply_text(text)
