@@ -1,0 +1,303 @@
+"""The nightly run: extraction over the day's messages, decay, the diary, the run record.
+
+Window convention: a run as of ``now`` covers the 24 hours that END at the latest
+03:00 JST at or before ``now``; its day label is the JST date on which that window
+STARTS. So a run at 2026-11-30 03:00 JST covers [2026-11-29 03:00, 2026-11-30 03:00)
+JST and is labelled "2026-11-29"; a message at 02:59 JST on the 30th belongs to it,
+one at 03:00 JST on the 30th to the next night. A run a little late (a retried
+delivery at 03:07) still maps to the same window and label, so the day claim makes
+it a no-op.
+
+Order, as the design lists it: extraction (speakers concurrently, bounded), then the
+decay review (so a record extraction just updated is no longer stale), with the diary
+written alongside. The caps, not a clock, bound the work: see ``max_model_calls``.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import asdict, dataclass, field, replace
+from datetime import datetime, timedelta, timezone
+from typing import Callable, Sequence
+
+from . import decisions
+from .domain import (
+    JST,
+    PROFILE_LIMIT,
+    Action,
+    Actor,
+    Change,
+    Memory,
+    Message,
+    NightlyRun,
+    Verdict,
+    iso,
+    jst_day,
+    utcnow,
+)
+from .extraction import Extractor, ExtractionResult
+from .ports import ChatModel, ConflictError, DecisionModel, MemoryStore, MessageStore, RunStore
+
+logger = logging.getLogger(__name__)
+
+# The design's nightly numbers, each named once.
+RUN_HOUR_JST = 3  # the alarm: 03:00 JST (18:00 UTC)
+WINDOW = timedelta(hours=24)  # the previous 24 hours
+CHUNK_MESSAGES = 6  # one speaker's messages are split into chunks of six
+CHUNKS_PER_SPEAKER = 5  # only the newest five chunks per speaker
+STALE_AFTER = timedelta(days=30)  # not updated for 30 days: a candidate for review
+STALE_REVIEWS_PER_NIGHT = 20  # oldest first, at most 20 a night
+DIARY_MESSAGES = 30  # the diary is written from the last 30 messages
+
+# Speakers are processed concurrently so that a busy day fits in one invocation;
+# each speaker's chunks stay sequential (they read and write the same profile).
+SPEAKER_CONCURRENCY = 32
+REVIEW_CONCURRENCY = 10
+
+
+@dataclass(frozen=True)
+class Window:
+    start: datetime  # inclusive, UTC
+    end: datetime  # exclusive, UTC
+    day_label: str  # the JST date the window starts on
+
+
+def window_for(now: datetime) -> Window:
+    """The 24 hours up to the latest 03:00 JST at or before ``now`` (see the module docstring)."""
+    local = now.astimezone(JST)
+    end = local.replace(hour=RUN_HOUR_JST, minute=0, second=0, microsecond=0)
+    if end > local:
+        end -= timedelta(days=1)
+    start = end - WINDOW
+    return Window(start.astimezone(timezone.utc), end.astimezone(timezone.utc), jst_day(start))
+
+
+def max_model_calls(speakers: int) -> int:
+    """The hard upper bound on model calls for a night with ``speakers`` active speakers.
+
+    Per chunk (one extraction): worth, a verdict per profile record, the add decision,
+    a rewrite per profile record, the add text. Five chunks per speaker, plus the stale
+    reviews and the one diary call.
+    """
+    per_chunk = 1 + PROFILE_LIMIT + 1 + PROFILE_LIMIT + 1
+    return speakers * CHUNKS_PER_SPEAKER * per_chunk + STALE_REVIEWS_PER_NIGHT + 1
+
+
+def by_speaker(messages: Sequence[Message]) -> dict[str, list[Message]]:
+    """Non-bot messages with some text, grouped by author, chronological."""
+    grouped: dict[str, list[Message]] = {}
+    for message in sorted(messages, key=lambda m: int(m.message_id)):
+        if message.is_bot or not message.content.strip():
+            continue
+        grouped.setdefault(message.author_id, []).append(message)
+    return grouped
+
+
+def chunks(messages: Sequence[Message]) -> list[list[Message]]:
+    """Chronological chunks of six (the last one may be short); only the newest five."""
+    split = [list(messages[i : i + CHUNK_MESSAGES]) for i in range(0, len(messages), CHUNK_MESSAGES)]
+    return split[-CHUNKS_PER_SPEAKER:]
+
+
+def transcript(messages: Sequence[Message]) -> str:
+    return "\n".join(f"{m.author_name}: {m.content.strip()}" for m in messages)
+
+
+@dataclass
+class RunSummary:
+    """The JSON summary stored with the run. Ids only: no memory or message text."""
+
+    added: list[str] = field(default_factory=list)
+    updated: list[str] = field(default_factory=list)
+    deleted: list[str] = field(default_factory=list)
+    decayed: list[str] = field(default_factory=list)  # removed by the decay pass, not extraction
+    failures: int = 0  # model calls that gave no usable answer
+    failed_speakers: int = 0  # speakers whose extraction raised (store errors and the like)
+    model_calls: int = 0
+    conflicts: int = 0  # changes dropped because the record changed since it was read
+    speakers: int = 0
+    chunks: int = 0
+
+    def add_extraction(self, result: ExtractionResult) -> None:
+        self.added += result.added
+        self.updated += result.updated
+        self.deleted += result.deleted
+        self.failures += result.failures
+        self.model_calls += result.model_calls
+        self.conflicts += result.conflicts
+        self.chunks += 1
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+@dataclass
+class _SpeakerOutcome:
+    results: list[ExtractionResult]
+    failed: bool = False
+
+
+class _Counter:
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self.calls = 0
+        self.failures = 0
+
+    def ask(self, question: str, call: Callable, check: Callable):
+        answer = decisions.ask(question, call, check)
+        with self._lock:
+            self.calls += 1
+            self.failures += answer is None
+        return answer
+
+
+def _diary_line(answer: object) -> str | None:
+    return decisions.memory_text(answer)  # one line: whitespace folded, capped, never empty
+
+
+class Consolidator:
+    def __init__(
+        self,
+        memories: MemoryStore,
+        messages: MessageStore,
+        runs: RunStore,
+        extractor: Extractor,
+        decision_model: DecisionModel,
+        chat_model: ChatModel,
+        *,
+        clock: Callable[[], datetime] = utcnow,
+        speaker_concurrency: int = SPEAKER_CONCURRENCY,
+    ) -> None:
+        self._memories = memories
+        self._messages = messages
+        self._runs = runs
+        self._extractor = extractor
+        self._jev = decision_model
+        self._chat = chat_model
+        self._clock = clock
+        self._speaker_concurrency = speaker_concurrency
+
+    def run(self, now: datetime | None = None) -> NightlyRun | None:
+        """Consolidate the window ``now`` falls after; None if that JST day was already claimed."""
+        now = now or self._clock()
+        window = window_for(now)
+        # Read before claiming: a failed read leaves the day unclaimed, so a retry does the work.
+        grouped = by_speaker(self._messages.between(window.start, window.end))
+        run = self._runs.claim(window.day_label, self._clock())
+        if run is None:
+            logger.info("nightly day already claimed", extra={"day_label": window.day_label})
+            return None
+        logger.info("nightly run started", extra={"run_id": run.run_id, "day_label": window.day_label, "speakers": len(grouped)})
+
+        summary = RunSummary(speakers=len(grouped))
+        counter = _Counter()
+        kept = decisions.concurrently(self._not_forgotten, list(grouped.items()), self._speaker_concurrency)
+        usable = [(speaker, msgs) for speaker, msgs in kept if msgs is not None]
+        summary.failed_speakers += len(kept) - len(usable)
+
+        with ThreadPoolExecutor(max_workers=1) as diary_pool:
+            recent = sorted((m for _, msgs in usable for m in msgs), key=lambda m: int(m.message_id))[-DIARY_MESSAGES:]
+            diary_future = diary_pool.submit(self._diary, recent, counter)
+            outcomes = decisions.concurrently(
+                lambda item: self._speaker(item[0], item[1], run.run_id), usable, self._speaker_concurrency
+            )
+            for outcome in outcomes:
+                for result in outcome.results:
+                    summary.add_extraction(result)
+                summary.failed_speakers += outcome.failed
+            self._decay(now, run.run_id, summary, counter)
+            diary = diary_future.result()
+
+        summary.model_calls += counter.calls
+        summary.failures += counter.failures
+        finished = replace(run, finished_at=self._clock(), diary=diary, summary=summary.to_dict())
+        self._runs.finish(finished)
+        logger.info(
+            "nightly run finished",
+            extra={
+                "run_id": run.run_id,
+                "day_label": run.day_label,
+                **{k: len(v) if isinstance(v, list) else v for k, v in summary.to_dict().items()},
+            },
+        )
+        return finished
+
+    def _not_forgotten(self, item: tuple[str, list[Message]]) -> tuple[str, list[Message] | None]:
+        """Drop what the speaker said before their latest forget, so it is not learned again."""
+        speaker_id, messages = item
+        try:
+            forgot_at = self._memories.last_forget_at(speaker_id)
+        except Exception as exc:  # noqa: BLE001 - one speaker failing does not stop the others
+            logger.warning("nightly speaker failed", extra={"speaker_id": speaker_id, "error": type(exc).__name__})
+            return speaker_id, None
+        if forgot_at is not None:
+            messages = [m for m in messages if m.created_at >= forgot_at]
+        return speaker_id, messages
+
+    def _speaker(self, speaker_id: str, messages: list[Message], run_id: int) -> _SpeakerOutcome:
+        outcome = _SpeakerOutcome([])
+        try:
+            for chunk in chunks(messages):
+                outcome.results.append(self._extractor.run(speaker_id, chunk, actor=Actor.NIGHTLY, run_id=run_id))
+        except Exception as exc:  # noqa: BLE001 - logged by id and counted; the others go on
+            logger.warning(
+                "nightly speaker failed", extra={"speaker_id": speaker_id, "run_id": run_id, "error": type(exc).__name__}
+            )
+            outcome.failed = True
+        return outcome
+
+    def _decay(self, now: datetime, run_id: int, summary: RunSummary, counter: _Counter) -> None:
+        """Review the oldest stale records; only an explicit DELETE removes one."""
+        try:
+            stale = self._memories.stale(now - STALE_AFTER, STALE_REVIEWS_PER_NIGHT)
+        except Exception as exc:  # noqa: BLE001 - decay failing must not lose the extraction's record
+            logger.warning("nightly decay could not list stale records", extra={"run_id": run_id, "error": type(exc).__name__})
+            summary.failures += 1
+            return
+        stale = stale[:STALE_REVIEWS_PER_NIGHT]  # the cap holds whatever the store returns
+
+        def review(memory: Memory) -> Verdict | None:
+            return counter.ask(
+                "review", lambda: self._jev.review(memory), lambda a: decisions.verdict(a, decisions.REVIEW_VERDICTS)
+            )
+
+        verdicts = decisions.concurrently(review, stale, REVIEW_CONCURRENCY)
+        for memory, verdict in zip(stale, verdicts):
+            if verdict is not Verdict.DELETE:
+                continue  # keep, failed or ambiguous: it stays stale and is reviewed again next night
+            change = Change(Action.DELETE, memory, None, "nightly decay: jev review delete")
+            try:
+                self._memories.apply(change, actor=Actor.NIGHTLY, run_id=run_id)
+            except ConflictError:
+                summary.conflicts += 1
+                continue
+            except Exception as exc:  # noqa: BLE001
+                logger.warning(
+                    "nightly decay delete failed",
+                    extra={"run_id": run_id, "memory_id": memory.memory_id, "error": type(exc).__name__},
+                )
+                summary.failures += 1
+                continue
+            summary.decayed.append(memory.memory_id)
+
+    def _diary(self, recent: Sequence[Message], counter: _Counter) -> str:
+        """One Japanese line from the last 30 messages; a failure leaves it empty."""
+        if not recent:
+            return ""
+        text = transcript(recent)
+        return counter.ask("diary", lambda: self._chat.write_diary(text), _diary_line) or ""
+
+
+def run_record(run: NightlyRun) -> dict:
+    """The run as JSON-ready data (for the local stack's answer and the handler's result)."""
+    return {
+        "runId": run.run_id,
+        "dayLabel": run.day_label,
+        "startedAt": iso(run.started_at),
+        "finishedAt": iso(run.finished_at) if run.finished_at else None,
+        "diary": run.diary,
+        "summary": run.summary,
+        "rolledBack": run.rolled_back,
+    }

@@ -1,0 +1,255 @@
+"""Undo a nightly run: walk its ledger rows newest first and replay them in reverse.
+
+- an add is deleted, only if the record is still exactly what the run wrote;
+- an update is restored to its before state, under the same condition;
+- a delete (decay ones included) is reinserted from its before state, only if the id is absent.
+A record that changed again after the run is skipped: a later extraction or a user's
+forget is never overwritten by an old rollback. Each revert is one conditional
+``MemoryStore.apply`` (actor nightly, the run's id, action ``rollback``), so the change
+and its ledger row commit together.
+
+Exactly once: the rollback first takes the run's lease (``RunStore.claim_rollback``);
+a second rollback meanwhile is refused (409). If a rollback dies half way, its lease
+is released (or expires) and a retry walks the rows again: a row that the earlier
+attempt already reverted is recognised by its rollback row (same record, before and
+after swapped) and reported as reverted without being touched again, and the
+rollback rows themselves are never reverted.
+
+Answers carry memory ids only, never memory text.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import hmac
+import json
+import logging
+import secrets
+from collections import Counter
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from enum import Enum
+from typing import Callable
+
+from .domain import Action, Actor, Change, LedgerEntry, Memory, utcnow
+from .ports import ConflictError, MemoryStore, RollbackClaim, RunStore
+
+logger = logging.getLogger(__name__)
+
+# Longer than the admin function may run, so a live rollback never loses its lease;
+# short enough that a retry after a crash is not kept waiting long.
+ROLLBACK_LEASE = timedelta(minutes=2)
+REVERSIBLE = (Action.ADD, Action.UPDATE, Action.DELETE)
+_BODY_KEYS = frozenset({"runId", "dryRun"})
+MAX_RUN_ID = 2**53 - 1  # the largest integer every JSON client reads exactly
+
+
+class Outcome(str, Enum):
+    DONE = "done"
+    PREVIEW = "preview"
+    NOT_FOUND = "not_found"
+    ALREADY = "already_rolled_back"
+    BUSY = "in_progress"
+
+
+@dataclass(frozen=True)
+class RollbackResult:
+    outcome: Outcome
+    run_id: int | None = None
+    reverted: list[str] = field(default_factory=list)  # memory ids
+    skipped: list[str] = field(default_factory=list)  # memory ids
+
+
+class Rollback:
+    def __init__(
+        self,
+        memories: MemoryStore,
+        runs: RunStore,
+        *,
+        clock: Callable[[], datetime] = utcnow,
+        new_owner: Callable[[], str] = lambda: secrets.token_hex(8),
+        lease: timedelta = ROLLBACK_LEASE,
+    ) -> None:
+        self._memories = memories
+        self._runs = runs
+        self._clock = clock
+        self._new_owner = new_owner
+        self._lease = lease
+
+    def run(self, run_id: int | None = None, *, dry_run: bool = False) -> RollbackResult:
+        """Roll back run ``run_id`` (the latest when None); ``dry_run`` only previews."""
+        run = self._runs.latest() if run_id is None else self._runs.get(run_id)
+        if run is None:
+            return RollbackResult(Outcome.NOT_FOUND, run_id)
+        if run.rolled_back:
+            return RollbackResult(Outcome.ALREADY, run.run_id)
+        if dry_run:
+            reverted, skipped = self._replay(run.run_id, apply=False)
+            return RollbackResult(Outcome.PREVIEW, run.run_id, reverted, skipped)
+
+        owner = self._new_owner()
+        claim = self._runs.claim_rollback(run.run_id, owner, self._clock(), self._lease)
+        if claim is not RollbackClaim.CLAIMED:
+            outcome = {RollbackClaim.MISSING: Outcome.NOT_FOUND, RollbackClaim.DONE: Outcome.ALREADY}.get(claim, Outcome.BUSY)
+            return RollbackResult(outcome, run.run_id)
+        try:
+            reverted, skipped = self._replay(run.run_id, apply=True)
+        except BaseException:
+            # Everything applied so far is committed with its ledger row; a retry finishes.
+            self._runs.release_rollback(run.run_id, owner)
+            logger.warning("rollback interrupted", extra={"run_id": run.run_id})
+            raise
+        if not self._runs.mark_rolled_back(run.run_id, owner):
+            # Only if this took longer than the lease and another rollback took over;
+            # every step was conditional, so nothing was applied twice.
+            logger.warning("rollback lease lost before marking", extra={"run_id": run.run_id})
+        logger.info("rollback done", extra={"run_id": run.run_id, "reverted": len(reverted), "skipped": len(skipped)})
+        return RollbackResult(Outcome.DONE, run.run_id, reverted, skipped)
+
+    def _replay(self, run_id: int, *, apply: bool) -> tuple[list[str], list[str]]:
+        entries = self._memories.ledger_for_run(run_id)  # newest first
+        # What an earlier, interrupted attempt already reverted: rollback rows are the
+        # originals with before and after swapped.
+        undone = Counter(_signature(e.user_id, e.memory_ids, e.after, e.before) for e in entries if e.action is Action.ROLLBACK)
+        simulated: dict[tuple[str, str], Memory | None] = {}  # dry run: the state each revert would leave
+        reverted: list[str] = []
+        skipped: list[str] = []
+        for entry in entries:
+            if entry.action not in REVERSIBLE or not entry.memory_ids:
+                continue  # reads, and the rollback's own rows
+            memory_id = entry.memory_ids[0]
+            signature = _signature(entry.user_id, entry.memory_ids, entry.before, entry.after)
+            if undone[signature] > 0:
+                undone[signature] -= 1
+                reverted.append(memory_id)
+                continue
+            key = (entry.user_id, memory_id)
+            current = simulated[key] if key in simulated else self._memories.get(*key)
+            change = _reverse(entry, current, run_id)
+            if change is None:
+                skipped.append(memory_id)
+                continue
+            if not apply:
+                simulated[key] = change.after
+                reverted.append(memory_id)
+                continue
+            try:
+                self._memories.apply(change, actor=Actor.NIGHTLY, run_id=run_id, ledger_action=Action.ROLLBACK.value)
+            except ConflictError:  # changed between our read and the write: leave it
+                skipped.append(memory_id)
+                continue
+            reverted.append(memory_id)
+        return _unique(reverted), _unique(skipped)
+
+
+def _reverse(entry: LedgerEntry, current: Memory | None, run_id: int) -> Change | None:
+    """The change that undoes ``entry``, or None if the record changed again since."""
+    reason = f"rollback of nightly run {run_id}"
+    if entry.action is Action.ADD:
+        return Change(Action.DELETE, current, None, reason) if current is not None and current == entry.after else None
+    if entry.action is Action.UPDATE:
+        if current is None or current != entry.after or entry.before is None:
+            return None
+        return Change(Action.UPDATE, current, entry.before, reason)
+    if entry.action is Action.DELETE:
+        return Change(Action.ADD, None, entry.before, reason) if current is None and entry.before is not None else None
+    return None
+
+
+def _signature(user_id: str, memory_ids: tuple[str, ...], before: Memory | None, after: Memory | None) -> tuple:
+    return (user_id, memory_ids[:1], before, after)
+
+
+def _unique(ids: list[str]) -> list[str]:
+    return list(dict.fromkeys(ids))
+
+
+# ---- the admin endpoint, independent of the transport -------------------------
+
+
+class BadRequest(ValueError):
+    """The body is not one the endpoint accepts (the message is safe to show)."""
+
+
+@dataclass(frozen=True)
+class RollbackRequest:
+    run_id: int | None = None  # None: the latest run
+    dry_run: bool = False
+
+
+def authorized(authorization: str | None, admin_secret: str) -> bool:
+    """``Authorization: Bearer <secret>``, compared in constant time; no secret set: nobody."""
+    if not admin_secret or not authorization:
+        return False
+    scheme, _, token = authorization.strip().partition(" ")
+    if scheme.lower() != "bearer":
+        return False
+    return hmac.compare_digest(token.strip().encode("utf-8"), admin_secret.encode("utf-8"))
+
+
+def parse_request(body: str | bytes | None, *, base64_encoded: bool = False) -> RollbackRequest:
+    """No body or ``{}``: the latest run. ``{"runId": n, "dryRun": bool}``, nothing else."""
+    if body is None:
+        return RollbackRequest()
+    try:
+        raw = base64.b64decode(body, validate=True) if base64_encoded else body
+        text = raw.decode("utf-8") if isinstance(raw, bytes) else raw
+    except (binascii.Error, UnicodeDecodeError, ValueError) as exc:
+        raise BadRequest("body is not valid UTF-8") from exc
+    if not text.strip():
+        return RollbackRequest()
+    try:
+        data = json.loads(text)
+    except (ValueError, RecursionError) as exc:
+        raise BadRequest("body is not valid JSON") from exc
+    if not isinstance(data, dict):
+        raise BadRequest("body must be a JSON object")
+    unknown = set(data) - _BODY_KEYS
+    if unknown:
+        # A typo such as "runid" must not silently roll back the latest run instead.
+        raise BadRequest("unknown field in body")
+    run_id = data.get("runId")
+    if "runId" in data and (isinstance(run_id, bool) or not isinstance(run_id, int) or not 1 <= run_id <= MAX_RUN_ID):
+        raise BadRequest("runId must be a positive integer")
+    dry_run = data.get("dryRun", False)
+    if not isinstance(dry_run, bool):
+        raise BadRequest("dryRun must be true or false")
+    return RollbackRequest(run_id, dry_run)
+
+
+def respond(result: RollbackResult) -> tuple[int, dict]:
+    """HTTP status and JSON body for a result: ids only, never memory text."""
+    if result.outcome is Outcome.NOT_FOUND:
+        return 404, {"error": "no such run" if result.run_id is not None else "no nightly run yet"}
+    if result.outcome is Outcome.ALREADY:
+        return 409, {"runId": result.run_id, "alreadyRolledBack": True}
+    if result.outcome is Outcome.BUSY:
+        return 409, {"runId": result.run_id, "alreadyRolledBack": False, "inProgress": True}
+    return 200, {
+        "runId": result.run_id,
+        "dryRun": result.outcome is Outcome.PREVIEW,
+        "reverted": result.reverted,
+        "skipped": result.skipped,
+    }
+
+
+def handle(
+    rollback: Rollback,
+    authorization: str | None,
+    body: str | bytes | None,
+    admin_secret: Callable[[], str],
+    *,
+    base64_encoded: bool = False,
+) -> tuple[int, dict]:
+    """The whole endpoint: authorise first (nothing is read before), parse, roll back, answer.
+
+    ``admin_secret`` is called only when a credential was sent at all.
+    """
+    if not authorization or not authorized(authorization, admin_secret()):
+        return 401, {"error": "unauthorized"}
+    try:
+        request = parse_request(body, base64_encoded=base64_encoded)
+    except BadRequest as exc:
+        return 400, {"error": str(exc)}
+    return respond(rollback.run(request.run_id, dry_run=request.dry_run))

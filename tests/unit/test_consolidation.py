@@ -1,0 +1,352 @@
+"""The nightly run with fakes of the ports: window, chunks, filters, failures, decay, diary, claim."""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime, timedelta, timezone
+
+import pytest
+
+from fakes import Clock, FakeMemoryStore, FakeMessageStore, FakeRunStore, ScriptedChat, ScriptedJev, memory, message
+from memorybot import commands
+from memorybot.consolidation import (
+    CHUNK_MESSAGES,
+    CHUNKS_PER_SPEAKER,
+    DIARY_MESSAGES,
+    STALE_AFTER,
+    STALE_REVIEWS_PER_NIGHT,
+    Consolidator,
+    by_speaker,
+    chunks,
+    max_model_calls,
+    run_record,
+    window_for,
+)
+from memorybot.domain import JST, Action, Actor, Verdict
+from memorybot.extraction import Extractor
+
+NOW = datetime(2026, 11, 30, 3, 0, tzinfo=JST)  # the alarm: covers 2026-11-29 03:00 .. 2026-11-30 03:00 JST
+
+
+def jst(day: int, hour: int, minute: int = 0, second: int = 0) -> datetime:
+    return datetime(2026, 11, day, hour, minute, second, tzinfo=JST)
+
+
+class Night:
+    """A consolidator wired to fakes, with the clocks set inside the window."""
+
+    def __init__(self, jev: ScriptedJev | None = None, chat: ScriptedChat | None = None, **kwargs) -> None:
+        self.clock = Clock(jst(29, 12))
+        self.memories = FakeMemoryStore(self.clock)
+        self.messages = FakeMessageStore()
+        self.runs = FakeRunStore()
+        self.jev = jev or ScriptedJev()
+        self.chat = chat or ScriptedChat()
+        extractor = Extractor(self.memories, self.jev, self.chat, clock=self.clock)
+        self.consolidator = Consolidator(
+            self.memories, self.messages, self.runs, extractor, self.jev, self.chat, clock=self.clock, **kwargs
+        )
+
+    def say(self, author: str, content: str, at: datetime, *, bot: bool = False) -> None:
+        self.messages.put(message(author, content, at=at, bot=bot))
+
+    def run(self, now: datetime = NOW):
+        return self.consolidator.run(now)
+
+    def exchanges(self) -> list[str]:
+        return self.jev.asked("worth")
+
+    def model_calls(self) -> int:
+        return len(self.jev.calls) + len(self.chat.seen)
+
+
+# ---- the window and the day label ---------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("now", "label", "start", "end"),
+    [
+        (jst(30, 3), "2026-11-29", jst(29, 3), jst(30, 3)),
+        (jst(30, 3, 7), "2026-11-29", jst(29, 3), jst(30, 3)),  # a late redelivery: the same night
+        (jst(30, 2, 59, 59), "2026-11-28", jst(28, 3), jst(29, 3)),  # before the alarm: the night before
+        (datetime(2026, 11, 29, 18, 0, tzinfo=timezone.utc), "2026-11-29", jst(29, 3), jst(30, 3)),  # the cron, in UTC
+    ],
+)
+def test_window_ends_at_the_latest_0300_jst_and_is_labelled_by_its_first_day(now, label, start, end):
+    window = window_for(now)
+    assert (window.day_label, window.start, window.end) == (label, start, end)
+    assert window.end - window.start == timedelta(hours=24)
+
+
+def test_a_message_at_0259_jst_is_in_the_night_and_one_at_0300_is_not():
+    night = Night()
+    night.say("a", "too early 0259 previous day", jst(29, 2, 59))
+    night.say("a", "first of the window 0300", jst(29, 3, 0))
+    night.say("a", "last of the window 0259", jst(30, 2, 59))
+    night.say("a", "next night 0300", jst(30, 3, 0))
+    run = night.run()
+    assert run.day_label == "2026-11-29"
+    (exchange,) = night.exchanges()
+    assert "first of the window 0300" in exchange and "last of the window 0259" in exchange
+    assert "too early" not in exchange and "next night" not in exchange
+
+
+# ---- grouping and chunking -----------------------------------------------------
+
+
+def test_chunks_are_chronological_sixes_and_only_the_newest_five_are_kept():
+    msgs = [message("a", f"m{i}", at=jst(29, 4) + timedelta(minutes=i)) for i in range(14)]
+    assert [len(c) for c in chunks(msgs)] == [6, 6, 2]
+    assert [m.content for m in chunks(msgs)[0]] == [f"m{i}" for i in range(6)]
+    many = [message("a", f"m{i}", at=jst(29, 4) + timedelta(minutes=i)) for i in range(40)]
+    kept = chunks(many)
+    assert len(kept) == CHUNKS_PER_SPEAKER
+    assert [m.content for m in kept[0]] == [f"m{i}" for i in range(12, 18)]  # the two oldest chunks dropped
+    assert kept[-1][-1].content == "m39"
+
+
+def test_the_run_feeds_each_speakers_newest_five_chunks_to_extraction_with_actor_nightly():
+    night = Night()
+    for i in range(40):  # seven chunks: the two oldest are dropped
+        night.say("a", f"a-msg-{i:02d}", jst(29, 4) + timedelta(minutes=i))
+    for i in range(3):
+        night.say("b", f"b-msg-{i:02d}", jst(29, 5) + timedelta(minutes=i))
+    run = night.run()
+
+    exchanges = night.exchanges()
+    a_chunks = [e for e in exchanges if "a-msg" in e]
+    b_chunks = [e for e in exchanges if "b-msg" in e]
+    assert len(a_chunks) == CHUNKS_PER_SPEAKER and len(b_chunks) == 1
+    # 40 messages: chunks of six from the oldest, the newest chunk the short remainder
+    assert [e.count("\n") + 1 for e in a_chunks] == [CHUNK_MESSAGES] * 4 + [40 % CHUNK_MESSAGES]
+    seen = "\n".join(a_chunks)
+    assert "a-msg-11" not in seen and "a-msg-12" in seen and "a-msg-39" in seen
+    assert not any("a-msg" in e and "b-msg" in e for e in exchanges)  # one speaker per chunk
+
+    reads = [e for e in night.memories.ledger if e.action is Action.READ]
+    assert {e.actor for e in reads} == {Actor.NIGHTLY} and {e.run_id for e in reads} == {run.run_id}
+    adds = night.memories.changes()
+    assert adds and all(e.actor is Actor.NIGHTLY and e.run_id == run.run_id for e in adds)
+    assert run.summary["chunks"] == CHUNKS_PER_SPEAKER + 1 and run.summary["speakers"] == 2
+
+
+def test_bot_messages_are_not_considered():
+    night = Night()
+    night.say("a", "human words", jst(29, 10))
+    night.say("bot", "BOT-WORDS", jst(29, 10, 1), bot=True)
+    night.say("bot", "MORE-BOT-WORDS", jst(29, 10, 2), bot=True)
+    run = night.run()
+    assert "bot" not in by_speaker(night.messages.between(jst(29, 3), jst(30, 3)))
+    assert len(night.exchanges()) == 1 and "BOT" not in night.exchanges()[0]
+    assert night.memories.of("bot") == [] and run.summary["speakers"] == 1
+    (_, diary_transcript), = [s for s in night.chat.seen if s[0] == "write_diary"]
+    assert "BOT" not in diary_transcript
+
+
+# ---- failures --------------------------------------------------------------------
+
+
+def test_one_speaker_failing_does_not_stop_the_others():
+    night = Night()
+    for speaker in ("a", "b", "c"):
+        night.say(speaker, f"{speaker} says something", jst(29, 9))
+    night.memories.fail_apply = lambda change: change.user_id == "b"
+    run = night.run()
+    assert [m.user_id for m in night.memories.of("a")] == ["a"]
+    assert [m.user_id for m in night.memories.of("c")] == ["c"]
+    assert night.memories.of("b") == []
+    assert run.summary["failed_speakers"] == 1
+    assert len(run.summary["added"]) == 2
+    assert run.finished_at is not None and night.runs.get(run.run_id).finished_at is not None
+
+
+def test_a_failed_diary_call_leaves_the_diary_empty_and_the_run_goes_on():
+    night = Night()
+    night.chat.fail.add("write_diary")
+    night.say("a", "hello", jst(29, 9))
+    run = night.run()
+    assert run.diary == "" and run.summary["added"] and run.finished_at is not None
+    assert run.summary["failures"] == 1
+
+
+def test_the_diary_is_written_from_the_last_30_messages_of_the_window():
+    night = Night()
+    for i in range(45):
+        night.say(f"u{i % 4}", f"line-{i:02d}", jst(29, 6) + timedelta(minutes=i))
+    run = night.run()
+    (transcript,) = [s for q, s in night.chat.seen if q == "write_diary"]
+    lines = transcript.splitlines()
+    assert len(lines) == DIARY_MESSAGES
+    assert lines[0].endswith("line-15") and lines[-1].endswith("line-44")
+    assert run.diary == ScriptedChat().diary_answer
+
+
+# ---- forgetting sticks -----------------------------------------------------------
+
+
+def test_a_fact_forgotten_at_noon_is_not_learned_again_from_the_morning_messages():
+    night = Night()
+    night.say("a", "I love natto", jst(29, 9))
+    night.say("a", "natto every morning", jst(29, 9, 5))
+    night.memories.seed(memory("a", "aaaaa", "loves natto", at=jst(29, 9, 10)))
+    night.clock.now = jst(29, 12)
+    assert commands.forget(night.memories, "a", "aaaaa").outcome is commands.ForgetOutcome.FORGOTTEN
+    night.say("a", "what a sunny afternoon", jst(29, 13))
+    night.say("b", "b's morning natto", jst(29, 9))  # someone else's forget does not apply to b
+
+    night.run()
+    exchanges = night.exchanges()
+    a_seen = [e for e in exchanges if "afternoon" in e or "I love natto" in e]
+    assert a_seen == ["usera: what a sunny afternoon"]
+    assert any("b's morning natto" in e for e in exchanges)
+    assert night.memories.get("a", "aaaaa") is None
+
+
+def test_a_speaker_whose_every_message_came_before_the_forget_costs_no_model_call():
+    night = Night()
+    night.say("a", "I love natto", jst(29, 9))
+    night.memories.seed(memory("a", "aaaaa", "loves natto", at=jst(29, 9, 10)))
+    night.clock.now = jst(29, 12)
+    commands.forget(night.memories, "a", "aaaaa")
+    run = night.run()
+    assert night.exchanges() == [] and night.memories.of("a") == []
+    assert run.summary["added"] == []
+
+
+# ---- decay -------------------------------------------------------------------------
+
+
+def _stale(night: Night, count: int) -> list[str]:
+    ids = []
+    for i in range(count):
+        memory_id = f"s{i:04d}"[-5:]
+        at = NOW - STALE_AFTER - timedelta(days=count - i)  # s0000 is the oldest
+        night.memories.seed(memory(f"old{i}", memory_id, f"old fact {i}", at=at))
+        ids.append(memory_id)
+    return ids
+
+
+def test_decay_reviews_the_20_oldest_and_deletes_only_on_an_explicit_delete():
+    night = Night()
+    ids = _stale(night, 25)
+    night.memories.seed(memory("fresh", "fresh", "recent fact", at=NOW - STALE_AFTER + timedelta(days=2)))
+    night.jev.default_review = Verdict.DELETE
+    run = night.run()
+
+    reviewed = night.jev.asked("review")
+    assert sorted(reviewed) == ids[:STALE_REVIEWS_PER_NIGHT]
+    assert run.summary["decayed"] == ids[:STALE_REVIEWS_PER_NIGHT]  # oldest first
+    assert run.summary["deleted"] == []  # extraction's deletes are a separate list
+    remaining = sorted(m.memory_id for m in night.memories.rows.values())
+    assert remaining == sorted(ids[STALE_REVIEWS_PER_NIGHT:] + ["fresh"])
+    deletes = [e for e in night.memories.changes() if e.action is Action.DELETE]
+    assert len(deletes) == STALE_REVIEWS_PER_NIGHT
+    assert all(e.actor is Actor.NIGHTLY and e.run_id == run.run_id and e.before is not None for e in deletes)
+
+    night.run(NOW + timedelta(days=1))  # the next night reviews the rest
+    assert sorted(night.jev.asked("review")[STALE_REVIEWS_PER_NIGHT:]) == ids[STALE_REVIEWS_PER_NIGHT:]
+
+
+def test_a_failed_or_ambiguous_review_keeps_the_record_and_it_is_reviewed_again_next_night():
+    night = Night()
+    ids = _stale(night, 4)
+    night.jev.fail.add(ids[0])  # the call raises
+    night.jev.reviews = {ids[1]: "maybe", ids[2]: Verdict.UPDATE, ids[3]: Verdict.KEEP}  # not allowed / keep
+    run = night.run()
+    assert run.summary["decayed"] == []
+    assert sorted(m.memory_id for m in night.memories.rows.values()) == ids
+    assert night.memories.changes() == []
+    assert run.summary["failures"] == 3  # raised, unknown verdict, verdict not allowed in a review
+
+    night.run(NOW + timedelta(days=1))
+    assert sorted(night.jev.asked("review")) == sorted(ids * 2)
+
+
+def test_a_stale_record_changed_meanwhile_is_not_decayed():
+    night = Night()
+    (memory_id,) = _stale(night, 1)
+    night.jev.default_review = Verdict.DELETE
+    original = night.memories.rows[("old0", memory_id)]
+
+    def touch_first(change):  # a concurrent update lands between the review and the delete
+        night.memories.rows[("old0", memory_id)] = memory("old0", memory_id, "touched", at=NOW)
+        night.memories.fail_apply = lambda change: False
+        return False
+
+    night.memories.fail_apply = touch_first
+    run = night.run()
+    assert run.summary["decayed"] == [] and run.summary["conflicts"] == 1
+    assert night.memories.rows[("old0", memory_id)].text == "touched" != original.text
+
+
+# ---- the run record and the day claim ---------------------------------------------
+
+
+def test_a_second_invocation_for_the_same_day_does_nothing():
+    night = Night()
+    night.say("a", "hello", jst(29, 9))
+    first = night.run()
+    calls = night.model_calls()
+    ledger = len(night.memories.ledger)
+    assert night.run() is None
+    assert night.run(NOW + timedelta(minutes=7)) is None  # a late redelivery: same day
+    assert night.model_calls() == calls and len(night.memories.ledger) == ledger
+    assert list(night.runs.runs) == [first.run_id]
+    second = night.run(NOW + timedelta(days=1))
+    assert second.run_id == first.run_id + 1 and second.day_label == "2026-11-30"
+
+
+def test_the_run_record_holds_label_diary_summary_and_times():
+    night = Night(jev=ScriptedJev(verdicts={"bbbbb": Verdict.DELETE, "ccccc": Verdict.UPDATE}))
+    night.memories.seed(memory("a", "bbbbb", "old job", at=jst(29, 1)), memory("a", "ccccc", "lives in Osaka", at=jst(29, 1)))
+    night.say("a", "I quit and moved", jst(29, 9))
+    run = night.run()
+    stored = night.runs.get(run.run_id)
+    assert stored == run and stored.day_label == "2026-11-29" and not stored.rolled_back
+    assert stored.started_at <= stored.finished_at
+    assert stored.diary == ScriptedChat().diary_answer
+    summary = stored.summary
+    assert summary["deleted"] == ["bbbbb"] and summary["updated"] == ["ccccc"] and len(summary["added"]) == 1
+    assert summary["decayed"] == [] and summary["model_calls"] == night.model_calls()
+    record = json.loads(json.dumps(run_record(stored), ensure_ascii=False))
+    assert record["runId"] == run.run_id and record["dayLabel"] == "2026-11-29" and record["rolledBack"] is False
+
+
+def test_a_quiet_night_still_records_a_run_and_reviews_stale_records():
+    night = Night()
+    _stale(night, 2)
+    run = night.run()
+    assert run.diary == "" and run.summary["speakers"] == 0
+    assert len(night.jev.asked("review")) == 2 and night.chat.seen == []
+
+
+# ---- bounded by design ---------------------------------------------------------------
+
+
+def test_max_model_calls_follows_the_caps():
+    per_chunk = 1 + 10 + 1 + 10 + 1
+    assert max_model_calls(0) == STALE_REVIEWS_PER_NIGHT + 1
+    assert max_model_calls(7) == 7 * CHUNKS_PER_SPEAKER * per_chunk + STALE_REVIEWS_PER_NIGHT + 1
+
+
+def test_model_calls_stay_within_the_bound_on_a_busy_day():
+    """Every question maxed out: ten memories each, every verdict an update, an add every time."""
+    speakers, per_speaker = 30, 50  # 50 messages each: nine chunks, capped to five
+    night = Night(jev=ScriptedJev(worth=0.9, add=0.9), speaker_concurrency=8)
+    night.jev.default_verdict = Verdict.UPDATE
+    night.jev.default_review = Verdict.KEEP
+    for s in range(speakers):
+        for k in range(10):
+            night.memories.seed(memory(f"sp{s}", f"m{k:04d}"[-5:], f"fact {k}", at=jst(29, 1)))
+        for i in range(per_speaker):
+            night.say(f"sp{s}", f"sp{s} message {i}", jst(29, 4) + timedelta(minutes=i, seconds=s))
+    _stale(night, 25)
+
+    run = night.run()
+    actual = night.model_calls()
+    bound = max_model_calls(speakers)
+    assert actual <= bound
+    assert actual == bound  # every cap reached: the bound is tight, not loose arithmetic
+    assert run.summary["model_calls"] == actual
+    uncapped = speakers * -(-per_speaker // CHUNK_MESSAGES) * 23 + 25 + 1
+    assert uncapped > bound
