@@ -1,0 +1,108 @@
+"""DynamoMessageStore against moto's DynamoDB server: idempotent puts, order, the nightly window."""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta, timezone
+
+import pytest
+
+from memorybot import tables
+from memorybot.adapters.dynamodb import DynamoMessageStore
+from memorybot.domain import Message, jst_day, snowflake_at, snowflake_time
+
+# 15:00 UTC is midnight in Japan: the JST day changes here.
+JST_MIDNIGHT = datetime(2026, 11, 20, 15, 0, tzinfo=timezone.utc)
+MS = timedelta(milliseconds=1)
+
+
+@pytest.fixture
+def store(dynamo):
+    client, settings = dynamo
+    return DynamoMessageStore(client, settings)
+
+
+def at(when: datetime, channel: str = "c1", sequence: int = 0, author: str = "u1", bot: bool = False) -> Message:
+    return Message(channel, snowflake_at(when, sequence), author, f"name-{author}", f"said at {when.isoformat()}", bot)
+
+
+def test_putting_the_same_message_again_changes_nothing(store, dynamo):
+    first = at(JST_MIDNIGHT)
+    store.put(first)
+    store.put(Message(first.channel_id, first.message_id, "u9", "someone else", "an edited copy", True))
+
+    assert store.recent("c1", 10) == [first]
+    client, settings = dynamo
+    assert client.scan(TableName=settings.table(tables.MESSAGES))["Count"] == 1
+
+
+def test_the_stored_item_carries_its_jst_day_and_a_numeric_id(store, dynamo):
+    m = at(JST_MIDNIGHT - MS)  # 23:59:59.999 JST on the 20th
+    store.put(m)
+    client, settings = dynamo
+    [item] = client.scan(TableName=settings.table(tables.MESSAGES))["Items"]
+    assert item["jst_day"] == {"S": "2026-11-20"} == {"S": jst_day(m.created_at)}
+    assert item["message_id"] == {"N": m.message_id}
+    assert item["is_bot"] == {"BOOL": False}
+
+
+def test_recent_returns_the_newest_of_one_channel_oldest_first(store):
+    mine = [at(JST_MIDNIGHT + timedelta(seconds=n), "c1", author=f"u{n % 3}", bot=n % 4 == 0) for n in range(8)]
+    theirs = [at(JST_MIDNIGHT + timedelta(seconds=n, milliseconds=500), "c2") for n in range(8)]
+    for m in reversed(mine + theirs):  # stored out of order on purpose
+        store.put(m)
+
+    assert store.recent("c1", 5) == mine[-5:]
+    assert store.recent("c1", 50) == mine
+    assert store.recent("c1", 0) == []
+    assert store.recent("nobody", 5) == []
+
+
+def test_between_includes_the_start_excludes_the_end_and_spans_a_jst_day_and_channels(store):
+    start = JST_MIDNIGHT - timedelta(hours=1)  # 23:00 JST on the 20th
+    end = JST_MIDNIGHT + timedelta(hours=1)  # 01:00 JST on the 21st
+    before_start = at(start - MS, "c1")
+    on_start = at(start, "c2")
+    last_of_day = at(JST_MIDNIGHT - MS, "c1")
+    last_of_day_other_channel = at(JST_MIDNIGHT - MS, "c2", sequence=1)
+    first_of_next_day = at(JST_MIDNIGHT, "c2")
+    just_before_end = at(end - MS, "c1", sequence=7)
+    on_end = at(end, "c2")
+    everything = [before_start, on_start, last_of_day, last_of_day_other_channel, first_of_next_day, just_before_end, on_end]
+    for m in everything:
+        store.put(m)
+
+    window = store.between(start, end)
+
+    assert window == [on_start, last_of_day, last_of_day_other_channel, first_of_next_day, just_before_end]
+    assert {jst_day(m.created_at) for m in window} == {"2026-11-20", "2026-11-21"}
+    assert store.between(end, start) == []
+    assert store.between(start, start) == []
+
+
+def test_between_rounds_a_sub_millisecond_start_up(store):
+    whole = JST_MIDNIGHT + timedelta(seconds=1)
+    earlier, later = at(whole), at(whole + MS)
+    store.put(earlier)
+    store.put(later)
+
+    assert store.between(whole + timedelta(microseconds=500), whole + timedelta(seconds=1)) == [later]
+    assert store.between(whole, whole + timedelta(microseconds=500)) == [earlier]
+
+
+def test_between_covers_several_days(store):
+    days = [at(JST_MIDNIGHT + timedelta(days=d, hours=3), f"c{d % 2}") for d in range(4)]
+    for m in days:
+        store.put(m)
+    assert store.between(JST_MIDNIGHT, JST_MIDNIGHT + timedelta(days=4)) == days
+    assert store.between(JST_MIDNIGHT + timedelta(days=1), JST_MIDNIGHT + timedelta(days=3)) == days[1:3]
+
+
+@pytest.mark.parametrize("message_id", ["18446744073709551615", "12345678901234567891", "10000000000000000001"])
+def test_twenty_digit_snowflakes_round_trip_exactly(store, message_id):
+    m = Message("c1", message_id, "u1", "name", "hello from the future")
+    store.put(m)
+    when = snowflake_time(message_id)
+
+    assert store.recent("c1", 1) == [m]
+    assert store.between(when, when + MS) == [m]
+    assert store.between(when + MS, when + 2 * MS) == []
