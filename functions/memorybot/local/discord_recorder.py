@@ -1,0 +1,174 @@
+"""A stand-in for the Discord REST API, used by the local stack when DISCORD_API_BASE is unset.
+
+It answers the calls the bot makes (open a DM, post, fill in a deferred answer, read a
+channel, register commands) and records each one, so the terminal client can print
+the bot's replies and DMs and tests can inspect exactly what was posted.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import re
+import threading
+from dataclasses import asdict, dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+from ..domain import snowflake_at, utcnow
+
+DMS_CLOSED = {"code": 50007, "message": "Cannot send messages to this user"}
+NOT_FOUND = {"code": 0, "message": "404: Not Found"}
+
+_DM_OPEN = re.compile(r"^users/@me/channels$")
+_CHANNEL_MESSAGES = re.compile(r"^channels/(?P<channel>[^/]+)/messages$")
+_ORIGINAL = re.compile(r"^webhooks/(?P<app>[^/]+)/(?P<token>[^/]+)/messages/@original$")
+_COMMANDS = re.compile(r"^applications/(?P<app>[^/]+)(/guilds/(?P<guild>[^/]+))?/commands$")
+
+
+@dataclass
+class Recorded:
+    seq: int
+    kind: str  # dm_open | message | edit | commands
+    method: str
+    path: str
+    body: Any
+    channel_id: str = ""
+    recipient_id: str = ""  # for a message in a DM channel: whose DM it is
+    interaction_token: str = ""
+    message_id: str = ""
+    headers: dict = field(default_factory=dict)
+
+    @property
+    def content(self) -> str:
+        return (self.body or {}).get("content", "") if isinstance(self.body, dict) else ""
+
+
+class DiscordRecorder:
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._seq = itertools.count(1)
+        self._ids = itertools.count(1)
+        self.events: list[Recorded] = []
+        self.dm_channels: dict[str, str] = {}  # user id -> DM channel id
+        self.closed_dms: set[str] = set()  # users who do not accept DMs (error 50007)
+        self._originals: dict[str, str] = {}  # interaction token -> message id
+        self._rate_limits: list[float] = []  # Retry-After of the next answers that will be 429s
+        self._others: dict[str, list[dict]] = {}  # channel id -> messages people posted (not via the bot)
+
+    # ------------------------------------------------------------ test and demo controls
+
+    def close_dms(self, user_id: str) -> None:
+        with self._lock:
+            self.closed_dms.add(user_id)
+
+    def someone_said(self, channel_id: str, author_id: str, author_name: str, content: str) -> str:
+        """A message someone posted in the channel outside any interaction (for history fetches)."""
+        with self._lock:
+            message_id = self._new_id()
+            self._others.setdefault(channel_id, []).append(
+                {"id": message_id, "type": 0, "content": content, "author": {"id": author_id, "username": author_name}}
+            )
+            return message_id
+
+    def rate_limit_next(self, count: int, retry_after: float) -> None:
+        with self._lock:
+            self._rate_limits.extend([retry_after] * count)
+
+    def after(self, seq: int) -> list[Recorded]:
+        with self._lock:
+            return [e for e in self.events if e.seq > seq]
+
+    def of_kind(self, kind: str) -> list[Recorded]:
+        with self._lock:
+            return [e for e in self.events if e.kind == kind]
+
+    def dms_to(self, user_id: str) -> list[Recorded]:
+        with self._lock:
+            return [e for e in self.events if e.kind == "message" and e.recipient_id == user_id]
+
+    # ------------------------------------------------------------ the API
+
+    def handle(self, method: str, path: str, body: bytes, headers: dict[str, str] | None = None) -> tuple[int, Any]:
+        """``path`` relative to the API base (``users/@me/channels``); (status, JSON) back."""
+        path = path.strip("/").split("?")[0]
+        try:
+            payload = json.loads(body) if body else None
+        except ValueError:
+            return 400, {"code": 50109, "message": "The request body contains invalid JSON."}
+        with self._lock:
+            if self._rate_limits:
+                wait = self._rate_limits.pop(0)
+                return 429, {"message": "You are being rate limited.", "retry_after": wait, "global": False}
+            return self._route(method, path, payload, {k.lower(): v for k, v in (headers or {}).items()})
+
+    def _route(self, method: str, path: str, payload: Any, headers: dict) -> tuple[int, Any]:
+        if method == "POST" and _DM_OPEN.match(path):
+            user_id = str((payload or {}).get("recipient_id", ""))
+            if not user_id:
+                return 400, {"code": 50035, "message": "Invalid Form Body"}
+            channel_id = self.dm_channels.setdefault(user_id, self._new_id())
+            self._record("dm_open", method, path, payload, headers, channel_id=channel_id, recipient_id=user_id)
+            return 200, {"id": channel_id, "type": 1, "recipients": [{"id": user_id}]}
+        if (m := _CHANNEL_MESSAGES.match(path)) and method == "POST":
+            channel_id = m["channel"]
+            recipient = next((u for u, c in self.dm_channels.items() if c == channel_id), "")
+            if recipient in self.closed_dms:
+                return 403, DMS_CLOSED
+            message_id = self._new_id()
+            self._record("message", method, path, payload, headers, channel_id=channel_id, recipient_id=recipient, message_id=message_id)
+            return 200, {"id": message_id, "channel_id": channel_id, "content": (payload or {}).get("content", "")}
+        if (m := _CHANNEL_MESSAGES.match(path)) and method == "GET":
+            posted = [
+                {"id": e.message_id, "type": 0, "content": e.content, "author": {"id": "0", "username": "memorybot", "bot": True}}
+                for e in self.events
+                if e.kind == "message" and e.channel_id == m["channel"]
+            ]
+            everything = posted + self._others.get(m["channel"], [])
+            return 200, sorted(everything, key=lambda raw: int(raw["id"]), reverse=True)  # newest first, like Discord
+        if (m := _ORIGINAL.match(path)) and method == "PATCH":
+            message_id = self._originals.setdefault(m["token"], self._new_id())
+            self._record("edit", method, path, payload, headers, interaction_token=m["token"], message_id=message_id)
+            return 200, {"id": message_id, "content": (payload or {}).get("content", "")}
+        if (m := _COMMANDS.match(path)) and method == "PUT":
+            self._record("commands", method, path, payload, headers)
+            return 200, payload
+        return 404, NOT_FOUND
+
+    def _new_id(self) -> str:
+        return snowflake_at(utcnow(), next(self._ids))
+
+    def _record(self, kind: str, method: str, path: str, payload: Any, headers: dict, **fields: str) -> None:
+        kept = {k: headers[k] for k in ("authorization", "user-agent") if k in headers}
+        self.events.append(Recorded(next(self._seq), kind, method, path, payload, headers=kept, **fields))
+
+
+def event_json(event: Recorded) -> dict:
+    data = asdict(event)
+    data.pop("headers")
+    return data
+
+
+def serve(recorder: DiscordRecorder, host: str = "127.0.0.1", port: int = 0) -> tuple[ThreadingHTTPServer, str]:
+    """Serve ``recorder`` alone on loopback (for tests); returns (server, API base URL)."""
+
+    class Handler(BaseHTTPRequestHandler):
+        def _answer(self) -> None:
+            length = int(self.headers.get("Content-Length") or 0)
+            status, body = recorder.handle(self.command, self.path.removeprefix("/api/v10"), self.rfile.read(length), dict(self.headers))
+            raw = json.dumps(body).encode()
+            self.send_response(status)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(raw)))
+            self.end_headers()
+            self.wfile.write(raw)
+
+        do_GET = do_POST = do_PATCH = do_PUT = do_DELETE = _answer
+
+        def log_message(self, *args: Any) -> None:
+            pass
+
+    server = ThreadingHTTPServer((host, port), Handler)
+    threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
+    bound_host, bound_port = server.server_address[:2]
+    return server, f"http://{bound_host}:{bound_port}/api/v10"

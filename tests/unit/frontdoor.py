@@ -1,0 +1,128 @@
+"""Shared pieces for the front-door tests: signed interaction events, a loopback fake
+Discord API (the local stack's recorder), and a container wired to them."""
+
+from __future__ import annotations
+
+import itertools
+import json
+from datetime import datetime, timezone
+from typing import Any
+
+import pytest
+
+from fakes import ScriptedChat, ScriptedJev
+from memorybot import bootstrap
+from memorybot.adapters.discord_rest import DiscordRest
+from memorybot.adapters.invoker import LocalContext
+from memorybot.bootstrap import Container
+from memorybot.domain import Action, Actor, Change, Memory, snowflake_at
+from memorybot.local import discord_recorder
+from memorybot.signature import Verifier, new_key_pair, sign
+
+SIGNING_KEY, PUBLIC_KEY = new_key_pair()
+APP_ID = "900000000000000001"
+CHANNEL = "700000000000000001"
+ALICE, BOB = "100000000000000001", "200000000000000002"
+_seq = itertools.count(1)
+
+
+def interaction_id() -> str:
+    return snowflake_at(datetime.now(timezone.utc), next(_seq))
+
+
+def command(name: str, options: list | None = None, *, user: str = ALICE, user_name: str = "alice", kind: int = 2) -> dict:
+    return {
+        "id": interaction_id(),
+        "application_id": APP_ID,
+        "type": kind,
+        "token": f"token-{next(_seq)}",
+        "channel_id": CHANNEL,
+        "guild_id": "800000000000000001",
+        "member": {"user": {"id": user, "username": user_name}},
+        "data": {"name": name, "options": options or []},
+    }
+
+
+def chat(text: str, **kw: Any) -> dict:
+    return command("chat", [{"type": 3, "name": "message", "value": text}], **kw)
+
+
+def show(**kw: Any) -> dict:
+    return command("memory", [{"type": 1, "name": "show", "options": []}], **kw)
+
+
+def forget(memory_id: str, *, kind: int = 2, **kw: Any) -> dict:
+    option = {"type": 3, "name": "id", "value": memory_id, **({"focused": True} if kind == 4 else {})}
+    return command("memory", [{"type": 1, "name": "forget", "options": [option]}], kind=kind, **kw)
+
+
+def event(payload: Any, *, key: str = SIGNING_KEY, timestamp: int | None = None, raw: bytes | None = None, v1: bool = False) -> dict:
+    """An API Gateway proxy event (v2 by default) carrying a signed body."""
+    body = raw if raw is not None else json.dumps(payload).encode()
+    headers = sign(key, body, timestamp)
+    if v1:
+        return {"resource": "/interactions", "httpMethod": "POST", "headers": headers, "body": body.decode(), "isBase64Encoded": False}
+    import base64
+
+    return {
+        "version": "2.0",
+        "rawPath": "/interactions",
+        "headers": {k.lower(): v for k, v in headers.items()},
+        "body": base64.b64encode(body).decode(),
+        "isBase64Encoded": True,
+    }
+
+
+def context(name: str = "memorybot-test") -> LocalContext:
+    return LocalContext(name)
+
+
+def body_of(response: dict) -> Any:
+    return json.loads(response["body"])
+
+
+def seed(store, user_id: str, memory_id: str, text: str) -> Memory:
+    now = datetime.now(timezone.utc)
+    m = Memory(user_id, memory_id, text, now, now)
+    store.apply(Change(Action.ADD, None, m, "test seed"), actor=Actor.EXTRACTION)
+    return m
+
+
+class RecordingInvoker:
+    """Our AsyncInvoker port, remembering hand-offs instead of running them."""
+
+    def __init__(self) -> None:
+        self.calls: list[tuple[str, dict]] = []
+
+    def invoke(self, worker: str, payload: dict) -> None:
+        self.calls.append((worker, json.loads(json.dumps(payload))))
+
+
+@pytest.fixture
+def discord_api():
+    recorder = discord_recorder.DiscordRecorder()
+    server, base = discord_recorder.serve(recorder)
+    yield recorder, base
+    server.shutdown()
+    server.server_close()
+
+
+@pytest.fixture
+def front(dynamo, discord_api, monkeypatch):
+    """A container on moto tables, the loopback Discord recorder and scripted models, installed as
+    the process's container so the handlers use it."""
+    client, settings = dynamo
+    recorder, base = discord_api
+    c = Container(
+        settings,
+        dynamodb_client=client,
+        decision_model=ScriptedJev(),
+        chat_model=ScriptedChat(reply="nice to meet you"),
+        invoker=RecordingInvoker(),
+        discord=DiscordRest(base, "test-token", sleep=lambda s: None),
+        discord_interactive=DiscordRest(base, "test-token", timeout=1.0, max_attempts=1),
+        signature_verifier=Verifier(PUBLIC_KEY),
+    )
+    monkeypatch.setattr(bootstrap, "container", lambda: c)
+    c.recorder = recorder
+    return c

@@ -1,0 +1,111 @@
+"""The Discord REST client against a loopback fake of the API (the local stack's recorder)."""
+
+from __future__ import annotations
+
+import pytest
+
+from frontdoor import ALICE, APP_ID, CHANNEL, discord_api  # noqa: F401 - fixture
+from memorybot.adapters.discord_rest import USER_AGENT, DiscordRest
+from memorybot.interactions import COMMANDS
+from memorybot.ports import DiscordError, DmsClosedError
+
+
+@pytest.fixture
+def api(discord_api):
+    recorder, base = discord_api
+    sleeps: list[float] = []
+    client = DiscordRest(base, "s3cret", max_attempts=3, max_retry_wait=2.0, sleep=sleeps.append)
+    yield recorder, client, sleeps
+    client.close()
+
+
+def test_every_call_carries_the_bot_token_and_a_discordbot_user_agent(api):
+    recorder, client, _ = api
+    client.send_message(client.open_dm(ALICE), "hi")
+    assert USER_AGENT.startswith("DiscordBot (http") and USER_AGENT.endswith(")")
+    for e in recorder.events:
+        assert e.headers == {"authorization": "Bot s3cret", "user-agent": USER_AGENT}
+
+
+def test_posts_and_edits_never_ping_anyone(api):
+    recorder, client, _ = api
+    client.send_message(CHANNEL, "@everyone look")
+    client.edit_original(APP_ID, "tok", "<@123> hello")
+    posted = recorder.of_kind("message") + recorder.of_kind("edit")
+    assert len(posted) == 2
+    assert all(e.body["allowed_mentions"] == {"parse": []} for e in posted)
+
+
+def test_edit_original_patches_the_deferred_answer_and_returns_its_message_id(api):
+    recorder, client, _ = api
+    first = client.edit_original(APP_ID, "tok", "one")
+    assert client.edit_original(APP_ID, "tok", "two") == first
+    assert [e.path for e in recorder.of_kind("edit")] == [f"webhooks/{APP_ID}/tok/messages/@original"] * 2
+
+
+def test_a_429_is_retried_after_retry_after(api):
+    recorder, client, sleeps = api
+    recorder.rate_limit_next(2, retry_after=0.25)
+    client.send_message(CHANNEL, "hi")
+    assert sleeps == [0.25, 0.25]
+    assert len(recorder.of_kind("message")) == 1
+
+
+def test_retries_are_bounded_in_attempts(api):
+    recorder, client, sleeps = api
+    recorder.rate_limit_next(5, retry_after=0.1)
+    with pytest.raises(DiscordError) as raised:
+        client.send_message(CHANNEL, "hi")
+    assert raised.value.status == 429
+    assert len(sleeps) == 2  # three attempts in all
+    assert recorder.of_kind("message") == []
+
+
+def test_a_wait_longer_than_allowed_is_not_slept(api):
+    recorder, client, sleeps = api
+    recorder.rate_limit_next(1, retry_after=60)
+    with pytest.raises(DiscordError):
+        client.send_message(CHANNEL, "hi")
+    assert sleeps == []
+
+
+def test_closed_dms_are_recognised_as_error_50007(api):
+    recorder, client, _ = api
+    recorder.close_dms(ALICE)
+    channel = client.open_dm(ALICE)
+    with pytest.raises(DmsClosedError) as raised:
+        client.send_message(channel, "your memories")
+    assert (raised.value.status, raised.value.code) == (403, 50007)
+
+
+def test_errors_never_carry_the_interaction_token(api):
+    _, client, _ = api
+    with pytest.raises(DiscordError) as raised:
+        client._request("PATCH", "webhooks/1/very-secret-token/messages/unknown")
+    assert "very-secret-token" not in str(raised.value)
+    assert raised.value.status == 404
+
+
+def test_an_unreachable_api_is_a_discord_error():
+    client = DiscordRest("http://127.0.0.1:9/api/v10", "t", timeout=0.5)
+    with pytest.raises(DiscordError):
+        client.open_dm(ALICE)
+
+
+def test_channel_history_becomes_domain_messages_oldest_first(api):
+    recorder, client, _ = api
+    client.send_message(CHANNEL, "first")
+    client.send_message(CHANNEL, "second")
+    history = client.recent_channel_messages(CHANNEL, 50)
+    assert [m.content for m in history] == ["first", "second"]
+    assert all(m.is_bot and m.channel_id == CHANNEL for m in history)
+
+
+@pytest.mark.parametrize("guild", [None, "555"])
+def test_commands_are_registered_by_bulk_overwrite(api, guild):
+    recorder, client, _ = api
+    client.bulk_overwrite_commands(APP_ID, COMMANDS, guild)
+    [put] = recorder.of_kind("commands")
+    assert put.method == "PUT"
+    assert put.path == (f"applications/{APP_ID}/guilds/555/commands" if guild else f"applications/{APP_ID}/commands")
+    assert [c["name"] for c in put.body] == ["chat", "memory"]

@@ -1,0 +1,186 @@
+"""Each command through the interactions handler, signed like Discord, on moto tables and a
+loopback fake Discord API."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from frontdoor import (  # noqa: F401 - fixtures
+    ALICE, APP_ID, BOB, CHANNEL, body_of, chat, command, context, discord_api, event, forget, front, seed, show,
+)
+from memorybot import interactions
+from memorybot.adapters.discord_rest import DiscordRest
+from memorybot.domain import Action, Actor, snowflake_time
+from memorybot.handlers.interactions import handler
+
+SECRET = "allergic to penicillin, keeps it quiet"
+
+
+def call(payload=None, **kw):
+    return handler(event(payload, **kw), context())
+
+
+def nothing_written(front) -> None:
+    assert front.invoker.calls == []
+    assert front.message_store.recent(CHANNEL, 10) == []
+    assert [e for e in front.memory_store.ledger_for_user(ALICE) if e.action is not Action.READ] == []
+
+
+def test_ping_is_answered_with_pong(front):
+    response = call({"type": 1})
+    assert response["statusCode"] == 200
+    assert body_of(response) == {"type": 1}
+
+
+def test_chat_stores_the_message_at_its_snowflake_time_defers_and_hands_off_to_the_reply_worker(front):
+    payload = chat("I just adopted a cat called Miso", user_name="alice")
+    response = call(payload)
+    assert body_of(response) == {"type": 5}
+    [stored] = front.message_store.recent(CHANNEL, 10)
+    assert (stored.message_id, stored.author_id, stored.author_name, stored.is_bot) == (payload["id"], ALICE, "alice", False)
+    assert stored.content == "I just adopted a cat called Miso"
+    assert stored.created_at == snowflake_time(payload["id"])
+    assert front.invoker.calls == [
+        (
+            "reply",
+            {
+                "interaction_id": payload["id"],
+                "token": payload["token"],
+                "application_id": APP_ID,
+                "channel_id": CHANNEL,
+                "user_id": ALICE,
+                "user_name": "alice",
+            },
+        )
+    ]
+
+
+def test_chat_in_a_dm_takes_the_user_from_the_top_level(front):
+    payload = chat("hello")
+    payload["user"] = payload.pop("member")["user"]
+    assert body_of(call(payload)) == {"type": 5}
+    assert front.invoker.calls[0][1]["user_id"] == ALICE
+
+
+def test_an_empty_chat_gets_a_polite_ephemeral_and_writes_nothing(front):
+    answer = body_of(call(chat("   ")))
+    assert answer["type"] == 4 and answer["data"]["flags"] == 64
+    nothing_written(front)
+
+
+@pytest.mark.parametrize(
+    "raw",
+    [b"{not json", b"[1, 2]", b'{"type": 99}', b'{"type": 2}', b'{"type": 2, "data": {"name": "chat"}, "channel_id": "1"}'],
+    ids=["malformed", "not-an-object", "unknown-type", "no-data", "no-user"],
+)
+def test_unreadable_requests_get_400_and_nothing_is_written(front, raw):
+    response = call(raw=raw)
+    assert response["statusCode"] == 400
+    nothing_written(front)
+
+
+def test_an_unknown_command_gets_a_polite_ephemeral(front):
+    answer = body_of(call(command("dance")))
+    assert answer["data"]["content"] == interactions.TEXT_UNSUPPORTED
+    assert answer["data"]["flags"] == 64
+    nothing_written(front)
+
+
+def test_a_failing_store_never_becomes_a_500(front):
+    class Broken:
+        def put(self, message):
+            raise RuntimeError("table gone")
+
+    front.message_store = Broken()
+    response = call(chat("hello"))
+    assert response["statusCode"] == 200
+    assert body_of(response)["data"]["flags"] == 64
+    assert front.invoker.calls == []
+
+
+def test_show_sends_the_list_by_dm_and_answers_ephemerally(front):
+    mine = seed(front.memory_store, ALICE, "abcde", SECRET)
+    seed(front.memory_store, BOB, "bcdef", "bob's own secret")
+    answer = body_of(call(show()))
+    assert answer["data"]["flags"] == 64
+    assert answer["data"]["content"] == interactions.TEXT_DM_SENT
+    assert SECRET not in json.dumps(answer)
+    [dm] = front.recorder.dms_to(ALICE)
+    assert mine.preview() in dm.content
+    assert "bob" not in dm.content
+    assert dm.body["allowed_mentions"] == {"parse": []}
+    reads = [e for e in front.memory_store.ledger_for_user(ALICE) if e.action is Action.READ]
+    assert [(e.actor, e.memory_ids) for e in reads] == [(Actor.COMMAND, ("abcde",))]
+
+
+def test_show_with_closed_dms_says_so_without_repeating_any_memory(front):
+    seed(front.memory_store, ALICE, "abcde", SECRET)
+    front.recorder.close_dms(ALICE)
+    answer = body_of(call(show()))
+    assert answer["data"]["content"] == interactions.TEXT_DM_FAILED
+    assert answer["data"]["flags"] == 64
+    assert SECRET not in json.dumps(answer) and "abcde" not in json.dumps(answer)
+    # Nothing reached any channel: no message, no edit.
+    assert [e.kind for e in front.recorder.events] == ["dm_open"]
+
+
+def test_show_when_discord_is_unreachable_says_so_without_repeating_any_memory(front):
+    seed(front.memory_store, ALICE, "abcde", SECRET)
+    front.discord_interactive = DiscordRest("http://127.0.0.1:9/api/v10", "t", timeout=0.5, max_attempts=1)
+    answer = body_of(call(show()))
+    assert answer["data"]["content"] == interactions.TEXT_DM_FAILED
+    assert SECRET not in json.dumps(answer)
+
+
+def test_show_with_nothing_remembered_says_so_without_a_dm(front):
+    answer = body_of(call(show()))
+    assert answer["data"]["content"] == interactions.TEXT_NOTHING_REMEMBERED
+    assert front.recorder.events == []
+
+
+def test_forget_deletes_the_callers_memory_and_confirms_ephemerally(front):
+    seed(front.memory_store, ALICE, "abcde", SECRET)
+    answer = body_of(call(forget("abcde")))
+    assert answer["data"]["flags"] == 64
+    assert "abcde" in answer["data"]["content"] and "Forgotten" in answer["data"]["content"]
+    assert front.memory_store.get(ALICE, "abcde") is None
+    [delete] = [e for e in front.memory_store.ledger_for_user(ALICE) if e.action is Action.DELETE]
+    assert delete.actor is Actor.COMMAND
+
+
+def test_forget_of_someone_elses_id_is_not_found_and_deletes_nothing(front):
+    seed(front.memory_store, BOB, "bcdef", "bob's own secret")
+    answer = body_of(call(forget("bcdef", user=ALICE)))
+    assert "not found" in answer["data"]["content"]
+    assert front.memory_store.get(BOB, "bcdef") is not None
+
+
+def test_autocomplete_offers_only_the_callers_own_memories_and_logs_the_read(front):
+    seed(front.memory_store, ALICE, "abcde", "likes green tea")
+    seed(front.memory_store, ALICE, "cdefg", "plays the cello")
+    seed(front.memory_store, BOB, "bcdef", "likes black tea")
+    answer = body_of(call(forget("tea", kind=4)))
+    assert answer["type"] == 8
+    assert answer["data"]["choices"] == [{"name": "abcde likes green tea", "value": "abcde"}]
+    reads = [e for e in front.memory_store.ledger_for_user(ALICE) if e.action is Action.READ]
+    assert [e.actor for e in reads] == [Actor.COMMAND]
+    assert [e for e in front.memory_store.ledger_for_user(BOB) if e.action is Action.READ] == []
+
+
+def test_autocomplete_choices_are_capped_at_25_with_names_of_at_most_100_chars():
+    answer = interactions.choices([(f"id{i}", "x" * 300) for i in range(40)])
+    assert len(answer["data"]["choices"]) == 25
+    assert all(len(c["name"]) == 100 for c in answer["data"]["choices"])
+
+
+def test_the_registered_commands_are_chat_and_memory_show_forget_with_autocomplete():
+    chat_cmd, memory_cmd = interactions.COMMANDS
+    assert chat_cmd["name"] == "chat" and chat_cmd["options"][0] | {"description": ""} == {
+        "type": 3, "name": "message", "description": "", "required": True
+    }
+    subs = {o["name"]: o for o in memory_cmd["options"]}
+    assert set(subs) == {"show", "forget"}
+    [id_option] = subs["forget"]["options"]
+    assert (id_option["name"], id_option["required"], id_option["autocomplete"]) == ("id", True, True)

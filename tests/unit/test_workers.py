@@ -1,0 +1,135 @@
+"""The reply and extraction workers: what they post, store and hand on, and that a retried
+invocation (Lambda's async retries) posts once and extracts once."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+
+import pytest
+
+from frontdoor import (  # noqa: F401 - fixtures
+    ALICE, APP_ID, BOB, CHANNEL, chat, context, discord_api, event, front, seed,
+)
+from memorybot.adapters.invoker import LocalInvoker
+from memorybot.domain import Action, Actor, Message, snowflake_at, utcnow
+from memorybot.handlers import extraction, interactions, reply
+
+ALICE_SECRET = "alice is training for the Osaka marathon"
+BOB_SECRET = "bob is afraid of dogs"
+
+
+def job(payload: dict) -> dict:
+    member = payload["member"]["user"]
+    return {
+        "interaction_id": payload["id"], "token": payload["token"], "application_id": APP_ID,
+        "channel_id": CHANNEL, "user_id": member["id"], "user_name": member["username"],
+    }
+
+
+def said(front, text: str, user=ALICE, name="alice") -> dict:
+    payload = chat(text, user=user, user_name=name)
+    front.message_store.put(Message(CHANNEL, payload["id"], user, name, text))
+    return job(payload)
+
+
+def test_reply_patches_the_deferred_answer_stores_it_and_hands_off_extraction(front):
+    seed(front.memory_store, ALICE, "abcde", ALICE_SECRET)
+    seed(front.memory_store, BOB, "bcdef", BOB_SECRET)
+    work = said(front, "any tips for my long run?")
+    assert reply.handler(work, context())["status"] == "replied"
+
+    [edit] = front.recorder.of_kind("edit")
+    assert edit.path == f"webhooks/{APP_ID}/{work['token']}/messages/@original"
+    assert edit.body == {"content": "nice to meet you", "allowed_mentions": {"parse": []}}
+    stored = front.message_store.recent(CHANNEL, 10)
+    assert [(m.message_id, m.is_bot, m.content) for m in stored][-1] == (edit.message_id, True, "nice to meet you")
+    # The prompt had Alice's memory and not Bob's; the read was logged as the reply's.
+    [(_, prompt)] = front.chat_model.seen
+    assert ALICE_SECRET in prompt[0].content and BOB_SECRET not in json.dumps([p.content for p in prompt])
+    reads = [e for e in front.memory_store.ledger_for_user(ALICE) if e.action is Action.READ]
+    assert [e.actor for e in reads] == [Actor.REPLY]
+    ids = {k: work[k] for k in ("interaction_id", "channel_id", "user_id")}
+    assert front.invoker.calls == [("extraction", {**ids, "up_to_message_id": edit.message_id})]
+
+
+def test_a_retried_reply_invocation_posts_once_and_hands_off_once(front):
+    work = said(front, "hello there")
+    first = reply.handler(work, context())
+    again = reply.handler(dict(work), context())
+    assert again == first
+    assert len(front.recorder.of_kind("edit")) == 1
+    assert len(front.invoker.calls) == 1
+    assert len(front.chat_model.seen) == 1
+
+
+def test_a_failed_post_is_retried_by_the_next_invocation(front):
+    work = said(front, "hello there")
+    front.recorder.rate_limit_next(3, retry_after=0)  # every attempt of the first invocation
+    with pytest.raises(Exception):
+        reply.handler(work, context())
+    assert front.recorder.of_kind("edit") == []
+    assert reply.handler(work, context())["status"] == "replied"
+    assert len(front.recorder.of_kind("edit")) == 1
+
+
+def test_when_the_model_fails_the_reply_is_a_polite_apology_and_nothing_is_extracted(front):
+    seed(front.memory_store, ALICE, "abcde", ALICE_SECRET)
+    front.chat_model.fail.add("write_reply")
+    work = said(front, "hello there")
+    assert reply.handler(work, context())["status"] == "apologised"
+    [edit] = front.recorder.of_kind("edit")
+    assert edit.body["content"] == reply.APOLOGY
+    assert edit.body["allowed_mentions"] == {"parse": []}
+    assert front.invoker.calls == []
+    assert [m.is_bot for m in front.message_store.recent(CHANNEL, 10)] == [False]
+
+
+def test_extraction_adds_a_memory_for_the_speaker_once_even_when_retried(front):
+    work = said(front, "I moved to Kyoto last week")
+    bot_id = snowflake_at(utcnow(), 999)
+    front.message_store.put(Message(CHANNEL, bot_id, APP_ID, "memorybot", "welcome to Kyoto!", is_bot=True))
+    ids = {k: work[k] for k in ("interaction_id", "channel_id", "user_id")}
+    first = extraction.handler({**ids, "up_to_message_id": bot_id}, context())
+    assert first["outcome"] == "done" and len(first["added"]) == 1
+    assert extraction.handler({**ids, "up_to_message_id": bot_id}, context()) == first
+    [added] = [e for e in front.memory_store.ledger_for_user(ALICE) if e.action is Action.ADD]
+    assert added.actor is Actor.EXTRACTION
+    assert len(front.decision_model.asked("worth")) == 1
+    assert front.memory_store.ledger_for_user(BOB) == []
+
+
+def test_extraction_sees_the_exchange_up_to_the_bots_reply_only(front):
+    work = said(front, "I moved to Kyoto last week")
+    bot_id = snowflake_at(utcnow(), 998)
+    front.message_store.put(Message(CHANNEL, bot_id, APP_ID, "memorybot", "welcome!", is_bot=True))
+    said(front, "a later turn by bob", user=BOB, name="bob")
+    extraction.handler({**{k: work[k] for k in ("interaction_id", "channel_id", "user_id")}, "up_to_message_id": bot_id}, context())
+    [exchange] = front.decision_model.asked("worth")
+    assert "Kyoto" in exchange and "later turn" not in exchange
+
+
+def test_with_history_enabled_other_peoples_messages_join_the_log_once_and_reach_the_prompt(front):
+    front.settings = dataclasses.replace(front.settings, fetch_channel_history=True)
+    carol_id = front.recorder.someone_said(CHANNEL, "300000000000000003", "carol", "the rehearsal moved to Friday")
+    reply.handler(said(front, "hello there"), context())
+    reply.handler(said(front, "again"), context())
+    log = front.message_store.recent(CHANNEL, 20)
+    assert [(m.message_id, m.author_name, m.is_bot) for m in log if m.content == "the rehearsal moved to Friday"] == [
+        (carol_id, "carol", False)
+    ]
+    # ...and the reply prompt saw it.
+    assert any("carol: the rehearsal moved to Friday" in p.content for _, prompt in front.chat_model.seen for p in prompt)
+
+
+def test_the_whole_chain_runs_through_the_local_invoker(front):
+    """interactions -> reply worker -> extraction worker, as the local stack runs them."""
+    front.invoker = LocalInvoker({"reply": reply.handler, "extraction": extraction.handler})
+    payload = chat("I started learning the violin")
+    assert json.loads(interactions.handler(event(payload), context())["body"]) == {"type": 5}
+    assert front.invoker.drain(timeout=30)
+    assert front.invoker.failures == []
+    assert len(front.recorder.of_kind("edit")) == 1
+    added = [e for e in front.memory_store.ledger_for_user(ALICE) if e.action is Action.ADD]
+    assert len(added) == 1
+    front.invoker.shutdown()
