@@ -1,0 +1,98 @@
+"""A fake OpenAI-compatible chat-completions server (POST /v1/chat/completions).
+
+``url`` (and ``start()``) is the base URL *with* ``/v1``, as OPENAI_BASE_URL expects.
+Each completion's content comes from, in order: a one-shot ``reply_once`` text, the
+sticky ``reply`` text, ``responder(request_body) -> str`` if set, else a default that
+reads the system prompt: an answer to a JSON ``{"verdict": ...}`` question gets
+``{"verdict": default_verdict}``, a ``{"probability": ...}`` question gets
+``{"probability": default_probability}``, anything else ``default_text``.
+
+    with OpenAIServer(api_key="sk-test") as llm:
+        llm.reply('{"probability": 0.7}')
+        llm.reply_once("a text for the next call only")
+        llm.reject_response_format = True   # 400 naming response_format, like servers without JSON mode
+        llm.completions()[-1]["messages"]    # request bodies, parsed
+        llm.answer(llm.COMPLETIONS_PATH, raw=b"{broken")   # bypass the envelope entirely
+
+See ``loopback`` (the package docstring) for the common API: delays, scripted
+statuses, recorded requests, ``api_key``.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections import deque
+from typing import Any, Callable
+
+from . import Answer, LoopbackServer, Recorded
+
+
+class OpenAIServer(LoopbackServer):
+    COMPLETIONS_PATH = "/v1/chat/completions"
+
+    def __init__(self, *, api_key: str | None = None, default_probability: float = 0.9,
+                 default_verdict: str = "keep", default_text: str = "(fake llm) ok") -> None:
+        super().__init__(api_key=api_key)
+        self._content_lock = threading.Lock()
+        self._sticky_text: str | None = None
+        self._once_texts: deque[str] = deque()
+        self.responder: Callable[[dict[str, Any]], str] | None = None
+        self.default_probability = default_probability
+        self.default_verdict = default_verdict
+        self.default_text = default_text
+        self.reject_response_format = False
+        self.finish_reason = "stop"
+
+    def base_url(self, root: str) -> str:
+        return f"{root}/v1"
+
+    def reply(self, content: str | None) -> None:
+        """Every completion answers ``content`` (None: back to the responder/defaults)."""
+        with self._content_lock:
+            self._sticky_text = content
+
+    def reply_once(self, content: str) -> None:
+        with self._content_lock:
+            self._once_texts.append(content)
+
+    def completions(self) -> list[dict[str, Any]]:
+        return [r.json for r in self.requests_to(self.COMPLETIONS_PATH)]
+
+    def default_answer(self, request: Recorded) -> Answer:
+        if request.method != "POST" or request.path != self.COMPLETIONS_PATH:
+            return Answer(404, {"error": {"message": "not found"}})
+        try:
+            body = json.loads(request.body)
+        except ValueError:
+            return Answer(400, {"error": {"message": "body is not JSON"}})
+        if self.reject_response_format and "response_format" in body:
+            return Answer(400, {"error": {"message": "Unsupported parameter: 'response_format'", "type": "invalid_request_error"}})
+        return Answer(body=completion(self._content(body), body.get("model", ""), self.finish_reason))
+
+    def _content(self, body: dict[str, Any]) -> str:
+        with self._content_lock:
+            if self._once_texts:
+                return self._once_texts.popleft()
+            if self._sticky_text is not None:
+                return self._sticky_text
+        if self.responder is not None:
+            return self.responder(body)
+        system = " ".join(m.get("content", "") for m in body.get("messages", []) if m.get("role") == "system")
+        if '{"verdict"' in system:
+            return json.dumps({"verdict": self.default_verdict})
+        if '{"probability"' in system:
+            return json.dumps({"probability": self.default_probability})
+        return self.default_text
+
+
+def completion(content: str | None, model: str = "", finish_reason: str = "stop") -> dict[str, Any]:
+    """A chat.completion envelope around ``content``."""
+    return {
+        "id": "chatcmpl-loopback",
+        "object": "chat.completion",
+        "created": 0,
+        "model": model,
+        "choices": [{"index": 0, "message": {"role": "assistant", "content": content}, "finish_reason": finish_reason}],
+        "usage": {"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0},
+    }

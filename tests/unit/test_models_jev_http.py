@@ -1,0 +1,263 @@
+"""The http (Jev) decision backend against a real Jev fake on loopback."""
+
+from __future__ import annotations
+
+from concurrent.futures import ThreadPoolExecutor
+from datetime import datetime, timezone
+
+import pytest
+from fakes import FakeMemoryStore, ScriptedChat, memory, message
+from loopback.jev_server import JevServer
+
+from memorybot.adapters.jev_http import JevHttpDecisionModel
+from memorybot.domain import Memory, Verdict
+from memorybot.extraction import Extractor
+from memorybot.ports import ModelError
+
+EXCHANGE = "alice: I moved to Osaka last month\nmemorybot: Nice!"
+AT = datetime(2026, 11, 20, 12, 0, 0, 123456, tzinfo=timezone.utc)
+TEA = Memory("u1", "k3x9a", "likes green tea", AT, AT)
+CAT = Memory("u1", "m7pq2", "has a cat called Tama", AT, AT)
+
+
+@pytest.fixture(scope="module")
+def _server():
+    with JevServer() as server:
+        yield server
+
+
+@pytest.fixture(scope="module")
+def _model(_server):
+    client = JevHttpDecisionModel(_server.url, timeout_seconds=2.0, api_key="secret-key")
+    yield client
+    client.close()
+
+
+@pytest.fixture
+def jev(_server):
+    _server.clear()
+    return _server
+
+
+@pytest.fixture
+def model(jev, _model):
+    return _model
+
+
+def test_worth_posts_the_exchange_and_reads_the_probability(jev, model):
+    jev.set_worth(0.73)
+    assert model.worth(EXCHANGE) == 0.73
+    sent = jev.last("/worth")
+    assert sent.method == "POST"
+    assert sent.json == {"exchange": EXCHANGE}
+    assert sent.headers["authorization"] == "Bearer secret-key"
+    assert sent.headers["content-type"].startswith("application/json")
+
+
+def test_verdict_sends_the_memory_with_string_id_and_iso_utc_time(jev, model):
+    jev.set_verdict("update", memory_id="k3x9a")
+    jev.set_verdict("delete", memory_id="m7pq2")
+    assert model.verdict(EXCHANGE, TEA) is Verdict.UPDATE
+    assert model.verdict(EXCHANGE, CAT) is Verdict.DELETE
+    assert jev.requests_to("/verdict")[0].json == {
+        "exchange": EXCHANGE,
+        "memory": {"id": "k3x9a", "text": "likes green tea", "updated_at": "2026-11-20T12:00:00.123456Z"},
+    }
+
+
+def test_verdict_time_is_converted_to_utc():
+    from datetime import timedelta
+
+    from memorybot.adapters.jev_http import memory_body
+
+    jst = timezone(timedelta(hours=9))
+    local = Memory("u1", "k3x9a", "x", AT, datetime(2026, 11, 20, 21, 0, tzinfo=jst))
+    assert memory_body(local)["updated_at"] == "2026-11-20T12:00:00.000000Z"
+
+
+def test_add_sends_each_verdict_as_strings(jev, model):
+    jev.set_add(0.61)
+    assert model.add(EXCHANGE, [(TEA, Verdict.KEEP), (CAT, Verdict.UPDATE)]) == 0.61
+    assert jev.last("/add").json == {
+        "exchange": EXCHANGE,
+        "verdicts": [
+            {"id": "k3x9a", "text": "likes green tea", "verdict": "keep"},
+            {"id": "m7pq2", "text": "has a cat called Tama", "verdict": "update"},
+        ],
+    }
+
+
+def test_review_sends_only_the_memory(jev, model):
+    jev.set_review("delete", memory_id="k3x9a")
+    assert model.review(TEA) is Verdict.DELETE
+    assert model.review(CAT) is Verdict.KEEP
+    assert jev.requests_to("/review")[0].json == {
+        "memory": {"id": "k3x9a", "text": "likes green tea", "updated_at": "2026-11-20T12:00:00.123456Z"}
+    }
+
+
+def test_review_never_accepts_update(jev, model):
+    jev.set_review("update")
+    with pytest.raises(ModelError):
+        model.review(TEA)
+
+
+def test_no_authorization_header_without_a_key(jev):
+    client = JevHttpDecisionModel(jev.url, timeout_seconds=2.0)
+    client.worth(EXCHANGE)
+    assert "authorization" not in jev.last().headers
+
+
+def test_a_wrong_or_missing_key_is_a_failure():
+    with JevServer(api_key="right") as jev:
+        with pytest.raises(ModelError):
+            JevHttpDecisionModel(jev.url, timeout_seconds=2.0).worth(EXCHANGE)
+        with pytest.raises(ModelError):
+            JevHttpDecisionModel(jev.url, timeout_seconds=2.0, api_key="wrong").worth(EXCHANGE)
+        assert JevHttpDecisionModel(jev.url, timeout_seconds=2.0, api_key="right").worth(EXCHANGE) == 0.9
+
+
+@pytest.mark.parametrize("status", [201, 204])
+def test_other_2xx_with_a_good_body_is_accepted(jev, model, status):
+    jev.answer("/worth", {"probability": 0.4}, status=status if status != 204 else 200)
+    assert model.worth(EXCHANGE) == 0.4
+
+
+@pytest.mark.parametrize("status", [301, 400, 401, 404, 429, 500, 503])
+@pytest.mark.parametrize("path", ["/worth", "/verdict", "/add", "/review"])
+def test_non_2xx_is_a_failure_even_with_a_good_body(jev, model, path, status):
+    jev.answer(path, {"probability": 0.9, "verdict": "keep"}, status=status)
+    call = {
+        "/worth": lambda: model.worth(EXCHANGE),
+        "/verdict": lambda: model.verdict(EXCHANGE, TEA),
+        "/add": lambda: model.add(EXCHANGE, [(TEA, Verdict.KEEP)]),
+        "/review": lambda: model.review(TEA),
+    }[path]
+    with pytest.raises(ModelError):
+        call()
+
+
+def test_a_slow_answer_times_out(jev):
+    jev.set_delay(2.0, path="/verdict")
+    client = JevHttpDecisionModel(jev.url, timeout_seconds=0.1)
+    with pytest.raises(ModelError, match="timed out"):
+        client.verdict(EXCHANGE, TEA)
+
+
+def test_an_unreachable_service_is_a_failure():
+    with JevServer() as jev:
+        url = jev.url
+    with pytest.raises(ModelError):
+        JevHttpDecisionModel(url, timeout_seconds=0.5).worth(EXCHANGE)
+
+
+@pytest.mark.parametrize(
+    "raw",
+    [b"", b"not json", b"{\"probability\": 0.9", b"[0.9]", b"0.9", b"\"0.9\"", b"{\"probability\": NaN}",
+     b"{\"probability\": Infinity}", b"\xff\xfe"],
+)
+def test_malformed_bodies_are_failures(jev, model, raw):
+    jev.answer("/worth", raw=raw)
+    with pytest.raises(ModelError):
+        model.worth(EXCHANGE)
+
+
+@pytest.mark.parametrize(
+    "body", [{}, {"probability": "0.7"}, {"probability": True}, {"probability": None}, {"probability": [0.7]},
+             {"p": 0.7}, {"verdict": "keep"}],
+)
+def test_probabilities_of_the_wrong_type_are_failures(jev, model, body):
+    jev.answer("/worth", body)
+    jev.answer("/add", body)
+    with pytest.raises(ModelError):
+        model.worth(EXCHANGE)
+    with pytest.raises(ModelError):
+        model.add(EXCHANGE, [(TEA, Verdict.KEEP)])
+
+
+@pytest.mark.parametrize("value", [1.5, -0.1, 2, 1e308])
+def test_out_of_range_probabilities_are_rejected_never_clamped(jev, model, value):
+    jev.set_worth(value)
+    with pytest.raises(ModelError):
+        model.worth(EXCHANGE)
+
+
+@pytest.mark.parametrize("value", [0, 1, 0.0, 1.0, 0.5])
+def test_the_bounds_are_valid_probabilities(jev, model, value):
+    jev.set_worth(value)
+    answer = model.worth(EXCHANGE)
+    assert answer == value and isinstance(answer, float)
+
+
+@pytest.mark.parametrize("verdict", ["maybe", "KEEP", "Keep", " keep", "", None, 1, True, ["keep"], {"v": "keep"}])
+def test_unknown_or_mistyped_verdicts_are_failures(jev, model, verdict):
+    jev.set_verdict(verdict)
+    with pytest.raises(ModelError):
+        model.verdict(EXCHANGE, TEA)
+
+
+def test_extra_fields_in_an_answer_are_ignored(jev, model):
+    jev.answer("/worth", {"probability": 0.8, "model": "jev-2"})
+    assert model.worth(EXCHANGE) == 0.8
+
+
+def test_one_client_reuses_its_connection(jev):
+    model = JevHttpDecisionModel(jev.url, timeout_seconds=2.0)
+    model.worth(EXCHANGE)
+    model.verdict(EXCHANGE, TEA)
+    model.review(TEA)
+    ports = {r.client_port for r in jev.requests}
+    assert len(ports) == 1
+
+
+def test_one_instance_serves_concurrent_verdict_threads(jev, model):
+    profile = [memory("u1", f"id{i:03d}", f"fact number {i}") for i in range(30)]
+    for i, m in enumerate(profile):
+        jev.set_verdict(["keep", "update", "delete"][i % 3], memory_id=m.memory_id)
+    jev.set_delay(0.01, path="/verdict")
+    with ThreadPoolExecutor(max_workers=10) as pool:
+        answers = list(pool.map(lambda m: model.verdict(EXCHANGE, m), profile))
+    assert answers == [[Verdict.KEEP, Verdict.UPDATE, Verdict.DELETE][i % 3] for i in range(30)]
+    assert sorted(r.json["memory"]["id"] for r in jev.requests_to("/verdict")) == sorted(m.memory_id for m in profile)
+
+
+def _extract(jev_model, store, chat):
+    talk = [message("u1", "I moved to Osaka", name="alice"), message("bot", "Nice!", name="memorybot", bot=True)]
+    return Extractor(store, jev_model, chat).run("u1", talk)
+
+
+def test_extraction_through_jev_over_http_updates_and_adds(jev, model):
+    store = FakeMemoryStore()
+    store.seed(TEA, CAT)
+    jev.set_verdict("update", memory_id=CAT.memory_id)
+    chat = ScriptedChat(texts={CAT.memory_id: "has a cat called Tama and lives in Osaka", None: "lives in Osaka"})
+    result = _extract(model, store, chat)
+    assert result.updated == [CAT.memory_id] and len(result.added) == 1
+    assert jev.questions().count("verdict") == 2 and "add" in jev.questions()
+
+
+def test_extraction_with_jev_down_writes_nothing():
+    store = FakeMemoryStore()
+    store.seed(TEA)
+    with JevServer() as jev:
+        url = jev.url
+    result = _extract(JevHttpDecisionModel(url, timeout_seconds=0.5), store, ScriptedChat())
+    assert result.outcome == "no_decision"
+    assert store.ledger == [] and store.of("u1") == [TEA]
+
+
+def test_extraction_with_failing_verdicts_leaves_records_untouched(jev, model):
+    store = FakeMemoryStore()
+    store.seed(TEA, CAT)
+    jev.set_add(0.1)
+    jev.set_verdict("update")
+    jev.answer("/verdict", status=500)
+    result = _extract(model, store, ScriptedChat())
+    assert result.updated == [] and result.deleted == [] and result.added == []
+    assert store.of("u1") == [TEA, CAT] or store.of("u1") == [CAT, TEA]
+    assert store.changes() == []
+
+
+def test_missing_url_is_a_configuration_error():
+    with pytest.raises(ValueError, match="JEV_URL"):
+        JevHttpDecisionModel("", timeout_seconds=1.0)
