@@ -1,0 +1,37 @@
+"""CDK entry point: builds the memorybot stack, with cdk-nag's AWS Solutions checks on synth."""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+# Runnable as a script from the repo root (cdk.json), with or without the package installed.
+for path in (ROOT, ROOT / "functions"):
+    if str(path) not in sys.path:
+        sys.path.insert(0, str(path))
+
+from aws_cdk import App, Environment, Validations  # noqa: E402
+from cdk_nag import AwsSolutionsChecks  # noqa: E402
+
+from infra.nag import acknowledge_findings  # noqa: E402
+from infra.settings import StackConfig  # noqa: E402
+from infra.stack import MemoryBotStack  # noqa: E402
+
+
+def build_app(outdir: str | None = None, context: dict | None = None) -> tuple[App, MemoryBotStack]:
+    app = App(outdir=outdir, context=context)
+    config = StackConfig.from_context(app.node.try_get_context)
+    # Environment-agnostic unless the CLI knows the account (synth needs no credentials).
+    account, region = os.environ.get("CDK_DEFAULT_ACCOUNT"), os.environ.get("CDK_DEFAULT_REGION")
+    env = Environment(account=account, region=region) if account and region else None
+    stack = MemoryBotStack(app, config.stack_name, config, env=env)
+    acknowledge_findings(stack)
+    # Any unacknowledged finding fails the synth.
+    Validations.of(app).add_plugins(AwsSolutionsChecks(app))
+    return app, stack
+
+
+if __name__ == "__main__":
+    build_app()[0].synth()

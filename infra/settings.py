@@ -1,0 +1,80 @@
+"""The stack's configuration, read from CDK context (cdk.json or ``-c key=value``)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, fields
+from typing import Any, Callable
+
+from memorybot.config import DEFAULT_DISCORD_API_BASE, Settings
+
+# The functions' own defaults are the single source for model ids.
+_DEFAULT_MODEL_ID = {f.name: f.default for f in fields(Settings)}
+
+SUPPORTED_PYTHON = ("3.12", "3.13", "3.14")
+SUPPORTED_ARCHITECTURES = ("arm64", "x86_64")
+# What the stack can wire without a secret in the environment.
+DECISION_BACKENDS = ("bedrock", "http", "offline")
+CHAT_BACKENDS = ("bedrock", "offline")
+
+
+@dataclass(frozen=True)
+class StackConfig:
+    stack_name: str = "MemoryBot"
+    architecture: str = "arm64"
+    python_version: str = "3.13"
+    decision_model: str = "bedrock"
+    chat_model: str = "bedrock"
+    bedrock_decision_model_id: str = _DEFAULT_MODEL_ID["bedrock_decision_model_id"]
+    bedrock_chat_model_id: str = _DEFAULT_MODEL_ID["bedrock_chat_model_id"]
+    jev_url: str = ""
+    discord_application_id: str = ""
+    discord_api_base: str = DEFAULT_DISCORD_API_BASE
+    fetch_channel_history: bool = False
+    secret_prefix: str = "memorybot"
+    service_name: str = "memorybot"
+    metrics_namespace: str = "MemoryBot"
+    log_level: str = "INFO"
+    log_retention_days: int = 30
+    api_rate_limit: int = 10  # requests per second, whole API
+    api_burst_limit: int = 20
+    rollback_rate_limit: int = 1  # the admin route: slows guessing of the secret
+    rollback_burst_limit: int = 2
+
+    def __post_init__(self) -> None:
+        _check(self.architecture, SUPPORTED_ARCHITECTURES, "architecture")
+        _check(self.python_version, SUPPORTED_PYTHON, "python_version")
+        _check(self.decision_model, DECISION_BACKENDS, "decision_model")
+        _check(self.chat_model, CHAT_BACKENDS, "chat_model")
+        if self.decision_model == "http" and not self.jev_url:
+            raise ValueError("decision_model=http needs the context value jev_url")
+
+    @property
+    def bedrock_model_ids(self) -> tuple[str, ...]:
+        """The model ids the functions may invoke (only the backends set to bedrock)."""
+        ids = []
+        if self.decision_model == "bedrock":
+            ids.append(self.bedrock_decision_model_id)
+        if self.chat_model == "bedrock":
+            ids.append(self.bedrock_chat_model_id)
+        return tuple(dict.fromkeys(ids))
+
+    @classmethod
+    def from_context(cls, get: Callable[[str], Any]) -> "StackConfig":
+        """``get`` is ``node.try_get_context``; values from ``-c`` arrive as strings."""
+        values: dict[str, Any] = {}
+        for f in fields(cls):
+            raw = get(f.name)
+            if raw is None or raw == "":
+                continue
+            if f.type in ("int", int):
+                values[f.name] = int(raw)
+            elif f.type in ("bool", bool):
+                values[f.name] = raw if isinstance(raw, bool) else str(raw).lower() in ("1", "true", "yes")
+            else:
+                values[f.name] = str(raw)
+        return cls(**values)
+
+
+def _check(value: str, allowed: tuple[str, ...], name: str) -> None:
+    if value not in allowed:
+        raise ValueError(f"context {name}={value!r}: expected one of {', '.join(allowed)}")

@@ -1,0 +1,451 @@
+"""The memorybot stack: tables, functions, the dependency layer, the API, the schedule."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from aws_cdk import CfnOutput, Duration, RemovalPolicy, Stack
+from aws_cdk import aws_apigateway as apigw
+from aws_cdk import aws_cloudwatch as cloudwatch
+from aws_cdk import aws_dynamodb as dynamodb
+from aws_cdk import aws_events as events
+from aws_cdk import aws_events_targets as targets
+from aws_cdk import aws_iam as iam
+from aws_cdk import aws_lambda as lambda_
+from aws_cdk import aws_lambda_destinations as destinations
+from aws_cdk import aws_logs as logs
+from aws_cdk import aws_secretsmanager as secretsmanager
+from aws_cdk import aws_sqs as sqs
+from constructs import Construct
+
+from memorybot import tables
+from memorybot.config import SECRET_KEYS
+
+from .layer import LayerTarget, layer_code
+from .settings import StackConfig
+
+FUNCTIONS_DIR = Path(__file__).resolve().parent.parent / "functions"
+# Only the package goes into the code asset: no metadata, caches, tests or the local stack.
+CODE_EXCLUDES = (
+    "*.egg-info",
+    "**/__pycache__",
+    "**/*.pyc",
+    "memorybot/local",
+    "tests",
+)
+NIGHTLY_SCHEDULE = "cron(0 18 * * ? *)"  # 03:00 JST
+# The interaction token lives 15 minutes; a reply older than this can no longer be posted.
+REPLY_MAX_EVENT_AGE = Duration.minutes(10)
+EXTRACTION_MAX_EVENT_AGE = Duration.hours(1)
+NIGHTLY_MAX_EVENT_AGE = Duration.hours(2)
+ASYNC_RETRIES = 2
+
+SECRET_SUFFIX = {
+    "DISCORD_PUBLIC_KEY": "discord-public-key",
+    "DISCORD_BOT_TOKEN": "discord-bot-token",
+    "MEMORYBOT_ADMIN_SECRET": "admin-secret",
+}
+
+# Access per function and table: "r" reads (GetItem, Query, BatchGetItem, ConditionCheckItem),
+# "w" writes (PutItem, UpdateItem, DeleteItem, BatchWriteItem). Nothing may Scan.
+READ_ACTIONS = ("dynamodb:GetItem", "dynamodb:Query", "dynamodb:BatchGetItem", "dynamodb:ConditionCheckItem")
+WRITE_ACTIONS = ("dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:DeleteItem", "dynamodb:BatchWriteItem")
+
+
+@dataclass(frozen=True)
+class FunctionSpec:
+    name: str  # construct id, and the module under memorybot.handlers
+    description: str
+    memory_mb: int
+    timeout: Duration
+    tables: dict[str, str]  # logical table name -> "r", "w" or "rw"
+    secrets: tuple[str, ...] = ()  # keys of SECRET_KEYS
+    bedrock: bool = False
+
+    @property
+    def handler(self) -> str:
+        return f"memorybot.handlers.{self.name.lower()}.handler"
+
+
+FUNCTIONS = (
+    FunctionSpec(
+        "Interactions",
+        "Discord interactions: verify, answer within 3 s, hand /chat to the reply worker",
+        memory_mb=512,  # more memory is more CPU: a faster cold start
+        timeout=Duration.seconds(10),
+        # /chat stores the message; /memory show and forget read, delete and log; idempotency
+        tables={"messages": "w", "memories": "rw", "memory_log": "w", "dedup": "rw"},
+        secrets=("DISCORD_PUBLIC_KEY", "DISCORD_BOT_TOKEN"),
+    ),
+    FunctionSpec(
+        "Reply",
+        "Reply worker: memories + channel log -> chat model -> Discord followup",
+        memory_mb=512,
+        timeout=Duration.seconds(90),
+        tables={"messages": "rw", "memories": "r", "memory_log": "w", "dedup": "rw"},
+        secrets=("DISCORD_BOT_TOKEN",),  # only for the optional channel-history fetch
+        bedrock=True,
+    ),
+    FunctionSpec(
+        "Extraction",
+        "Extraction worker: decide, rewrite and log memory changes after a reply",
+        memory_mb=512,
+        timeout=Duration.minutes(5),
+        tables={"messages": "r", "memories": "rw", "memory_log": "w", "dedup": "rw"},
+        bedrock=True,
+    ),
+    FunctionSpec(
+        "Nightly",
+        "Nightly consolidation, decay review and diary (03:00 JST)",
+        memory_mb=1024,
+        timeout=Duration.minutes(15),
+        tables={"messages": "r", "memories": "rw", "memory_log": "rw", "nightly_runs": "rw", "dedup": "rw"},
+        bedrock=True,
+    ),
+    FunctionSpec(
+        "Admin",
+        "Admin rollback of a nightly run (admin secret)",
+        memory_mb=512,
+        timeout=Duration.seconds(29),  # API Gateway's own limit
+        tables={"memories": "rw", "memory_log": "rw", "nightly_runs": "rw"},
+        secrets=("MEMORYBOT_ADMIN_SECRET",),
+    ),
+)
+
+_RETENTION = {
+    1: logs.RetentionDays.ONE_DAY,
+    3: logs.RetentionDays.THREE_DAYS,
+    5: logs.RetentionDays.FIVE_DAYS,
+    7: logs.RetentionDays.ONE_WEEK,
+    14: logs.RetentionDays.TWO_WEEKS,
+    30: logs.RetentionDays.ONE_MONTH,
+    60: logs.RetentionDays.TWO_MONTHS,
+    90: logs.RetentionDays.THREE_MONTHS,
+    180: logs.RetentionDays.SIX_MONTHS,
+    365: logs.RetentionDays.ONE_YEAR,
+}
+_GEO_PREFIXES = ("us", "eu", "apac", "jp", "au", "ca", "us-gov", "global")
+
+
+class MemoryBotStack(Stack):
+    def __init__(self, scope: Construct, construct_id: str, config: StackConfig, **kwargs) -> None:
+        super().__init__(scope, construct_id, **kwargs)
+        self.config = config
+        self.runtime = {
+            "3.12": lambda_.Runtime.PYTHON_3_12,
+            "3.13": lambda_.Runtime.PYTHON_3_13,
+            "3.14": lambda_.Runtime.PYTHON_3_14,
+        }[
+            config.python_version
+        ]
+        self.architecture = {"arm64": lambda_.Architecture.ARM_64, "x86_64": lambda_.Architecture.X86_64}[
+            config.architecture
+        ]
+        if config.log_retention_days not in _RETENTION:
+            raise ValueError(f"log_retention_days must be one of {sorted(_RETENTION)}")
+
+        self.tables = {spec.logical_name: self._table(spec) for spec in tables.ALL_TABLES}
+        self.secrets = {key: self._secret(key) for key in SECRET_KEYS}
+        self.dead_letters = sqs.Queue(
+            self,
+            "DeadLetters",
+            encryption=sqs.QueueEncryption.SQS_MANAGED,
+            enforce_ssl=True,
+            retention_period=Duration.days(14),
+        )
+        self.layer = lambda_.LayerVersion(
+            self,
+            "Dependencies",
+            code=layer_code(LayerTarget(config.architecture, config.python_version)),
+            compatible_runtimes=[self.runtime],
+            compatible_architectures=[self.architecture],
+            description="memorybot dependencies: Powertools, PyNaCl, httpx (boto3 from the runtime)",
+        )
+        self.code = lambda_.Code.from_asset(str(FUNCTIONS_DIR), exclude=list(CODE_EXCLUDES))
+        self.functions = {spec.name: self._function(spec) for spec in FUNCTIONS}
+        self._wire_async()
+        self.api = self._api()
+        self._schedule()
+        self._alarms()
+
+    # -- data -------------------------------------------------------------------------------
+
+    def _table(self, spec: tables.TableSpec) -> dynamodb.Table:
+        table = dynamodb.Table(
+            self,
+            _camel(spec.logical_name) + "Table",
+            partition_key=_attribute(spec.partition),
+            sort_key=_attribute(spec.sort) if spec.sort else None,
+            billing_mode=dynamodb.BillingMode.PAY_PER_REQUEST,
+            point_in_time_recovery_specification=dynamodb.PointInTimeRecoverySpecification(
+                point_in_time_recovery_enabled=True
+            ),
+            time_to_live_attribute=spec.ttl_attribute,
+            removal_policy=RemovalPolicy.RETAIN if spec.retain else RemovalPolicy.DESTROY,
+            deletion_protection=spec.retain,
+        )
+        for index in spec.local_indexes:
+            table.add_local_secondary_index(index_name=index.name, sort_key=_attribute(index.sort))
+        for index in spec.global_indexes:
+            table.add_global_secondary_index(
+                index_name=index.name,
+                partition_key=_attribute(index.partition),
+                sort_key=_attribute(index.sort) if index.sort else None,
+            )
+        return table
+
+    def _secret(self, key: str) -> secretsmanager.Secret:
+        # Created with a random placeholder; the operator puts the real value (see DEPLOY.md).
+        # The admin secret's random value is usable as it is.
+        return secretsmanager.Secret(
+            self,
+            _camel(SECRET_SUFFIX[key]) + "Secret",
+            secret_name=self.secret_name(key),
+            description=f"memorybot {key}",
+            generate_secret_string=secretsmanager.SecretStringGenerator(
+                password_length=48, exclude_punctuation=True
+            ),
+            removal_policy=RemovalPolicy.DESTROY,
+        )
+
+    def secret_name(self, key: str) -> str:
+        return f"{self.config.secret_prefix}/{SECRET_SUFFIX[key]}"
+
+    # -- functions --------------------------------------------------------------------------
+
+    def _environment(self) -> dict[str, str]:
+        c = self.config
+        env = {
+            "POWERTOOLS_SERVICE_NAME": c.service_name,
+            "POWERTOOLS_METRICS_NAMESPACE": c.metrics_namespace,
+            "POWERTOOLS_LOG_LEVEL": c.log_level,
+            "MEMORYBOT_DECISION_MODEL": c.decision_model,
+            "MEMORYBOT_CHAT_MODEL": c.chat_model,
+            "BEDROCK_DECISION_MODEL_ID": c.bedrock_decision_model_id,
+            "BEDROCK_CHAT_MODEL_ID": c.bedrock_chat_model_id,
+            "DISCORD_API_BASE": c.discord_api_base,
+            "DISCORD_APPLICATION_ID": c.discord_application_id,
+            "MEMORYBOT_FETCH_CHANNEL_HISTORY": "true" if c.fetch_channel_history else "false",
+        }
+        if c.jev_url:
+            env["JEV_URL"] = c.jev_url
+        for spec in tables.ALL_TABLES:
+            env[spec.env_var] = self.tables[spec.logical_name].table_name
+        return env
+
+    def _function(self, spec: FunctionSpec) -> lambda_.Function:
+        log_group = logs.LogGroup(
+            self,
+            f"{spec.name}Logs",
+            retention=_RETENTION[self.config.log_retention_days],
+            removal_policy=RemovalPolicy.DESTROY,
+        )
+        # An own role per function: no managed policy, only what this function touches.
+        role = iam.Role(
+            self,
+            f"{spec.name}Role",
+            assumed_by=iam.ServicePrincipal("lambda.amazonaws.com"),
+            description=f"memorybot {spec.name} function",
+        )
+        role.add_to_policy(
+            iam.PolicyStatement(
+                actions=["logs:CreateLogStream", "logs:PutLogEvents"], resources=[log_group.log_group_arn]
+            )
+        )
+        env = self._environment()
+        for key in spec.secrets:
+            env[f"{key}_SECRET_NAME"] = self.secret_name(key)  # the name, never the value
+        function = lambda_.Function(
+            self,
+            f"{spec.name}Function",
+            description=spec.description,
+            runtime=self.runtime,
+            architecture=self.architecture,
+            handler=spec.handler,
+            code=self.code,
+            layers=[self.layer],
+            memory_size=spec.memory_mb,
+            timeout=spec.timeout,
+            environment=env,
+            role=role,
+            log_group=log_group,
+            tracing=lambda_.Tracing.ACTIVE,
+        )
+        self._grant_tables(role, spec)
+        for key in spec.secrets:
+            role.add_to_policy(
+                iam.PolicyStatement(actions=["secretsmanager:GetSecretValue"], resources=[self.secrets[key].secret_arn])
+            )
+        if spec.bedrock and self.config.bedrock_model_ids:
+            role.add_to_policy(
+                iam.PolicyStatement(actions=["bedrock:InvokeModel"], resources=self._bedrock_resources())
+            )
+        return function
+
+    def _grant_tables(self, role: iam.Role, spec: FunctionSpec) -> None:
+        by_name = {s.logical_name: s for s in tables.ALL_TABLES}
+        for logical_name, access in spec.tables.items():
+            table_spec, table = by_name[logical_name], self.tables[logical_name]
+            actions = (READ_ACTIONS if "r" in access else ()) + (WRITE_ACTIONS if "w" in access else ())
+            resources = [table.table_arn]
+            if "r" in access:  # queries may use any of the table's indexes, named one by one
+                indexes = table_spec.local_indexes + table_spec.global_indexes
+                resources += [f"{table.table_arn}/index/{i.name}" for i in indexes]
+            role.add_to_policy(iam.PolicyStatement(actions=list(actions), resources=resources))
+
+    def _bedrock_resources(self) -> list[str]:
+        resources: list[str] = []
+        for model_id in self.config.bedrock_model_ids:
+            if model_id.startswith("arn:"):
+                resources.append(model_id)
+                continue
+            geo, _, base = model_id.partition(".")
+            if geo in _GEO_PREFIXES and base:
+                # A cross-region inference profile, and the model in every region it may route to.
+                resources.append(f"arn:{self.partition}:bedrock:{self.region}:{self.account}:inference-profile/{model_id}")
+                resources.append(f"arn:{self.partition}:bedrock:*::foundation-model/{base}")
+            else:
+                resources.append(f"arn:{self.partition}:bedrock:{self.region}::foundation-model/{model_id}")
+        return list(dict.fromkeys(resources))
+
+    def _wire_async(self) -> None:
+        f = self.functions
+        self._invoke(f["Interactions"], f["Reply"], "REPLY_FUNCTION_NAME")
+        self._invoke(f["Reply"], f["Extraction"], "EXTRACTION_FUNCTION_NAME")
+        on_failure = destinations.SqsDestination(self.dead_letters)
+        f["Reply"].configure_async_invoke(
+            retry_attempts=ASYNC_RETRIES, max_event_age=REPLY_MAX_EVENT_AGE, on_failure=on_failure
+        )
+        f["Extraction"].configure_async_invoke(
+            retry_attempts=ASYNC_RETRIES, max_event_age=EXTRACTION_MAX_EVENT_AGE, on_failure=on_failure
+        )
+        f["Nightly"].configure_async_invoke(
+            retry_attempts=ASYNC_RETRIES, max_event_age=NIGHTLY_MAX_EVENT_AGE, on_failure=on_failure
+        )
+
+    @staticmethod
+    def _invoke(caller: lambda_.Function, callee: lambda_.Function, env_var: str) -> None:
+        caller.add_environment(env_var, callee.function_name)
+        # The function itself, not its versions: no wildcard.
+        caller.add_to_role_policy(iam.PolicyStatement(actions=["lambda:InvokeFunction"], resources=[callee.function_arn]))
+
+    # -- entry points -----------------------------------------------------------------------
+
+    def _api(self) -> apigw.RestApi:
+        c = self.config
+        access_logs = logs.LogGroup(
+            self,
+            "ApiAccessLogs",
+            retention=_RETENTION[c.log_retention_days],
+            removal_policy=RemovalPolicy.DESTROY,
+        )
+        api = apigw.RestApi(
+            self,
+            "Api",
+            rest_api_name=f"{c.stack_name}-api",
+            description="memorybot: Discord interactions and the admin rollback",
+            endpoint_types=[apigw.EndpointType.REGIONAL],
+            cloud_watch_role=True,  # execution logs (errors only) need the account's logging role
+            cloud_watch_role_removal_policy=RemovalPolicy.RETAIN,
+            deploy_options=apigw.StageOptions(
+                stage_name="prod",
+                throttling_rate_limit=c.api_rate_limit,
+                throttling_burst_limit=c.api_burst_limit,
+                # Errors only and never bodies: bodies carry message text.
+                logging_level=apigw.MethodLoggingLevel.ERROR,
+                data_trace_enabled=False,
+                tracing_enabled=True,
+                access_log_destination=apigw.LogGroupLogDestination(access_logs),
+                access_log_format=apigw.AccessLogFormat.json_with_standard_fields(
+                    caller=False,
+                    http_method=True,
+                    ip=True,
+                    protocol=True,
+                    request_time=True,
+                    resource_path=True,
+                    response_length=True,
+                    status=True,
+                    user=False,
+                ),
+                method_options={
+                    "/memory/rollback/POST": apigw.MethodDeploymentOptions(
+                        throttling_rate_limit=c.rollback_rate_limit,
+                        throttling_burst_limit=c.rollback_burst_limit,
+                    )
+                },
+            ),
+        )
+        # Proxy integrations: the function gets the raw body (and isBase64Encoded) to verify signatures.
+        interactions = api.root.add_resource("interactions")
+        interactions.add_method("POST", apigw.LambdaIntegration(self.functions["Interactions"], proxy=True))
+        rollback = api.root.add_resource("memory").add_resource("rollback")
+        rollback.add_method("POST", apigw.LambdaIntegration(self.functions["Admin"], proxy=True))
+        CfnOutput(
+            self,
+            "InteractionsUrl",
+            value=api.url_for_path("/interactions"),
+            description="Paste into the Discord developer portal: Interactions Endpoint URL",
+        )
+        CfnOutput(
+            self,
+            "RollbackUrl",
+            value=api.url_for_path("/memory/rollback"),
+            description="POST with Authorization: Bearer <admin secret> to undo a nightly run",
+        )
+        return api
+
+    def _schedule(self) -> None:
+        events.Rule(
+            self,
+            "NightlySchedule",
+            description="memorybot nightly consolidation at 03:00 JST",
+            schedule=events.Schedule.expression(NIGHTLY_SCHEDULE),
+            targets=[
+                targets.LambdaFunction(
+                    self.functions["Nightly"],
+                    retry_attempts=ASYNC_RETRIES,
+                    max_event_age=NIGHTLY_MAX_EVENT_AGE,
+                    dead_letter_queue=self.dead_letters,
+                )
+            ],
+        )
+
+    def _alarms(self) -> None:
+        five_minutes = Duration.minutes(5)
+        for name, function in self.functions.items():
+            for metric_name, metric in (
+                ("Errors", function.metric_errors(period=five_minutes, statistic="Sum")),
+                ("Throttles", function.metric_throttles(period=five_minutes, statistic="Sum")),
+            ):
+                cloudwatch.Alarm(
+                    self,
+                    f"{name}{metric_name}Alarm",
+                    alarm_description=f"memorybot {name} function: {metric_name.lower()}",
+                    metric=metric,
+                    threshold=1,
+                    evaluation_periods=1,
+                    comparison_operator=cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
+                    treat_missing_data=cloudwatch.TreatMissingData.NOT_BREACHING,
+                )
+        cloudwatch.Alarm(
+            self,
+            "DeadLettersAlarm",
+            alarm_description="memorybot: failed asynchronous work is waiting in the dead-letter queue",
+            metric=self.dead_letters.metric_approximate_number_of_messages_visible(
+                period=five_minutes, statistic="Maximum"
+            ),
+            threshold=1,
+            evaluation_periods=1,
+            comparison_operator=cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
+            treat_missing_data=cloudwatch.TreatMissingData.NOT_BREACHING,
+        )
+
+
+def _attribute(key: tables.Key) -> dynamodb.Attribute:
+    kind = {"S": dynamodb.AttributeType.STRING, "N": dynamodb.AttributeType.NUMBER}[key.type]
+    return dynamodb.Attribute(name=key.name, type=kind)
+
+
+def _camel(name: str) -> str:
+    return "".join(part.capitalize() for part in name.replace("-", "_").split("_"))
