@@ -1,0 +1,191 @@
+"""The terminal client: talks to the local stack the way Discord would.
+
+It signs /chat and /memory interactions with the local signing key, waits for the bot's
+background work, and prints what the bot posted: its replies, its DMs to you, and the
+answers only you can see.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import itertools
+import json
+import secrets
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, Iterable
+
+import httpx
+
+from ..domain import snowflake_at
+from ..signature import sign
+from .server import DEFAULT_HOST, DEFAULT_PORT, SIGNING_KEY_FILE, STATE_DIR
+
+DEFAULT_URL = f"http://{DEFAULT_HOST}:{DEFAULT_PORT}"
+LOCAL_CHANNEL_ID = "1100000000000000001"
+LOCAL_GUILD_ID = "1200000000000000001"
+HELP = """Type a message to /chat with the bot. Other commands:
+  /memory show          the bot DMs you what it remembers about you
+  /memory forget <id>   forget one memory (ids come from /memory show)
+  /memory suggest <txt> what autocomplete would offer for forget
+  /nightly [ISO time]   run the nightly consolidation now (or as of that time)
+  /help, /quit"""
+
+
+def user_id_for(name: str) -> str:
+    """A stable snowflake-sized id per name, so the same name is the same person across runs."""
+    return str(int(hashlib.sha256(name.encode()).hexdigest()[:15], 16) + 10**17)
+
+
+def find_signing_key(state_dir: Path | None) -> str:
+    candidates = [state_dir] if state_dir else [STATE_DIR, Path.home() / STATE_DIR]
+    for directory in candidates:
+        path = directory / SIGNING_KEY_FILE
+        if path.exists():
+            return path.read_text().strip()
+    where = " or ".join(str(d / SIGNING_KEY_FILE) for d in candidates)
+    raise SystemExit(f"No local signing key at {where}: start the stack first (make run), from the same folder.")
+
+
+@dataclass
+class LocalClient:
+    url: str
+    user_name: str
+    signing_key: str
+    channel_id: str = LOCAL_CHANNEL_ID
+    http: httpx.Client = field(default_factory=lambda: httpx.Client(timeout=180))
+    _seen: int = 0
+    _seq: Any = field(default_factory=lambda: itertools.count(1))
+    _application_id: str = ""
+
+    @property
+    def user_id(self) -> str:
+        return user_id_for(self.user_name)
+
+    @property
+    def application_id(self) -> str:
+        if not self._application_id:
+            self._application_id = self.http.get(f"{self.url}/local/info").json()["applicationId"]
+        return self._application_id
+
+    def catch_up(self) -> None:
+        """Skip what the bot posted before this session started."""
+        self._seen = max([self._seen] + [e["seq"] for e in self._events()])
+
+    # ------------------------------------------------------------ what a person does
+
+    def chat(self, text: str) -> list[str]:
+        return self._command("chat", [{"type": 3, "name": "message", "value": text}])
+
+    def show(self) -> list[str]:
+        return self._command("memory", [{"type": 1, "name": "show", "options": []}])
+
+    def forget(self, memory_id: str) -> list[str]:
+        return self._command("memory", [{"type": 1, "name": "forget", "options": [{"type": 3, "name": "id", "value": memory_id}]}])
+
+    def suggest(self, typed: str) -> list[str]:
+        option = {"type": 3, "name": "id", "value": typed, "focused": True}
+        status, answer = self.send(self._payload("memory", [{"type": 1, "name": "forget", "options": [option]}], kind=4))
+        choices = (answer.get("data") or {}).get("choices", []) if status == 200 else []
+        return [f"  {c['value']}: {c['name']}" for c in choices] or ["  (no suggestions)"]
+
+    def nightly(self, now: str | None = None) -> list[str]:
+        answer = self.http.post(f"{self.url}/local/nightly", json={"now": now} if now else {}).json()
+        return [json.dumps(answer, ensure_ascii=False, indent=2)]
+
+    # ------------------------------------------------------------ plumbing
+
+    def _payload(self, name: str, options: list, kind: int = 2) -> dict:
+        return {
+            "id": snowflake_at(datetime.now(timezone.utc), next(self._seq)),
+            "application_id": self.application_id,
+            "type": kind,
+            "token": secrets.token_urlsafe(24),
+            "channel_id": self.channel_id,
+            "guild_id": LOCAL_GUILD_ID,
+            "member": {"user": {"id": self.user_id, "username": self.user_name}},
+            "data": {"name": name, "options": options},
+        }
+
+    def send(self, payload: dict) -> tuple[int, dict]:
+        body = json.dumps(payload).encode()
+        headers = {"Content-Type": "application/json", **sign(self.signing_key, body)}
+        response = self.http.post(f"{self.url}/interactions", content=body, headers=headers)
+        return response.status_code, (response.json() if response.content else {})
+
+    def _command(self, name: str, options: list) -> list[str]:
+        payload = self._payload(name, options)
+        status, answer = self.send(payload)
+        lines: list[str] = []
+        if status != 200:
+            return [f"(the bot refused the request: HTTP {status})"]
+        data = answer.get("data") or {}
+        if data.get("content"):
+            prefix = "(only you can see this) " if data.get("flags", 0) & 64 else ""
+            lines.append(f"memorybot: {prefix}{data['content']}")
+        self.http.post(f"{self.url}/local/drain")  # the reply and extraction run in the background
+        lines.extend(self._posted(payload["token"]))
+        return lines
+
+    def _posted(self, token: str) -> Iterable[str]:
+        for event in self._events():
+            self._seen = max(self._seen, event["seq"])
+            content = (event.get("body") or {}).get("content", "")
+            if event["kind"] == "edit" and event["interaction_token"] == token:
+                yield f"memorybot: {content}"
+            elif event["kind"] == "message" and event["recipient_id"] == self.user_id:
+                yield f"[DM from memorybot to {self.user_name}]\n{content}"
+
+    def _events(self) -> list[dict]:
+        """What the bot posted since last time (empty when the stack talks to real Discord)."""
+        response = self.http.get(f"{self.url}/local/discord/events", params={"after": self._seen})
+        return response.json()["events"] if response.status_code == 200 else []
+
+    def handle_line(self, line: str) -> list[str] | None:
+        """One typed line; None means quit."""
+        line = line.strip()
+        words = line.split(maxsplit=2)
+        if not line:
+            return []
+        if line in ("/quit", "/exit"):
+            return None
+        if line == "/help":
+            return [HELP]
+        if words[:2] == ["/memory", "show"]:
+            return self.show()
+        if words[:2] == ["/memory", "forget"]:
+            return self.forget(words[2] if len(words) > 2 else "")
+        if words[:2] == ["/memory", "suggest"]:
+            return self.suggest(words[2] if len(words) > 2 else "")
+        if words[0] == "/nightly":
+            return self.nightly(words[1] if len(words) > 1 else None)
+        if line.startswith("/chat "):
+            line = line[len("/chat ") :]
+        return self.chat(line)
+
+
+def run(url: str, user_name: str, says: list[str], state_dir: Path | None, channel_id: str = LOCAL_CHANNEL_ID) -> int:
+    client = LocalClient(url.rstrip("/"), user_name, find_signing_key(state_dir), channel_id)
+    try:
+        client.catch_up()
+    except httpx.HTTPError:
+        raise SystemExit(f"No local stack answers at {url}: start it with `make run` first.")
+    if says:
+        for line in says:
+            print(f"{user_name}> {line}")
+            for out in client.handle_line(line) or []:
+                print(out)
+        return 0
+    print(f"Chatting as {user_name} (user id {client.user_id}) on {url}. /help for commands.")
+    while True:
+        try:
+            line = input(f"{user_name}> ")
+        except (EOFError, KeyboardInterrupt):
+            print()
+            return 0
+        out = client.handle_line(line)
+        if out is None:
+            return 0
+        for text in out:
+            print(text)

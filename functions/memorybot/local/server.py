@@ -1,0 +1,244 @@
+"""The local stack: the whole bot on one loopback HTTP server, nothing from AWS or Discord.
+
+Requests become API Gateway proxy events (v2) for the SAME handler functions the Lambda
+functions run; async invocations run on background threads in this process. DynamoDB is
+moto's server started here (unless AWS_ENDPOINT_URL_DYNAMODB names one), and Discord is
+the built-in recorder unless DISCORD_API_BASE is set.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import logging
+import os
+import secrets
+import threading
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any, Callable
+from urllib.parse import parse_qs, urlsplit
+
+from .. import bootstrap, config, tables
+from ..adapters.invoker import LocalContext, LocalInvoker
+from . import moto_dynamo
+from .discord_recorder import DiscordRecorder, event_json
+
+DEFAULT_HOST = "127.0.0.1"
+DEFAULT_PORT = 8787
+STATE_DIR = Path(".memorybot")  # gitignored; the terminal client reads the signing key here
+SIGNING_KEY_FILE = "signing_key"
+ADMIN_SECRET_FILE = "admin_secret"
+DISCORD_PREFIX = "/discord/api/v10"
+LOCAL_APPLICATION_ID = "1000000000000000001"
+DRAIN_TIMEOUT_SECONDS = 120
+
+
+@dataclass
+class LocalStack:
+    url: str
+    server: ThreadingHTTPServer
+    invoker: LocalInvoker
+    recorder: DiscordRecorder | None
+    state_dir: Path
+    moto: moto_dynamo.MotoDynamo | None = None
+    notes: list[str] = field(default_factory=list)
+
+    def stop(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+        self.invoker.drain(timeout=DRAIN_TIMEOUT_SECONDS)
+        self.invoker.shutdown()
+        if self.moto:
+            self.moto.stop()
+
+
+def load_or_create_signing_key(state_dir: Path) -> tuple[str, str]:
+    """(signing key hex, public key hex), kept in ``state_dir`` so restarts keep the same key."""
+    from nacl.signing import SigningKey
+
+    path = state_dir / SIGNING_KEY_FILE
+    if path.exists():
+        key = SigningKey(bytes.fromhex(path.read_text().strip()))
+    else:
+        key = SigningKey.generate()
+        state_dir.mkdir(parents=True, exist_ok=True)
+        path.write_text(key.encode().hex() + "\n")
+        path.chmod(0o600)
+    return key.encode().hex(), key.verify_key.encode().hex()
+
+
+def _local_secret(state_dir: Path, name: str) -> str:
+    path = state_dir / name
+    if not path.exists():
+        state_dir.mkdir(parents=True, exist_ok=True)
+        path.write_text(secrets.token_urlsafe(24) + "\n")
+        path.chmod(0o600)
+    return path.read_text().strip()
+
+
+def start(host: str = DEFAULT_HOST, port: int = DEFAULT_PORT, state_dir: Path = STATE_DIR) -> LocalStack:
+    """Bind, wire and serve on a background thread; returns once requests can be answered."""
+    os.environ.setdefault("POWERTOOLS_LOG_LEVEL", "WARNING")  # keep the foreground terminal readable
+    logging.getLogger("werkzeug").setLevel(logging.ERROR)  # moto's request lines
+    found = config.Settings.from_env()
+    httpd = ThreadingHTTPServer((host, port), _Handler)
+    url = f"http://{host}:{httpd.server_address[1]}"
+    notes: list[str] = []
+
+    moto = None
+    if found.dynamodb_endpoint:
+        moto_dynamo.use_local_environment(found.dynamodb_endpoint)
+        notes.append(f"DynamoDB: {found.dynamodb_endpoint}")
+    else:
+        moto = moto_dynamo.start()
+        moto_dynamo.use_local_environment(moto.endpoint)
+        notes.append("DynamoDB: moto, in this process (data lasts until you stop the stack)")
+    recorder = None
+    if not found.discord_api_base_configured:
+        recorder = DiscordRecorder()
+        os.environ["DISCORD_API_BASE"] = url + DISCORD_PREFIX
+        notes.append("Discord: the built-in recorder (nothing leaves this machine)")
+    else:
+        notes.append(f"Discord: {found.discord_api_base}")
+    if not found.secret("DISCORD_PUBLIC_KEY"):
+        _, public = load_or_create_signing_key(state_dir)
+        os.environ["DISCORD_PUBLIC_KEY"] = public
+        notes.append(f"Signing key for the terminal client: {state_dir / SIGNING_KEY_FILE}")
+    if not found.secret("MEMORYBOT_ADMIN_SECRET"):
+        os.environ["MEMORYBOT_ADMIN_SECRET"] = _local_secret(state_dir, ADMIN_SECRET_FILE)
+        notes.append(f"Admin secret for POST /memory/rollback: {state_dir / ADMIN_SECRET_FILE}")
+    os.environ.setdefault("DISCORD_APPLICATION_ID", LOCAL_APPLICATION_ID)
+    os.environ.setdefault("DISCORD_BOT_TOKEN", "local-bot-token")
+    notes.append(f"Models: decision={found.decision_model}, chat={found.chat_model}")
+
+    config.settings.cache_clear()
+    bootstrap.container.cache_clear()
+    container = bootstrap.container()
+    tables.create_tables(container.dynamodb_client, dict(container.settings.table_names))
+
+    from ..handlers import extraction, reply
+
+    invoker = LocalInvoker({"reply": reply.handler, "extraction": extraction.handler})
+    container.invoker = invoker  # the hand-off runs here instead of Lambda
+    stack = LocalStack(url, httpd, invoker, recorder, state_dir, moto, notes)
+    httpd.stack = stack  # type: ignore[attr-defined]
+    threading.Thread(target=httpd.serve_forever, kwargs={"poll_interval": 0.1}, daemon=True, name="local-stack").start()
+    return stack
+
+
+def proxy_event(method: str, path: str, query: str, headers: dict[str, str], body: bytes) -> dict:
+    """An API Gateway HTTP API (payload v2) proxy event, body base64 as API Gateway sends binary."""
+    return {
+        "version": "2.0",
+        "routeKey": f"{method} {path}",
+        "rawPath": path,
+        "rawQueryString": query,
+        "headers": {k.lower(): v for k, v in headers.items()},
+        "requestContext": {"http": {"method": method, "path": path}},
+        "body": base64.b64encode(body).decode(),
+        "isBase64Encoded": True,
+    }
+
+
+class _Handler(BaseHTTPRequestHandler):
+    server_version = "memorybot-local"
+
+    @property
+    def stack(self) -> LocalStack:
+        return self.server.stack  # type: ignore[attr-defined]
+
+    def log_message(self, *args: Any) -> None:
+        pass  # request lines would repeat what the terminal client prints
+
+    def do_GET(self) -> None:
+        self._dispatch()
+
+    def do_POST(self) -> None:
+        self._dispatch()
+
+    def do_PATCH(self) -> None:
+        self._dispatch()
+
+    def do_PUT(self) -> None:
+        self._dispatch()
+
+    def _dispatch(self) -> None:
+        parts = urlsplit(self.path)
+        body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+        try:
+            status, answer = self._route(self.command, parts.path, parts.query, body)
+        except Exception as exc:  # noqa: BLE001 - a local server error is shown, not hidden
+            status, answer = 500, {"error": type(exc).__name__}
+        self._send(status, answer)
+
+    def _route(self, method: str, path: str, query: str, body: bytes) -> tuple[int, Any]:
+        if path.startswith(DISCORD_PREFIX + "/") and self.stack.recorder:
+            return self.stack.recorder.handle(method, path[len(DISCORD_PREFIX) :], body, dict(self.headers))
+        if method == "POST" and path == "/interactions":
+            return self._lambda("interactions", "handler", path, query, body)
+        if method == "POST" and path == "/memory/rollback":
+            return self._lambda("admin", "handler", path, query, body)
+        if method == "POST" and path == "/local/drain":
+            drained = self.stack.invoker.drain(timeout=DRAIN_TIMEOUT_SECONDS)
+            return (200 if drained else 504), {"drained": drained, "failedInvocations": len(self.stack.invoker.failures)}
+        if method == "POST" and path == "/local/nightly":
+            return self._nightly(body)
+        if method == "GET" and path == "/local/info":
+            settings = bootstrap.container().settings
+            return 200, {"applicationId": settings.discord_application_id, "recorder": self.stack.recorder is not None}
+        if path.startswith("/local/discord/") and self.stack.recorder:
+            return self._recorder_control(method, path, query, body)
+        return 404, {"error": "not found"}
+
+    def _lambda(self, module: str, name: str, path: str, query: str, body: bytes) -> tuple[int, Any]:
+        import importlib
+
+        try:
+            handler: Callable = getattr(importlib.import_module(f"memorybot.handlers.{module}"), name)
+        except (ImportError, AttributeError):
+            return 404, {"error": "not available in this build"}
+        result = handler(proxy_event(self.command, path, query, dict(self.headers), body), LocalContext(f"memorybot-{module}"))
+        return int(result["statusCode"]), json.loads(result.get("body") or "null")
+
+    def _nightly(self, body: bytes) -> tuple[int, Any]:
+        try:
+            from ..consolidation import run_record
+            from ..handlers import nightly
+        except ImportError:
+            return 404, {"error": "not available in this build"}
+        try:
+            requested = json.loads(body or b"{}") or {}
+        except ValueError:
+            return 400, {"error": "body must be JSON, e.g. {\"now\": \"2026-11-20T18:00:00Z\"}"}
+        self.stack.invoker.drain(timeout=DRAIN_TIMEOUT_SECONDS)  # let pending extractions land first
+        event = {"time": requested["now"]} if requested.get("now") else {}
+        result = nightly.handler(event, LocalContext("memorybot-nightly"))
+        if result.get("status") != "done":
+            return 409, result
+        run = bootstrap.container().run_store.get(result["runId"])
+        return 200, run_record(run)
+
+    def _recorder_control(self, method: str, path: str, query: str, body: bytes) -> tuple[int, Any]:
+        recorder = self.stack.recorder
+        assert recorder is not None
+        if method == "GET" and path == "/local/discord/events":
+            after = int((parse_qs(query).get("after") or ["0"])[0])
+            return 200, {"events": [event_json(e) for e in recorder.after(after)]}
+        data = json.loads(body or b"{}")
+        if method == "POST" and path == "/local/discord/close-dms":
+            recorder.close_dms(str(data["user_id"]))
+            return 200, {"closed": str(data["user_id"])}
+        if method == "POST" and path == "/local/discord/someone-said":
+            message_id = recorder.someone_said(str(data["channel_id"]), str(data["author_id"]), str(data["author_name"]), str(data["content"]))
+            return 200, {"id": message_id}
+        return 404, {"error": "not found"}
+
+    def _send(self, status: int, answer: Any) -> None:
+        raw = json.dumps(answer).encode()
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(raw)))
+        self.end_headers()
+        self.wfile.write(raw)

@@ -1,0 +1,124 @@
+"""End to end over HTTP: the local stack in its own process, requests signed like Discord's,
+the built-in recorder as Discord and a fake Jev on loopback as the decision model."""
+
+from __future__ import annotations
+
+import json
+import time
+
+import httpx
+
+from memorybot.interactions import TEXT_DM_FAILED, TEXT_DM_SENT, TEXT_NOTHING_REMEMBERED
+from memorybot.local.client import user_id_for
+from memorybot.signature import new_key_pair, sign
+
+
+def events(url: str, after: int = 0) -> list[dict]:
+    return httpx.get(f"{url}/local/discord/events", params={"after": after}).json()["events"]
+
+
+def dm_lines(output: list[str]) -> list[str]:
+    # After the "[DM ...]" line and the list's header: one line per memory, then the footer.
+    return [line for text in output if text.startswith("[DM") for line in text.splitlines()[2:]]
+
+
+def memory_ids(output: list[str]) -> list[str]:
+    return [line.split()[0] for line in dm_lines(output) if not line.startswith("To make me forget")]
+
+
+def test_chat_reply_memory_show_forget_gone(person, jev, stack):
+    url, _ = stack
+    alice = person("alice-e2e")
+    said = alice.chat("I love hiking in the Alps")
+    assert len(said) == 1 and said[0].startswith("memorybot: ")  # the deferred answer was filled in
+    assert jev.questions()[0] == "worth"  # extraction ran after the reply, through Jev
+
+    shown = alice.show()
+    assert shown[0] == f"memorybot: (only you can see this) {TEXT_DM_SENT}"
+    [memory_id] = memory_ids(shown)
+    assert "Alps" in dm_lines(shown)[0]
+
+    forgot = alice.forget(memory_id)
+    assert "Forgotten" in forgot[0] and memory_id in forgot[0]
+    assert alice.show() == [f"memorybot: (only you can see this) {TEXT_NOTHING_REMEMBERED}"]
+
+
+def test_memories_are_per_person_and_forget_cannot_touch_someone_elses(person):
+    carol, dave = person("carol-e2e"), person("dave-e2e")
+    carol.chat("My cat is called Miso")
+    dave.chat("I play the trumpet in a jazz band")
+    [carol_memory] = memory_ids(carol.show())
+    dave_dm = dm_lines(dave.show())
+    assert not any("Miso" in line for line in dave_dm)
+    assert "not found" in dave.forget(carol_memory)[0]
+    assert memory_ids(carol.show()) == [carol_memory]
+    assert dave.suggest("Miso") == ["  (no suggestions)"]
+    assert carol.suggest("miso")[0].startswith(f"  {carol_memory}: ")
+
+
+def test_closed_dms_fall_back_without_repeating_any_memory(person, stack):
+    url, _ = stack
+    erin = person("erin-e2e")
+    erin.chat("I am allergic to peanuts")
+    before = events(url)[-1]["seq"]
+    httpx.post(f"{url}/local/discord/close-dms", json={"user_id": user_id_for("erin-e2e")})
+    output = erin.show()
+    assert output == [f"memorybot: (only you can see this) {TEXT_DM_FAILED}"]
+    # Nothing posted anywhere after the show carries the memory.
+    after = events(url, before)
+    assert all("peanut" not in json.dumps(e).lower() for e in after)
+    assert [e["kind"] for e in after] == ["dm_open"]
+
+
+def test_when_jev_is_unavailable_the_bot_still_replies_and_remembers_nothing(person, jev):
+    frank = person("frank-e2e")
+    jev.answer("/worth", {"error": "down"}, status=503)
+    said = frank.chat("I just moved to Sapporo")
+    assert said and said[0].startswith("memorybot: ")
+    assert frank.show() == [f"memorybot: (only you can see this) {TEXT_NOTHING_REMEMBERED}"]
+
+
+def test_every_post_the_bot_made_carries_no_mentions(person, stack):
+    url, _ = stack
+    gina = person("gina-e2e")
+    gina.chat("@everyone my birthday is in May")
+    gina.show()
+    posts = [e for e in events(url) if e["kind"] in ("message", "edit")]
+    assert posts
+    assert all(e["body"]["allowed_mentions"] == {"parse": []} for e in posts)
+
+
+def test_requests_not_signed_by_the_stacks_key_are_refused(stack):
+    url, _ = stack
+    body = json.dumps({"type": 1}).encode()
+    other_key, _ = new_key_pair()
+    assert httpx.post(f"{url}/interactions", content=body).status_code == 401
+    assert httpx.post(f"{url}/interactions", content=body, headers=sign(other_key, body)).status_code == 401
+    stale = sign(other_key, body, int(time.time()) - 3600)
+    assert httpx.post(f"{url}/interactions", content=body, headers=stale).status_code == 401
+
+
+def test_a_signed_ping_is_answered_with_pong(person, stack):
+    url, _ = stack
+    client = person("ping-e2e")
+    assert client.send({"type": 1}) == (200, {"type": 1})
+
+
+def test_nightly_answers_the_run_record_and_rollback_needs_the_admin_secret(stack):
+    url, state_dir = stack
+    run = httpx.post(f"{url}/local/nightly", json={"now": "2031-01-01T18:00:00Z"}, timeout=120)
+    assert run.status_code == 200
+    record = run.json()
+    assert record["dayLabel"] and isinstance(record["runId"], int) and "summary" in record
+    again = httpx.post(f"{url}/local/nightly", json={"now": "2031-01-01T18:00:00Z"}, timeout=120)
+    assert again.status_code == 409
+    assert httpx.post(f"{url}/memory/rollback").status_code == 401
+    secret = (state_dir / "admin_secret").read_text().strip()
+    rolled = httpx.post(f"{url}/memory/rollback", headers={"Authorization": f"Bearer {secret}"}, json={"runId": record["runId"]})
+    assert rolled.status_code == 200 and rolled.json()["runId"] == record["runId"]
+
+
+def test_drain_answers_once_background_work_is_done(stack):
+    url, _ = stack
+    answer = httpx.post(f"{url}/local/drain", timeout=120).json()
+    assert answer == {"drained": True, "failedInvocations": 0}
