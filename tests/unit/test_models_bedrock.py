@@ -1,0 +1,298 @@
+"""The bedrock backend: request shapes and answer parsing on the real boto3 client with
+botocore's Stubber (Bedrock cannot run locally), and timeouts, retries and statuses over
+real HTTP against a loopback server standing in for the Bedrock Runtime endpoint."""
+
+from __future__ import annotations
+
+import dataclasses
+from datetime import datetime, timezone
+
+import boto3
+import pytest
+from botocore.stub import ANY, Stubber
+from loopback import LoopbackServer
+
+from memorybot.adapters import llm_prompts
+from memorybot.adapters.bedrock import BedrockChatModel, BedrockConverse, BedrockDecisionModel, bedrock_client
+from memorybot.config import Settings
+from memorybot.domain import Memory, PromptMessage, Verdict
+from memorybot.ports import ModelError
+from memorybot.reply import build_reply_prompt
+
+from fakes import message
+
+EXCHANGE = "alice: I moved to Osaka last month\nmemorybot: Nice!"
+AT = datetime(2026, 11, 20, 12, 0, 0, 123456, tzinfo=timezone.utc)
+TEA = Memory("u1", "k3x9a", "likes green tea", AT, AT)
+CAT = Memory("u1", "m7pq2", "has a cat called Tama", AT, AT)
+MODEL_ID = "anthropic.claude-3-haiku-20240307-v1:0"
+SETTINGS = Settings(table_names={}, decision_model="bedrock", chat_model="bedrock", model_timeout_seconds=3.0,
+                    bedrock_decision_model_id=MODEL_ID, bedrock_chat_model_id="chat-model-id")
+
+
+def _session() -> boto3.Session:
+    return boto3.Session(aws_access_key_id="test", aws_secret_access_key="test", region_name="us-east-1")
+
+
+@pytest.fixture(scope="module")
+def _client():
+    return bedrock_client(SETTINGS, session=_session())
+
+
+@pytest.fixture
+def stubbed(_client):
+    client = _client
+    with Stubber(client) as stub:
+        yield client, stub
+        stub.assert_no_pending_responses()
+
+
+def _tool_answer(name: str, value: object, stop: str = "tool_use") -> dict:
+    return {
+        "output": {"message": {"role": "assistant", "content": [{"toolUse": {"toolUseId": "t1", "name": name, "input": value}}]}},
+        "stopReason": stop,
+        "usage": {"inputTokens": 10, "outputTokens": 5, "totalTokens": 15},
+        "metrics": {"latencyMs": 12},
+    }
+
+
+def _text_answer(*texts: str, stop: str = "end_turn") -> dict:
+    return {
+        "output": {"message": {"role": "assistant", "content": [{"text": t} for t in texts]}},
+        "stopReason": stop,
+        "usage": {"inputTokens": 10, "outputTokens": 5, "totalTokens": 15},
+        "metrics": {"latencyMs": 12},
+    }
+
+
+def _decisions(client) -> BedrockDecisionModel:
+    return BedrockDecisionModel(BedrockConverse(client, SETTINGS.bedrock_decision_model_id))
+
+
+def _chat(client) -> BedrockChatModel:
+    return BedrockChatModel(BedrockConverse(client, SETTINGS.bedrock_chat_model_id))
+
+
+def _forced(question: llm_prompts.Question) -> dict:
+    """The exact request a decision must make: one tool, forced by name, schema as its input."""
+    return {
+        "modelId": MODEL_ID,
+        "system": [{"text": question.system}],
+        "messages": [{"role": "user", "content": [{"text": question.user}]}],
+        "inferenceConfig": {"maxTokens": llm_prompts.DECISION_MAX_TOKENS, "temperature": 0.0},
+        "toolConfig": {
+            "tools": [{"toolSpec": {"name": question.tool_name, "description": ANY, "inputSchema": {"json": question.schema}}}],
+            "toolChoice": {"tool": {"name": question.tool_name}},
+        },
+    }
+
+
+def test_worth_is_forced_through_the_probability_tool(stubbed):
+    client, stub = stubbed
+    question = llm_prompts.worth_question(EXCHANGE)
+    stub.add_response("converse", _tool_answer("answer_worth", {"probability": 0.8}), _forced(question))
+    assert _decisions(client).worth(EXCHANGE) == 0.8
+    assert question.schema["properties"]["probability"] == {"type": "number", "minimum": 0, "maximum": 1}
+    assert question.schema["additionalProperties"] is False and question.schema["required"] == ["probability"]
+
+
+def test_verdict_schema_enumerates_the_three_verdicts(stubbed):
+    client, stub = stubbed
+    question = llm_prompts.verdict_question(EXCHANGE, TEA)
+    assert question.schema["properties"]["verdict"]["enum"] == ["keep", "update", "delete"]
+    stub.add_response("converse", _tool_answer("answer_verdict", {"verdict": "update"}), _forced(question))
+    assert _decisions(client).verdict(EXCHANGE, TEA) is Verdict.UPDATE
+
+
+def test_add_and_review_use_their_own_tools(stubbed):
+    client, stub = stubbed
+    verdicts = [(TEA, Verdict.KEEP), (CAT, Verdict.DELETE)]
+    stub.add_response("converse", _tool_answer("answer_add", {"probability": 0.1}), _forced(llm_prompts.add_question(EXCHANGE, verdicts)))
+    review = llm_prompts.review_question(TEA)
+    assert review.schema["properties"]["verdict"]["enum"] == ["keep", "delete"]
+    stub.add_response("converse", _tool_answer("answer_review", {"verdict": "delete"}), _forced(review))
+    model = _decisions(client)
+    assert model.add(EXCHANGE, verdicts) == 0.1
+    assert model.review(TEA) is Verdict.DELETE
+
+
+@pytest.mark.parametrize(
+    "value",
+    [{"probability": "0.8"}, {"probability": True}, {"probability": 1.01}, {"probability": -0.5}, {"probability": None},
+     {"probability": 0.8, "why": "x"}, {}, [0.8], "0.8", 0.8, None],
+)
+def test_a_tool_input_that_breaks_the_schema_is_a_failure(stubbed, value):
+    client, stub = stubbed
+    stub.add_response("converse", _tool_answer("answer_worth", value))
+    with pytest.raises(ModelError):
+        _decisions(client).worth(EXCHANGE)
+
+
+@pytest.mark.parametrize("value", [{"verdict": "update"}, {"verdict": "maybe"}, {"verdict": "Keep"}, {"verdict": 0}])
+def test_review_rejects_update_and_unknown_verdicts(stubbed, value):
+    client, stub = stubbed
+    stub.add_response("converse", _tool_answer("answer_review", value))
+    with pytest.raises(ModelError):
+        _decisions(client).review(TEA)
+
+
+def test_an_answer_without_the_tool_is_a_failure(stubbed):
+    client, stub = stubbed
+    stub.add_response("converse", _text_answer('{"probability": 0.9}'))
+    stub.add_response("converse", _tool_answer("some_other_tool", {"probability": 0.9}))
+    model = _decisions(client)
+    with pytest.raises(ModelError, match="toolUse"):
+        model.worth(EXCHANGE)
+    with pytest.raises(ModelError, match="toolUse"):
+        model.worth(EXCHANGE)
+
+
+@pytest.mark.parametrize("code, status", [("ThrottlingException", 429), ("ValidationException", 400),
+                                          ("ModelTimeoutException", 408), ("InternalServerException", 500)])
+def test_service_errors_are_failures(stubbed, code, status):
+    client, stub = stubbed
+    stub.add_client_error("converse", service_error_code=code, http_status_code=status)
+    stub.add_client_error("converse", service_error_code=code, http_status_code=status)
+    with pytest.raises(ModelError, match=code):
+        _decisions(client).verdict(EXCHANGE, TEA)
+    with pytest.raises(ModelError, match=code):
+        _chat(client).write_memory(EXCHANGE, None)
+
+
+@pytest.mark.parametrize("stop", ["guardrail_intervened", "content_filtered"])
+def test_filtered_answers_are_failures(stubbed, stop):
+    client, stub = stubbed
+    stub.add_response("converse", _tool_answer("answer_worth", {"probability": 0.9}, stop=stop))
+    stub.add_response("converse", _text_answer("Sorry, I can't help with that.", stop=stop))
+    with pytest.raises(ModelError):
+        _decisions(client).worth(EXCHANGE)
+    with pytest.raises(ModelError):
+        _chat(client).write_reply([PromptMessage("system", "s"), PromptMessage("user", "hi")])
+
+
+def test_write_memory_asks_with_the_chat_model_and_takes_the_first_line(stubbed):
+    client, stub = stubbed
+    task = llm_prompts.memory_task(EXCHANGE, TEA)
+    stub.add_response(
+        "converse",
+        _text_answer("\n  Likes green tea; moved to Osaka.\n", "Extra commentary"),
+        {
+            "modelId": "chat-model-id",
+            "system": [{"text": task.system}],
+            "messages": [{"role": "user", "content": [{"text": task.user}]}],
+            "inferenceConfig": {"maxTokens": llm_prompts.MEMORY_MAX_TOKENS, "temperature": 0.0},
+        },
+    )
+    assert _chat(client).write_memory(EXCHANGE, TEA) == "Likes green tea; moved to Osaka."
+    assert TEA.text in task.user and CAT.text not in task.user + task.system
+
+
+def test_write_diary_takes_the_first_line(stubbed):
+    client, stub = stubbed
+    stub.add_response("converse", _text_answer("今日は3人が旅行の話をした。\n二行目"))
+    assert _chat(client).write_diary("alice: hi") == "今日は3人が旅行の話をした。"
+
+
+def test_empty_or_textless_answers_are_failures(stubbed):
+    client, stub = stubbed
+    stub.add_response("converse", _text_answer("  \n "))
+    stub.add_response("converse", _tool_answer("x", {}))
+    with pytest.raises(ModelError):
+        _chat(client).write_memory(EXCHANGE, None)
+    with pytest.raises(ModelError):
+        _chat(client).write_diary("alice: hi")
+
+
+def test_write_reply_sends_system_apart_and_merges_same_role_turns(stubbed):
+    client, stub = stubbed
+    talk = [
+        message("b", "earlier bot line", name="memorybot", bot=True),
+        message("u2", "hi all", name="bob"),
+        message("u1", "hello", name="alice"),
+        message("b", "hey!", name="memorybot", bot=True),
+        message("u1", "what do I like?", name="alice"),
+    ]
+    prompt = build_reply_prompt("alice", [TEA], talk)
+    stub.add_response(
+        "converse",
+        _text_answer("You like ", "green tea!"),
+        {
+            "modelId": "chat-model-id",
+            "system": [{"text": prompt[0].content}],
+            "messages": [
+                {"role": "user", "content": [{"text": llm_prompts.CONVERSATION_OPENER}]},
+                {"role": "assistant", "content": [{"text": "earlier bot line"}]},
+                {"role": "user", "content": [{"text": "bob: hi all\n\nalice: hello"}]},
+                {"role": "assistant", "content": [{"text": "hey!"}]},
+                {"role": "user", "content": [{"text": "alice: what do I like?"}]},
+            ],
+            "inferenceConfig": {"maxTokens": llm_prompts.REPLY_MAX_TOKENS, "temperature": llm_prompts.REPLY_TEMPERATURE},
+        },
+    )
+    assert _chat(client).write_reply(prompt) == "You like green tea!"
+    assert "likes green tea" in prompt[0].content
+
+
+def test_write_reply_without_conversation_makes_no_call(stubbed):
+    client, _ = stubbed
+    with pytest.raises(ModelError):
+        _chat(client).write_reply([PromptMessage("system", "only the system message")])
+
+
+def test_the_client_uses_the_model_timeout_and_never_retries():
+    client = bedrock_client(dataclasses.replace(SETTINGS, model_timeout_seconds=2.5, model_concurrency=7), session=_session())
+    config = client.meta.config
+    assert config.read_timeout == 2.5 and config.connect_timeout == 2.5
+    assert config.retries["total_max_attempts"] == 1
+    assert config.max_pool_connections == 7
+
+
+# ------------------------------------------------------------------ over real HTTP
+
+PLAIN_ID = "test-model"
+CONVERSE_PATH = f"/model/{PLAIN_ID}/converse"
+
+
+@pytest.fixture
+def endpoint():
+    with LoopbackServer() as server:
+        yield server
+
+
+def _http_decisions(endpoint, timeout: float = 2.0) -> BedrockDecisionModel:
+    settings = dataclasses.replace(SETTINGS, model_timeout_seconds=timeout)
+    client = bedrock_client(settings, session=_session(), endpoint_url=endpoint.url)
+    return BedrockDecisionModel(BedrockConverse(client, PLAIN_ID))
+
+
+def test_over_http_the_request_is_signed_json_with_the_forced_tool(endpoint):
+    endpoint.answer(CONVERSE_PATH, _tool_answer("answer_worth", {"probability": 0.65}))
+    assert _http_decisions(endpoint).worth(EXCHANGE) == 0.65
+    sent = endpoint.last(CONVERSE_PATH)
+    assert sent.headers["authorization"].startswith("AWS4-HMAC-SHA256")
+    assert sent.json["toolConfig"]["toolChoice"] == {"tool": {"name": "answer_worth"}}
+    assert sent.json["messages"][0]["content"][0]["text"].endswith(EXCHANGE)
+
+
+def test_over_http_a_slow_endpoint_times_out_once_without_retry(endpoint):
+    endpoint.set_delay(2.0)
+    endpoint.answer(CONVERSE_PATH, _tool_answer("answer_worth", {"probability": 0.65}))
+    with pytest.raises(ModelError):
+        _http_decisions(endpoint, timeout=0.2).worth(EXCHANGE)
+    assert len(endpoint.requests) == 1
+
+
+@pytest.mark.parametrize("status", [429, 500, 503])
+def test_over_http_errors_are_failures_without_retry(endpoint, status):
+    endpoint.answer(CONVERSE_PATH, {"message": "nope"}, status=status,
+                    headers={"x-amzn-ErrorType": "ThrottlingException" if status == 429 else "InternalServerException"})
+    with pytest.raises(ModelError):
+        _http_decisions(endpoint).worth(EXCHANGE)
+    assert len(endpoint.requests) == 1
+
+
+@pytest.mark.parametrize("raw", [b"{broken", b"<html>gateway</html>"])
+def test_over_http_a_malformed_body_is_a_failure(endpoint, raw):
+    endpoint.answer(CONVERSE_PATH, raw=raw)
+    with pytest.raises(ModelError):
+        _http_decisions(endpoint).worth(EXCHANGE)

@@ -1,0 +1,305 @@
+"""The openai backend against a real OpenAI-compatible fake on loopback."""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime, timezone
+
+import pytest
+from fakes import FakeMemoryStore, ScriptedJev, message
+from loopback.openai_server import OpenAIServer
+
+from memorybot.adapters.openai_chat import OpenAIChatModel, OpenAICompatibleClient, OpenAIDecisionModel
+from memorybot.domain import Memory, PromptMessage, Verdict
+from memorybot.extraction import Extractor
+from memorybot.ports import ModelError
+from memorybot.reply import build_reply_prompt
+
+EXCHANGE = "alice: I moved to Osaka last month\nmemorybot: Nice!"
+AT = datetime(2026, 11, 20, 12, 0, 0, 123456, tzinfo=timezone.utc)
+TEA = Memory("u1", "k3x9a", "likes green tea", AT, AT)
+CAT = Memory("u1", "m7pq2", "has a cat called Tama", AT, AT)
+
+PATH = OpenAIServer.COMPLETIONS_PATH
+
+
+@pytest.fixture(scope="module")
+def _server():
+    with OpenAIServer() as server:
+        yield server
+
+
+@pytest.fixture
+def llm(_server):
+    _server.clear()
+    _server.reply(None)
+    _server.responder = None
+    _server.reject_response_format = False
+    return _server
+
+
+@pytest.fixture(scope="module")
+def _client(_server):
+    client = OpenAICompatibleClient(_server.url, "test-model", timeout_seconds=2.0, api_key="sk-test")
+    yield client
+    client.close()
+
+
+@pytest.fixture
+def jev(llm, _client):
+    _client._json_mode = True  # a previous test may have taught it the server has no JSON mode
+    return OpenAIDecisionModel(_client)
+
+
+@pytest.fixture
+def chat(llm, _client):
+    return OpenAIChatModel(_client)
+
+
+def _user_text(body) -> str:
+    return "\n".join(m["content"] for m in body["messages"] if m["role"] == "user")
+
+
+# ------------------------------------------------------------------ decisions
+
+def test_worth_request_shape(llm, jev):
+    llm.reply('{"probability": 0.72}')
+    assert jev.worth(EXCHANGE) == 0.72
+    sent = llm.last(PATH)
+    assert sent.headers["authorization"] == "Bearer sk-test"
+    body = sent.json
+    assert body["model"] == "test-model"
+    assert body["response_format"] == {"type": "json_object"}
+    assert body["temperature"] == 0
+    assert isinstance(body["max_tokens"], int) and body["max_tokens"] > 0
+    assert [m["role"] for m in body["messages"]] == ["system", "user"]
+    assert '{"probability"' in body["messages"][0]["content"]
+    assert EXCHANGE in body["messages"][1]["content"]
+
+
+def test_verdict_sends_exchange_and_the_one_memory(llm, jev):
+    llm.reply('{"verdict": "update"}')
+    assert jev.verdict(EXCHANGE, TEA) is Verdict.UPDATE
+    body = llm.last(PATH).json
+    user = _user_text(body)
+    assert EXCHANGE in user and TEA.text in user and TEA.memory_id in user
+    assert "2026-11-20T12:00:00.123456Z" in user
+    assert CAT.text not in user
+    assert '"keep" | "update" | "delete"' in body["messages"][0]["content"]
+
+
+def test_add_lists_memories_with_their_verdicts(llm, jev):
+    llm.reply('{"probability": 0.3}')
+    assert jev.add(EXCHANGE, [(TEA, Verdict.KEEP), (CAT, Verdict.DELETE)]) == 0.3
+    user = _user_text(llm.last(PATH).json)
+    assert "[k3x9a] (keep) likes green tea" in user and "[m7pq2] (delete) has a cat called Tama" in user
+
+
+def test_review_allows_keep_and_delete_only(llm, jev):
+    llm.reply('{"verdict": "delete"}')
+    assert jev.review(TEA) is Verdict.DELETE
+    assert '"keep" | "delete"' in llm.last(PATH).json["messages"][0]["content"]
+    llm.reply('{"verdict": "update"}')
+    with pytest.raises(ModelError):
+        jev.review(TEA)
+
+
+@pytest.mark.parametrize(
+    "content, expected",
+    [
+        ('{"probability": 0.25}', 0.25),
+        ('  {"probability": 1}\n', 1.0),
+        ('```json\n{"probability": 0.6}\n```', 0.6),
+        ('Here is my answer: {"probability": 0.4} Hope that helps.', 0.4),
+        ('{"note": [1, {"x": 2}]} then {"probability": 0.5}', None),  # the first object is the answer
+    ],
+)
+def test_json_is_found_in_the_text(llm, jev, content, expected):
+    llm.reply(content)
+    if expected is None:
+        with pytest.raises(ModelError):
+            jev.worth(EXCHANGE)
+    else:
+        assert jev.worth(EXCHANGE) == expected
+
+
+@pytest.mark.parametrize(
+    "content",
+    [
+        '{"probability": "0.7"}',
+        '{"probability": true}',
+        '{"probability": null}',
+        '{"probability": 1.5}',
+        '{"probability": -0.2}',
+        '{"probability": NaN}',
+        '{"probability": 0.7, "reason": "likes tea"}',
+        '{"verdict": "keep"}',
+        '{}',
+        '[0.7]',
+        '0.7',
+        'probably 0.7',
+        '',
+    ],
+)
+def test_anything_but_the_probability_object_is_a_failure(llm, jev, content):
+    llm.reply(content)
+    with pytest.raises(ModelError):
+        jev.worth(EXCHANGE)
+    with pytest.raises(ModelError):
+        jev.add(EXCHANGE, [(TEA, Verdict.KEEP)])
+
+
+@pytest.mark.parametrize(
+    "content",
+    ['{"verdict": "maybe"}', '{"verdict": "KEEP"}', '{"verdict": 1}', '{"verdict": null}', '{"verdict": ["keep"]}',
+     '{"verdict": "keep", "why": "x"}', '{"probability": 0.9}', "keep"],
+)
+def test_anything_but_a_known_verdict_is_a_failure(llm, jev, content):
+    llm.reply(content)
+    with pytest.raises(ModelError):
+        jev.verdict(EXCHANGE, TEA)
+
+
+def test_null_content_is_a_failure(llm, jev):
+    from loopback.openai_server import completion
+
+    llm.answer(PATH, completion(None))
+    with pytest.raises(ModelError):
+        jev.worth(EXCHANGE)
+
+
+@pytest.mark.parametrize(
+    "raw", [b"{broken", b"", b"[]", b'{"choices": []}', b'{"choices": [{"message": {}}]}', b'{"choices": [{"message": {"content": 7}}]}'],
+)
+def test_malformed_envelopes_are_failures(llm, jev, chat, raw):
+    llm.answer(PATH, raw=raw)
+    with pytest.raises(ModelError):
+        jev.worth(EXCHANGE)
+    with pytest.raises(ModelError):
+        chat.write_memory(EXCHANGE, None)
+
+
+@pytest.mark.parametrize("status", [401, 429, 500, 503])
+def test_non_2xx_is_a_failure(llm, jev, chat, status):
+    from loopback.openai_server import completion
+
+    llm.answer(PATH, completion('{"probability": 0.9}'), status=status)
+    with pytest.raises(ModelError):
+        jev.worth(EXCHANGE)
+    with pytest.raises(ModelError):
+        chat.write_reply([PromptMessage("system", "s"), PromptMessage("user", "hi")])
+
+
+def test_a_slow_server_times_out(llm):
+    llm.set_delay(2.0)
+    client = OpenAICompatibleClient(llm.url, "m", timeout_seconds=0.1)
+    with pytest.raises(ModelError, match="timed out"):
+        OpenAIDecisionModel(client).worth(EXCHANGE)
+    with pytest.raises(ModelError, match="timed out"):
+        OpenAIChatModel(client).write_memory(EXCHANGE, None)
+
+
+def test_a_server_without_json_mode_is_asked_without_it_from_then_on(llm, jev):
+    llm.reject_response_format = True
+    llm.reply('Sure. {"probability": 0.8}')
+    assert jev.worth(EXCHANGE) == 0.8
+    assert ["response_format" in b for b in llm.completions()] == [True, False]
+    llm.reply('{"verdict": "delete"}')
+    assert jev.verdict(EXCHANGE, TEA) is Verdict.DELETE
+    assert ["response_format" in b for b in llm.completions()] == [True, False, False]
+
+
+def test_other_400s_do_not_switch_json_mode_off(llm, jev):
+    llm.answer_once(PATH, {"error": {"message": "context length exceeded"}}, status=400)
+    with pytest.raises(ModelError):
+        jev.worth(EXCHANGE)
+    llm.reply('{"probability": 0.5}')
+    assert jev.worth(EXCHANGE) == 0.5
+    assert ["response_format" in b for b in llm.completions()] == [True, True]
+
+
+def test_no_authorization_header_without_a_key(llm):
+    OpenAIChatModel(OpenAICompatibleClient(llm.url, "m", timeout_seconds=2.0)).write_diary("alice: hi")
+    assert "authorization" not in llm.last(PATH).headers
+
+
+def test_a_server_requiring_a_key_refuses_a_wrong_one():
+    with OpenAIServer(api_key="right") as llm:
+        with pytest.raises(ModelError):
+            OpenAIDecisionModel(OpenAICompatibleClient(llm.url, "m", timeout_seconds=2.0, api_key="wrong")).worth("x")
+        assert OpenAIDecisionModel(OpenAICompatibleClient(llm.url, "m", timeout_seconds=2.0, api_key="right")).worth("x") == 0.9
+
+
+# ------------------------------------------------------------------ writing
+
+def test_write_memory_takes_the_first_non_empty_line(llm, chat):
+    llm.reply("\n\n  Lives in Osaka since last month.  \nSecond line that is not a memory")
+    assert chat.write_memory(EXCHANGE, None) == "Lives in Osaka since last month."
+    body = llm.last(PATH).json
+    assert "response_format" not in body
+    assert EXCHANGE in _user_text(body)
+
+
+def test_write_memory_for_a_rewrite_sees_only_that_record(llm, chat):
+    llm.reply("Likes green tea and lives in Osaka")
+    chat.write_memory(EXCHANGE, TEA)
+    body = llm.last(PATH).json
+    everything = json.dumps(body, ensure_ascii=False)
+    assert TEA.text in everything
+    assert CAT.text not in everything and CAT.memory_id not in everything
+
+
+@pytest.mark.parametrize("content", ["", "   \n \n\t"])
+def test_an_empty_text_is_a_failure(llm, chat, content):
+    llm.reply(content)
+    with pytest.raises(ModelError):
+        chat.write_memory(EXCHANGE, None)
+    with pytest.raises(ModelError):
+        chat.write_diary("alice: hi")
+    with pytest.raises(ModelError):
+        chat.write_reply([PromptMessage("system", "s"), PromptMessage("user", "hi")])
+
+
+def test_write_diary_is_one_line_from_the_transcript(llm, chat):
+    llm.reply("今日はみんなで旅行の話をした。\n（補足）")
+    assert chat.write_diary("alice: 旅行に行きたい\nbob: いいね") == "今日はみんなで旅行の話をした。"
+    body = llm.last(PATH).json
+    assert "alice: 旅行に行きたい\nbob: いいね" in _user_text(body)
+    assert "日本語" in body["messages"][0]["content"]
+
+
+def test_write_reply_maps_the_core_prompt_one_to_one(llm, chat):
+    memories = [TEA, CAT]
+    talk = [message("u1", "hi there", name="alice"), message("b", "hello!", name="memorybot", bot=True),
+            message("u1", "what do I like?", name="alice")]
+    prompt = build_reply_prompt("alice", memories, talk)
+    llm.reply("You like green tea!\nAnd you have a cat.")
+    assert chat.write_reply(prompt) == "You like green tea!\nAnd you have a cat."
+    body = llm.last(PATH).json
+    assert body["messages"] == [{"role": m.role, "content": m.content} for m in prompt]
+    assert body["temperature"] > 0 and "response_format" not in body
+
+
+def test_write_reply_without_conversation_is_a_failure(llm, chat):
+    with pytest.raises(ModelError):
+        chat.write_reply([PromptMessage("system", "only a system message")])
+    assert llm.requests == []
+
+
+# ------------------------------------------------------------------ through the core
+
+def test_extraction_rewrites_see_only_the_record_being_rewritten(llm):
+    """The write_memory prompts built during a real extraction hold one record each, never the profile."""
+    store = FakeMemoryStore()
+    profile = [Memory("u1", f"mem{i:02d}", f"secret fact number {i}", AT, AT) for i in range(5)]
+    store.seed(*profile)
+    jev = ScriptedJev(verdicts={"mem01": Verdict.UPDATE, "mem03": Verdict.UPDATE}, add=0.9)
+    llm.responder = lambda body: "Rewritten fact"
+    chat = OpenAIChatModel(OpenAICompatibleClient(llm.url, "m", timeout_seconds=2.0))
+    talk = [message("u1", "I moved to Osaka", name="alice"), message("b", "Nice!", name="memorybot", bot=True)]
+    result = Extractor(store, jev, chat).run("u1", talk)
+    assert sorted(result.updated) == ["mem01", "mem03"] and len(result.added) == 1
+    bodies = [json.dumps(b, ensure_ascii=False) for b in llm.completions()]
+    assert len(bodies) == 3
+    seen = [{m.memory_id for m in profile if m.text in b} for b in bodies]
+    assert sorted(seen, key=sorted) == [set(), {"mem01"}, {"mem03"}]
