@@ -1,0 +1,142 @@
+"""The nightly and admin Lambda handlers on the real DynamoDB stores (moto's server), fakes only for the models."""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime, timedelta, timezone
+
+import pytest
+
+from fakes import Clock, ScriptedChat, ScriptedJev, memory, message
+from memorybot import bootstrap, commands
+from memorybot.adapters.dynamodb import DynamoMemoryStore, DynamoMessageStore
+from memorybot.adapters.invoker import LocalContext
+from memorybot.bootstrap import Container
+from memorybot.config import Settings
+from memorybot.consolidation import STALE_AFTER, STALE_REVIEWS_PER_NIGHT
+from memorybot.domain import JST, Action, Actor, Change, Verdict
+from memorybot.handlers import admin, nightly
+
+SECRET = "nightly-admin-secret"
+SCHEDULE = {"version": "0", "detail-type": "Scheduled Event", "source": "aws.events", "time": "2026-11-29T18:00:00Z", "detail": {}}
+
+
+def jst(day: int, hour: int, minute: int = 0) -> datetime:
+    return datetime(2026, 11, day, hour, minute, tzinfo=JST)
+
+
+class Deployed:
+    """The container a deployed function would build, on moto, with scripted models."""
+
+    def __init__(self, dynamo, monkeypatch) -> None:
+        client, settings = dynamo
+        settings = Settings(table_names=settings.table_names, plain_secrets={"MEMORYBOT_ADMIN_SECRET": SECRET})
+        self.clock = Clock(jst(29, 12))
+        self.memories = DynamoMemoryStore(client, settings, clock=self.clock)
+        self.messages = DynamoMessageStore(client, settings)
+        self.jev, self.chat = ScriptedJev(), ScriptedChat()
+        self.container = Container(
+            settings,
+            dynamodb_client=client,
+            memory_store=self.memories,
+            message_store=self.messages,
+            decision_model=self.jev,
+            chat_model=self.chat,
+        )
+        monkeypatch.setattr(bootstrap, "container", lambda: self.container)
+
+    def nightly(self, event: dict = SCHEDULE) -> dict:
+        return nightly.handler(event, LocalContext("memorybot-nightly"))
+
+    def rollback(self, body: dict | None = None, secret: str = SECRET) -> tuple[int, dict]:
+        event = {
+            "httpMethod": "POST",
+            "path": "/memory/rollback",
+            "headers": {"Authorization": f"Bearer {secret}"},
+            "body": json.dumps(body) if body is not None else None,
+            "isBase64Encoded": False,
+        }
+        response = admin.handler(event, LocalContext("memorybot-admin"))
+        return response["statusCode"], json.loads(response["body"])
+
+
+@pytest.fixture
+def deployed(dynamo, monkeypatch, serialised_moto):
+    return Deployed(dynamo, monkeypatch)
+
+
+def test_the_scheduled_run_end_to_end_then_its_rollback(deployed):
+    d = deployed
+    # the day: two people and the bot; one message already belongs to the next night
+    d.messages.put(message("a", "I started learning the violin", at=jst(29, 9)))
+    d.messages.put(message("bot", "How exciting!", at=jst(29, 9, 1), bot=True))
+    d.messages.put(message("b", "We adopted a dog", at=jst(30, 2, 59)))
+    d.messages.put(message("c", "next night's news", at=jst(30, 3)))
+    # stale records of someone quiet: more than one night's worth of reviews
+    for i in range(STALE_REVIEWS_PER_NIGHT + 2):
+        d.memories.apply(
+            Change(Action.ADD, None, memory("z", f"z{i:04d}"[-5:], f"old {i}", at=jst(29, 0) - STALE_AFTER - timedelta(days=30 - i)), "seed"),
+            actor=Actor.EXTRACTION,
+        )
+    d.jev.default_review = Verdict.DELETE
+
+    answer = d.nightly()
+    assert answer["status"] == "done" and answer["dayLabel"] == "2026-11-29"
+    run = d.container.run_store.get(answer["runId"])
+    assert run.finished_at is not None and run.diary == ScriptedChat().diary_answer
+    assert len(run.summary["added"]) == 2 and run.summary["speakers"] == 2
+    assert run.summary["decayed"] == [f"z{i:04d}"[-5:] for i in range(STALE_REVIEWS_PER_NIGHT)]
+    exchanges = "\n".join(d.jev.asked("worth"))
+    assert "violin" in exchanges and "dog" in exchanges and "next night" not in exchanges and "exciting" not in exchanges
+    assert len(d.memories.stale(jst(29, 0) - STALE_AFTER + timedelta(days=60), 100)) == 2 + 2  # 2 left + 2 added
+    changes = [e for e in d.memories.ledger_for_run(run.run_id) if e.action is not Action.READ]
+    assert len(changes) == 2 + STALE_REVIEWS_PER_NIGHT
+    assert all(e.actor is Actor.NIGHTLY for e in changes)
+
+    # EventBridge delivers again, a few minutes late: nothing happens
+    calls = len(d.jev.calls) + len(d.chat.seen)
+    assert d.nightly({**SCHEDULE, "time": "2026-11-29T18:04:00Z"}) == {"status": "already_claimed", "dayLabel": "2026-11-29"}
+    assert len(d.jev.calls) + len(d.chat.seen) == calls
+    assert len(d.memories.ledger_for_run(run.run_id)) == len(changes) + 2  # + the two reads
+
+    # the admin rolls it back: adds gone, decayed records back, then 409
+    assert d.rollback({"dryRun": True})[1]["dryRun"] is True
+    assert d.rollback(secret="wrong")[0] == 401
+    status, body = d.rollback()
+    assert status == 200 and body["runId"] == run.run_id and body["skipped"] == []
+    assert sorted(body["reverted"]) == sorted(run.summary["added"] + run.summary["decayed"])
+    assert d.memories.read_profile("a", actor=Actor.COMMAND, reason="test", limit=10) == []
+    assert len(d.memories.read_profile("z", actor=Actor.COMMAND, reason="test", limit=100)) == STALE_REVIEWS_PER_NIGHT + 2
+    assert d.rollback() == (409, {"runId": run.run_id, "alreadyRolledBack": True})
+    assert d.container.run_store.get(run.run_id).rolled_back
+
+
+def test_a_fact_forgotten_at_noon_is_not_relearned_at_three(deployed):
+    d = deployed
+    d.messages.put(message("a", "my password hint is natto", at=jst(29, 9)))
+    d.memories.apply(Change(Action.ADD, None, memory("a", "aaaaa", "password hint natto", at=jst(29, 9, 5)), "extraction"), actor=Actor.EXTRACTION)
+    d.clock.now = jst(29, 12)
+    assert commands.forget(d.memories, "a", "aaaaa").outcome is commands.ForgetOutcome.FORGOTTEN
+    d.messages.put(message("a", "lunch was good", at=jst(29, 13)))
+
+    answer = d.nightly()
+    assert answer["status"] == "done"
+    assert d.jev.asked("worth") == ["usera: lunch was good"]
+    texts = [m.text for m in d.memories.read_profile("a", actor=Actor.COMMAND, reason="test", limit=10)]
+    assert not any("natto" in t for t in texts)
+
+
+def test_a_failed_read_of_the_day_leaves_the_day_unclaimed_for_the_retry(deployed, monkeypatch):
+    d = deployed
+    d.messages.put(message("a", "hello", at=jst(29, 9)))
+
+    def unavailable(start, end):
+        raise ConnectionError("injected")
+
+    monkeypatch.setattr(d.messages, "between", unavailable)
+    with pytest.raises(ConnectionError):
+        d.nightly()
+    assert d.container.run_store.latest() is None
+    monkeypatch.undo()
+    monkeypatch.setattr(bootstrap, "container", lambda: d.container)
+    assert d.nightly()["status"] == "done"
