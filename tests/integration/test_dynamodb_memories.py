@@ -171,25 +171,8 @@ def test_errors_other_than_the_condition_propagate(dynamo):
     assert DynamoMemoryStore(client, settings).get("alice", "abcde") is None  # the transaction wrote nothing
 
 
-def moto_serialised_transactions(monkeypatch):
-    """moto runs each request on its own thread and its transactions are not atomic with
-    respect to each other (it restores whole-table snapshots on cancellation, which can
-    erase a concurrent commit). Real DynamoDB serialises conflicting transactions; make
-    moto do the same so the test below checks our conditions, not moto's races."""
-    from moto.dynamodb.models import DynamoDBBackend
-
-    lock = threading.Lock()
-    original = DynamoDBBackend.transact_write_items
-
-    def serialised(self, *args, **kwargs):
-        with lock:
-            return original(self, *args, **kwargs)
-
-    monkeypatch.setattr(DynamoDBBackend, "transact_write_items", serialised)
-
-
-def test_concurrent_updates_from_the_same_read_commit_exactly_once(dynamo, monkeypatch):
-    moto_serialised_transactions(monkeypatch)
+def test_concurrent_updates_from_the_same_read_commit_exactly_once(dynamo, serialised_moto):
+    # serialised_moto: real DynamoDB serialises conflicting transactions; moto does not.
     client, settings = dynamo
     store = DynamoMemoryStore(client, settings)  # the real clock: threads write distinct ledger keys
     m = memory("alice", "abcde", "likes green tea")
