@@ -1,0 +1,101 @@
+"""Fixtures for the CDK app's tests: one real synth per session, shared by every test.
+
+The synth is the operator's ``cdk synth`` (the CLI pinned in package.json) when Node is
+present, else the cdk.json ``app`` command run the way the CLI runs it. Either way the
+dependency layer is really bundled (cached under build/layer), with no Docker and no
+AWS credentials.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+# jsii needs a writable HOME; never touch AWS for real.
+if not os.access(os.path.expanduser("~"), os.W_OK):
+    os.environ["HOME"] = tempfile.mkdtemp(prefix="jsii-home-")
+# No credentials reach the synth, and nothing waits on the instance metadata service.
+OFFLINE_ENV = {
+    "AWS_EC2_METADATA_DISABLED": "true",
+    "CDK_DISABLE_VERSION_CHECK": "1",
+    "JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION": "18,20",
+}
+for _key, _value in OFFLINE_ENV.items():
+    os.environ.setdefault(_key, _value)
+
+STACK_NAME = "MemoryBot"
+CDK_CLI = ROOT / "node_modules" / ".bin" / "cdk"
+
+
+@dataclass
+class Synth:
+    outdir: Path
+    template: dict
+    via: str  # "cdk-cli" or "app-command"
+
+    @property
+    def resources(self) -> dict:
+        return self.template["Resources"]
+
+    def of_type(self, cfn_type: str) -> dict[str, dict]:
+        return {k: v for k, v in self.resources.items() if v["Type"] == cfn_type}
+
+    def asset_dir(self, s3_key: str) -> Path:
+        """The staged folder of a file asset, from its S3 key in the template."""
+        manifest = json.loads((self.outdir / f"{STACK_NAME}.assets.json").read_text())
+        asset_hash = s3_key.removesuffix(".zip")
+        return self.outdir / manifest["files"][asset_hash]["source"]["path"]
+
+
+def _subprocess_env() -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("AWS_")}
+    env.update(OFFLINE_ENV)
+    # cdk.json runs "python3": make that the interpreter running the tests.
+    env["PATH"] = os.pathsep.join([str(Path(sys.executable).parent), env.get("PATH", "")])
+    return env
+
+
+def _cdk_cli() -> Path | None:
+    if not shutil.which("node"):
+        return None
+    if not CDK_CLI.exists() and shutil.which("npm"):
+        # The pinned CLI from package-lock.json; the npm registry is the only network use.
+        subprocess.run(["npm", "ci", "--no-audit", "--no-fund"], cwd=ROOT, check=True, capture_output=True)
+    return CDK_CLI if CDK_CLI.exists() else None
+
+
+@pytest.fixture(scope="session")
+def synth(tmp_path_factory) -> Synth:
+    outdir = tmp_path_factory.mktemp("cdk.out")
+    env = _subprocess_env()
+    cli = _cdk_cli()
+    if cli:
+        command, via = [str(cli), "synth", "--no-notices", "--quiet", "--output", str(outdir)], "cdk-cli"
+    else:
+        app_command = json.loads((ROOT / "cdk.json").read_text())["app"]
+        command, via = app_command.split(), "app-command"
+        env["CDK_OUTDIR"] = str(outdir)
+    result = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
+    assert result.returncode == 0, f"synth failed via {via}:\n{result.stdout[-4000:]}\n{result.stderr[-8000:]}"
+    template = json.loads((outdir / f"{STACK_NAME}.template.json").read_text())
+    return Synth(outdir=outdir, template=template, via=via)
+
+
+@pytest.fixture(scope="session")
+def app_and_stack():
+    """The same app built in-process (not synthesized): for checks on the construct tree."""
+    from infra.app import build_app
+
+    return build_app(outdir=tempfile.mkdtemp(prefix="cdk-tree-"))

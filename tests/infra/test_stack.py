@@ -1,0 +1,388 @@
+"""The synthesized template, property by property (aws_cdk.assertions on the session's synth)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from aws_cdk.assertions import Match, Template
+
+from infra.stack import FUNCTIONS, NIGHTLY_SCHEDULE, READ_ACTIONS, WRITE_ACTIONS
+from memorybot import tables
+from memorybot.config import SECRET_KEYS
+
+FUNCTION_NAMES = [spec.name for spec in FUNCTIONS]
+HANDLERS = {
+    "Interactions": "memorybot.handlers.interactions.handler",
+    "Reply": "memorybot.handlers.reply.handler",
+    "Extraction": "memorybot.handlers.extraction.handler",
+    "Nightly": "memorybot.handlers.nightly.handler",
+    "Admin": "memorybot.handlers.admin.handler",
+}
+INTERACTION_TOKEN_LIFETIME = 15 * 60
+
+
+@pytest.fixture(scope="session")
+def template(synth) -> Template:
+    return Template.from_json(synth.template)
+
+
+def logical_id(synth, prefix: str, cfn_type: str) -> str:
+    [match] = [k for k, v in synth.resources.items() if v["Type"] == cfn_type and k.startswith(prefix)]
+    return match
+
+
+def function(synth, name: str) -> dict:
+    return synth.resources[logical_id(synth, f"{name}Function", "AWS::Lambda::Function")]["Properties"]
+
+
+def table_ids(synth) -> dict[str, str]:
+    """Logical table name -> CloudFormation logical id, read through the env var the functions get."""
+    env = function(synth, "Nightly")["Environment"]["Variables"]
+    return {spec.logical_name: env[spec.env_var]["Ref"] for spec in tables.ALL_TABLES}
+
+
+def policy_statements(synth, name: str) -> list[dict]:
+    role_id = function(synth, name)["Role"]["Fn::GetAtt"][0]
+    statements = []
+    for policy in synth.of_type("AWS::IAM::Policy").values():
+        if {"Ref": role_id} in policy["Properties"]["Roles"]:
+            statements += policy["Properties"]["PolicyDocument"]["Statement"]
+    inline = synth.resources[role_id]["Properties"].get("Policies", [])
+    assert not inline and not synth.resources[role_id]["Properties"].get("ManagedPolicyArns")
+    return statements
+
+
+def actions_on(statements: list[dict], resource_id: str) -> set[str]:
+    """Every action granted on any resource mentioning ``resource_id`` (a logical id)."""
+    granted: set[str] = set()
+    for statement in statements:
+        assert statement["Effect"] == "Allow"
+        resources = statement["Resource"] if isinstance(statement["Resource"], list) else [statement["Resource"]]
+        if any(resource_id in json.dumps(r) for r in resources):
+            actions = statement["Action"]
+            granted |= set(actions if isinstance(actions, list) else [actions])
+    return granted
+
+
+# -- tables ---------------------------------------------------------------------------------
+
+
+def test_one_table_per_shared_spec_with_the_specs_keys_and_indexes(synth):
+    ids = table_ids(synth)
+    assert len(synth.of_type("AWS::DynamoDB::Table")) == len(tables.ALL_TABLES)
+    for spec in tables.ALL_TABLES:
+        props = synth.resources[ids[spec.logical_name]]["Properties"]
+        expected = spec.create_table_kwargs("ignored")
+        assert props["KeySchema"] == expected["KeySchema"], spec.logical_name
+        assert sorted(props["AttributeDefinitions"], key=str) == sorted(expected["AttributeDefinitions"], key=str)
+        for kind, key in (("LocalSecondaryIndexes", "LocalSecondaryIndexes"), ("GlobalSecondaryIndexes", "GlobalSecondaryIndexes")):
+            got = {i["IndexName"]: i["KeySchema"] for i in props.get(kind, [])}
+            want = {i["IndexName"]: i["KeySchema"] for i in expected.get(key, [])}
+            assert got == want, (spec.logical_name, kind)
+            assert all(i["Projection"] == {"ProjectionType": "ALL"} for i in props.get(kind, []))
+
+
+def test_tables_are_on_demand_with_point_in_time_recovery(synth):
+    for table in synth.of_type("AWS::DynamoDB::Table").values():
+        props = table["Properties"]
+        assert props["BillingMode"] == "PAY_PER_REQUEST"
+        assert "ProvisionedThroughput" not in props
+        assert props["PointInTimeRecoverySpecification"] == {"PointInTimeRecoveryEnabled": True}
+
+
+def test_data_tables_survive_stack_deletion_and_only_the_dedup_ledger_expires(synth):
+    ids = table_ids(synth)
+    for spec in tables.ALL_TABLES:
+        table = synth.resources[ids[spec.logical_name]]
+        if spec.retain:
+            assert table["DeletionPolicy"] == "Retain" and table["UpdateReplacePolicy"] == "Retain"
+            assert table["Properties"]["DeletionProtectionEnabled"] is True
+        else:
+            assert table["DeletionPolicy"] == "Delete"
+        ttl = table["Properties"].get("TimeToLiveSpecification")
+        if spec.ttl_attribute:
+            assert ttl == {"AttributeName": spec.ttl_attribute, "Enabled": True}
+        else:
+            assert ttl is None, f"{spec.logical_name} must never expire"
+    assert tables.DEDUP.ttl_attribute == "expiration"
+
+
+# -- functions and the layer ----------------------------------------------------------------
+
+
+def test_five_functions_with_the_fixed_handler_paths(synth):
+    assert len(synth.of_type("AWS::Lambda::Function")) == 5
+    for name, handler in HANDLERS.items():
+        assert function(synth, name)["Handler"] == handler
+
+
+def test_one_runtime_and_one_architecture_everywhere_and_the_layer_matches(synth):
+    [layer_id] = synth.of_type("AWS::Lambda::LayerVersion")
+    layer = synth.resources[layer_id]["Properties"]
+    assert layer["CompatibleRuntimes"] == ["python3.13"]
+    assert layer["CompatibleArchitectures"] == ["arm64"]
+    for name in FUNCTION_NAMES:
+        props = function(synth, name)
+        assert props["Runtime"] == "python3.13"
+        assert props["Architectures"] == ["arm64"]
+        assert props["Layers"] == [{"Ref": layer_id}]
+
+
+def test_every_function_shares_one_code_asset(synth):
+    keys = {function(synth, name)["Code"]["S3Key"] for name in FUNCTION_NAMES}
+    assert len(keys) == 1
+
+
+def test_timeouts_fit_each_job(synth):
+    assert function(synth, "Nightly")["Timeout"] == 900
+    assert function(synth, "Interactions")["Timeout"] <= 10
+    assert function(synth, "Admin")["Timeout"] <= 29  # API Gateway's integration limit
+    # Reply must finish (model + Discord) well inside the interaction token's life.
+    assert function(synth, "Reply")["Timeout"] * 3 < INTERACTION_TOKEN_LIFETIME
+
+
+def test_powertools_and_settings_environment(synth):
+    for name in FUNCTION_NAMES:
+        env = function(synth, name)["Environment"]["Variables"]
+        assert env["POWERTOOLS_SERVICE_NAME"] == "memorybot"
+        assert env["POWERTOOLS_METRICS_NAMESPACE"] == "MemoryBot"
+        assert env["POWERTOOLS_LOG_LEVEL"] == "INFO"
+        assert env["MEMORYBOT_DECISION_MODEL"] == "bedrock" and env["MEMORYBOT_CHAT_MODEL"] == "bedrock"
+        assert env["BEDROCK_CHAT_MODEL_ID"] and env["BEDROCK_DECISION_MODEL_ID"]
+        assert env["DISCORD_API_BASE"] == "https://discord.com/api/v10"
+        assert "DISCORD_APPLICATION_ID" in env
+        assert function(synth, name)["TracingConfig"] == {"Mode": "Active"}
+    assert function(synth, "Interactions")["Environment"]["Variables"]["REPLY_FUNCTION_NAME"] == {
+        "Ref": logical_id(synth, "ReplyFunction", "AWS::Lambda::Function")
+    }
+    assert function(synth, "Reply")["Environment"]["Variables"]["EXTRACTION_FUNCTION_NAME"] == {
+        "Ref": logical_id(synth, "ExtractionFunction", "AWS::Lambda::Function")
+    }
+
+
+def test_every_function_finds_every_physical_table_name_in_its_spec_env_var(synth):
+    ids = table_ids(synth)
+    for name in FUNCTION_NAMES:
+        env = function(synth, name)["Environment"]["Variables"]
+        for spec in tables.ALL_TABLES:
+            assert env[spec.env_var] == {"Ref": ids[spec.logical_name]}
+
+
+# -- secrets --------------------------------------------------------------------------------
+
+SECRETS_BY_FUNCTION = {
+    "Interactions": {"DISCORD_PUBLIC_KEY", "DISCORD_BOT_TOKEN"},
+    "Reply": {"DISCORD_BOT_TOKEN"},
+    "Extraction": set(),
+    "Nightly": set(),
+    "Admin": {"MEMORYBOT_ADMIN_SECRET"},
+}
+
+
+def test_three_secrets_without_a_value_in_the_template(synth):
+    secrets = synth.of_type("AWS::SecretsManager::Secret")
+    assert sorted(s["Properties"]["Name"] for s in secrets.values()) == [
+        "memorybot/admin-secret",
+        "memorybot/discord-bot-token",
+        "memorybot/discord-public-key",
+    ]
+    for secret in secrets.values():
+        assert "SecretString" not in secret["Properties"]
+        assert "GenerateSecretString" in secret["Properties"]
+
+
+def test_functions_get_secret_names_never_values_and_read_only_their_own(synth):
+    secret_ids = {s["Properties"]["Name"]: k for k, s in synth.of_type("AWS::SecretsManager::Secret").items()}
+    for name in FUNCTION_NAMES:
+        env = function(synth, name)["Environment"]["Variables"]
+        for key in SECRET_KEYS:
+            assert key not in env, f"{name} must not carry {key} itself"
+        assert not {"JEV_API_KEY", "OPENAI_API_KEY"} & set(env)
+        named = {k.removesuffix("_SECRET_NAME") for k in env if k.endswith("_SECRET_NAME")}
+        assert named == SECRETS_BY_FUNCTION[name]
+        statements = policy_statements(synth, name)
+        readable = {secret for secret, sid in secret_ids.items() if actions_on(statements, sid)}
+        assert readable == {env[f"{k}_SECRET_NAME"] for k in named}
+        for sid in secret_ids.values():
+            assert actions_on(statements, sid) <= {"secretsmanager:GetSecretValue"}
+
+
+# -- least privilege ------------------------------------------------------------------------
+
+R, W = set(READ_ACTIONS), set(WRITE_ACTIONS)
+TABLE_ACCESS = {
+    "Interactions": {"messages": W, "memories": R | W, "memory_log": W, "dedup": R | W},
+    "Reply": {"messages": R | W, "memories": R, "memory_log": W, "dedup": R | W},
+    "Extraction": {"messages": R, "memories": R | W, "memory_log": W, "dedup": R | W},
+    "Nightly": {"messages": R, "memories": R | W, "memory_log": R | W, "nightly_runs": R | W, "dedup": R | W},
+    "Admin": {"memories": R | W, "memory_log": R | W, "nightly_runs": R | W},
+}
+
+
+def test_each_function_touches_only_its_tables_with_only_its_actions(synth):
+    ids = table_ids(synth)
+    for name in FUNCTION_NAMES:
+        statements = policy_statements(synth, name)
+        for logical_name, table_id in ids.items():
+            granted = actions_on(statements, table_id)
+            assert granted == TABLE_ACCESS[name].get(logical_name, set()), (name, logical_name)
+            assert "dynamodb:Scan" not in granted
+
+
+def test_index_access_is_named_not_wildcarded(synth):
+    for name in FUNCTION_NAMES:
+        for statement in policy_statements(synth, name):
+            text = json.dumps(statement["Resource"])
+            assert "/index/*" not in text
+            if statement["Resource"] == "*":  # only X-Ray has no resource-level permissions
+                assert set(statement["Action"]) == {"xray:PutTraceSegments", "xray:PutTelemetryRecords"}
+
+
+def test_bedrock_only_for_the_model_callers_and_only_the_configured_models(synth):
+    env = function(synth, "Reply")["Environment"]["Variables"]
+    model_ids = {env["BEDROCK_CHAT_MODEL_ID"], env["BEDROCK_DECISION_MODEL_ID"]}
+    for name in FUNCTION_NAMES:
+        bedrock = [s for s in policy_statements(synth, name) if any(a.startswith("bedrock:") for a in _list(s["Action"]))]
+        if name in ("Interactions", "Admin"):
+            assert bedrock == []
+            continue
+        [statement] = bedrock
+        assert _list(statement["Action"]) == ["bedrock:InvokeModel"]
+        resources = [json.dumps(r) for r in _list(statement["Resource"])]
+        assert len(resources) == len(model_ids)
+        for model_id in model_ids:
+            assert any(f"::foundation-model/{model_id}" in r for r in resources)
+        assert not any("*" in r for r in resources)
+
+
+def test_async_hand_offs_invoke_exactly_the_next_worker(synth):
+    fn_ids = {n: logical_id(synth, f"{n}Function", "AWS::Lambda::Function") for n in FUNCTION_NAMES}
+    expected = {"Interactions": {"Reply"}, "Reply": {"Extraction"}}
+    for name in FUNCTION_NAMES:
+        invokes = [s for s in policy_statements(synth, name) if "lambda:InvokeFunction" in _list(s["Action"])]
+        targets = {n for n, fid in fn_ids.items() if any(fid in json.dumps(s["Resource"]) for s in invokes)}
+        assert targets == expected.get(name, set()), name
+        for statement in invokes:  # the function only, not ":*" (its versions)
+            assert ":*" not in json.dumps(statement["Resource"])
+
+
+def _list(value):
+    return value if isinstance(value, list) else [value]
+
+
+# -- API Gateway ----------------------------------------------------------------------------
+
+
+def test_two_post_routes_with_proxy_integrations_to_the_right_functions(synth):
+    paths = {k: v["Properties"]["PathPart"] for k, v in synth.of_type("AWS::ApiGateway::Resource").items()}
+    methods = synth.of_type("AWS::ApiGateway::Method")
+    routes = {}
+    for method in methods.values():
+        props = method["Properties"]
+        assert props["HttpMethod"] == "POST"
+        integration = props["Integration"]
+        assert integration["Type"] == "AWS_PROXY" and integration["IntegrationHttpMethod"] == "POST"
+        routes[paths[props["ResourceId"]["Ref"]]] = json.dumps(integration["Uri"])
+    assert set(routes) == {"interactions", "rollback"}
+    assert logical_id(synth, "InteractionsFunction", "AWS::Lambda::Function") in routes["interactions"]
+    assert logical_id(synth, "AdminFunction", "AWS::Lambda::Function") in routes["rollback"]
+    parent = {k: v["Properties"]["ParentId"] for k, v in synth.of_type("AWS::ApiGateway::Resource").items()}
+    [rollback_id] = [k for k, p in paths.items() if p == "rollback"]
+    assert paths[parent[rollback_id]["Ref"]] == "memory"
+    # Raw bodies: no binary media types or request templates that would rewrite them.
+    [api] = synth.of_type("AWS::ApiGateway::RestApi").values()
+    assert "BinaryMediaTypes" not in api["Properties"]
+
+
+def test_stage_throttles_logs_access_and_never_logs_bodies(synth, template):
+    [stage] = synth.of_type("AWS::ApiGateway::Stage").values()
+    props = stage["Properties"]
+    settings = {s["ResourcePath"]: s for s in props["MethodSettings"]}
+    everything = settings["/*"]
+    assert everything["ThrottlingRateLimit"] == 10 and everything["ThrottlingBurstLimit"] == 20
+    assert everything["LoggingLevel"] == "ERROR" and everything["DataTraceEnabled"] is False
+    rollback = settings["/~1memory~1rollback"]
+    assert rollback["HttpMethod"] == "POST" and rollback["ThrottlingRateLimit"] == 1
+    access = props["AccessLogSetting"]
+    assert access["DestinationArn"]["Fn::GetAtt"][0].startswith("ApiAccessLogs")
+    assert "$context.requestId" in access["Format"]
+    assert "body" not in access["Format"].lower()
+    template.has_resource_properties("AWS::Logs::LogGroup", {"RetentionInDays": 30})
+
+
+def test_outputs_are_the_interactions_and_rollback_urls(synth):
+    outputs = synth.template["Outputs"]
+    assert json.dumps(outputs["InteractionsUrl"]["Value"]).endswith('/interactions"]]}')
+    assert json.dumps(outputs["RollbackUrl"]["Value"]).endswith('/memory/rollback"]]}')
+    for output in ("InteractionsUrl", "RollbackUrl"):
+        assert "execute-api" in json.dumps(outputs[output]["Value"])
+
+
+# -- schedule and asynchronous invocations --------------------------------------------------
+
+
+def test_nightly_rule_at_03_00_jst(synth):
+    [rule] = synth.of_type("AWS::Events::Rule").values()
+    props = rule["Properties"]
+    assert props["ScheduleExpression"] == NIGHTLY_SCHEDULE == "cron(0 18 * * ? *)"
+    [target] = props["Targets"]
+    assert target["Arn"] == {"Fn::GetAtt": [logical_id(synth, "NightlyFunction", "AWS::Lambda::Function"), "Arn"]}
+    assert target["RetryPolicy"]["MaximumRetryAttempts"] == 2
+    assert target["DeadLetterConfig"]["Arn"]["Fn::GetAtt"][0].startswith("DeadLetters")
+
+
+def test_async_workers_retry_expire_and_fail_to_the_dead_letter_queue(synth):
+    configs = {}
+    for config in synth.of_type("AWS::Lambda::EventInvokeConfig").values():
+        props = config["Properties"]
+        configs[props["FunctionName"]["Ref"]] = props
+    for name in ("Reply", "Extraction", "Nightly"):
+        props = configs[logical_id(synth, f"{name}Function", "AWS::Lambda::Function")]
+        assert props["MaximumRetryAttempts"] == 2
+        destination = props["DestinationConfig"]["OnFailure"]["Destination"]
+        assert destination["Fn::GetAtt"][0].startswith("DeadLetters")
+    reply = configs[logical_id(synth, "ReplyFunction", "AWS::Lambda::Function")]
+    assert reply["MaximumEventAgeInSeconds"] < INTERACTION_TOKEN_LIFETIME
+    assert len(configs) == 3  # interactions and admin answer API Gateway synchronously
+
+
+def test_dead_letter_queue_is_encrypted_and_ssl_only(synth, template):
+    [queue] = synth.of_type("AWS::SQS::Queue").values()
+    assert queue["Properties"]["SqsManagedSseEnabled"] is True
+    template.has_resource_properties(
+        "AWS::SQS::QueuePolicy",
+        {
+            "PolicyDocument": {
+                "Statement": Match.array_with(
+                    [Match.object_like({"Effect": "Deny", "Condition": {"Bool": {"aws:SecureTransport": "false"}}})]
+                )
+            }
+        },
+    )
+
+
+# -- observability --------------------------------------------------------------------------
+
+
+def test_every_function_logs_to_a_retained_for_30_days_log_group(synth):
+    for name in FUNCTION_NAMES:
+        group_id = function(synth, name)["LoggingConfig"]["LogGroup"]["Ref"]
+        assert synth.resources[group_id]["Properties"]["RetentionInDays"] == 30
+
+
+def test_alarms_on_errors_throttles_and_dead_letters(synth):
+    alarms = list(synth.of_type("AWS::CloudWatch::Alarm").values())
+    watched = set()
+    for alarm in alarms:
+        props = alarm["Properties"]
+        assert props["Threshold"] == 1 and props["ComparisonOperator"] == "GreaterThanOrEqualToThreshold"
+        [dimension] = props["Dimensions"]
+        value = dimension["Value"]  # {"Ref": fn} or {"Fn::GetAtt": [queue, "QueueName"]}
+        watched.add((props["Namespace"], props["MetricName"], value.get("Ref") or value["Fn::GetAtt"][0]))
+    for name in FUNCTION_NAMES:
+        fid = logical_id(synth, f"{name}Function", "AWS::Lambda::Function")
+        assert ("AWS/Lambda", "Errors", fid) in watched
+        assert ("AWS/Lambda", "Throttles", fid) in watched
+    [queue_id] = synth.of_type("AWS::SQS::Queue")
+    assert ("AWS/SQS", "ApproximateNumberOfMessagesVisible", queue_id) in watched
