@@ -1,0 +1,164 @@
+"""The interactions function against Discord's 3-second budget.
+
+Cold: fresh Python processes, median of several runs: the handler module's import time beside
+a bare ``import boto3``, and the time from nothing to the answer of a first signed /chat
+(imports, clients built, the message stored in DynamoDB on moto). Warm: in-process latency
+(p50, p99) of a signed PING and a signed /chat. Figures are printed, nothing is asserted.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+COLD_RUNS = 7
+WARM_PING = 500
+WARM_CHAT = 200
+
+IMPORT = "import time; t = time.perf_counter(); import {module}; print(time.perf_counter() - t)"
+
+# A first /chat in a fresh process: what a cold Lambda container does before answering.
+FIRST_CHAT = """
+import time
+t0 = time.perf_counter()
+import memorybot.handlers.interactions as h
+t1 = time.perf_counter()
+import json, sys
+from memorybot import bootstrap
+from memorybot.adapters.invoker import LocalContext
+class Handoff:
+    def invoke(self, worker, payload):
+        pass
+bootstrap.container().invoker = Handoff()  # the Lambda invoke itself is not on moto
+event = json.loads(sys.stdin.read())
+t2 = time.perf_counter()
+response = h.handler(event, LocalContext("bench"))
+t3 = time.perf_counter()
+assert json.loads(response["body"]) == {"type": 5}, response
+print(json.dumps({"import": t1 - t0, "first_chat": t3 - t2, "total": (t1 - t0) + (t3 - t2)}))
+"""
+
+
+# A deployed function ships compiled bytecode; PYTHONDONTWRITEBYTECODE would make our own
+# modules compile from source on every run, so the subprocesses cache bytecode outside the tree.
+PYCACHE = tempfile.mkdtemp(prefix="memorybot-bench-pycache-")
+
+
+def _python(code: str, env: dict | None = None, stdin: str = "") -> str:
+    env = {k: v for k, v in (env or os.environ).items() if k != "PYTHONDONTWRITEBYTECODE"}
+    env["PYTHONPYCACHEPREFIX"] = PYCACHE
+    out = subprocess.run([sys.executable, "-c", code], input=stdin, capture_output=True, text=True, env=env, cwd=ROOT, check=True)
+    return out.stdout.strip()
+
+
+def _median_imports(*modules: str) -> list[float]:
+    """Median import time of each module; runs interleave so machine load hits all alike."""
+    for module in modules:
+        _python(IMPORT.format(module=module))  # fills the bytecode cache
+    runs = [[float(_python(IMPORT.format(module=m))) for m in modules] for _ in range(COLD_RUNS)]
+    return [statistics.median(run[i] for run in runs) for i in range(len(modules))]
+
+
+def _percentiles(samples: list[float]) -> tuple[float, float]:
+    ordered = sorted(samples)
+    return ordered[len(ordered) // 2], ordered[min(len(ordered) - 1, int(len(ordered) * 0.99))]
+
+
+SIGNING_KEY = ""
+CHANNEL = "700000000000000001"
+_sequence = iter(range(1, 10**9))
+
+
+def setup() -> tuple[dict[str, str], object]:
+    """moto on loopback with fresh tables, and a key pair: the environment a function would have."""
+    global SIGNING_KEY
+    from memorybot.local import moto_dynamo
+    from memorybot.signature import new_key_pair
+
+    logging.getLogger("werkzeug").setLevel(logging.ERROR)  # moto's request lines
+    moto = moto_dynamo.start()
+    moto_dynamo.create_tables(moto.client(), "bench-")
+    SIGNING_KEY, public_key = new_key_pair()
+    env = {
+        "AWS_ENDPOINT_URL_DYNAMODB": moto.endpoint, "AWS_DEFAULT_REGION": moto_dynamo.LOCAL_REGION,
+        "AWS_ACCESS_KEY_ID": "local", "AWS_SECRET_ACCESS_KEY": "local",
+        "MEMORYBOT_TABLE_PREFIX": "bench-", "DISCORD_PUBLIC_KEY": public_key, "POWERTOOLS_LOG_LEVEL": "WARNING",
+    }
+    return env, moto
+
+
+def _signed(payload: dict) -> dict:
+    from memorybot.signature import sign
+
+    body = json.dumps(payload).encode()
+    return {"version": "2.0", "headers": {k.lower(): v for k, v in sign(SIGNING_KEY, body).items()}, "body": body.decode(), "isBase64Encoded": False}
+
+
+def ping_event() -> dict:
+    return _signed({"type": 1})
+
+
+def chat_event() -> dict:
+    from datetime import datetime, timezone
+
+    from memorybot.domain import snowflake_at
+
+    return _signed({
+        "id": snowflake_at(datetime.now(timezone.utc), next(_sequence)), "application_id": "1", "type": 2, "token": "t",
+        "channel_id": CHANNEL, "member": {"user": {"id": "100000000000000001", "username": "alice"}},
+        "data": {"name": "chat", "options": [{"type": 3, "name": "message", "value": "I like green tea"}]},
+    })
+
+
+def main() -> None:
+    handler_import, boto3_import = _median_imports("memorybot.handlers.interactions", "boto3")
+    print(f"cold import, median of {COLD_RUNS} fresh processes:")
+    print(f"  memorybot.handlers.interactions  {handler_import * 1000:7.1f} ms")
+    print(f"  boto3 (bare)                     {boto3_import * 1000:7.1f} ms")
+    print(f"  ratio handler / boto3            {handler_import / boto3_import:7.2f}")
+
+    env_settings, moto = setup()
+    try:
+        env = {**os.environ, **env_settings}
+        firsts = [json.loads(_python(FIRST_CHAT, env, json.dumps(chat_event()))) for _ in range(COLD_RUNS + 1)][1:]
+        for key, label in (("import", "import"), ("first_chat", "first /chat (clients built, message stored)"), ("total", "total to the answer")):
+            print(f"  cold {label:<45} {statistics.median(f[key] for f in firsts) * 1000:7.1f} ms (median)")
+
+        os.environ.update(env_settings)
+        from memorybot import bootstrap, config
+        from memorybot.adapters.invoker import LocalContext
+        from memorybot.handlers import interactions
+
+        config.settings.cache_clear()
+        bootstrap.container.cache_clear()
+
+        class Handoff:
+            def invoke(self, worker: str, payload: dict) -> None:
+                pass
+
+        bootstrap.container().invoker = Handoff()
+        context = LocalContext("bench")
+        for label, make, runs in (("PING", ping_event, WARM_PING), ("/chat", chat_event, WARM_CHAT)):
+            events = [make() for _ in range(runs + 20)]
+            samples = []
+            for i, event in enumerate(events):
+                start = time.perf_counter()
+                interactions.handler(event, context)
+                if i >= 20:  # the first few warm the clients up
+                    samples.append(time.perf_counter() - start)
+            p50, p99 = _percentiles(samples)
+            print(f"warm signed {label:<6} p50 {p50 * 1000:6.2f} ms   p99 {p99 * 1000:6.2f} ms   ({runs} requests)")
+    finally:
+        moto.stop()
+
+
+if __name__ == "__main__":
+    main()
