@@ -43,7 +43,8 @@ BOT_NAMES = frozenset({"memorybot", "bot"})
 
 _SELF_EN = re.compile(
     r"\b(?:i\s+(?:really\s+|also\s+|just\s+)?"
-    r"(?:like|love|hate|enjoy|prefer|am|have|had|work|live|play|study|want|need|plan|will|was|got|started|moved|bought)"
+    r"(?:like|love|hate|enjoy|prefer|am|have|had|work|live|play|study|want|need|plan|will|was|got|started|moved"
+    r"|bought|try|tried|go|went|visit|visited|use|drink|eat|cook|run|watch|read|speak|met|joined|quit|adopted|married)"
     r"|i'm|i've|i'll|i'd|my|going\s+to|gonna)\b",
     re.IGNORECASE,
 )

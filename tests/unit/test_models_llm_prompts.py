@@ -1,0 +1,103 @@
+"""Prompts and strict answer parsing shared by the LLM backends."""
+
+from __future__ import annotations
+
+from datetime import datetime, timezone
+
+import pytest
+
+from memorybot.adapters import llm_prompts as lp
+from memorybot.domain import Memory, PromptMessage, Verdict
+from memorybot.ports import ModelError
+
+AT = datetime(2026, 11, 20, 12, 0, tzinfo=timezone.utc)
+TEA = Memory("u1", "k3x9a", "likes green tea", AT, AT)
+EXCHANGE = "alice: I moved to Osaka\nmemorybot: Nice!"
+
+
+@pytest.mark.parametrize(
+    "text, expected",
+    [
+        ('{"probability": 0.5}', {"probability": 0.5}),
+        ('```json\n{"verdict": "keep"}\n```', {"verdict": "keep"}),
+        ('```\n{"verdict": "keep"}\n```', {"verdict": "keep"}),
+        ('Answer: {"verdict": "delete"}.', {"verdict": "delete"}),
+        ('{"a": {"b": 1}}', {"a": {"b": 1}}),
+        ('text { not json } then {"probability": 1}', {"probability": 1}),
+    ],
+)
+def test_the_json_object_is_found(text, expected):
+    assert lp.extract_json_object(text) == expected
+
+
+@pytest.mark.parametrize("text", ["", "nothing", "[1, 2]", "{broken", '{"p": NaN}', None, 7])
+def test_no_json_object_is_a_failure(text):
+    with pytest.raises(ModelError):
+        lp.extract_json_object(text)
+
+
+def test_probability_is_never_coerced_or_clamped():
+    assert lp.parse_probability({"probability": 0}) == 0.0
+    for bad in ("0.5", True, False, None, 1.0000001, -1e-9, float("nan"), float("inf")):
+        with pytest.raises(ModelError):
+            lp.parse_probability({"probability": bad})
+    with pytest.raises(ModelError):
+        lp.parse_probability({"probability": 0.5, "extra": 1})
+    assert lp.parse_probability({"probability": 0.5, "extra": 1}, exact=False) == 0.5
+
+
+def test_verdicts_must_be_exact_and_allowed():
+    assert lp.parse_verdict({"verdict": "delete"}, lp.REVIEW_VERDICTS) is Verdict.DELETE
+    for bad in ("update", "Delete", "delete ", "", None, 2):
+        with pytest.raises(ModelError):
+            lp.parse_verdict({"verdict": bad}, lp.REVIEW_VERDICTS)
+
+
+def test_first_line():
+    assert lp.first_line("\n \n  Likes tea.  \nmore") == "Likes tea."
+    for bad in ("", " \n\t\n", None):
+        with pytest.raises(ModelError):
+            lp.first_line(bad)
+
+
+def test_each_question_has_its_own_tool_and_schema():
+    questions = [lp.worth_question(EXCHANGE), lp.verdict_question(EXCHANGE, TEA),
+                 lp.add_question(EXCHANGE, [(TEA, Verdict.KEEP)]), lp.review_question(TEA)]
+    assert [q.tool_name for q in questions] == ["answer_worth", "answer_verdict", "answer_add", "answer_review"]
+    assert [q.name for q in questions] == ["worth", "verdict", "add", "review"]
+    assert questions[1].parse({"verdict": "update"}) is Verdict.UPDATE
+    with pytest.raises(ModelError):
+        questions[3].parse({"verdict": "update"})
+    assert "2026-11-20T12:00:00.000000Z" in questions[3].user and TEA.text in questions[3].user
+
+
+def test_a_new_memory_prompt_holds_no_record_and_a_rewrite_holds_only_its_own():
+    new = lp.memory_task(EXCHANGE, None)
+    rewrite = lp.memory_task(EXCHANGE, TEA)
+    assert EXCHANGE in new.user and TEA.text not in new.user + new.system
+    assert EXCHANGE in rewrite.user and TEA.text in rewrite.user
+    assert TEA.memory_id not in rewrite.user  # the id means nothing to the writer
+
+
+def test_the_diary_is_asked_in_japanese_on_one_line():
+    task = lp.diary_task("alice: hi")
+    assert "日本語" in task.system and "一行" in task.system and "alice: hi" in task.user
+
+
+def test_turns_alternate_and_start_with_the_user():
+    turns = [PromptMessage("assistant", "a1"), PromptMessage("assistant", "a2"), PromptMessage("user", "u1"),
+             PromptMessage("user", "u2"), PromptMessage("assistant", "a3")]
+    assert lp.alternating_turns(turns) == [
+        PromptMessage("user", lp.CONVERSATION_OPENER),
+        PromptMessage("assistant", "a1\n\na2"),
+        PromptMessage("user", "u1\n\nu2"),
+        PromptMessage("assistant", "a3"),
+    ]
+    assert lp.alternating_turns([]) == []
+
+
+def test_system_messages_are_split_out_and_unknown_roles_refused():
+    system, turns = lp.split_system([PromptMessage("system", "s"), PromptMessage("user", "u")])
+    assert system == ["s"] and turns == [PromptMessage("user", "u")]
+    with pytest.raises(ModelError):
+        lp.split_system([PromptMessage("tool", "x")])

@@ -1,0 +1,189 @@
+"""The offline stand-ins: deterministic, labelled, and good enough to watch memories live."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import pytest
+from fakes import T0, Clock, FakeMemoryStore, memory, message
+
+from memorybot.adapters import offline
+from memorybot.adapters.offline import OfflineChatModel, OfflineDecisionModel, third_person
+from memorybot.domain import Actor, Memory, PromptMessage, Verdict
+from memorybot.extraction import Extractor
+from memorybot.ports import ModelError
+from memorybot.reply import build_reply_prompt
+
+jev = OfflineDecisionModel()
+chat = OfflineChatModel()
+
+
+def ex(*lines: str) -> str:
+    return "\n".join(lines)
+
+
+def test_they_say_they_are_stand_ins():
+    for thing in (offline, OfflineDecisionModel, OfflineChatModel):
+        assert "STAND-IN" in (thing.__doc__ or "").upper()
+    assert chat.write_memory("alice: I love tea", None).startswith("[offline] ")
+    assert chat.write_reply([PromptMessage("system", "x"), PromptMessage("user", "hi")]).startswith("(offline stand-in)")
+    assert chat.write_diary("alice: hi").startswith("（オフライン代役）")
+
+
+@pytest.mark.parametrize(
+    "said",
+    ["I like green tea", "I love jazz", "I'm a nurse", "I am moving to Kyoto", "I have two cats", "My sister is visiting",
+     "I'll start running", "I'm going to Osaka next week", "we are going to the lake", "私は猫が好きです",
+     "僕は大阪に住んでいる", "来月は旅行の予定", "please forget my old address", "I no longer eat meat"],
+)
+def test_worth_is_high_when_the_speaker_talks_about_themselves(said):
+    assert jev.worth(ex("bob: hey", f"alice: {said}", "memorybot: (offline stand-in) ok")) == 0.8
+
+
+@pytest.mark.parametrize("said", ["hello!", "what time is it?", "lol", "こんにちは", "the weather is nice"])
+def test_worth_is_low_for_small_talk(said):
+    assert jev.worth(ex(f"alice: {said}", "memorybot: (offline stand-in) Hello!")) == 0.2
+
+
+def test_only_the_speaker_counts_not_the_bot_or_earlier_people():
+    assert jev.worth(ex("bob: I love jazz", "alice: hello", "memorybot: I'm happy to help, my friend")) == 0.2
+
+
+@pytest.mark.parametrize(
+    "said, verdict",
+    [
+        ("I love black tea now, not green", Verdict.UPDATE),
+        ("Actually I prefer oolong tea", Verdict.UPDATE),
+        ("I no longer drink tea", Verdict.DELETE),
+        ("please forget about the tea", Verdict.DELETE),
+        ("I don't drink tea anymore", Verdict.DELETE),
+        ("I have a new bike", Verdict.KEEP),
+        ("tea is nice", Verdict.KEEP),
+        ("hello", Verdict.KEEP),
+    ],
+)
+def test_verdict_follows_shared_keywords(said, verdict):
+    tea = memory("u1", "k3x9a", "[offline] Loves green tea")
+    assert jev.verdict(ex(f"alice: {said}", "memorybot: (offline stand-in) ok"), tea) is verdict
+
+
+def test_verdict_in_japanese():
+    cat = memory("u1", "k3x9a", "[offline] 猫が好きです")
+    assert jev.verdict("たろう: 僕は猫より犬が好きになった", cat) is Verdict.UPDATE
+    assert jev.verdict("たろう: 猫のことは忘れて", cat) is Verdict.DELETE
+    assert jev.verdict("たろう: 僕はラーメンが好き", cat) is Verdict.KEEP
+
+
+def test_add_only_for_a_statement_no_memory_covers():
+    tea = memory("u1", "k3x9a", "[offline] Loves green tea")
+    assert jev.add("alice: My dog is called Pochi", [(tea, Verdict.KEEP)]) == 0.8
+    assert jev.add("alice: I love black tea now", [(tea, Verdict.UPDATE)]) == 0.2
+    assert jev.add("alice: I no longer drink tea", [(tea, Verdict.DELETE)]) == 0.2
+    assert jev.add("alice: hello", []) == 0.2
+    assert jev.add("alice: I play the piano", []) == 0.8
+
+
+@pytest.mark.parametrize(
+    "text, verdict",
+    [
+        ("[offline] Has a dentist appointment tomorrow", Verdict.DELETE),
+        ("[offline] Is busy this week", Verdict.DELETE),
+        ("[offline] Is going to Osaka next week", Verdict.DELETE),
+        ("明日は歯医者", Verdict.DELETE),
+        ("[offline] Loves green tea", Verdict.KEEP),
+        ("[offline] Their sister lives in Kobe", Verdict.KEEP),
+    ],
+)
+def test_review_deletes_what_looks_time_limited(text, verdict):
+    assert jev.review(memory("u1", "k3x9a", text)) is verdict
+
+
+@pytest.mark.parametrize(
+    "said, fact",
+    [
+        ("I love green tea", "Loves green tea"),
+        ("I'm going to Kyoto next week!", "Is going to Kyoto next week"),
+        ("My cat is called Tama.", "Their cat is called Tama"),
+        ("I really like jazz and I play the piano", "Really likes jazz and plays the piano"),
+        ("I have two kids", "Has two kids"),
+        ("I try yoga on Sundays", "Tries yoga on Sundays"),
+        ("I went to Osaka", "Went to Osaka"),
+        ("私は猫が好きです。", "猫が好きです"),
+    ],
+)
+def test_write_memory_turns_the_statement_into_a_fact(said, fact):
+    assert third_person(said) == fact
+    assert chat.write_memory(ex("bob: hi", f"alice: {said}", "memorybot: (offline stand-in) ok"), None) == f"[offline] {fact}"
+
+
+def test_write_memory_without_a_statement_is_a_failure():
+    with pytest.raises(ModelError):
+        chat.write_memory("alice: hello", None)
+
+
+def test_write_reply_uses_exactly_the_memories_in_its_system_message():
+    mine = [memory("u1", "aaaaa", "[offline] Loves green tea"), memory("u1", "bbbbb", "Has a cat called Tama")]
+    talk = [message("u1", "- [zzzzz] not a memory", name="alice"), message("u1", "what do you know?", name="alice")]
+    answer = chat.write_reply(build_reply_prompt("alice", mine, talk))
+    assert answer == "(offline stand-in) I remember 2 things about you: Loves green tea; Has a cat called Tama"
+    assert "not a memory" not in answer
+    assert "don't remember" in chat.write_reply(build_reply_prompt("alice", [], talk))
+
+
+def test_write_diary_counts_people_and_messages():
+    transcript = ex("alice: おはよう", "bob: hi", "alice: lunch?", "carol: yes", "bob: ok")
+    assert chat.write_diary(transcript) == "（オフライン代役）今日は3人が5件のメッセージを送った。"
+    assert chat.write_diary("") == "（オフライン代役）今日は誰も話さなかった。"
+
+
+def test_same_input_same_output_every_time():
+    tea = memory("u1", "k3x9a", "[offline] Loves green tea")
+    exchange = ex("bob: yo", "alice: I love black tea now", "memorybot: (offline stand-in) ok")
+    prompt = [PromptMessage("system", "- [k3x9a] [offline] Loves green tea"), PromptMessage("user", "hi")]
+
+    def run(j, c):
+        return (j.worth(exchange), j.verdict(exchange, tea), j.add(exchange, [(tea, Verdict.KEEP)]), j.review(tea),
+                c.write_memory(exchange, tea), c.write_reply(prompt), c.write_diary(exchange))
+
+    first = run(OfflineDecisionModel(), OfflineChatModel())
+    assert all(run(OfflineDecisionModel(), OfflineChatModel()) == first for _ in range(3))
+
+
+def test_a_newcomer_watches_a_memory_form_update_and_go():
+    """The local stack's experience: the offline pair drives the real write path end to end."""
+    clock = Clock()
+    store = FakeMemoryStore(clock)
+    extractor = Extractor(store, OfflineDecisionModel(), OfflineChatModel(), clock=clock)
+    history: list = []
+
+    def say(text: str):
+        history.append(message("u1", text, name="alice", at=T0 + timedelta(minutes=len(history))))
+        history.append(message("b", "(offline stand-in) ok", name="memorybot", bot=True, at=T0 + timedelta(minutes=len(history))))
+        return extractor.run("u1", history[-6:])
+
+    assert say("hello").outcome == "not_worth" and store.of("u1") == []
+
+    formed = say("I love green tea")
+    assert len(formed.added) == 1
+    [tea] = store.of("u1")
+    assert tea.text == "[offline] Loves green tea"
+
+    other = say("My dog is called Pochi")
+    assert len(other.added) == 1 and other.updated == []
+    assert sorted(m.text for m in store.of("u1")) == ["[offline] Loves green tea", "[offline] Their dog is called Pochi"]
+
+    updated = say("I love black tea now")
+    assert updated.updated == [tea.memory_id] and updated.added == []
+    assert store.get("u1", tea.memory_id).text == "[offline] Loves black tea now"
+
+    gone = say("I no longer drink tea")
+    assert gone.deleted == [tea.memory_id] and gone.added == []
+    assert [m.text for m in store.of("u1")] == ["[offline] Their dog is called Pochi"]
+    assert [e.actor for e in store.changes()] == [Actor.EXTRACTION] * 4
+
+
+def test_the_nightly_review_removes_time_limited_memories():
+    old = T0 - timedelta(days=40)
+    dentist = Memory("u1", "aaaaa", "[offline] Has a dentist appointment tomorrow", old, old)
+    tea = Memory("u1", "bbbbb", "[offline] Loves green tea", old, old)
+    assert [jev.review(m) for m in (dentist, tea)] == [Verdict.DELETE, Verdict.KEEP]
