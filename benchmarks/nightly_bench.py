@@ -1,0 +1,164 @@
+"""Nightly run wall time for 100 and 1,000 active speakers at a simulated model latency L.
+
+Every speaker had a busy day: 30 messages (five chunks, the cap) and ten memories; Jev
+keeps every memory and wants an add each time, so each chunk costs 1 worth + 10
+verdicts + 1 add decision + 1 add text = 13 calls, with a critical path of 4 L
+(worth, the verdicts in parallel, add, text). Plus 20 stale reviews and the diary.
+
+"Sequential" is every model call one after another: calls x L (a lower bound for a
+one-call-at-a-time implementation; store time is not counted in it). L = 20 ms keeps
+the whole benchmark well under a minute; the ratio, not the absolute time, is the figure
+to read, since real model latencies are 10-50x longer and scale both sides alike.
+"""
+
+from __future__ import annotations
+
+import sys
+import threading
+import time
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+
+from fakes import FakeMessageStore, FakeRunStore, message  # noqa: E402
+from memorybot.consolidation import (  # noqa: E402
+    CHUNK_MESSAGES,
+    CHUNKS_PER_SPEAKER,
+    SPEAKER_CONCURRENCY,
+    STALE_AFTER,
+    Consolidator,
+    max_model_calls,
+)
+from memorybot.domain import JST, Action, LedgerEntry, Memory, Verdict  # noqa: E402
+from memorybot.extraction import Extractor  # noqa: E402
+from memorybot.ports import ConflictError  # noqa: E402
+
+LATENCY = 0.02  # seconds per simulated model call
+SPEAKER_COUNTS = (100, 1000)
+MEMORIES_PER_SPEAKER = 10
+STALE_RECORDS = 25
+NOW = datetime(2026, 11, 30, 3, 0, tzinfo=JST)
+
+
+class SlowJev:
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self.calls = 0
+
+    def _wait(self) -> None:
+        with self._lock:
+            self.calls += 1
+        time.sleep(LATENCY)
+
+    def worth(self, exchange):
+        self._wait()
+        return 0.9
+
+    def verdict(self, exchange, memory):
+        self._wait()
+        return Verdict.KEEP
+
+    def add(self, exchange, verdicts):
+        self._wait()
+        return 0.9
+
+    def review(self, memory):
+        self._wait()
+        return Verdict.KEEP
+
+
+class SlowChat(SlowJev):
+    def write_memory(self, exchange, current):
+        self._wait()
+        return "a new fact"
+
+    def write_diary(self, transcript):
+        self._wait()
+        return "にぎやかな一日だった。"
+
+
+class PerUserStore:
+    """An in-memory MemoryStore indexed by user, so the store is not what gets measured."""
+
+    def __init__(self) -> None:
+        self.rows: dict[str, dict[str, Memory]] = {}
+        self.ledger: list[LedgerEntry] = []
+        self._lock = threading.Lock()
+
+    def seed(self, m: Memory) -> None:
+        self.rows.setdefault(m.user_id, {})[m.memory_id] = m
+
+    def read_profile(self, user_id, *, actor, reason, limit, run_id=None):
+        with self._lock:
+            profile = sorted(self.rows.get(user_id, {}).values(), key=lambda m: m.updated_at, reverse=True)[:limit]
+            self.ledger.append(LedgerEntry(user_id, Action.READ, actor, reason, NOW, tuple(m.memory_id for m in profile), run_id=run_id))
+            return profile
+
+    def get(self, user_id, memory_id):
+        return self.rows.get(user_id, {}).get(memory_id)
+
+    def apply(self, change, *, actor, run_id=None, ledger_action=None):
+        with self._lock:
+            mine = self.rows.setdefault(change.user_id, {})
+            if mine.get(change.memory_id) != change.before:
+                raise ConflictError(change.memory_id)
+            if change.after is None:
+                del mine[change.memory_id]
+            else:
+                mine[change.memory_id] = change.after
+            entry = LedgerEntry(change.user_id, change.action, actor, change.reason, NOW, (change.memory_id,), change.before, change.after, run_id)
+            self.ledger.append(entry)
+            return entry
+
+    def stale(self, updated_before, limit):
+        every = (m for mine in self.rows.values() for m in mine.values() if m.updated_at < updated_before)
+        return sorted(every, key=lambda m: m.updated_at)[:limit]
+
+    def ledger_for_run(self, run_id):
+        return [e for e in reversed(self.ledger) if e.run_id == run_id]
+
+    def ledger_for_user(self, user_id, limit=100):
+        return [e for e in reversed(self.ledger) if e.user_id == user_id][:limit]
+
+    def last_forget_at(self, user_id):
+        return None
+
+
+def one_night(speakers: int) -> tuple[float, int]:
+    memories, messages = PerUserStore(), FakeMessageStore()
+    start = NOW - timedelta(hours=23)
+    day_start = datetime(2026, 11, 20, tzinfo=timezone.utc)
+    for s in range(speakers):
+        for k in range(MEMORIES_PER_SPEAKER):
+            memories.seed(Memory(f"u{s}", f"m{k:04d}", f"fact {k}", day_start, day_start))
+        for i in range(CHUNK_MESSAGES * CHUNKS_PER_SPEAKER):
+            messages.put(message(f"u{s}", f"message {i}", at=start + timedelta(seconds=s * 40 + i)))
+    old = NOW - STALE_AFTER - timedelta(days=1)
+    for k in range(STALE_RECORDS):
+        memories.seed(Memory("quiet", f"q{k:04d}", f"old {k}", old, old))
+    jev, chat = SlowJev(), SlowChat()
+    extractor = Extractor(memories, jev, chat)
+    consolidator = Consolidator(memories, messages, FakeRunStore(), extractor, jev, chat)
+    started = time.perf_counter()
+    run = consolidator.run(NOW)
+    elapsed = time.perf_counter() - started
+    calls = jev.calls + chat.calls
+    assert run is not None and run.summary["model_calls"] == calls <= max_model_calls(speakers)
+    return elapsed, calls
+
+
+def main() -> None:
+    print(f"L = {LATENCY * 1000:.0f} ms per model call; {SPEAKER_CONCURRENCY} speakers at a time; "
+          f"{CHUNKS_PER_SPEAKER} chunks and {MEMORIES_PER_SPEAKER} memories per speaker")
+    print(f"{'speakers':>9} {'calls':>7} {'bound':>7} {'wall (s)':>9} {'sequential (s)':>15} {'speedup':>8} {'wall / L':>9}")
+    for speakers in SPEAKER_COUNTS:
+        elapsed, calls = one_night(speakers)
+        sequential = calls * LATENCY
+        print(f"{speakers:>9} {calls:>7} {max_model_calls(speakers):>7} {elapsed:>9.2f} {sequential:>15.1f} "
+              f"{sequential / elapsed:>7.1f}x {elapsed / LATENCY:>9.0f}")
+    print("critical path per speaker: 5 chunks x 4 L = 20 L; ideal wall ~ ceil(speakers / concurrency) x 20 L + reviews")
+
+
+if __name__ == "__main__":
+    main()
