@@ -113,6 +113,7 @@ class SuggestForget:
 @dataclass(frozen=True)
 class Unsupported:
     what: str
+    autocomplete: bool = False  # an autocomplete request must be answered with (no) choices
 
 
 Request = Ping | Chat | ShowMemories | ForgetMemory | SuggestForget | Unsupported
@@ -138,6 +139,13 @@ def _text(value: Any, what: str) -> str:
     return value
 
 
+def _snowflake(value: Any, what: str) -> str:
+    text = _text(value, what)
+    if not text.isdigit() or len(text) > 20:
+        raise BadRequest(f"malformed {what}")
+    return text
+
+
 def _caller(payload: dict) -> Caller:
     member = payload.get("member") if isinstance(payload.get("member"), dict) else {}
     user = member.get("user") or payload.get("user")  # guild: member.user; DM: user
@@ -145,7 +153,7 @@ def _caller(payload: dict) -> Caller:
         raise BadRequest("missing user")
     name = member.get("nick") or user.get("global_name") or user.get("username") or "someone"
     channel = payload.get("channel_id") or (payload.get("channel") or {}).get("id")
-    return Caller(_text(user.get("id"), "user id"), str(name), _text(channel, "channel id"))
+    return Caller(_snowflake(user.get("id"), "user id"), str(name), _snowflake(channel, "channel id"))
 
 
 def _options(data: dict) -> list[dict]:
@@ -179,7 +187,7 @@ def parse(body: bytes) -> Request:
     if command == "chat" and kind == APPLICATION_COMMAND:
         message = _option(options, "message") or {}
         return Chat(
-            _text(payload.get("id"), "interaction id"),
+            _snowflake(payload.get("id"), "interaction id"),
             _text(payload.get("token"), "token"),
             _text(payload.get("application_id"), "application id"),
             caller,
@@ -193,7 +201,7 @@ def parse(body: bytes) -> Request:
         if sub.get("name") == "forget":
             typed = str((_option(sub_options, "id") or {}).get("value") or "")
             return SuggestForget(caller, typed) if kind == AUTOCOMPLETE else ForgetMemory(caller, typed)
-    return Unsupported(str(command))
+    return Unsupported(str(command), autocomplete=kind == AUTOCOMPLETE)
 
 
 # ---------------------------------------------------------------- answers
@@ -223,10 +231,9 @@ def respond(body: bytes, deps: Dependencies) -> tuple[int, dict]:
     except BadRequest as exc:
         logger.info("bad interaction", extra={"reason": str(exc)})
         return 400, {"error": "bad request"}
-    handler: Callable[[Any, Dependencies], dict] | None = _HANDLERS.get(type(request))
-    if handler is None:
-        return 200, ephemeral(TEXT_UNSUPPORTED)
-    return 200, handler(request, deps)
+    if isinstance(request, Unsupported):
+        return 200, choices([]) if request.autocomplete else ephemeral(TEXT_UNSUPPORTED)
+    return 200, _HANDLERS[type(request)](request, deps)
 
 
 def _ping(request: Ping, deps: Dependencies) -> dict:

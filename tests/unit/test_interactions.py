@@ -81,6 +81,19 @@ def test_unreadable_requests_get_400_and_nothing_is_written(front, raw):
     nothing_written(front)
 
 
+def test_an_interaction_id_that_is_not_a_snowflake_is_refused_with_400(front):
+    payload = chat("hello")
+    payload["id"] = "not-a-number"
+    assert call(payload)["statusCode"] == 400
+    nothing_written(front)
+
+
+def test_an_autocomplete_for_an_unknown_option_gets_no_choices(front):
+    answer = body_of(call(command("chat", [{"type": 3, "name": "message", "value": "x", "focused": True}], kind=4)))
+    assert answer == {"type": 8, "data": {"choices": []}}
+    nothing_written(front)
+
+
 def test_an_unknown_command_gets_a_polite_ephemeral(front):
     answer = body_of(call(command("dance")))
     assert answer["data"]["content"] == interactions.TEXT_UNSUPPORTED

@@ -85,6 +85,14 @@ def test_when_the_model_fails_the_reply_is_a_polite_apology_and_nothing_is_extra
     assert [m.is_bot for m in front.message_store.recent(CHANNEL, 10)] == [False]
 
 
+def test_an_empty_model_answer_is_treated_as_a_failure(front):
+    front.chat_model.reply_answer = "   "
+    work = said(front, "hello there")
+    assert reply.handler(work, context())["status"] == "apologised"
+    assert [e.body["content"] for e in front.recorder.of_kind("edit")] == [reply.APOLOGY]
+    assert front.invoker.calls == []
+
+
 def test_extraction_adds_a_memory_for_the_speaker_once_even_when_retried(front):
     work = said(front, "I moved to Kyoto last week")
     bot_id = snowflake_at(utcnow(), 999)

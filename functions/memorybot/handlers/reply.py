@@ -32,14 +32,14 @@ def _reply(job: dict) -> dict:
         _fetch_history(c, channel_id)
     conversation = c.message_store.recent(channel_id, CONVERSATION_MESSAGES)
     try:
-        text = c.reply_writer.reply(user_id, job["user_name"], conversation)[:DISCORD_MESSAGE_MAX_CHARS] or APOLOGY
-        failed = False
+        text = c.reply_writer.reply(user_id, job["user_name"], conversation).strip()[:DISCORD_MESSAGE_MAX_CHARS]
     except Exception as exc:  # noqa: BLE001 - the model failed: apologise, remember nothing
         logger.warning("reply model failed", extra={"error": type(exc).__name__})
-        text, failed = APOLOGY, True
-    message_id = c.discord.edit_original(job["application_id"], job["token"], text)
-    if failed:
+        text = ""
+    if not text:
+        c.discord.edit_original(job["application_id"], job["token"], APOLOGY)
         return {"status": "apologised"}
+    message_id = c.discord.edit_original(job["application_id"], job["token"], text)
     message_id = message_id or snowflake_at(utcnow())
     c.message_store.put(Message(channel_id, message_id, job["application_id"], BOT_NAME, text, is_bot=True))
     c.invoker.invoke("extraction", {**_ids(job), "up_to_message_id": message_id})
