@@ -130,6 +130,12 @@ def test_with_history_enabled_other_peoples_messages_join_the_log_once_and_reach
     assert any("carol: the rehearsal moved to Friday" in p.content for _, prompt in front.chat_model.seen for p in prompt)
 
 
+def test_by_default_no_channel_history_is_fetched(front):
+    front.recorder.someone_said(CHANNEL, "300000000000000003", "carol", "the rehearsal moved to Friday")
+    reply.handler(said(front, "hello there"), context())
+    assert [m.author_name for m in front.message_store.recent(CHANNEL, 20)] == ["alice", "memorybot"]
+
+
 def test_the_whole_chain_runs_through_the_local_invoker(front):
     """interactions -> reply worker -> extraction worker, as the local stack runs them."""
     front.invoker = LocalInvoker({"reply": reply.handler, "extraction": extraction.handler})

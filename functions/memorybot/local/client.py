@@ -124,9 +124,12 @@ class LocalClient:
         if data.get("content"):
             prefix = "(only you can see this) " if data.get("flags", 0) & 64 else ""
             lines.append(f"memorybot: {prefix}{data['content']}")
-        self.http.post(f"{self.url}/local/drain")  # the reply and extraction run in the background
-        lines.extend(self._posted(payload["token"]))
-        return lines
+        drained = self.http.post(f"{self.url}/local/drain").json()  # reply and extraction run in the background
+        posted = list(self._posted(payload["token"]))
+        if answer.get("type") == 5 and not posted:
+            failed = drained.get("failedInvocations", 0)
+            posted.append(f"(no reply was posted; {failed} background invocation(s) failed so far: see the stack's output)")
+        return lines + posted
 
     def _posted(self, token: str) -> Iterable[str]:
         for event in self._events():
