@@ -6,13 +6,13 @@ delivery for the same day does nothing.
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import datetime, timezone
 
 from aws_lambda_powertools import Logger
 
 from .. import bootstrap
 from ..consolidation import window_for
-from ..domain import parse_iso, utcnow
+from ..domain import utcnow
 
 logger = Logger(service="memorybot-nightly")
 
@@ -32,8 +32,13 @@ def handler(event: dict, context) -> dict:
 
 
 def _scheduled_time(event: dict) -> datetime:
-    """The schedule's own time (a late redelivery still names the same day); now if absent."""
-    try:
-        return parse_iso(str(event["time"]))
-    except (KeyError, TypeError, ValueError):
+    """The schedule's own time (a late redelivery still names the same day); now if absent.
+
+    A time that does not parse is refused rather than replaced by now, which would claim
+    the wrong day. A time without a zone is UTC, as EventBridge's are.
+    """
+    raw = event.get("time")
+    if raw is None:
         return utcnow()
+    at = datetime.fromisoformat(str(raw).replace("Z", "+00:00"))
+    return at if at.tzinfo else at.replace(tzinfo=timezone.utc)
