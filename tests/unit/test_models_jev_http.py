@@ -117,9 +117,9 @@ def test_a_wrong_or_missing_key_is_a_failure():
         assert JevHttpDecisionModel(jev.url, timeout_seconds=2.0, api_key="right").worth(EXCHANGE) == 0.9
 
 
-@pytest.mark.parametrize("status", [201, 204])
-def test_other_2xx_with_a_good_body_is_accepted(jev, model, status):
-    jev.answer("/worth", {"probability": 0.4}, status=status if status != 204 else 200)
+@pytest.mark.parametrize("status", [200, 201, 202])
+def test_any_2xx_with_a_good_body_is_accepted(jev, model, status):
+    jev.answer("/worth", {"probability": 0.4}, status=status)
     assert model.worth(EXCHANGE) == 0.4
 
 
@@ -254,7 +254,7 @@ def test_extraction_with_failing_verdicts_leaves_records_untouched(jev, model):
     jev.answer("/verdict", status=500)
     result = _extract(model, store, ScriptedChat())
     assert result.updated == [] and result.deleted == [] and result.added == []
-    assert store.of("u1") == [TEA, CAT] or store.of("u1") == [CAT, TEA]
+    assert set(store.of("u1")) == {TEA, CAT}
     assert store.changes() == []
 
 

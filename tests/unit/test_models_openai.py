@@ -9,6 +9,7 @@ import pytest
 from fakes import FakeMemoryStore, ScriptedJev, message
 from loopback.openai_server import OpenAIServer
 
+from memorybot.adapters import llm_prompts
 from memorybot.adapters.openai_chat import OpenAIChatModel, OpenAICompatibleClient, OpenAIDecisionModel
 from memorybot.domain import Memory, PromptMessage, Verdict
 from memorybot.extraction import Extractor
@@ -75,6 +76,28 @@ def test_worth_request_shape(llm, jev):
     assert [m["role"] for m in body["messages"]] == ["system", "user"]
     assert '{"probability"' in body["messages"][0]["content"]
     assert EXCHANGE in body["messages"][1]["content"]
+
+
+@pytest.mark.parametrize(
+    "ask, question, answer",
+    [
+        (lambda j: j.worth(EXCHANGE), llm_prompts.worth_question(EXCHANGE), '{"probability": 0.5}'),
+        (lambda j: j.verdict(EXCHANGE, TEA), llm_prompts.verdict_question(EXCHANGE, TEA), '{"verdict": "keep"}'),
+        (lambda j: j.add(EXCHANGE, [(TEA, Verdict.KEEP)]), llm_prompts.add_question(EXCHANGE, [(TEA, Verdict.KEEP)]),
+         '{"probability": 0.5}'),
+        (lambda j: j.review(TEA), llm_prompts.review_question(TEA), '{"verdict": "keep"}'),
+    ],
+)
+def test_each_question_sends_exactly_this_body(llm, jev, ask, question, answer):
+    llm.reply(answer)
+    ask(jev)
+    assert llm.last(PATH).json == {
+        "model": "test-model",
+        "messages": [{"role": "system", "content": question.system}, {"role": "user", "content": question.user}],
+        "max_tokens": llm_prompts.DECISION_MAX_TOKENS,
+        "temperature": 0.0,
+        "response_format": {"type": "json_object"},
+    }
 
 
 def test_verdict_sends_exchange_and_the_one_memory(llm, jev):
