@@ -139,6 +139,10 @@ def _text(value: Any, what: str) -> str:
     return value
 
 
+def _object(value: Any) -> dict:
+    return value if isinstance(value, dict) else {}
+
+
 def _snowflake(value: Any, what: str) -> str:
     text = _text(value, what)
     if not text.isdigit() or len(text) > 20:
@@ -147,12 +151,12 @@ def _snowflake(value: Any, what: str) -> str:
 
 
 def _caller(payload: dict) -> Caller:
-    member = payload.get("member") if isinstance(payload.get("member"), dict) else {}
+    member = _object(payload.get("member"))
     user = member.get("user") or payload.get("user")  # guild: member.user; DM: user
     if not isinstance(user, dict):
         raise BadRequest("missing user")
     name = member.get("nick") or user.get("global_name") or user.get("username") or "someone"
-    channel = payload.get("channel_id") or (payload.get("channel") or {}).get("id")
+    channel = payload.get("channel_id") or _object(payload.get("channel")).get("id")
     return Caller(_snowflake(user.get("id"), "user id"), str(name), _snowflake(channel, "channel id"))
 
 
@@ -185,7 +189,7 @@ def parse(body: bytes) -> Request:
     caller = _caller(payload)
     command, options = data.get("name"), _options(data)
     if command == "chat" and kind == APPLICATION_COMMAND:
-        message = _option(options, "message") or {}
+        message = _option(options, "message") or {}  # a missing option is an empty chat
         return Chat(
             _snowflake(payload.get("id"), "interaction id"),
             _text(payload.get("token"), "token"),
