@@ -1,0 +1,149 @@
+"""Fault injection for the stress tests: fail chosen DynamoDB requests or model calls.
+
+DynamoDB faults go through botocore's own event hooks on a real client talking to
+moto's server, so the adapter code under test is exactly the deployed code.
+"""
+
+from __future__ import annotations
+
+import itertools
+import threading
+from dataclasses import dataclass, field
+from typing import Any
+
+from memorybot.adapters.dynamodb import ledger_from_item, memory_from_item
+from memorybot.config import Settings
+from memorybot.domain import Action, LedgerEntry, Memory
+from memorybot.local import moto_dynamo
+from memorybot.ports import ModelError
+
+_prefixes = itertools.count(1)
+
+
+class InjectedFault(Exception):
+    """Stands for any DynamoDB failure: a throttle, a timeout, a 500."""
+
+
+class RequestFaults:
+    """Counts a client's DynamoDB requests and fails the ones whose number is in ``fail_at``."""
+
+    def __init__(self, client: Any) -> None:
+        self.count = 0
+        self.fail_at: set[int] = set()
+        self.operations: list[str] = []
+        self._lock = threading.Lock()
+        client.meta.events.register("before-call.dynamodb", self._before_call)
+
+    def _before_call(self, model, **_: Any) -> None:
+        with self._lock:
+            self.count += 1
+            self.operations.append(model.name)
+            failing = self.count in self.fail_at
+        if failing:
+            raise InjectedFault(f"request {self.count} ({model.name})")
+
+    def reset(self, fail_at: set[int] | None = None) -> None:
+        with self._lock:
+            self.count = 0
+            self.operations = []
+            self.fail_at = set(fail_at or ())
+
+
+class CallFaults:
+    """Numbers every call made to the models it wraps (one numbering across all of them);
+    the calls whose number is in ``fail_at`` raise ModelError instead of answering."""
+
+    def __init__(self, fail_at: set[int] | None = None) -> None:
+        self.count = 0
+        self.fail_at = set(fail_at or ())
+        self.failed: list[str] = []
+        self._lock = threading.Lock()
+
+    def wrap(self, model: Any) -> Any:
+        faults = self
+
+        class Faulty:
+            def __getattr__(self, name: str) -> Any:
+                target = getattr(model, name)
+
+                def call(*args: Any, **kwargs: Any) -> Any:
+                    with faults._lock:
+                        faults.count += 1
+                        failing = faults.count in faults.fail_at
+                        if failing:
+                            faults.failed.append((name, args))
+                    if failing:
+                        raise ModelError(f"injected failure of call {faults.count} ({name})")
+                    return target(*args, **kwargs)
+
+                return call
+
+        return Faulty()
+
+
+def fresh_tables(moto_server) -> tuple[Any, Settings]:
+    """A client and Settings over brand-new tables (for loops and hypothesis examples)."""
+    client = moto_server.client()
+    prefix = f"f{next(_prefixes)}-"
+    moto_dynamo.create_tables(client, prefix)
+    return client, Settings.from_env({"MEMORYBOT_TABLE_PREFIX": prefix})
+
+
+def _unhooked(client: Any) -> Any:
+    """A second client on the same endpoint, so that snapshots are never counted or failed."""
+    import boto3
+
+    return boto3.client(
+        "dynamodb", endpoint_url=client.meta.endpoint_url, region_name=moto_dynamo.LOCAL_REGION, **moto_dynamo.LOCAL_CREDENTIALS
+    )
+
+
+def _scan(client: Any, table: str) -> list[dict]:
+    items, kwargs = [], {"TableName": table}
+    while True:
+        page = client.scan(**kwargs)
+        items += page.get("Items", [])
+        if "LastEvaluatedKey" not in page:
+            return items
+        kwargs["ExclusiveStartKey"] = page["LastEvaluatedKey"]
+
+
+@dataclass
+class Snapshot:
+    """Everything in the memories and memory_log tables, read without any fault hook."""
+
+    memories: dict[tuple[str, str], Memory] = field(default_factory=dict)
+    ledger: list[LedgerEntry] = field(default_factory=list)
+
+    @classmethod
+    def take(cls, client: Any, settings: Settings) -> "Snapshot":
+        client = _unhooked(client)
+        memories = {}
+        for item in _scan(client, settings.table_names["memories"]):
+            m = memory_from_item(item)
+            memories[(m.user_id, m.memory_id)] = m
+        ledger = [ledger_from_item(i) for i in _scan(client, settings.table_names["memory_log"])]
+        return cls(memories, ledger)
+
+    def changes(self) -> list[LedgerEntry]:
+        return [e for e in self.ledger if e.action is not Action.READ]
+
+
+def assert_every_change_has_exactly_one_ledger_row(before: Snapshot, after: Snapshot) -> None:
+    """The memories table moved from ``before`` to ``after`` only by changes the ledger records,
+    one row each, with the right before and after states; no partial change."""
+    new_rows = [e for e in after.changes() if e not in before.changes()]
+    changed = {k for k in before.memories.keys() | after.memories.keys() if before.memories.get(k) != after.memories.get(k)}
+    # replay the new rows, oldest first, from the old state: it must give the new state
+    state = dict(before.memories)
+    for entry in sorted(new_rows, key=lambda e: e.at):
+        [memory_id] = entry.memory_ids
+        key = (entry.user_id, memory_id)
+        assert state.get(key) == entry.before, f"ledger row for {key} does not start from the stored state"
+        if entry.after is None:
+            state.pop(key, None)
+        else:
+            state[key] = entry.after
+    assert state == after.memories, "the ledger does not account for the table's changes"
+    touched = {(e.user_id, e.memory_ids[0]) for e in new_rows}
+    assert changed <= touched
