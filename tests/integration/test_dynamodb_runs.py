@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+from dataclasses import replace
 from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime, timedelta, timezone
 
@@ -64,8 +65,6 @@ def test_concurrent_claims_of_different_days_get_distinct_ids_without_gaps(runs,
 
 def test_finish_stores_diary_summary_and_times(runs):
     run = runs.claim("2026-11-29", T)
-    from dataclasses import replace
-
     summary = {"added": ["abcde"], "updated": [], "deleted": [], "decayed": ["fghjk"], "failures": 1, "model_calls": 9, "conflicts": 0}
     finished = replace(run, finished_at=T + timedelta(minutes=3), diary="静かな一日だった。", summary=summary)
     runs.finish(finished)
@@ -117,6 +116,8 @@ class World:
         self.nightly(Change(Action.UPDATE, before, self.updated, "jev: update"))
         self.nightly(Change(Action.DELETE, self.memories.get("a", "del00"), None, "jev: delete"))
         self.nightly(Change(Action.DELETE, self.memories.get("z", "dec00"), None, "nightly decay"))
+        self.run = replace(self.run, finished_at=T + timedelta(minutes=5))
+        self.runs.finish(self.run)
 
     def nightly(self, change: Change) -> None:
         self.memories.apply(change, actor=Actor.NIGHTLY, run_id=self.run.run_id)

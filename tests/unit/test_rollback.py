@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from datetime import datetime, timedelta, timezone
 
@@ -22,6 +23,12 @@ from memorybot.rollback import (
 
 T = datetime(2026, 11, 29, 18, 0, tzinfo=timezone.utc)
 SECRET = "s3cret-admin"
+
+
+def finished(runs, run, at):
+    done = dataclasses.replace(run, finished_at=at)
+    runs.finish(done)
+    return done
 
 
 class World:
@@ -47,6 +54,7 @@ class World:
         )
         self.nightly(Change(Action.DELETE, self.get("a", "del00"), None, "jev verdict: delete"))
         self.nightly(Change(Action.DELETE, self.get("z", "dec00"), None, "nightly decay: jev review delete"))
+        self.run = finished(self.runs, self.run, self.clock())
 
     def nightly(self, change: Change) -> Memory | None:
         self.memories.apply(change, actor=Actor.NIGHTLY, run_id=self.run.run_id)
@@ -146,7 +154,7 @@ def test_a_record_touched_twice_by_the_run_is_walked_back_step_by_step():
 
 def test_reads_are_not_replayed_and_other_runs_are_untouched():
     w = World()
-    other = w.runs.claim("2026-11-30", T + timedelta(days=1))
+    other = finished(w.runs, w.runs.claim("2026-11-30", T + timedelta(days=1)), w.clock())
     w.memories.apply(Change(Action.ADD, None, memory("b", "bbbbb", "b's fact", at=T), "jev: add"), actor=Actor.NIGHTLY, run_id=other.run_id)
     result = w.rollback.run(w.run.run_id)
     assert result.run_id == w.run.run_id and w.get("b", "bbbbb") is not None
@@ -158,7 +166,7 @@ def test_reads_are_not_replayed_and_other_runs_are_untouched():
 
 def test_no_run_id_means_the_latest_run():
     w = World()
-    latest = w.runs.claim("2026-11-30", T + timedelta(days=1))
+    latest = finished(w.runs, w.runs.claim("2026-11-30", T + timedelta(days=1)), w.clock())
     w.memories.apply(Change(Action.ADD, None, memory("b", "bbbbb", "b's fact", at=T), "jev: add"), actor=Actor.NIGHTLY, run_id=latest.run_id)
     result = w.rollback.run()
     assert result.run_id == latest.run_id and result.reverted == ["bbbbb"]
@@ -348,3 +356,17 @@ def test_run_id_through_the_endpoint_targets_that_run_and_unknown_is_404():
     assert handle(w.rollback, f"Bearer {SECRET}", '{"runId": 42}', lambda: SECRET)[0] == 404
     status, body = handle(w.rollback, f"Bearer {SECRET}", json.dumps({"runId": w.run.run_id, "dryRun": True}), lambda: SECRET)
     assert status == 200 and body["dryRun"] is True and w.rollback_rows() == []
+
+
+# ---- a run still being written ----------------------------------------------------------------
+
+
+def test_a_run_still_being_written_is_not_rolled_back_yet_but_a_dead_one_is():
+    w = World()
+    live = w.runs.claim("2026-11-30", w.clock())
+    w.memories.apply(Change(Action.ADD, None, memory("b", "bbbbb", "b's fact", at=T), "jev: add"), actor=Actor.NIGHTLY, run_id=live.run_id)
+    status, body = respond(w.rollback.run(live.run_id))
+    assert (status, body["inProgress"]) == (409, True) and w.get("b", "bbbbb") is not None
+    assert respond(w.rollback.run(live.run_id, dry_run=True))[0] == 409
+    w.clock.now += timedelta(minutes=16)  # longer than a nightly function can live: it died
+    assert w.rollback.run(live.run_id).reverted == ["bbbbb"]

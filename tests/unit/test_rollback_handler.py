@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import base64
+import dataclasses
 import json
-from datetime import datetime, timezone
+from datetime import datetime, timedelta, timezone
 
 import pytest
 
@@ -28,6 +29,7 @@ def wired(monkeypatch):
     monkeypatch.setattr(bootstrap, "container", lambda: container)
     run = runs.claim("2026-11-29", T)
     memories.apply(Change(Action.ADD, None, memory("a", "add00", "plays go", at=T), "jev: add"), actor=Actor.NIGHTLY, run_id=run.run_id)
+    runs.finish(dataclasses.replace(run, finished_at=T + timedelta(minutes=5)))
     return memories, runs, run
 
 
