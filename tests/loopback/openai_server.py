@@ -12,7 +12,9 @@ reads the system prompt: an answer to a JSON ``{"verdict": ...}`` question gets
         llm.reply_once("a text for the next call only")
         llm.reject_response_format = True   # 400 naming response_format, like servers without JSON mode
         llm.completions()[-1]["messages"]    # request bodies, parsed
+        llm.finish_reason = "length"         # as if the model hit max_tokens
         llm.answer(llm.COMPLETIONS_PATH, raw=b"{broken")   # bypass the envelope entirely
+        llm.clear()                          # back to the constructor's defaults, no requests
 
 See ``loopback`` (the package docstring) for the common API: delays, scripted
 statuses, recorded requests, ``api_key``.
@@ -35,14 +37,22 @@ class OpenAIServer(LoopbackServer):
                  default_verdict: str = "keep", default_text: str = "(fake llm) ok") -> None:
         super().__init__(api_key=api_key)
         self._content_lock = threading.Lock()
-        self._sticky_text: str | None = None
-        self._once_texts: deque[str] = deque()
+        self._initial = (default_probability, default_verdict, default_text)
+        self._reset_content()
+
+    def _reset_content(self) -> None:
+        with self._content_lock:
+            self._sticky_text: str | None = None
+            self._once_texts: deque[str] = deque()
         self.responder: Callable[[dict[str, Any]], str] | None = None
-        self.default_probability = default_probability
-        self.default_verdict = default_verdict
-        self.default_text = default_text
+        self.default_probability, self.default_verdict, self.default_text = self._initial
         self.reject_response_format = False
         self.finish_reason = "stop"
+
+    def clear(self) -> None:
+        """Also forgets scripted texts, the responder and the flags (constructor defaults again)."""
+        super().clear()
+        self._reset_content()
 
     def base_url(self, root: str) -> str:
         return f"{root}/v1"

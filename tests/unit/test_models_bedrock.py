@@ -187,6 +187,15 @@ def test_write_memory_asks_with_the_chat_model_and_takes_the_first_line(stubbed)
     assert TEA.text in task.user and CAT.text not in task.user + task.system
 
 
+def test_a_memory_cut_off_at_max_tokens_is_a_failure(stubbed):
+    client, stub = stubbed
+    stub.add_response("converse", _text_answer("Likes green tea and has lived in Osaka since", stop="max_tokens"))
+    stub.add_response("converse", _text_answer("Likes green tea.\nand more and more", stop="max_tokens"))
+    with pytest.raises(ModelError, match="cut off"):
+        _chat(client).write_memory(EXCHANGE, None)
+    assert _chat(client).write_memory(EXCHANGE, None) == "Likes green tea."
+
+
 def test_write_diary_takes_the_first_line(stubbed):
     client, stub = stubbed
     stub.add_response("converse", _text_answer("今日は3人が旅行の話をした。\n二行目"))

@@ -55,6 +55,10 @@ def test_verdicts_must_be_exact_and_allowed():
 
 def test_first_line():
     assert lp.first_line("\n \n  Likes tea.  \nmore") == "Likes tea."
+    assert lp.first_line("Likes tea.\nmore", cut_off=True) == "Likes tea."
+    assert lp.first_line("Likes tea.") == "Likes tea."
+    with pytest.raises(ModelError):
+        lp.first_line("Likes tea and", cut_off=True)
     for bad in ("", " \n\t\n", None):
         with pytest.raises(ModelError):
             lp.first_line(bad)

@@ -33,9 +33,6 @@ def _server():
 @pytest.fixture
 def llm(_server):
     _server.clear()
-    _server.reply(None)
-    _server.responder = None
-    _server.reject_response_format = False
     return _server
 
 
@@ -281,6 +278,22 @@ def test_an_empty_text_is_a_failure(llm, chat, content):
         chat.write_diary("alice: hi")
     with pytest.raises(ModelError):
         chat.write_reply([PromptMessage("system", "s"), PromptMessage("user", "hi")])
+
+
+def test_a_memory_cut_off_at_the_token_limit_is_a_failure(llm, chat):
+    llm.finish_reason = "length"
+    llm.reply("Likes green tea and has lived in Osaka since the spring of")
+    with pytest.raises(ModelError, match="cut off"):
+        chat.write_memory(EXCHANGE, None)
+    llm.reply("Likes green tea.\nAnd then the model kept going until it ran out of")
+    assert chat.write_memory(EXCHANGE, None) == "Likes green tea."
+
+
+def test_a_filtered_completion_is_a_failure(llm, chat):
+    llm.finish_reason = "content_filter"
+    llm.reply("Likes green tea.")
+    with pytest.raises(ModelError):
+        chat.write_memory(EXCHANGE, None)
 
 
 def test_write_diary_is_one_line_from_the_transcript(llm, chat):

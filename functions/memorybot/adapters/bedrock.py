@@ -92,7 +92,10 @@ class BedrockConverse:
                 return use.get("input")
         raise ModelError("bedrock converse: no toolUse answer")
 
-    def text(self, system: list[str], turns: Sequence[PromptMessage], *, max_tokens: int, temperature: float) -> str:
+    def text(
+        self, system: list[str], turns: Sequence[PromptMessage], *, max_tokens: int, temperature: float
+    ) -> tuple[str, bool]:
+        """The answer's text, and whether the model stopped at ``max_tokens``."""
         request: dict[str, Any] = {
             "messages": [{"role": t.role, "content": [{"text": t.content}]} for t in turns],
             "inferenceConfig": {"maxTokens": max_tokens, "temperature": temperature},
@@ -107,7 +110,7 @@ class BedrockConverse:
         ]
         if not texts:
             raise ModelError("bedrock converse: no text answer")
-        return "".join(texts)
+        return "".join(texts), response.get("stopReason") == "max_tokens"
 
 
 class BedrockDecisionModel:
@@ -135,10 +138,10 @@ class BedrockChatModel:
         self._converse = converse
 
     def _write(self, task: TextTask) -> str:
-        text = self._converse.text(
+        text, cut_off = self._converse.text(
             [task.system], [PromptMessage("user", task.user)], max_tokens=task.max_tokens, temperature=0.0
         )
-        return llm_prompts.first_line(text)
+        return llm_prompts.first_line(text, cut_off=cut_off)
 
     def write_memory(self, exchange: str, current: Memory | None) -> str:
         return self._write(llm_prompts.memory_task(exchange, current))
@@ -151,7 +154,7 @@ class BedrockChatModel:
         turns = llm_prompts.alternating_turns(turns)
         if not turns:
             raise ModelError("reply prompt has no conversation")
-        text = self._converse.text(
+        text, _ = self._converse.text(
             system, turns, max_tokens=llm_prompts.REPLY_MAX_TOKENS, temperature=llm_prompts.REPLY_TEMPERATURE
         )
-        return llm_prompts.reply_text(text)
+        return llm_prompts.reply_text(text)  # a reply cut short is still worth sending

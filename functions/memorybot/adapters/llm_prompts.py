@@ -243,14 +243,19 @@ def parse_verdict(answer: object, allowed: Iterable[Verdict], *, exact: bool = T
     raise ModelError("verdict not allowed for this question")
 
 
-def first_line(text: object) -> str:
-    """The first non-empty line of a text answer (memories and the diary are one line)."""
+def first_line(text: object, *, cut_off: bool = False) -> str:
+    """The first non-empty line of a text answer (memories and the diary are one line).
+
+    ``cut_off``: the model stopped at its token limit. A first line that was still
+    being written when it stopped is half a sentence, not an answer.
+    """
     if not isinstance(text, str):
         raise ModelError("answer is not text")
-    for line in text.splitlines():
-        line = line.strip()
-        if line:
-            return line
+    for line in text.splitlines(keepends=True):
+        if line.strip():
+            if cut_off and line == line.rstrip("\r\n"):
+                raise ModelError("answer cut off at the token limit")
+            return line.strip()
     raise ModelError("empty answer")
 
 

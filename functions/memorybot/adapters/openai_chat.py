@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import threading
+from dataclasses import dataclass
 from typing import Any, Sequence
 
 import httpx
@@ -23,6 +24,12 @@ from .llm_prompts import Question, TextTask
 
 # Statuses with which servers without JSON mode refuse ``response_format``.
 _JSON_MODE_REFUSALS = frozenset({400, 404, 415, 422})
+
+
+@dataclass(frozen=True)
+class Completion:
+    text: str
+    cut_off: bool  # finish_reason "length": the model hit max_tokens
 
 
 class OpenAICompatibleClient:
@@ -66,8 +73,8 @@ class OpenAICompatibleClient:
 
     def complete(
         self, messages: list[dict[str, str]], *, max_tokens: int, temperature: float = 0.0, json_object: bool = False
-    ) -> str:
-        """The assistant's text for ``messages``; ModelError on any failure."""
+    ) -> Completion:
+        """The assistant's answer to ``messages``; ModelError on any failure."""
         body: dict[str, Any] = {
             "model": self.model,
             "messages": messages,
@@ -96,17 +103,19 @@ class OpenAICompatibleClient:
             raise ModelError(f"chat completions: {type(exc).__name__}") from exc
 
     @staticmethod
-    def _content(response: httpx.Response) -> str:
+    def _content(response: httpx.Response) -> Completion:
         if not response.is_success:
             raise ModelError(f"chat completions: HTTP {response.status_code}")
         try:
-            payload = json.loads(response.content)
-            content = payload["choices"][0]["message"]["content"]
+            choice = json.loads(response.content)["choices"][0]
+            content = choice["message"]["content"]
         except (ValueError, KeyError, IndexError, TypeError) as exc:
             raise ModelError("chat completions: unexpected body") from exc
         if not isinstance(content, str):
             raise ModelError("chat completions: no text content")
-        return content
+        if choice.get("finish_reason") == "content_filter":
+            raise ModelError("chat completions: filtered")
+        return Completion(content, choice.get("finish_reason") == "length")
 
 
 def _refuses_json_mode(response: httpx.Response) -> bool:
@@ -124,12 +133,12 @@ class OpenAIDecisionModel:
         self._client = client
 
     def _ask(self, question: Question) -> Any:
-        text = self._client.complete(
+        answer = self._client.complete(
             _messages(question.system, question.user),
             max_tokens=llm_prompts.DECISION_MAX_TOKENS,
             json_object=True,
         )
-        return question.parse(llm_prompts.extract_json_object(text))
+        return question.parse(llm_prompts.extract_json_object(answer.text))
 
     def worth(self, exchange: str) -> float:
         return self._ask(llm_prompts.worth_question(exchange))
@@ -149,8 +158,8 @@ class OpenAIChatModel:
         self._client = client
 
     def _write(self, task: TextTask) -> str:
-        text = self._client.complete(_messages(task.system, task.user), max_tokens=task.max_tokens)
-        return llm_prompts.first_line(text)
+        answer = self._client.complete(_messages(task.system, task.user), max_tokens=task.max_tokens)
+        return llm_prompts.first_line(answer.text, cut_off=answer.cut_off)
 
     def write_memory(self, exchange: str, current: Memory | None) -> str:
         return self._write(llm_prompts.memory_task(exchange, current))
@@ -164,7 +173,7 @@ class OpenAIChatModel:
         messages += [{"role": t.role, "content": t.content} for t in turns]
         if not turns:
             raise ModelError("reply prompt has no conversation")
-        text = self._client.complete(
+        answer = self._client.complete(
             messages, max_tokens=llm_prompts.REPLY_MAX_TOKENS, temperature=llm_prompts.REPLY_TEMPERATURE
         )
-        return llm_prompts.reply_text(text)
+        return llm_prompts.reply_text(answer.text)  # a reply cut short is still worth sending
