@@ -20,8 +20,8 @@ from infra.settings import StackConfig  # noqa: E402
 from infra.stack import MemoryBotStack  # noqa: E402
 
 
-def build_app(outdir: str | None = None, context: dict | None = None) -> tuple[App, MemoryBotStack]:
-    app = App(outdir=outdir, context=context)
+def build_app(outdir: str | None = None, context: dict | None = None, **app_options) -> tuple[App, MemoryBotStack]:
+    app = App(outdir=outdir, context=context, **app_options)
     config = StackConfig.from_context(app.node.try_get_context)
     # Environment-agnostic unless the CLI knows the account (synth needs no credentials).
     account, region = os.environ.get("CDK_DEFAULT_ACCOUNT"), os.environ.get("CDK_DEFAULT_REGION")

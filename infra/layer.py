@@ -12,7 +12,7 @@ Regenerate the pins after editing ``layers/requirements.in``::
         --python-platform aarch64-manylinux2014 --only-binary :all: --generate-hashes \\
         --no-header --no-annotate -o layers/requirements.txt \\
         --no-emit-package boto3 --no-emit-package botocore --no-emit-package s3transfer \\
-        --no-emit-package jmespath --no-emit-package urllib3 \\
+        --no-emit-package urllib3 \\
         --no-emit-package python-dateutil --no-emit-package six
 """
 

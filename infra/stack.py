@@ -294,6 +294,16 @@ class MemoryBotStack(Stack):
                 resources += [f"{table.table_arn}/index/{i.name}" for i in indexes]
             role.add_to_policy(iam.PolicyStatement(actions=list(actions), resources=resources))
 
+    @property
+    def cross_region_models(self) -> tuple[str, ...]:
+        """Base model ids reached through a cross-region inference profile (granted in every region)."""
+        bases = []
+        for model_id in self.config.bedrock_model_ids:
+            geo, _, base = model_id.partition(".")
+            if not model_id.startswith("arn:") and geo in _GEO_PREFIXES and base:
+                bases.append(base)
+        return tuple(dict.fromkeys(bases))
+
     def _bedrock_resources(self) -> list[str]:
         resources: list[str] = []
         for model_id in self.config.bedrock_model_ids:

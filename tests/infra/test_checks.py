@@ -1,0 +1,179 @@
+"""cdk-nag, cfn-lint, the staged assets, and the stack under non-default context."""
+
+from __future__ import annotations
+
+import json
+import tempfile
+
+import pytest
+from aws_cdk import App, Stack, Validations
+from aws_cdk import aws_sqs as sqs
+from aws_cdk.assertions import Template
+from cdk_nag import AwsSolutionsChecks
+
+from infra import nag
+from infra.settings import StackConfig
+
+CODE_GOAL_BYTES = 200 * 1024
+LAYER_GOAL_BYTES = 15 * 1024 * 1024
+
+
+def _acknowledgements(construct) -> dict[str, dict[str, str]]:
+    """Construct path -> {acknowledged id: reason} for the construct and its descendants."""
+    found: dict[str, dict[str, str]] = {}
+    for node in construct.node.find_all():
+        for entry in node.node.metadata:
+            if entry.type == Validations.ACKNOWLEDGED_RULES_METADATA_KEY:
+                found.setdefault(node.node.path, {}).update(entry.data)
+    return found
+
+
+# -- cdk-nag --------------------------------------------------------------------------------
+
+
+def test_synth_passed_aws_solutions_checks_with_no_unacknowledged_finding(synth):
+    # The app registers AwsSolutionsChecks; any unacknowledged finding fails the synth.
+    report = json.loads((synth.outdir / "validation-report.json").read_text())
+    violations = [v for plugin in report["pluginReports"] for v in plugin.get("violations", [])]
+    assert violations == []
+    assert all(plugin["conclusion"] == "success" for plugin in report["pluginReports"])
+
+
+def test_the_checks_are_live_an_unacknowledged_finding_fails_synth():
+    """Negative control: the same plugin wiring rejects a queue with no DLQ and no SSL policy."""
+    app = App(outdir=tempfile.mkdtemp(prefix="nag-control-"))
+    stack = Stack(app, "Control")
+    sqs.Queue(stack, "Plain")
+    Validations.of(app).add_plugins(AwsSolutionsChecks(app))
+    with pytest.raises(Exception, match="AwsSolutions-SQS4"):
+        app.synth()
+
+
+def test_every_acknowledgement_sits_on_a_resource_and_gives_its_reason(app_and_stack):
+    _, stack = app_and_stack
+    acks = _acknowledgements(stack)
+    assert stack.node.path not in acks, "no stack-wide acknowledgement"
+    assert acks, "the stack acknowledges its known findings"
+    for path, rules in acks.items():
+        for rule, reason in rules.items():
+            assert rule.startswith("AwsSolutions::AwsSolutions-"), (path, rule)
+            assert len(reason) > 60, (path, rule, reason)
+    # IAM5 is acknowledged only for the exact X-Ray wildcard, and only on the function roles.
+    iam5 = {p for p, rules in acks.items() if any("IAM5" in r for r in rules)}
+    assert iam5 == {f"{stack.node.path}/{name}Role" for name in stack.functions}
+    for path in iam5:
+        assert list(acks[path]) == ["AwsSolutions::AwsSolutions-IAM5[Resource::*]"]
+    assert set(nag.REASONS) >= {r.removeprefix("AwsSolutions::") for rules in acks.values() for r in rules}
+
+
+# -- cfn-lint -------------------------------------------------------------------------------
+
+
+def test_cfn_lint_finds_no_errors(synth):
+    from cfnlint.api import ManualArgs, lint_file
+
+    matches = lint_file(synth.outdir / "MemoryBot.template.json", config=ManualArgs(regions=["us-east-1"]))
+    errors = [f"{m.rule.id} {m.message}" for m in matches if m.rule.id.startswith("E")]
+    assert errors == []
+    # CDK puts DependsOn on each function's role next to the GetAtt; that warning is CDK's style.
+    warnings = {m.rule.id for m in matches if not m.rule.id.startswith("E")}
+    assert warnings <= {"W3005"}
+
+
+# -- the staged assets ----------------------------------------------------------------------
+
+
+def _size(folder) -> int:
+    return sum(p.stat().st_size for p in folder.rglob("*") if p.is_file())
+
+
+def test_code_asset_holds_only_the_package_with_every_handler(synth):
+    [key] = {f["Properties"]["Code"]["S3Key"] for f in synth.of_type("AWS::Lambda::Function").values()}
+    folder = synth.asset_dir(key)
+    assert sorted(p.name for p in folder.iterdir()) == ["memorybot"]
+    for name in ("interactions", "reply", "extraction", "nightly", "admin"):
+        assert (folder / "memorybot" / "handlers" / f"{name}.py").is_file()
+    assert (folder / "memorybot" / "tables.py").is_file()
+    leftovers = [p for p in folder.rglob("*") if p.name == "__pycache__" or p.suffix == ".pyc" or "egg-info" in p.name]
+    assert leftovers == []
+    assert not (folder / "memorybot" / "local").exists()  # the local stack needs moto: not deployed
+    assert _size(folder) < CODE_GOAL_BYTES
+
+
+def test_layer_asset_is_the_bundled_dependencies_without_boto3(synth):
+    [layer] = synth.of_type("AWS::Lambda::LayerVersion").values()
+    site = synth.asset_dir(layer["Properties"]["Content"]["S3Key"]) / "python"
+    for package in ("nacl", "aws_lambda_powertools", "httpx", "aws_xray_sdk", "cffi"):
+        assert (site / package).is_dir(), package
+    for runtime_provided in ("boto3", "botocore", "s3transfer"):
+        assert not (site / runtime_provided).exists()
+    assert _size(site) < LAYER_GOAL_BYTES
+
+
+# -- non-default context --------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def variant():
+    """x86_64, Python 3.12, a cross-region inference profile: bundling skipped, nag still on."""
+    from infra.app import build_app
+
+    app, stack = build_app(
+        outdir=tempfile.mkdtemp(prefix="cdk-variant-"),
+        context={
+            "architecture": "x86_64",
+            "python_version": "3.12",
+            "bedrock_chat_model_id": "us.anthropic.claude-3-5-haiku-20241022-v1:0",
+            "log_retention_days": "14",
+            "aws:cdk:bundling-stacks": [],
+        },
+        builtin_cloud_formation_validation=False,
+    )
+    app.synth()  # raises if cdk-nag finds anything unacknowledged
+    return Template.from_stack(stack).to_json()
+
+
+def test_context_changes_runtime_and_architecture_of_every_function_and_the_layer(variant):
+    resources = variant["Resources"].values()
+    functions = [r["Properties"] for r in resources if r["Type"] == "AWS::Lambda::Function"]
+    assert len(functions) == 5
+    assert {f["Runtime"] for f in functions} == {"python3.12"}
+    assert {tuple(f["Architectures"]) for f in functions} == {("x86_64",)}
+    [layer] = [r["Properties"] for r in resources if r["Type"] == "AWS::Lambda::LayerVersion"]
+    assert layer["CompatibleRuntimes"] == ["python3.12"] and layer["CompatibleArchitectures"] == ["x86_64"]
+    retention = {r["Properties"].get("RetentionInDays") for r in resources if r["Type"] == "AWS::Logs::LogGroup"}
+    assert retention == {14}
+
+
+def test_an_inference_profile_is_granted_with_its_model_and_nothing_else(variant):
+    policies = [r["Properties"] for r in variant["Resources"].values() if r["Type"] == "AWS::IAM::Policy"]
+    bedrock = [
+        s for p in policies for s in p["PolicyDocument"]["Statement"] if "bedrock" in json.dumps(s["Action"])
+    ]
+    assert len(bedrock) == 3  # reply, extraction, nightly
+    text = json.dumps(bedrock[0]["Resource"])
+    assert "inference-profile/us.anthropic.claude-3-5-haiku-20241022-v1:0" in text
+    assert ":bedrock:*::foundation-model/anthropic.claude-3-5-haiku-20241022-v1:0" in text
+    assert "::foundation-model/anthropic.claude-3-haiku-20240307-v1:0" in text  # the decision model
+
+
+@pytest.mark.parametrize(
+    "context, message",
+    [
+        ({"architecture": "sparc"}, "architecture"),
+        ({"python_version": "3.9"}, "python_version"),
+        ({"chat_model": "openai"}, "chat_model"),
+        ({"decision_model": "http"}, "jev_url"),
+    ],
+)
+def test_bad_context_is_refused_before_anything_is_built(context, message):
+    with pytest.raises(ValueError, match=message):
+        StackConfig.from_context(context.get)
+
+
+def test_context_strings_from_the_command_line_are_typed():
+    config = StackConfig.from_context(
+        {"log_retention_days": "90", "fetch_channel_history": "true", "api_rate_limit": "5"}.get
+    )
+    assert config.log_retention_days == 90 and config.fetch_channel_history is True and config.api_rate_limit == 5
+    assert StackConfig.from_context({}.get) == StackConfig()

@@ -1,0 +1,107 @@
+"""The built layer, seen the way the Lambda runtime sees it.
+
+The runtime puts the layer's ``python/`` folder on ``sys.path`` and imports from it with
+nothing else installed. We do the same in a fresh interpreter (``-I -S``: no site-packages,
+no environment). The deployed layer is for the functions' architecture (arm64), which this
+machine may not execute; so its binaries are checked by their ELF headers and file tags, and
+the same bundler builds the layer for this machine's architecture, which is then imported
+and used for real.
+"""
+
+from __future__ import annotations
+
+import platform
+import shutil
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from infra.layer import LayerTarget, build_layer
+
+ELF_MACHINE = {183: "arm64", 62: "x86_64"}
+HOST_ARCH = {"aarch64": "arm64", "arm64": "arm64", "x86_64": "x86_64", "amd64": "x86_64"}.get(platform.machine().lower())
+
+SIGN_AND_VERIFY = textwrap.dedent(
+    """
+    import sys
+    sys.path.insert(0, sys.argv[1])  # what the runtime does with /opt/python
+    import nacl.bindings, nacl.signing, cffi, _cffi_backend
+    assert nacl.__file__.startswith(sys.argv[1]), nacl.__file__
+    assert _cffi_backend.__file__.startswith(sys.argv[1]), _cffi_backend.__file__
+    key = nacl.signing.SigningKey.generate()
+    signed = key.sign(b"1700000000" + b'{"type":1}')
+    key.verify_key.verify(signed)  # raises BadSignatureError if the binding were broken
+    try:
+        key.verify_key.verify(b"1700000001" + signed.message[10:], signed.signature)
+    except Exception as exc:
+        assert type(exc).__name__ == "BadSignatureError"
+    else:
+        raise AssertionError("a tampered message verified")
+    from aws_lambda_powertools import Logger, Metrics  # boto3-free parts; boto3 is the runtime's
+    import httpx, jmespath, aws_xray_sdk
+    print("ok", sys.version_info[:2])
+    """
+)
+
+
+def _elf_arch(path: Path) -> str:
+    header = path.read_bytes()[:20]
+    assert header[:4] == b"\x7fELF", path
+    return ELF_MACHINE.get(int.from_bytes(header[18:20], "little"), "other")
+
+
+def _deployed_layer(synth) -> Path:
+    [layer] = synth.of_type("AWS::Lambda::LayerVersion").values()
+    return synth.asset_dir(layer["Properties"]["Content"]["S3Key"]) / "python"
+
+
+def test_deployed_layer_binaries_match_the_functions_architecture_and_python(synth):
+    site = _deployed_layer(synth)
+    [function] = {f["Properties"]["Runtime"] for f in synth.of_type("AWS::Lambda::Function").values()}
+    version_tag = "cpython-" + function.removeprefix("python").replace(".", "")
+    binaries = list(site.rglob("*.so"))
+    assert site / "nacl" / "_sodium.abi3.so" in binaries  # PyNaCl's libsodium binding
+    for binary in binaries:
+        assert _elf_arch(binary) == "arm64", binary
+        tag = binary.name.split(".")[-2]
+        if tag != "abi3":  # version-specific extensions must be for the runtime's exact version
+            assert tag.startswith(version_tag) and "aarch64-linux-gnu" in tag, binary.name
+    assert (site / f"_cffi_backend.{version_tag}-aarch64-linux-gnu.so").is_file()
+
+
+def _interpreter(version: str) -> str | None:
+    """An interpreter of ``version`` that really runs (pyenv shims may exist but refuse)."""
+    for candidate in (shutil.which(f"python{version}"), sys.executable):
+        if not candidate:
+            continue
+        probe = subprocess.run(
+            [candidate, "-I", "-S", "-c", "import sys; print('%d.%d' % sys.version_info[:2])"],
+            capture_output=True,
+            text=True,
+        )
+        if probe.returncode == 0 and probe.stdout.strip() == version:
+            return candidate
+    return None
+
+
+@pytest.mark.skipif(HOST_ARCH is None or sys.platform != "linux", reason="needs a Linux x86_64 or arm64 machine")
+def test_the_bundler_output_imports_pynacl_like_the_runtime_and_verifies_a_signature(synth):
+    # The functions' Python version if this machine has it, else the one running the tests.
+    [runtime] = {f["Properties"]["Runtime"] for f in synth.of_type("AWS::Lambda::Function").values()}
+    version = runtime.removeprefix("python")
+    interpreter = _interpreter(version)
+    if interpreter is None:
+        version = "%d.%d" % sys.version_info[:2]
+        interpreter = sys.executable
+    if HOST_ARCH == "arm64" and version == runtime.removeprefix("python"):
+        site = _deployed_layer(synth)  # this machine can run the deployed layer itself
+    else:
+        site = build_layer(LayerTarget(HOST_ARCH, version)) / "python"
+    result = subprocess.run(
+        [interpreter, "-I", "-S", "-c", SIGN_AND_VERIFY, str(site)], capture_output=True, text=True, timeout=120
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.startswith("ok")
