@@ -3,8 +3,9 @@
 Decisions are forced through a tool: the request offers exactly one tool whose input
 schema is the answer's JSON schema, and ``toolChoice`` names it, so the model must
 answer with a ``toolUse`` block; its ``input`` is parsed strictly (``llm_prompts``).
-Forcing a specific tool needs a model that supports it (Anthropic Claude 3+, Mistral
-Large, Amazon Nova).
+Forcing a specific tool needs a model that supports it (the API reference names
+Anthropic Claude 3 and later, and Amazon Nova); with another model the call fails
+with a ValidationException, which is a ModelError like any other.
 
 Texts come from the reply's text blocks. The reply prompt's system message goes into
 ``system``; conversation turns alternate (consecutive same-role turns are merged) and
