@@ -131,7 +131,8 @@ def test_write_reply_uses_exactly_the_memories_in_its_system_message():
 
 
 def test_write_diary_counts_people_and_messages():
-    transcript = ex("alice: おはよう", "bob: hi", "alice: lunch?", "carol: yes", "bob: ok")
+    transcript = ex("alice: おはよう", "memorybot: (offline stand-in) Hello!", "bob: hi", "alice: lunch?",
+                    "carol: yes", "memorybot: sure", "bob: ok")
     assert chat.write_diary(transcript) == "（オフライン代役）今日は3人が5件のメッセージを送った。"
     assert chat.write_diary("") == "（オフライン代役）今日は誰も話さなかった。"
 

@@ -20,7 +20,8 @@ carrying the stand-in reply label are the bot's).
 - write_memory: that self-statement in the third person ("I love tea"
   -> "[offline] Loves tea").
 - write_reply: lists the memories found in the prompt's system message, and only those.
-- write_diary: counts the people and messages in the transcript, in Japanese.
+- write_diary: counts the people and their messages in the transcript (the bot's
+  lines left out), in Japanese.
 """
 
 from __future__ import annotations
@@ -194,7 +195,6 @@ def third_person(statement: str) -> str:
 
 
 _MEMORY_LINE = re.compile(r"^\s*-\s+(?:\[[^\]]*\]\s*)?(.+?)\s*$")
-_TRANSCRIPT_LINE = re.compile(r"^\s*([^:\n]{1,64}):\s+\S")
 
 
 class OfflineChatModel:
@@ -219,14 +219,8 @@ class OfflineChatModel:
         return f"{OFFLINE_REPLY_LABEL} I remember {len(remembered)} {things} about you: " + "; ".join(remembered)
 
     def write_diary(self, transcript: str) -> str:
-        speakers = []
-        count = 0
-        for line in transcript.splitlines():
-            match = _TRANSCRIPT_LINE.match(line)
-            if match:
-                count += 1
-                if match.group(1).strip() not in speakers:
-                    speakers.append(match.group(1).strip())
-        if count == 0:
+        said = [line for line in _lines(transcript) if not _is_bot(line)]
+        if not said:
             return f"{OFFLINE_DIARY_LABEL}今日は誰も話さなかった。"
-        return f"{OFFLINE_DIARY_LABEL}今日は{len(speakers)}人が{count}件のメッセージを送った。"
+        people = len({line.author for line in said})
+        return f"{OFFLINE_DIARY_LABEL}今日は{people}人が{len(said)}件のメッセージを送った。"
