@@ -188,3 +188,29 @@ def test_the_nightly_review_removes_time_limited_memories():
     dentist = Memory("u1", "aaaaa", "[offline] Has a dentist appointment tomorrow", old, old)
     tea = Memory("u1", "bbbbb", "[offline] Loves green tea", old, old)
     assert [jev.review(m) for m in (dentist, tea)] == [Verdict.DELETE, Verdict.KEEP]
+
+
+def test_the_local_stack_story_on_the_real_store(dynamo):
+    """Same story on DynamoDB (moto on loopback), and the stand-in reply shows what was kept."""
+    from memorybot.adapters.dynamodb import DynamoMemoryStore
+    from memorybot.reply import ReplyWriter
+
+    client, settings = dynamo
+    store = DynamoMemoryStore(client, settings)
+    extractor = Extractor(store, OfflineDecisionModel(), OfflineChatModel())
+    talk: list = []
+
+    def say(text: str):
+        talk.append(message("u1", text, name="alice", at=T0 + timedelta(minutes=len(talk))))
+        return extractor.run("u1", talk[-6:])
+
+    assert len(say("I love green tea").added) == 1
+    assert len(say("My dog is called Pochi").added) == 1
+    assert len(say("I love black tea now").updated) == 1
+    reply = ReplyWriter(store, OfflineChatModel()).reply("u1", "alice", talk[-1:])
+    assert reply.startswith("(offline stand-in) I remember 2 things about you: ")
+    assert "Loves black tea now" in reply and "Their dog is called Pochi" in reply and "green" not in reply
+    assert len(say("I no longer drink tea").deleted) == 1
+    assert [m.text for m in store.read_profile("u1", actor=Actor.COMMAND, reason="t", limit=10)] == [
+        "[offline] Their dog is called Pochi"
+    ]
