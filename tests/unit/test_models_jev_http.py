@@ -261,3 +261,12 @@ def test_extraction_with_failing_verdicts_leaves_records_untouched(jev, model):
 def test_missing_url_is_a_configuration_error():
     with pytest.raises(ValueError, match="JEV_URL"):
         JevHttpDecisionModel("", timeout_seconds=1.0)
+
+
+def test_a_url_with_a_path_prefix_keeps_it():
+    from loopback import LoopbackServer
+
+    with LoopbackServer() as server:
+        server.answer("/jev/v2/worth", {"probability": 0.55})
+        assert JevHttpDecisionModel(server.url + "/jev/v2/", timeout_seconds=2.0).worth(EXCHANGE) == 0.55
+        assert [r.path for r in server.requests] == ["/jev/v2/worth"]
