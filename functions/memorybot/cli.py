@@ -39,7 +39,11 @@ def _local(args: argparse.Namespace) -> int:
 
     from .local import server
 
-    stack = server.start(args.host, args.port, args.state_dir)
+    try:
+        stack = server.start(args.host, args.port, args.state_dir)
+    except OSError as exc:  # most often: the port is taken (another stack still running?)
+        print(f"Cannot listen on {args.host}:{args.port}: {exc.strerror or exc}. Try --port 0 for any free port.", file=sys.stderr)
+        return 1
     for note in stack.notes:
         print(f"  {note}")
     print(f"memorybot local stack ready at {stack.url}", flush=True)
