@@ -122,3 +122,23 @@ def test_drain_answers_once_background_work_is_done(stack):
     url, _ = stack
     answer = httpx.post(f"{url}/local/drain", timeout=120).json()
     assert answer == {"drained": True, "failedInvocations": 0}
+
+
+def test_the_terminal_client_can_be_driven_from_the_command_line(stack, jev):
+    import subprocess
+    import sys
+
+    url, state_dir = stack
+    jev.clear()
+    run = subprocess.run(
+        [sys.executable, "-m", "memorybot.cli", "chat", "--user", "hana-e2e", "--url", url, "--state-dir", str(state_dir),
+         "--channel", "1399999999999999999", "--say", "I love vinyl records", "--say", "/memory show"],
+        capture_output=True, text=True, timeout=120,
+    )
+    assert run.returncode == 0, run.stderr
+    out = run.stdout.splitlines()
+    assert out[0] == "hana-e2e> I love vinyl records"
+    assert out[1].startswith("memorybot: ")
+    assert f"memorybot: (only you can see this) {TEXT_DM_SENT}" in out
+    dm = out[out.index("[DM from memorybot to hana-e2e]") + 1 :]
+    assert any("vinyl" in line for line in dm)
