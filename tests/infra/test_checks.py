@@ -87,6 +87,12 @@ def _size(folder) -> int:
     return sum(p.stat().st_size for p in folder.rglob("*") if p.is_file())
 
 
+def _zipped_size(folder) -> int:
+    from benchmarks.asset_sizes import folder_sizes
+
+    return folder_sizes(folder)[2]
+
+
 def test_code_asset_holds_only_the_package_with_every_handler(synth):
     [key] = {f["Properties"]["Code"]["S3Key"] for f in synth.of_type("AWS::Lambda::Function").values()}
     folder = synth.asset_dir(key)
@@ -97,7 +103,7 @@ def test_code_asset_holds_only_the_package_with_every_handler(synth):
     leftovers = [p for p in folder.rglob("*") if p.name == "__pycache__" or p.suffix == ".pyc" or "egg-info" in p.name]
     assert leftovers == []
     assert not (folder / "memorybot" / "local").exists()  # the local stack needs moto: not deployed
-    assert _size(folder) < CODE_GOAL_BYTES
+    assert _zipped_size(folder) < CODE_GOAL_BYTES
 
 
 def test_layer_asset_is_the_bundled_dependencies_without_boto3(synth):
@@ -107,7 +113,8 @@ def test_layer_asset_is_the_bundled_dependencies_without_boto3(synth):
         assert (site / package).is_dir(), package
     for runtime_provided in ("boto3", "botocore", "s3transfer"):
         assert not (site / runtime_provided).exists()
-    assert _size(site) < LAYER_GOAL_BYTES
+    assert _zipped_size(site.parent) < LAYER_GOAL_BYTES
+    assert _size(site) < 50 * 1024 * 1024  # far inside Lambda's 250 MB unzipped limit
 
 
 # -- non-default context --------------------------------------------------------------------

@@ -10,6 +10,7 @@ and used for real.
 
 from __future__ import annotations
 
+import os
 import platform
 import shutil
 import subprocess
@@ -74,7 +75,9 @@ def test_deployed_layer_binaries_match_the_functions_architecture_and_python(syn
 
 def _interpreter(version: str) -> str | None:
     """An interpreter of ``version`` that really runs (pyenv shims may exist but refuse)."""
-    for candidate in (shutil.which(f"python{version}"), sys.executable):
+    pyenv = Path(os.environ.get("PYENV_ROOT", "~/.pyenv")).expanduser()
+    candidates = [shutil.which(f"python{version}"), *map(str, sorted(pyenv.glob(f"versions/{version}*/bin/python{version}")))]
+    for candidate in (*candidates, sys.executable):
         if not candidate:
             continue
         probe = subprocess.run(
