@@ -119,6 +119,9 @@ class Rollback:
         # originals with before and after swapped.
         undone = Counter(_signature(e.user_id, e.memory_ids, e.after, e.before) for e in entries if e.action is Action.ROLLBACK)
         simulated: dict[tuple[str, str], Memory | None] = {}  # dry run: the state each revert would leave
+        # Once a record is found changed since the run, its older rows are left alone too:
+        # reverting them would step over the later change (e.g. re-add what a user forgot).
+        blocked: set[tuple[str, str]] = set()
         reverted: list[str] = []
         skipped: list[str] = []
         for entry in entries:
@@ -131,9 +134,13 @@ class Rollback:
                 reverted.append(memory_id)
                 continue
             key = (entry.user_id, memory_id)
+            if key in blocked:
+                skipped.append(memory_id)
+                continue
             current = simulated[key] if key in simulated else self._memories.get(*key)
             change = _reverse(entry, current, run_id)
             if change is None:
+                blocked.add(key)
                 skipped.append(memory_id)
                 continue
             if not apply:
@@ -143,6 +150,7 @@ class Rollback:
             try:
                 self._memories.apply(change, actor=Actor.NIGHTLY, run_id=run_id, ledger_action=Action.ROLLBACK.value)
             except ConflictError:  # changed between our read and the write: leave it
+                blocked.add(key)
                 skipped.append(memory_id)
                 continue
             reverted.append(memory_id)

@@ -370,3 +370,13 @@ def test_a_run_still_being_written_is_not_rolled_back_yet_but_a_dead_one_is():
     assert respond(w.rollback.run(live.run_id, dry_run=True))[0] == 409
     w.clock.now += timedelta(minutes=16)  # longer than a nightly function can live: it died
     assert w.rollback.run(live.run_id).reverted == ["bbbbb"]
+
+
+def test_a_run_that_deleted_then_re_added_an_id_does_not_resurrect_it_over_a_later_forget():
+    w = World()
+    reborn = memory("a", "del00", "a new fact under the same id", at=T + timedelta(minutes=5))
+    w.nightly(Change(Action.ADD, None, reborn, "jev: add"))  # the run deleted del00 earlier, then re-added the id
+    w.later(Change(Action.DELETE, reborn, None, "user asked to forget"), actor=Actor.COMMAND)
+    result = w.rollback.run()
+    assert "del00" in result.skipped and "del00" not in result.reverted
+    assert w.get("a", "del00") is None  # the forget stands: the old record is not put back either
