@@ -67,7 +67,13 @@ class Container:
         from .consolidation import Consolidator
 
         return Consolidator(
-            self.memory_store, self.message_store, self.run_store, self.extractor, self.decision_model, self.chat_model
+            self.memory_store,
+            self.message_store,
+            self.run_store,
+            self.extractor,
+            self.decision_model,
+            self.chat_model,
+            speaker_concurrency=self.settings.nightly_speaker_concurrency,
         )
 
     @cached_property

@@ -25,6 +25,7 @@ class Settings:
     chat_model: str = "offline"  # bedrock | openai | offline
     model_timeout_seconds: float = 8.0
     model_concurrency: int = 10
+    nightly_speaker_concurrency: int = 32  # speakers consolidated at once (x model_concurrency threads)
     jev_url: str = ""
     jev_api_key: str = ""
     openai_base_url: str = "https://api.openai.com/v1"
@@ -69,6 +70,7 @@ class Settings:
             chat_model=env.get("MEMORYBOT_CHAT_MODEL", "offline"),
             model_timeout_seconds=float(env.get("MEMORYBOT_MODEL_TIMEOUT", "8")),
             model_concurrency=int(env.get("MEMORYBOT_MODEL_CONCURRENCY", "10")),
+            nightly_speaker_concurrency=int(env.get("MEMORYBOT_NIGHTLY_CONCURRENCY", cls.nightly_speaker_concurrency)),
             jev_url=env.get("JEV_URL", "").rstrip("/"),
             jev_api_key=env.get("JEV_API_KEY", ""),
             openai_base_url=env.get("OPENAI_BASE_URL", "https://api.openai.com/v1").rstrip("/"),
