@@ -74,8 +74,8 @@ FUNCTIONS = (
         "Discord interactions: verify, answer within 3 s, hand /chat to the reply worker",
         memory_mb=512,  # more memory is more CPU: a faster cold start
         timeout=Duration.seconds(10),
-        # /chat stores the message; /memory show and forget read, delete and log; idempotency
-        tables={"messages": "w", "memories": "rw", "memory_log": "w", "dedup": "rw"},
+        # /chat stores the message; /memory show and forget read, delete and log the read/change
+        tables={"messages": "w", "memories": "rw", "memory_log": "w"},
         secrets=("DISCORD_PUBLIC_KEY", "DISCORD_BOT_TOKEN"),
     ),
     FunctionSpec(
@@ -84,7 +84,7 @@ FUNCTIONS = (
         memory_mb=512,
         timeout=Duration.seconds(90),
         tables={"messages": "rw", "memories": "r", "memory_log": "w", "dedup": "rw"},
-        secrets=("DISCORD_BOT_TOKEN",),  # only for the optional channel-history fetch
+        secrets=("DISCORD_BOT_TOKEN",),  # its Discord client carries the token (channel history)
         bedrock=True,
     ),
     FunctionSpec(
@@ -100,7 +100,8 @@ FUNCTIONS = (
         "Nightly consolidation, decay review and diary (03:00 JST)",
         memory_mb=1024,
         timeout=Duration.minutes(15),
-        tables={"messages": "r", "memories": "rw", "memory_log": "rw", "nightly_runs": "rw", "dedup": "rw"},
+        # memory_log is read for each speaker's latest /memory forget; the day claim is in nightly_runs
+        tables={"messages": "r", "memories": "rw", "memory_log": "rw", "nightly_runs": "rw"},
         bedrock=True,
     ),
     FunctionSpec(
@@ -220,6 +221,10 @@ class MemoryBotStack(Stack):
             "POWERTOOLS_SERVICE_NAME": c.service_name,
             "POWERTOOLS_METRICS_NAMESPACE": c.metrics_namespace,
             "POWERTOOLS_LOG_LEVEL": c.log_level,
+            # Privacy: events and return values can carry message or memory text; keep them out
+            # of logs and traces (log lines carry ids only).
+            "POWERTOOLS_LOGGER_LOG_EVENT": "false",
+            "POWERTOOLS_TRACER_CAPTURE_RESPONSE": "false",
             "MEMORYBOT_DECISION_MODEL": c.decision_model,
             "MEMORYBOT_CHAT_MODEL": c.chat_model,
             "BEDROCK_DECISION_MODEL_ID": c.bedrock_decision_model_id,

@@ -148,6 +148,8 @@ def test_powertools_and_settings_environment(synth):
         assert env["POWERTOOLS_SERVICE_NAME"] == "memorybot"
         assert env["POWERTOOLS_METRICS_NAMESPACE"] == "MemoryBot"
         assert env["POWERTOOLS_LOG_LEVEL"] == "INFO"
+        assert env["POWERTOOLS_LOGGER_LOG_EVENT"] == "false"  # events carry message text
+        assert env["POWERTOOLS_TRACER_CAPTURE_RESPONSE"] == "false"
         assert env["MEMORYBOT_DECISION_MODEL"] == "bedrock" and env["MEMORYBOT_CHAT_MODEL"] == "bedrock"
         assert env["BEDROCK_CHAT_MODEL_ID"] and env["BEDROCK_DECISION_MODEL_ID"]
         assert env["DISCORD_API_BASE"] == "https://discord.com/api/v10"
@@ -212,10 +214,10 @@ def test_functions_get_secret_names_never_values_and_read_only_their_own(synth):
 
 R, W = set(READ_ACTIONS), set(WRITE_ACTIONS)
 TABLE_ACCESS = {
-    "Interactions": {"messages": W, "memories": R | W, "memory_log": W, "dedup": R | W},
+    "Interactions": {"messages": W, "memories": R | W, "memory_log": W},
     "Reply": {"messages": R | W, "memories": R, "memory_log": W, "dedup": R | W},
     "Extraction": {"messages": R, "memories": R | W, "memory_log": W, "dedup": R | W},
-    "Nightly": {"messages": R, "memories": R | W, "memory_log": R | W, "nightly_runs": R | W, "dedup": R | W},
+    "Nightly": {"messages": R, "memories": R | W, "memory_log": R | W, "nightly_runs": R | W},
     "Admin": {"memories": R | W, "memory_log": R | W, "nightly_runs": R | W},
 }
 
