@@ -131,19 +131,23 @@ class Snapshot:
 
 def assert_every_change_has_exactly_one_ledger_row(before: Snapshot, after: Snapshot) -> None:
     """The memories table moved from ``before`` to ``after`` only by changes the ledger records,
-    one row each, with the right before and after states; no partial change."""
+    one row each, with the right before and after states; no partial change.
+
+    For each record, its new ledger rows must form one unbroken chain from the old state to
+    the new one (each row starting where the previous one ended), using every row once: so
+    no change is missing a row, no row is missing its change, and no write was lost.
+    """
     new_rows = [e for e in after.changes() if e not in before.changes()]
-    changed = {k for k in before.memories.keys() | after.memories.keys() if before.memories.get(k) != after.memories.get(k)}
-    # replay the new rows, oldest first, from the old state: it must give the new state
-    state = dict(before.memories)
-    for entry in sorted(new_rows, key=lambda e: e.at):
+    by_record: dict[tuple[str, str], list[LedgerEntry]] = {}
+    for entry in new_rows:
         [memory_id] = entry.memory_ids
-        key = (entry.user_id, memory_id)
-        assert state.get(key) == entry.before, f"ledger row for {key} does not start from the stored state"
-        if entry.after is None:
-            state.pop(key, None)
-        else:
-            state[key] = entry.after
-    assert state == after.memories, "the ledger does not account for the table's changes"
-    touched = {(e.user_id, e.memory_ids[0]) for e in new_rows}
-    assert changed <= touched
+        by_record.setdefault((entry.user_id, memory_id), []).append(entry)
+    for key in before.memories.keys() | after.memories.keys() | by_record.keys():
+        rows = list(by_record.get(key, []))
+        state = before.memories.get(key)
+        while rows:
+            following = [r for r in rows if r.before == state]
+            assert len(following) == 1, f"ledger rows for {key} do not chain from the stored state"
+            rows.remove(following[0])
+            state = following[0].after
+        assert state == after.memories.get(key), f"the ledger does not account for the change to {key}"
