@@ -16,7 +16,6 @@ written alongside. The caps, not a clock, bound the work: see ``max_model_calls`
 from __future__ import annotations
 
 import logging
-import threading
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field, replace
 from datetime import datetime, timedelta, timezone
@@ -37,7 +36,8 @@ from .domain import (
     jst_day,
     utcnow,
 )
-from .extraction import Extractor, ExtractionResult
+from .extraction import ExtractionResult, Extractor
+from .extraction import _Calls as _Counter  # the write path's thread-safe call counter
 from .ports import ChatModel, ConflictError, DecisionModel, MemoryStore, MessageStore, RunStore
 
 logger = logging.getLogger(__name__)
@@ -137,20 +137,6 @@ class RunSummary:
 class _SpeakerOutcome:
     results: list[ExtractionResult]
     failed: bool = False
-
-
-class _Counter:
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self.calls = 0
-        self.failures = 0
-
-    def ask(self, question: str, call: Callable, check: Callable):
-        answer = decisions.ask(question, call, check)
-        with self._lock:
-            self.calls += 1
-            self.failures += answer is None
-        return answer
 
 
 def _diary_line(answer: object) -> str | None:
