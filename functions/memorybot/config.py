@@ -27,10 +27,8 @@ class Settings:
     model_concurrency: int = 10
     nightly_speaker_concurrency: int = 32  # speakers consolidated at once (x model_concurrency threads)
     jev_url: str = ""
-    jev_api_key: str = ""
     openai_base_url: str = "https://api.openai.com/v1"
     openai_model: str = "gpt-4o-mini"
-    openai_api_key: str = ""
     bedrock_decision_model_id: str = "anthropic.claude-3-haiku-20240307-v1:0"
     bedrock_chat_model_id: str = "anthropic.claude-3-haiku-20240307-v1:0"
     discord_api_base: str = DEFAULT_DISCORD_API_BASE
@@ -48,7 +46,7 @@ class Settings:
         return self.table_names[spec.logical_name]
 
     def secret(self, key: str) -> str:
-        """``key`` is one of SECRET_KEYS. Empty string when not configured."""
+        """``key`` is one of SECRET_KEYS or MODEL_SECRET_KEYS. Empty string when not configured."""
         if self.plain_secrets.get(key):
             return self.plain_secrets[key]
         name = self.secret_names.get(key)
@@ -72,10 +70,8 @@ class Settings:
             model_concurrency=int(env.get("MEMORYBOT_MODEL_CONCURRENCY", "10")),
             nightly_speaker_concurrency=int(env.get("MEMORYBOT_NIGHTLY_CONCURRENCY", cls.nightly_speaker_concurrency)),
             jev_url=env.get("JEV_URL", "").rstrip("/"),
-            jev_api_key=env.get("JEV_API_KEY", ""),
             openai_base_url=env.get("OPENAI_BASE_URL", "https://api.openai.com/v1").rstrip("/"),
             openai_model=env.get("OPENAI_MODEL", "gpt-4o-mini"),
-            openai_api_key=env.get("OPENAI_API_KEY", ""),
             bedrock_decision_model_id=env.get("BEDROCK_DECISION_MODEL_ID", cls.bedrock_decision_model_id),
             bedrock_chat_model_id=env.get("BEDROCK_CHAT_MODEL_ID", cls.bedrock_chat_model_id),
             discord_api_base=env.get("DISCORD_API_BASE", DEFAULT_DISCORD_API_BASE).rstrip("/"),
@@ -85,12 +81,16 @@ class Settings:
             fetch_channel_history=env.get("MEMORYBOT_FETCH_CHANNEL_HISTORY", "").lower() in ("1", "true", "yes"),
             reply_function_name=env.get("REPLY_FUNCTION_NAME", ""),
             extraction_function_name=env.get("EXTRACTION_FUNCTION_NAME", ""),
-            plain_secrets={k: env.get(k, "") for k in SECRET_KEYS},
-            secret_names={k: env.get(f"{k}_SECRET_NAME", "") for k in SECRET_KEYS},
+            plain_secrets={k: env.get(k, "") for k in SECRET_KEYS + MODEL_SECRET_KEYS},
+            secret_names={k: env.get(f"{k}_SECRET_NAME", "") for k in SECRET_KEYS + MODEL_SECRET_KEYS},
         )
 
 
+# The stack creates these three secrets.
 SECRET_KEYS = ("DISCORD_PUBLIC_KEY", "DISCORD_BOT_TOKEN", "MEMORYBOT_ADMIN_SECRET")
+# Only needed with the http or openai model backends; read the same way (plain locally,
+# ``<KEY>_SECRET_NAME`` when deployed), never stored in the template.
+MODEL_SECRET_KEYS = ("JEV_API_KEY", "OPENAI_API_KEY")
 
 
 @lru_cache(maxsize=1)

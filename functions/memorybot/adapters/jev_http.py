@@ -55,7 +55,7 @@ class JevHttpDecisionModel:
         return cls(
             settings.jev_url,
             timeout_seconds=settings.model_timeout_seconds,
-            api_key=settings.jev_api_key,
+            api_key=settings.secret("JEV_API_KEY"),
             max_connections=max(settings.model_concurrency, 1),
         )
 

@@ -67,7 +67,7 @@ class OpenAICompatibleClient:
             settings.openai_base_url,
             settings.openai_model,
             timeout_seconds=settings.model_timeout_seconds,
-            api_key=settings.openai_api_key,
+            api_key=settings.secret("OPENAI_API_KEY"),
             max_connections=max(settings.model_concurrency, 1),
         )
 
