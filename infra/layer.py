@@ -36,10 +36,10 @@ ROOT = Path(__file__).resolve().parent.parent
 REQUIREMENTS = ROOT / "layers" / "requirements.txt"
 CACHE_DIR = ROOT / "build" / "layer"
 # Bump when the build steps below change in a way that changes the output.
-RECIPE_VERSION = "1"
+RECIPE_VERSION = "2"
 
-# Files a running function never needs; they only make the layer bigger.
-_PRUNE = ("bin", "wrapt-stubs")
+# Files a running function never needs: scripts, type stubs, the installer's lock file.
+_PRUNE = ("bin", "wrapt-stubs", ".lock")
 
 
 @dataclass(frozen=True)
@@ -112,7 +112,11 @@ def build_layer(target: LayerTarget, requirements: Path = REQUIREMENTS, cache_di
         env = {**os.environ, "PYTHONDONTWRITEBYTECODE": "1"}
         subprocess.run(install_command(target, requirements, site), check=True, env=env)
         for name in _PRUNE:
-            shutil.rmtree(site / name, ignore_errors=True)
+            path = site / name
+            if path.is_dir():
+                shutil.rmtree(path)
+            elif path.exists():
+                path.unlink()
         for cache in site.rglob("__pycache__"):
             shutil.rmtree(cache, ignore_errors=True)
         try:

@@ -113,6 +113,9 @@ def test_layer_asset_is_the_bundled_dependencies_without_boto3(synth):
         assert (site / package).is_dir(), package
     for runtime_provided in ("boto3", "botocore", "s3transfer"):
         assert not (site / runtime_provided).exists()
+    for pruned in ("bin", ".lock", "wrapt-stubs"):
+        assert not (site / pruned).exists()
+    assert not list(site.rglob("__pycache__"))
     assert _zipped_size(site.parent) < LAYER_GOAL_BYTES
     assert _size(site) < 50 * 1024 * 1024  # far inside Lambda's 250 MB unzipped limit
 
