@@ -90,9 +90,17 @@ def _interpreter(version: str) -> str | None:
     return None
 
 
-@pytest.mark.skipif(HOST_ARCH is None or sys.platform != "linux", reason="needs a Linux x86_64 or arm64 machine")
-def test_the_bundler_output_imports_pynacl_like_the_runtime_and_verifies_a_signature(synth):
-    # The functions' Python version if this machine has it, else the one running the tests.
+needs_linux = pytest.mark.skipif(
+    HOST_ARCH is None or sys.platform != "linux", reason="needs a Linux x86_64 or arm64 machine"
+)
+
+
+@pytest.fixture(scope="module")
+def host_layer(synth) -> tuple[str, Path]:
+    """(interpreter, layer site folder) runnable on this machine, as close to the runtime as it can be.
+
+    The functions' Python version if this machine has it, else the one running the tests.
+    """
     [runtime] = {f["Properties"]["Runtime"] for f in synth.of_type("AWS::Lambda::Function").values()}
     version = runtime.removeprefix("python")
     interpreter = _interpreter(version)
@@ -100,11 +108,63 @@ def test_the_bundler_output_imports_pynacl_like_the_runtime_and_verifies_a_signa
         version = "%d.%d" % sys.version_info[:2]
         interpreter = sys.executable
     if HOST_ARCH == "arm64" and version == runtime.removeprefix("python"):
-        site = _deployed_layer(synth)  # this machine can run the deployed layer itself
-    else:
-        site = build_layer(LayerTarget(HOST_ARCH, version)) / "python"
+        return interpreter, _deployed_layer(synth)  # this machine can run the deployed layer itself
+    return interpreter, build_layer(LayerTarget(HOST_ARCH, version)) / "python"
+
+
+@needs_linux
+def test_the_bundler_output_imports_pynacl_like_the_runtime_and_verifies_a_signature(host_layer):
+    interpreter, site = host_layer
     result = subprocess.run(
         [interpreter, "-I", "-S", "-c", SIGN_AND_VERIFY, str(site)], capture_output=True, text=True, timeout=120
     )
     assert result.returncode == 0, result.stderr
     assert result.stdout.startswith("ok")
+
+
+# What the Lambda Python runtime itself provides besides the standard library.
+RUNTIME_PACKAGES = ("boto3", "botocore", "s3transfer", "jmespath", "dateutil", "six", "urllib3")
+
+IMPORT_HANDLERS = textwrap.dedent(
+    """
+    import importlib, sys
+    code, layer, runtime = sys.argv[1:4]
+    sys.path[:0] = [code, layer, runtime]  # /var/task, /opt/python, the runtime's boto3
+    for name in ("interactions", "reply", "extraction", "nightly", "admin"):
+        module = importlib.import_module(f"memorybot.handlers.{name}")
+        assert callable(module.handler), name
+        assert module.__file__.startswith(code), module.__file__
+    import memorybot.bootstrap, memorybot.adapters.dynamodb, memorybot.adapters.discord_rest
+    import memorybot.adapters.bedrock, memorybot.adapters.invoker
+    import aws_lambda_powertools.utilities.idempotency, aws_lambda_powertools.utilities.parameters
+    from aws_lambda_powertools import Tracer
+    print("ok")
+    """
+)
+
+
+@needs_linux
+def test_every_handler_imports_from_the_code_asset_and_layer_alone(synth, host_layer, tmp_path):
+    """Catches a function importing a package the layer does not carry (the venv would hide it)."""
+    import importlib.util
+
+    interpreter, site = host_layer
+    runtime = tmp_path / "runtime"
+    runtime.mkdir()
+    for name in RUNTIME_PACKAGES:
+        spec = importlib.util.find_spec(name)
+        origin = Path(spec.origin)
+        source = origin.parent if origin.name == "__init__.py" else origin
+        (runtime / source.name).symlink_to(source)
+    [key] = {f["Properties"]["Code"]["S3Key"] for f in synth.of_type("AWS::Lambda::Function").values()}
+    code = synth.asset_dir(key)
+    env = {"PATH": "/usr/bin:/bin", "AWS_DEFAULT_REGION": "us-east-1", "POWERTOOLS_TRACE_DISABLED": "true"}
+    result = subprocess.run(
+        [interpreter, "-S", "-c", IMPORT_HANDLERS, str(code), str(site), str(runtime)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=env,
+    )
+    assert result.returncode == 0, result.stderr[-4000:]
+    assert result.stdout.strip().endswith("ok")
