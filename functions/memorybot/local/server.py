@@ -33,6 +33,7 @@ ADMIN_SECRET_FILE = "admin_secret"
 DISCORD_PREFIX = "/discord/api/v10"
 LOCAL_APPLICATION_ID = "1000000000000000001"
 DRAIN_TIMEOUT_SECONDS = 120
+POST_ONLY = frozenset({"/interactions", "/memory/rollback", "/local/drain", "/local/nightly"})
 
 
 @dataclass
@@ -152,17 +153,11 @@ class _Handler(BaseHTTPRequestHandler):
     def log_message(self, *args: Any) -> None:
         pass  # request lines would repeat what the terminal client prints
 
+    # Every method reaches the router, so a wrong one is a 404 or 405, never the base class's 501.
     def do_GET(self) -> None:
         self._dispatch()
 
-    def do_POST(self) -> None:
-        self._dispatch()
-
-    def do_PATCH(self) -> None:
-        self._dispatch()
-
-    def do_PUT(self) -> None:
-        self._dispatch()
+    do_POST = do_PATCH = do_PUT = do_DELETE = do_OPTIONS = do_HEAD = do_GET
 
     def _dispatch(self) -> None:
         parts = urlsplit(self.path)
@@ -190,6 +185,8 @@ class _Handler(BaseHTTPRequestHandler):
             return 200, {"applicationId": settings.discord_application_id, "recorder": self.stack.recorder is not None}
         if path.startswith("/local/discord/") and self.stack.recorder:
             return self._recorder_control(method, path, query, body)
+        if path in POST_ONLY:
+            return 405, {"error": "method not allowed"}
         return 404, {"error": "not found"}
 
     def _lambda(self, module: str, name: str, path: str, query: str, body: bytes) -> tuple[int, Any]:
@@ -241,4 +238,5 @@ class _Handler(BaseHTTPRequestHandler):
         self.send_header("Content-Type", "application/json")
         self.send_header("Content-Length", str(len(raw)))
         self.end_headers()
-        self.wfile.write(raw)
+        if self.command != "HEAD":
+            self.wfile.write(raw)
