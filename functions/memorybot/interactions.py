@@ -195,7 +195,7 @@ def parse(body: bytes) -> Request:
             _text(payload.get("token"), "token"),
             _text(payload.get("application_id"), "application id"),
             caller,
-            str(message.get("value") or "").strip()[:MESSAGE_MAX_CHARS],
+            _string_option(message).strip()[:MESSAGE_MAX_CHARS],
         )
     if command == "memory" and options:
         sub = options[0]
@@ -203,9 +203,19 @@ def parse(body: bytes) -> Request:
         if sub.get("name") == "show" and kind == APPLICATION_COMMAND:
             return ShowMemories(caller)
         if sub.get("name") == "forget":
-            typed = str((_option(sub_options, "id") or {}).get("value") or "")
+            typed = _string_option(_option(sub_options, "id") or {})
             return SuggestForget(caller, typed) if kind == AUTOCOMPLETE else ForgetMemory(caller, typed)
     return Unsupported(str(command), autocomplete=kind == AUTOCOMPLETE)
+
+
+def _string_option(option: dict) -> str:
+    """A string option's value; missing is empty, any other type is not what Discord sends."""
+    value = option.get("value")
+    if value is None:
+        return ""
+    if not isinstance(value, str):
+        raise BadRequest("option value is not a string")
+    return value
 
 
 # ---------------------------------------------------------------- answers
