@@ -39,6 +39,7 @@ class StackConfig:
     api_burst_limit: int = 20
     rollback_rate_limit: int = 1  # the admin route: slows guessing of the secret
     rollback_burst_limit: int = 2
+    alarm_email: str = ""  # when set, alarms notify this address through an encrypted SNS topic
 
     def __post_init__(self) -> None:
         _check(self.architecture, SUPPORTED_ARCHITECTURES, "architecture")

@@ -8,14 +8,18 @@ from pathlib import Path
 from aws_cdk import CfnOutput, Duration, RemovalPolicy, Stack
 from aws_cdk import aws_apigateway as apigw
 from aws_cdk import aws_cloudwatch as cloudwatch
+from aws_cdk import aws_cloudwatch_actions as cloudwatch_actions
 from aws_cdk import aws_dynamodb as dynamodb
 from aws_cdk import aws_events as events
 from aws_cdk import aws_events_targets as targets
 from aws_cdk import aws_iam as iam
+from aws_cdk import aws_kms as kms
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_lambda_destinations as destinations
 from aws_cdk import aws_logs as logs
 from aws_cdk import aws_secretsmanager as secretsmanager
+from aws_cdk import aws_sns as sns
+from aws_cdk import aws_sns_subscriptions as subscriptions
 from aws_cdk import aws_sqs as sqs
 from constructs import Construct
 
@@ -426,14 +430,26 @@ class MemoryBotStack(Stack):
             ],
         )
 
+    def _alarm_topic(self) -> sns.Topic | None:
+        if not self.config.alarm_email:
+            return None
+        # CloudWatch can publish to an encrypted topic only with a customer key that lets it.
+        key = kms.Key(self, "AlarmTopicKey", enable_key_rotation=True, description="memorybot alarm topic")
+        key.grant(iam.ServicePrincipal("cloudwatch.amazonaws.com"), "kms:Decrypt", "kms:GenerateDataKey*")
+        topic = sns.Topic(self, "AlarmTopic", master_key=key, enforce_ssl=True)
+        topic.add_subscription(subscriptions.EmailSubscription(self.config.alarm_email))
+        return topic
+
     def _alarms(self) -> None:
         five_minutes = Duration.minutes(5)
+        topic = self._alarm_topic()
+        self.alarms: list[cloudwatch.Alarm] = []
         for name, function in self.functions.items():
             for metric_name, metric in (
                 ("Errors", function.metric_errors(period=five_minutes, statistic="Sum")),
                 ("Throttles", function.metric_throttles(period=five_minutes, statistic="Sum")),
             ):
-                cloudwatch.Alarm(
+                alarm = cloudwatch.Alarm(
                     self,
                     f"{name}{metric_name}Alarm",
                     alarm_description=f"memorybot {name} function: {metric_name.lower()}",
@@ -443,7 +459,8 @@ class MemoryBotStack(Stack):
                     comparison_operator=cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
                     treat_missing_data=cloudwatch.TreatMissingData.NOT_BREACHING,
                 )
-        cloudwatch.Alarm(
+                self.alarms.append(alarm)
+        dead_letters = cloudwatch.Alarm(
             self,
             "DeadLettersAlarm",
             alarm_description="memorybot: failed asynchronous work is waiting in the dead-letter queue",
@@ -455,6 +472,10 @@ class MemoryBotStack(Stack):
             comparison_operator=cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
             treat_missing_data=cloudwatch.TreatMissingData.NOT_BREACHING,
         )
+        self.alarms.append(dead_letters)
+        if topic is not None:
+            for alarm in self.alarms:
+                alarm.add_alarm_action(cloudwatch_actions.SnsAction(topic))
 
 
 def _attribute(key: tables.Key) -> dynamodb.Attribute:

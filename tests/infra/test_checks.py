@@ -135,6 +135,7 @@ def variant():
             "python_version": "3.12",
             "bedrock_chat_model_id": "us.anthropic.claude-3-5-haiku-20241022-v1:0",
             "log_retention_days": "14",
+            "alarm_email": "ops@example.com",
             "aws:cdk:bundling-stacks": [],
         },
         builtin_cloud_formation_validation=False,
@@ -165,6 +166,19 @@ def test_an_inference_profile_is_granted_with_its_model_and_nothing_else(variant
     assert "inference-profile/us.anthropic.claude-3-5-haiku-20241022-v1:0" in text
     assert ":bedrock:*::foundation-model/anthropic.claude-3-5-haiku-20241022-v1:0" in text
     assert "::foundation-model/anthropic.claude-3-haiku-20240307-v1:0" in text  # the decision model
+
+
+def test_alarm_email_gets_every_alarm_through_an_encrypted_ssl_only_topic(variant, synth):
+    resources = variant["Resources"]
+    [topic_id] = [k for k, r in resources.items() if r["Type"] == "AWS::SNS::Topic"]
+    assert "KmsMasterKeyId" in resources[topic_id]["Properties"]
+    [subscription] = [r["Properties"] for r in resources.values() if r["Type"] == "AWS::SNS::Subscription"]
+    assert subscription["Protocol"] == "email" and subscription["Endpoint"] == "ops@example.com"
+    alarms = [r["Properties"] for r in resources.values() if r["Type"] == "AWS::CloudWatch::Alarm"]
+    assert len(alarms) == 11
+    assert all(a["AlarmActions"] == [{"Ref": topic_id}] for a in alarms)
+    # Without the context value: no topic, no actions.
+    assert not synth.of_type("AWS::SNS::Topic")
 
 
 @pytest.mark.parametrize(
