@@ -434,7 +434,14 @@ class MemoryBotStack(Stack):
         if not self.config.alarm_email:
             return None
         # CloudWatch can publish to an encrypted topic only with a customer key that lets it.
-        key = kms.Key(self, "AlarmTopicKey", enable_key_rotation=True, description="memorybot alarm topic")
+        key = kms.Key(
+            self,
+            "AlarmTopicKey",
+            enable_key_rotation=True,
+            description="memorybot alarm topic",
+            removal_policy=RemovalPolicy.DESTROY,  # it protects notifications only, no data
+            pending_window=Duration.days(7),
+        )
         key.grant(iam.ServicePrincipal("cloudwatch.amazonaws.com"), "kms:Decrypt", "kms:GenerateDataKey*")
         topic = sns.Topic(self, "AlarmTopic", master_key=key, enforce_ssl=True)
         topic.add_subscription(subscriptions.EmailSubscription(self.config.alarm_email))
