@@ -12,6 +12,17 @@ from typing import Any, Callable
 from .. import bootstrap
 
 
+def log_core_with(logger: Any) -> None:
+    """Let the core's stdlib loggers (``memorybot.*``) write through this function's Powertools
+    Logger: same JSON lines, level and Lambda context, so their IDs-only records reach the logs."""
+    import logging
+
+    from aws_lambda_powertools.logging.utils import copy_config_to_registered_loggers
+
+    logging.getLogger("memorybot")  # the parent the core's loggers propagate to
+    copy_config_to_registered_loggers(source_logger=logger, include={"memorybot"})
+
+
 def http_request(event: dict) -> tuple[dict[str, str], bytes]:
     """(headers with lower-case names, raw body bytes) of an API Gateway proxy event."""
     headers = {str(k).lower(): str(v) for k, v in (event.get("headers") or {}).items()}

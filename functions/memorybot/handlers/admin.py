@@ -9,9 +9,10 @@ from __future__ import annotations
 from aws_lambda_powertools import Logger
 
 from .. import bootstrap, rollback
-from . import http_response
+from . import http_response, log_core_with
 
 logger = Logger(service="memorybot-admin")
+log_core_with(logger)
 
 ADMIN_SECRET = "MEMORYBOT_ADMIN_SECRET"
 

@@ -9,9 +9,10 @@ from aws_lambda_powertools import Logger
 
 from .. import bootstrap
 from ..domain import Actor
-from . import idempotent
+from . import idempotent, log_core_with
 
 logger = Logger(service="memorybot-extraction")
+log_core_with(logger)
 
 LOG_WINDOW = 20  # enough of the channel log to find the six-message exchange
 

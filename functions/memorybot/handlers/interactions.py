@@ -9,9 +9,10 @@ from aws_lambda_powertools import Logger
 
 from .. import bootstrap, interactions
 from ..signature import SignatureError
-from . import http_request, http_response
+from . import http_request, http_response, log_core_with
 
 logger = Logger(service="memorybot-interactions")
+log_core_with(logger)
 
 
 @logger.inject_lambda_context(clear_state=True)

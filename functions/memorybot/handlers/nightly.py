@@ -13,8 +13,10 @@ from aws_lambda_powertools import Logger
 from .. import bootstrap
 from ..consolidation import window_for
 from ..domain import utcnow
+from . import log_core_with
 
 logger = Logger(service="memorybot-nightly")
+log_core_with(logger)
 
 
 @logger.inject_lambda_context(clear_state=True)

@@ -9,9 +9,10 @@ from aws_lambda_powertools import Logger
 
 from .. import bootstrap
 from ..domain import Message, snowflake_at, utcnow
-from . import idempotent
+from . import idempotent, log_core_with
 
 logger = Logger(service="memorybot-reply")
+log_core_with(logger)
 
 CONVERSATION_MESSAGES = 20  # the recent channel log the reply prompt sees
 DISCORD_MESSAGE_MAX_CHARS = 2000

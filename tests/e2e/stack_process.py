@@ -1,0 +1,51 @@
+"""The local stack as a real server in a subprocess (`memorybot local --port 0`), its output kept."""
+
+from __future__ import annotations
+
+import os
+import queue
+import re
+import subprocess
+import sys
+import threading
+from pathlib import Path
+
+READY = re.compile(r"ready at (http://127\.0\.0\.1:\d+)")
+START_TIMEOUT_SECONDS = 60
+# The stack must not pick up a developer's real Discord, AWS or model settings.
+SCRUBBED_PREFIXES = ("DISCORD_", "MEMORYBOT_", "AWS_", "JEV_", "OPENAI_", "BEDROCK_", "POWERTOOLS_")
+
+
+class StackProcess:
+    def __init__(self, state_dir: Path, env: dict[str, str]) -> None:
+        clean = {k: v for k, v in os.environ.items() if not k.startswith(SCRUBBED_PREFIXES)}
+        clean.update({"PYTHONUNBUFFERED": "1", **env})
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "memorybot.cli", "local", "--port", "0", "--state-dir", str(state_dir)],
+            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=clean, cwd=state_dir,
+        )
+        self.output: list[str] = []  # every line the stack printed, logs included
+        lines: queue.Queue[str] = queue.Queue()
+
+        def pump() -> None:
+            for line in self.process.stdout:  # type: ignore[union-attr]
+                self.output.append(line)
+                lines.put(line)
+
+        threading.Thread(target=pump, daemon=True).start()
+        self.url = ""
+        while not self.url:
+            try:
+                line = lines.get(timeout=START_TIMEOUT_SECONDS)
+            except queue.Empty:
+                self.stop()
+                raise RuntimeError("the local stack did not start:\n" + "".join(self.output)) from None
+            if match := READY.search(line):
+                self.url = match.group(1)
+
+    def stop(self) -> None:
+        self.process.terminate()
+        try:
+            self.process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
