@@ -98,7 +98,7 @@ def _unhooked(client: Any) -> Any:
     )
 
 
-def _scan(client: Any, table: str) -> list[dict]:
+def scan(client: Any, table: str) -> list[dict]:
     items, kwargs = [], {"TableName": table}
     while True:
         page = client.scan(**kwargs)
@@ -119,10 +119,10 @@ class Snapshot:
     def take(cls, client: Any, settings: Settings) -> "Snapshot":
         client = _unhooked(client)
         memories = {}
-        for item in _scan(client, settings.table_names["memories"]):
+        for item in scan(client, settings.table_names["memories"]):
             m = memory_from_item(item)
             memories[(m.user_id, m.memory_id)] = m
-        ledger = [ledger_from_item(i) for i in _scan(client, settings.table_names["memory_log"])]
+        ledger = [ledger_from_item(i) for i in scan(client, settings.table_names["memory_log"])]
         return cls(memories, ledger)
 
     def changes(self) -> list[LedgerEntry]:

@@ -8,30 +8,23 @@ right 4xx (401 for anything not signed by Discord or without the admin secret).
 from __future__ import annotations
 
 import json
-import os
-import queue
 import random
-import re
-import subprocess
-import sys
-import threading
 import time
 
 import httpx
 import pytest
 
 from fakes import memory
-from faults import _scan
+from faults import scan
 from memorybot.adapters.dynamodb import DynamoMemoryStore
 from memorybot.config import Settings
 from memorybot.domain import Action, Actor, Change
-from memorybot.local import moto_dynamo
 from memorybot.signature import new_key_pair, sign
+from stack_process import StackProcess
 
 REQUESTS_PER_ENDPOINT = 1200
 ADMIN_SECRET = "fuzz-admin-secret-0123456789"
 PREFIX = "fuzz-"
-READY = re.compile(r"ready at (http://127\.0\.0\.1:\d+)")
 SECRET_TEXT = "alice is secretly afraid of pigeons"
 APP_ID = "1000000000000000001"
 
@@ -40,45 +33,25 @@ APP_ID = "1000000000000000001"
 def fuzz_stack(moto_server, tmp_path_factory):
     signing_key, public_key = new_key_pair()
     state_dir = tmp_path_factory.mktemp("fuzz-state")
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("DISCORD_", "MEMORYBOT_", "AWS_", "JEV_", "OPENAI_"))}
-    env.update({
+    env = {
         "AWS_ENDPOINT_URL_DYNAMODB": moto_server.endpoint,
         "MEMORYBOT_TABLE_PREFIX": PREFIX,
         "DISCORD_PUBLIC_KEY": public_key,
         "DISCORD_APPLICATION_ID": APP_ID,
         "MEMORYBOT_ADMIN_SECRET": ADMIN_SECRET,
-        "PYTHONUNBUFFERED": "1",
-    })
-    process = subprocess.Popen(
-        [sys.executable, "-m", "memorybot.cli", "local", "--port", "0", "--state-dir", str(state_dir)],
-        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env, cwd=state_dir,
-    )
-    lines: queue.Queue[str] = queue.Queue()
-    threading.Thread(target=lambda: [lines.put(line) for line in process.stdout], daemon=True).start()
-    url, seen = None, []
-    while url is None:
-        try:
-            line = lines.get(timeout=60)
-        except queue.Empty:
-            process.kill()
-            pytest.fail("the local stack did not start:\n" + "".join(seen))
-        seen.append(line)
-        if match := READY.search(line):
-            url = match.group(1)
+    }
+    running = StackProcess(state_dir, env)
+    url = running.url
     client = moto_server.client()
     settings = Settings.from_env({"MEMORYBOT_TABLE_PREFIX": PREFIX})
     store = DynamoMemoryStore(client, settings)
     store.apply(Change(Action.ADD, None, memory("111111111111111111", "aaaaa", SECRET_TEXT), "seed"), actor=Actor.EXTRACTION)
     yield url, signing_key, client, settings
-    process.terminate()
-    try:
-        process.wait(timeout=10)
-    except subprocess.TimeoutExpired:
-        process.kill()
+    running.stop()
 
 
 def everything(client, settings) -> dict[str, list]:
-    return {name: sorted(json.dumps(i, sort_keys=True) for i in _scan(client, table)) for name, table in settings.table_names.items()}
+    return {name: sorted(json.dumps(i, sort_keys=True) for i in scan(client, table)) for name, table in settings.table_names.items()}
 
 
 # ---------------------------------------------------------------- hostile inputs
