@@ -201,3 +201,14 @@ def test_context_strings_from_the_command_line_are_typed():
     )
     assert config.log_retention_days == 90 and config.fetch_channel_history is True and config.api_rate_limit == 5
     assert StackConfig.from_context({}.get) == StackConfig()
+
+
+def test_the_session_synth_is_the_operators_cdk_cli_when_node_is_present(synth):
+    import shutil
+
+    if shutil.which("node") and shutil.which("npm"):
+        assert synth.via == "cdk-cli"
+    else:
+        assert synth.via == "app-command"
+    manifest = json.loads((synth.outdir / "manifest.json").read_text())
+    assert "MemoryBot" in manifest["artifacts"]
