@@ -10,6 +10,7 @@ from datetime import datetime, timedelta, timezone
 from typing import Callable, Sequence
 
 from memorybot.domain import (
+    NIGHTLY_MAX_DURATION,
     Action,
     Actor,
     Change,
@@ -135,15 +136,25 @@ class FakeRunStore:
 
     def claim(self, day_label, started_at):
         with self._lock:
+            until = started_at + NIGHTLY_MAX_DURATION
             if day_label in self.days:
-                return None
+                run = next(r for r in self.runs.values() if r.day_label == day_label)
+                if run.finished_at or run.rolled_back or run.in_progress(started_at):
+                    return None
+                self.runs[run.run_id] = run = dataclasses.replace(run, worked_until=until)
+                return run
             self.days.add(day_label)
-            run = NightlyRun(max(self.runs, default=0) + 1, day_label, started_at)
+            run = NightlyRun(max(self.runs, default=0) + 1, day_label, started_at, worked_until=until)
             self.runs[run.run_id] = run
             return run
 
+    def release(self, run_id):
+        with self._lock:
+            self.runs[run_id] = dataclasses.replace(self.runs[run_id], worked_until=None)
+
     def finish(self, run):
-        self.runs[run.run_id] = run
+        with self._lock:
+            self.runs[run.run_id] = dataclasses.replace(run, worked_until=None)
 
     def get(self, run_id):
         return self.runs.get(run_id)

@@ -166,7 +166,11 @@ class Consolidator:
         self._speaker_concurrency = speaker_concurrency
 
     def run(self, now: datetime | None = None) -> NightlyRun | None:
-        """Consolidate the window ``now`` falls after; None if that JST day was already claimed."""
+        """Consolidate the window ``now`` falls after; None if that JST day's run is done or under way.
+
+        A run whose earlier worker failed is taken over and done again: every step is
+        conditional, and what was already applied is in the profiles the extraction reads.
+        """
         now = now or self._clock()
         window = window_for(now)
         # Read before claiming: a failed read leaves the day unclaimed, so a retry does the work.
@@ -176,7 +180,19 @@ class Consolidator:
             logger.info("nightly day already claimed", extra={"day_label": window.day_label})
             return None
         logger.info("nightly run started", extra={"run_id": run.run_id, "day_label": window.day_label, "speakers": len(grouped)})
+        try:
+            return self._consolidate(run, now, grouped)
+        except BaseException:
+            # Everything applied so far is committed with its ledger row; give the run up so
+            # that the scheduler's retry takes it over and finishes the work.
+            logger.warning("nightly run interrupted", extra={"run_id": run.run_id})
+            try:
+                self._runs.release(run.run_id)
+            except Exception:  # noqa: BLE001 - the run's time limit frees it anyway
+                logger.warning("nightly run not released", extra={"run_id": run.run_id})
+            raise
 
+    def _consolidate(self, run: NightlyRun, now: datetime, grouped: dict[str, list[Message]]) -> NightlyRun:
         summary = RunSummary(speakers=len(grouped))
         counter = _Counter()
         kept = decisions.concurrently(self._not_forgotten, list(grouped.items()), self._speaker_concurrency)
@@ -198,7 +214,7 @@ class Consolidator:
 
         summary.model_calls += counter.calls
         summary.failures += counter.failures
-        finished = replace(run, finished_at=self._clock(), diary=diary, summary=summary.to_dict())
+        finished = replace(run, finished_at=self._clock(), worked_until=None, diary=diary, summary=summary.to_dict())
         self._runs.finish(finished)
         logger.info(
             "nightly run finished",

@@ -21,6 +21,9 @@ WORTH_THRESHOLD = 0.5  # below: the run ends with no reads and no writes
 ADD_THRESHOLD = 0.5
 SHOW_PREVIEW_CHARS = 80
 MEMORY_TEXT_MAX_CHARS = 500  # a memory is a short fact, not a transcript
+# A nightly function runs at most 15 minutes (Lambda's limit): a run nobody has finished
+# by then has lost its worker.
+NIGHTLY_MAX_DURATION = timedelta(minutes=15)
 
 
 class Actor(str, Enum):
@@ -170,6 +173,11 @@ class NightlyRun:
     diary: str = ""
     summary: dict = field(default_factory=dict)
     rolled_back: bool = False
+    # While unfinished: until when its worker may still be writing (None: no live worker).
+    worked_until: datetime | None = None
+
+    def in_progress(self, now: datetime) -> bool:
+        return self.finished_at is None and self.worked_until is not None and now < self.worked_until
 
 
 @dataclass(frozen=True)

@@ -68,9 +68,18 @@ class MessageStore(Protocol):
 
 class RunStore(Protocol):
     def claim(self, day_label: str, started_at: datetime) -> NightlyRun | None:
-        """A new run (next integer id) for the JST day, or None if the day is already claimed."""
+        """The JST day's run, for this worker until ``started_at + NIGHTLY_MAX_DURATION``.
 
-    def finish(self, run: NightlyRun) -> None: ...
+        A new run (next integer id) if the day is unclaimed. The day's unfinished run, taken
+        over, if its worker is gone (released, or past its time), so a retry finishes the
+        work. None if the day's run is finished, rolled back, or still being worked on.
+        """
+
+    def release(self, run_id: int) -> None:
+        """The worker gives up an unfinished run (after a failure): a retry may take it over at once."""
+
+    def finish(self, run: NightlyRun) -> None:
+        """Store the run's diary, summary and finish time; it has no live worker any more."""
 
     def get(self, run_id: int) -> NightlyRun | None: ...
 

@@ -41,9 +41,6 @@ logger = logging.getLogger(__name__)
 # short enough that a retry after a crash is not kept waiting long.
 ROLLBACK_LEASE = timedelta(minutes=2)
 REVERSIBLE = (Action.ADD, Action.UPDATE, Action.DELETE)
-# A nightly function runs at most 15 minutes (Lambda's limit): an unfinished run older
-# than that has died and may be rolled back; a younger one may still be writing.
-NIGHTLY_MAX_DURATION = timedelta(minutes=15)
 _BODY_KEYS = frozenset({"runId", "dryRun"})
 MAX_RUN_ID = 2**53 - 1  # the largest integer every JSON client reads exactly
 
@@ -87,7 +84,7 @@ class Rollback:
             return RollbackResult(Outcome.NOT_FOUND, run_id)
         if run.rolled_back:
             return RollbackResult(Outcome.ALREADY, run.run_id)
-        if run.finished_at is None and self._clock() - run.started_at < NIGHTLY_MAX_DURATION:
+        if run.in_progress(self._clock()):
             # Still writing: rows it adds after our walk would escape the rollback.
             return RollbackResult(Outcome.BUSY, run.run_id)
         if dry_run:

@@ -12,7 +12,7 @@ import pytest
 from fakes import Clock, memory
 from memorybot.adapters.dynamodb import DynamoMemoryStore
 from memorybot.adapters.dynamodb_runs import DynamoRunStore
-from memorybot.domain import Action, Actor, Change, Memory
+from memorybot.domain import NIGHTLY_MAX_DURATION, Action, Actor, Change, Memory
 from memorybot.ports import RollbackClaim
 from memorybot.rollback import Outcome, Rollback, respond
 
@@ -31,7 +31,9 @@ def test_claims_hand_out_increasing_ids_and_each_day_once(runs):
     first = runs.claim("2026-11-28", T)
     second = runs.claim("2026-11-29", T + timedelta(days=1))
     assert (first.run_id, second.run_id) == (1, 2)
-    assert runs.claim("2026-11-28", T + timedelta(days=2)) is None
+    assert runs.claim("2026-11-28", T + timedelta(minutes=5)) is None  # its worker is still on it
+    runs.finish(replace(first, finished_at=T + timedelta(minutes=6)))
+    assert runs.claim("2026-11-28", T + timedelta(days=2)) is None  # done
     assert runs.latest().run_id == 2 and runs.get(1).day_label == "2026-11-28"
     assert runs.get(3) is None
 
@@ -68,7 +70,38 @@ def test_finish_stores_diary_summary_and_times(runs):
     summary = {"added": ["abcde"], "updated": [], "deleted": [], "decayed": ["fghjk"], "failures": 1, "model_calls": 9, "conflicts": 0}
     finished = replace(run, finished_at=T + timedelta(minutes=3), diary="静かな一日だった。", summary=summary)
     runs.finish(finished)
-    assert runs.get(run.run_id) == finished
+    assert runs.get(run.run_id) == replace(finished, worked_until=None)
+    assert runs.claim("2026-11-29", T + timedelta(days=1)) is None
+
+
+def test_an_unfinished_run_is_taken_over_once_its_worker_is_gone(runs):
+    run = runs.claim("2026-11-29", T)
+    assert run.worked_until == T + NIGHTLY_MAX_DURATION and run.in_progress(T)
+    assert runs.claim("2026-11-29", T + timedelta(minutes=14)) is None  # still being worked on
+    late = runs.claim("2026-11-29", T + timedelta(minutes=16))  # the worker timed out: a retry takes over
+    assert late.run_id == run.run_id and late.worked_until == T + timedelta(minutes=31)
+    runs.release(run.run_id)  # that worker failed and gave it up
+    assert runs.get(run.run_id).worked_until is None and not runs.get(run.run_id).in_progress(T)
+    again = runs.claim("2026-11-29", T + timedelta(minutes=17))
+    assert again.run_id == run.run_id and runs.latest().run_id == run.run_id  # no new run for the day
+    assert runs.claim_rollback(run.run_id, "op", T + timedelta(minutes=18), LEASE) is RollbackClaim.CLAIMED
+    assert runs.mark_rolled_back(run.run_id, "op")
+    runs.release(run.run_id)
+    assert runs.claim("2026-11-29", T + timedelta(hours=1)) is None  # rolled back: never resumed
+
+
+def test_concurrent_take_overs_of_an_abandoned_run_give_exactly_one(runs, serialised_moto):
+    run = runs.claim("2026-11-29", T)
+    runs.release(run.run_id)
+    barrier = threading.Barrier(6)
+
+    def claim(_):
+        barrier.wait()
+        return runs.claim("2026-11-29", T + timedelta(minutes=1))
+
+    with ThreadPoolExecutor(6) as pool:
+        results = [r for r in pool.map(claim, range(6)) if r is not None]
+    assert [r.run_id for r in results] == [run.run_id]
 
 
 def test_the_rollback_lease(runs):

@@ -4,7 +4,8 @@ Three kinds of item share the table (``run_key``):
 - ``counter``: the last run id handed out;
 - ``day#<YYYY-MM-DD>``: the claim of one JST day (its run id);
 - ``run#<id>``: the run itself (day label, times, diary, JSON summary, rolled-back
-  state, and while a rollback is under way its lease: owner and expiry).
+  state, ``worked_until`` while a worker holds the unfinished run, and while a rollback
+  is under way its lease: owner and expiry).
 
 A claim writes all three in one transaction, conditioned on the day being unclaimed
 and the counter unchanged since read: a day is claimed once, and ids increase with
@@ -15,6 +16,7 @@ from __future__ import annotations
 
 import json
 import secrets
+from dataclasses import replace
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -22,7 +24,7 @@ from botocore.exceptions import ClientError
 
 from .. import tables
 from ..config import Settings
-from ..domain import NightlyRun, iso, parse_iso
+from ..domain import NIGHTLY_MAX_DURATION, NightlyRun, iso, parse_iso
 from ..ports import RollbackClaim
 
 CLAIM_ATTEMPTS = 5  # another claim for a different day moved the counter: read it again
@@ -51,6 +53,7 @@ def _code(error: ClientError) -> str:
 
 def run_from_item(item: dict[str, Any]) -> NightlyRun:
     finished = item.get("finished_at", {}).get("S")
+    worked_until = item.get("worked_until", {}).get("S")
     return NightlyRun(
         run_id=int(item["run_id"]["N"]),
         day_label=item["day_label"]["S"],
@@ -59,6 +62,7 @@ def run_from_item(item: dict[str, Any]) -> NightlyRun:
         diary=item.get("diary", {}).get("S", ""),
         summary=json.loads(item.get("summary", {}).get("S", "{}")),
         rolled_back=item.get("rolled_back", {}).get("BOOL", False),
+        worked_until=parse_iso(worked_until) if worked_until else None,
     )
 
 
@@ -70,11 +74,13 @@ class DynamoRunStore:
     # -- the runs
 
     def claim(self, day_label: str, started_at: datetime) -> NightlyRun | None:
+        until = started_at + NIGHTLY_MAX_DURATION
         for _ in range(CLAIM_ATTEMPTS):
-            if self._get(_day_key(day_label)) is not None:
-                return None
+            day = self._get(_day_key(day_label))
+            if day is not None:
+                return self._take_over(int(day["run_id"]["N"]), started_at, until)
             last = self._last_run_id()
-            run = NightlyRun(last + 1, day_label, started_at)
+            run = NightlyRun(last + 1, day_label, started_at, worked_until=until)
             counter_update = {
                 "Update": {
                     "TableName": self._table,
@@ -96,6 +102,7 @@ class DynamoRunStore:
                                 "run_id": _n(run.run_id),
                                 "day_label": _s(day_label),
                                 "started_at": _s(iso(started_at)),
+                                "worked_until": _s(iso(until)),
                                 "rolled_back": {"BOOL": False},
                             }
                         ),
@@ -111,6 +118,43 @@ class DynamoRunStore:
                 # The day was claimed meanwhile (checked at the top) or the counter moved on.
         raise RuntimeError("could not claim the nightly day: the run counter kept moving")
 
+    def _take_over(self, run_id: int, now: datetime, until: datetime) -> NightlyRun | None:
+        """The day's unfinished run whose worker is gone, now held until ``until``; else None."""
+        run = self.get(run_id)
+        if run is None or run.finished_at or run.rolled_back or run.in_progress(now):
+            return None
+        seen = (
+            ("worked_until = :seen", {":seen": _s(iso(run.worked_until))})
+            if run.worked_until
+            else ("attribute_not_exists(worked_until)", {})
+        )
+        try:
+            self._client.update_item(
+                TableName=self._table,
+                Key=_run_key(run_id),
+                UpdateExpression="SET worked_until = :until",
+                # Exactly one of several retries takes it over: the state read must still hold.
+                ConditionExpression=f"attribute_not_exists(finished_at) AND rolled_back = :false AND {seen[0]}",
+                ExpressionAttributeValues={":until": _s(iso(until)), ":false": {"BOOL": False}, **seen[1]},
+            )
+        except ClientError as error:
+            if _code(error) != "ConditionalCheckFailedException":
+                raise
+            return None
+        return replace(run, worked_until=until)
+
+    def release(self, run_id: int) -> None:
+        try:
+            self._client.update_item(
+                TableName=self._table,
+                Key=_run_key(run_id),
+                UpdateExpression="REMOVE worked_until",
+                ConditionExpression="attribute_exists(run_key) AND attribute_not_exists(finished_at)",
+            )
+        except ClientError as error:
+            if _code(error) != "ConditionalCheckFailedException":
+                raise
+
     def finish(self, run: NightlyRun) -> None:
         values = {
             ":diary": _s(run.diary),
@@ -119,7 +163,7 @@ class DynamoRunStore:
         expression = "SET diary = :diary, summary = :summary"
         if run.finished_at is not None:
             values[":finished"] = _s(iso(run.finished_at))
-            expression += ", finished_at = :finished"
+            expression += ", finished_at = :finished REMOVE worked_until"
         self._client.update_item(
             TableName=self._table,
             Key=_run_key(run.run_id),
