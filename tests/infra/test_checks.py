@@ -88,7 +88,7 @@ def _size(folder) -> int:
 
 
 def _zipped_size(folder) -> int:
-    from benchmarks.asset_sizes import folder_sizes
+    from benchmarks.asset_sizes_bench import folder_sizes
 
     return folder_sizes(folder)[2]
 

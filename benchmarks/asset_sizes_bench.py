@@ -4,7 +4,7 @@ Synthesizes the CDK app (the layer really bundled, from the build/layer cache wh
 zips each staged asset in memory the way the CDK CLI uploads it. Goals: code under 200 KB,
 layer under 15 MB, both as the zip Lambda downloads on a cold start (unzipped shown beside).
 
-    python -m benchmarks.asset_sizes
+    python -m benchmarks asset_sizes
 """
 
 from __future__ import annotations
