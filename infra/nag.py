@@ -18,7 +18,7 @@ REASONS = {
     "AwsSolutions-SMG4": (
         "The Discord public key and bot token are issued by Discord and change only when the operator "
         "resets them in the developer portal; the admin secret is rotated by putting a new value "
-        "(DEPLOY.md). Secrets Manager has no rotation function for either."
+        "(README, Deploy). Secrets Manager has no rotation function for either."
     ),
     "AwsSolutions-SQS3": "This queue is the dead-letter queue itself (failed async invocations and schedule deliveries).",
     "AwsSolutions-IAM5[Resource::*]": (

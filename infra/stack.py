@@ -201,7 +201,7 @@ class MemoryBotStack(Stack):
         return table
 
     def _secret(self, key: str) -> secretsmanager.Secret:
-        # Created with a random placeholder; the operator puts the real value (see DEPLOY.md).
+        # Created with a random placeholder; the operator puts the real value (see the README, "Put the three secrets").
         # The admin secret's random value is usable as it is.
         return secretsmanager.Secret(
             self,
