@@ -37,7 +37,6 @@ from .domain import (
     utcnow,
 )
 from .extraction import ExtractionResult, Extractor
-from .extraction import _Calls as _Counter  # the write path's thread-safe call counter
 from .ports import ChatModel, ConflictError, DecisionModel, MemoryStore, MessageStore, RunStore
 
 logger = logging.getLogger(__name__)
@@ -194,7 +193,7 @@ class Consolidator:
 
     def _consolidate(self, run: NightlyRun, now: datetime, grouped: dict[str, list[Message]]) -> NightlyRun:
         summary = RunSummary(speakers=len(grouped))
-        counter = _Counter()
+        counter = decisions.CallCounter()
         kept = decisions.concurrently(self._not_forgotten, list(grouped.items()), self._speaker_concurrency)
         usable = [(speaker, msgs) for speaker, msgs in kept if msgs is not None]
         summary.failed_speakers += len(kept) - len(usable)
@@ -250,7 +249,7 @@ class Consolidator:
             outcome.failed = True
         return outcome
 
-    def _decay(self, now: datetime, run_id: int, summary: RunSummary, counter: _Counter) -> None:
+    def _decay(self, now: datetime, run_id: int, summary: RunSummary, counter: decisions.CallCounter) -> None:
         """Review the oldest stale records; only an explicit DELETE removes one."""
         try:
             stale = self._memories.stale(now - STALE_AFTER, STALE_REVIEWS_PER_NIGHT)
@@ -284,7 +283,7 @@ class Consolidator:
                 continue
             summary.decayed.append(memory.memory_id)
 
-    def _diary(self, recent: Sequence[Message], counter: _Counter) -> str:
+    def _diary(self, recent: Sequence[Message], counter: decisions.CallCounter) -> str:
         """One Japanese line from the last 30 messages; a failure leaves it empty."""
         if not recent:
             return ""

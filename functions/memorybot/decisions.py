@@ -9,6 +9,7 @@ from __future__ import annotations
 import logging
 import math
 import re
+import threading
 from concurrent.futures import ThreadPoolExecutor
 from typing import Callable, Iterable, Sequence, TypeVar
 
@@ -62,6 +63,22 @@ def ask(question: str, call: Callable[[], T], check: Callable[[T], R | None]) ->
     if checked is None:
         logger.warning("model answer rejected", extra={"question": question})
     return checked
+
+
+class CallCounter:
+    """Asks like ``ask`` and counts the calls and the failures, across threads."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self.calls = 0
+        self.failures = 0
+
+    def ask(self, question: str, call: Callable[[], T], check: Callable[[T], R | None]) -> R | None:
+        answer = ask(question, call, check)
+        with self._lock:
+            self.calls += 1
+            self.failures += answer is None
+        return answer
 
 
 def concurrently(fn: Callable[[T], R], items: Iterable[T], max_workers: int) -> list[R]:

@@ -7,7 +7,6 @@ commits with its ledger row, conditioned on the record being as it was read.
 from __future__ import annotations
 
 import logging
-import threading
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -54,22 +53,6 @@ class ExtractionResult:
     model_calls: int = 0
 
 
-class _Calls:
-    """Counts model calls and failures across threads."""
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self.calls = 0
-        self.failures = 0
-
-    def ask(self, question: str, call: Callable, check: Callable):
-        answer = decisions.ask(question, call, check)
-        with self._lock:
-            self.calls += 1
-            self.failures += answer is None
-        return answer
-
-
 class Extractor:
     def __init__(
         self,
@@ -94,7 +77,7 @@ class Extractor:
         exchange = render_exchange(messages, speaker_id)
         if exchange is None:
             return ExtractionResult("no_exchange")
-        calls = _Calls()
+        calls = decisions.CallCounter()
 
         worth = calls.ask("worth", lambda: self._jev.worth(exchange), decisions.probability)
         if worth is None or worth < WORTH_THRESHOLD:
@@ -127,7 +110,7 @@ class Extractor:
             self._add(speaker_id, add_text, now, actor, run_id, result)
         return result
 
-    def _judge(self, exchange: str, memory: Memory, calls: _Calls, pool, rewrites: dict) -> Verdict | None:
+    def _judge(self, exchange: str, memory: Memory, calls: decisions.CallCounter, pool, rewrites: dict) -> Verdict | None:
         verdict = calls.ask("verdict", lambda: self._jev.verdict(exchange, memory), decisions.verdict)
         if verdict is Verdict.UPDATE:
             rewrites[memory.memory_id] = pool.submit(
@@ -135,7 +118,7 @@ class Extractor:
             )
         return verdict
 
-    def _maybe_add(self, exchange, profile, verdicts, calls: _Calls) -> str | None:
+    def _maybe_add(self, exchange, profile, verdicts, calls: decisions.CallCounter) -> str | None:
         if profile:
             seen = [(m, v) for m, v in zip(profile, verdicts) if v is not None]
             if not seen:
@@ -166,5 +149,5 @@ class Extractor:
         applied.append(change.memory_id)
 
     @staticmethod
-    def _result(outcome: str, calls: _Calls) -> ExtractionResult:
+    def _result(outcome: str, calls: decisions.CallCounter) -> ExtractionResult:
         return ExtractionResult(outcome, failures=calls.failures, model_calls=calls.calls)

@@ -6,7 +6,7 @@ specs; the adapters read attribute and index names from here too.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 

@@ -24,7 +24,7 @@ import boto3
 from botocore.config import Config
 from botocore.exceptions import BotoCoreError, ClientError
 
-from ..domain import Memory, PromptMessage, Verdict
+from ..domain import PromptMessage
 from ..ports import ModelError
 from . import llm_prompts
 from .llm_prompts import Question, TextTask
@@ -114,27 +114,15 @@ class BedrockConverse:
         return "".join(texts), response.get("stopReason") == "max_tokens"
 
 
-class BedrockDecisionModel:
+class BedrockDecisionModel(llm_prompts.AskingDecisionModel):
     def __init__(self, converse: BedrockConverse) -> None:
         self._converse = converse
 
     def _ask(self, question: Question) -> Any:
         return question.parse(self._converse.tool_input(question))
 
-    def worth(self, exchange: str) -> float:
-        return self._ask(llm_prompts.worth_question(exchange))
 
-    def verdict(self, exchange: str, memory: Memory) -> Verdict:
-        return self._ask(llm_prompts.verdict_question(exchange, memory))
-
-    def add(self, exchange: str, verdicts: Sequence[tuple[Memory, Verdict]]) -> float:
-        return self._ask(llm_prompts.add_question(exchange, verdicts))
-
-    def review(self, memory: Memory) -> Verdict:
-        return self._ask(llm_prompts.review_question(memory))
-
-
-class BedrockChatModel:
+class BedrockChatModel(llm_prompts.WritingChatModel):
     def __init__(self, converse: BedrockConverse) -> None:
         self._converse = converse
 
@@ -143,12 +131,6 @@ class BedrockChatModel:
             [task.system], [PromptMessage("user", task.user)], max_tokens=task.max_tokens, temperature=0.0
         )
         return llm_prompts.first_line(text, cut_off=cut_off)
-
-    def write_memory(self, exchange: str, current: Memory | None) -> str:
-        return self._write(llm_prompts.memory_task(exchange, current))
-
-    def write_diary(self, transcript: str) -> str:
-        return self._write(llm_prompts.diary_task(transcript))
 
     def write_reply(self, prompt: Sequence[PromptMessage]) -> str:
         system, turns = llm_prompts.split_system(prompt)

@@ -299,3 +299,37 @@ def alternating_turns(turns: Sequence[PromptMessage]) -> list[PromptMessage]:
     if merged and merged[0].role != "user":
         merged.insert(0, PromptMessage("user", CONVERSATION_OPENER))
     return merged
+
+
+class AskingDecisionModel:
+    """``ports.DecisionModel`` for an LLM backend: each question is a prompt with a strict
+    JSON answer. A backend supplies ``_ask`` (send the question, return the parsed answer)."""
+
+    def _ask(self, question: Question) -> Any:
+        raise NotImplementedError
+
+    def worth(self, exchange: str) -> float:
+        return self._ask(worth_question(exchange))
+
+    def verdict(self, exchange: str, memory: Memory) -> Verdict:
+        return self._ask(verdict_question(exchange, memory))
+
+    def add(self, exchange: str, verdicts: Sequence[tuple[Memory, Verdict]]) -> float:
+        return self._ask(add_question(exchange, verdicts))
+
+    def review(self, memory: Memory) -> Verdict:
+        return self._ask(review_question(memory))
+
+
+class WritingChatModel:
+    """The one-line writing tasks of ``ports.ChatModel`` for an LLM backend. A backend
+    supplies ``_write`` (send the task, return its first line) and ``write_reply``."""
+
+    def _write(self, task: TextTask) -> str:
+        raise NotImplementedError
+
+    def write_memory(self, exchange: str, current: Memory | None) -> str:
+        return self._write(memory_task(exchange, current))
+
+    def write_diary(self, transcript: str) -> str:
+        return self._write(diary_task(transcript))

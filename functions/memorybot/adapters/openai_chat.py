@@ -17,7 +17,7 @@ from typing import Any, Sequence
 
 import httpx
 
-from ..domain import Memory, PromptMessage, Verdict
+from ..domain import PromptMessage
 from ..ports import ModelError
 from . import llm_prompts
 from .llm_prompts import Question, TextTask
@@ -126,7 +126,7 @@ def _messages(system: str, user: str) -> list[dict[str, str]]:
     return [{"role": "system", "content": system}, {"role": "user", "content": user}]
 
 
-class OpenAIDecisionModel:
+class OpenAIDecisionModel(llm_prompts.AskingDecisionModel):
     """Jev's four questions asked of a chat model, answered as strict JSON."""
 
     def __init__(self, client: OpenAICompatibleClient) -> None:
@@ -140,32 +140,14 @@ class OpenAIDecisionModel:
         )
         return question.parse(llm_prompts.extract_json_object(answer.text))
 
-    def worth(self, exchange: str) -> float:
-        return self._ask(llm_prompts.worth_question(exchange))
 
-    def verdict(self, exchange: str, memory: Memory) -> Verdict:
-        return self._ask(llm_prompts.verdict_question(exchange, memory))
-
-    def add(self, exchange: str, verdicts: Sequence[tuple[Memory, Verdict]]) -> float:
-        return self._ask(llm_prompts.add_question(exchange, verdicts))
-
-    def review(self, memory: Memory) -> Verdict:
-        return self._ask(llm_prompts.review_question(memory))
-
-
-class OpenAIChatModel:
+class OpenAIChatModel(llm_prompts.WritingChatModel):
     def __init__(self, client: OpenAICompatibleClient) -> None:
         self._client = client
 
     def _write(self, task: TextTask) -> str:
         answer = self._client.complete(_messages(task.system, task.user), max_tokens=task.max_tokens)
         return llm_prompts.first_line(answer.text, cut_off=answer.cut_off)
-
-    def write_memory(self, exchange: str, current: Memory | None) -> str:
-        return self._write(llm_prompts.memory_task(exchange, current))
-
-    def write_diary(self, transcript: str) -> str:
-        return self._write(llm_prompts.diary_task(transcript))
 
     def write_reply(self, prompt: Sequence[PromptMessage]) -> str:
         system, turns = llm_prompts.split_system(prompt)
