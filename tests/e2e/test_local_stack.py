@@ -53,6 +53,7 @@ def test_memories_are_per_person_and_forget_cannot_touch_someone_elses(person):
     assert "not found" in dave.forget(carol_memory)[0]
     assert memory_ids(carol.show()) == [carol_memory]
     assert dave.suggest("Miso") == ["  (no suggestions)"]
+    assert dave.suggest(carol_memory) == ["  (no suggestions)"]  # not even by its id
     assert carol.suggest("miso")[0].startswith(f"  {carol_memory}: ")
 
 
