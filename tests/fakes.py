@@ -119,8 +119,11 @@ class FakeMessageStore:
     def put(self, message: Message) -> None:
         self.rows.setdefault((message.channel_id, message.message_id), message)
 
-    def recent(self, channel_id, limit):
-        mine = sorted((m for (c, _), m in self.rows.items() if c == channel_id), key=lambda m: int(m.message_id))
+    def recent(self, channel_id, limit, *, up_to=None):
+        mine = sorted(
+            (m for (c, _), m in self.rows.items() if c == channel_id and (up_to is None or int(m.message_id) <= int(up_to))),
+            key=lambda m: int(m.message_id),
+        )
         return mine[-limit:] if limit else []
 
     def between(self, start, end):

@@ -59,8 +59,8 @@ class MessageStore(Protocol):
     def put(self, message: Message) -> None:
         """Store one message; storing the same message id again changes nothing."""
 
-    def recent(self, channel_id: str, limit: int) -> list[Message]:
-        """The channel's newest ``limit`` messages, oldest first."""
+    def recent(self, channel_id: str, limit: int, *, up_to: str | None = None) -> list[Message]:
+        """The channel's newest ``limit`` messages (with ids up to ``up_to``, if given), oldest first."""
 
     def between(self, start: datetime, end: datetime) -> list[Message]:
         """Every message with start <= time < end, in all channels, oldest first."""

@@ -55,6 +55,9 @@ def test_recent_returns_the_newest_of_one_channel_oldest_first(store):
     assert store.recent("c1", 50) == mine
     assert store.recent("c1", 0) == []
     assert store.recent("nobody", 5) == []
+    # up to a message (the bot's reply): what came after it belongs to later turns
+    assert store.recent("c1", 3, up_to=mine[4].message_id) == mine[2:5]
+    assert store.recent("c1", 50, up_to=mine[0].message_id) == mine[:1]
 
 
 def test_between_includes_the_start_excludes_the_end_and_spans_a_jst_day_and_channels(store):

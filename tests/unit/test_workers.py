@@ -117,6 +117,17 @@ def test_extraction_sees_the_exchange_up_to_the_bots_reply_only(front):
     assert "Kyoto" in exchange and "later turn" not in exchange
 
 
+def test_extraction_finds_its_exchange_even_after_a_busy_channel_moved_on(front):
+    work = said(front, "I moved to Kyoto last week")
+    bot_id = snowflake_at(utcnow(), 997)
+    front.message_store.put(Message(CHANNEL, bot_id, APP_ID, "memorybot", "welcome!", is_bot=True))
+    for n in range(25):  # more later turns than any window of recent messages
+        said(front, f"later chatter {n}", user=BOB, name="bob")
+    extraction.handler({**{k: work[k] for k in ("interaction_id", "channel_id", "user_id")}, "up_to_message_id": bot_id}, context())
+    [exchange] = front.decision_model.asked("worth")
+    assert "Kyoto" in exchange and "welcome!" in exchange and "chatter" not in exchange
+
+
 def test_with_history_enabled_other_peoples_messages_join_the_log_once_and_reach_the_prompt(front):
     front.settings = dataclasses.replace(front.settings, fetch_channel_history=True)
     carol_id = front.recorder.someone_said(CHANNEL, "300000000000000003", "carol", "the rehearsal moved to Friday")

@@ -476,14 +476,17 @@ class DynamoMessageStore:
             if error.response.get("Error", {}).get("Code") != "ConditionalCheckFailedException":
                 raise
 
-    def recent(self, channel_id: str, limit: int) -> list[Message]:
+    def recent(self, channel_id: str, limit: int, *, up_to: str | None = None) -> list[Message]:
         if limit <= 0:
             return []
+        condition, values = "channel_id = :channel", {":channel": _s(channel_id)}
+        if up_to is not None:
+            condition, values = condition + " AND message_id <= :up_to", {**values, ":up_to": {"N": str(int(up_to))}}
         items = query_items(
             self._client,
             TableName=self._table,
-            KeyConditionExpression="channel_id = :channel",
-            ExpressionAttributeValues={":channel": _s(channel_id)},
+            KeyConditionExpression=condition,
+            ExpressionAttributeValues=values,
             ScanIndexForward=False,
             Limit=limit,
             ConsistentRead=True,

@@ -8,13 +8,12 @@ from __future__ import annotations
 from aws_lambda_powertools import Logger
 
 from .. import bootstrap
-from ..domain import Actor
+from ..domain import EXCHANGE_MESSAGES, Actor
 from . import idempotent, log_core_with
 
 logger = Logger(service="memorybot-extraction")
 log_core_with(logger)
 
-LOG_WINDOW = 20  # enough of the channel log to find the six-message exchange
 
 
 @logger.inject_lambda_context(clear_state=True)
@@ -25,11 +24,8 @@ def handler(event: dict, context) -> dict:
 
 def _extract(job: dict) -> dict:
     c = bootstrap.container()
-    messages = c.message_store.recent(job["channel_id"], LOG_WINDOW)
     # The exchange ends at the bot's reply: later messages belong to later turns.
-    up_to = int(job.get("up_to_message_id") or 0)
-    if up_to:
-        messages = [m for m in messages if int(m.message_id) <= up_to]
+    messages = c.message_store.recent(job["channel_id"], EXCHANGE_MESSAGES, up_to=job.get("up_to_message_id"))
     result = c.extractor.run(job["user_id"], messages, actor=Actor.EXTRACTION)
     logger.info("extraction done", extra={"outcome": result.outcome, "added": result.added, "updated": result.updated, "deleted": result.deleted})
     return {"outcome": result.outcome, "added": result.added, "updated": result.updated, "deleted": result.deleted}
