@@ -1,0 +1,375 @@
+"""Faults in the nightly run on the real DynamoDB stores (moto's server), offline models.
+
+A day with three speakers, a quiet user with stale records and an outsider. A failure is
+injected at every DynamoDB request of the run, one at a time, then at every model call,
+then in random combinations. After each: every change has exactly one ledger row, no
+partial change, nobody outside the day's speakers and the stale records touched, no
+change without a decision; and where the failure stopped the run, the scheduler's retry
+(the same ``now``, no fault) converges to what a clean run does.
+
+The offline stand-ins are deterministic and refuse to add a fact already in the profile,
+so work redone by a retry settles on the same profiles.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from fakes import Clock, memory, message
+from faults import (
+    CallFaults,
+    InjectedFault,
+    RequestFaults,
+    Snapshot,
+    assert_every_change_has_exactly_one_ledger_row,
+    fresh_tables,
+    scan,
+)
+from memorybot.adapters.dynamodb import DynamoMemoryStore, DynamoMessageStore
+from memorybot.adapters.dynamodb_runs import DynamoRunStore
+from memorybot.adapters.offline import OFFLINE_MEMORY_LABEL, OfflineChatModel, OfflineDecisionModel, third_person
+from memorybot.consolidation import Consolidator
+from memorybot.domain import JST, NIGHTLY_MAX_DURATION, Action, Actor, Change, LedgerEntry
+from memorybot.extraction import Extractor
+
+
+def jst(day: int, hour: int, minute: int = 0) -> datetime:
+    return datetime(2026, 11, day, hour, minute, tzinfo=JST)
+
+
+NOW = jst(30, 3)  # the 03:00 JST schedule: the window is the 29th, 03:00 to 03:00
+DAY = "2026-11-29"
+SPEAKERS = ("alice", "bob", "carol")
+OUTSIDER = "oscar"  # has memories, said nothing in the window: never touched
+QUIET = "zed"  # said nothing; two stale records, one time-limited
+
+UPDATE_CELLO = "I play the cello in an orchestra now"
+FORGET_NATTO = "please forget that I like natto"
+MOVED = "I moved to Osaka last month"
+DOG = "I adopted a dog named Pochi"
+HIKING = "I love hiking in the Alps"
+
+# Each speaker's messages, in order; chunks of six, and the offline rules read the last line
+# of each chunk. Alice: three chunks (an update, a forget, an add); bob and carol one each.
+SAID = {
+    "alice": ["good morning", "the weather is nice", "lunch?", "ok", "see you", UPDATE_CELLO,
+              "hm", "so", "well", "yes", "right", FORGET_NATTO,
+              MOVED],
+    "bob": ["hi all", DOG],
+    "carol": ["I work as a nurse", HIKING],
+}
+# (user, memory id, text, days before the window): 30 or more days old is stale.
+SEED = [
+    ("alice", "aaaa2", "[offline] Plays the cello", 1),
+    ("alice", "aaaa3", "[offline] Likes natto", 2),
+    ("alice", "aaaa4", "[offline] Has an exam this week", 40),
+    ("bob", "bbbb2", "[offline] Has a cat", 3),
+    (QUIET, "zzzz2", "[offline] Has a dentist appointment tomorrow", 45),
+    (QUIET, "zzzz3", "[offline] Is allergic to cats", 50),
+    (OUTSIDER, "oooo2", "[offline] Likes jazz", 5),
+]
+
+# What the clean run changes, per chunk (by the chunk's last line) and by decay.
+# A change is (action, user, text before, text after): add ids are random.
+BY_CHUNK = {
+    UPDATE_CELLO: {("update", "alice", "[offline] Plays the cello", "[offline] Plays the cello in an orchestra now")},
+    FORGET_NATTO: {("delete", "alice", "[offline] Likes natto", None)},
+    MOVED: {("add", "alice", None, "[offline] Moved to Osaka last month")},
+    DOG: {("add", "bob", None, "[offline] Adopted a dog named Pochi")},
+    HIKING: {("add", "carol", None, "[offline] Loves hiking in the Alps")},
+}
+DECAY = {
+    ("delete", "alice", "[offline] Has an exam this week", None),
+    ("delete", QUIET, "[offline] Has a dentist appointment tomorrow", None),
+}
+CLEAN_CHANGES = set().union(*BY_CHUNK.values()) | DECAY
+
+
+def change_key(entry: LedgerEntry) -> tuple:
+    return (entry.action.value, entry.user_id, entry.before.text if entry.before else None, entry.after.text if entry.after else None)
+
+
+def profiles(snapshot: Snapshot) -> dict[str, list[str]]:
+    texts: dict[str, list[str]] = {}
+    for (user, _), m in snapshot.memories.items():
+        texts.setdefault(user, []).append(m.text)
+    return {user: sorted(t) for user, t in texts.items()}
+
+
+def clean_profiles() -> dict[str, list[str]]:
+    """Every seed record, with the clean run's changes applied (by text)."""
+    texts: dict[str, list[str]] = {}
+    for user, _, text, _ in SEED:
+        texts.setdefault(user, []).append(text)
+    for action, user, before, after in CLEAN_CHANGES:
+        if before is not None:
+            texts[user].remove(before)
+        if after is not None:
+            texts.setdefault(user, []).append(after)
+    return {user: sorted(t) for user, t in texts.items()}
+
+
+@dataclass
+class Day:
+    """One fresh set of tables holding the day; ``consolidator`` builds the nightly worker on it."""
+
+    client: object
+    config: object
+    clock: Clock
+    faults: RequestFaults
+    unhooked: object
+
+    def consolidator(self, jev=None, chat=None) -> Consolidator:
+        memories = DynamoMemoryStore(self.client, self.config, clock=self.clock)
+        jev, chat = jev or OfflineDecisionModel(), chat or OfflineChatModel()
+        # One speaker at a time: the DynamoDB requests then come in the same order every
+        # run, so request number k is the same request in every iteration. (Model calls
+        # still overlap: CallFaults records which call failed, and the checks go by that.)
+        extractor = Extractor(memories, jev, chat, clock=self.clock, concurrency=2)
+        return Consolidator(
+            memories, DynamoMessageStore(self.client, self.config), DynamoRunStore(self.client, self.config),
+            extractor, jev, chat, clock=self.clock, speaker_concurrency=1,
+        )
+
+    def snapshot(self) -> Snapshot:
+        return Snapshot.take(self.client, self.config)
+
+    def runs(self) -> list[dict]:
+        return scan(self.unhooked, self.config.table_names["nightly_runs"])
+
+
+def new_day(moto_server) -> Day:
+    client, config = fresh_tables(moto_server)
+    clock = Clock(NOW)
+    memories = DynamoMemoryStore(client, config, clock=clock)
+    messages = DynamoMessageStore(client, config)
+    for user, memory_id, text, age in SEED:
+        seeded = memory(user, memory_id, text, at=jst(29, 1) - timedelta(days=age))
+        memories.apply(Change(Action.ADD, None, seeded, "seed"), actor=Actor.EXTRACTION)
+    minute = 0
+    for user, lines in SAID.items():
+        for line in lines:
+            minute += 1
+            messages.put(message(user, line, at=jst(29, 10, minute), name=user))
+    messages.put(message("bot", "how nice", at=jst(29, 11), bot=True, name="memorybot"))
+    messages.put(message(OUTSIDER, "I love opera", at=jst(30, 3, 1), name=OUTSIDER))  # the next night's
+    # Hooked after seeding: only the nightly run's requests are counted and failed.
+    return Day(client, config, clock, RequestFaults(client), moto_server.client())
+
+
+def assert_invariants(before: Snapshot, after: Snapshot, extra: set[tuple] = frozenset()) -> set[tuple]:
+    """The invariants that hold after any fault; returns the changes made (as change keys).
+
+    ``extra``: changes the models may decide only because of a fault (an add judged without
+    the verdict that would have shown the fact already known).
+    """
+    assert_every_change_has_exactly_one_ledger_row(before, after)
+    new_rows = [e for e in after.ledger if e not in before.ledger]
+    # Nobody outside the day's speakers: the outsider has not even been read.
+    assert [e for e in new_rows if e.user_id == OUTSIDER] == []
+    assert {k: m for k, m in after.memories.items() if k[0] == OUTSIDER} == {
+        k: m for k, m in before.memories.items() if k[0] == OUTSIDER
+    }
+    assert all(e.actor is Actor.NIGHTLY and e.run_id == 1 for e in new_rows)
+    made = [change_key(e) for e in new_rows if e.action is not Action.READ]
+    # No change without a decision: every change is one the models decided in the clean run
+    # (or may decide given the fault), and none is made twice.
+    assert len(made) == len(set(made)) and set(made) <= CLEAN_CHANGES | extra, set(made) - CLEAN_CHANGES
+    return set(made)
+
+
+def adds_judged_without(failed: list) -> set[tuple]:
+    """The adds a failed verdict can let through: that chunk's statement, written down."""
+    return {
+        ("add", args[1].user_id, None, f"{OFFLINE_MEMORY_LABEL} {third_person(chunk_of(args[0]))}")
+        for name, args in failed
+        if name == "verdict"
+    }
+
+
+def assert_day_done_once(day: Day, final: Snapshot, extra: set[tuple] = frozenset()) -> None:
+    expected = clean_profiles()
+    for _, user, _, text in extra:  # adds decided during a faulty attempt stand
+        expected[user] = sorted(expected[user] + [text])
+    assert profiles(final) == expected
+    items = day.runs()
+    [run] = [i for i in items if i["run_key"]["S"].startswith("run#")]
+    assert [i["run_key"]["S"] for i in items if i["run_key"]["S"].startswith("day#")] == [f"day#{DAY}"]
+    assert run["run_id"]["N"] == "1" and "finished_at" in run and "worked_until" not in run
+    decayed = {(u, t) for _, u, t, _ in DECAY}
+    assert not decayed & {(u, m.text) for (u, _), m in final.memories.items()}
+
+
+@pytest.fixture(scope="module")
+def clean(moto_server):
+    """The clean run: how many DynamoDB requests and model calls it makes."""
+    day = new_day(moto_server)
+    before = day.snapshot()
+    calls = CallFaults()
+    run = day.consolidator(calls.wrap(OfflineDecisionModel()), calls.wrap(OfflineChatModel())).run(NOW)
+    after = day.snapshot()
+    assert assert_invariants(before, after) == CLEAN_CHANGES
+    assert_day_done_once(day, after)
+    assert run.summary["failures"] == run.summary["failed_speakers"] == 0 and run.diary
+    return day.faults.count, calls.count, len([e for e in after.ledger if e.action is Action.READ and e not in before.ledger])
+
+
+def test_the_clean_run_makes_every_kind_of_change(clean):
+    requests, model_calls, reads = clean
+    assert reads == 5  # one profile read per chunk that was worth reading: 3 for alice, bob, carol
+    # Named, not asserted as a figure elsewhere: 5 chunks and a diary and 3 stale reviews.
+    assert model_calls == calls_of_a_clean_run()
+    assert requests > 20
+
+
+def calls_of_a_clean_run() -> int:
+    # alice 3 chunks with 3, 3, 2 profile records: worth + verdicts + add (+ rewrite / add text);
+    # bob: worth, verdict, add, add text; carol: worth, add text (empty profile: no add decision).
+    alice = (1 + 3 + 1 + 1) + (1 + 3 + 1) + (1 + 2 + 1 + 1)
+    return alice + 4 + 2 + 3 + 1  # + three stale reviews + the diary
+
+
+def test_a_failure_at_every_dynamodb_request_keeps_the_invariants_and_a_stopped_run_converges(moto_server, clean):
+    # The clean run makes about 30 requests, so every position is tried (no sampling).
+    requests, _, _ = clean
+    stopped, carried_on = [], []
+    for k in range(1, requests + 1):
+        day = new_day(moto_server)
+        before = day.snapshot()
+        day.faults.reset({k})
+        try:
+            run = day.consolidator().run(NOW)
+        except InjectedFault:
+            run = None
+        after = day.snapshot()
+        assert_invariants(before, after)
+        day.faults.reset()
+        if run is None:
+            stopped.append(k)
+            # The worker gave the run up: the scheduler's retry takes it over and finishes it.
+            retried = day.consolidator().run(NOW)
+            assert retried is not None and retried.run_id == 1, f"fault at request {k}: the retry did not take over"
+            final = day.snapshot()
+            assert_every_change_has_exactly_one_ledger_row(after, final)
+            assert_day_done_once(day, final)
+        else:
+            carried_on.append(k)
+            # The run carried on past the failed request and finished: the loss is on record,
+            # and a retry finds the day done.
+            assert run.summary["failed_speakers"] + run.summary["failures"] >= 1, f"fault at request {k} went unrecorded"
+            assert day.consolidator().run(NOW) is None
+            assert day.snapshot() == after
+    # Reading the day, claiming it, finishing it: these stop the run.
+    assert stopped[:1] == [1] and stopped[-1] == requests
+    print(f"nightly: {requests} request positions; {len(stopped)} stopped the run, {len(carried_on)} were absorbed")
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="known gap: a store failure inside one speaker's extraction (or the decay pass) is logged and the run "
+    "is finished anyway, so no retry redoes that speaker and the day never converges",
+)
+def test_a_store_failure_inside_one_speakers_extraction_is_redone_by_the_retry(moto_server, clean):
+    day = new_day(moto_server)
+    day.faults.reset()
+    day.consolidator().run(NOW)  # only to learn the request order on an identical day
+    # The first change inside a speaker's extraction: the transaction after the first read row.
+    position = day.faults.operations.index("PutItem") + 2
+    assert day.faults.operations[position - 1] == "TransactWriteItems"
+    day = new_day(moto_server)
+    day.faults.reset({position})
+    try:
+        day.consolidator().run(NOW)
+    except InjectedFault:
+        pass
+    day.faults.reset()
+    day.consolidator().run(NOW)
+    assert profiles(day.snapshot()) == clean_profiles()
+
+
+def chunk_of(exchange: str) -> str:
+    """The chunk's last line (what the offline rules read), without the speaker's name."""
+    return exchange.splitlines()[-1].partition(": ")[2]
+
+
+def test_a_failure_at_every_model_call_changes_only_what_was_decided(moto_server, clean):
+    _, model_calls, reads = clean
+    for k in range(1, model_calls + 1):
+        day = new_day(moto_server)
+        before = day.snapshot()
+        calls = CallFaults({k})
+        run = day.consolidator(calls.wrap(OfflineDecisionModel()), calls.wrap(OfflineChatModel())).run(NOW)
+        after = day.snapshot()
+        made = assert_invariants(before, after, adds_judged_without(calls.failed))
+        [(name, args)] = calls.failed
+        assert run.finished_at is not None and run.summary["failures"] == 1
+
+        # What the failed call decided must be missing; what it could not affect must be there.
+        must_miss: set[tuple] = set()
+        may_miss: set[tuple] = set()
+        if name == "worth":
+            must_miss = BY_CHUNK[chunk_of(args[0])]
+            assert len([e for e in after.ledger if e.action is Action.READ and e not in before.ledger]) == reads - 1
+        elif name == "verdict":  # that record is left as it is; without its verdict the add may not be judged
+            judged = args[1]
+            chunk = BY_CHUNK[chunk_of(args[0])]
+            must_miss = {c for c in chunk if c[1] == judged.user_id and c[2] == judged.text}
+            may_miss = {c for c in chunk if c[0] == "add"}
+        elif name == "add" or (name == "write_memory" and args[1] is None):
+            must_miss = {c for c in BY_CHUNK[chunk_of(args[0])] if c[0] == "add"}
+        elif name == "write_memory":
+            must_miss = {c for c in BY_CHUNK[chunk_of(args[0])] if c[2] == args[1].text}
+        elif name == "review":  # a failed review keeps the record
+            must_miss = {c for c in DECAY if c[1] == args[0].user_id and c[2] == args[0].text}
+            assert after.memories[(args[0].user_id, args[0].memory_id)] == args[0]
+        elif name == "write_diary":
+            assert run.diary == ""
+        else:
+            raise AssertionError(f"unexpected model call {name}")
+        missing = CLEAN_CHANGES - made
+        assert must_miss <= missing <= must_miss | may_miss, f"call {k} ({name}): missing {missing}"
+        if name != "write_diary":
+            assert run.diary
+        # The day is finished: the scheduler's retry changes nothing.
+        assert day.consolidator().run(NOW) is None and day.snapshot() == after
+
+
+@settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+@given(data=st.data())
+def test_random_combinations_of_request_and_model_faults(moto_server, clean, data):
+    requests, model_calls, _ = clean
+    request_faults = data.draw(st.sets(st.integers(1, requests), max_size=3), label="requests")
+    model_faults = data.draw(st.sets(st.integers(1, model_calls), max_size=4), label="model calls")
+    day = new_day(moto_server)
+    before = day.snapshot()
+    day.faults.reset(request_faults)
+    calls = CallFaults(model_faults)
+    try:
+        run = day.consolidator(calls.wrap(OfflineDecisionModel()), calls.wrap(OfflineChatModel())).run(NOW)
+    except InjectedFault:
+        run = None
+    after = day.snapshot()
+    extra = assert_invariants(before, after, adds_judged_without(calls.failed)) - CLEAN_CHANGES
+    for name, args in calls.failed:
+        if name == "review":  # a failed review keeps the record, whatever else failed
+            assert after.memories[(args[0].user_id, args[0].memory_id)] == args[0]
+    if run is not None:
+        if request_faults & set(range(1, day.faults.count + 1)) or calls.failed:
+            assert run.summary["failed_speakers"] + run.summary["failures"] >= 1
+        return
+    day.faults.reset()
+    retried = day.consolidator().run(NOW)
+    if retried is None:
+        # The failed run could not be given up either (its release request failed too): it is
+        # taken over once its worker's time limit has passed.
+        day.clock.now += NIGHTLY_MAX_DURATION
+        retried = day.consolidator().run(NOW)
+    assert retried is not None and retried.run_id == 1
+    final = day.snapshot()
+    assert_every_change_has_exactly_one_ledger_row(after, final)
+    assert_day_done_once(day, final, extra)
