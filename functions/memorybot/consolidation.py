@@ -25,6 +25,7 @@ from . import decisions
 from .domain import (
     JST,
     PROFILE_LIMIT,
+    LedgerEntry,
     Action,
     Actor,
     Change,
@@ -54,6 +55,7 @@ DIARY_MESSAGES = 30  # the diary is written from the last 30 messages
 # each speaker's chunks stay sequential (they read and write the same profile).
 SPEAKER_CONCURRENCY = 32
 REVIEW_CONCURRENCY = 10
+DECAY_REASON = "nightly decay: jev review delete"
 
 
 @dataclass(frozen=True)
@@ -128,6 +130,16 @@ class RunSummary:
         self.conflicts += result.conflicts
         self.chunks += 1
 
+    def carry_over(self, entries: Sequence[LedgerEntry]) -> None:
+        """What an earlier, failed worker of this run already changed (its ledger rows)."""
+        for entry in sorted(entries, key=lambda e: e.at):
+            if entry.action is Action.ADD:
+                self.added += entry.memory_ids
+            elif entry.action is Action.UPDATE:
+                self.updated += entry.memory_ids
+            elif entry.action is Action.DELETE:
+                (self.decayed if entry.reason == DECAY_REASON else self.deleted).extend(entry.memory_ids)
+
     def to_dict(self) -> dict:
         return asdict(self)
 
@@ -193,6 +205,8 @@ class Consolidator:
 
     def _consolidate(self, run: NightlyRun, now: datetime, grouped: dict[str, list[Message]]) -> NightlyRun:
         summary = RunSummary(speakers=len(grouped))
+        # A run taken over from a failed worker keeps, in its summary, what that worker did.
+        summary.carry_over(self._memories.ledger_for_run(run.run_id))
         counter = decisions.CallCounter()
         kept = decisions.concurrently(self._not_forgotten, list(grouped.items()), self._speaker_concurrency)
         usable = [(speaker, msgs) for speaker, msgs in kept if msgs is not None]
@@ -268,7 +282,7 @@ class Consolidator:
         for memory, verdict in zip(stale, verdicts):
             if verdict is not Verdict.DELETE:
                 continue  # keep, failed or ambiguous: it stays stale and is reviewed again next night
-            change = Change(Action.DELETE, memory, None, "nightly decay: jev review delete")
+            change = Change(Action.DELETE, memory, None, DECAY_REASON)
             try:
                 self._memories.apply(change, actor=Actor.NIGHTLY, run_id=run_id)
             except ConflictError:

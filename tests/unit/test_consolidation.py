@@ -350,3 +350,28 @@ def test_model_calls_stay_within_the_bound_on_a_busy_day():
     assert run.summary["model_calls"] == actual
     uncapped = speakers * -(-per_speaker // CHUNK_MESSAGES) * 23 + 25 + 1
     assert uncapped > bound
+
+
+def test_a_run_whose_worker_failed_is_taken_over_by_the_retry_and_keeps_what_it_did():
+    night = Night(jev=ScriptedJev(add=0.9))
+    night.memories.seed(memory("old", "sssss", "exam next week", at=jst(29, 12) - timedelta(days=40)))
+    night.jev.reviews = {"sssss": Verdict.DELETE}
+    night.say("a", "I started learning the cello", jst(29, 9))
+    night.say("b", "I adopted a cat", jst(29, 10))
+    real_finish = night.runs.finish
+    night.runs.finish = lambda run: (_ for _ in ()).throw(RuntimeError("store down"))  # dies at the very end
+    with pytest.raises(RuntimeError):
+        night.run()
+    [abandoned] = night.runs.runs.values()
+    assert abandoned.finished_at is None and not abandoned.in_progress(night.clock.now)  # released for the retry
+    first_changes = [e.memory_ids[0] for e in night.memories.changes()]
+    assert len(first_changes) == 3  # two adds and a decay
+
+    night.runs.finish = real_finish
+    resumed = night.run(NOW + timedelta(minutes=2))  # the scheduler's retry
+    assert resumed.run_id == abandoned.run_id and resumed.finished_at is not None
+    assert list(night.runs.runs) == [abandoned.run_id]
+    summary = resumed.summary
+    assert "sssss" in summary["decayed"] and len(summary["added"]) >= 2
+    assert set(first_changes) <= set(summary["added"] + summary["decayed"])
+    assert night.run(NOW + timedelta(minutes=3)) is None  # finished now: nothing more
