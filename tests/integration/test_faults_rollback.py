@@ -1,0 +1,256 @@
+"""Faults in the rollback on the real DynamoDB stores (moto's server).
+
+A finished nightly run with adds, updates (one record twice), deletes and decay deletes
+across two users, one of its adds changed again after the run, and an outsider. A
+failure is injected at every DynamoDB request of the rollback, one at a time, then in
+random combinations. After each: every change has exactly one ledger row, no partial
+change, the outsider untouched; the retry (no fault) ends in exactly the state a clean
+rollback leaves, the run is marked rolled back once, and a third call is refused.
+A fault during a dry run changes nothing.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from datetime import datetime, timedelta
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from fakes import Clock, memory
+from faults import (
+    InjectedFault,
+    RequestFaults,
+    Snapshot,
+    assert_every_change_has_exactly_one_ledger_row,
+    fresh_tables,
+    scan,
+)
+from memorybot.adapters.dynamodb import DynamoMemoryStore
+from memorybot.adapters.dynamodb_runs import DynamoRunStore
+from memorybot.domain import JST, Action, Actor, Change, Memory
+from memorybot.rollback import ROLLBACK_LEASE, Outcome, Rollback
+
+ALICE, BOB, OSCAR = "alice", "bob", "oscar"
+RUN_AT = datetime(2026, 11, 30, 3, 0, tzinfo=JST)
+SEEDED = datetime(2026, 10, 1, 12, 0, tzinfo=JST)
+SEED = {
+    (ALICE, "aaaa2"): "Plays the cello",  # updated twice by the run
+    (ALICE, "aaaa3"): "Likes natto",  # deleted by the run
+    (ALICE, "aaaa4"): "Has an exam this week",  # decayed by the run
+    (BOB, "bbbb2"): "Has a cat",  # updated by the run
+    (BOB, "bbbb3"): "Has a dentist appointment tomorrow",  # decayed by the run
+    (OSCAR, "oooo2"): "Likes jazz",  # never touched
+}
+
+
+@dataclass
+class World:
+    client: object
+    config: object
+    clock: Clock
+    faults: RequestFaults
+    unhooked: object
+
+    def rollback(self) -> Rollback:
+        return Rollback(DynamoMemoryStore(self.client, self.config, clock=self.clock), DynamoRunStore(self.client, self.config), clock=self.clock)
+
+    def snapshot(self) -> Snapshot:
+        return Snapshot.take(self.client, self.config)
+
+    def run_item(self) -> dict:
+        [item] = [i for i in scan(self.unhooked, self.config.table_names["nightly_runs"]) if i["run_key"]["S"] == "run#1"]
+        return item
+
+
+def new_world(moto_server) -> World:
+    """The same finished run on fresh tables, every time (fixed ids, a stepping clock)."""
+    client, config = fresh_tables(moto_server)
+    clock = Clock(RUN_AT)
+    memories = DynamoMemoryStore(client, config, clock=clock)
+    runs = DynamoRunStore(client, config)
+    for (user, memory_id), text in SEED.items():
+        memories.apply(Change(Action.ADD, None, memory(user, memory_id, text, at=SEEDED), "seed"), actor=Actor.EXTRACTION)
+
+    run = runs.claim("2026-11-29", clock())
+    current = {key: memories.get(*key) for key in SEED}
+
+    def change(action: Action, key: tuple[str, str], text: str | None, reason: str) -> None:
+        before = current.get(key)
+        after = None
+        if text is not None:
+            at = clock()
+            after = Memory(key[0], key[1], text, before.created_at if before else at, at)
+        memories.apply(Change(action, before, after, reason), actor=Actor.NIGHTLY, run_id=run.run_id)
+        current[key] = after
+
+    for user in (ALICE, BOB):
+        memories.read_profile(user, actor=Actor.NIGHTLY, reason="nightly", limit=10, run_id=run.run_id)
+    change(Action.UPDATE, (ALICE, "aaaa2"), "Plays the cello in an orchestra", "jev verdict: update")
+    change(Action.DELETE, (ALICE, "aaaa3"), None, "jev verdict: delete")
+    change(Action.ADD, (ALICE, "aaaa5"), "Moved to Osaka", "jev: add")
+    change(Action.UPDATE, (ALICE, "aaaa2"), "Plays the cello in an orchestra in Osaka", "jev verdict: update")
+    change(Action.ADD, (BOB, "bbbb5"), "Adopted a dog", "jev: add")
+    change(Action.UPDATE, (BOB, "bbbb2"), "Has a cat and a dog", "jev verdict: update")
+    change(Action.DELETE, (ALICE, "aaaa4"), None, "nightly decay: jev review delete")
+    change(Action.DELETE, (BOB, "bbbb3"), None, "nightly decay: jev review delete")
+    runs.finish(replace(run, finished_at=clock(), worked_until=None, summary={"added": ["aaaa5", "bbbb5"]}))
+    # After the run, a later extraction changes bob's new memory: the rollback must leave it.
+    later = current[(BOB, "bbbb5")]
+    memories.apply(
+        Change(Action.UPDATE, later, Memory(BOB, "bbbb5", "Adopted a dog named Pochi", later.created_at, clock()), "jev verdict: update"),
+        actor=Actor.EXTRACTION,
+    )
+    return World(client, config, clock, RequestFaults(client), moto_server.client())
+
+
+def texts(snapshot: Snapshot) -> dict[tuple[str, str], str]:
+    return {key: m.text for key, m in snapshot.memories.items()}
+
+
+def rollback_rows(before: Snapshot, after: Snapshot) -> list:
+    return [e for e in after.ledger if e not in before.ledger]
+
+
+def assert_invariants(before: Snapshot, after: Snapshot) -> None:
+    assert_every_change_has_exactly_one_ledger_row(before, after)
+    rows = rollback_rows(before, after)
+    assert all(e.action is Action.ROLLBACK and e.actor is Actor.NIGHTLY and e.run_id == 1 for e in rows)
+    assert all(e.user_id in (ALICE, BOB) for e in rows)
+    assert {k: m for k, m in after.memories.items() if k[0] == OSCAR} == {k: m for k, m in before.memories.items() if k[0] == OSCAR}
+    assert after.memories[(BOB, "bbbb5")] == before.memories[(BOB, "bbbb5")]  # changed after the run: never touched
+
+
+@pytest.fixture(scope="module")
+def clean(moto_server):
+    """A clean rollback: its request count, its final memories and how many rollback rows it writes."""
+    world = new_world(moto_server)
+    before = world.snapshot()
+    result = world.rollback().run()
+    requests = world.faults.count
+    after = world.snapshot()
+    assert result.outcome is Outcome.DONE and result.run_id == 1
+    assert_invariants(before, after)
+    assert texts(after) == {
+        **SEED,
+        (BOB, "bbbb5"): "Adopted a dog named Pochi",  # the later change stands
+    }
+    assert sorted(result.reverted) == ["aaaa2", "aaaa3", "aaaa4", "aaaa5", "bbbb2", "bbbb3"]
+    assert result.skipped == ["bbbb5"]
+    assert world.rollback().run().outcome is Outcome.ALREADY
+    return requests, after.memories, len(rollback_rows(before, after))
+
+
+def test_the_clean_rollback_reverts_every_kind_of_change(clean):
+    requests, _, rows = clean
+    assert rows == 7  # two updates of one record, one each for the others: the skipped add has none
+    # counter and run, the lease, the run's rows, a read and a write per row still to revert, the mark
+    assert requests == 2 + 1 + 1 + 2 * 7 + 1 + 1  # + the skipped record's read
+
+
+def retry_until_done(world: World, k: object) -> None:
+    """The operator retries; a lease left behind by a failed final step expires first."""
+    result = world.rollback().run()
+    if result.outcome is Outcome.BUSY:
+        # Only when the failed request was the one marking the run rolled back: the lease is
+        # released after a failed replay, but not after a failed mark (it expires).
+        assert world.run_item().get("lease_owner"), f"fault {k}: busy without a lease"
+        world.clock.now += ROLLBACK_LEASE
+        result = world.rollback().run()
+    assert result.outcome is Outcome.DONE, f"fault {k}: the retry answered {result.outcome}"
+
+
+def assert_done_like_clean(world: World, before: Snapshot, clean_memories, clean_rows: int, k: object) -> None:
+    final = world.snapshot()
+    assert_invariants(before, final)
+    assert final.memories == clean_memories, f"fault {k}: the retry did not converge"
+    # Each record reverted once across both attempts: as many rollback rows as a clean rollback.
+    assert len(rollback_rows(before, final)) == clean_rows
+    item = world.run_item()
+    assert item["rolled_back"]["BOOL"] is True and "lease_owner" not in item
+    assert world.rollback().run().outcome is Outcome.ALREADY  # and the third call is refused
+
+
+def test_a_failure_at_every_rollback_request_keeps_the_invariants_and_the_retry_converges(moto_server, clean):
+    requests, clean_memories, clean_rows = clean
+    busy_after = []
+    for k in range(1, requests + 1):
+        world = new_world(moto_server)
+        before = world.snapshot()
+        world.faults.reset({k})
+        with pytest.raises(InjectedFault):
+            world.rollback().run()
+        failed_op = world.faults.operations[k - 1]
+        after = world.snapshot()
+        assert_invariants(before, after)
+        assert world.run_item()["rolled_back"]["BOOL"] is False
+        world.faults.reset()
+        if world.run_item().get("lease_owner"):
+            busy_after.append((k, failed_op))
+        retry_until_done(world, k)
+        assert_done_like_clean(world, before, clean_memories, clean_rows, k)
+    # Only the last request (marking the run) leaves the lease behind.
+    assert busy_after == [(requests, "UpdateItem")]
+
+
+def test_a_failure_at_every_request_of_a_dry_run_changes_nothing(moto_server, clean):
+    _, clean_memories, clean_rows = clean
+    world = new_world(moto_server)
+    world.faults.reset()
+    preview = world.rollback().run(dry_run=True)
+    assert preview.outcome is Outcome.PREVIEW and preview.skipped == ["bbbb5"]
+    requests = world.faults.count
+    assert set(world.faults.operations) <= {"GetItem", "Query"}  # reads only
+    for k in range(1, requests + 1):
+        world = new_world(moto_server)
+        before = world.snapshot()
+        run_before = world.run_item()
+        world.faults.reset({k})
+        with pytest.raises(InjectedFault):
+            world.rollback().run(dry_run=True)
+        assert world.snapshot() == before and world.run_item() == run_before, f"dry run fault {k} changed something"
+        world.faults.reset()
+        assert world.rollback().run().outcome is Outcome.DONE  # no lease left behind
+        assert world.snapshot().memories == clean_memories
+
+
+@settings(max_examples=10, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+@given(data=st.data())
+def test_random_combinations_of_faults_over_several_attempts_converge(moto_server, clean, data):
+    requests, clean_memories, clean_rows = clean
+    world = new_world(moto_server)
+    before = world.snapshot()
+    attempts = data.draw(st.lists(st.sets(st.integers(1, requests), min_size=1, max_size=3), min_size=1, max_size=3))
+    for faults in attempts:  # each attempt fails somewhere; the lease may have to expire between them
+        world.faults.reset(faults)
+        try:
+            outcome = world.rollback().run().outcome
+        except InjectedFault:
+            outcome = None
+        assert_invariants(before, world.snapshot())
+        if outcome is Outcome.BUSY:
+            world.clock.now += ROLLBACK_LEASE
+        if outcome is Outcome.DONE:
+            break
+    world.faults.reset()
+    if world.run_item()["rolled_back"]["BOOL"] is False:
+        retry_until_done(world, attempts)
+    assert_done_like_clean(world, before, clean_memories, clean_rows, attempts)
+
+
+def test_retried_leases_expire_on_the_rollbacks_own_clock(moto_server):
+    """The lease a failed mark leaves behind blocks only until it expires."""
+    world = new_world(moto_server)
+    world.rollback().run()
+    last = world.faults.count  # the request that marks the run rolled back
+    world = new_world(moto_server)
+    world.faults.reset({last})
+    with pytest.raises(InjectedFault):
+        world.rollback().run()
+    world.faults.reset()
+    assert world.rollback().run().outcome is Outcome.BUSY
+    world.clock.now += ROLLBACK_LEASE - timedelta(seconds=1)
+    assert world.rollback().run().outcome is Outcome.BUSY
+    world.clock.now += timedelta(seconds=2)
+    assert world.rollback().run().outcome is Outcome.DONE
