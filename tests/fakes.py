@@ -157,7 +157,7 @@ class FakeRunStore:
 
     def finish(self, run):
         with self._lock:
-            self.runs[run.run_id] = dataclasses.replace(run, worked_until=None)
+            self.runs[run.run_id] = dataclasses.replace(run, worked_until=None) if run.finished_at else run
 
     def get(self, run_id):
         return self.runs.get(run_id)

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import logging
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import asdict, dataclass, field, fields, replace
 from datetime import datetime, timedelta, timezone
 from typing import Callable, Sequence
 
@@ -120,6 +120,14 @@ class RunSummary:
     conflicts: int = 0  # changes dropped because the record changed since it was read
     speakers: int = 0
     chunks: int = 0
+    # Speakers whose extraction a store failure interrupted: the run is not finished until
+    # a retry (the scheduler's) has redone them.
+    pending_speakers: list[str] = field(default_factory=list)
+
+    @classmethod
+    def saved(cls, data: dict) -> "RunSummary":
+        known = {f.name for f in fields(cls)}
+        return cls(**{k: v for k, v in data.items() if k in known})
 
     def add_extraction(self, result: ExtractionResult) -> None:
         self.added += result.added
@@ -148,6 +156,15 @@ class RunSummary:
 class _SpeakerOutcome:
     results: list[ExtractionResult]
     failed: bool = False
+
+
+class IncompleteRun(Exception):
+    """Some speakers could not be consolidated (a store failure): the progress is saved and
+    the run given up, so that the scheduler's retry takes it over and redoes only those."""
+
+    def __init__(self, run_id: int, pending: int) -> None:
+        super().__init__(f"nightly run {run_id}: {pending} speaker(s) to redo")
+        self.run_id = run_id
 
 
 def _diary_line(answer: object) -> str | None:
@@ -204,29 +221,42 @@ class Consolidator:
             raise
 
     def _consolidate(self, run: NightlyRun, now: datetime, grouped: dict[str, list[Message]]) -> NightlyRun:
-        summary = RunSummary(speakers=len(grouped))
-        # A run taken over from a failed worker keeps, in its summary, what that worker did.
-        summary.carry_over(self._memories.ledger_for_run(run.run_id))
+        # A run taken over from a failed worker keeps what that worker did: its saved
+        # progress (then only the pending speakers are redone), else its ledger rows.
+        resuming = bool(run.summary)
+        if resuming:
+            summary = RunSummary.saved(run.summary)
+            grouped = {s: msgs for s, msgs in grouped.items() if s in set(summary.pending_speakers)}
+        else:
+            summary = RunSummary(speakers=len(grouped))
+            summary.carry_over(self._memories.ledger_for_run(run.run_id))
         counter = decisions.CallCounter()
         kept = decisions.concurrently(self._not_forgotten, list(grouped.items()), self._speaker_concurrency)
         usable = [(speaker, msgs) for speaker, msgs in kept if msgs is not None]
-        summary.failed_speakers += len(kept) - len(usable)
+        pending = [speaker for speaker, msgs in kept if msgs is None]
 
         with ThreadPoolExecutor(max_workers=1) as diary_pool:
             recent = sorted((m for _, msgs in usable for m in msgs), key=lambda m: int(m.message_id))[-DIARY_MESSAGES:]
-            diary_future = diary_pool.submit(self._diary, recent, counter)
+            diary_future = diary_pool.submit(lambda: run.diary if resuming else self._diary(recent, counter))
             outcomes = decisions.concurrently(
                 lambda item: self._speaker(item[0], item[1], run.run_id), usable, self._speaker_concurrency
             )
-            for outcome in outcomes:
+            for (speaker, _), outcome in zip(usable, outcomes):
                 for result in outcome.results:
                     summary.add_extraction(result)
-                summary.failed_speakers += outcome.failed
-            self._decay(now, run.run_id, summary, counter)
+                if outcome.failed:
+                    pending.append(speaker)
+            if not resuming:  # the first worker reviewed the stale records already
+                self._decay(now, run.run_id, summary, counter)
             diary = diary_future.result()
 
         summary.model_calls += counter.calls
         summary.failures += counter.failures
+        summary.failed_speakers += len(pending)
+        summary.pending_speakers = sorted(pending)
+        if pending:
+            self._runs.finish(replace(run, diary=diary, summary=summary.to_dict()))  # progress, not finished
+            raise IncompleteRun(run.run_id, len(pending))
         finished = replace(run, finished_at=self._clock(), worked_until=None, diary=diary, summary=summary.to_dict())
         self._runs.finish(finished)
         logger.info(

@@ -79,7 +79,8 @@ class RunStore(Protocol):
         """The worker gives up an unfinished run (after a failure): a retry may take it over at once."""
 
     def finish(self, run: NightlyRun) -> None:
-        """Store the run's diary, summary and finish time; it has no live worker any more."""
+        """Store the run's diary and summary; with a finish time, it has no live worker any more
+        (without one, this saves progress for a retry to take over)."""
 
     def get(self, run_id: int) -> NightlyRun | None: ...
 

@@ -10,6 +10,7 @@ import pytest
 from fakes import Clock, FakeMemoryStore, FakeMessageStore, FakeRunStore, ScriptedChat, ScriptedJev, memory, message
 from memorybot import commands
 from memorybot.consolidation import (
+    IncompleteRun,
     CHUNK_MESSAGES,
     CHUNKS_PER_SPEAKER,
     DIARY_MESSAGES,
@@ -146,18 +147,28 @@ def test_bot_messages_are_not_considered():
 # ---- failures --------------------------------------------------------------------
 
 
-def test_one_speaker_failing_does_not_stop_the_others():
+def test_one_speaker_failing_does_not_stop_the_others_and_the_retry_redoes_only_that_one():
     night = Night()
     for speaker in ("a", "b", "c"):
         night.say(speaker, f"{speaker} says something", jst(29, 9))
     night.memories.fail_apply = lambda change: change.user_id == "b"
-    run = night.run()
+    with pytest.raises(IncompleteRun):
+        night.run()
     assert [m.user_id for m in night.memories.of("a")] == ["a"]
     assert [m.user_id for m in night.memories.of("c")] == ["c"]
     assert night.memories.of("b") == []
-    assert run.summary["failed_speakers"] == 1
-    assert len(run.summary["added"]) == 2
-    assert run.finished_at is not None and night.runs.get(run.run_id).finished_at is not None
+    [saved] = night.runs.runs.values()
+    assert saved.finished_at is None and saved.summary["pending_speakers"] == ["b"]
+    assert saved.summary["failed_speakers"] == 1 and len(saved.summary["added"]) == 2
+
+    night.memories.fail_apply = lambda change: False  # the store is back; the scheduler retries
+    asked_before = len(night.exchanges())
+    run = night.run(NOW + timedelta(minutes=2))
+    assert run.run_id == saved.run_id and run.finished_at is not None
+    assert len(night.exchanges()) == asked_before + 1  # only b's chunk was redone
+    assert [m.user_id for m in night.memories.of("b")] == ["b"]
+    assert [len(night.memories.of(s)) for s in "ac"] == [1, 1]
+    assert len(run.summary["added"]) == 3 and run.summary["pending_speakers"] == []
 
 
 def test_a_failed_diary_call_leaves_the_diary_empty_and_the_run_goes_on():

@@ -201,7 +201,7 @@ class _Handler(BaseHTTPRequestHandler):
 
     def _nightly(self, body: bytes) -> tuple[int, Any]:
         try:
-            from ..consolidation import run_record
+            from ..consolidation import IncompleteRun, run_record
             from ..handlers import nightly
         except ImportError:
             return 404, {"error": "not available in this build"}
@@ -211,7 +211,10 @@ class _Handler(BaseHTTPRequestHandler):
             return 400, {"error": "body must be JSON, e.g. {\"now\": \"2026-11-20T18:00:00Z\"}"}
         self.stack.invoker.drain(timeout=DRAIN_TIMEOUT_SECONDS)  # let pending extractions land first
         event = {"time": requested["now"]} if requested.get("now") else {}
-        result = nightly.handler(event, LocalContext("memorybot-nightly"))
+        try:
+            result = nightly.handler(event, LocalContext("memorybot-nightly"))
+        except IncompleteRun as exc:  # deployed, Lambda's retry takes it over; here, ask again
+            return 503, {"status": "incomplete", "runId": exc.run_id, "retry": "POST /local/nightly again"}
         if result.get("status") != "done":
             return 409, result
         run = bootstrap.container().run_store.get(result["runId"])
