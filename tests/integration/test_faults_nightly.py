@@ -23,14 +23,13 @@ from hypothesis import strategies as st
 from fakes import Clock, memory, message
 from faults import (
     CallFaults,
-    InjectedFault,
     RequestFaults,
     Snapshot,
     assert_every_change_has_exactly_one_ledger_row,
     fresh_tables,
     scan,
 )
-from memorybot.adapters.dynamodb import DynamoMemoryStore, DynamoMessageStore
+from memorybot.adapters.dynamodb import DynamoMemoryStore, DynamoMessageStore, message_item
 from memorybot.adapters.dynamodb_runs import DynamoRunStore
 from memorybot.adapters.offline import OFFLINE_MEMORY_LABEL, OfflineChatModel, OfflineDecisionModel, third_person
 from memorybot.consolidation import Consolidator
@@ -147,17 +146,16 @@ def new_day(moto_server) -> Day:
     client, config = fresh_tables(moto_server)
     clock = Clock(NOW)
     memories = DynamoMemoryStore(client, config, clock=clock)
-    messages = DynamoMessageStore(client, config)
     for user, memory_id, text, age in SEED:
         seeded = memory(user, memory_id, text, at=jst(29, 1) - timedelta(days=age))
         memories.apply(Change(Action.ADD, None, seeded, "seed"), actor=Actor.EXTRACTION)
-    minute = 0
-    for user, lines in SAID.items():
-        for line in lines:
-            minute += 1
-            messages.put(message(user, line, at=jst(29, 10, minute), name=user))
-    messages.put(message("bot", "how nice", at=jst(29, 11), bot=True, name="memorybot"))
-    messages.put(message(OUTSIDER, "I love opera", at=jst(30, 3, 1), name=OUTSIDER))  # the next night's
+    said = [message(user, line, at=jst(29, 10, minute), name=user) for minute, (user, line) in enumerate(
+        ((user, line) for user, lines in SAID.items() for line in lines), start=1)]
+    said.append(message("bot", "how nice", at=jst(29, 11), bot=True, name="memorybot"))
+    said.append(message(OUTSIDER, "I love opera", at=jst(29, 2, 59), name=OUTSIDER))  # the night before's
+    # One batch instead of a put per message: the same items the adapter writes, in less time.
+    table = config.table_names["messages"]
+    client.batch_write_item(RequestItems={table: [{"PutRequest": {"Item": message_item(m)}} for m in said]})
     # Hooked after seeding: only the nightly run's requests are counted and failed.
     return Day(client, config, clock, RequestFaults(client), moto_server.client())
 
@@ -193,16 +191,26 @@ def adds_judged_without(failed: list) -> set[tuple]:
 
 
 def assert_day_done_once(day: Day, final: Snapshot, extra: set[tuple] = frozenset()) -> None:
+    """The day's run finished once (one run id for the day) with the clean run's profiles,
+    ``extra`` adds aside. A decay delete that failed is the one thing that waits: the record
+    stays stale and the next night's review removes it (checked here too)."""
     expected = clean_profiles()
     for _, user, _, text in extra:  # adds decided during a faulty attempt stand
         expected[user] = sorted(expected[user] + [text])
-    assert profiles(final) == expected
+    decay_targets = {t for _, _, t, _ in DECAY}
+    assert {u: [t for t in texts if t not in decay_targets] for u, texts in profiles(final).items()} == {
+        u: [t for t in texts if t not in decay_targets] for u, texts in expected.items()
+    }
     items = day.runs()
-    [run] = [i for i in items if i["run_key"]["S"].startswith("run#")]
-    assert [i["run_key"]["S"] for i in items if i["run_key"]["S"].startswith("day#")] == [f"day#{DAY}"]
+    [day_item] = [i for i in items if i["run_key"]["S"] == f"day#{DAY}"]
+    [run] = [i for i in items if i["run_key"]["S"] == f"run#{day_item['run_id']['N']}"]
     assert run["run_id"]["N"] == "1" and "finished_at" in run and "worked_until" not in run
-    decayed = {(u, t) for _, u, t, _ in DECAY}
-    assert not decayed & {(u, m.text) for (u, _), m in final.memories.items()}
+    if profiles(final) != expected:
+        # The next night (no messages) reviews what is still stale: then nothing decayed is left.
+        day.faults.reset()
+        following = day.consolidator().run(NOW + timedelta(days=1))
+        assert following is not None and following.run_id == 2
+        assert profiles(day.snapshot()) == expected
 
 
 @pytest.fixture(scope="module")
@@ -212,17 +220,18 @@ def clean(moto_server):
     before = day.snapshot()
     calls = CallFaults()
     run = day.consolidator(calls.wrap(OfflineDecisionModel()), calls.wrap(OfflineChatModel())).run(NOW)
+    requests, model_calls = day.faults.count, calls.count
     after = day.snapshot()
     assert assert_invariants(before, after) == CLEAN_CHANGES
+    assert profiles(after) == clean_profiles()
     assert_day_done_once(day, after)
     assert run.summary["failures"] == run.summary["failed_speakers"] == 0 and run.diary
-    return day.faults.count, calls.count, len([e for e in after.ledger if e.action is Action.READ and e not in before.ledger])
+    return requests, model_calls, len([e for e in after.ledger if e.action is Action.READ and e not in before.ledger])
 
 
 def test_the_clean_run_makes_every_kind_of_change(clean):
     requests, model_calls, reads = clean
     assert reads == 5  # one profile read per chunk that was worth reading: 3 for alice, bob, carol
-    # Named, not asserted as a figure elsewhere: 5 chunks and a diary and 3 stale reviews.
     assert model_calls == calls_of_a_clean_run()
     assert requests > 20
 
@@ -234,18 +243,19 @@ def calls_of_a_clean_run() -> int:
     return alice + 4 + 2 + 3 + 1  # + three stale reviews + the diary
 
 
-def test_a_failure_at_every_dynamodb_request_keeps_the_invariants_and_a_stopped_run_converges(moto_server, clean):
+def test_a_failure_at_every_dynamodb_request_keeps_the_invariants_and_the_retry_converges(moto_server, clean):
     # The clean run makes about 30 requests, so every position is tried (no sampling).
     requests, _, _ = clean
-    stopped, carried_on = [], []
+    stopped, absorbed = [], []
     for k in range(1, requests + 1):
         day = new_day(moto_server)
         before = day.snapshot()
         day.faults.reset({k})
         try:
             run = day.consolidator().run(NOW)
-        except InjectedFault:
+        except Exception:  # noqa: BLE001 - the injected fault, or the run reporting itself incomplete
             run = None
+        failed_op = day.faults.operations[k - 1]
         after = day.snapshot()
         assert_invariants(before, after)
         day.faults.reset()
@@ -256,40 +266,19 @@ def test_a_failure_at_every_dynamodb_request_keeps_the_invariants_and_a_stopped_
             assert retried is not None and retried.run_id == 1, f"fault at request {k}: the retry did not take over"
             final = day.snapshot()
             assert_every_change_has_exactly_one_ledger_row(after, final)
-            assert_day_done_once(day, final)
         else:
-            carried_on.append(k)
-            # The run carried on past the failed request and finished: the loss is on record,
-            # and a retry finds the day done.
-            assert run.summary["failed_speakers"] + run.summary["failures"] >= 1, f"fault at request {k} went unrecorded"
+            # The run went on past the failed request and finished: only a decay step may be
+            # absorbed so (the record stays stale for the next night), and it is on record.
+            absorbed.append(k)
+            assert failed_op in ("Query", "TransactWriteItems"), f"fault at request {k} ({failed_op}) absorbed"
+            assert run.summary["failures"] >= 1, f"fault at request {k} went unrecorded"
             assert day.consolidator().run(NOW) is None
-            assert day.snapshot() == after
+            final = day.snapshot()
+            assert final == after
+        assert_day_done_once(day, final)
     # Reading the day, claiming it, finishing it: these stop the run.
     assert stopped[:1] == [1] and stopped[-1] == requests
-    print(f"nightly: {requests} request positions; {len(stopped)} stopped the run, {len(carried_on)} were absorbed")
-
-
-@pytest.mark.xfail(
-    strict=True,
-    reason="known gap: a store failure inside one speaker's extraction (or the decay pass) is logged and the run "
-    "is finished anyway, so no retry redoes that speaker and the day never converges",
-)
-def test_a_store_failure_inside_one_speakers_extraction_is_redone_by_the_retry(moto_server, clean):
-    day = new_day(moto_server)
-    day.faults.reset()
-    day.consolidator().run(NOW)  # only to learn the request order on an identical day
-    # The first change inside a speaker's extraction: the transaction after the first read row.
-    position = day.faults.operations.index("PutItem") + 2
-    assert day.faults.operations[position - 1] == "TransactWriteItems"
-    day = new_day(moto_server)
-    day.faults.reset({position})
-    try:
-        day.consolidator().run(NOW)
-    except InjectedFault:
-        pass
-    day.faults.reset()
-    day.consolidator().run(NOW)
-    assert profiles(day.snapshot()) == clean_profiles()
+    print(f"nightly: {requests} request positions; {len(stopped)} stopped the run, {len(absorbed)} were absorbed by decay")
 
 
 def chunk_of(exchange: str) -> str:
@@ -339,7 +328,7 @@ def test_a_failure_at_every_model_call_changes_only_what_was_decided(moto_server
         assert day.consolidator().run(NOW) is None and day.snapshot() == after
 
 
-@settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
 @given(data=st.data())
 def test_random_combinations_of_request_and_model_faults(moto_server, clean, data):
     requests, model_calls, _ = clean
@@ -351,25 +340,32 @@ def test_random_combinations_of_request_and_model_faults(moto_server, clean, dat
     calls = CallFaults(model_faults)
     try:
         run = day.consolidator(calls.wrap(OfflineDecisionModel()), calls.wrap(OfflineChatModel())).run(NOW)
-    except InjectedFault:
+    except Exception:  # noqa: BLE001 - the injected fault, or the run reporting itself incomplete
         run = None
     after = day.snapshot()
     extra = assert_invariants(before, after, adds_judged_without(calls.failed)) - CLEAN_CHANGES
     for name, args in calls.failed:
         if name == "review":  # a failed review keeps the record, whatever else failed
             assert after.memories[(args[0].user_id, args[0].memory_id)] == args[0]
-    if run is not None:
-        if request_faults & set(range(1, day.faults.count + 1)) or calls.failed:
-            assert run.summary["failed_speakers"] + run.summary["failures"] >= 1
-        return
+    hit = request_faults & set(range(1, day.faults.count + 1))
     day.faults.reset()
-    retried = day.consolidator().run(NOW)
-    if retried is None:
-        # The failed run could not be given up either (its release request failed too): it is
-        # taken over once its worker's time limit has passed.
-        day.clock.now += NIGHTLY_MAX_DURATION
+    if run is not None:
+        if hit or calls.failed:
+            assert run.summary["failures"] >= 1
+        final = after
+    else:
         retried = day.consolidator().run(NOW)
-    assert retried is not None and retried.run_id == 1
-    final = day.snapshot()
-    assert_every_change_has_exactly_one_ledger_row(after, final)
-    assert_day_done_once(day, final, extra)
+        if retried is None:
+            # The failed run could not be given up either (its release request failed too): it
+            # is taken over once its worker's time limit has passed.
+            day.clock.now += NIGHTLY_MAX_DURATION
+            retried = day.consolidator().run(NOW)
+        assert retried is not None and retried.run_id == 1 and retried.finished_at is not None
+        final = day.snapshot()
+        assert_every_change_has_exactly_one_ledger_row(after, final)
+        assert_invariants(before, final, adds_judged_without(calls.failed))
+    if not calls.failed:
+        # Only store faults: the same profiles as a clean run (decay by the next night at the latest).
+        assert_day_done_once(day, final, extra)
+    # (With model faults, what the failed calls would have decided is simply not done: a
+    # finished speaker is not redone. The model-call test above checks exactly what is missing.)
