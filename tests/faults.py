@@ -49,6 +49,39 @@ class RequestFaults:
             self.fail_at = set(fail_at or ())
 
 
+class LostAnswers:
+    """Counts a client's DynamoDB requests and loses the answers of the ones whose number is
+    in ``fail_at``: the request reaches the table and takes effect, then the caller gets an
+    error (a timeout after the commit, or a worker that dies before it reads the answer)."""
+
+    WRITES = frozenset({"PutItem", "UpdateItem", "DeleteItem", "TransactWriteItems", "BatchWriteItem"})
+
+    def __init__(self, client: Any) -> None:
+        self.count = 0
+        self.fail_at: set[int] = set()
+        self.operations: list[str] = []
+        self._lock = threading.Lock()
+        client.meta.events.register("after-call.dynamodb", self._after_call)
+
+    def _after_call(self, model, **_: Any) -> None:
+        with self._lock:
+            self.count += 1
+            self.operations.append(model.name)
+            failing = self.count in self.fail_at
+        if failing:
+            raise InjectedFault(f"answer to request {self.count} ({model.name}) lost")
+
+    def reset(self, fail_at: set[int] | None = None) -> None:
+        with self._lock:
+            self.count = 0
+            self.operations = []
+            self.fail_at = set(fail_at or ())
+
+    def writes(self) -> list[int]:
+        """The numbers of the write requests seen since the last reset."""
+        return [n for n, name in enumerate(self.operations, start=1) if name in self.WRITES]
+
+
 class CallFaults:
     """Numbers every call made to the models it wraps (one numbering across all of them);
     the calls whose number is in ``fail_at`` raise ModelError instead of answering."""

@@ -21,6 +21,7 @@ from hypothesis import strategies as st
 from fakes import Clock, memory
 from faults import (
     InjectedFault,
+    LostAnswers,
     RequestFaults,
     Snapshot,
     assert_every_change_has_exactly_one_ledger_row,
@@ -192,6 +193,38 @@ def test_a_failure_at_every_rollback_request_keeps_the_invariants_and_the_retry_
         assert_done_like_clean(world, before, clean_memories, clean_rows, k)
     # Only the last request (marking the run) leaves the lease behind.
     assert busy_after == [(requests, "UpdateItem")]
+
+
+def test_a_lost_answer_at_every_write_of_the_rollback_converges(moto_server, clean):
+    """The write reaches the table, then the rollback gets an error: no record is reverted
+    twice, and the operator's retry ends where a clean rollback does."""
+    _, clean_memories, clean_rows = clean
+    world = new_world(moto_server)
+    lost = LostAnswers(world.client)
+    world.rollback().run()
+    writes = lost.writes()
+    kinds = [lost.operations[k - 1] for k in writes]
+    assert kinds == ["UpdateItem"] + ["TransactWriteItems"] * clean_rows + ["UpdateItem"]  # lease, reverts, mark
+    for k in writes:
+        world = new_world(moto_server)
+        before = world.snapshot()
+        lost = LostAnswers(world.client)
+        lost.fail_at = {k}
+        with pytest.raises(InjectedFault):
+            world.rollback().run()
+        assert_invariants(before, world.snapshot())
+        lost.reset()
+        if k == writes[-1]:
+            # The mark was stored: the run is rolled back, and the retry is told so.
+            assert world.rollback().run().outcome is Outcome.ALREADY
+            final = world.snapshot()
+            assert final.memories == clean_memories and len(rollback_rows(before, final)) == clean_rows
+            continue
+        if k == writes[0]:
+            # The lease was taken but the rollback never learnt it: the retry waits for it to expire.
+            assert world.rollback().run().outcome is Outcome.BUSY
+        retry_until_done(world, k)
+        assert_done_like_clean(world, before, clean_memories, clean_rows, k)
 
 
 def test_a_failure_at_every_request_of_a_dry_run_changes_nothing(moto_server, clean):
