@@ -381,7 +381,7 @@ def test_a_failure_at_every_model_call_changes_only_what_was_decided(moto_server
         assert day.consolidator().run(NOW) is None and day.snapshot() == after
 
 
-@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
 @given(data=st.data())
 def test_random_combinations_of_request_and_model_faults(moto_server, clean, data):
     requests, model_calls, _ = clean
