@@ -5,7 +5,9 @@ injected at every DynamoDB request of the run, one at a time, then at every mode
 then in random combinations. After each: every change has exactly one ledger row, no
 partial change, nobody outside the day's speakers and the stale records touched, no
 change without a decision; and where the failure stopped the run, the scheduler's retry
-(the same ``now``, no fault) converges to what a clean run does.
+(the same ``now``, no fault) converges to what a clean run does. A failed decay step does
+not stop the run: the record stays stale and the next night removes it. Lost answers (the
+write took effect, the worker got an error) are tried at every write too.
 
 The offline stand-ins are deterministic and refuse to add a fact already in the profile,
 so work redone by a retry settles on the same profiles.
