@@ -113,10 +113,29 @@ class DynamoRunStore:
                 )
                 return run
             except ClientError as error:
-                if _code(error) not in ("TransactionCanceledException", "TransactionConflictException"):
-                    raise
-                # The day was claimed meanwhile (checked at the top) or the counter moved on.
+                if _code(error) in ("TransactionCanceledException", "TransactionConflictException"):
+                    continue  # the day was claimed meanwhile (checked at the top) or the counter moved on
+                if self._claimed_by(run):
+                    return run
+                raise
+            except Exception:
+                # No answer (a timeout, a dropped connection): the claim may have committed.
+                # If it did, the run is ours; otherwise every retry would find the day taken.
+                if self._claimed_by(run):
+                    return run
+                raise
         raise RuntimeError("could not claim the nightly day: the run counter kept moving")
+
+    def _claimed_by(self, run: NightlyRun) -> bool:
+        """Whether the claim of ``run`` committed (its day names it, with this worker's start time)."""
+        day = self._get(_day_key(run.day_label))
+        stored = self._get(_run_key(run.run_id))
+        return (
+            day is not None
+            and int(day["run_id"]["N"]) == run.run_id
+            and stored is not None
+            and stored["started_at"]["S"] == iso(run.started_at)
+        )
 
     def _take_over(self, run_id: int, now: datetime, until: datetime) -> NightlyRun | None:
         """The day's unfinished run whose worker is gone, now held until ``until``; else None."""
