@@ -92,23 +92,35 @@ class Rollback:
             return RollbackResult(Outcome.PREVIEW, run.run_id, reverted, skipped)
 
         owner = self._new_owner()
-        claim = self._runs.claim_rollback(run.run_id, owner, self._clock(), self._lease)
+        try:
+            claim = self._runs.claim_rollback(run.run_id, owner, self._clock(), self._lease)
+        except BaseException:
+            self._give_back(run.run_id, owner)  # the claim may have committed without an answer
+            raise
         if claim is not RollbackClaim.CLAIMED:
             outcome = {RollbackClaim.MISSING: Outcome.NOT_FOUND, RollbackClaim.DONE: Outcome.ALREADY}.get(claim, Outcome.BUSY)
             return RollbackResult(outcome, run.run_id)
         try:
             reverted, skipped = self._replay(run.run_id, apply=True)
+            marked = self._runs.mark_rolled_back(run.run_id, owner)
         except BaseException:
-            # Everything applied so far is committed with its ledger row; a retry finishes.
-            self._runs.release_rollback(run.run_id, owner)
+            # Everything applied so far is committed with its ledger row; giving the lease back
+            # lets an immediate retry finish (or find the run already marked).
+            self._give_back(run.run_id, owner)
             logger.warning("rollback interrupted", extra={"run_id": run.run_id})
             raise
-        if not self._runs.mark_rolled_back(run.run_id, owner):
+        if not marked:
             # Only if this took longer than the lease and another rollback took over;
             # every step was conditional, so nothing was applied twice.
             logger.warning("rollback lease lost before marking", extra={"run_id": run.run_id})
         logger.info("rollback done", extra={"run_id": run.run_id, "reverted": len(reverted), "skipped": len(skipped)})
         return RollbackResult(Outcome.DONE, run.run_id, reverted, skipped)
+
+    def _give_back(self, run_id: int, owner: str) -> None:
+        try:
+            self._runs.release_rollback(run_id, owner)  # a no-op unless ``owner`` holds the lease
+        except Exception:  # noqa: BLE001 - the lease expires anyway
+            logger.warning("rollback lease not released", extra={"run_id": run_id})
 
     def _replay(self, run_id: int, *, apply: bool) -> tuple[list[str], list[str]]:
         entries = self._memories.ledger_for_run(run_id)  # newest first
