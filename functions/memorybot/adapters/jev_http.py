@@ -20,6 +20,7 @@ import httpx
 
 from ..domain import Memory, Verdict, iso
 from ..ports import ModelError
+from .json_http import json_client
 from .llm_prompts import MEMORY_VERDICTS, REVIEW_VERDICTS, parse_probability, parse_verdict
 
 
@@ -39,15 +40,8 @@ class JevHttpDecisionModel:
     ) -> None:
         if not base_url:
             raise ValueError("JEV_URL is required for the http decision model")
-        headers = {"Accept": "application/json"}
-        if api_key:
-            headers["Authorization"] = f"Bearer {api_key}"
-        self._client = httpx.Client(
-            base_url=base_url.rstrip("/"),
-            headers=headers,
-            timeout=httpx.Timeout(timeout_seconds),
-            limits=httpx.Limits(max_connections=max_connections, max_keepalive_connections=max_connections),
-            transport=transport,
+        self._client = json_client(
+            base_url, timeout_seconds=timeout_seconds, api_key=api_key, max_connections=max_connections, transport=transport
         )
 
     @classmethod

@@ -20,6 +20,7 @@ import httpx
 from ..domain import PromptMessage
 from ..ports import ModelError
 from . import llm_prompts
+from .json_http import json_client
 from .llm_prompts import Question, TextTask
 
 # Statuses with which servers without JSON mode refuse ``response_format``.
@@ -47,16 +48,9 @@ class OpenAICompatibleClient:
     ) -> None:
         if not base_url or not model:
             raise ValueError("OPENAI_BASE_URL and OPENAI_MODEL are required for the openai backend")
-        headers = {"Accept": "application/json"}
-        if api_key:
-            headers["Authorization"] = f"Bearer {api_key}"
         self.model = model
-        self._client = httpx.Client(
-            base_url=base_url.rstrip("/"),
-            headers=headers,
-            timeout=httpx.Timeout(timeout_seconds),
-            limits=httpx.Limits(max_connections=max_connections, max_keepalive_connections=max_connections),
-            transport=transport,
+        self._client = json_client(
+            base_url, timeout_seconds=timeout_seconds, api_key=api_key, max_connections=max_connections, transport=transport
         )
         self._json_mode = True  # until the server refuses it
         self._lock = threading.Lock()
