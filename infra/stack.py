@@ -104,7 +104,8 @@ FUNCTIONS = (
         "Nightly consolidation, decay review and diary (03:00 JST)",
         memory_mb=1024,
         timeout=Duration.minutes(15),
-        # memory_log is read for each speaker's latest /memory forget; the day claim is in nightly_runs
+        # memory_log is read for each speaker's latest /memory forget and, on a takeover, the run's
+        # own rows; the day claim and the run's progress are in nightly_runs
         tables={"messages": "r", "memories": "rw", "memory_log": "rw", "nightly_runs": "rw"},
         bedrock=True,
     ),
