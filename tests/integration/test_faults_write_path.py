@@ -17,6 +17,7 @@ from fakes import T0, Clock, ScriptedChat, ScriptedJev, memory, message
 from faults import (
     CallFaults,
     InjectedFault,
+    LostAnswers,
     RequestFaults,
     Snapshot,
     assert_every_change_has_exactly_one_ledger_row,
@@ -140,3 +141,17 @@ def test_random_combinations_of_faults_keep_the_invariants(moto_server, requests
         assert after.memories[(ALICE, UPDATE)] == before.memories[(ALICE, UPDATE)]
     if DELETE in jev_fail:
         assert after.memories[(ALICE, DELETE)] == before.memories[(ALICE, DELETE)]
+
+
+def test_a_change_whose_answer_is_lost_is_found_committed_and_not_reported_as_failed(moto_server):
+    client, config, store = world(moto_server)
+    before = Snapshot.take(client, config)
+    lost = LostAnswers(client)
+    current = store.get(ALICE, UPDATE)
+    lost.reset({1})  # the transaction commits, then its answer is lost
+    after_state = memory(ALICE, UPDATE, "moved to Osaka", at=T0 + timedelta(days=1))
+    entry = store.apply(Change(Action.UPDATE, current, after_state, "test"), actor=Actor.EXTRACTION)
+    assert lost.operations[0] == "TransactWriteItems" and entry.after == after_state
+    after = Snapshot.take(client, config)
+    assert_every_change_has_exactly_one_ledger_row(before, after)
+    assert after.memories[(ALICE, UPDATE)] == after_state

@@ -306,8 +306,20 @@ class DynamoMemoryStore:
                         continue
                     # Still contended: someone else keeps changing the record; drop ours.
                     raise ConflictError(change.memory_id) from error
+                if self._committed(entry):
+                    return entry
+                raise
+            except Exception:
+                # No answer (a timeout, a dropped connection): the change may have committed.
+                # Its ledger row, written in the same transaction, tells.
+                if self._committed(entry):
+                    return entry
                 raise
         raise AssertionError("unreachable")
+
+    def _committed(self, entry: LedgerEntry) -> bool:
+        key = {"user_id": _s(entry.user_id), "entry_key": _s(ledger_entry_key(entry))}
+        return "Item" in self._client.get_item(TableName=self._log, Key=key, ConsistentRead=True)
 
     def _memory_write(self, change: Change) -> Item:
         """The Put or Delete of the memory, conditioned on the record being exactly ``change.before``."""
