@@ -56,16 +56,12 @@ class TableSpec:
             "AttributeDefinitions": self.attribute_definitions(),
             "BillingMode": "PAY_PER_REQUEST",
         }
-        if self.local_indexes:
-            kwargs["LocalSecondaryIndexes"] = [
-                {"IndexName": i.name, "KeySchema": _key_schema(i.partition, i.sort), "Projection": {"ProjectionType": "ALL"}}
-                for i in self.local_indexes
-            ]
-        if self.global_indexes:
-            kwargs["GlobalSecondaryIndexes"] = [
-                {"IndexName": i.name, "KeySchema": _key_schema(i.partition, i.sort), "Projection": {"ProjectionType": "ALL"}}
-                for i in self.global_indexes
-            ]
+        for argument, indexes in (("LocalSecondaryIndexes", self.local_indexes), ("GlobalSecondaryIndexes", self.global_indexes)):
+            if indexes:
+                kwargs[argument] = [
+                    {"IndexName": i.name, "KeySchema": _key_schema(i.partition, i.sort), "Projection": {"ProjectionType": "ALL"}}
+                    for i in indexes
+                ]
         return kwargs
 
 
