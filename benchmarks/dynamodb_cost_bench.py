@@ -141,10 +141,10 @@ def extraction_only() -> None:
     from datetime import timedelta
 
     sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
-    from fakes import T0, Clock, ScriptedChat, ScriptedJev, memory, message
+    from fakes import T0, Clock, ScriptedChat, ScriptedJev, memory, message, speaker
     from memorybot.adapters.dynamodb import DynamoMemoryStore
     from memorybot.config import Settings
-    from memorybot.domain import Action, Actor, Change, Verdict
+    from memorybot.domain import GLOBAL_SCOPE, Action, Actor, Change, Verdict
     from memorybot.extraction import Extractor
     from memorybot.local import moto_dynamo
 
@@ -159,7 +159,9 @@ def extraction_only() -> None:
         meter = Meter(client)
         jev = ScriptedJev(worth=0.9, add=0.9)
         jev.default_verdict = Verdict.UPDATE
-        Extractor(store, jev, ScriptedChat(), clock=Clock(T0 + timedelta(days=1))).run("u1", [message("u1", "news", name="alice")])
+        Extractor(store, jev, ScriptedChat(), clock=Clock(T0 + timedelta(days=1))).run(
+            speaker("u1", "alice"), GLOBAL_SCOPE, [message("u1", "news", name="alice")]
+        )
         requests, wru, rru = meter.snapshot()
         print(f"one extraction, ten memories, 10 updates + 1 add: {sum(requests.values())} requests "
               f"({', '.join(f'{op} {n}' for op, n in requests.most_common())}), ~{wru:.0f} write units, ~{rru:.0f} read units")

@@ -15,8 +15,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
-from fakes import T0, FakeMemoryStore, memory, message  # noqa: E402
-from memorybot.domain import Verdict  # noqa: E402
+from fakes import T0, FakeMemoryStore, memory, message, speaker  # noqa: E402
+from memorybot.domain import GLOBAL_SCOPE, Verdict  # noqa: E402
 from memorybot.extraction import Extractor  # noqa: E402
 
 LATENCIES = (0.05, 0.2)
@@ -58,7 +58,7 @@ def one_run(latency: float) -> tuple[float, int]:
     store.seed(*(memory("u1", f"m{c}222", f"fact {c}", at=T0 + timedelta(minutes=i)) for i, c in enumerate("abcdefghjk")))
     extractor = Extractor(store, SlowJev(latency), SlowChat(latency))
     started = time.perf_counter()
-    result = extractor.run("u1", [message("u1", "I moved to Osaka last week", name="alice")])
+    result = extractor.run(speaker("u1", "alice"), GLOBAL_SCOPE, [message("u1", "I moved to Osaka last week", name="alice")])
     elapsed = time.perf_counter() - started
     assert len(result.updated) == 10 and len(result.added) == 1, result
     return elapsed, result.model_calls

@@ -35,7 +35,7 @@ import json, sys
 from memorybot import bootstrap
 from memorybot.adapters.invoker import LocalContext
 class Handoff:
-    def invoke(self, worker, payload):
+    def invoke(self, job):
         pass
 bootstrap.container().invoker = Handoff()  # the Lambda invoke itself is not on moto
 event = json.loads(sys.stdin.read())
@@ -113,7 +113,7 @@ def chat_event() -> dict:
 
     return _signed({
         "id": snowflake_at(datetime.now(timezone.utc), next(_sequence)), "application_id": "1", "type": 2, "token": "t",
-        "channel_id": CHANNEL, "member": {"user": {"id": "100000000000000001", "username": "alice"}},
+        "channel_id": CHANNEL, "guild_id": "800000000000000001", "member": {"user": {"id": "100000000000000001", "username": "alice"}},
         "data": {"name": "chat", "options": [{"type": 3, "name": "message", "value": "I like green tea"}]},
     })
 
@@ -141,7 +141,7 @@ def main() -> None:
         bootstrap.container.cache_clear()
 
         class Handoff:
-            def invoke(self, worker: str, payload: dict) -> None:
+            def invoke(self, job) -> None:
                 pass
 
         bootstrap.container().invoker = Handoff()

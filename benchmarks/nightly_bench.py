@@ -30,7 +30,7 @@ from memorybot.consolidation import (  # noqa: E402
     Consolidator,
     max_model_calls,
 )
-from memorybot.domain import JST, Action, LedgerEntry, Memory, Verdict  # noqa: E402
+from memorybot.domain import JST, Action, LedgerEntry, Memory, Owner, Verdict  # noqa: E402
 from memorybot.extraction import Extractor  # noqa: E402
 from memorybot.ports import ConflictError  # noqa: E402
 
@@ -79,35 +79,39 @@ class SlowChat(SlowJev):
 
 
 class PerUserStore:
-    """An in-memory MemoryStore indexed by user, so the store is not what gets measured."""
+    """An in-memory MemoryStore indexed by owner, so the store is not what gets measured."""
 
     def __init__(self) -> None:
-        self.rows: dict[str, dict[str, Memory]] = {}
+        self.rows: dict[Owner, dict[str, Memory]] = {}
         self.ledger: list[LedgerEntry] = []
         self._lock = threading.Lock()
 
     def seed(self, m: Memory) -> None:
-        self.rows.setdefault(m.user_id, {})[m.memory_id] = m
+        self.rows.setdefault(m.owner, {})[m.memory_id] = m
 
-    def read_profile(self, user_id, *, actor, reason, limit, run_id=None):
+    def read_profile(self, owner, *, actor, reason, limit, run_id=None):
         with self._lock:
-            profile = sorted(self.rows.get(user_id, {}).values(), key=lambda m: m.updated_at, reverse=True)[:limit]
-            self.ledger.append(LedgerEntry(user_id, Action.READ, actor, reason, NOW, tuple(m.memory_id for m in profile), run_id=run_id))
+            profile = sorted(self.rows.get(owner, {}).values(), key=lambda m: m.updated_at, reverse=True)[:limit]
+            ids = tuple(m.memory_id for m in profile)
+            self.ledger.append(LedgerEntry(owner.user_id, Action.READ, actor, reason, NOW, ids, run_id=run_id, scope=owner.scope))
             return profile
 
-    def get(self, user_id, memory_id):
-        return self.rows.get(user_id, {}).get(memory_id)
+    def get(self, owner, memory_id):
+        return self.rows.get(owner, {}).get(memory_id)
 
     def apply(self, change, *, actor, run_id=None, ledger_action=None):
         with self._lock:
-            mine = self.rows.setdefault(change.user_id, {})
+            mine = self.rows.setdefault(change.owner, {})
             if mine.get(change.memory_id) != change.before:
                 raise ConflictError(change.memory_id)
             if change.after is None:
                 del mine[change.memory_id]
             else:
                 mine[change.memory_id] = change.after
-            entry = LedgerEntry(change.user_id, change.action, actor, change.reason, NOW, (change.memory_id,), change.before, change.after, run_id)
+            entry = LedgerEntry(
+                change.user_id, change.action, actor, change.reason, NOW, (change.memory_id,), change.before, change.after, run_id,
+                scope=change.owner.scope,
+            )
             self.ledger.append(entry)
             return entry
 
@@ -118,10 +122,10 @@ class PerUserStore:
     def ledger_for_run(self, run_id):
         return [e for e in reversed(self.ledger) if e.run_id == run_id]
 
-    def ledger_for_user(self, user_id, limit=100):
-        return [e for e in reversed(self.ledger) if e.user_id == user_id][:limit]
+    def ledger_for(self, owner, limit=100):
+        return [e for e in reversed(self.ledger) if e.owner == owner][:limit]
 
-    def last_forget_at(self, user_id):
+    def last_forget_at(self, owner):
         return None
 
 

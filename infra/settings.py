@@ -6,6 +6,7 @@ from dataclasses import dataclass, fields
 from typing import Any, Callable
 
 from memorybot.config import DEFAULT_DISCORD_API_BASE, Settings
+from memorybot.domain import ScopeMode
 
 # The functions' own defaults are the single source for model ids.
 _DEFAULT_MODEL_ID = {f.name: f.default for f in fields(Settings)}
@@ -30,6 +31,7 @@ class StackConfig:
     discord_application_id: str = ""
     discord_api_base: str = DEFAULT_DISCORD_API_BASE
     fetch_channel_history: bool = False
+    memory_scope: str = ScopeMode.GUILD.value  # guild: memories stay in their server; global: one profile everywhere
     secret_prefix: str = "memorybot"
     service_name: str = "memorybot"
     metrics_namespace: str = "MemoryBot"
@@ -46,6 +48,7 @@ class StackConfig:
         _check(self.python_version, SUPPORTED_PYTHON, "python_version")
         _check(self.decision_model, DECISION_BACKENDS, "decision_model")
         _check(self.chat_model, CHAT_BACKENDS, "chat_model")
+        _check(self.memory_scope, tuple(m.value for m in ScopeMode), "memory_scope")
         if self.decision_model == "http" and not self.jev_url:
             raise ValueError("decision_model=http needs the context value jev_url")
 

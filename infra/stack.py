@@ -237,6 +237,7 @@ class MemoryBotStack(Stack):
             "DISCORD_API_BASE": c.discord_api_base,
             "DISCORD_APPLICATION_ID": c.discord_application_id,
             "MEMORYBOT_FETCH_CHANNEL_HISTORY": "true" if c.fetch_channel_history else "false",
+            "MEMORYBOT_MEMORY_SCOPE": c.memory_scope,
         }
         if c.jev_url:
             env["JEV_URL"] = c.jev_url

@@ -10,6 +10,7 @@ from datetime import datetime, timedelta, timezone
 from typing import Callable, Sequence
 
 from memorybot.domain import (
+    GLOBAL_SCOPE,
     NIGHTLY_MAX_DURATION,
     Action,
     Actor,
@@ -18,7 +19,9 @@ from memorybot.domain import (
     Memory,
     Message,
     NightlyRun,
+    Owner,
     PromptMessage,
+    Speaker,
     Verdict,
     jst_day,
     snowflake_at,
@@ -43,7 +46,7 @@ class Clock:
 
 class FakeMemoryStore:
     def __init__(self, clock: Callable[[], datetime] | None = None) -> None:
-        self.rows: dict[tuple[str, str], Memory] = {}
+        self.rows: dict[tuple[Owner, str], Memory] = {}
         self.ledger: list[LedgerEntry] = []
         self.clock = clock or Clock()
         self._lock = threading.Lock()
@@ -52,31 +55,38 @@ class FakeMemoryStore:
     # helpers for tests
     def seed(self, *memories: Memory) -> None:
         for m in memories:
-            self.rows[(m.user_id, m.memory_id)] = m
+            self.rows[(m.owner, m.memory_id)] = m
 
-    def of(self, user_id: str) -> list[Memory]:
-        return sorted((m for (u, _), m in self.rows.items() if u == user_id), key=lambda m: m.updated_at, reverse=True)
+    def of(self, who: Owner | str) -> list[Memory]:
+        """The owner's memories (a bare user id means the global scope), newest first."""
+        owner = who if isinstance(who, Owner) else Owner(GLOBAL_SCOPE, who)
+        return sorted((m for (o, _), m in self.rows.items() if o == owner), key=lambda m: m.updated_at, reverse=True)
 
     def changes(self) -> list[LedgerEntry]:
         return [e for e in self.ledger if e.action is not Action.READ]
 
     # the port
-    def read_profile(self, user_id, *, actor, reason, limit, run_id=None):
+    def read_profile(self, owner: Owner, *, actor, reason, limit, run_id=None):
+        assert isinstance(owner, Owner), "profiles are read by Owner (scope and user)"
         with self._lock:
-            profile = self.of(user_id)[:limit]
+            profile = self.of(owner)[:limit]
             self.ledger.append(
-                LedgerEntry(user_id, Action.READ, actor, reason, self.clock(), tuple(m.memory_id for m in profile), run_id=run_id)
+                LedgerEntry(
+                    owner.user_id, Action.READ, actor, reason, self.clock(), tuple(m.memory_id for m in profile),
+                    run_id=run_id, scope=owner.scope,
+                )
             )
             return profile
 
-    def get(self, user_id, memory_id):
-        return self.rows.get((user_id, memory_id))
+    def get(self, owner: Owner, memory_id):
+        assert isinstance(owner, Owner), "memories are read by Owner (scope and user)"
+        return self.rows.get((owner, memory_id))
 
     def apply(self, change: Change, *, actor, run_id=None, ledger_action=None):
         with self._lock:
             if self.fail_apply(change):
                 raise RuntimeError("injected store failure")
-            key = (change.user_id, change.memory_id)
+            key = (change.owner, change.memory_id)
             if self.rows.get(key) != change.before:
                 raise ConflictError(change.memory_id)
             if change.after is None:
@@ -93,6 +103,7 @@ class FakeMemoryStore:
                 change.before,
                 change.after,
                 run_id,
+                scope=change.owner.scope,
             )
             self.ledger.append(entry)
             return entry
@@ -104,11 +115,11 @@ class FakeMemoryStore:
     def ledger_for_run(self, run_id):
         return sorted((e for e in self.ledger if e.run_id == run_id), key=lambda e: e.at, reverse=True)
 
-    def ledger_for_user(self, user_id, limit=100):
-        return sorted((e for e in self.ledger if e.user_id == user_id), key=lambda e: e.at, reverse=True)[:limit]
+    def ledger_for(self, owner: Owner, limit=100):
+        return sorted((e for e in self.ledger if e.owner == owner), key=lambda e: e.at, reverse=True)[:limit]
 
-    def last_forget_at(self, user_id):
-        times = [e.at for e in self.ledger if e.user_id == user_id and e.actor is Actor.COMMAND and e.action is Action.DELETE]
+    def last_forget_at(self, owner: Owner):
+        times = [e.at for e in self.ledger if e.owner == owner and e.actor is Actor.COMMAND and e.action is Action.DELETE]
         return max(times) if times else None
 
 
@@ -125,6 +136,9 @@ class FakeMessageStore:
             key=lambda m: int(m.message_id),
         )
         return mine[-limit:] if limit else []
+
+    def conversation(self, channel_id, user_id, limit, *, up_to=None):
+        return [m for m in self.recent(channel_id, len(self.rows) + 1, up_to=up_to) if m.conversation_of == user_id][-limit:] if limit else []
 
     def between(self, start, end):
         return sorted((m for m in self.rows.values() if start <= m.created_at < end), key=lambda m: int(m.message_id))
@@ -270,15 +284,32 @@ class ScriptedChat:
 _seq = itertools.count(1)
 
 
-def message(author_id: str, content: str, *, at: datetime = T0, channel="c1", name=None, bot=False) -> Message:
-    return Message(channel, snowflake_at(at, next(_seq)), author_id, name or f"user{author_id}", content, bot)
+def message(
+    author_id: str, content: str, *, at: datetime = T0, channel="c1", name=None, bot=False, to: str | None = None,
+    scope: str = GLOBAL_SCOPE,
+) -> Message:
+    """A line of the channel log. A person's line is part of their own conversation with the bot;
+    a bot line belongs to the conversation of ``to`` (None: no one's, like channel history)."""
+    conversation_of = (to or "") if bot else (author_id if to is None else to)
+    return Message(
+        channel, snowflake_at(at, next(_seq)), author_id, name or f"user{author_id}", content, bot,
+        scope=scope, conversation_of=conversation_of,
+    )
 
 
-def memory(user_id: str, memory_id: str, text: str = "likes tea", *, at: datetime = T0) -> Memory:
-    return Memory(user_id, memory_id, text, at, at)
+def memory(user_id: str, memory_id: str, text: str = "likes tea", *, at: datetime = T0, scope: str = GLOBAL_SCOPE) -> Memory:
+    return Memory(user_id, memory_id, text, at, at, scope=scope)
+
+
+def owner(user_id: str, scope: str = GLOBAL_SCOPE) -> Owner:
+    return Owner(scope, user_id)
+
+
+def speaker(user_id: str, name: str | None = None) -> Speaker:
+    return Speaker(user_id, name or f"user{user_id}")
 
 
 __all__ = [
     "Clock", "FakeMemoryStore", "FakeMessageStore", "FakeRunStore", "ScriptedJev", "ScriptedChat",
-    "message", "memory", "T0", "jst_day",
+    "message", "memory", "owner", "speaker", "T0", "jst_day",
 ]

@@ -13,7 +13,7 @@ from typing import Any
 
 from memorybot.adapters.dynamodb import ledger_from_item, memory_from_item
 from memorybot.config import Settings
-from memorybot.domain import Action, LedgerEntry, Memory
+from memorybot.domain import Action, LedgerEntry, Memory, Owner
 from memorybot.local import moto_dynamo
 from memorybot.ports import ModelError
 
@@ -145,7 +145,7 @@ def scan(client: Any, table: str) -> list[dict]:
 class Snapshot:
     """Everything in the memories and memory_log tables, read without any fault hook."""
 
-    memories: dict[tuple[str, str], Memory] = field(default_factory=dict)
+    memories: dict[tuple[Owner, str], Memory] = field(default_factory=dict)  # (owner, memory id)
     ledger: list[LedgerEntry] = field(default_factory=list)
 
     @classmethod
@@ -154,7 +154,7 @@ class Snapshot:
         memories = {}
         for item in scan(client, settings.table_names["memories"]):
             m = memory_from_item(item)
-            memories[(m.user_id, m.memory_id)] = m
+            memories[(m.owner, m.memory_id)] = m
         ledger = [ledger_from_item(i) for i in scan(client, settings.table_names["memory_log"])]
         return cls(memories, ledger)
 
@@ -171,10 +171,10 @@ def assert_every_change_has_exactly_one_ledger_row(before: Snapshot, after: Snap
     no change is missing a row, no row is missing its change, and no write was lost.
     """
     new_rows = [e for e in after.changes() if e not in before.changes()]
-    by_record: dict[tuple[str, str], list[LedgerEntry]] = {}
+    by_record: dict[tuple[Owner, str], list[LedgerEntry]] = {}
     for entry in new_rows:
         [memory_id] = entry.memory_ids
-        by_record.setdefault((entry.user_id, memory_id), []).append(entry)
+        by_record.setdefault((entry.owner, memory_id), []).append(entry)
     for key in before.memories.keys() | after.memories.keys() | by_record.keys():
         rows = list(by_record.get(key, []))
         state = before.memories.get(key)

@@ -18,6 +18,10 @@ class Container:
         self.settings = config
         self.__dict__.update(overrides)
 
+    @property
+    def scope_mode(self):
+        return self.settings.memory_scope
+
     @cached_property
     def dynamodb_client(self) -> Any:
         from .adapters.dynamodb import dynamodb_client

@@ -21,6 +21,9 @@ def main(argv: list[str] | None = None) -> int:
     chat.add_argument("--url", default="http://127.0.0.1:8787")
     chat.add_argument("--say", action="append", default=[], help="send this line and exit (repeatable)")
     chat.add_argument("--channel", default=None, help="channel id (default: the one local channel)")
+    where = chat.add_mutually_exclusive_group()
+    where.add_argument("--guild", default=None, help="server id (default: the one local server); memories stay in their server")
+    where.add_argument("--dm", action="store_true", help="talk in your DM with the bot (its own memory scope)")
     chat.add_argument("--state-dir", type=Path, default=None, help="where to find the local signing key")
 
     register = sub.add_parser("register-commands", help="install /chat and /memory on Discord (bulk overwrite)")
@@ -59,7 +62,10 @@ def _local(args: argparse.Namespace) -> int:
 def _chat(args: argparse.Namespace) -> int:
     from .local import client
 
-    return client.run(args.url, args.user, args.say, args.state_dir, args.channel or client.LOCAL_CHANNEL_ID)
+    if args.dm:
+        return client.run(args.url, args.user, args.say, args.state_dir, args.channel or client.dm_channel_for(args.user), None)
+    channel = args.channel or client.LOCAL_CHANNEL_ID
+    return client.run(args.url, args.user, args.say, args.state_dir, channel, args.guild or client.LOCAL_GUILD_ID)
 
 
 def _register(args: argparse.Namespace) -> int:

@@ -13,6 +13,7 @@ from functools import lru_cache
 from typing import Mapping
 
 from . import tables
+from .domain import ScopeMode
 
 DEFAULT_DISCORD_API_BASE = "https://discord.com/api/v10"
 SECRET_CACHE_SECONDS = 300
@@ -36,6 +37,9 @@ class Settings:
     dynamodb_endpoint: str = ""  # AWS_ENDPOINT_URL_DYNAMODB: the local stack starts moto when empty
     discord_application_id: str = ""
     fetch_channel_history: bool = False
+    # guild: what is learned in a server stays there (a DM is its own scope); global: one
+    # profile per person everywhere (the design's single-server behaviour).
+    memory_scope: ScopeMode = ScopeMode.GUILD
     reply_function_name: str = ""
     extraction_function_name: str = ""
     # Plain values (local) or the names of Secrets Manager secrets (deployed).
@@ -79,11 +83,20 @@ class Settings:
             dynamodb_endpoint=env.get("AWS_ENDPOINT_URL_DYNAMODB", ""),
             discord_application_id=env.get("DISCORD_APPLICATION_ID", ""),
             fetch_channel_history=env.get("MEMORYBOT_FETCH_CHANNEL_HISTORY", "").lower() in ("1", "true", "yes"),
+            memory_scope=_scope_mode(env.get("MEMORYBOT_MEMORY_SCOPE", ScopeMode.GUILD.value)),
             reply_function_name=env.get("REPLY_FUNCTION_NAME", ""),
             extraction_function_name=env.get("EXTRACTION_FUNCTION_NAME", ""),
             plain_secrets={k: env.get(k, "") for k in SECRET_KEYS + MODEL_SECRET_KEYS},
             secret_names={k: env.get(f"{k}_SECRET_NAME", "") for k in SECRET_KEYS + MODEL_SECRET_KEYS},
         )
+
+
+def _scope_mode(value: str) -> ScopeMode:
+    try:
+        return ScopeMode(value.strip().lower())
+    except ValueError:
+        choices = ", ".join(m.value for m in ScopeMode)
+        raise ValueError(f"MEMORYBOT_MEMORY_SCOPE must be one of: {choices}") from None
 
 
 # The stack creates these three secrets.

@@ -8,6 +8,11 @@ one at 03:00 JST on the 30th to the next night. A run a little late (a retried
 delivery at 03:07) still maps to the same window and label, so the day claim makes
 it a no-op.
 
+Whose memory: a speaker here is a person within a scope (``Owner``), and only their own
+conversation with the bot counts (``Message.conversation_of``): someone who never used the
+bot (their channel messages fetched as history) gets no extraction, and no one's lines
+enter another person's chunks. The diary still reads the whole day.
+
 Order, as the design lists it: extraction (speakers concurrently, bounded), then the
 decay review (so a record extraction just updated is no longer stale), with the diary
 written alongside. The caps, not a clock, bound the work: see ``max_model_calls``.
@@ -23,6 +28,7 @@ from typing import Callable, Sequence
 
 from . import decisions
 from .domain import (
+    BOT_NAME,
     JST,
     PROFILE_LIMIT,
     LedgerEntry,
@@ -32,9 +38,13 @@ from .domain import (
     Memory,
     Message,
     NightlyRun,
+    Owner,
+    Speaker,
     Verdict,
     iso,
     jst_day,
+    one_line,
+    plain_name,
     utcnow,
 )
 from .extraction import ExtractionResult, Extractor
@@ -86,14 +96,24 @@ def max_model_calls(speakers: int) -> int:
     return speakers * CHUNKS_PER_SPEAKER * per_chunk + STALE_REVIEWS_PER_NIGHT + 1
 
 
-def by_speaker(messages: Sequence[Message]) -> dict[str, list[Message]]:
-    """Non-bot messages with some text, grouped by author, chronological."""
-    grouped: dict[str, list[Message]] = {}
+def by_speaker(messages: Sequence[Message]) -> dict[Owner, list[Message]]:
+    """Each person's own non-bot messages to the bot, with some text, per scope, chronological.
+
+    Lines that are not part of their author's conversation with the bot (channel history)
+    are left out: only people who used the bot themselves get a profile.
+    """
+    grouped: dict[Owner, list[Message]] = {}
     for message in sorted(messages, key=lambda m: int(m.message_id)):
-        if message.is_bot or not message.content.strip():
+        if message.is_bot or not message.content.strip() or message.conversation_of != message.author_id:
             continue
-        grouped.setdefault(message.author_id, []).append(message)
+        grouped.setdefault(Owner(message.scope, message.author_id), []).append(message)
     return grouped
+
+
+def diary_lines(messages: Sequence[Message]) -> list[Message]:
+    """The day's last 30 non-bot messages with text, anyone's: the diary is about the channel."""
+    said = [m for m in messages if not m.is_bot and m.content.strip()]
+    return sorted(said, key=lambda m: int(m.message_id))[-DIARY_MESSAGES:]
 
 
 def chunks(messages: Sequence[Message]) -> list[list[Message]]:
@@ -103,7 +123,9 @@ def chunks(messages: Sequence[Message]) -> list[list[Message]]:
 
 
 def transcript(messages: Sequence[Message]) -> str:
-    return "\n".join(f"{m.author_name}: {m.content.strip()}" for m in messages)
+    """One "name: text" line per message: the bot's under its own name, a person's under their
+    sanitised display name (a nickname of "memorybot" is not the bot), line breaks folded."""
+    return "\n".join(f"{BOT_NAME if m.is_bot else plain_name(m.author_name, m.author_id)}: {one_line(m.content)}" for m in messages)
 
 
 @dataclass
@@ -202,14 +224,15 @@ class Consolidator:
         now = now or self._clock()
         window = window_for(now)
         # Read before claiming: a failed read leaves the day unclaimed, so a retry does the work.
-        grouped = by_speaker(self._messages.between(window.start, window.end))
+        day = self._messages.between(window.start, window.end)
+        grouped = by_speaker(day)
         run = self._runs.claim(window.day_label, self._clock())
         if run is None:
             logger.info("nightly day already claimed", extra={"day_label": window.day_label})
             return None
         logger.info("nightly run started", extra={"run_id": run.run_id, "day_label": window.day_label, "speakers": len(grouped)})
         try:
-            return self._consolidate(run, now, grouped)
+            return self._consolidate(run, now, grouped, diary_lines(day))
         except BaseException:
             # Everything applied so far is committed with its ledger row; give the run up so
             # that the scheduler's retry takes it over and finishes the work.
@@ -220,23 +243,24 @@ class Consolidator:
                 logger.warning("nightly run not released", extra={"run_id": run.run_id})
             raise
 
-    def _consolidate(self, run: NightlyRun, now: datetime, grouped: dict[str, list[Message]]) -> NightlyRun:
+    def _consolidate(
+        self, run: NightlyRun, now: datetime, grouped: dict[Owner, list[Message]], recent: list[Message]
+    ) -> NightlyRun:
         # A run taken over from a failed worker keeps what that worker did: its saved
         # progress (then only the pending speakers are redone), else its ledger rows.
         resuming = bool(run.summary)
         if resuming:
             summary = RunSummary.saved(run.summary)
-            grouped = {s: msgs for s, msgs in grouped.items() if s in set(summary.pending_speakers)}
+            grouped = {s: msgs for s, msgs in grouped.items() if s.key in set(summary.pending_speakers)}
         else:
             summary = RunSummary(speakers=len(grouped))
             summary.carry_over(self._memories.ledger_for_run(run.run_id))
         counter = decisions.CallCounter()
         kept = decisions.concurrently(self._not_forgotten, list(grouped.items()), self._speaker_concurrency)
         usable = [(speaker, msgs) for speaker, msgs in kept if msgs is not None]
-        pending = [speaker for speaker, msgs in kept if msgs is None]
+        pending = [speaker.key for speaker, msgs in kept if msgs is None]
 
         with ThreadPoolExecutor(max_workers=1) as diary_pool:
-            recent = sorted((m for _, msgs in usable for m in msgs), key=lambda m: int(m.message_id))[-DIARY_MESSAGES:]
             diary_future = diary_pool.submit(lambda: run.diary if resuming else self._diary(recent, counter))
             outcomes = decisions.concurrently(
                 lambda item: self._speaker(item[0], item[1], run.run_id), usable, self._speaker_concurrency
@@ -245,7 +269,7 @@ class Consolidator:
                 for result in outcome.results:
                     summary.add_extraction(result)
                 if outcome.failed:
-                    pending.append(speaker)
+                    pending.append(speaker.key)
             if not resuming:  # the first worker reviewed the stale records already
                 self._decay(now, run.run_id, summary, counter)
             diary = diary_future.result()
@@ -269,26 +293,29 @@ class Consolidator:
         )
         return finished
 
-    def _not_forgotten(self, item: tuple[str, list[Message]]) -> tuple[str, list[Message] | None]:
+    def _not_forgotten(self, item: tuple[Owner, list[Message]]) -> tuple[Owner, list[Message] | None]:
         """Drop what the speaker said before their latest forget, so it is not learned again."""
-        speaker_id, messages = item
+        owner, messages = item
         try:
-            forgot_at = self._memories.last_forget_at(speaker_id)
+            forgot_at = self._memories.last_forget_at(owner)
         except Exception as exc:  # noqa: BLE001 - one speaker failing does not stop the others
-            logger.warning("nightly speaker failed", extra={"speaker_id": speaker_id, "error": type(exc).__name__})
-            return speaker_id, None
+            logger.warning("nightly speaker failed", extra={"speaker_id": owner.user_id, "error": type(exc).__name__})
+            return owner, None
         if forgot_at is not None:
             messages = [m for m in messages if m.created_at >= forgot_at]
-        return speaker_id, messages
+        return owner, messages
 
-    def _speaker(self, speaker_id: str, messages: list[Message], run_id: int) -> _SpeakerOutcome:
+    def _speaker(self, owner: Owner, messages: list[Message], run_id: int) -> _SpeakerOutcome:
         outcome = _SpeakerOutcome([])
+        speaker = Speaker(owner.user_id, messages[-1].author_name if messages else "")
         try:
             for chunk in chunks(messages):
-                outcome.results.append(self._extractor.run(speaker_id, chunk, actor=Actor.NIGHTLY, run_id=run_id))
+                outcome.results.append(
+                    self._extractor.run(speaker, owner.scope, chunk, actor=Actor.NIGHTLY, run_id=run_id)
+                )
         except Exception as exc:  # noqa: BLE001 - logged by id and counted; the others go on
             logger.warning(
-                "nightly speaker failed", extra={"speaker_id": speaker_id, "run_id": run_id, "error": type(exc).__name__}
+                "nightly speaker failed", extra={"speaker_id": owner.user_id, "run_id": run_id, "error": type(exc).__name__}
             )
             outcome.failed = True
         return outcome

@@ -13,6 +13,7 @@ import threading
 from concurrent.futures import ThreadPoolExecutor
 from typing import Callable, Iterable, Sequence, TypeVar
 
+from . import quoting
 from .domain import MEMORY_TEXT_MAX_CHARS, Memory, Verdict
 
 logger = logging.getLogger(__name__)
@@ -91,4 +92,6 @@ def concurrently(fn: Callable[[T], R], items: Iterable[T], max_workers: int) -> 
 
 
 def render_memories(memories: Sequence[Memory]) -> str:
-    return "\n".join(f"- [{m.memory_id}] {m.text}" for m in memories)
+    """The memories as quoted data (escaped inside ``<memory>`` tags): a stored memory that reads
+    like an instruction stays a quoted fact."""
+    return quoting.memories_block(memories)

@@ -10,6 +10,7 @@ import secrets
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
 from enum import Enum
+from typing import Sequence
 
 JST = timezone(timedelta(hours=9), "JST")
 DISCORD_EPOCH_MS = 1420070400000
@@ -45,6 +46,48 @@ class Verdict(str, Enum):
     KEEP = "keep"
     UPDATE = "update"
     DELETE = "delete"
+
+
+# ---- scopes: what is learned in one server (or DM) is read, shown and forgotten there only
+
+GLOBAL_SCOPE = "global"  # the operator chose one scope for everything (the design's single server)
+DM_SCOPE = "dm"  # a person's direct messages with the bot
+
+
+class ScopeMode(str, Enum):
+    GUILD = "guild"  # default: one scope per server, one for the bot DM, one per group DM
+    GLOBAL = "global"
+
+
+def scope_for(mode: ScopeMode, *, guild_id: str | None, channel_id: str, bot_dm: bool) -> str:
+    """The scope a conversation's memories live in."""
+    if mode is ScopeMode.GLOBAL:
+        return GLOBAL_SCOPE
+    if guild_id:
+        return f"guild:{guild_id}"
+    if bot_dm:
+        return DM_SCOPE
+    return f"channel:{channel_id}"  # a group DM (user-installed app): never mixed with a private DM
+
+
+@dataclass(frozen=True)
+class Owner:
+    """Whose profile: one person within one scope. Every memory read and write is keyed by it."""
+
+    scope: str
+    user_id: str
+
+    @property
+    def key(self) -> str:
+        return f"{self.scope}#{self.user_id}"
+
+
+@dataclass(frozen=True)
+class Speaker:
+    """The person a decision is about: their id, and their display name (user-controlled, never trusted)."""
+
+    user_id: str
+    name: str
 
 
 def utcnow() -> datetime:
@@ -96,6 +139,11 @@ class Memory:
     text: str
     created_at: datetime
     updated_at: datetime
+    scope: str = GLOBAL_SCOPE
+
+    @property
+    def owner(self) -> Owner:
+        return Owner(self.scope, self.user_id)
 
     def preview(self) -> str:
         return f"{self.memory_id} {self.text[:SHOW_PREVIEW_CHARS]}"
@@ -103,7 +151,13 @@ class Memory:
 
 @dataclass(frozen=True)
 class Message:
-    """One line of the channel log. Its time is the time in its snowflake."""
+    """One line of the channel log. Its time is the time in its snowflake.
+
+    ``conversation_of`` is the person whose conversation with the bot this line belongs to:
+    their ``/chat`` message, or the bot's reply to it. Empty for everything else (other
+    people's ordinary messages fetched as channel history): such lines are context for
+    replies and the diary, and never decide anyone's memories.
+    """
 
     channel_id: str
     message_id: str
@@ -111,10 +165,84 @@ class Message:
     author_name: str
     content: str
     is_bot: bool = False
+    scope: str = GLOBAL_SCOPE
+    conversation_of: str = ""
 
     @property
     def created_at(self) -> datetime:
         return snowflake_time(self.message_id)
+
+
+@dataclass(frozen=True)
+class Exchange:
+    """What decides one person's memories: the newest lines of THAT person's own conversation
+    with the bot (their messages and the bot's replies to them), oldest first.
+
+    Built only through ``Exchange.of``, the one rule the live extraction and the nightly run
+    share: other people's words never enter it, however busy the channel.
+    """
+
+    speaker: Speaker
+    scope: str
+    messages: tuple[Message, ...]
+
+    @classmethod
+    def of(cls, speaker: Speaker, scope: str, messages: Sequence[Message]) -> "Exchange | None":
+        """The speaker's exchange from ``messages``; None when the speaker said nothing usable."""
+        own = [m for m in messages if _in_conversation(m, speaker.user_id, scope) and m.content.strip()]
+        own = own[-EXCHANGE_MESSAGES:]
+        if not any(not m.is_bot for m in own):
+            return None
+        return cls(speaker, scope, tuple(own))
+
+    @property
+    def owner(self) -> Owner:
+        return Owner(self.scope, self.speaker.user_id)
+
+    @property
+    def message_ids(self) -> tuple[str, ...]:
+        return tuple(m.message_id for m in self.messages)
+
+    def speaker_said(self) -> list[str]:
+        """The speaker's own lines, oldest first."""
+        return [m.content.strip() for m in self.messages if not m.is_bot]
+
+    def render(self) -> str:
+        """"name: text" lines (the Jev HTTP contract's ``exchange`` string): the bot's lines under
+        the bot's name and the speaker's under theirs, whatever nickname they chose."""
+        lines = []
+        for m in self.messages:
+            author = BOT_NAME if m.is_bot else _plain_name(self.speaker.name, fallback=f"user {self.speaker.user_id}")
+            lines.append(f"{author}: {one_line(m.content)}")  # a line break must not forge another speaker
+        return "\n".join(lines)
+
+
+BOT_NAME = "memorybot"
+DISPLAY_NAME_MAX_CHARS = 40
+
+
+def _plain_name(name: str, *, fallback: str) -> str:
+    """A display name on one line, without the characters that could fake a speaker marker,
+    and never the bot's own name (a nickname of "memorybot" must not look like the bot)."""
+    cleaned = "".join(ch for ch in name if ch.isprintable() and ch not in ":<>[]\"\\`")
+    cleaned = " ".join(cleaned.split())[:DISPLAY_NAME_MAX_CHARS]
+    if not cleaned or cleaned.casefold() in (BOT_NAME, "bot"):
+        return fallback
+    return cleaned
+
+
+def one_line(text: str) -> str:
+    return " ".join(text.split())
+
+
+def plain_name(name: str, user_id: str) -> str:
+    return _plain_name(name, fallback=f"user {user_id}")
+
+
+def _in_conversation(message: Message, user_id: str, scope: str) -> bool:
+    if message.conversation_of != user_id or message.scope != scope:
+        return False
+    return message.is_bot or message.author_id == user_id
 
 
 @dataclass(frozen=True)
@@ -135,13 +263,17 @@ class Change:
         if subject is None:
             raise ValueError("a change needs a before or an after state")
         if self.before and self.after and (
-            self.before.user_id != self.after.user_id or self.before.memory_id != self.after.memory_id
+            self.before.owner != self.after.owner or self.before.memory_id != self.after.memory_id
         ):
-            raise ValueError("a change cannot move a memory between owners or ids")
+            raise ValueError("a change cannot move a memory between owners, scopes or ids")
 
     @property
     def user_id(self) -> str:
         return (self.before or self.after).user_id  # type: ignore[union-attr]
+
+    @property
+    def owner(self) -> Owner:
+        return (self.before or self.after).owner  # type: ignore[union-attr]
 
     @property
     def memory_id(self) -> str:
@@ -162,6 +294,11 @@ class LedgerEntry:
     after: Memory | None = None
     run_id: int | None = None
     entry_id: str = field(default_factory=lambda: secrets.token_hex(6))
+    scope: str = GLOBAL_SCOPE
+
+    @property
+    def owner(self) -> Owner:
+        return Owner(self.scope, self.user_id)
 
 
 @dataclass(frozen=True)

@@ -2,27 +2,32 @@
 
 Jev decides whether and which record; the chat model only phrases. Each change
 commits with its ledger row, conditioned on the record being as it was read.
+
+Whose memory: the exchange is the speaker's OWN conversation with the bot (``Exchange.of``),
+not the channel's last six messages, so other people's words never decide it; every
+model call receives that exchange, which names the speaker.
 """
 
 from __future__ import annotations
 
 import logging
 from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Callable, Sequence
 
 from . import decisions
 from .domain import (
     ADD_THRESHOLD,
-    EXCHANGE_MESSAGES,
     PROFILE_LIMIT,
     WORTH_THRESHOLD,
     Action,
     Actor,
     Change,
+    Exchange,
     Memory,
     Message,
+    Speaker,
     Verdict,
     new_memory_id,
     utcnow,
@@ -32,14 +37,6 @@ from .ports import ChatModel, ConflictError, DecisionModel, MemoryStore
 logger = logging.getLogger(__name__)
 
 ADD_ID_ATTEMPTS = 3  # a fresh random id collides with an existing one only by bad luck
-
-
-def render_exchange(messages: Sequence[Message], speaker_id: str) -> str | None:
-    """The last six messages as "name: text" lines; None when the speaker said nothing usable."""
-    recent = [m for m in messages if m.content.strip()][-EXCHANGE_MESSAGES:]
-    if not any(m.author_id == speaker_id and not m.is_bot for m in recent):
-        return None
-    return "\n".join(f"{m.author_name}: {m.content.strip()}" for m in recent)
 
 
 @dataclass
@@ -72,9 +69,16 @@ class Extractor:
         self._concurrency = concurrency
 
     def run(
-        self, speaker_id: str, messages: Sequence[Message], *, actor: Actor = Actor.EXTRACTION, run_id: int | None = None
+        self,
+        speaker: Speaker,
+        scope: str,
+        messages: Sequence[Message],
+        *,
+        actor: Actor = Actor.EXTRACTION,
+        run_id: int | None = None,
     ) -> ExtractionResult:
-        exchange = render_exchange(messages, speaker_id)
+        """Decide on the speaker's memories in ``scope`` from their own lines among ``messages``."""
+        exchange = Exchange.of(speaker, scope, messages)
         if exchange is None:
             return ExtractionResult("no_exchange")
         calls = decisions.CallCounter()
@@ -84,7 +88,7 @@ class Extractor:
             return self._result("no_decision" if worth is None else "not_worth", calls)
 
         profile = self._memories.read_profile(
-            speaker_id, actor=actor, reason=f"{actor.value}: exchange judged worth keeping", limit=PROFILE_LIMIT, run_id=run_id
+            exchange.owner, actor=actor, reason=f"{actor.value}: exchange judged worth keeping", limit=PROFILE_LIMIT, run_id=run_id
         )
 
         with ThreadPoolExecutor(max_workers=max(1, self._concurrency)) as pool:
@@ -104,13 +108,13 @@ class Extractor:
         for memory in profile:
             text = texts.get(memory.memory_id)
             if text is not None and text != memory.text:
-                after = Memory(memory.user_id, memory.memory_id, text, memory.created_at, now)
+                after = replace(memory, text=text, updated_at=now)
                 self._apply(Change(Action.UPDATE, memory, after, "jev verdict: update"), actor, run_id, result, result.updated)
         if add_text is not None:
-            self._add(speaker_id, add_text, now, actor, run_id, result)
+            self._add(exchange, add_text, now, actor, run_id, result)
         return result
 
-    def _judge(self, exchange: str, memory: Memory, calls: decisions.CallCounter, pool, rewrites: dict) -> Verdict | None:
+    def _judge(self, exchange: Exchange, memory: Memory, calls: decisions.CallCounter, pool, rewrites: dict) -> Verdict | None:
         verdict = calls.ask("verdict", lambda: self._jev.verdict(exchange, memory), decisions.verdict)
         if verdict is Verdict.UPDATE:
             rewrites[memory.memory_id] = pool.submit(
@@ -128,9 +132,9 @@ class Extractor:
                 return None
         return calls.ask("write_memory", lambda: self._chat.write_memory(exchange, None), decisions.memory_text)
 
-    def _add(self, speaker_id, text, now, actor, run_id, result: ExtractionResult) -> None:
+    def _add(self, exchange: Exchange, text, now, actor, run_id, result: ExtractionResult) -> None:
         for _ in range(ADD_ID_ATTEMPTS):
-            memory = Memory(speaker_id, self._new_id(), text, now, now)
+            memory = Memory(exchange.speaker.user_id, self._new_id(), text, now, now, scope=exchange.scope)
             try:
                 self._memories.apply(Change(Action.ADD, None, memory, "jev: add"), actor=actor, run_id=run_id)
             except ConflictError:

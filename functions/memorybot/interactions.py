@@ -12,13 +12,16 @@ from dataclasses import dataclass
 from typing import Any, Callable, Protocol
 
 from . import commands
-from .domain import Message
+from .domain import DM_SCOPE, GLOBAL_SCOPE, Message, Owner, ScopeMode, scope_for
+from .jobs import ReplyJob
 from .ports import AsyncInvoker, DiscordApi, MemoryStore, MessageStore
 
 logger = logging.getLogger(__name__)
 
 # Discord's numbers.
 PING, APPLICATION_COMMAND, AUTOCOMPLETE = 1, 2, 4
+CONTEXT_BOT_DM = 1  # interaction context types: 0 guild, 1 the bot's DM, 2 a group DM / private channel
+CHANNEL_TYPE_DM = 1
 PONG, CHANNEL_MESSAGE, DEFERRED_CHANNEL_MESSAGE, AUTOCOMPLETE_RESULT = 1, 4, 5, 8
 EPHEMERAL = 64
 SUBCOMMAND = 1
@@ -54,7 +57,7 @@ COMMANDS: list[dict[str, Any]] = [
     },
 ]
 
-TEXT_NOTHING_REMEMBERED = "I don't remember anything about you yet."
+TEXT_NOTHING_REMEMBERED = "I don't remember anything about you {where} yet."
 TEXT_DM_SENT = "I sent you a DM with what I remember about you."
 TEXT_DM_FAILED = (
     "I couldn't send you a DM, so I won't show your memories here. "
@@ -77,6 +80,11 @@ class Caller:
     user_id: str
     user_name: str
     channel_id: str
+    scope: str  # where this conversation's memories live (domain.scope_for)
+
+    @property
+    def owner(self) -> Owner:
+        return Owner(self.scope, self.user_id)
 
 
 @dataclass(frozen=True)
@@ -127,6 +135,9 @@ class Dependencies(Protocol):
     invoker: AsyncInvoker
     discord_interactive: DiscordApi
 
+    @property
+    def scope_mode(self) -> ScopeMode: ...
+
 
 # ---------------------------------------------------------------- parsing
 
@@ -150,14 +161,20 @@ def _snowflake(value: Any, what: str) -> str:
     return text
 
 
-def _caller(payload: dict) -> Caller:
+def _caller(payload: dict, scope_mode: ScopeMode) -> Caller:
     member = _object(payload.get("member"))
     user = member.get("user") or payload.get("user")  # guild: member.user; DM: user
     if not isinstance(user, dict):
         raise BadRequest("missing user")
     name = member.get("nick") or user.get("global_name") or user.get("username") or "someone"
     channel = payload.get("channel_id") or _object(payload.get("channel")).get("id")
-    return Caller(_snowflake(user.get("id"), "user id"), str(name), _snowflake(channel, "channel id"))
+    channel_id = _snowflake(channel, "channel id")
+    guild_id = _snowflake(payload["guild_id"], "guild id") if payload.get("guild_id") is not None else None
+    if member and guild_id is None:
+        raise BadRequest("guild interaction without a guild id")  # its scope would be unknown
+    bot_dm = payload.get("context") == CONTEXT_BOT_DM or _object(payload.get("channel")).get("type") == CHANNEL_TYPE_DM
+    scope = scope_for(scope_mode, guild_id=guild_id, channel_id=channel_id, bot_dm=bot_dm)
+    return Caller(_snowflake(user.get("id"), "user id"), str(name), channel_id, scope)
 
 
 def _options(data: dict) -> list[dict]:
@@ -171,7 +188,7 @@ def _option(options: list[dict], name: str) -> dict | None:
     return next((o for o in options if o.get("name") == name), None)
 
 
-def parse(body: bytes) -> Request:
+def parse(body: bytes, scope_mode: ScopeMode = ScopeMode.GUILD) -> Request:
     try:
         payload = json.loads(body)
     except (ValueError, UnicodeDecodeError):
@@ -186,7 +203,7 @@ def parse(body: bytes) -> Request:
     data = payload.get("data")
     if not isinstance(data, dict):
         raise BadRequest("missing data")
-    caller = _caller(payload)
+    caller = _caller(payload, scope_mode)
     command, options = data.get("name"), _options(data)
     if command == "chat" and kind == APPLICATION_COMMAND:
         message = _option(options, "message") or {}  # a missing option is an empty chat
@@ -232,8 +249,18 @@ def choices(pairs: list[tuple[str, str]]) -> dict:
     }
 
 
-def dm_text(lines: list[str]) -> str:
-    header = "Here is what I remember about you (id, then the start of each memory):"
+def scope_label(scope: str) -> str:
+    """Where a listing's memories were learned, in words (the DM goes elsewhere, so say it)."""
+    if scope == GLOBAL_SCOPE:
+        return "everywhere I talk with you"
+    if scope == DM_SCOPE:
+        return "in our direct messages"
+    kind, _, ident = scope.partition(":")
+    return f"in the server {ident}" if kind == "guild" else f"in the group chat {ident}"
+
+
+def dm_text(lines: list[str], scope: str = GLOBAL_SCOPE) -> str:
+    header = f"Here is what I remember about you {scope_label(scope)} (id, then the start of each memory):"
     footer = "To make me forget one: /memory forget id:<id>"
     return "\n".join([header, *lines, footer])[:MESSAGE_MAX_CHARS]
 
@@ -241,7 +268,7 @@ def dm_text(lines: list[str]) -> str:
 def respond(body: bytes, deps: Dependencies) -> tuple[int, dict]:
     """(HTTP status, JSON body) for one request whose signature has been verified."""
     try:
-        request = parse(body)
+        request = parse(body, deps.scope_mode)
     except BadRequest as exc:
         logger.info("bad interaction", extra={"reason": str(exc)})
         return 400, {"error": "bad request"}
@@ -259,19 +286,19 @@ def _chat(request: Chat, deps: Dependencies) -> dict:
         return ephemeral(TEXT_EMPTY_CHAT)
     caller = request.caller
     # The interaction id is a snowflake: the message's time is the time in it.
+    # Part of the caller's own conversation with the bot: it may decide their memories.
     deps.message_store.put(
-        Message(caller.channel_id, request.interaction_id, caller.user_id, caller.user_name, request.text, is_bot=False)
+        Message(
+            caller.channel_id, request.interaction_id, caller.user_id, caller.user_name, request.text,
+            is_bot=False, scope=caller.scope, conversation_of=caller.user_id,
+        )
     )
-    job = {
-        "interaction_id": request.interaction_id,
-        "token": request.token,
-        "application_id": request.application_id,
-        "channel_id": caller.channel_id,
-        "user_id": caller.user_id,
-        "user_name": caller.user_name,
-    }
+    job = ReplyJob(
+        request.interaction_id, request.token, request.application_id,
+        caller.channel_id, caller.user_id, caller.user_name, caller.scope,
+    )
     try:
-        deps.invoker.invoke("reply", job)
+        deps.invoker.invoke(job)
     except Exception as exc:  # noqa: BLE001 - the person gets an answer either way
         logger.error("reply hand-off failed", extra={"interaction_id": request.interaction_id, "error": type(exc).__name__})
         return ephemeral(TEXT_BUSY)
@@ -279,12 +306,12 @@ def _chat(request: Chat, deps: Dependencies) -> dict:
 
 
 def _show(request: ShowMemories, deps: Dependencies) -> dict:
-    lines = commands.show(deps.memory_store, request.caller.user_id)
+    lines = commands.show(deps.memory_store, request.caller.owner)
     if not lines:
-        return ephemeral(TEXT_NOTHING_REMEMBERED)
+        return ephemeral(TEXT_NOTHING_REMEMBERED.format(where=scope_label(request.caller.scope)))
     try:
         discord = deps.discord_interactive
-        discord.send_message(discord.open_dm(request.caller.user_id), dm_text(lines))
+        discord.send_message(discord.open_dm(request.caller.user_id), dm_text(lines, request.caller.scope))
     except Exception as exc:  # noqa: BLE001 - 50007 or anything else: say so, repeat nothing
         logger.info("memory DM failed", extra={"user_id": request.caller.user_id, "error": type(exc).__name__})
         return ephemeral(TEXT_DM_FAILED)
@@ -292,13 +319,13 @@ def _show(request: ShowMemories, deps: Dependencies) -> dict:
 
 
 def _forget(request: ForgetMemory, deps: Dependencies) -> dict:
-    result = commands.forget(deps.memory_store, request.caller.user_id, request.memory_id)
+    result = commands.forget(deps.memory_store, request.caller.owner, request.memory_id)
     template = TEXT_FORGOTTEN if result.outcome is commands.ForgetOutcome.FORGOTTEN else TEXT_NOT_FOUND
     return ephemeral(template.format(memory_id=result.memory_id[:20] or "(none)"))
 
 
 def _suggest(request: SuggestForget, deps: Dependencies) -> dict:
-    return choices(commands.suggest(deps.memory_store, request.caller.user_id, request.typed))
+    return choices(commands.suggest(deps.memory_store, request.caller.owner, request.typed))
 
 
 _HANDLERS: dict[type, Callable[[Any, Dependencies], dict]] = {

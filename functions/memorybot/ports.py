@@ -10,7 +10,8 @@ from datetime import datetime, timedelta
 from enum import Enum
 from typing import Protocol, Sequence
 
-from .domain import Actor, Change, LedgerEntry, Memory, Message, NightlyRun, PromptMessage, Verdict
+from .jobs import Job
+from .domain import Actor, Change, Exchange, LedgerEntry, Memory, Message, NightlyRun, Owner, PromptMessage, Verdict
 
 
 class ModelError(Exception):
@@ -22,15 +23,18 @@ class ConflictError(Exception):
 
 
 class MemoryStore(Protocol):
+    """One person's memories within one scope (``Owner``): no method reaches another profile,
+    except ``stale`` (the nightly review) and ``ledger_for_run`` (rollback)."""
+
     def read_profile(
-        self, user_id: str, *, actor: Actor, reason: str, limit: int, run_id: int | None = None
+        self, owner: Owner, *, actor: Actor, reason: str, limit: int, run_id: int | None = None
     ) -> list[Memory]:
-        """Up to ``limit`` of the user's memories, most recently updated first.
+        """Up to ``limit`` of the owner's memories, most recently updated first.
 
         Writes one ``read`` ledger row for the event before returning anything.
         """
 
-    def get(self, user_id: str, memory_id: str) -> Memory | None:
+    def get(self, owner: Owner, memory_id: str) -> Memory | None:
         """One memory by key, unlogged: for conditional checks inside the core only."""
 
     def apply(
@@ -43,16 +47,16 @@ class MemoryStore(Protocol):
         """
 
     def stale(self, updated_before: datetime, limit: int) -> list[Memory]:
-        """Memories of any user not updated since ``updated_before``, oldest first."""
+        """Memories of any owner, in any scope, not updated since ``updated_before``, oldest first."""
 
     def ledger_for_run(self, run_id: int) -> list[LedgerEntry]:
         """The ledger rows a nightly run wrote, newest first."""
 
-    def ledger_for_user(self, user_id: str, limit: int = 100) -> list[LedgerEntry]:
-        """The user's ledger rows, newest first."""
+    def ledger_for(self, owner: Owner, limit: int = 100) -> list[LedgerEntry]:
+        """The owner's ledger rows, newest first."""
 
-    def last_forget_at(self, user_id: str) -> datetime | None:
-        """When the user last forgot a memory by command, if ever."""
+    def last_forget_at(self, owner: Owner) -> datetime | None:
+        """When the owner last forgot a memory by command, if ever."""
 
 
 class MessageStore(Protocol):
@@ -61,6 +65,10 @@ class MessageStore(Protocol):
 
     def recent(self, channel_id: str, limit: int, *, up_to: str | None = None) -> list[Message]:
         """The channel's newest ``limit`` messages (with ids up to ``up_to``, if given), oldest first."""
+
+    def conversation(self, channel_id: str, user_id: str, limit: int, *, up_to: str | None = None) -> list[Message]:
+        """The newest ``limit`` lines of the person's own conversation with the bot in the channel
+        (their messages, the bot's replies to them; ids up to ``up_to``, if given), oldest first."""
 
     def between(self, start: datetime, end: datetime) -> list[Message]:
         """Every message with start <= time < end, in all channels, oldest first."""
@@ -109,23 +117,28 @@ class RollbackClaim(str, Enum):
 
 
 class DecisionModel(Protocol):
-    """Jev: decides whether and which. Never phrases anything."""
+    """Jev: decides whether and which. Never phrases anything.
 
-    def worth(self, exchange: str) -> float: ...
+    Every question names whose memory it is: the exchange carries its speaker, and the
+    stale review's memory its owner. Facts count only if the speaker stated them about
+    themselves.
+    """
 
-    def verdict(self, exchange: str, memory: Memory) -> Verdict: ...
+    def worth(self, exchange: Exchange) -> float: ...
 
-    def add(self, exchange: str, verdicts: Sequence[tuple[Memory, Verdict]]) -> float: ...
+    def verdict(self, exchange: Exchange, memory: Memory) -> Verdict: ...
+
+    def add(self, exchange: Exchange, verdicts: Sequence[tuple[Memory, Verdict]]) -> float: ...
 
     def review(self, memory: Memory) -> Verdict:
-        """Nightly stale review: KEEP or DELETE."""
+        """Nightly stale review of one owner's memory: KEEP or DELETE."""
 
 
 class ChatModel(Protocol):
     """Phrases things. Never decides whether to write."""
 
-    def write_memory(self, exchange: str, current: Memory | None) -> str:
-        """The text of a new memory (current None) or the rewrite of ``current``."""
+    def write_memory(self, exchange: Exchange, current: Memory | None) -> str:
+        """The text of a new memory about the exchange's speaker (current None) or the rewrite of ``current``."""
 
     def write_reply(self, prompt: Sequence[PromptMessage]) -> str: ...
 
@@ -165,5 +178,5 @@ class DiscordApi(Protocol):
 class AsyncInvoker(Protocol):
     """Hands work to a worker without waiting for it (Lambda "Event" invocation when deployed)."""
 
-    def invoke(self, worker: str, payload: dict) -> None:
-        """``worker`` is "reply" or "extraction"; ``payload`` must be JSON-serialisable."""
+    def invoke(self, job: Job) -> None:
+        """Send ``job`` (its JSON form) to the worker named by ``job.WORKER``."""

@@ -32,7 +32,7 @@ from datetime import datetime, timedelta
 from enum import Enum
 from typing import Callable
 
-from .domain import Action, Actor, Change, LedgerEntry, Memory, utcnow
+from .domain import Action, Actor, Change, LedgerEntry, Memory, Owner, utcnow
 from .ports import ConflictError, MemoryStore, RollbackClaim, RunStore
 
 logger = logging.getLogger(__name__)
@@ -126,23 +126,23 @@ class Rollback:
         entries = self._memories.ledger_for_run(run_id)  # newest first
         # What an earlier, interrupted attempt already reverted: rollback rows are the
         # originals with before and after swapped.
-        undone = Counter(_signature(e.user_id, e.memory_ids, e.after, e.before) for e in entries if e.action is Action.ROLLBACK)
-        simulated: dict[tuple[str, str], Memory | None] = {}  # dry run: the state each revert would leave
+        undone = Counter(_signature(e.owner, e.memory_ids, e.after, e.before) for e in entries if e.action is Action.ROLLBACK)
+        simulated: dict[tuple[Owner, str], Memory | None] = {}  # dry run: the state each revert would leave
         # Once a record is found changed since the run, its older rows are left alone too:
         # reverting them would step over the later change (e.g. re-add what a user forgot).
-        blocked: set[tuple[str, str]] = set()
+        blocked: set[tuple[Owner, str]] = set()
         reverted: list[str] = []
         skipped: list[str] = []
         for entry in entries:
             if entry.action not in REVERSIBLE or not entry.memory_ids:
                 continue  # reads, and the rollback's own rows
             memory_id = entry.memory_ids[0]
-            signature = _signature(entry.user_id, entry.memory_ids, entry.before, entry.after)
+            signature = _signature(entry.owner, entry.memory_ids, entry.before, entry.after)
             if undone[signature] > 0:
                 undone[signature] -= 1
                 reverted.append(memory_id)
                 continue
-            key = (entry.user_id, memory_id)
+            key = (entry.owner, memory_id)
             if key in blocked:
                 skipped.append(memory_id)
                 continue
@@ -180,8 +180,8 @@ def _reverse(entry: LedgerEntry, current: Memory | None, run_id: int) -> Change 
     return None
 
 
-def _signature(user_id: str, memory_ids: tuple[str, ...], before: Memory | None, after: Memory | None) -> tuple:
-    return (user_id, memory_ids[:1], before, after)
+def _signature(owner: Owner, memory_ids: tuple[str, ...], before: Memory | None, after: Memory | None) -> tuple:
+    return (owner, memory_ids[:1], before, after)
 
 
 def _unique(ids: list[str]) -> list[str]:

@@ -76,32 +76,39 @@ def _key_schema(partition: Key, sort: Key | None) -> list[dict[str, str]]:
 # one hot partition does not hold every memory; the shard is derived from user_id.
 STALE_SHARDS = 4
 
+# owner = "<scope>#<user_id>" (domain.Owner.key): one person's profile within one scope
+# (a server, their DM with the bot, or "global"). Every read and write is keyed by it.
 MEMORIES = TableSpec(
     logical_name="memories",
     env_var="MEMORIES_TABLE",
-    partition=Key("user_id", "S"),
+    partition=Key("owner", "S"),
     sort=Key("memory_id", "S"),
-    local_indexes=(Index("by_updated", Key("user_id", "S"), Key("updated_at", "S")),),
+    local_indexes=(Index("by_updated", Key("owner", "S"), Key("updated_at", "S")),),
     global_indexes=(Index("stale", Key("stale_shard", "S"), Key("updated_at", "S")),),
 )
 
-# One row per read or change. entry_key = "<iso time>#<entry id>" orders a user's rows by time.
+# One row per read or change. entry_key = "<iso time>#<entry id>" orders an owner's rows by time.
 MEMORY_LOG = TableSpec(
     logical_name="memory_log",
     env_var="MEMORY_LOG_TABLE",
-    partition=Key("user_id", "S"),
+    partition=Key("owner", "S"),
     sort=Key("entry_key", "S"),
     # Sparse: only rows written by a nightly run (or its rollback) carry run_id.
     global_indexes=(Index("by_run", Key("run_id", "N"), Key("entry_key", "S")),),
 )
 
-# message_id is the Discord snowflake, a number, so it orders by time.
+# message_id is the Discord snowflake, a number, so it orders by time. by_conversation is
+# sparse: conversation = "<channel_id>#<user_id>" only on a person's /chat messages and the
+# bot's replies to them, so one query reads exactly that person's exchange.
 MESSAGES = TableSpec(
     logical_name="messages",
     env_var="MESSAGES_TABLE",
     partition=Key("channel_id", "S"),
     sort=Key("message_id", "N"),
-    global_indexes=(Index("by_jst_day", Key("jst_day", "S"), Key("message_id", "N")),),
+    global_indexes=(
+        Index("by_jst_day", Key("jst_day", "S"), Key("message_id", "N")),
+        Index("by_conversation", Key("conversation", "S"), Key("message_id", "N")),
+    ),
 )
 
 # run_key: "run#<id>" for a run, "day#<YYYY-MM-DD>" for the claim of a JST day,

@@ -8,13 +8,17 @@ import time
 
 import httpx
 
-from memorybot.interactions import TEXT_DM_FAILED, TEXT_DM_SENT, TEXT_NOTHING_REMEMBERED
-from memorybot.local.client import user_id_for
+from memorybot.interactions import TEXT_DM_FAILED, TEXT_DM_SENT, TEXT_NOTHING_REMEMBERED, scope_label
+from memorybot.local.client import LOCAL_GUILD_ID, user_id_for
 from memorybot.signature import new_key_pair, sign
 
 
 def events(url: str, after: int = 0) -> list[dict]:
     return httpx.get(f"{url}/local/discord/events", params={"after": after}).json()["events"]
+
+
+# The local client talks in one server by default: "nothing remembered" names it.
+NOTHING_HERE = TEXT_NOTHING_REMEMBERED.format(where=scope_label(f"guild:{LOCAL_GUILD_ID}"))
 
 
 def dm_lines(output: list[str]) -> list[str]:
@@ -40,7 +44,7 @@ def test_chat_reply_memory_show_forget_gone(person, jev, stack):
 
     forgot = alice.forget(memory_id)
     assert "Forgotten" in forgot[0] and memory_id in forgot[0]
-    assert alice.show() == [f"memorybot: (only you can see this) {TEXT_NOTHING_REMEMBERED}"]
+    assert alice.show() == [f"memorybot: (only you can see this) {NOTHING_HERE}"]
 
 
 def test_memories_are_per_person_and_forget_cannot_touch_someone_elses(person):
@@ -76,7 +80,7 @@ def test_when_jev_is_unavailable_the_bot_still_replies_and_remembers_nothing(per
     jev.answer("/worth", {"error": "down"}, status=503)
     said = frank.chat("I just moved to Sapporo")
     assert said and said[0].startswith("memorybot: ")
-    assert frank.show() == [f"memorybot: (only you can see this) {TEXT_NOTHING_REMEMBERED}"]
+    assert frank.show() == [f"memorybot: (only you can see this) {NOTHING_HERE}"]
 
 
 def test_every_post_the_bot_made_carries_no_mentions(person, stack):

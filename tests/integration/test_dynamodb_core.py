@@ -7,10 +7,10 @@ from datetime import timedelta
 
 import pytest
 
-from fakes import T0, Clock, ScriptedChat, ScriptedJev, memory, message
+from fakes import T0, Clock, ScriptedChat, ScriptedJev, memory, message, owner, speaker
 from memorybot.adapters.dynamodb import DynamoMemoryStore
 from memorybot.adapters.dynamodb_runs import DynamoRunStore
-from memorybot.domain import Action, Actor, Change, Verdict
+from memorybot.domain import GLOBAL_SCOPE, Action, Actor, Change, Verdict
 from memorybot.extraction import Extractor
 from memorybot.rollback import Outcome, Rollback
 
@@ -30,20 +30,22 @@ def test_extraction_on_dynamodb_writes_each_change_with_one_ledger_row(store):
     kept, rewritten, dropped = memory("alice", "kkkkk", "likes tea"), memory("alice", "uuuuu", "lives in Kyoto"), memory("alice", "ddddd", "exam on Friday")
     bobs = memory("bob", "uuuuu", "bob lives in Sapporo")
     seed(store, kept, rewritten, dropped, bobs)
-    before_rows = len(store.ledger_for_user("alice"))
+    before_rows = len(store.ledger_for(owner("alice")))
     jev = ScriptedJev(worth=0.9, verdicts={"uuuuu": Verdict.UPDATE, "ddddd": Verdict.DELETE}, add=0.8)
     chat = ScriptedChat(texts={"uuuuu": "moved from Kyoto to Osaka", None: "plays the cello"})
-    exchange = [message("alice", "I moved to Osaka and took up the cello"), message("bot", "Nice!", bot=True)]
+    exchange = [message("alice", "I moved to Osaka and took up the cello"), message("bot", "Nice!", bot=True, to="alice")]
 
-    result = Extractor(store, jev, chat, clock=Clock(T0 + timedelta(days=1)), new_id=lambda: "nnnnn").run("alice", exchange)
+    result = Extractor(store, jev, chat, clock=Clock(T0 + timedelta(days=1)), new_id=lambda: "nnnnn").run(
+        speaker("alice"), GLOBAL_SCOPE, exchange
+    )
 
     assert (result.outcome, result.updated, result.deleted, result.added, result.conflicts) == ("done", ["uuuuu"], ["ddddd"], ["nnnnn"], 0)
-    assert store.get("alice", "kkkkk") == kept
-    assert store.get("alice", "uuuuu").text == "moved from Kyoto to Osaka"
-    assert store.get("alice", "ddddd") is None
-    assert store.get("alice", "nnnnn").text == "plays the cello"
-    assert store.get("bob", "uuuuu") == bobs
-    new_rows = store.ledger_for_user("alice")[: len(store.ledger_for_user("alice")) - before_rows]
+    assert store.get(owner("alice"), "kkkkk") == kept
+    assert store.get(owner("alice"), "uuuuu").text == "moved from Kyoto to Osaka"
+    assert store.get(owner("alice"), "ddddd") is None
+    assert store.get(owner("alice"), "nnnnn").text == "plays the cello"
+    assert store.get(owner("bob"), "uuuuu") == bobs
+    new_rows = store.ledger_for(owner("alice"))[: len(store.ledger_for(owner("alice"))) - before_rows]
     assert sorted(r.action.value for r in new_rows) == ["add", "delete", "read", "update"]
     assert all(r.actor is Actor.EXTRACTION for r in new_rows)
 
@@ -72,10 +74,10 @@ def test_a_nightly_run_rolls_back_through_the_ledger_on_dynamodb(store, dynamo):
 
     assert result.outcome is Outcome.DONE
     assert sorted(result.reverted) == ["aaaaa", "ddddd", "uuuuu"] and result.skipped == ["bbbbb"]
-    assert store.get("alice", "aaaaa") is None
-    assert store.get("alice", "uuuuu") == updated
-    assert store.get("alice", "ddddd") == deleted
-    assert store.get("bob", "bbbbb") == bob_later
+    assert store.get(owner("alice"), "aaaaa") is None
+    assert store.get(owner("alice"), "uuuuu") == updated
+    assert store.get(owner("alice"), "ddddd") == deleted
+    assert store.get(owner("bob"), "bbbbb") == bob_later
     rollback_rows = [e for e in store.ledger_for_run(run.run_id) if e.action is Action.ROLLBACK]
     assert len(rollback_rows) == 3 and {e.actor for e in rollback_rows} == {Actor.NIGHTLY}
     assert Rollback(store, runs).run(run.run_id).outcome is Outcome.ALREADY

@@ -9,7 +9,7 @@ from datetime import timedelta
 import pytest
 from botocore.exceptions import ClientError
 
-from fakes import T0, Clock, memory
+from fakes import T0, Clock, memory, owner
 from memorybot import commands, tables
 from memorybot.adapters.dynamodb import DynamoMemoryStore, dynamodb_client, ledger_item, stale_shard
 from memorybot.domain import Action, Actor, Change, LedgerEntry, Memory, iso
@@ -22,9 +22,9 @@ def store(dynamo):
     return DynamoMemoryStore(client, settings, clock=Clock())
 
 
-def raw_memory(dynamo, user_id, memory_id):
+def raw_memory(dynamo, user_id, memory_id, scope="global"):
     client, settings = dynamo
-    key = {"user_id": {"S": user_id}, "memory_id": {"S": memory_id}}
+    key = {"owner": {"S": f"{scope}#{user_id}"}, "memory_id": {"S": memory_id}}
     return client.get_item(TableName=settings.table(tables.MEMORIES), Key=key, ConsistentRead=True).get("Item")
 
 
@@ -48,13 +48,14 @@ def test_add_commits_the_memory_and_exactly_one_ledger_row(store, dynamo):
     m = memory("alice", "abcde", "likes green tea")
     entry = add(store, m)
 
-    assert store.get("alice", "abcde") == m
+    assert store.get(owner("alice"), "abcde") == m
     item = raw_memory(dynamo, "alice", "abcde")
-    assert item["stale_shard"] == {"S": stale_shard("alice")}
+    assert item["stale_shard"] == {"S": stale_shard(owner("alice"))}
+    assert (item["owner"], item["scope"], item["user_id"]) == ({"S": "global#alice"}, {"S": "global"}, {"S": "alice"})
     assert item["updated_at"] == {"S": iso(m.updated_at)}
     [row] = raw_ledger(dynamo)
     assert "run_id" not in row and "before" not in row  # by_run stays sparse; no before for an add
-    [logged] = store.ledger_for_user("alice")
+    [logged] = store.ledger_for(owner("alice"))
     assert logged == entry
     assert (logged.action, logged.actor, logged.reason) == (Action.ADD, Actor.EXTRACTION, "jev: add")
     assert logged.memory_ids == ("abcde",) and logged.before is None and logged.after == m
@@ -67,8 +68,8 @@ def test_update_commits_the_new_state_with_before_and_after_in_the_ledger(store)
 
     entry = store.apply(Change(Action.UPDATE, m, new, "jev verdict: update"), actor=Actor.NIGHTLY, run_id=3)
 
-    assert store.get("alice", "abcde") == new
-    newest, oldest = store.ledger_for_user("alice")
+    assert store.get(owner("alice"), "abcde") == new
+    newest, oldest = store.ledger_for(owner("alice"))
     assert newest == entry and oldest.action is Action.ADD
     assert (newest.action, newest.actor, newest.run_id) == (Action.UPDATE, Actor.NIGHTLY, 3)
     assert newest.before == m and newest.after == new
@@ -80,9 +81,9 @@ def test_delete_removes_the_row_for_real_and_the_ledger_keeps_the_before_state(s
 
     store.apply(Change(Action.DELETE, m, None, "user asked to forget"), actor=Actor.COMMAND)
 
-    assert store.get("alice", "abcde") is None
+    assert store.get(owner("alice"), "abcde") is None
     assert raw_memory(dynamo, "alice", "abcde") is None
-    deleted = store.ledger_for_user("alice")[0]
+    deleted = store.ledger_for(owner("alice"))[0]
     assert (deleted.action, deleted.before, deleted.after) == (Action.DELETE, m, None)
 
 
@@ -95,7 +96,7 @@ def test_ledger_action_override_records_a_rollback(store):
     )
 
     assert entry.action is Action.ROLLBACK
-    assert store.get("alice", "abcde") is None
+    assert store.get(owner("alice"), "abcde") is None
     assert [e.action for e in store.ledger_for_run(5)] == [Action.ROLLBACK, Action.ADD]
 
 
@@ -122,14 +123,14 @@ def test_a_change_from_a_state_that_is_not_the_stored_one_conflicts_and_changes_
     with pytest.raises(ConflictError):
         store.apply(Change(action, stale_before, after, "jev verdict"), actor=Actor.EXTRACTION)
 
-    assert store.get("alice", "abcde") == STORED
+    assert store.get(owner("alice"), "abcde") == STORED
     assert raw_ledger(dynamo) == rows_before
 
 
 def test_the_second_of_two_changes_read_from_the_same_state_conflicts(store, dynamo):
     m = memory("alice", "abcde", "likes green tea")
     add(store, m)
-    read_by_first = read_by_second = store.get("alice", "abcde")
+    read_by_first = read_by_second = store.get(owner("alice"), "abcde")
     forgotten = Change(Action.DELETE, read_by_first, None, "user asked to forget")
     rewritten = Change(Action.UPDATE, read_by_second, rewrite(m, "likes matcha"), "jev verdict: update")
 
@@ -137,8 +138,8 @@ def test_the_second_of_two_changes_read_from_the_same_state_conflicts(store, dyn
     with pytest.raises(ConflictError):
         store.apply(rewritten, actor=Actor.EXTRACTION)
 
-    assert store.get("alice", "abcde") is None  # the forget stands: not resurrected by the old read
-    assert [e.action for e in store.ledger_for_user("alice")] == [Action.DELETE, Action.ADD]
+    assert store.get(owner("alice"), "abcde") is None  # the forget stands: not resurrected by the old read
+    assert [e.action for e in store.ledger_for(owner("alice"))] == [Action.DELETE, Action.ADD]
     assert len(raw_ledger(dynamo)) == 2
 
 
@@ -155,7 +156,7 @@ def test_adding_an_existing_id_conflicts_and_keeps_the_original(store, dynamo):
     with pytest.raises(ConflictError):
         add(store, memory("alice", "abcde", "plays the cello", at=T0 + timedelta(hours=1)))
 
-    assert store.get("alice", "abcde") == original
+    assert store.get(owner("alice"), "abcde") == original
     assert len(raw_ledger(dynamo)) == 1
 
 
@@ -168,7 +169,7 @@ def test_errors_other_than_the_condition_propagate(dynamo):
         add(broken, memory("alice", "abcde"))
 
     assert not isinstance(raised.value, ConflictError)
-    assert DynamoMemoryStore(client, settings).get("alice", "abcde") is None  # the transaction wrote nothing
+    assert DynamoMemoryStore(client, settings).get(owner("alice"), "abcde") is None  # the transaction wrote nothing
 
 
 def test_concurrent_updates_from_the_same_read_commit_exactly_once(dynamo, serialised_moto):
@@ -198,8 +199,8 @@ def test_concurrent_updates_from_the_same_read_commit_exactly_once(dynamo, seria
 
     winners = [n for n, outcome in outcomes.items() if outcome == "applied"]
     assert len(outcomes) == threads_count and len(winners) == 1
-    assert store.get("alice", "abcde").text == f"version {winners[0]}"
-    updates = [e for e in store.ledger_for_user("alice") if e.action is Action.UPDATE]
+    assert store.get(owner("alice"), "abcde").text == f"version {winners[0]}"
+    updates = [e for e in store.ledger_for(owner("alice")) if e.action is Action.UPDATE]
     assert len(updates) == 1 and updates[0].after.text == f"version {winners[0]}"
 
 
@@ -209,12 +210,12 @@ def test_concurrent_updates_from_the_same_read_commit_exactly_once(dynamo, seria
 def test_one_user_never_sees_or_touches_another_users_rows(store, dynamo):
     alices = memory("alice", "abcde", "alice's secret")
     add(store, alices)
-    alice_ledger = store.ledger_for_user("alice")
+    alice_ledger = store.ledger_for(owner("alice"))
 
-    assert store.get("bob", "abcde") is None
-    assert store.read_profile("bob", actor=Actor.REPLY, reason="reply prompt", limit=10) == []
+    assert store.get(owner("bob"), "abcde") is None
+    assert store.read_profile(owner("bob"), actor=Actor.REPLY, reason="reply prompt", limit=10) == []
     # Bob's forget of Alice's id is "not found" and deletes nothing.
-    assert commands.forget(store, "bob", "abcde").outcome is commands.ForgetOutcome.NOT_FOUND
+    assert commands.forget(store, owner("bob"), "abcde").outcome is commands.ForgetOutcome.NOT_FOUND
     # A change built for Bob from Alice's record (same id, same text) finds no record of Bob's.
     with pytest.raises(ConflictError):
         store.apply(Change(Action.DELETE, dataclasses.replace(alices, user_id="bob"), None, "x"), actor=Actor.COMMAND)
@@ -223,11 +224,28 @@ def test_one_user_never_sees_or_touches_another_users_rows(store, dynamo):
     add(store, bobs)
     store.apply(Change(Action.UPDATE, bobs, rewrite(bobs, "bob's rewrite"), "x"), actor=Actor.EXTRACTION)
 
-    assert store.get("alice", "abcde") == alices
-    assert store.read_profile("alice", actor=Actor.REPLY, reason="reply prompt", limit=10) == [alices]
-    assert store.ledger_for_user("alice")[1:] == alice_ledger  # only Alice's own read was added
-    assert {e.user_id for e in store.ledger_for_user("bob")} == {"bob"}
-    assert all(e.memory_ids == () or e.user_id == "bob" for e in store.ledger_for_user("bob"))
+    assert store.get(owner("alice"), "abcde") == alices
+    assert store.read_profile(owner("alice"), actor=Actor.REPLY, reason="reply prompt", limit=10) == [alices]
+    assert store.ledger_for(owner("alice"))[1:] == alice_ledger  # only Alice's own read was added
+    assert {e.user_id for e in store.ledger_for(owner("bob"))} == {"bob"}
+    assert all(e.memory_ids == () or e.user_id == "bob" for e in store.ledger_for(owner("bob")))
+
+
+def test_one_person_in_two_scopes_has_two_separate_profiles(store, dynamo):
+    here, there = owner("alice", "guild:1"), owner("alice", "guild:2")
+    mine_here = memory("alice", "abcde", "learned here", scope="guild:1")
+    add(store, mine_here)
+    assert store.get(there, "abcde") is None
+    assert store.read_profile(there, actor=Actor.COMMAND, reason="memory show", limit=10) == []
+    assert commands.forget(store, there, "abcde").outcome is commands.ForgetOutcome.NOT_FOUND
+    mine_there = memory("alice", "abcde", "learned there", scope="guild:2")  # the same id: another record
+    add(store, mine_there)
+    assert store.get(here, "abcde") == mine_here and store.get(there, "abcde") == mine_there
+    assert raw_memory(dynamo, "alice", "abcde", scope="guild:2")["scope"] == {"S": "guild:2"}
+    assert [e.owner for e in store.ledger_for(there)] == [there, there]  # the add, then the read
+    assert [e.after for e in store.ledger_for(here)] == [mine_here]
+    store.apply(Change(Action.DELETE, mine_here, None, "forget"), actor=Actor.COMMAND)
+    assert store.last_forget_at(here) is not None and store.last_forget_at(there) is None
 
 
 def test_a_change_for_one_user_only_writes_that_users_rows(store, dynamo):
@@ -241,7 +259,7 @@ def test_a_change_for_one_user_only_writes_that_users_rows(store, dynamo):
 
     new_rows = {(i["user_id"]["S"], i["entry_key"]["S"]) for i in raw_ledger(dynamo)} - before
     assert len(new_rows) == 3 and {user for user, _ in new_rows} == {"alice"}
-    assert store.get("bob", "bbbbb") == memory("bob", "bbbbb", "bob's")
+    assert store.get(owner("bob"), "bbbbb") == memory("bob", "bbbbb", "bob's")
 
 
 # ---- read_profile -----------------------------------------------------------------
@@ -253,12 +271,12 @@ def test_read_profile_returns_the_newest_first_up_to_the_limit_and_logs_one_read
         k = (n * 5) % 12
         add(store, memory("alice", f"m{k:04d}", f"fact {k}", at=T0 + timedelta(hours=k)))
     add(store, memory("bob", "zzzzz", "bob's fact", at=T0 + timedelta(days=9)))
-    changes = len(store.ledger_for_user("alice"))
+    changes = len(store.ledger_for(owner("alice")))
 
-    profile = store.read_profile("alice", actor=Actor.EXTRACTION, reason="worth keeping", limit=10, run_id=4)
+    profile = store.read_profile(owner("alice"), actor=Actor.EXTRACTION, reason="worth keeping", limit=10, run_id=4)
 
     assert [m.memory_id for m in profile] == [f"m{k:04d}" for k in range(11, 1, -1)]
-    rows = store.ledger_for_user("alice")
+    rows = store.ledger_for(owner("alice"))
     assert len(rows) == changes + 1
     read = rows[0]
     assert (read.action, read.actor, read.reason, read.run_id) == (Action.READ, Actor.EXTRACTION, "worth keeping", 4)
@@ -267,8 +285,8 @@ def test_read_profile_returns_the_newest_first_up_to_the_limit_and_logs_one_read
 
 
 def test_read_profile_of_an_empty_profile_still_logs_the_read(store):
-    assert store.read_profile("carol", actor=Actor.COMMAND, reason="memory show", limit=10) == []
-    [read] = store.ledger_for_user("carol")
+    assert store.read_profile(owner("carol"), actor=Actor.COMMAND, reason="memory show", limit=10) == []
+    [read] = store.ledger_for(owner("carol"))
     assert (read.action, read.actor, read.memory_ids, read.run_id) == (Action.READ, Actor.COMMAND, (), None)
 
 
@@ -279,7 +297,7 @@ def test_read_profile_raises_when_its_ledger_row_cannot_be_written(dynamo):
     unlogged = DynamoMemoryStore(client, dataclasses.replace(settings, table_names=names))
 
     with pytest.raises(ClientError):
-        unlogged.read_profile("alice", actor=Actor.REPLY, reason="reply prompt", limit=10)
+        unlogged.read_profile(owner("alice"), actor=Actor.REPLY, reason="reply prompt", limit=10)
 
 
 # ---- stale ------------------------------------------------------------------------
@@ -287,7 +305,7 @@ def test_read_profile_raises_when_its_ledger_row_cannot_be_written(dynamo):
 
 def test_stale_returns_the_oldest_first_across_users_and_shards_up_to_the_limit(store):
     users = [f"user{n}" for n in range(12)]
-    assert len({stale_shard(u) for u in users}) == tables.STALE_SHARDS  # the data spans every shard
+    assert len({stale_shard(owner(u)) for u in users}) == tables.STALE_SHARDS  # the data spans every shard
     cutoff = T0
     expected = []
     for n, user in enumerate(users):
@@ -320,33 +338,33 @@ def test_ledger_for_run_is_newest_first_and_holds_only_that_runs_rows(store):
     add(store, memory("alice", "a0000"), actor=Actor.EXTRACTION)  # no run
     first = add(store, memory("alice", "a0001"), actor=Actor.NIGHTLY, run_id=1)
     add(store, memory("bob", "b0001"), actor=Actor.NIGHTLY, run_id=2)
-    read = store.read_profile("bob", actor=Actor.NIGHTLY, reason="nightly", limit=10, run_id=1)
+    read = store.read_profile(owner("bob"), actor=Actor.NIGHTLY, reason="nightly", limit=10, run_id=1)
     last = add(store, memory("carol", "c0001"), actor=Actor.NIGHTLY, run_id=1)
-    store.read_profile("carol", actor=Actor.REPLY, reason="reply", limit=10)  # no run
+    store.read_profile(owner("carol"), actor=Actor.REPLY, reason="reply", limit=10)  # no run
 
     rows = store.ledger_for_run(1)
 
-    assert [r.entry_id for r in rows] == [last.entry_id, store.ledger_for_user("bob")[0].entry_id, first.entry_id]
+    assert [r.entry_id for r in rows] == [last.entry_id, store.ledger_for(owner("bob"))[0].entry_id, first.entry_id]
     assert [r.user_id for r in rows] == ["carol", "bob", "alice"]
     assert rows[1].memory_ids == tuple(m.memory_id for m in read)
     assert all(r.run_id == 1 for r in rows)
     assert store.ledger_for_run(3) == []
 
 
-def test_ledger_for_user_is_newest_first_and_limited(store):
+def test_ledger_for_is_newest_first_and_limited(store):
     for n in range(5):
         add(store, memory("alice", f"a000{n}"))
-    rows = store.ledger_for_user("alice", limit=3)
+    rows = store.ledger_for(owner("alice"), limit=3)
     assert [r.memory_ids for r in rows] == [("a0004",), ("a0003",), ("a0002",)]
 
 
 def test_last_forget_at_is_the_newest_delete_by_command(store, dynamo):
-    assert store.last_forget_at("alice") is None
+    assert store.last_forget_at(owner("alice")) is None
     a, b, c = memory("alice", "aaaaa"), memory("alice", "bbbbb"), memory("alice", "ccccc")
     for m in (a, b, c):
         add(store, m)
     store.apply(Change(Action.DELETE, a, None, "jev verdict: delete"), actor=Actor.EXTRACTION)
-    assert store.last_forget_at("alice") is None  # not a forget: extraction deleted it
+    assert store.last_forget_at(owner("alice")) is None  # not a forget: extraction deleted it
 
     store.apply(Change(Action.DELETE, b, None, "forget"), actor=Actor.COMMAND)
     newest = store.apply(Change(Action.DELETE, c, None, "forget"), actor=Actor.COMMAND)
@@ -360,8 +378,8 @@ def test_last_forget_at_is_the_newest_delete_by_command(store, dynamo):
     add(store, bobs)
     store.apply(Change(Action.DELETE, bobs, None, "jev verdict: delete"), actor=Actor.NIGHTLY)
 
-    assert store.last_forget_at("alice") == newest.at
-    assert store.last_forget_at("bob") is None
+    assert store.last_forget_at(owner("alice")) == newest.at
+    assert store.last_forget_at(owner("bob")) is None
 
 
 # ---- the client ---------------------------------------------------------------------

@@ -109,3 +109,42 @@ def test_twenty_digit_snowflakes_round_trip_exactly(store, message_id):
     assert store.recent("c1", 1) == [m]
     assert store.between(when, when + MS) == [m]
     assert store.between(when + MS, when + 2 * MS) == []
+
+
+def line(n: int, author: str, of: str, *, channel: str = "c1", bot: bool = False, scope: str = "guild:1") -> Message:
+    when = JST_MIDNIGHT + timedelta(seconds=n)
+    return Message(channel, snowflake_at(when, n), author, f"name-{author}", f"line {n}", bot, scope, of)
+
+
+def test_a_message_carries_its_scope_and_only_a_conversation_line_carries_its_conversation(store, dynamo):
+    mine, history = line(1, "u1", "u1"), line(2, "u2", "")
+    store.put(mine)
+    store.put(history)
+    client, settings = dynamo
+    items = {i["author_id"]["S"]: i for i in client.scan(TableName=settings.table(tables.MESSAGES))["Items"]}
+    assert items["u1"]["scope"] == {"S": "guild:1"} and items["u2"]["scope"] == {"S": "guild:1"}
+    assert (items["u1"]["conversation_of"], items["u1"]["conversation"]) == ({"S": "u1"}, {"S": "c1#u1"})
+    assert "conversation" not in items["u2"] and "conversation_of" not in items["u2"]  # by_conversation stays sparse
+    assert store.recent("c1", 10) == [mine, history]
+
+
+def test_conversation_is_the_persons_own_lines_and_the_bots_replies_to_them_only(store):
+    lines = [
+        line(1, "u1", "u1"),  # alice to the bot
+        line(2, "bot", "u1", bot=True),  # the bot's reply to alice
+        line(3, "u2", "u2"),  # bob to the bot
+        line(4, "bot", "u2", bot=True),  # the bot's reply to bob
+        line(5, "u2", ""),  # history
+        line(6, "u1", "u1", channel="c2"),  # alice in another channel
+        line(7, "u1", "u1"),
+        line(8, "bot", "u1", bot=True),
+    ]
+    for m in reversed(lines):
+        store.put(m)
+    alice = [lines[i] for i in (0, 1, 6, 7)]
+    assert store.conversation("c1", "u1", 10) == alice
+    assert store.conversation("c1", "u1", 3) == alice[-3:]
+    assert store.conversation("c1", "u1", 10, up_to=lines[6].message_id) == alice[:3]
+    assert store.conversation("c1", "u2", 10) == lines[2:4]
+    assert store.conversation("c2", "u1", 10) == [lines[5]]
+    assert store.conversation("c1", "u3", 10) == [] and store.conversation("c1", "u1", 0) == []

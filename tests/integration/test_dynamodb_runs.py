@@ -9,7 +9,7 @@ from datetime import datetime, timedelta, timezone
 
 import pytest
 
-from fakes import Clock, memory
+from fakes import Clock, memory, owner
 from memorybot.adapters.dynamodb import DynamoMemoryStore
 from memorybot.adapters.dynamodb_runs import DynamoRunStore
 from memorybot.domain import NIGHTLY_MAX_DURATION, Action, Actor, Change, Memory
@@ -140,15 +140,15 @@ class World:
         self.memories.apply(Change(Action.ADD, None, memory("a", "upd00", "lives in Osaka", at=T - timedelta(days=3)), "seed"), actor=Actor.EXTRACTION)
         self.memories.apply(Change(Action.ADD, None, memory("a", "del00", "works at Acme", at=T - timedelta(days=3)), "seed"), actor=Actor.EXTRACTION)
         self.memories.apply(Change(Action.ADD, None, memory("z", "dec00", "had a cold", at=T - timedelta(days=40)), "seed"), actor=Actor.EXTRACTION)
-        self.original = {k: self.memories.get(*k) for k in [("a", "upd00"), ("a", "del00"), ("z", "dec00")]}
+        self.original = {k: self.memories.get(owner(k[0]), k[1]) for k in [("a", "upd00"), ("a", "del00"), ("z", "dec00")]}
         self.run = self.runs.claim("2026-11-29", T)
         self.added = memory("a", "add00", "plays go", at=T)
         self.nightly(Change(Action.ADD, None, self.added, "jev: add"))
-        before = self.memories.get("a", "upd00")
+        before = self.memories.get(owner("a"), "upd00")
         self.updated = Memory("a", "upd00", "lives in Kyoto", before.created_at, T + timedelta(minutes=1))
         self.nightly(Change(Action.UPDATE, before, self.updated, "jev: update"))
-        self.nightly(Change(Action.DELETE, self.memories.get("a", "del00"), None, "jev: delete"))
-        self.nightly(Change(Action.DELETE, self.memories.get("z", "dec00"), None, "nightly decay"))
+        self.nightly(Change(Action.DELETE, self.memories.get(owner("a"), "del00"), None, "jev: delete"))
+        self.nightly(Change(Action.DELETE, self.memories.get(owner("z"), "dec00"), None, "nightly decay"))
         self.run = replace(self.run, finished_at=T + timedelta(minutes=5))
         self.runs.finish(self.run)
 
@@ -157,7 +157,7 @@ class World:
 
     def state(self) -> dict:
         keys = [("a", "add00"), ("a", "upd00"), ("a", "del00"), ("z", "dec00")]
-        return {k: self.memories.get(*k) for k in keys}
+        return {k: self.memories.get(owner(k[0]), k[1]) for k in keys}
 
     def rollback_rows(self):
         return [e for e in self.memories.ledger_for_run(self.run.run_id) if e.action is Action.ROLLBACK]
@@ -187,10 +187,10 @@ def test_rollback_on_dynamodb_skips_what_changed_after_the_run(dynamo):
 
     result = Rollback(w.memories, w.runs).run()
     assert result.reverted == ["dec00"] and sorted(result.skipped) == ["add00", "del00", "upd00"]
-    assert w.memories.get("a", "add00") is None  # the forget stands
-    assert w.memories.get("a", "upd00") == later
-    assert w.memories.get("a", "del00").text == "new fact, old id"
-    assert w.memories.get("z", "dec00") == w.original[("z", "dec00")]
+    assert w.memories.get(owner("a"), "add00") is None  # the forget stands
+    assert w.memories.get(owner("a"), "upd00") == later
+    assert w.memories.get(owner("a"), "del00").text == "new fact, old id"
+    assert w.memories.get(owner("z"), "dec00") == w.original[("z", "dec00")]
 
 
 def test_concurrent_rollbacks_of_one_run_on_real_threads_apply_exactly_once(dynamo, serialised_moto):

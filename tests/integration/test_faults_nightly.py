@@ -37,7 +37,7 @@ from memorybot.adapters.dynamodb import DynamoMemoryStore, DynamoMessageStore, m
 from memorybot.adapters.dynamodb_runs import DynamoRunStore
 from memorybot.adapters.offline import OFFLINE_MEMORY_LABEL, OfflineChatModel, OfflineDecisionModel, third_person
 from memorybot.consolidation import Consolidator
-from memorybot.domain import JST, NIGHTLY_MAX_DURATION, Action, Actor, Change, LedgerEntry
+from memorybot.domain import JST, NIGHTLY_MAX_DURATION, Action, Actor, Change, Exchange, LedgerEntry
 from memorybot.extraction import Extractor
 
 
@@ -99,8 +99,8 @@ def change_key(entry: LedgerEntry) -> tuple:
 
 def profiles(snapshot: Snapshot) -> dict[str, list[str]]:
     texts: dict[str, list[str]] = {}
-    for (user, _), m in snapshot.memories.items():
-        texts.setdefault(user, []).append(m.text)
+    for (who, _), m in snapshot.memories.items():
+        texts.setdefault(who.user_id, []).append(m.text)
     return {user: sorted(t) for user, t in texts.items()}
 
 
@@ -174,8 +174,8 @@ def assert_invariants(before: Snapshot, after: Snapshot, extra: set[tuple] = fro
     new_rows = [e for e in after.ledger if e not in before.ledger]
     # Nobody outside the day's speakers: the outsider has not even been read.
     assert [e for e in new_rows if e.user_id == OUTSIDER] == []
-    assert {k: m for k, m in after.memories.items() if k[0] == OUTSIDER} == {
-        k: m for k, m in before.memories.items() if k[0] == OUTSIDER
+    assert {k: m for k, m in after.memories.items() if k[0].user_id == OUTSIDER} == {
+        k: m for k, m in before.memories.items() if k[0].user_id == OUTSIDER
     }
     assert all(e.actor is Actor.NIGHTLY and e.run_id == 1 for e in new_rows)
     made = [change_key(e) for e in new_rows if e.action is not Action.READ]
@@ -332,9 +332,9 @@ def test_a_lost_answer_to_the_days_claim_does_not_lose_the_day(moto_server):
     assert_day_done_once(day, after)
 
 
-def chunk_of(exchange: str) -> str:
-    """The chunk's last line (what the offline rules read), without the speaker's name."""
-    return exchange.splitlines()[-1].partition(": ")[2]
+def chunk_of(exchange: Exchange) -> str:
+    """The chunk's last line (what the offline rules read): a nightly chunk is the speaker's own lines."""
+    return exchange.speaker_said()[-1]
 
 
 def test_a_failure_at_every_model_call_changes_only_what_was_decided(moto_server, clean):
@@ -366,7 +366,7 @@ def test_a_failure_at_every_model_call_changes_only_what_was_decided(moto_server
             must_miss = {c for c in BY_CHUNK[chunk_of(args[0])] if c[2] == args[1].text}
         elif name == "review":  # a failed review keeps the record
             must_miss = {c for c in DECAY if c[1] == args[0].user_id and c[2] == args[0].text}
-            assert after.memories[(args[0].user_id, args[0].memory_id)] == args[0]
+            assert after.memories[(args[0].owner, args[0].memory_id)] == args[0]
         elif name == "write_diary":
             assert run.diary == ""
         else:
@@ -397,7 +397,7 @@ def test_random_combinations_of_request_and_model_faults(moto_server, clean, dat
     extra = assert_invariants(before, after, adds_judged_without(calls.failed)) - CLEAN_CHANGES
     for name, args in calls.failed:
         if name == "review":  # a failed review keeps the record, whatever else failed
-            assert after.memories[(args[0].user_id, args[0].memory_id)] == args[0]
+            assert after.memories[(args[0].owner, args[0].memory_id)] == args[0]
     hit = request_faults & set(range(1, day.faults.count + 1))
     day.faults.reset()
     if run is not None:

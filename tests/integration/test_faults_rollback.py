@@ -18,7 +18,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from fakes import Clock, memory
+from fakes import Clock, memory, owner
 from faults import (
     InjectedFault,
     LostAnswers,
@@ -30,10 +30,11 @@ from faults import (
 )
 from memorybot.adapters.dynamodb import DynamoMemoryStore
 from memorybot.adapters.dynamodb_runs import DynamoRunStore
-from memorybot.domain import JST, Action, Actor, Change, Memory
+from memorybot.domain import JST, Action, Actor, Change, Memory, Owner
 from memorybot.rollback import ROLLBACK_LEASE, Outcome, Rollback
 
-ALICE, BOB, OSCAR = "alice", "bob", "oscar"
+# Profiles in one server; oscar is alice's namesake id in ANOTHER server: never the run's.
+ALICE, BOB, OSCAR = owner("alice", "guild:1"), owner("bob", "guild:1"), owner("alice", "guild:2")
 RUN_AT = datetime(2026, 11, 30, 3, 0, tzinfo=JST)
 SEEDED = datetime(2026, 10, 1, 12, 0, tzinfo=JST)
 SEED = {
@@ -71,18 +72,19 @@ def new_world(moto_server) -> World:
     clock = Clock(RUN_AT)
     memories = DynamoMemoryStore(client, config, clock=clock)
     runs = DynamoRunStore(client, config)
-    for (user, memory_id), text in SEED.items():
-        memories.apply(Change(Action.ADD, None, memory(user, memory_id, text, at=SEEDED), "seed"), actor=Actor.EXTRACTION)
+    for (who, memory_id), text in SEED.items():
+        seeded = memory(who.user_id, memory_id, text, at=SEEDED, scope=who.scope)
+        memories.apply(Change(Action.ADD, None, seeded, "seed"), actor=Actor.EXTRACTION)
 
     run = runs.claim("2026-11-29", clock())
     current = {key: memories.get(*key) for key in SEED}
 
-    def change(action: Action, key: tuple[str, str], text: str | None, reason: str) -> None:
+    def change(action: Action, key: tuple[Owner, str], text: str | None, reason: str) -> None:
         before = current.get(key)
         after = None
         if text is not None:
             at = clock()
-            after = Memory(key[0], key[1], text, before.created_at if before else at, at)
+            after = Memory(key[0].user_id, key[1], text, before.created_at if before else at, at, scope=key[0].scope)
         memories.apply(Change(action, before, after, reason), actor=Actor.NIGHTLY, run_id=run.run_id)
         current[key] = after
 
@@ -100,13 +102,13 @@ def new_world(moto_server) -> World:
     # After the run, a later extraction changes bob's new memory: the rollback must leave it.
     later = current[(BOB, "bbbb5")]
     memories.apply(
-        Change(Action.UPDATE, later, Memory(BOB, "bbbb5", "Adopted a dog named Pochi", later.created_at, clock()), "jev verdict: update"),
+        Change(Action.UPDATE, later, replace(later, text="Adopted a dog named Pochi", updated_at=clock()), "jev verdict: update"),
         actor=Actor.EXTRACTION,
     )
     return World(client, config, clock, RequestFaults(client), moto_server.client())
 
 
-def texts(snapshot: Snapshot) -> dict[tuple[str, str], str]:
+def texts(snapshot: Snapshot) -> dict[tuple[Owner, str], str]:
     return {key: m.text for key, m in snapshot.memories.items()}
 
 
@@ -118,7 +120,7 @@ def assert_invariants(before: Snapshot, after: Snapshot) -> None:
     assert_every_change_has_exactly_one_ledger_row(before, after)
     rows = rollback_rows(before, after)
     assert all(e.action is Action.ROLLBACK and e.actor is Actor.NIGHTLY and e.run_id == 1 for e in rows)
-    assert all(e.user_id in (ALICE, BOB) for e in rows)
+    assert all(e.owner in (ALICE, BOB) for e in rows)
     assert {k: m for k, m in after.memories.items() if k[0] == OSCAR} == {k: m for k, m in before.memories.items() if k[0] == OSCAR}
     assert after.memories[(BOB, "bbbb5")] == before.memories[(BOB, "bbbb5")]  # changed after the run: never touched
 

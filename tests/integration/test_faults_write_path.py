@@ -13,7 +13,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from fakes import T0, Clock, ScriptedChat, ScriptedJev, memory, message
+from fakes import T0, Clock, ScriptedChat, ScriptedJev, memory, message, owner, speaker
 from faults import (
     CallFaults,
     InjectedFault,
@@ -24,12 +24,12 @@ from faults import (
     fresh_tables,
 )
 from memorybot.adapters.dynamodb import DynamoMemoryStore
-from memorybot.domain import Action, Actor, Change, Verdict
+from memorybot.domain import GLOBAL_SCOPE, Action, Actor, Change, Verdict
 from memorybot.extraction import Extractor
 
 ALICE, BOB = "alice", "bob"
 KEEP, UPDATE, DELETE = "kkkkk", "uuuuu", "ddddd"
-EXCHANGE = [message(ALICE, "I moved to Osaka and took up the cello", name="alice"), message("9", "Nice!", name="bot", bot=True)]
+EXCHANGE = [message(ALICE, "I moved to Osaka and took up the cello", name="alice"), message("9", "Nice!", name="bot", bot=True, to=ALICE)]
 
 
 def world(moto_server):
@@ -49,11 +49,13 @@ def models():
 
 def extract(store, jev, chat):
     ids = iter(f"n{c}{d}22" for c in "abcdefgh" for d in "abcdefgh")
-    return Extractor(store, jev, chat, clock=Clock(T0 + timedelta(days=1)), new_id=lambda: next(ids)).run(ALICE, EXCHANGE)
+    return Extractor(store, jev, chat, clock=Clock(T0 + timedelta(days=1)), new_id=lambda: next(ids)).run(
+        speaker(ALICE, "alice"), GLOBAL_SCOPE, EXCHANGE
+    )
 
 
 def profile_texts(snapshot: Snapshot, user: str) -> list[str]:
-    return sorted(m.text for (u, _), m in snapshot.memories.items() if u == user)
+    return sorted(m.text for (o, _), m in snapshot.memories.items() if o == owner(user))
 
 
 @pytest.fixture(scope="module")
@@ -103,7 +105,7 @@ def test_a_failure_at_every_model_call_changes_only_what_was_decided(moto_server
         assert faults.count >= 1 and len(faults.failed) == (1 if k <= faults.count else 0)
         assert_every_change_has_exactly_one_ledger_row(before, after)
         assert profile_texts(after, BOB) == ["bob lives in Sapporo"]
-        assert after.memories[(ALICE, KEEP)] == before.memories[(ALICE, KEEP)]
+        assert after.memories[(owner(ALICE), KEEP)] == before.memories[(owner(ALICE), KEEP)]
         failed, args = faults.failed[0] if faults.failed else (None, ())
         if failed == "worth":
             assert after.ledger == before.ledger and result.outcome == "no_decision"
@@ -113,7 +115,7 @@ def test_a_failure_at_every_model_call_changes_only_what_was_decided(moto_server
             assert result.added == [] and result.updated == [UPDATE]
         if failed == "verdict":  # that record untouched, the others as decided
             judged = args[1].memory_id
-            assert after.memories.get((ALICE, judged)) == before.memories[(ALICE, judged)]
+            assert after.memories.get((owner(ALICE), judged)) == before.memories[(owner(ALICE), judged)]
             assert sorted(result.updated + result.deleted) == sorted({UPDATE, DELETE} - {judged})
 
 
@@ -134,24 +136,24 @@ def test_random_combinations_of_faults_keep_the_invariants(moto_server, requests
     after = Snapshot.take(client, config)
     assert_every_change_has_exactly_one_ledger_row(before, after)
     assert profile_texts(after, BOB) == ["bob lives in Sapporo"]
-    assert after.memories.get((ALICE, KEEP)) == before.memories[(ALICE, KEEP)]  # Jev said keep
+    assert after.memories.get((owner(ALICE), KEEP)) == before.memories[(owner(ALICE), KEEP)]  # Jev said keep
     if "worth" in jev_fail:
         assert after.ledger == before.ledger  # no decision: not even a read
     if UPDATE in jev_fail or chat_fail:
-        assert after.memories[(ALICE, UPDATE)] == before.memories[(ALICE, UPDATE)]
+        assert after.memories[(owner(ALICE), UPDATE)] == before.memories[(owner(ALICE), UPDATE)]
     if DELETE in jev_fail:
-        assert after.memories[(ALICE, DELETE)] == before.memories[(ALICE, DELETE)]
+        assert after.memories[(owner(ALICE), DELETE)] == before.memories[(owner(ALICE), DELETE)]
 
 
 def test_a_change_whose_answer_is_lost_is_found_committed_and_not_reported_as_failed(moto_server):
     client, config, store = world(moto_server)
     before = Snapshot.take(client, config)
     lost = LostAnswers(client)
-    current = store.get(ALICE, UPDATE)
+    current = store.get(owner(ALICE), UPDATE)
     lost.reset({1})  # the transaction commits, then its answer is lost
     after_state = memory(ALICE, UPDATE, "moved to Osaka", at=T0 + timedelta(days=1))
     entry = store.apply(Change(Action.UPDATE, current, after_state, "test"), actor=Actor.EXTRACTION)
     assert lost.operations[0] == "TransactWriteItems" and entry.after == after_state
     after = Snapshot.take(client, config)
     assert_every_change_has_exactly_one_ledger_row(before, after)
-    assert after.memories[(ALICE, UPDATE)] == after_state
+    assert after.memories[(owner(ALICE), UPDATE)] == after_state

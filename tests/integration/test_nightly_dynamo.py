@@ -7,7 +7,7 @@ from datetime import datetime, timedelta
 
 import pytest
 
-from fakes import Clock, ScriptedChat, ScriptedJev, memory, message
+from fakes import Clock, ScriptedChat, ScriptedJev, memory, message, owner
 from memorybot import bootstrap, commands
 from memorybot.adapters.dynamodb import DynamoMemoryStore, DynamoMessageStore
 from memorybot.adapters.invoker import LocalContext
@@ -65,13 +65,16 @@ def deployed(dynamo, monkeypatch, serialised_moto):
     return Deployed(dynamo, monkeypatch)
 
 
+SCOPE = "guild:1"
+
+
 def test_the_scheduled_run_end_to_end_then_its_rollback(deployed):
     d = deployed
     # the day: two people and the bot; one message already belongs to the next night
-    d.messages.put(message("a", "I started learning the violin", at=jst(29, 9)))
-    d.messages.put(message("bot", "How exciting!", at=jst(29, 9, 1), bot=True))
-    d.messages.put(message("b", "We adopted a dog", at=jst(30, 2, 59)))
-    d.messages.put(message("c", "next night's news", at=jst(30, 3)))
+    d.messages.put(message("a", "I started learning the violin", at=jst(29, 9), scope=SCOPE))
+    d.messages.put(message("bot", "How exciting!", at=jst(29, 9, 1), bot=True, to="a", scope=SCOPE))
+    d.messages.put(message("b", "We adopted a dog", at=jst(30, 2, 59), scope=SCOPE))
+    d.messages.put(message("c", "next night's news", at=jst(30, 3), scope=SCOPE))
     # stale records of someone quiet: more than one night's worth of reviews
     for i in range(STALE_REVIEWS_PER_NIGHT + 2):
         d.memories.apply(
@@ -86,11 +89,13 @@ def test_the_scheduled_run_end_to_end_then_its_rollback(deployed):
     assert run.finished_at is not None and run.diary == ScriptedChat().diary_answer
     assert len(run.summary["added"]) == 2 and run.summary["speakers"] == 2
     assert run.summary["decayed"] == [f"z{i:04d}"[-5:] for i in range(STALE_REVIEWS_PER_NIGHT)]
-    exchanges = "\n".join(d.jev.asked("worth"))
+    exchanges = "\n".join(e.render() for e in d.jev.asked("worth"))
     assert "violin" in exchanges and "dog" in exchanges and "next night" not in exchanges and "exciting" not in exchanges
     assert len(d.memories.stale(jst(29, 0) - STALE_AFTER + timedelta(days=60), 100)) == 2 + 2  # 2 left + 2 added
     changes = [e for e in d.memories.ledger_for_run(run.run_id) if e.action is not Action.READ]
     assert len(changes) == 2 + STALE_REVIEWS_PER_NIGHT
+    # learned where it was said: the speakers' profiles in the server's scope
+    assert {e.owner for e in changes if e.action is Action.ADD} == {owner("a", SCOPE), owner("b", SCOPE)}
     assert all(e.actor is Actor.NIGHTLY for e in changes)
 
     # EventBridge delivers again, a few minutes late: nothing happens
@@ -105,8 +110,8 @@ def test_the_scheduled_run_end_to_end_then_its_rollback(deployed):
     status, body = d.rollback()
     assert status == 200 and body["runId"] == run.run_id and body["skipped"] == []
     assert sorted(body["reverted"]) == sorted(run.summary["added"] + run.summary["decayed"])
-    assert d.memories.read_profile("a", actor=Actor.COMMAND, reason="test", limit=10) == []
-    assert len(d.memories.read_profile("z", actor=Actor.COMMAND, reason="test", limit=100)) == STALE_REVIEWS_PER_NIGHT + 2
+    assert d.memories.read_profile(owner("a", SCOPE), actor=Actor.COMMAND, reason="test", limit=10) == []
+    assert len(d.memories.read_profile(owner("z"), actor=Actor.COMMAND, reason="test", limit=100)) == STALE_REVIEWS_PER_NIGHT + 2
     assert d.rollback() == (409, {"runId": run.run_id, "alreadyRolledBack": True})
     assert d.container.run_store.get(run.run_id).rolled_back
 
@@ -116,13 +121,13 @@ def test_a_fact_forgotten_at_noon_is_not_relearned_at_three(deployed):
     d.messages.put(message("a", "my password hint is natto", at=jst(29, 9)))
     d.memories.apply(Change(Action.ADD, None, memory("a", "aaaaa", "password hint natto", at=jst(29, 9, 5)), "extraction"), actor=Actor.EXTRACTION)
     d.clock.now = jst(29, 12)
-    assert commands.forget(d.memories, "a", "aaaaa").outcome is commands.ForgetOutcome.FORGOTTEN
+    assert commands.forget(d.memories, owner("a"), "aaaaa").outcome is commands.ForgetOutcome.FORGOTTEN
     d.messages.put(message("a", "lunch was good", at=jst(29, 13)))
 
     answer = d.nightly()
     assert answer["status"] == "done"
-    assert d.jev.asked("worth") == ["usera: lunch was good"]
-    texts = [m.text for m in d.memories.read_profile("a", actor=Actor.COMMAND, reason="test", limit=10)]
+    assert [e.render() for e in d.jev.asked("worth")] == ["usera: lunch was good"]
+    texts = [m.text for m in d.memories.read_profile(owner("a"), actor=Actor.COMMAND, reason="test", limit=10)]
     assert not any("natto" in t for t in texts)
 
 

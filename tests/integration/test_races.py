@@ -13,12 +13,12 @@ from datetime import timedelta
 
 import pytest
 
-from fakes import T0, Clock, ScriptedChat, ScriptedJev, memory, message
+from fakes import T0, Clock, ScriptedChat, ScriptedJev, memory, message, owner, speaker
 from faults import Snapshot, assert_every_change_has_exactly_one_ledger_row
 from memorybot import commands
 from memorybot.adapters.dynamodb import DynamoMemoryStore
 from memorybot.adapters.dynamodb_runs import DynamoRunStore
-from memorybot.domain import Action, Actor, Change, Verdict
+from memorybot.domain import GLOBAL_SCOPE, Action, Actor, Change, Verdict
 from memorybot.extraction import Extractor
 from memorybot.rollback import Outcome, Rollback
 
@@ -64,11 +64,11 @@ def test_concurrent_extractions_and_a_forget_lose_nothing_and_resurrect_nothing(
 
         chat.write_memory = write_memory
         exchange = [message(ALICE, f"news {tag}", name="alice")]
-        return Extractor(store, jev, chat, clock=Clock(T0 + timedelta(days=1))).run(ALICE, exchange)
+        return Extractor(store, jev, chat, clock=Clock(T0 + timedelta(days=1))).run(speaker(ALICE, "alice"), GLOBAL_SCOPE, exchange)
 
     def forget():
         forget_now.wait(5)
-        return commands.forget(store, ALICE, "ccccc")
+        return commands.forget(store, owner(ALICE), "ccccc")
 
     with ThreadPoolExecutor(max_workers=5) as pool:
         results = [pool.submit(extraction, f"x{i}") for i in range(4)]
@@ -77,7 +77,7 @@ def test_concurrent_extractions_and_a_forget_lose_nothing_and_resurrect_nothing(
         assert forgotten.result().outcome is commands.ForgetOutcome.FORGOTTEN
 
     after = Snapshot.take(client, settings)
-    assert (ALICE, "ccccc") not in after.memories  # no stale read brought it back
+    assert (owner(ALICE), "ccccc") not in after.memories  # no stale read brought it back
     assert_every_change_has_exactly_one_ledger_row(before, after)
     # each record was rewritten by exactly one extraction; the others' stale writes were dropped
     updated_then_forgotten = sum("ccccc" in r.updated for r in results)
@@ -97,7 +97,7 @@ def test_a_rollback_racing_an_extraction_skips_what_the_extraction_changed(store
     run = runs.claim("2026-11-20", T0)
     # the nightly run rewrote every record
     for memory_id in IDS:
-        current = store.get(ALICE, memory_id)
+        current = store.get(owner(ALICE), memory_id)
         after = memory(ALICE, memory_id, f"nightly {memory_id}", at=T0 + timedelta(hours=1))
         store.apply(Change(Action.UPDATE, current, after, "nightly"), actor=Actor.NIGHTLY, run_id=run.run_id)
     runs.finish(run)
@@ -107,7 +107,7 @@ def test_a_rollback_racing_an_extraction_skips_what_the_extraction_changed(store
     jev.default_verdict = Verdict.UPDATE
     extractor = Extractor(store, jev, SlowChat("later", delay=0.01), clock=Clock(T0 + timedelta(days=2)))
     with ThreadPoolExecutor(max_workers=2) as pool:
-        extraction = pool.submit(extractor.run, ALICE, [message(ALICE, "an update", name="alice")])
+        extraction = pool.submit(extractor.run, speaker(ALICE, "alice"), GLOBAL_SCOPE, [message(ALICE, "an update", name="alice")])
         rollback = pool.submit(Rollback(store, runs).run, run.run_id)
         extraction, rollback = extraction.result(), rollback.result()
 
@@ -116,7 +116,7 @@ def test_a_rollback_racing_an_extraction_skips_what_the_extraction_changed(store
     assert rollback.outcome is Outcome.DONE
     assert sorted(rollback.reverted + rollback.skipped) == sorted(IDS)
     for memory_id in IDS:
-        text = after.memories[(ALICE, memory_id)].text
+        text = after.memories[(owner(ALICE), memory_id)].text
         if memory_id in rollback.skipped:  # the extraction got there first: its text stands
             assert text == f"later rewrote {memory_id}"
         else:  # reverted to the pre-run text; the extraction's stale write, if any, was dropped

@@ -24,9 +24,10 @@ from memorybot.adapters.offline import OfflineChatModel, OfflineDecisionModel
 from memorybot.bootstrap import Container
 from memorybot.config import Settings
 from memorybot.consolidation import STALE_AFTER
-from memorybot.domain import JST, Action, Actor, Change, Message, snowflake_at, utcnow
+from memorybot.domain import GLOBAL_SCOPE, JST, Action, Actor, Change, Message, Owner, snowflake_at, utcnow
 from memorybot.handlers import admin, extraction, nightly, reply
-from unit.frontdoor import ALICE, APP_ID, BOB, CHANNEL, chat, discord_api, front  # noqa: F401 - fixtures
+from memorybot.jobs import ExtractionJob, ReplyJob
+from unit.frontdoor import ALICE, APP_ID, BOB, CHANNEL, SCOPE, chat, discord_api, front  # noqa: F401 - fixtures
 
 DELIVERIES = [2, 3]
 SECRET = "redelivery-admin-secret"
@@ -35,15 +36,15 @@ SECRET = "redelivery-admin-secret"
 def reply_job(front, text: str) -> dict:
     """The job the interactions function hands the reply worker, after storing the user's message."""
     payload = chat(text)
-    front.message_store.put(Message(CHANNEL, payload["id"], ALICE, "alice", text))
+    front.message_store.put(Message(CHANNEL, payload["id"], ALICE, "alice", text, scope=SCOPE, conversation_of=ALICE))
     return {
         "interaction_id": payload["id"], "token": payload["token"], "application_id": APP_ID,
-        "channel_id": CHANNEL, "user_id": ALICE, "user_name": "alice",
+        "channel_id": CHANNEL, "user_id": ALICE, "user_name": "alice", "scope": SCOPE,
     }
 
 
 def changes(store, user: str) -> list:
-    return [e for e in store.ledger_for_user(user) if e.action is not Action.READ]
+    return [e for e in store.ledger_for(Owner(SCOPE, user)) if e.action is not Action.READ]
 
 
 # ---- the reply worker -------------------------------------------------------------
@@ -66,7 +67,7 @@ def test_a_redelivered_reply_job_posts_once_stores_once_and_extracts_once(front,
     # One extraction: Jev asked once, one add, one read by the reply and one by the extraction.
     assert len(front.decision_model.asked("worth")) == 1
     assert [(e.action, e.actor) for e in changes(front.memory_store, ALICE)] == [(Action.ADD, Actor.EXTRACTION)]
-    reads = [e.actor for e in front.memory_store.ledger_for_user(ALICE) if e.action is Action.READ]
+    reads = [e.actor for e in front.memory_store.ledger_for(Owner(SCOPE, ALICE)) if e.action is Action.READ]
     assert sorted(reads) == sorted([Actor.REPLY, Actor.EXTRACTION])
 
 
@@ -105,12 +106,15 @@ def test_reply_jobs_delivered_at_once_post_once(front):
 @pytest.mark.parametrize("times", DELIVERIES)
 def test_a_redelivered_extraction_job_makes_one_set_of_changes(front, times):
     front.decision_model.verdicts = {"cccc2": "update", "dddd2": "delete"}
-    front.memory_store.apply(Change(Action.ADD, None, memory(ALICE, "cccc2", "lives in Kyoto"), "seed"), actor=Actor.EXTRACTION)
-    front.memory_store.apply(Change(Action.ADD, None, memory(ALICE, "dddd2", "exam on Friday"), "seed"), actor=Actor.EXTRACTION)
+    for memory_id, text in (("cccc2", "lives in Kyoto"), ("dddd2", "exam on Friday")):
+        seeded = memory(ALICE, memory_id, text, scope=SCOPE)
+        front.memory_store.apply(Change(Action.ADD, None, seeded, "seed"), actor=Actor.EXTRACTION)
     work = reply_job(front, "I moved to Osaka")
     bot_id = snowflake_at(utcnow(), 77)
-    front.message_store.put(Message(CHANNEL, bot_id, APP_ID, "memorybot", "Osaka is lovely", is_bot=True))
-    job = {k: work[k] for k in ("interaction_id", "channel_id", "user_id")} | {"up_to_message_id": bot_id}
+    front.message_store.put(
+        Message(CHANNEL, bot_id, APP_ID, "memorybot", "Osaka is lovely", is_bot=True, scope=SCOPE, conversation_of=ALICE)
+    )
+    job = ExtractionJob.after_reply(ReplyJob.from_json(work), bot_id).to_json()
     answers = [extraction.handler(dict(job), LocalContext("memorybot-extraction")) for _ in range(times)]
     assert all(a == answers[0] for a in answers)
     assert len(answers[0]["added"]) == 1 and answers[0]["updated"] == ["cccc2"] and answers[0]["deleted"] == ["dddd2"]
@@ -139,7 +143,7 @@ def test_an_extraction_job_that_failed_at_any_request_is_retried_to_one_set_of_c
         c.message_store.put(message(ALICE, "good morning", at=utcnow() - timedelta(minutes=2), channel=CHANNEL, name="alice"))
         said = message(ALICE, "I play the cello in an orchestra now and I adopted a cat", at=utcnow() - timedelta(minutes=1), channel=CHANNEL, name="alice")
         c.message_store.put(said)
-        job = {"interaction_id": said.message_id, "channel_id": CHANNEL, "user_id": ALICE, "up_to_message_id": said.message_id}
+        job = ExtractionJob(said.message_id, CHANNEL, ALICE, "alice", GLOBAL_SCOPE, said.message_id).to_json()
         return c, faults, job
 
     c, faults, job = prepare()
@@ -312,4 +316,4 @@ def test_a_rollback_request_that_failed_half_way_is_finished_by_the_repeat_then_
     assert status == 200 and len(answer["reverted"]) == 3
     assert rollback_request() == (409, {"runId": 1, "alreadyRolledBack": True})
     assert len([e for e in night.memory_store.ledger_for_run(1) if e.action is Action.ROLLBACK]) == 3
-    assert night.memory_store.read_profile("a", actor=Actor.COMMAND, reason="test", limit=10)[0].text == "[offline] Has an exam this week"
+    assert night.memory_store.read_profile(Owner(GLOBAL_SCOPE, "a"), actor=Actor.COMMAND, reason="test", limit=10)[0].text == "[offline] Has an exam this week"

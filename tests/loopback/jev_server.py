@@ -11,6 +11,7 @@ verdicts are looked up by the ``memory.id`` the request carries:
         jev.set_review("delete", memory_id="k3x9a")
         jev.answer("/verdict", status=500)          # scripted answers win over the defaults
         jev.questions()                             # ["worth", "verdict", ...] in arrival order
+        jev.bodies("/verdict")                      # the parsed request bodies, in arrival order
         jev.clear()                                 # back to the constructor's defaults, no requests
 
 One server per test module (``clear()`` between tests) keeps a suite fast.
@@ -74,6 +75,10 @@ class JevServer(LoopbackServer):
 
     def questions(self) -> list[str]:
         return [r.path.lstrip("/") for r in self.requests if r.path in PATHS]
+
+    def bodies(self, path: str | None = None) -> list[Any]:
+        """The parsed JSON bodies of the questions asked (of one path, if given), in arrival order."""
+        return [r.json for r in self.requests if r.path in PATHS and (path is None or r.path == path)]
 
     def default_answer(self, request: Recorded) -> Answer:
         if request.method != "POST" or request.path not in PATHS:

@@ -15,7 +15,7 @@ from memorybot import bootstrap
 from memorybot.adapters.discord_rest import DiscordRest
 from memorybot.adapters.invoker import LocalContext
 from memorybot.bootstrap import Container
-from memorybot.domain import Action, Actor, Change, Memory, snowflake_at
+from memorybot.domain import Action, Actor, Change, Memory, Owner, snowflake_at
 from memorybot.local import discord_recorder
 from memorybot.signature import Verifier, new_key_pair, sign
 
@@ -23,6 +23,8 @@ SIGNING_KEY, PUBLIC_KEY = new_key_pair()
 APP_ID = "900000000000000001"
 CHANNEL = "700000000000000001"
 ALICE, BOB = "100000000000000001", "200000000000000002"
+GUILD = "800000000000000001"
+SCOPE = f"guild:{GUILD}"  # where command()'s interactions happen (the default scope mode: per server)
 _seq = itertools.count(1)
 
 
@@ -37,7 +39,7 @@ def command(name: str, options: list | None = None, *, user: str = ALICE, user_n
         "type": kind,
         "token": f"token-{next(_seq)}",
         "channel_id": CHANNEL,
-        "guild_id": "800000000000000001",
+        "guild_id": GUILD,
         "member": {"user": {"id": user, "username": user_name}},
         "data": {"name": name, "options": options or []},
     }
@@ -81,9 +83,13 @@ def body_of(response: dict) -> Any:
     return json.loads(response["body"])
 
 
-def seed(store, user_id: str, memory_id: str, text: str) -> Memory:
+def owner(user_id: str = ALICE, scope: str = SCOPE) -> Owner:
+    return Owner(scope, user_id)
+
+
+def seed(store, user_id: str, memory_id: str, text: str, *, scope: str = SCOPE) -> Memory:
     now = datetime.now(timezone.utc)
-    m = Memory(user_id, memory_id, text, now, now)
+    m = Memory(user_id, memory_id, text, now, now, scope=scope)
     store.apply(Change(Action.ADD, None, m, "test seed"), actor=Actor.EXTRACTION)
     return m
 
@@ -94,8 +100,8 @@ class RecordingInvoker:
     def __init__(self) -> None:
         self.calls: list[tuple[str, dict]] = []
 
-    def invoke(self, worker: str, payload: dict) -> None:
-        self.calls.append((worker, json.loads(json.dumps(payload))))
+    def invoke(self, job) -> None:
+        self.calls.append((job.WORKER, json.loads(json.dumps(job.to_json()))))
 
 
 @pytest.fixture

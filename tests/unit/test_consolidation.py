@@ -7,7 +7,7 @@ from datetime import datetime, timedelta, timezone
 
 import pytest
 
-from fakes import Clock, FakeMemoryStore, FakeMessageStore, FakeRunStore, ScriptedChat, ScriptedJev, memory, message
+from fakes import Clock, FakeMemoryStore, FakeMessageStore, FakeRunStore, ScriptedChat, ScriptedJev, memory, message, owner
 from memorybot import commands
 from memorybot.consolidation import (
     IncompleteRun,
@@ -48,14 +48,15 @@ class Night:
             self.memories, self.messages, self.runs, extractor, self.jev, self.chat, clock=self.clock, **kwargs
         )
 
-    def say(self, author: str, content: str, at: datetime, *, bot: bool = False) -> None:
-        self.messages.put(message(author, content, at=at, bot=bot))
+    def say(self, author: str, content: str, at: datetime, *, bot: bool = False, **kw) -> None:
+        """A line of ``author``'s own conversation with the bot (``to=""``: channel history)."""
+        self.messages.put(message(author, content, at=at, bot=bot, **kw))
 
     def run(self, now: datetime = NOW):
         return self.consolidator.run(now)
 
     def exchanges(self) -> list[str]:
-        return self.jev.asked("worth")
+        return [exchange.render() for exchange in self.jev.asked("worth")]
 
     def model_calls(self) -> int:
         return len(self.jev.calls) + len(self.chat.seen)
@@ -137,11 +138,37 @@ def test_bot_messages_are_not_considered():
     night.say("bot", "BOT-WORDS", jst(29, 10, 1), bot=True)
     night.say("bot", "MORE-BOT-WORDS", jst(29, 10, 2), bot=True)
     run = night.run()
-    assert "bot" not in by_speaker(night.messages.between(jst(29, 3), jst(30, 3)))
+    assert owner("bot") not in by_speaker(night.messages.between(jst(29, 3), jst(30, 3)))
     assert len(night.exchanges()) == 1 and "BOT" not in night.exchanges()[0]
     assert night.memories.of("bot") == [] and run.summary["speakers"] == 1
     (_, diary_transcript), = [s for s in night.chat.seen if s[0] == "write_diary"]
     assert "BOT" not in diary_transcript
+
+
+def test_channel_history_decides_no_ones_memories_but_reaches_the_diary():
+    # Other people's ordinary messages (fetched as history) are not their conversation with the bot.
+    night = Night()
+    night.say("a", "I play the cello", jst(29, 10))
+    night.say("h", "HISTORY-I-am-a-pilot", jst(29, 10, 1), to="")
+    night.say("a", "a line fetched as history", jst(29, 10, 2), to="")
+    run = night.run()
+    assert owner("h") not in by_speaker(night.messages.between(jst(29, 3), jst(30, 3)))
+    assert night.exchanges() == ["usera: I play the cello"]
+    assert night.memories.of("h") == [] and run.summary["speakers"] == 1
+    (transcript,) = [s for q, s in night.chat.seen if q == "write_diary"]
+    assert "HISTORY-I-am-a-pilot" in transcript
+
+
+def test_one_person_in_two_scopes_is_two_speakers_each_learned_in_its_own_scope():
+    night = Night()
+    night.say("a", "SERVER-ONE-cello", jst(29, 10), scope="guild:1")
+    night.say("a", "SERVER-TWO-violin", jst(29, 10, 1), scope="guild:2")
+    run = night.run()
+    assert run.summary["speakers"] == 2
+    assert sorted(night.exchanges()) == ["usera: SERVER-ONE-cello", "usera: SERVER-TWO-violin"]
+    one, two = night.memories.of(owner("a", "guild:1")), night.memories.of(owner("a", "guild:2"))
+    assert len(one) == 1 and len(two) == 1 and night.memories.of("a") == []
+    assert {e.owner for e in night.memories.ledger} == {owner("a", "guild:1"), owner("a", "guild:2")}
 
 
 # ---- failures --------------------------------------------------------------------
@@ -158,7 +185,7 @@ def test_one_speaker_failing_does_not_stop_the_others_and_the_retry_redoes_only_
     assert [m.user_id for m in night.memories.of("c")] == ["c"]
     assert night.memories.of("b") == []
     [saved] = night.runs.runs.values()
-    assert saved.finished_at is None and saved.summary["pending_speakers"] == ["b"]
+    assert saved.finished_at is None and saved.summary["pending_speakers"] == [owner("b").key]
     assert saved.summary["failed_speakers"] == 1 and len(saved.summary["added"]) == 2
 
     night.memories.fail_apply = lambda change: False  # the store is back; the scheduler retries
@@ -169,6 +196,22 @@ def test_one_speaker_failing_does_not_stop_the_others_and_the_retry_redoes_only_
     assert [m.user_id for m in night.memories.of("b")] == ["b"]
     assert [len(night.memories.of(s)) for s in "ac"] == [1, 1]
     assert len(run.summary["added"]) == 3 and run.summary["pending_speakers"] == []
+
+
+def test_a_speaker_whose_forget_lookup_failed_is_pending_by_owner_key_and_redone_by_the_retry():
+    night = Night()
+    night.say("a", "a says something", jst(29, 9))
+    night.say("b", "b says something", jst(29, 9))
+    real = night.memories.last_forget_at
+    night.memories.last_forget_at = lambda who: (_ for _ in ()).throw(RuntimeError("down")) if who == owner("b") else real(who)
+    with pytest.raises(IncompleteRun):
+        night.run()
+    [saved] = night.runs.runs.values()
+    assert saved.summary["pending_speakers"] == [owner("b").key]
+    json.dumps(saved.summary)  # the saved progress is plain JSON
+    night.memories.last_forget_at = real
+    run = night.run(NOW + timedelta(minutes=2))
+    assert run.finished_at is not None and len(night.memories.of("b")) == 1 and len(night.memories.of("a")) == 1
 
 
 def test_a_failed_diary_call_leaves_the_diary_empty_and_the_run_goes_on():
@@ -201,7 +244,7 @@ def test_a_fact_forgotten_at_noon_is_not_learned_again_from_the_morning_messages
     night.say("a", "natto every morning", jst(29, 9, 5))
     night.memories.seed(memory("a", "aaaaa", "loves natto", at=jst(29, 9, 10)))
     night.clock.now = jst(29, 12)
-    assert commands.forget(night.memories, "a", "aaaaa").outcome is commands.ForgetOutcome.FORGOTTEN
+    assert commands.forget(night.memories, owner("a"), "aaaaa").outcome is commands.ForgetOutcome.FORGOTTEN
     night.say("a", "what a sunny afternoon", jst(29, 13))
     night.say("b", "b's morning natto", jst(29, 9))  # someone else's forget does not apply to b
 
@@ -210,7 +253,7 @@ def test_a_fact_forgotten_at_noon_is_not_learned_again_from_the_morning_messages
     a_seen = [e for e in exchanges if "afternoon" in e or "I love natto" in e]
     assert a_seen == ["usera: what a sunny afternoon"]
     assert any("b's morning natto" in e for e in exchanges)
-    assert night.memories.get("a", "aaaaa") is None
+    assert night.memories.get(owner("a"), "aaaaa") is None
 
 
 def test_a_speaker_whose_every_message_came_before_the_forget_costs_no_model_call():
@@ -218,7 +261,7 @@ def test_a_speaker_whose_every_message_came_before_the_forget_costs_no_model_cal
     night.say("a", "I love natto", jst(29, 9))
     night.memories.seed(memory("a", "aaaaa", "loves natto", at=jst(29, 9, 10)))
     night.clock.now = jst(29, 12)
-    commands.forget(night.memories, "a", "aaaaa")
+    commands.forget(night.memories, owner("a"), "aaaaa")
     run = night.run()
     assert night.exchanges() == [] and night.memories.of("a") == []
     assert run.summary["added"] == []
@@ -277,17 +320,17 @@ def test_a_stale_record_changed_meanwhile_is_not_decayed():
     night = Night()
     (memory_id,) = _stale(night, 1)
     night.jev.default_review = Verdict.DELETE
-    original = night.memories.rows[("old0", memory_id)]
+    original = night.memories.rows[(owner("old0"), memory_id)]
 
     def touch_first(change):  # a concurrent update lands between the review and the delete
-        night.memories.rows[("old0", memory_id)] = memory("old0", memory_id, "touched", at=NOW)
+        night.memories.rows[(owner("old0"), memory_id)] = memory("old0", memory_id, "touched", at=NOW)
         night.memories.fail_apply = lambda change: False
         return False
 
     night.memories.fail_apply = touch_first
     run = night.run()
     assert run.summary["decayed"] == [] and run.summary["conflicts"] == 1
-    assert night.memories.rows[("old0", memory_id)].text == "touched" != original.text
+    assert night.memories.rows[(owner("old0"), memory_id)].text == "touched" != original.text
 
 
 # ---- the run record and the day claim ---------------------------------------------

@@ -7,18 +7,21 @@ from datetime import timedelta
 
 import pytest
 
-from fakes import T0, Clock, FakeMemoryStore, ScriptedChat, ScriptedJev, memory, message
-from memorybot.domain import Action, Actor, Memory, Verdict
-from memorybot.extraction import Extractor, render_exchange
+from fakes import T0, Clock, FakeMemoryStore, ScriptedChat, ScriptedJev, memory, message, owner, speaker
+from memorybot.domain import GLOBAL_SCOPE, Action, Actor, Exchange, Memory, Verdict
+from memorybot.extraction import Extractor
 
 ALICE, BOB = "100", "200"
+SCOPE = GLOBAL_SCOPE
+ME = speaker(ALICE, "alice")  # whose exchange is extracted
+MINE = owner(ALICE, SCOPE)  # and whose profile it decides
 
 
 def exchange(speaker=ALICE, text="I started learning the cello"):
     return [
         message(BOB, "morning all", name="bob"),
         message(speaker, text, name="alice"),
-        message("999", "Nice! How is it going?", name="memorybot", bot=True),
+        message("999", "Nice! How is it going?", name="memorybot", bot=True, to=speaker),
     ]
 
 
@@ -49,20 +52,34 @@ def seed_profile(store, user=ALICE, n=3):
 # --- step 1: rendering ------------------------------------------------------------
 
 
-def test_render_uses_the_last_six_messages_with_speaker_names_including_the_bot_reply():
-    msgs = [message(BOB, f"old {i}", name="bob") for i in range(5)] + exchange()
-    text = render_exchange(msgs, ALICE)
+def test_the_exchange_is_the_last_six_lines_of_the_speakers_own_conversation_including_the_bot_reply():
+    # Was "the channel's last six messages": now other people's lines never enter it, however many.
+    mine = [message(ALICE, f"old {i}", name="alice") for i in range(5)]
+    msgs = mine + [message(BOB, f"bob {i}", name="bob") for i in range(5)] + exchange()
+    text = Exchange.of(ME, SCOPE, msgs).render()
     lines = text.splitlines()
     assert len(lines) == 6
+    assert lines[0] == "alice: old 1"
     assert lines[-2] == "alice: I started learning the cello"
     assert lines[-1] == "memorybot: Nice! How is it going?"
-    assert "old 0" not in text and "old 1" not in text
+    assert "old 0" not in text and "bob" not in text and "morning all" not in text
+
+
+def test_a_bot_reply_to_someone_else_and_a_line_in_another_scope_are_not_the_speakers_exchange():
+    msgs = [
+        message(ALICE, "in another server", name="alice", scope="guild:2"),
+        message(ALICE, "I play the cello", name="alice"),
+        message("999", "to bob", name="memorybot", bot=True, to=BOB),
+        message(ALICE, "history, not said to the bot", name="alice", to=""),
+    ]
+    assert Exchange.of(ME, SCOPE, msgs).speaker_said() == ["I play the cello"]
+    assert [m.content for m in Exchange.of(ME, SCOPE, msgs).messages] == ["I play the cello"]
 
 
 def test_no_usable_exchange_means_no_model_call_and_no_read(store):
     jev, chat = ScriptedJev(), ScriptedChat()
     only_others = [message(BOB, "hello", name="bob"), message(ALICE, "   ", name="alice")]
-    result = extractor(store, jev, chat).run(ALICE, only_others)
+    result = extractor(store, jev, chat).run(ME, SCOPE, only_others)
     assert result.outcome == "no_exchange"
     assert jev.calls == [] and store.ledger == []
 
@@ -74,21 +91,21 @@ def test_no_usable_exchange_means_no_model_call_and_no_read(store):
 def test_below_threshold_ends_with_no_reads_and_no_writes(store, answer):
     seed_profile(store)
     jev = ScriptedJev(worth=answer)
-    result = extractor(store, jev, ScriptedChat()).run(ALICE, exchange())
+    result = extractor(store, jev, ScriptedChat()).run(ME, SCOPE, exchange())
     assert result.outcome == "not_worth"
     assert store.ledger == []
     assert [q for q, _ in jev.calls] == ["worth"]
 
 
 def test_exactly_the_threshold_is_worth_keeping(store):
-    result = extractor(store, ScriptedJev(worth=0.5), ScriptedChat()).run(ALICE, exchange())
+    result = extractor(store, ScriptedJev(worth=0.5), ScriptedChat()).run(ME, SCOPE, exchange())
     assert result.outcome == "done"
 
 
 @pytest.mark.parametrize("answer", [1.5, -0.1, math.nan, "0.9", True, None, {"probability": 0.9}])
 def test_a_malformed_worth_answer_is_no_decision(store, answer):
     seed_profile(store)
-    result = extractor(store, ScriptedJev(worth=answer), ScriptedChat()).run(ALICE, exchange())
+    result = extractor(store, ScriptedJev(worth=answer), ScriptedChat()).run(ME, SCOPE, exchange())
     assert result.outcome == "no_decision"
     assert store.ledger == []
 
@@ -97,7 +114,7 @@ def test_jev_unavailable_writes_nothing(store):
     before = seed_profile(store)
     jev = ScriptedJev()
     jev.fail = {"worth", "verdict", "add", "review"}
-    result = extractor(store, jev, ScriptedChat()).run(ALICE, exchange())
+    result = extractor(store, jev, ScriptedChat()).run(ME, SCOPE, exchange())
     assert result.outcome == "no_decision"
     assert store.of(ALICE) == sorted(before, key=lambda m: m.updated_at, reverse=True)
     assert store.changes() == []
@@ -110,7 +127,7 @@ def test_jev_unavailable_writes_nothing(store):
 def test_reads_ten_most_recent_and_logs_the_read_with_the_runs_actor(store, actor, run_id):
     profile = seed_profile(store, n=12)
     jev = ScriptedJev(add=0.0)
-    extractor(store, jev, ScriptedChat()).run(ALICE, exchange(), actor=actor, run_id=run_id)
+    extractor(store, jev, ScriptedChat()).run(ME, SCOPE, exchange(), actor=actor, run_id=run_id)
     reads = [e for e in store.ledger if e.action is Action.READ]
     assert len(reads) == 1
     newest_ten = [m.memory_id for m in sorted(profile, key=lambda m: m.updated_at, reverse=True)[:10]]
@@ -125,9 +142,9 @@ def test_reads_ten_most_recent_and_logs_the_read_with_the_runs_actor(store, acto
 def test_delete_verdict_removes_the_row_with_its_ledger_row(store):
     a, b, _ = seed_profile(store)
     jev = ScriptedJev(verdicts={a.memory_id: Verdict.DELETE}, add=0.0)
-    result = extractor(store, jev, ScriptedChat()).run(ALICE, exchange())
+    result = extractor(store, jev, ScriptedChat()).run(ME, SCOPE, exchange())
     assert result.deleted == [a.memory_id]
-    assert store.get(ALICE, a.memory_id) is None
+    assert store.get(MINE, a.memory_id) is None
     [row] = store.changes()
     assert (row.action, row.actor, row.before, row.after) == (Action.DELETE, Actor.EXTRACTION, a, None)
     assert row.reason
@@ -137,9 +154,9 @@ def test_update_verdict_rewrites_the_text_and_keeps_identity(store):
     a, _, _ = seed_profile(store)
     chat = ScriptedChat(texts={a.memory_id: "plays the cello since November"})
     jev = ScriptedJev(verdicts={a.memory_id: "update"}, add=0.0)
-    result = extractor(store, jev, chat).run(ALICE, exchange())
+    result = extractor(store, jev, chat).run(ME, SCOPE, exchange())
     assert result.updated == [a.memory_id]
-    after = store.get(ALICE, a.memory_id)
+    after = store.get(MINE, a.memory_id)
     assert after.text == "plays the cello since November"
     assert after.created_at == a.created_at and after.updated_at > a.updated_at
     [row] = store.changes()
@@ -150,9 +167,10 @@ def test_the_rewrite_sees_only_the_exchange_and_the_record_being_rewritten(store
     a, b, c = seed_profile(store)
     chat = ScriptedChat()
     jev = ScriptedJev(verdicts={b.memory_id: Verdict.UPDATE}, add=0.0)
-    extractor(store, jev, chat).run(ALICE, exchange())
-    [(what, (exchange_text, current))] = chat.seen
+    extractor(store, jev, chat).run(ME, SCOPE, exchange())
+    [(what, (seen, current))] = chat.seen
     assert what == "write_memory" and current == b
+    exchange_text = seen.render()
     assert a.text not in exchange_text and c.text not in exchange_text
 
 
@@ -160,8 +178,8 @@ def test_the_rewrite_sees_only_the_exchange_and_the_record_being_rewritten(store
 def test_an_unknown_verdict_leaves_the_record_untouched(store, bad):
     a, _, _ = seed_profile(store)
     jev = ScriptedJev(verdicts={a.memory_id: bad}, add=0.0)
-    result = extractor(store, jev, ScriptedChat()).run(ALICE, exchange())
-    assert store.get(ALICE, a.memory_id) == a
+    result = extractor(store, jev, ScriptedChat()).run(ME, SCOPE, exchange())
+    assert store.get(MINE, a.memory_id) == a
     assert store.changes() == [] and result.failures == 1
 
 
@@ -169,8 +187,8 @@ def test_a_failed_verdict_call_leaves_that_record_untouched_and_others_proceed(s
     a, b, _ = seed_profile(store)
     jev = ScriptedJev(verdicts={a.memory_id: Verdict.DELETE, b.memory_id: Verdict.DELETE}, add=0.0)
     jev.fail = {a.memory_id}
-    result = extractor(store, jev, ScriptedChat()).run(ALICE, exchange())
-    assert store.get(ALICE, a.memory_id) == a
+    result = extractor(store, jev, ScriptedChat()).run(ME, SCOPE, exchange())
+    assert store.get(MINE, a.memory_id) == a
     assert result.deleted == [b.memory_id]
 
 
@@ -179,10 +197,10 @@ def test_a_failed_verdict_call_leaves_that_record_untouched_and_others_proceed(s
 
 def test_with_no_memories_an_add_is_allowed_without_asking(store):
     jev = ScriptedJev(add=0.0)  # would refuse, if it were asked
-    result = extractor(store, jev, ScriptedChat(texts={None: "learns the cello"})).run(ALICE, exchange())
+    result = extractor(store, jev, ScriptedChat(texts={None: "learns the cello"})).run(ME, SCOPE, exchange())
     assert jev.asked("add") == []
     [added] = result.added
-    assert store.get(ALICE, added).text == "learns the cello"
+    assert store.get(MINE, added).text == "learns the cello"
     [row] = store.changes()
     assert (row.action, row.before, row.after.text) == (Action.ADD, None, "learns the cello")
 
@@ -191,7 +209,7 @@ def test_jev_sees_the_verdicts_before_deciding_an_add(store):
     a, b, c = seed_profile(store)
     jev = ScriptedJev(verdicts={a.memory_id: Verdict.DELETE, b.memory_id: Verdict.UPDATE}, add=0.7)
     jev.fail = {c.memory_id}
-    result = extractor(store, jev, ScriptedChat()).run(ALICE, exchange())
+    result = extractor(store, jev, ScriptedChat()).run(ME, SCOPE, exchange())
     [seen] = jev.asked("add")
     assert set(seen) == {(a.memory_id, Verdict.DELETE), (b.memory_id, Verdict.UPDATE)}  # the failed one is not shown
     assert len(result.added) == 1
@@ -200,7 +218,7 @@ def test_jev_sees_the_verdicts_before_deciding_an_add(store):
 @pytest.mark.parametrize("answer", [0.49, 1.01, "yes", None])
 def test_a_refused_or_malformed_add_adds_nothing(store, answer):
     seed_profile(store)
-    result = extractor(store, ScriptedJev(add=answer), ScriptedChat()).run(ALICE, exchange())
+    result = extractor(store, ScriptedJev(add=answer), ScriptedChat()).run(ME, SCOPE, exchange())
     assert result.added == [] and store.changes() == []
 
 
@@ -208,7 +226,7 @@ def test_no_add_when_jev_judged_none_of_the_profile(store):
     a, b, c = seed_profile(store)
     jev = ScriptedJev(add=1.0)
     jev.fail = {a.memory_id, b.memory_id, c.memory_id}
-    result = extractor(store, jev, ScriptedChat()).run(ALICE, exchange())
+    result = extractor(store, jev, ScriptedChat()).run(ME, SCOPE, exchange())
     assert jev.asked("add") == [] and result.added == [] and store.changes() == []
 
 
@@ -220,7 +238,7 @@ def test_an_empty_text_means_that_change_is_not_made(store, text):
     a, _, _ = seed_profile(store)
     chat = ScriptedChat(texts={a.memory_id: text, None: text})
     jev = ScriptedJev(verdicts={a.memory_id: Verdict.UPDATE}, add=0.9)
-    result = extractor(store, jev, chat).run(ALICE, exchange())
+    result = extractor(store, jev, chat).run(ME, SCOPE, exchange())
     assert store.changes() == [] and result.updated == [] and result.added == []
 
 
@@ -229,16 +247,16 @@ def test_a_failed_text_call_means_no_change_but_deletes_still_apply(store):
     chat = ScriptedChat()
     chat.fail = {"write_memory"}
     jev = ScriptedJev(verdicts={a.memory_id: Verdict.UPDATE, b.memory_id: Verdict.DELETE}, add=0.9)
-    result = extractor(store, jev, chat).run(ALICE, exchange())
-    assert store.get(ALICE, a.memory_id) == a
+    result = extractor(store, jev, chat).run(ME, SCOPE, exchange())
+    assert store.get(MINE, a.memory_id) == a
     assert result.deleted == [b.memory_id] and result.updated == [] and result.added == []
 
 
 def test_texts_are_folded_to_one_line():
     store = FakeMemoryStore()
     chat = ScriptedChat(texts={None: "  likes\n\n green   tea  "})
-    result = extractor(store, ScriptedJev(), chat).run(ALICE, exchange())
-    assert store.get(ALICE, result.added[0]).text == "likes green tea"
+    result = extractor(store, ScriptedJev(), chat).run(ME, SCOPE, exchange())
+    assert store.get(MINE, result.added[0]).text == "likes green tea"
 
 
 # --- step 7: applying -----------------------------------------------------------------
@@ -254,8 +272,8 @@ def test_a_record_changed_by_someone_else_meanwhile_is_not_overwritten(store):
             return super().write_memory(exchange, current)
 
     jev = ScriptedJev(verdicts={a.memory_id: Verdict.UPDATE}, add=0.0)
-    result = extractor(store, jev, RacingChat()).run(ALICE, exchange())
-    assert store.get(ALICE, a.memory_id) == changed
+    result = extractor(store, jev, RacingChat()).run(ME, SCOPE, exchange())
+    assert store.get(MINE, a.memory_id) == changed
     assert result.conflicts == 1 and result.updated == [] and store.changes() == []
 
 
@@ -263,9 +281,9 @@ def test_an_add_retries_with_a_fresh_id_when_the_first_collides():
     store = FakeMemoryStore()
     store.seed(memory(ALICE, "na222", "already here"))
     jev = ScriptedJev(add=0.9)
-    result = extractor(store, jev, ScriptedChat()).run(ALICE, exchange())
+    result = extractor(store, jev, ScriptedChat()).run(ME, SCOPE, exchange())
     assert result.added == ["nb222"]
-    assert store.get(ALICE, "na222").text == "already here"
+    assert store.get(MINE, "na222").text == "already here"
 
 
 def test_other_speakers_are_never_touched(store):
@@ -273,7 +291,7 @@ def test_other_speakers_are_never_touched(store):
     bobs = seed_profile(store, BOB)
     jev = ScriptedJev(add=0.9)
     jev.default_verdict = Verdict.DELETE
-    extractor(store, jev, ScriptedChat()).run(ALICE, exchange())
+    extractor(store, jev, ScriptedChat()).run(ME, SCOPE, exchange())
     assert store.of(BOB) == sorted(bobs, key=lambda m: m.updated_at, reverse=True)
     assert {e.user_id for e in store.ledger} == {ALICE}
     assert all(m.user_id == ALICE for _, m in jev.calls if isinstance(m, Memory))
@@ -282,7 +300,20 @@ def test_other_speakers_are_never_touched(store):
 def test_the_model_calls_are_counted(store):
     a, b, _ = seed_profile(store)
     jev = ScriptedJev(verdicts={a.memory_id: Verdict.UPDATE, b.memory_id: Verdict.DELETE}, add=0.9)
-    result = extractor(store, jev, ScriptedChat()).run(ALICE, exchange())
+    result = extractor(store, jev, ScriptedChat()).run(ME, SCOPE, exchange())
     # worth + 3 verdicts + add decision + 1 rewrite + 1 add text
     assert result.model_calls == 7
     assert (result.updated, result.deleted, len(result.added)) == ([a.memory_id], [b.memory_id], 1)
+
+
+def test_the_same_person_in_another_scope_is_never_touched(store):
+    elsewhere = memory(ALICE, "zz222", "learned in another server", scope="guild:2")
+    store.seed(elsewhere)
+    seed_profile(store, ALICE)
+    jev = ScriptedJev(add=0.9)
+    jev.default_verdict = Verdict.DELETE
+    result = extractor(store, jev, ScriptedChat()).run(ME, SCOPE, exchange())
+    assert store.of(owner(ALICE, "guild:2")) == [elsewhere]
+    assert "zz222" not in jev.asked("verdict") and len(result.deleted) == 3
+    assert {e.owner for e in store.ledger} == {MINE}
+    assert all(m.scope == SCOPE for m in store.of(MINE))

@@ -1,6 +1,7 @@
 """Property: whatever the models answer and whatever fails, the invariants hold.
 
-No write without a decision, exactly one ledger row per change, other users untouched.
+No write without a decision, exactly one ledger row per change, other users (and the
+same user's profile in another scope) untouched.
 """
 
 from __future__ import annotations
@@ -11,8 +12,8 @@ from datetime import timedelta
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from fakes import T0, Clock, FakeMemoryStore, memory, message
-from memorybot.domain import WORTH_THRESHOLD, Action, Memory, Verdict
+from fakes import T0, Clock, FakeMemoryStore, memory, message, owner, speaker
+from memorybot.domain import GLOBAL_SCOPE, WORTH_THRESHOLD, Action, Memory, Verdict
 from memorybot.extraction import Extractor
 from memorybot.ports import ModelError
 
@@ -81,7 +82,8 @@ def test_no_write_without_a_decision_one_ledger_row_per_change_others_untouched(
     store = FakeMemoryStore()
     mine = [memory(ALICE, f"m{c}222", f"fact {c}", at=T0 + timedelta(minutes=i)) for i, c in enumerate("abcdefghjkmn"[:n])]
     bobs = [memory(BOB, f"b{c}222", f"bob {c}") for c in "abc"]
-    store.seed(*mine, *bobs)
+    elsewhere = [memory(ALICE, f"e{c}222", f"elsewhere {c}", scope="guild:9") for c in "abc"]
+    store.seed(*mine, *bobs, *elsewhere)
     verdict_by_id = {m.memory_id: data.draw(verdicts) for m in mine}
     chat = RandomChat({key: data.draw(texts) for key in [None] + [m.memory_id for m in mine]})
     broken = data.draw(st.sets(st.sampled_from([m.memory_id for m in mine] or ["none"])))
@@ -89,13 +91,14 @@ def test_no_write_without_a_decision_one_ledger_row_per_change_others_untouched(
 
     extractor = Extractor(store, RandomJev(worth, verdict_by_id, add), chat, clock=Clock(T0 + timedelta(days=1)))
     try:
-        extractor.run(ALICE, [message(ALICE, "I moved to Osaka", name="alice")])
+        extractor.run(speaker(ALICE, "alice"), GLOBAL_SCOPE, [message(ALICE, "I moved to Osaka", name="alice")])
     except RuntimeError:
         pass  # a store failure surfaces to the worker, which is retried; invariants still hold
 
-    # other users untouched, and never in the ledger
-    assert [store.get(BOB, b.memory_id) for b in bobs] == bobs
-    assert all(e.user_id == ALICE for e in store.ledger)
+    # other users, and alice in another scope, untouched and never in the ledger
+    assert [store.get(owner(BOB), b.memory_id) for b in bobs] == bobs
+    assert [store.get(owner(ALICE, "guild:9"), e.memory_id) for e in elsewhere] == elsewhere
+    assert all(e.owner == owner(ALICE) for e in store.ledger)
 
     if not (valid_p(worth) and worth >= WORTH_THRESHOLD):
         assert store.ledger == []  # not even a read

@@ -3,16 +3,18 @@ loopback fake Discord API."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 
 import pytest
 
 from frontdoor import (  # noqa: F401 - fixtures
-    ALICE, APP_ID, BOB, CHANNEL, body_of, chat, command, context, discord_api, event, forget, front, seed, show,
+    ALICE, APP_ID, BOB, CHANNEL, SCOPE, body_of, chat, command, context, discord_api, event, forget, front, owner, seed,
+    show,
 )
 from memorybot import interactions
 from memorybot.adapters.discord_rest import DiscordRest
-from memorybot.domain import Action, Actor, snowflake_time
+from memorybot.domain import GLOBAL_SCOPE, Action, Actor, ScopeMode, snowflake_time
 from memorybot.handlers.interactions import handler
 
 SECRET = "allergic to penicillin, keeps it quiet"
@@ -25,7 +27,7 @@ def call(payload=None, **kw):
 def nothing_written(front) -> None:
     assert front.invoker.calls == []
     assert front.message_store.recent(CHANNEL, 10) == []
-    assert [e for e in front.memory_store.ledger_for_user(ALICE) if e.action is not Action.READ] == []
+    assert [e for e in front.memory_store.ledger_for(owner(ALICE)) if e.action is not Action.READ] == []
 
 
 def test_ping_is_answered_with_pong(front):
@@ -42,6 +44,8 @@ def test_chat_stores_the_message_at_its_snowflake_time_defers_and_hands_off_to_t
     assert (stored.message_id, stored.author_id, stored.author_name, stored.is_bot) == (payload["id"], ALICE, "alice", False)
     assert stored.content == "I just adopted a cat called Miso"
     assert stored.created_at == snowflake_time(payload["id"])
+    # alice's own line to the bot, in the server's scope: it may decide her memories there
+    assert (stored.scope, stored.conversation_of) == (SCOPE, ALICE)
     assert front.invoker.calls == [
         (
             "reply",
@@ -52,6 +56,7 @@ def test_chat_stores_the_message_at_its_snowflake_time_defers_and_hands_off_to_t
                 "channel_id": CHANNEL,
                 "user_id": ALICE,
                 "user_name": "alice",
+                "scope": SCOPE,
             },
         )
     ]
@@ -60,8 +65,33 @@ def test_chat_stores_the_message_at_its_snowflake_time_defers_and_hands_off_to_t
 def test_chat_in_a_dm_takes_the_user_from_the_top_level(front):
     payload = chat("hello")
     payload["user"] = payload.pop("member")["user"]
+    del payload["guild_id"]
+    payload["context"] = 1  # the bot's DM
     assert body_of(call(payload)) == {"type": 5}
     assert front.invoker.calls[0][1]["user_id"] == ALICE
+    assert front.invoker.calls[0][1]["scope"] == "dm"
+
+
+def test_chat_in_a_group_dm_is_scoped_to_that_channel(front):
+    payload = chat("hello")
+    payload["user"] = payload.pop("member")["user"]
+    del payload["guild_id"]
+    payload["context"] = 2
+    assert body_of(call(payload)) == {"type": 5}
+    assert front.invoker.calls[0][1]["scope"] == f"channel:{CHANNEL}"
+
+
+def test_a_guild_interaction_without_a_guild_id_is_refused_with_400(front):
+    payload = chat("hello")
+    del payload["guild_id"]  # a member but no server: the scope would be unknown
+    assert call(payload)["statusCode"] == 400
+    nothing_written(front)
+
+
+def test_with_the_global_scope_mode_every_conversation_shares_one_profile(front):
+    front.settings = dataclasses.replace(front.settings, memory_scope=ScopeMode.GLOBAL)
+    assert body_of(call(chat("hello"))) == {"type": 5}
+    assert front.invoker.calls[0][1]["scope"] == GLOBAL_SCOPE
 
 
 def test_an_empty_chat_gets_a_polite_ephemeral_and_writes_nothing(front):
@@ -124,7 +154,7 @@ def test_show_sends_the_list_by_dm_and_answers_ephemerally(front):
     assert mine.preview() in dm.content
     assert "bob" not in dm.content
     assert dm.body["allowed_mentions"] == {"parse": []}
-    reads = [e for e in front.memory_store.ledger_for_user(ALICE) if e.action is Action.READ]
+    reads = [e for e in front.memory_store.ledger_for(owner(ALICE)) if e.action is Action.READ]
     assert [(e.actor, e.memory_ids) for e in reads] == [(Actor.COMMAND, ("abcde",))]
 
 
@@ -149,7 +179,7 @@ def test_show_when_discord_is_unreachable_says_so_without_repeating_any_memory(f
 
 def test_show_with_nothing_remembered_says_so_without_a_dm(front):
     answer = body_of(call(show()))
-    assert answer["data"]["content"] == interactions.TEXT_NOTHING_REMEMBERED
+    assert answer["data"]["content"] == interactions.TEXT_NOTHING_REMEMBERED.format(where=interactions.scope_label(SCOPE))
     assert front.recorder.events == []
 
 
@@ -158,8 +188,8 @@ def test_forget_deletes_the_callers_memory_and_confirms_ephemerally(front):
     answer = body_of(call(forget("abcde")))
     assert answer["data"]["flags"] == 64
     assert "abcde" in answer["data"]["content"] and "Forgotten" in answer["data"]["content"]
-    assert front.memory_store.get(ALICE, "abcde") is None
-    [delete] = [e for e in front.memory_store.ledger_for_user(ALICE) if e.action is Action.DELETE]
+    assert front.memory_store.get(owner(ALICE), "abcde") is None
+    [delete] = [e for e in front.memory_store.ledger_for(owner(ALICE)) if e.action is Action.DELETE]
     assert delete.actor is Actor.COMMAND
 
 
@@ -167,7 +197,7 @@ def test_forget_of_someone_elses_id_is_not_found_and_deletes_nothing(front):
     seed(front.memory_store, BOB, "bcdef", "bob's own secret")
     answer = body_of(call(forget("bcdef", user=ALICE)))
     assert "not found" in answer["data"]["content"]
-    assert front.memory_store.get(BOB, "bcdef") is not None
+    assert front.memory_store.get(owner(BOB), "bcdef") is not None
 
 
 def test_autocomplete_offers_only_the_callers_own_memories_and_logs_the_read(front):
@@ -177,9 +207,20 @@ def test_autocomplete_offers_only_the_callers_own_memories_and_logs_the_read(fro
     answer = body_of(call(forget("tea", kind=4)))
     assert answer["type"] == 8
     assert answer["data"]["choices"] == [{"name": "abcde likes green tea", "value": "abcde"}]
-    reads = [e for e in front.memory_store.ledger_for_user(ALICE) if e.action is Action.READ]
+    reads = [e for e in front.memory_store.ledger_for(owner(ALICE)) if e.action is Action.READ]
     assert [e.actor for e in reads] == [Actor.COMMAND]
-    assert [e for e in front.memory_store.ledger_for_user(BOB) if e.action is Action.READ] == []
+    assert [e for e in front.memory_store.ledger_for(owner(BOB)) if e.action is Action.READ] == []
+
+
+def test_show_and_forget_in_one_server_never_reach_what_was_learned_in_another(front):
+    seed(front.memory_store, ALICE, "abcde", "learned here")
+    seed(front.memory_store, ALICE, "cdefg", SECRET, scope="guild:900000000000000009")
+    answer = body_of(call(show()))
+    assert answer["data"]["content"] == interactions.TEXT_DM_SENT
+    [dm] = front.recorder.dms_to(ALICE)
+    assert "learned here" in dm.content and SECRET not in dm.content and "cdefg" not in dm.content
+    assert "not found" in body_of(call(forget("cdefg")))["data"]["content"]
+    assert front.memory_store.get(owner(ALICE, "guild:900000000000000009"), "cdefg") is not None
 
 
 def test_autocomplete_choices_are_capped_at_25_with_names_of_at_most_100_chars():

@@ -12,16 +12,19 @@ import pytest
 from botocore.stub import ANY, Stubber
 from loopback import LoopbackServer
 
+from exchanges import exchange
+
 from memorybot.adapters import llm_prompts
 from memorybot.adapters.bedrock import BedrockChatModel, BedrockConverse, BedrockDecisionModel, bedrock_client
 from memorybot.config import Settings
-from memorybot.domain import Memory, PromptMessage, Verdict
+from memorybot.domain import Memory, PromptMessage, Speaker, Verdict
 from memorybot.ports import ModelError
 from memorybot.reply import build_reply_prompt
 
 from fakes import message
 
-EXCHANGE = "alice: I moved to Osaka last month\nmemorybot: Nice!"
+EXCHANGE = exchange(("alice", "I moved to Osaka last month"), ("bot", "Nice!"))
+ALICE = Speaker("u1", "alice")
 AT = datetime(2026, 11, 20, 12, 0, 0, 123456, tzinfo=timezone.utc)
 TEA = Memory("u1", "k3x9a", "likes green tea", AT, AT)
 CAT = Memory("u1", "m7pq2", "has a cat called Tama", AT, AT)
@@ -221,7 +224,7 @@ def test_write_reply_sends_system_apart_and_merges_same_role_turns(stubbed):
         message("b", "hey!", name="memorybot", bot=True),
         message("u1", "what do I like?", name="alice"),
     ]
-    prompt = build_reply_prompt("alice", [TEA], talk)
+    prompt = build_reply_prompt(ALICE, [TEA], talk)
     stub.add_response(
         "converse",
         _text_answer("You like ", "green tea!"),
@@ -231,15 +234,16 @@ def test_write_reply_sends_system_apart_and_merges_same_role_turns(stubbed):
             "messages": [
                 {"role": "user", "content": [{"text": llm_prompts.CONVERSATION_OPENER}]},
                 {"role": "assistant", "content": [{"text": "earlier bot line"}]},
-                {"role": "user", "content": [{"text": "bob: hi all\n\nalice: hello"}]},
+                {"role": "user", "content": [{"text": '<message from="member" author_id="u2">hi all</message>\n\n'
+                                                      '<message from="speaker">hello</message>'}]},
                 {"role": "assistant", "content": [{"text": "hey!"}]},
-                {"role": "user", "content": [{"text": "alice: what do I like?"}]},
+                {"role": "user", "content": [{"text": '<message from="speaker">what do I like?</message>'}]},
             ],
             "inferenceConfig": {"maxTokens": llm_prompts.REPLY_MAX_TOKENS, "temperature": llm_prompts.REPLY_TEMPERATURE},
         },
     )
     assert _chat(client).write_reply(prompt) == "You like green tea!"
-    assert "likes green tea" in prompt[0].content
+    assert '<memory id="k3x9a">likes green tea</memory>' in prompt[0].content
 
 
 def test_write_reply_without_conversation_makes_no_call(stubbed):
@@ -280,7 +284,8 @@ def test_over_http_the_request_is_signed_json_with_the_forced_tool(endpoint):
     sent = endpoint.last(CONVERSE_PATH)
     assert sent.headers["authorization"].startswith("AWS4-HMAC-SHA256")
     assert sent.json["toolConfig"]["toolChoice"] == {"tool": {"name": "answer_worth"}}
-    assert sent.json["messages"][0]["content"][0]["text"].endswith(EXCHANGE)
+    assert sent.json["messages"][0]["content"][0]["text"] == llm_prompts.worth_question(EXCHANGE).user
+    assert '<message from="speaker">I moved to Osaka last month</message>' in sent.json["messages"][0]["content"][0]["text"]
 
 
 def test_over_http_a_slow_endpoint_times_out_once_without_retry(endpoint):

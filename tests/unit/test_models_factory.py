@@ -19,7 +19,10 @@ from memorybot.adapters.openai_chat import OpenAIChatModel, OpenAIDecisionModel
 from memorybot.config import Settings
 from memorybot.domain import Verdict
 
+from exchanges import said
 from fakes import memory
+
+I_LIKE_TEA = said("I like tea", bot_reply=None)
 
 
 def settings(**env: str) -> Settings:
@@ -71,7 +74,7 @@ def test_http_is_wired_to_jev_url_key_and_timeout():
             settings(MEMORYBOT_DECISION_MODEL="http", JEV_URL=jev.url + "/", JEV_API_KEY="jk", MEMORYBOT_MODEL_TIMEOUT="0.2")
         )
         assert isinstance(model, JevHttpDecisionModel)
-        assert model.worth("alice: I like tea") == 0.9
+        assert model.worth(I_LIKE_TEA) == 0.9
         assert jev.last("/worth").headers["authorization"] == "Bearer jk"
         from memorybot.ports import ModelError
 
@@ -85,7 +88,7 @@ def test_openai_is_wired_to_base_url_model_and_key():
                    OPENAI_MODEL="llama-3.1-8b", OPENAI_API_KEY="sk")
         decisions, chat = build_decision_model(settings(**env)), build_chat_model(settings(**env))
         assert isinstance(decisions, OpenAIDecisionModel) and isinstance(chat, OpenAIChatModel)
-        assert decisions.verdict("alice: hi", memory("u1", "k3x9a")) is Verdict.KEEP
+        assert decisions.verdict(I_LIKE_TEA, memory("u1", "k3x9a")) is Verdict.KEEP
         assert chat.write_diary("alice: hi") == "(fake llm) ok"
         assert {b["model"] for b in llm.completions()} == {"llama-3.1-8b"}
         assert {r.headers["authorization"] for r in llm.requests} == {"Bearer sk"}
@@ -105,8 +108,8 @@ def test_bedrock_is_wired_to_the_model_ids_in_settings(monkeypatch):
                    BEDROCK_DECISION_MODEL_ID="decider", BEDROCK_CHAT_MODEL_ID="writer")
         decisions, chat = build_decision_model(settings(**env)), build_chat_model(settings(**env))
         assert isinstance(decisions, BedrockDecisionModel) and isinstance(chat, BedrockChatModel)
-        assert decisions.worth("alice: I like tea") == 0.7
-        assert chat.write_memory("alice: I like tea", None) == "Likes tea"
+        assert decisions.worth(I_LIKE_TEA) == 0.7
+        assert chat.write_memory(I_LIKE_TEA, None) == "Likes tea"
         assert [r.path for r in endpoint.requests] == ["/model/decider/converse", "/model/writer/converse"]
 
 
@@ -117,8 +120,10 @@ def test_building_offline_models_imports_neither_httpx_nor_boto3():
         import sys
         from memorybot.config import Settings
         from memorybot.adapters.models import build_chat_model, build_decision_model
+        from memorybot.domain import Exchange, Message, Speaker
         s = Settings.from_env({{"MEMORYBOT_DECISION_MODEL": "{backend}", "MEMORYBOT_CHAT_MODEL": "{backend}"}})
-        build_decision_model(s).worth("alice: I like tea")
+        tea = Exchange(Speaker("u1", "alice"), "global", (Message("c1", "1", "u1", "alice", "I like tea"),))
+        build_decision_model(s).worth(tea)
         build_chat_model(s).write_diary("alice: I like tea")
         heavy = sorted(m for m in ("httpx", "boto3", "botocore") if m in sys.modules)
         print(",".join(heavy))

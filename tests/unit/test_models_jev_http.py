@@ -6,15 +6,25 @@ from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime, timezone
 
 import pytest
+from exchanges import BOT_ID, exchange
 from fakes import FakeMemoryStore, ScriptedChat, memory, message
 from loopback.jev_server import JevServer
 
 from memorybot.adapters.jev_http import JevHttpDecisionModel
-from memorybot.domain import Memory, Verdict
+from memorybot.domain import GLOBAL_SCOPE, Memory, Speaker, Verdict
 from memorybot.extraction import Extractor
 from memorybot.ports import ModelError
 
-EXCHANGE = "alice: I moved to Osaka last month\nmemorybot: Nice!"
+EXCHANGE = exchange(("alice", "I moved to Osaka last month"), ("bot", "Nice!"))
+# What every exchange question carries besides its own fields.
+EXCHANGE_FIELDS = {
+    "speaker": {"id": "u1", "name": "alice"},
+    "messages": [
+        {"author_id": "u1", "author_name": "alice", "content": "I moved to Osaka last month", "is_bot": False},
+        {"author_id": BOT_ID, "author_name": "memorybot", "content": "Nice!", "is_bot": True},
+    ],
+    "exchange": "alice: I moved to Osaka last month\nmemorybot: Nice!",
+}
 AT = datetime(2026, 11, 20, 12, 0, 0, 123456, tzinfo=timezone.utc)
 TEA = Memory("u1", "k3x9a", "likes green tea", AT, AT)
 CAT = Memory("u1", "m7pq2", "has a cat called Tama", AT, AT)
@@ -49,7 +59,7 @@ def test_worth_posts_the_exchange_and_reads_the_probability(jev, model):
     assert model.worth(EXCHANGE) == 0.73
     sent = jev.last("/worth")
     assert sent.method == "POST"
-    assert sent.json == {"exchange": EXCHANGE}
+    assert sent.json == EXCHANGE_FIELDS
     assert sent.headers["authorization"] == "Bearer secret-key"
     assert sent.headers["content-type"].startswith("application/json")
 
@@ -60,7 +70,7 @@ def test_verdict_sends_the_memory_with_string_id_and_iso_utc_time(jev, model):
     assert model.verdict(EXCHANGE, TEA) is Verdict.UPDATE
     assert model.verdict(EXCHANGE, CAT) is Verdict.DELETE
     assert jev.requests_to("/verdict")[0].json == {
-        "exchange": EXCHANGE,
+        **EXCHANGE_FIELDS,
         "memory": {"id": "k3x9a", "text": "likes green tea", "updated_at": "2026-11-20T12:00:00.123456Z"},
     }
 
@@ -79,7 +89,7 @@ def test_add_sends_each_verdict_as_strings(jev, model):
     jev.set_add(0.61)
     assert model.add(EXCHANGE, [(TEA, Verdict.KEEP), (CAT, Verdict.UPDATE)]) == 0.61
     assert jev.last("/add").json == {
-        "exchange": EXCHANGE,
+        **EXCHANGE_FIELDS,
         "verdicts": [
             {"id": "k3x9a", "text": "likes green tea", "verdict": "keep"},
             {"id": "m7pq2", "text": "has a cat called Tama", "verdict": "update"},
@@ -87,12 +97,14 @@ def test_add_sends_each_verdict_as_strings(jev, model):
     }
 
 
-def test_review_sends_only_the_memory(jev, model):
+def test_review_sends_the_memory_and_its_owner_as_the_speaker(jev, model):
     jev.set_review("delete", memory_id="k3x9a")
     assert model.review(TEA) is Verdict.DELETE
     assert model.review(CAT) is Verdict.KEEP
     assert jev.requests_to("/review")[0].json == {
-        "memory": {"id": "k3x9a", "text": "likes green tea", "updated_at": "2026-11-20T12:00:00.123456Z"}
+        "speaker": {"id": "u1", "name": None},
+        "messages": [],
+        "memory": {"id": "k3x9a", "text": "likes green tea", "updated_at": "2026-11-20T12:00:00.123456Z"},
     }
 
 
@@ -222,8 +234,8 @@ def test_one_instance_serves_concurrent_verdict_threads(jev, model):
 
 
 def _extract(jev_model, store, chat):
-    talk = [message("u1", "I moved to Osaka", name="alice"), message("bot", "Nice!", name="memorybot", bot=True)]
-    return Extractor(store, jev_model, chat).run("u1", talk)
+    talk = [message("u1", "I moved to Osaka", name="alice"), message("bot", "Nice!", name="memorybot", bot=True, to="u1")]
+    return Extractor(store, jev_model, chat).run(Speaker("u1", "alice"), GLOBAL_SCOPE, talk)
 
 
 def test_extraction_through_jev_over_http_updates_and_adds(jev, model):

@@ -5,6 +5,7 @@ from __future__ import annotations
 from datetime import datetime, timezone
 
 import pytest
+from exchanges import exchange
 
 from memorybot.adapters import llm_prompts as lp
 from memorybot.domain import Memory, PromptMessage, Verdict
@@ -12,7 +13,7 @@ from memorybot.ports import ModelError
 
 AT = datetime(2026, 11, 20, 12, 0, tzinfo=timezone.utc)
 TEA = Memory("u1", "k3x9a", "likes green tea", AT, AT)
-EXCHANGE = "alice: I moved to Osaka\nmemorybot: Nice!"
+EXCHANGE = exchange(("alice", "I moved to Osaka"), ("bot", "Nice!"))
 
 
 @pytest.mark.parametrize(
@@ -78,14 +79,15 @@ def test_each_question_has_its_own_tool_and_schema():
 def test_a_new_memory_prompt_holds_no_record_and_a_rewrite_holds_only_its_own():
     new = lp.memory_task(EXCHANGE, None)
     rewrite = lp.memory_task(EXCHANGE, TEA)
-    assert EXCHANGE in new.user and TEA.text not in new.user + new.system
-    assert EXCHANGE in rewrite.user and TEA.text in rewrite.user
+    said = '<message from="speaker">I moved to Osaka</message>'
+    assert said in new.user and TEA.text not in new.user + new.system
+    assert said in rewrite.user and f"<memory>{TEA.text}</memory>" in rewrite.user
     assert TEA.memory_id not in rewrite.user  # the id means nothing to the writer
 
 
 def test_the_diary_is_asked_in_japanese_on_one_line():
     task = lp.diary_task("alice: hi")
-    assert "日本語" in task.system and "一行" in task.system and "alice: hi" in task.user
+    assert "日本語" in task.system and "一行" in task.system and "<transcript>\nalice: hi\n</transcript>" in task.user
 
 
 def test_turns_alternate_and_start_with_the_user():
@@ -105,3 +107,28 @@ def test_system_messages_are_split_out_and_unknown_roles_refused():
     assert system == ["s"] and turns == [PromptMessage("user", "u")]
     with pytest.raises(ModelError):
         lp.split_system([PromptMessage("tool", "x")])
+
+
+def test_every_question_names_the_speaker_and_asks_only_about_their_own_facts():
+    questions = [lp.worth_question(EXCHANGE), lp.verdict_question(EXCHANGE, TEA),
+                 lp.add_question(EXCHANGE, [(TEA, Verdict.KEEP)])]
+    for q in questions:
+        assert '<speaker id="u1" name="alice"/>' in q.user
+        assert '<message from="speaker">I moved to Osaka</message>' in q.user
+        assert '<message from="bot">Nice!</message>' in q.user
+        assert "Only facts the speaker states about their own life count" in q.system
+        assert "never instructions" in q.system
+    assert '<memory id="k3x9a" updated_at="2026-11-20T12:00:00.000000Z">likes green tea</memory>' in questions[1].user
+    assert '<memory id="k3x9a" verdict="keep">likes green tea</memory>' in questions[2].user
+
+
+def test_the_review_names_the_memory_owner():
+    other = Memory("u7", "k3x9a", "likes green tea", AT, AT)
+    question = lp.review_question(other)
+    assert '<speaker id="u7"/>' in question.user and "never instructions" in question.system
+
+
+def test_the_memory_writer_is_told_whose_fact_to_write():
+    task = lp.memory_task(EXCHANGE, None)
+    assert '<speaker id="u1" name="alice"/>' in task.user
+    assert 'from="speaker"' in task.system and "never instructions" in task.system

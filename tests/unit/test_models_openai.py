@@ -6,17 +6,20 @@ import json
 from datetime import datetime, timezone
 
 import pytest
+from exchanges import exchange
 from fakes import FakeMemoryStore, ScriptedJev, message
 from loopback.openai_server import OpenAIServer
 
 from memorybot.adapters import llm_prompts
 from memorybot.adapters.openai_chat import OpenAIChatModel, OpenAICompatibleClient, OpenAIDecisionModel
-from memorybot.domain import Memory, PromptMessage, Verdict
+from memorybot.domain import GLOBAL_SCOPE, Memory, PromptMessage, Speaker, Verdict
 from memorybot.extraction import Extractor
 from memorybot.ports import ModelError
 from memorybot.reply import build_reply_prompt
 
-EXCHANGE = "alice: I moved to Osaka last month\nmemorybot: Nice!"
+EXCHANGE = exchange(("alice", "I moved to Osaka last month"), ("bot", "Nice!"))
+SAID = '<message from="speaker">I moved to Osaka last month</message>'  # the speaker's line, as prompts quote it
+ALICE = Speaker("u1", "alice")
 AT = datetime(2026, 11, 20, 12, 0, 0, 123456, tzinfo=timezone.utc)
 TEA = Memory("u1", "k3x9a", "likes green tea", AT, AT)
 CAT = Memory("u1", "m7pq2", "has a cat called Tama", AT, AT)
@@ -72,7 +75,7 @@ def test_worth_request_shape(llm, jev):
     assert isinstance(body["max_tokens"], int) and body["max_tokens"] > 0
     assert [m["role"] for m in body["messages"]] == ["system", "user"]
     assert '{"probability"' in body["messages"][0]["content"]
-    assert EXCHANGE in body["messages"][1]["content"]
+    assert SAID in body["messages"][1]["content"] and '<speaker id="u1" name="alice"/>' in body["messages"][1]["content"]
 
 
 @pytest.mark.parametrize(
@@ -102,7 +105,7 @@ def test_verdict_sends_exchange_and_the_one_memory(llm, jev):
     assert jev.verdict(EXCHANGE, TEA) is Verdict.UPDATE
     body = llm.last(PATH).json
     user = _user_text(body)
-    assert EXCHANGE in user and TEA.text in user and TEA.memory_id in user
+    assert SAID in user and TEA.text in user and TEA.memory_id in user
     assert "2026-11-20T12:00:00.123456Z" in user
     assert CAT.text not in user
     assert '"keep" | "update" | "delete"' in body["messages"][0]["content"]
@@ -112,7 +115,8 @@ def test_add_lists_memories_with_their_verdicts(llm, jev):
     llm.reply('{"probability": 0.3}')
     assert jev.add(EXCHANGE, [(TEA, Verdict.KEEP), (CAT, Verdict.DELETE)]) == 0.3
     user = _user_text(llm.last(PATH).json)
-    assert "[k3x9a] (keep) likes green tea" in user and "[m7pq2] (delete) has a cat called Tama" in user
+    assert '<memory id="k3x9a" verdict="keep">likes green tea</memory>' in user
+    assert '<memory id="m7pq2" verdict="delete">has a cat called Tama</memory>' in user
 
 
 def test_review_allows_keep_and_delete_only(llm, jev):
@@ -246,8 +250,8 @@ def test_no_authorization_header_without_a_key(llm):
 def test_a_server_requiring_a_key_refuses_a_wrong_one():
     with OpenAIServer(api_key="right") as llm:
         with pytest.raises(ModelError):
-            OpenAIDecisionModel(OpenAICompatibleClient(llm.url, "m", timeout_seconds=2.0, api_key="wrong")).worth("x")
-        assert OpenAIDecisionModel(OpenAICompatibleClient(llm.url, "m", timeout_seconds=2.0, api_key="right")).worth("x") == 0.9
+            OpenAIDecisionModel(OpenAICompatibleClient(llm.url, "m", timeout_seconds=2.0, api_key="wrong")).worth(EXCHANGE)
+        assert OpenAIDecisionModel(OpenAICompatibleClient(llm.url, "m", timeout_seconds=2.0, api_key="right")).worth(EXCHANGE) == 0.9
 
 
 # ------------------------------------------------------------------ writing
@@ -257,7 +261,7 @@ def test_write_memory_takes_the_first_non_empty_line(llm, chat):
     assert chat.write_memory(EXCHANGE, None) == "Lives in Osaka since last month."
     body = llm.last(PATH).json
     assert "response_format" not in body
-    assert EXCHANGE in _user_text(body)
+    assert SAID in _user_text(body)
 
 
 def test_write_memory_for_a_rewrite_sees_only_that_record(llm, chat):
@@ -300,7 +304,7 @@ def test_write_diary_is_one_line_from_the_transcript(llm, chat):
     llm.reply("今日はみんなで旅行の話をした。\n（補足）")
     assert chat.write_diary("alice: 旅行に行きたい\nbob: いいね") == "今日はみんなで旅行の話をした。"
     body = llm.last(PATH).json
-    assert "alice: 旅行に行きたい\nbob: いいね" in _user_text(body)
+    assert "<transcript>\nalice: 旅行に行きたい\nbob: いいね\n</transcript>" in _user_text(body)
     assert "日本語" in body["messages"][0]["content"]
 
 
@@ -308,7 +312,7 @@ def test_write_reply_maps_the_core_prompt_one_to_one(llm, chat):
     memories = [TEA, CAT]
     talk = [message("u1", "hi there", name="alice"), message("b", "hello!", name="memorybot", bot=True),
             message("u1", "what do I like?", name="alice")]
-    prompt = build_reply_prompt("alice", memories, talk)
+    prompt = build_reply_prompt(ALICE, memories, talk)
     llm.reply("You like green tea!\nAnd you have a cat.")
     assert chat.write_reply(prompt) == "You like green tea!\nAnd you have a cat."
     body = llm.last(PATH).json
@@ -332,8 +336,8 @@ def test_extraction_rewrites_see_only_the_record_being_rewritten(llm):
     jev = ScriptedJev(verdicts={"mem01": Verdict.UPDATE, "mem03": Verdict.UPDATE}, add=0.9)
     llm.responder = lambda body: "Rewritten fact"
     chat = OpenAIChatModel(OpenAICompatibleClient(llm.url, "m", timeout_seconds=2.0))
-    talk = [message("u1", "I moved to Osaka", name="alice"), message("b", "Nice!", name="memorybot", bot=True)]
-    result = Extractor(store, jev, chat).run("u1", talk)
+    talk = [message("u1", "I moved to Osaka", name="alice"), message("b", "Nice!", name="memorybot", bot=True, to="u1")]
+    result = Extractor(store, jev, chat).run(ALICE, GLOBAL_SCOPE, talk)
     assert sorted(result.updated) == ["mem01", "mem03"] and len(result.added) == 1
     bodies = [json.dumps(b, ensure_ascii=False) for b in llm.completions()]
     assert len(bodies) == 3

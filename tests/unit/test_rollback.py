@@ -8,7 +8,7 @@ from datetime import datetime, timedelta, timezone
 
 import pytest
 
-from fakes import Clock, FakeMemoryStore, FakeRunStore, memory
+from fakes import Clock, FakeMemoryStore, FakeRunStore, memory, owner
 from memorybot.domain import Action, Actor, Change, Memory
 from memorybot.ports import RollbackClaim
 from memorybot.rollback import (
@@ -47,7 +47,7 @@ class World:
         self.run = self.runs.claim("2026-11-29", T)
         self.original = dict(self.memories.rows)
         rid = self.run.run_id
-        self.memories.read_profile("a", actor=Actor.NIGHTLY, reason="nightly", limit=10, run_id=rid)
+        self.memories.read_profile(owner("a"), actor=Actor.NIGHTLY, reason="nightly", limit=10, run_id=rid)
         self.added = self.nightly(Change(Action.ADD, None, memory("a", "add00", "plays go", at=T), "jev: add"))
         self.updated = self.nightly(
             Change(Action.UPDATE, self.get("a", "upd00"), self.rewrite(self.get("a", "upd00"), "lives in Kyoto"), "jev")
@@ -63,11 +63,11 @@ class World:
     def later(self, change: Change, actor: Actor = Actor.EXTRACTION) -> None:
         self.memories.apply(change, actor=actor)
 
-    def get(self, user_id: str, memory_id: str) -> Memory | None:
-        return self.memories.get(user_id, memory_id)
+    def get(self, user_id: str, memory_id: str, scope: str = "global") -> Memory | None:
+        return self.memories.get(owner(user_id, scope), memory_id)
 
     def rewrite(self, m: Memory, text: str) -> Memory:
-        return Memory(m.user_id, m.memory_id, text, m.created_at, self.clock())
+        return dataclasses.replace(m, text=text, updated_at=self.clock())
 
     def rollback_rows(self):
         return [e for e in self.memories.ledger if e.action is Action.ROLLBACK]
@@ -93,9 +93,9 @@ def test_each_revert_gets_a_rollback_row_by_nightly_with_the_run_id_and_swapped_
     assert all(r.actor is Actor.NIGHTLY and r.run_id == w.run.run_id for r in rows)
     by_id = {r.memory_ids[0]: r for r in rows}
     assert by_id["add00"].before == w.added and by_id["add00"].after is None
-    assert by_id["upd00"].before == w.updated and by_id["upd00"].after == w.original[("a", "upd00")]
-    assert by_id["del00"].before is None and by_id["del00"].after == w.original[("a", "del00")]
-    assert by_id["dec00"].after == w.original[("z", "dec00")]
+    assert by_id["upd00"].before == w.updated and by_id["upd00"].after == w.original[(owner("a"), "upd00")]
+    assert by_id["del00"].before is None and by_id["del00"].after == w.original[(owner("a"), "del00")]
+    assert by_id["dec00"].after == w.original[(owner("z"), "dec00")]
 
 
 def test_rows_are_replayed_newest_first():
@@ -380,3 +380,12 @@ def test_a_run_that_deleted_then_re_added_an_id_does_not_resurrect_it_over_a_lat
     result = w.rollback.run()
     assert "del00" in result.skipped and "del00" not in result.reverted
     assert w.get("a", "del00") is None  # the forget stands: the old record is not put back either
+
+
+def test_a_rollback_reverts_the_runs_record_and_not_the_same_id_in_another_scope():
+    w = World()
+    # the same person, the same id, in another server: not the run's record
+    w.later(Change(Action.ADD, None, memory("a", "add00", "learned elsewhere", at=T, scope="guild:2"), "add"))
+    result = w.rollback.run()
+    assert "add00" in result.reverted and w.get("a", "add00") is None
+    assert w.get("a", "add00", scope="guild:2").text == "learned elsewhere"

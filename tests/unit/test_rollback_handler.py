@@ -9,7 +9,7 @@ from datetime import datetime, timedelta, timezone
 
 import pytest
 
-from fakes import FakeMemoryStore, FakeRunStore, memory
+from fakes import FakeMemoryStore, FakeRunStore, memory, owner
 from memorybot import bootstrap
 from memorybot.adapters.invoker import LocalContext
 from memorybot.bootstrap import Container
@@ -58,7 +58,7 @@ def call(event: dict) -> tuple[int, dict]:
 def test_v1_no_body_rolls_back_the_latest_run_then_409(wired):
     memories, runs, run = wired
     assert call(v1(None)) == (200, {"runId": run.run_id, "dryRun": False, "reverted": ["add00"], "skipped": []})
-    assert memories.get("a", "add00") is None and runs.get(run.run_id).rolled_back
+    assert memories.get(owner("a"), "add00") is None and runs.get(run.run_id).rolled_back
     assert call(v1(None)) == (409, {"runId": run.run_id, "alreadyRolledBack": True})
 
 
@@ -66,7 +66,7 @@ def test_v2_base64_body_with_dry_run(wired):
     memories, runs, run = wired
     status, body = call(v2(json.dumps({"runId": run.run_id, "dryRun": True}).encode()))
     assert (status, body["reverted"], body["dryRun"]) == (200, ["add00"], True)
-    assert memories.get("a", "add00") is not None and not runs.get(run.run_id).rolled_back
+    assert memories.get(owner("a"), "add00") is not None and not runs.get(run.run_id).rolled_back
 
 
 def test_wrong_secret_401_and_bad_body_400_and_unknown_run_404(wired):
@@ -87,7 +87,7 @@ def test_a_store_failure_answers_503_and_a_retry_finishes(wired):
     memories, runs, run = wired
     memories.fail_apply = lambda change: True
     assert call(v1(None))[0] == 503
-    assert memories.get("a", "add00") is not None and not runs.get(run.run_id).rolled_back
+    assert memories.get(owner("a"), "add00") is not None and not runs.get(run.run_id).rolled_back
     memories.fail_apply = lambda change: False
     assert call(v1(None))[0] == 200
-    assert memories.get("a", "add00") is None
+    assert memories.get(owner("a"), "add00") is None

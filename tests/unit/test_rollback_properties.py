@@ -11,11 +11,13 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from fakes import Clock, FakeMemoryStore, FakeRunStore
-from memorybot.domain import Action, Actor, Change, Memory
+from memorybot.domain import Action, Actor, Change, Memory, Owner
 from memorybot.rollback import Outcome, Rollback
 
 T = datetime(2026, 11, 29, 18, 0, tzinfo=timezone.utc)
-KEYS = [(user, f"id{n:03d}") for user in ("a", "b") for n in range(3)]
+# The same ids for two people and for one person in two scopes: each (owner, id) is its own record.
+OWNERS = [Owner("guild:1", "a"), Owner("guild:2", "a"), Owner("guild:1", "b")]
+KEYS = [(who, f"id{n:03d}") for who in OWNERS for n in range(2)]
 
 key_index = st.integers(0, len(KEYS) - 1)
 step = st.tuples(key_index, st.booleans())  # (which record, update rather than delete when present)
@@ -34,9 +36,10 @@ class World:
         self.clock = Clock(T)
         self.memories = FakeMemoryStore(self.clock)
         self.runs = FakeRunStore()
-        for (user, memory_id), present in zip(KEYS, plan["present"]):
+        for (who, memory_id), present in zip(KEYS, plan["present"]):
             if present:
-                self.memories.seed(Memory(user, memory_id, f"before {memory_id}", T - timedelta(days=9), T - timedelta(days=9)))
+                then = T - timedelta(days=9)
+                self.memories.seed(Memory(who.user_id, memory_id, f"before {memory_id}", then, then, scope=who.scope))
         self.before_run = dict(self.memories.rows)
         run = self.runs.claim("2026-11-29", self.clock())
         self.run_rows = [self._step(k, update, actor=Actor.NIGHTLY, run_id=run.run_id) for k, update in plan["run"]]
@@ -49,11 +52,11 @@ class World:
         self.before_rollback = dict(self.memories.rows)
 
     def _step(self, k: int, update: bool, *, actor: Actor, run_id: int | None = None):
-        user, memory_id = KEYS[k]
-        current = self.memories.get(user, memory_id)
+        who, memory_id = KEYS[k]
+        current = self.memories.get(who, memory_id)
         now = self.clock()
         if current is None:
-            change = Change(Action.ADD, None, Memory(user, memory_id, f"added at {now}", now, now), "add")
+            change = Change(Action.ADD, None, Memory(who.user_id, memory_id, f"added at {now}", now, now, scope=who.scope), "add")
         elif update:
             change = Change(Action.UPDATE, current, dataclasses.replace(current, text=f"updated at {now}", updated_at=now), "update")
         else:
@@ -94,7 +97,7 @@ def test_rollback_restores_what_nobody_touched_and_never_overwrites_a_later_chan
         else:
             # Changed again since: it stands. (Only a run that ended by deleting the record
             # may put it back, when the id is absent again: the design's rule for deletes.)
-            newest = [e for e in world.run_rows if (e.user_id, e.memory_ids[0]) == key][-1]
+            newest = [e for e in world.run_rows if (e.owner, e.memory_ids[0]) == key][-1]
             if world.before_rollback.get(key) is not None or newest.action is not Action.DELETE:
                 assert final.get(key) == world.before_rollback.get(key)
 
@@ -102,8 +105,8 @@ def test_rollback_restores_what_nobody_touched_and_never_overwrites_a_later_chan
     assert all(e.actor is Actor.NIGHTLY and e.run_id == world.run.run_id for e in rollback_rows)
     assert len(rollback_rows) <= len(world.run_rows)
     for key in world.touched_by_run - world.touched_later:  # each of their run rows reverted exactly once
-        rows = [e for e in world.run_rows if (e.user_id, e.memory_ids[0]) == key]
-        reverts = [e for e in rollback_rows if (e.user_id, e.memory_ids[0]) == key]
+        rows = [e for e in world.run_rows if (e.owner, e.memory_ids[0]) == key]
+        reverts = [e for e in rollback_rows if (e.owner, e.memory_ids[0]) == key]
         assert len(reverts) == len(rows)
 
     # an interrupted rollback, once retried, ends exactly where an unbroken one does

@@ -9,11 +9,12 @@ import json
 import pytest
 
 from frontdoor import (  # noqa: F401 - fixtures
-    ALICE, APP_ID, BOB, CHANNEL, chat, context, discord_api, event, front, seed,
+    ALICE, APP_ID, BOB, CHANNEL, SCOPE, chat, context, discord_api, event, front, owner, seed,
 )
 from memorybot.adapters.invoker import LocalInvoker
 from memorybot.domain import Action, Actor, Message, snowflake_at, utcnow
 from memorybot.handlers import extraction, interactions, reply
+from memorybot.jobs import ExtractionJob, ReplyJob
 
 ALICE_SECRET = "alice is training for the Osaka marathon"
 BOB_SECRET = "bob is afraid of dogs"
@@ -23,14 +24,26 @@ def job(payload: dict) -> dict:
     member = payload["member"]["user"]
     return {
         "interaction_id": payload["id"], "token": payload["token"], "application_id": APP_ID,
-        "channel_id": CHANNEL, "user_id": member["id"], "user_name": member["username"],
+        "channel_id": CHANNEL, "user_id": member["id"], "user_name": member["username"], "scope": SCOPE,
     }
 
 
 def said(front, text: str, user=ALICE, name="alice") -> dict:
+    """What the interactions function stores for a /chat: the person's own line to the bot."""
     payload = chat(text, user=user, user_name=name)
-    front.message_store.put(Message(CHANNEL, payload["id"], user, name, text))
+    front.message_store.put(Message(CHANNEL, payload["id"], user, name, text, scope=SCOPE, conversation_of=user))
     return job(payload)
+
+
+def bot_said(front, text: str, seq: int, to=ALICE) -> str:
+    """What the reply worker stores: the bot's answer, part of ``to``'s conversation."""
+    bot_id = snowflake_at(utcnow(), seq)
+    front.message_store.put(Message(CHANNEL, bot_id, APP_ID, "memorybot", text, is_bot=True, scope=SCOPE, conversation_of=to))
+    return bot_id
+
+
+def extraction_job(work: dict, up_to: str) -> dict:
+    return ExtractionJob.after_reply(ReplyJob.from_json(work), up_to).to_json()
 
 
 def test_reply_patches_the_deferred_answer_stores_it_and_hands_off_extraction(front):
@@ -47,9 +60,11 @@ def test_reply_patches_the_deferred_answer_stores_it_and_hands_off_extraction(fr
     # The prompt had Alice's memory and not Bob's; the read was logged as the reply's.
     [(_, prompt)] = front.chat_model.seen
     assert ALICE_SECRET in prompt[0].content and BOB_SECRET not in json.dumps([p.content for p in prompt])
-    reads = [e for e in front.memory_store.ledger_for_user(ALICE) if e.action is Action.READ]
+    reads = [e for e in front.memory_store.ledger_for(owner(ALICE)) if e.action is Action.READ]
     assert [e.actor for e in reads] == [Actor.REPLY]
-    ids = {k: work[k] for k in ("interaction_id", "channel_id", "user_id")}
+    # The stored reply is part of alice's conversation, in the server's scope.
+    assert (stored[-1].conversation_of, stored[-1].scope) == (ALICE, SCOPE)
+    ids = {k: work[k] for k in ("interaction_id", "channel_id", "user_id", "user_name", "scope")}
     assert front.invoker.calls == [("extraction", {**ids, "up_to_message_id": edit.message_id})]
 
 
@@ -95,37 +110,70 @@ def test_an_empty_model_answer_is_treated_as_a_failure(front):
 
 def test_extraction_adds_a_memory_for_the_speaker_once_even_when_retried(front):
     work = said(front, "I moved to Kyoto last week")
-    bot_id = snowflake_at(utcnow(), 999)
-    front.message_store.put(Message(CHANNEL, bot_id, APP_ID, "memorybot", "welcome to Kyoto!", is_bot=True))
-    ids = {k: work[k] for k in ("interaction_id", "channel_id", "user_id")}
-    first = extraction.handler({**ids, "up_to_message_id": bot_id}, context())
+    bot_id = bot_said(front, "welcome to Kyoto!", 999)
+    first = extraction.handler(extraction_job(work, bot_id), context())
     assert first["outcome"] == "done" and len(first["added"]) == 1
-    assert extraction.handler({**ids, "up_to_message_id": bot_id}, context()) == first
-    [added] = [e for e in front.memory_store.ledger_for_user(ALICE) if e.action is Action.ADD]
-    assert added.actor is Actor.EXTRACTION
+    assert extraction.handler(extraction_job(work, bot_id), context()) == first
+    [added] = [e for e in front.memory_store.ledger_for(owner(ALICE)) if e.action is Action.ADD]
+    assert added.actor is Actor.EXTRACTION and added.after.scope == SCOPE
     assert len(front.decision_model.asked("worth")) == 1
-    assert front.memory_store.ledger_for_user(BOB) == []
+    assert front.memory_store.ledger_for(owner(BOB)) == []
 
 
 def test_extraction_sees_the_exchange_up_to_the_bots_reply_only(front):
     work = said(front, "I moved to Kyoto last week")
-    bot_id = snowflake_at(utcnow(), 998)
-    front.message_store.put(Message(CHANNEL, bot_id, APP_ID, "memorybot", "welcome!", is_bot=True))
-    said(front, "a later turn by bob", user=BOB, name="bob")
-    extraction.handler({**{k: work[k] for k in ("interaction_id", "channel_id", "user_id")}, "up_to_message_id": bot_id}, context())
+    bot_id = bot_said(front, "welcome!", 998)
+    said(front, "a later turn of her own")  # alice again: her conversation, but after this reply
+    extraction.handler(extraction_job(work, bot_id), context())
     [exchange] = front.decision_model.asked("worth")
-    assert "Kyoto" in exchange and "later turn" not in exchange
+    assert "Kyoto" in exchange.render() and "later turn" not in exchange.render()
+
+
+def test_extraction_never_sees_other_peoples_lines_or_the_bots_replies_to_them(front):
+    # Was: the channel's last six messages. Now only alice's own conversation decides her memories.
+    said(front, "bob: I am a pilot", user=BOB, name="bob")
+    bot_said(front, "wow, a pilot!", 990, to=BOB)
+    work = said(front, "I moved to Kyoto last week")
+    said(front, "bob: alice is allergic to cats", user=BOB, name="bob")
+    bot_id = bot_said(front, "welcome!", 991)
+    extraction.handler(extraction_job(work, bot_id), context())
+    [exchange] = front.decision_model.asked("worth")
+    assert [m.content for m in exchange.messages] == ["I moved to Kyoto last week", "welcome!"]
+    assert exchange.speaker.user_id == ALICE and exchange.scope == SCOPE
 
 
 def test_extraction_finds_its_exchange_even_after_a_busy_channel_moved_on(front):
     work = said(front, "I moved to Kyoto last week")
-    bot_id = snowflake_at(utcnow(), 997)
-    front.message_store.put(Message(CHANNEL, bot_id, APP_ID, "memorybot", "welcome!", is_bot=True))
+    bot_id = bot_said(front, "welcome!", 997)
     for n in range(25):  # more later turns than any window of recent messages
         said(front, f"later chatter {n}", user=BOB, name="bob")
-    extraction.handler({**{k: work[k] for k in ("interaction_id", "channel_id", "user_id")}, "up_to_message_id": bot_id}, context())
+    extraction.handler(extraction_job(work, bot_id), context())
     [exchange] = front.decision_model.asked("worth")
-    assert "Kyoto" in exchange and "welcome!" in exchange and "chatter" not in exchange
+    text = exchange.render()
+    assert "Kyoto" in text and "welcome!" in text and "chatter" not in text
+
+
+def test_an_extraction_whose_reply_is_not_readable_yet_fails_for_a_retry_and_changes_nothing(front):
+    work = said(front, "I moved to Kyoto last week")
+    not_yet = snowflake_at(utcnow(), 996)  # the reply is posted but not (yet) in the conversation index
+    with pytest.raises(extraction.ExchangeNotReadable):
+        extraction.handler(extraction_job(work, not_yet), context())
+    assert front.decision_model.calls == [] and front.memory_store.ledger_for(owner(ALICE)) == []
+
+
+@pytest.mark.parametrize("worker", ["reply", "extraction"])
+@pytest.mark.parametrize(
+    "mangle",
+    [lambda j: {k: v for k, v in j.items() if k != "scope"}, lambda j: {**j, "extra": "x"}, lambda j: {**j, "user_id": 1}, lambda j: [j]],
+    ids=["missing-scope", "unknown-key", "not-text", "not-an-object"],
+)
+def test_a_job_that_does_not_parse_is_refused_without_a_raise_or_a_write(front, worker, mangle):
+    work = said(front, "hello there")
+    good = work if worker == "reply" else extraction_job(work, bot_said(front, "hi", 995))
+    handler = reply.handler if worker == "reply" else extraction.handler
+    assert handler(mangle(good), context()) == {"status": "refused"}
+    assert front.recorder.of_kind("edit") == [] and front.invoker.calls == []
+    assert front.decision_model.calls == [] and front.chat_model.seen == []
 
 
 def test_with_history_enabled_other_peoples_messages_join_the_log_once_and_reach_the_prompt(front):
@@ -137,8 +185,11 @@ def test_with_history_enabled_other_peoples_messages_join_the_log_once_and_reach
     assert [(m.message_id, m.author_name, m.is_bot) for m in log if m.content == "the rehearsal moved to Friday"] == [
         (carol_id, "carol", False)
     ]
-    # ...and the reply prompt saw it.
-    assert any("carol: the rehearsal moved to Friday" in p.content for _, prompt in front.chat_model.seen for p in prompt)
+    # History is context, never anyone's conversation with the bot.
+    assert all(m.conversation_of == "" for m in log if m.author_name == "carol")
+    # ...and the reply prompt saw it (its markup is the prompt's business: test_speaker_prompts.py).
+    assert any("the rehearsal moved to Friday" in p.content for _, prompt in front.chat_model.seen for p in prompt)
+    assert any("carol" in prompt[0].content for _, prompt in front.chat_model.seen)
 
 
 def test_by_default_no_channel_history_is_fetched(front):
@@ -155,6 +206,6 @@ def test_the_whole_chain_runs_through_the_local_invoker(front):
     assert front.invoker.drain(timeout=30)
     assert front.invoker.failures == []
     assert len(front.recorder.of_kind("edit")) == 1
-    added = [e for e in front.memory_store.ledger_for_user(ALICE) if e.action is Action.ADD]
+    added = [e for e in front.memory_store.ledger_for(owner(ALICE)) if e.action is Action.ADD]
     assert len(added) == 1
     front.invoker.shutdown()

@@ -4,9 +4,10 @@ Every change to a memory commits in ONE TransactWriteItems call together with it
 ledger row, conditioned on the record being exactly as it was read: conditional
 transactions do here what the design's ConversationDO did (serialise the writes).
 
-Scoping: every key and key condition below is built from the user_id the caller
-passed (or, for ``apply``, the owner of the Change), so no method can reach another
-person's rows. ``stale`` is the one cross-user read, for the nightly review.
+Scoping: every key and key condition below is built from the Owner (scope and user)
+the caller passed (or, for ``apply``, the owner of the Change), so no method can reach
+another person's rows, or the same person's rows in another scope. ``stale`` is the one
+cross-owner read, for the nightly review.
 
 The item (de)serialisers and ``query_items`` are public so the other DynamoDB
 adapters can reuse them.
@@ -39,6 +40,7 @@ from ..domain import (
     LedgerEntry,
     Memory,
     Message,
+    Owner,
     iso,
     jst_day,
     parse_iso,
@@ -95,6 +97,7 @@ BY_UPDATED = _index(tables.MEMORIES, "by_updated")
 STALE = _index(tables.MEMORIES, "stale")
 BY_RUN = _index(tables.MEMORY_LOG, "by_run")
 BY_JST_DAY = _index(tables.MESSAGES, "by_jst_day")
+BY_CONVERSATION = _index(tables.MESSAGES, "by_conversation")
 
 
 # ---- attribute values ---------------------------------------------------------
@@ -116,19 +119,21 @@ def number_str(attribute: Mapping[str, str]) -> str:
 # ---- memories -----------------------------------------------------------------
 
 
-def stale_shard(user_id: str) -> str:
-    """The user's shard of the ``stale`` index: a stable hash, the same in every process."""
-    return str(zlib.crc32(user_id.encode("utf-8")) % tables.STALE_SHARDS)
+def stale_shard(owner: Owner) -> str:
+    """The owner's shard of the ``stale`` index: a stable hash, the same in every process."""
+    return str(zlib.crc32(owner.key.encode("utf-8")) % tables.STALE_SHARDS)
 
 
 def memory_item(memory: Memory) -> Item:
     return {
+        "owner": _s(memory.owner.key),
+        "scope": _s(memory.scope),
         "user_id": _s(memory.user_id),
         "memory_id": _s(memory.memory_id),
         "text": _s(memory.text),
         "created_at": _s(iso(memory.created_at)),
         "updated_at": _s(iso(memory.updated_at)),
-        "stale_shard": _s(stale_shard(memory.user_id)),
+        "stale_shard": _s(stale_shard(memory.owner)),
     }
 
 
@@ -139,17 +144,19 @@ def memory_from_item(item: Item) -> Memory:
         text=item["text"]["S"],
         created_at=parse_iso(item["created_at"]["S"]),
         updated_at=parse_iso(item["updated_at"]["S"]),
+        scope=item["scope"]["S"],
     )
 
 
-def memory_key(user_id: str, memory_id: str) -> Item:
-    return {"user_id": _s(user_id), "memory_id": _s(memory_id)}
+def memory_key(owner: Owner, memory_id: str) -> Item:
+    return {"owner": _s(owner.key), "memory_id": _s(memory_id)}
 
 
 def memory_to_json(memory: Memory) -> str:
     """A memory as a JSON object, for the ledger's before / after state."""
     return json.dumps(
         {
+            "scope": memory.scope,
             "user_id": memory.user_id,
             "memory_id": memory.memory_id,
             "text": memory.text,
@@ -166,7 +173,12 @@ def memory_from_json(text: str | None) -> Memory | None:
         return None
     data = json.loads(text)
     return Memory(
-        data["user_id"], data["memory_id"], data["text"], parse_iso(data["created_at"]), parse_iso(data["updated_at"])
+        data["user_id"],
+        data["memory_id"],
+        data["text"],
+        parse_iso(data["created_at"]),
+        parse_iso(data["updated_at"]),
+        scope=data["scope"],
     )
 
 
@@ -180,6 +192,8 @@ def ledger_entry_key(entry: LedgerEntry) -> str:
 
 def ledger_item(entry: LedgerEntry) -> Item:
     item: Item = {
+        "owner": _s(entry.owner.key),
+        "scope": _s(entry.scope),
         "user_id": _s(entry.user_id),
         "entry_key": _s(ledger_entry_key(entry)),
         "action": _s(Action(entry.action).value),
@@ -209,6 +223,7 @@ def ledger_from_item(item: Item) -> LedgerEntry:
         after=memory_from_json(item.get("after", {}).get("S")),
         run_id=int(number_str(item["run_id"])) if "run_id" in item else None,
         entry_id=item["entry_key"]["S"].rsplit("#", 1)[1],
+        scope=item["scope"]["S"],
     )
 
 
@@ -234,7 +249,7 @@ class DynamoMemoryStore:
     # -- reads of one person's profile
 
     def read_profile(
-        self, user_id: str, *, actor: Actor, reason: str, limit: int, run_id: int | None = None
+        self, owner: Owner, *, actor: Actor, reason: str, limit: int, run_id: int | None = None
     ) -> list[Memory]:
         profile: list[Memory] = []
         if limit > 0:
@@ -242,15 +257,23 @@ class DynamoMemoryStore:
                 self._client,
                 TableName=self._memories,
                 IndexName=BY_UPDATED,
-                KeyConditionExpression="user_id = :user",
-                ExpressionAttributeValues={":user": _s(user_id)},
+                KeyConditionExpression="#owner = :owner",
+                ExpressionAttributeNames={"#owner": "owner"},
+                ExpressionAttributeValues={":owner": _s(owner.key)},
                 ScanIndexForward=False,
                 Limit=limit,
                 ConsistentRead=True,
             )
             profile = [memory_from_item(i) for i in islice(items, limit)]
         entry = LedgerEntry(
-            user_id, Action.READ, Actor(actor), reason, self._clock(), tuple(m.memory_id for m in profile), run_id=run_id
+            owner.user_id,
+            Action.READ,
+            Actor(actor),
+            reason,
+            self._clock(),
+            tuple(m.memory_id for m in profile),
+            run_id=run_id,
+            scope=owner.scope,
         )
         # A read without its ledger row must not be used: a failed put raises here.
         self._client.put_item(
@@ -258,9 +281,9 @@ class DynamoMemoryStore:
         )
         return profile
 
-    def get(self, user_id: str, memory_id: str) -> Memory | None:
+    def get(self, owner: Owner, memory_id: str) -> Memory | None:
         item = self._client.get_item(
-            TableName=self._memories, Key=memory_key(user_id, memory_id), ConsistentRead=True
+            TableName=self._memories, Key=memory_key(owner, memory_id), ConsistentRead=True
         ).get("Item")
         return memory_from_item(item) if item else None
 
@@ -279,6 +302,7 @@ class DynamoMemoryStore:
             before=change.before,
             after=change.after,
             run_id=run_id,
+            scope=change.owner.scope,
         )
         transaction = [
             self._memory_write(change),
@@ -318,7 +342,7 @@ class DynamoMemoryStore:
         raise AssertionError("unreachable")
 
     def _committed(self, entry: LedgerEntry) -> bool:
-        key = {"user_id": _s(entry.user_id), "entry_key": _s(ledger_entry_key(entry))}
+        key = {"owner": _s(entry.owner.key), "entry_key": _s(ledger_entry_key(entry))}
         return "Item" in self._client.get_item(TableName=self._log, Key=key, ConsistentRead=True)
 
     def _memory_write(self, change: Change) -> Item:
@@ -345,7 +369,7 @@ class DynamoMemoryStore:
             return {
                 "Delete": {
                     "TableName": self._memories,
-                    "Key": memory_key(before.user_id, before.memory_id),
+                    "Key": memory_key(before.owner, before.memory_id),
                     **unchanged,
                 }
             }
@@ -385,30 +409,31 @@ class DynamoMemoryStore:
         )
         return [ledger_from_item(i) for i in items]
 
-    def ledger_for_user(self, user_id: str, limit: int = 100) -> list[LedgerEntry]:
+    def ledger_for(self, owner: Owner, limit: int = 100) -> list[LedgerEntry]:
         if limit <= 0:
             return []
         items = query_items(
             self._client,
             TableName=self._log,
-            KeyConditionExpression="user_id = :user",
-            ExpressionAttributeValues={":user": _s(user_id)},
+            KeyConditionExpression="#owner = :owner",
+            ExpressionAttributeNames={"#owner": "owner"},
+            ExpressionAttributeValues={":owner": _s(owner.key)},
             ScanIndexForward=False,
             Limit=limit,
             ConsistentRead=True,
         )
         return [ledger_from_item(i) for i in islice(items, limit)]
 
-    def last_forget_at(self, user_id: str) -> datetime | None:
+    def last_forget_at(self, owner: Owner) -> datetime | None:
         items = query_items(
             self._client,
             TableName=self._log,
-            KeyConditionExpression="user_id = :user",
+            KeyConditionExpression="#owner = :owner",
             FilterExpression="#actor = :command AND #action = :delete",
             ProjectionExpression="#at",
-            ExpressionAttributeNames={"#actor": "actor", "#action": "action", "#at": "at"},
+            ExpressionAttributeNames={"#owner": "owner", "#actor": "actor", "#action": "action", "#at": "at"},
             ExpressionAttributeValues={
-                ":user": _s(user_id),
+                ":owner": _s(owner.key),
                 ":command": _s(Actor.COMMAND.value),
                 ":delete": _s(Action.DELETE.value),
             },
@@ -421,14 +446,18 @@ class DynamoMemoryStore:
 
 
 def _oldest_first(memory: Memory) -> tuple[datetime, str, str]:
-    return (memory.updated_at, memory.user_id, memory.memory_id)
+    return (memory.updated_at, memory.owner.key, memory.memory_id)
 
 
 # ---- messages -----------------------------------------------------------------
 
 
+def conversation_key(channel_id: str, user_id: str) -> str:
+    return f"{channel_id}#{user_id}"
+
+
 def message_item(message: Message) -> Item:
-    return {
+    item: Item = {
         "channel_id": _s(message.channel_id),
         "message_id": {"N": str(int(message.message_id))},
         "jst_day": _s(jst_day(message.created_at)),
@@ -436,7 +465,12 @@ def message_item(message: Message) -> Item:
         "author_name": _s(message.author_name),
         "content": _s(message.content),
         "is_bot": {"BOOL": bool(message.is_bot)},
+        "scope": _s(message.scope),
     }
+    if message.conversation_of:  # only then: by_conversation stays sparse
+        item["conversation_of"] = _s(message.conversation_of)
+        item["conversation"] = _s(conversation_key(message.channel_id, message.conversation_of))
+    return item
 
 
 def message_from_item(item: Item) -> Message:
@@ -447,6 +481,8 @@ def message_from_item(item: Item) -> Message:
         author_name=item.get("author_name", {}).get("S", ""),
         content=item.get("content", {}).get("S", ""),
         is_bot=item.get("is_bot", {}).get("BOOL", False),
+        scope=item["scope"]["S"],
+        conversation_of=item.get("conversation_of", {}).get("S", ""),
     )
 
 
@@ -489,11 +525,23 @@ class DynamoMessageStore:
                 raise
 
     def recent(self, channel_id: str, limit: int, *, up_to: str | None = None) -> list[Message]:
+        return self._newest({"channel_id": channel_id}, limit, up_to=up_to, index=None)
+
+    def conversation(self, channel_id: str, user_id: str, limit: int, *, up_to: str | None = None) -> list[Message]:
+        found = self._newest({"conversation": conversation_key(channel_id, user_id)}, limit, up_to=up_to, index=BY_CONVERSATION)
+        # The index is shared by key only: check the owner again, so no other line slips in.
+        return [m for m in found if m.conversation_of == user_id and m.channel_id == channel_id]
+
+    def _newest(self, key: dict[str, str], limit: int, *, up_to: str | None, index: str | None) -> list[Message]:
+        """The newest ``limit`` messages under one partition key (of the table or an index), oldest first."""
         if limit <= 0:
             return []
-        condition, values = "channel_id = :channel", {":channel": _s(channel_id)}
+        [(name, value)] = key.items()
+        condition, values = f"{name} = :key", {":key": _s(value)}
         if up_to is not None:
             condition, values = condition + " AND message_id <= :up_to", {**values, ":up_to": {"N": str(int(up_to))}}
+        # A global index cannot be read consistently; the table can.
+        where = {"IndexName": index} if index else {"ConsistentRead": True}
         items = query_items(
             self._client,
             TableName=self._table,
@@ -501,7 +549,7 @@ class DynamoMessageStore:
             ExpressionAttributeValues=values,
             ScanIndexForward=False,
             Limit=limit,
-            ConsistentRead=True,
+            **where,
         )
         newest_first = [message_from_item(i) for i in islice(items, limit)]
         return newest_first[::-1]

@@ -15,6 +15,8 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping
 
+from ..jobs import Job
+
 logger = logging.getLogger(__name__)
 
 ASYNC_RETRIES = 2  # what Lambda does for a failed asynchronous invocation
@@ -32,13 +34,13 @@ class LambdaInvoker:
         self._client_factory = client_factory
         self._client: Any = None
 
-    def invoke(self, worker: str, payload: dict) -> None:
-        name = self._names.get(worker)
+    def invoke(self, job: Job) -> None:
+        name = self._names.get(job.WORKER)
         if not name:
-            raise LookupError(f"no function configured for worker {worker!r}")
+            raise LookupError(f"no function configured for worker {job.WORKER!r}")
         if self._client is None:
             self._client = self._client_factory()
-        self._client.invoke(FunctionName=name, InvocationType="Event", Payload=json.dumps(payload).encode())
+        self._client.invoke(FunctionName=name, InvocationType="Event", Payload=json.dumps(job.to_json()).encode())
 
 
 @dataclass
@@ -67,9 +69,10 @@ class LocalInvoker:
         self._idle = threading.Condition()
         self.failures: list[tuple[str, str]] = []  # (worker, error type) after every retry failed
 
-    def invoke(self, worker: str, payload: dict) -> None:
+    def invoke(self, job: Job) -> None:
+        worker = job.WORKER
         handler = self._handlers[worker]
-        event = json.loads(json.dumps(payload))  # what Lambda would deliver: JSON, a copy
+        event = json.loads(json.dumps(job.to_json()))  # what Lambda would deliver: JSON, a copy
         with self._idle:
             self._pending += 1
         self._pool.submit(self._run, worker, handler, event)

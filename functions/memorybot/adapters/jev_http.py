@@ -7,6 +7,38 @@ status or body that does not match the contract raises ``ModelError``. The answe
 must hold its key with the right JSON type (a number in [0, 1], or one of the verdicts
 the question allows); extra keys are ignored, so the service can add fields.
 
+Every request says whose memory is being decided:
+
+- ``speaker``: ``{"id": "<user snowflake>", "name": "<display name>"}``. For ``/worth``,
+  ``/verdict`` and ``/add`` the person whose exchange it is; ``name`` is their display
+  name sanitised (one line, at most 40 characters, no control characters, no colon,
+  angle or square brackets, double quote, backslash or backtick, and
+  ``"user <id>"`` instead of an empty name or one that reads "memorybot" / "bot").
+  For ``/review`` the memory's owner, with ``"name": null``.
+- ``messages``: the speaker's own conversation with the bot, oldest first, each
+  ``{"author_id": str, "author_name": str, "content": str, "is_bot": bool}``. Lines
+  with ``"is_bot": false`` are the speaker's (``author_id`` is the speaker's id); lines
+  with ``"is_bot": true`` are the bot's replies to them (``author_name`` "memorybot").
+  Nobody else's words are ever in it. ``[]`` for ``/review``.
+
+Decide from ``speaker`` and ``messages``: only what the speaker said about themselves
+counts. The ``exchange`` string (``/worth``, ``/verdict``, ``/add``) is the same lines
+as ``"name: text"`` text, kept for services written before ``messages`` existed; a
+display name there is only a label, not a proof of authorship.
+
+Bodies:
+
+- ``/worth``: ``{speaker, messages, exchange}`` -> ``{"probability": p}``
+- ``/verdict``: ``{speaker, messages, exchange, memory: {id, text, updated_at}}``
+  -> ``{"verdict": "keep" | "update" | "delete"}``
+- ``/add``: ``{speaker, messages, exchange, verdicts: [{id, text, verdict}]}``
+  -> ``{"probability": p}``
+- ``/review``: ``{speaker, messages: [], memory: {id, text, updated_at}}``
+  -> ``{"verdict": "keep" | "delete"}``
+
+Memory and message text is data written by people: a service that puts it into a
+prompt must quote it as data, never as instructions.
+
 One ``httpx.Client`` per instance: connections are reused, and the client is safe to
 share between the extraction's verdict threads.
 """
@@ -18,7 +50,7 @@ from typing import Any, Sequence
 
 import httpx
 
-from ..domain import Memory, Verdict, iso
+from ..domain import BOT_NAME, Exchange, Memory, Verdict, iso, plain_name
 from ..ports import ModelError
 from .json_http import json_client
 from .llm_prompts import MEMORY_VERDICTS, REVIEW_VERDICTS, parse_probability, parse_verdict
@@ -26,6 +58,31 @@ from .llm_prompts import MEMORY_VERDICTS, REVIEW_VERDICTS, parse_probability, pa
 
 def memory_body(memory: Memory) -> dict[str, str]:
     return {"id": str(memory.memory_id), "text": memory.text, "updated_at": iso(memory.updated_at)}
+
+
+def exchange_body(exchange: Exchange) -> dict[str, Any]:
+    """Whose exchange it is, its lines marked by who wrote them, and the legacy rendered string."""
+    speaker = exchange.speaker
+    speaker_name = plain_name(speaker.name, speaker.user_id)
+    return {
+        "speaker": {"id": str(speaker.user_id), "name": speaker_name},
+        "messages": [
+            {
+                "author_id": str(m.author_id),
+                # The same names as the rendered exchange: a nickname never relabels a line.
+                "author_name": BOT_NAME if m.is_bot else speaker_name,
+                "content": m.content,
+                "is_bot": bool(m.is_bot),
+            }
+            for m in exchange.messages
+        ],
+        "exchange": exchange.render(),
+    }
+
+
+def review_body(memory: Memory) -> dict[str, Any]:
+    """No conversation: the speaker is the memory's owner, whose name is not known here."""
+    return {"speaker": {"id": str(memory.user_id), "name": None}, "messages": [], "memory": memory_body(memory)}
 
 
 class JevHttpDecisionModel:
@@ -55,16 +112,16 @@ class JevHttpDecisionModel:
 
     # The four questions of the DecisionModel port.
 
-    def worth(self, exchange: str) -> float:
-        return parse_probability(self._post("/worth", {"exchange": exchange}), exact=False)
+    def worth(self, exchange: Exchange) -> float:
+        return parse_probability(self._post("/worth", exchange_body(exchange)), exact=False)
 
-    def verdict(self, exchange: str, memory: Memory) -> Verdict:
-        answer = self._post("/verdict", {"exchange": exchange, "memory": memory_body(memory)})
+    def verdict(self, exchange: Exchange, memory: Memory) -> Verdict:
+        answer = self._post("/verdict", {**exchange_body(exchange), "memory": memory_body(memory)})
         return parse_verdict(answer, MEMORY_VERDICTS, exact=False)
 
-    def add(self, exchange: str, verdicts: Sequence[tuple[Memory, Verdict]]) -> float:
+    def add(self, exchange: Exchange, verdicts: Sequence[tuple[Memory, Verdict]]) -> float:
         body = {
-            "exchange": exchange,
+            **exchange_body(exchange),
             "verdicts": [
                 {"id": str(m.memory_id), "text": m.text, "verdict": Verdict(v).value} for m, v in verdicts
             ],
@@ -72,7 +129,7 @@ class JevHttpDecisionModel:
         return parse_probability(self._post("/add", body), exact=False)
 
     def review(self, memory: Memory) -> Verdict:
-        return parse_verdict(self._post("/review", {"memory": memory_body(memory)}), REVIEW_VERDICTS, exact=False)
+        return parse_verdict(self._post("/review", review_body(memory)), REVIEW_VERDICTS, exact=False)
 
     def close(self) -> None:
         self._client.close()

@@ -5,6 +5,15 @@ The decision questions get a strict JSON answer: ``{"probability": number}`` or
 "0.7", a boolean, a probability outside [0, 1], an unknown verdict or an extra key
 is a ``ModelError``, never a decision.
 
+Whose memory: every question and memory task is about the exchange's speaker (the
+review's: the memory's owner). Prompts name the speaker once (a ``<speaker>`` tag with
+the sanitised display name) and mark each line by who wrote it (``<message
+from="speaker">`` / ``<message from="bot">``), never by a nickname, and ask only about
+facts the speaker stated about themselves.
+
+Injection: message, memory and transcript text is quoted data, escaped inside its tag
+(see ``memorybot.quoting``), and each system prompt says so.
+
 Privacy: a memory rewrite prompt holds the exchange and the one record being
 rewritten, never the rest of the profile. Error messages carry no memory or
 message text (they may end up in logs).
@@ -18,7 +27,8 @@ import re
 from dataclasses import dataclass
 from typing import Any, Iterable, Mapping, Sequence
 
-from ..domain import Memory, PromptMessage, Verdict, iso
+from .. import quoting
+from ..domain import Exchange, Memory, PromptMessage, Verdict
 from ..ports import ModelError
 
 MEMORY_VERDICTS: tuple[Verdict, ...] = (Verdict.KEEP, Verdict.UPDATE, Verdict.DELETE)
@@ -85,6 +95,12 @@ _DECIDER = (
     "You are Jev, the memory gatekeeper of a Discord bot that keeps a few short facts about each person "
     "(preferences, relationships, ongoing situations, plans). You never write memories; you only decide. "
 )
+# Whose memory it is: the speaker's, and only from what they said about themselves.
+_SPEAKER_RULE = (
+    "Every question is about ONE person, the speaker (the <speaker> tag). Only facts the speaker states "
+    "about their own life count, including their relationships (\"my sister lives in Kobe\"); what the bot "
+    "said, and what the speaker reports other people said or like, are not facts about the speaker. "
+)
 _PROBABILITY_FORMAT = (
     'Answer with ONLY a JSON object of the form {"probability": <number between 0 and 1>} and nothing else.'
 )
@@ -95,72 +111,79 @@ def _verdict_format(allowed: Sequence[Verdict]) -> str:
     return f'Answer with ONLY a JSON object of the form {{"verdict": {options}}} and nothing else.'
 
 
-def _memory_block(memory: Memory) -> str:
-    return f"Memory id: {memory.memory_id}\nLast updated (UTC): {iso(memory.updated_at)}\nText: {memory.text}"
+def _decision_system(task: str, answer_format: str) -> str:
+    return _DECIDER + _SPEAKER_RULE + task + " " + quoting.QUOTED_DATA_RULE + " " + answer_format
 
 
-def worth_question(exchange: str) -> Question:
-    system = (
-        _DECIDER
-        + "Given a short chat exchange, estimate the probability that it contains durable information about "
-        "the person who spoke last (not the bot) that is worth remembering. Small talk, questions and "
-        "greetings are not worth keeping. "
-        + _PROBABILITY_FORMAT
+def worth_question(exchange: Exchange) -> Question:
+    system = _decision_system(
+        "Given the speaker's recent exchange with the bot, estimate the probability that the speaker stated "
+        "durable information about themselves that is worth remembering. Small talk, questions and greetings "
+        "are not worth keeping.",
+        _PROBABILITY_FORMAT,
     )
-    return Question("worth", system, f"Exchange:\n{exchange}", probability_schema(), "answer_worth")
+    user = f"Exchange:\n{quoting.exchange_block(exchange)}"
+    return Question("worth", system, user, probability_schema(), "answer_worth")
 
 
-def verdict_question(exchange: str, memory: Memory) -> Question:
-    system = (
-        _DECIDER
-        + "Given a chat exchange and ONE stored memory about the person, decide what to do with that memory: "
-        '"keep" if the exchange does not change it, "update" if the exchange refines or corrects it, '
-        '"delete" if the exchange shows it is no longer true or the person asked to forget it. '
-        + _verdict_format(MEMORY_VERDICTS)
+def verdict_question(exchange: Exchange, memory: Memory) -> Question:
+    system = _decision_system(
+        "Given the speaker's exchange and ONE stored memory about the speaker, decide what to do with that "
+        'memory: "keep" if what the speaker said does not change it, "update" if the speaker refines or '
+        'corrects it, "delete" if the speaker shows it is no longer true or asks to forget it.',
+        _verdict_format(MEMORY_VERDICTS),
     )
-    user = f"Exchange:\n{exchange}\n\nStored memory:\n{_memory_block(memory)}"
+    user = (
+        f"Exchange:\n{quoting.exchange_block(exchange)}\n\n"
+        f"Stored memory about the speaker:\n{quoting.memory_with_metadata(memory)}"
+    )
     return Question("verdict", system, user, verdict_schema(MEMORY_VERDICTS), "answer_verdict", MEMORY_VERDICTS)
 
 
-def add_question(exchange: str, verdicts: Sequence[tuple[Memory, Verdict]]) -> Question:
-    system = (
-        _DECIDER
-        + "Given a chat exchange and the person's existing memories with the verdict already reached for each, "
-        "estimate the probability that the exchange holds a NEW fact that none of these memories covers "
-        "(after the verdicts are applied) and that should be added as a new memory. "
-        + _PROBABILITY_FORMAT
+def add_question(exchange: Exchange, verdicts: Sequence[tuple[Memory, Verdict]]) -> Question:
+    system = _decision_system(
+        "Given the speaker's exchange and the speaker's existing memories with the verdict already reached for "
+        "each, estimate the probability that the speaker stated a NEW fact about themselves that none of these "
+        "memories covers (after the verdicts are applied) and that should be added as a new memory.",
+        _PROBABILITY_FORMAT,
     )
-    listed = "\n".join(f"- [{m.memory_id}] ({v.value}) {m.text}" for m, v in verdicts) or "(none)"
-    user = f"Exchange:\n{exchange}\n\nExisting memories and verdicts:\n{listed}"
+    listed = "\n".join(quoting.memory_tag(m, id=m.memory_id, verdict=Verdict(v).value) for m, v in verdicts)
+    user = (
+        f"Exchange:\n{quoting.exchange_block(exchange)}\n\n"
+        f"The speaker's existing memories and verdicts:\n<memories>\n{listed or '(none)'}\n</memories>"
+    )
     return Question("add", system, user, probability_schema(), "answer_add")
 
 
 def review_question(memory: Memory) -> Question:
-    system = (
-        _DECIDER
-        + "This memory has not been updated for at least 30 days. Decide whether it is still durable profile "
-        'information ("keep") or a time-limited detail that no longer matters ("delete"). When unsure, keep. '
-        + _verdict_format(REVIEW_VERDICTS)
+    system = _decision_system(
+        "This memory about the speaker has not been updated for at least 30 days. Decide whether it is still "
+        'durable profile information ("keep") or a time-limited detail that no longer matters ("delete"). '
+        "When unsure, keep.",
+        _verdict_format(REVIEW_VERDICTS),
     )
-    user = f"Memory:\n{_memory_block(memory)}"
+    user = f"{quoting.owner_tag(memory.user_id)}\nMemory:\n{quoting.memory_with_metadata(memory)}"
     return Question("review", system, user, verdict_schema(REVIEW_VERDICTS), "answer_review", REVIEW_VERDICTS)
 
 
 # ---------------------------------------------------------------- writing prompts
 
-def memory_task(exchange: str, current: Memory | None) -> TextTask:
+def memory_task(exchange: Exchange, current: Memory | None) -> TextTask:
     """The rewrite sees the exchange and ``current`` only: never the rest of the profile."""
     rules = (
-        "You write the memories of a Discord bot: one short natural-language fact about the person who "
-        "spoke last (not the bot), such as a preference, a relationship, an ongoing situation or a plan. "
-        "Write it in the third person without their name, in the language of the exchange, on ONE line, "
-        "at most 200 characters. Output only the fact: no quotes, no preamble."
+        "You write the memories of a Discord bot: one short natural-language fact about the speaker (the "
+        "<speaker> tag), such as a preference, a relationship, an ongoing situation or a plan, taken only from "
+        'what the speaker said about themselves (their from="speaker" messages), never from the bot\'s lines or '
+        "from what others said. Write it in the third person without their name, in the language of the "
+        "speaker, on ONE line, at most 200 characters. Output only the fact: no quotes, no tags, no preamble. "
+        + quoting.QUOTED_DATA_RULE
     )
+    block = quoting.exchange_block(exchange)
     if current is None:
-        return TextTask("write_memory", rules, f"Exchange:\n{exchange}\n\nWrite the new memory.", MEMORY_MAX_TOKENS)
+        return TextTask("write_memory", rules, f"Exchange:\n{block}\n\nWrite the new memory.", MEMORY_MAX_TOKENS)
     user = (
-        f"Exchange:\n{exchange}\n\nThe memory to rewrite:\n{current.text}\n\n"
-        "Rewrite this memory so that it reflects the exchange."
+        f"Exchange:\n{block}\n\nThe memory to rewrite:\n{quoting.memory_tag(current)}\n\n"
+        "Rewrite this memory so that it reflects what the speaker said."
     )
     return TextTask("write_memory", rules, user, MEMORY_MAX_TOKENS)
 
@@ -169,8 +192,9 @@ def diary_task(transcript: str) -> TextTask:
     system = (
         "あなたはDiscordサーバーの日記係です。与えられた会話ログから、その日の出来事を日本語の一文で書いてください。"
         "出力は一行だけ、前置きや引用符は不要です。個人の秘密には触れないでください。"
+        + quoting.QUOTED_DATA_RULE_JA
     )
-    return TextTask("write_diary", system, f"会話ログ:\n{transcript}", DIARY_MAX_TOKENS)
+    return TextTask("write_diary", system, f"会話ログ:\n{quoting.transcript_block(transcript)}", DIARY_MAX_TOKENS)
 
 
 # ---------------------------------------------------------------- answer parsing
@@ -308,13 +332,13 @@ class AskingDecisionModel:
     def _ask(self, question: Question) -> Any:
         raise NotImplementedError
 
-    def worth(self, exchange: str) -> float:
+    def worth(self, exchange: Exchange) -> float:
         return self._ask(worth_question(exchange))
 
-    def verdict(self, exchange: str, memory: Memory) -> Verdict:
+    def verdict(self, exchange: Exchange, memory: Memory) -> Verdict:
         return self._ask(verdict_question(exchange, memory))
 
-    def add(self, exchange: str, verdicts: Sequence[tuple[Memory, Verdict]]) -> float:
+    def add(self, exchange: Exchange, verdicts: Sequence[tuple[Memory, Verdict]]) -> float:
         return self._ask(add_question(exchange, verdicts))
 
     def review(self, memory: Memory) -> Verdict:
@@ -328,7 +352,7 @@ class WritingChatModel:
     def _write(self, task: TextTask) -> str:
         raise NotImplementedError
 
-    def write_memory(self, exchange: str, current: Memory | None) -> str:
+    def write_memory(self, exchange: Exchange, current: Memory | None) -> str:
         return self._write(memory_task(exchange, current))
 
     def write_diary(self, transcript: str) -> str:

@@ -5,9 +5,10 @@ deleted on a laptop. Everything they write is labelled (``[offline]`` on memory 
 ``(offline stand-in)`` on replies, ``（オフライン代役）`` on the diary) so nobody takes
 their output for a model's.
 
-The rules look at what the speaker said last: the exchange is "name: text" lines, and
-the speaker's line is the last one the bot did not write (lines by "memorybot" or
-carrying the stand-in reply label are the bot's).
+The decision rules look only at what the exchange's speaker said: the newest of their
+own lines in ``exchange.messages`` (``is_bot`` false and written by the speaker).
+The bot's lines never count, whatever they say, and neither does a display name:
+authorship comes from ``is_bot`` and the author id, never from "name: text" text.
 
 - worth: 0.8 when that line says something about the speaker ("I like", "I'm", "my",
   "going to", 好き, 私は, 予定 ...) or asks to forget something; otherwise 0.2.
@@ -19,18 +20,20 @@ carrying the stand-in reply label are the bot's).
 - review: delete memories that look time-limited (today, tomorrow, this week, 明日 ...).
 - write_memory: that self-statement in the third person ("I love tea"
   -> "[offline] Loves tea").
-- write_reply: lists the memories found in the prompt's system message, and only those.
-- write_diary: counts the people and their messages in the transcript (the bot's
-  lines left out), in Japanese.
+- write_reply: lists the memories quoted in the prompt's system message (its
+  ``<memory>`` tags, unescaped), and only those: never text from the conversation turns.
+- write_diary: counts the people and their messages in the "name: text" transcript
+  (lines by "memorybot" or carrying the stand-in reply label left out), in Japanese.
 """
 
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from html import unescape
 from typing import Sequence
 
-from ..domain import Memory, PromptMessage, Verdict
+from ..domain import Exchange, Memory, PromptMessage, Verdict
 from ..ports import ModelError
 
 OFFLINE_MEMORY_LABEL = "[offline]"
@@ -83,9 +86,9 @@ class _Line:
     text: str
 
 
-def _lines(exchange: str) -> list[_Line]:
+def _lines(transcript: str) -> list[_Line]:
     lines = []
-    for raw in exchange.splitlines():
+    for raw in transcript.splitlines():
         author, sep, text = raw.partition(": ")
         if sep and author.strip():
             lines.append(_Line(author.strip(), text.strip()))
@@ -95,13 +98,18 @@ def _lines(exchange: str) -> list[_Line]:
 
 
 def _is_bot(line: _Line) -> bool:
+    """A diary transcript line by the bot (the transcript is text: names are all it has)."""
     return line.author.lower() in BOT_NAMES or OFFLINE_REPLY_LABEL in line.text
 
 
-def _speaker_line(exchange: str) -> str | None:
-    """What the speaker said last: the last line the bot did not write."""
-    lines = [line for line in _lines(exchange) if not _is_bot(line)]
-    return lines[-1].text if lines else None
+def _speaker_line(exchange: Exchange) -> str | None:
+    """What the speaker said last: their newest own line (never the bot's, never anyone else's)."""
+    own = [
+        m.content.strip()
+        for m in exchange.messages
+        if not m.is_bot and m.author_id == exchange.speaker.user_id and m.content.strip()
+    ]
+    return own[-1] if own else None
 
 
 def _keywords(text: str) -> set[str]:
@@ -117,7 +125,7 @@ def _is_self_statement(text: str) -> bool:
     return not _is_forget(text) and bool(_SELF_EN.search(text) or _SELF_JA.search(text))
 
 
-def _statement(exchange: str) -> str | None:
+def _statement(exchange: Exchange) -> str | None:
     said = _speaker_line(exchange)
     return said if said is not None and _is_self_statement(said) else None
 
@@ -125,11 +133,11 @@ def _statement(exchange: str) -> str | None:
 class OfflineDecisionModel:
     """STAND-IN for Jev (keyword rules, not a model). See the module docstring."""
 
-    def worth(self, exchange: str) -> float:
+    def worth(self, exchange: Exchange) -> float:
         said = _speaker_line(exchange)
         return WORTH_YES if said is not None and (_is_self_statement(said) or _is_forget(said)) else WORTH_NO
 
-    def verdict(self, exchange: str, memory: Memory) -> Verdict:
+    def verdict(self, exchange: Exchange, memory: Memory) -> Verdict:
         said = _speaker_line(exchange)
         if said is None or not _keywords(memory.text) & _keywords(said):
             return Verdict.KEEP
@@ -137,7 +145,7 @@ class OfflineDecisionModel:
             return Verdict.DELETE
         return Verdict.UPDATE if _is_self_statement(said) else Verdict.KEEP
 
-    def add(self, exchange: str, verdicts: Sequence[tuple[Memory, Verdict]]) -> float:
+    def add(self, exchange: Exchange, verdicts: Sequence[tuple[Memory, Verdict]]) -> float:
         statement = _statement(exchange)
         if statement is None:
             return ADD_NO
@@ -194,13 +202,14 @@ def third_person(statement: str) -> str:
     return text[:1].upper() + text[1:]
 
 
-_MEMORY_LINE = re.compile(r"^\s*-\s+(?:\[[^\]]*\]\s*)?(.+?)\s*$")
+# A quoted memory in the reply's system prompt: its text is escaped, so it holds no "<".
+_QUOTED_MEMORY = re.compile(r"<memory(?:\s[^>]*)?>([^<]*)</memory>")
 
 
 class OfflineChatModel:
     """STAND-IN for the chat model (templates, not a model). See the module docstring."""
 
-    def write_memory(self, exchange: str, current: Memory | None) -> str:
+    def write_memory(self, exchange: Exchange, current: Memory | None) -> str:
         statement = _statement(exchange)
         if statement is None:
             raise ModelError("offline stand-in: no self-statement to write down")
@@ -208,11 +217,9 @@ class OfflineChatModel:
 
     def write_reply(self, prompt: Sequence[PromptMessage]) -> str:
         system = next((m.content for m in prompt if m.role == "system"), "")
-        remembered = []
-        for line in system.splitlines():
-            match = _MEMORY_LINE.match(line)
-            if match:
-                remembered.append(match.group(1).replace(OFFLINE_MEMORY_LABEL, "").strip())
+        remembered = [
+            unescape(text).replace(OFFLINE_MEMORY_LABEL, "").strip() for text in _QUOTED_MEMORY.findall(system)
+        ]
         if not remembered:
             return f"{OFFLINE_REPLY_LABEL} Hello! I don't remember anything about you yet."
         things = "thing" if len(remembered) == 1 else "things"

@@ -10,6 +10,7 @@ import json
 from typing import Any, Callable
 
 from .. import bootstrap
+from ..jobs import BadJob, Job
 
 
 def log_core_with(logger: Any) -> None:
@@ -50,3 +51,17 @@ def idempotent(worker: str, fn: Callable[[dict], dict], context: Any) -> Callabl
     config.register_lambda_context(context)
     store = bootstrap.container().idempotency_store(worker)
     return idempotent_function(data_keyword_argument="job", persistence_store=store, config=config, key_prefix=f"memorybot.{worker}")(fn)
+
+
+def refused(job_type: type[Job], event: Any, logger: Any) -> bool:
+    """True (and one ERROR line, by field names) when ``event`` is not a ``job_type``.
+
+    The worker then answers without raising: a retry of a payload that can never parse
+    would only fail again and end in the dead-letter queue.
+    """
+    try:
+        job_type.from_json(event)
+    except BadJob as exc:
+        logger.error("job refused", extra={"job": job_type.__name__, "reason": str(exc)})
+        return True
+    return False

@@ -33,9 +33,19 @@ HELP = """Type a message to /chat with the bot. Other commands:
   /help, /quit"""
 
 
+# One sequence for every client in this process: two people typing in the same millisecond
+# still get distinct interaction ids, as they would from Discord.
+_SEQUENCE = itertools.count(secrets.randbelow(1 << 20))
+
+
 def user_id_for(name: str) -> str:
     """A stable snowflake-sized id per name, so the same name is the same person across runs."""
     return str(int(hashlib.sha256(name.encode()).hexdigest()[:15], 16) + 10**17)
+
+
+def dm_channel_for(name: str) -> str:
+    """The person's DM channel with the bot: one per person, stable across runs."""
+    return user_id_for(f"dm:{name}")
 
 
 def find_signing_key(state_dir: Path | None) -> str:
@@ -54,9 +64,9 @@ class LocalClient:
     user_name: str
     signing_key: str
     channel_id: str = LOCAL_CHANNEL_ID
+    guild_id: str | None = LOCAL_GUILD_ID  # None: the person's DM with the bot
     http: httpx.Client = field(default_factory=lambda: httpx.Client(timeout=180))
     _seen: int = 0
-    _seq: Any = field(default_factory=lambda: itertools.count(1))
     _application_id: str = ""
 
     @property
@@ -97,16 +107,18 @@ class LocalClient:
     # ------------------------------------------------------------ plumbing
 
     def _payload(self, name: str, options: list, kind: int = 2) -> dict:
-        return {
-            "id": snowflake_at(datetime.now(timezone.utc), next(self._seq)),
+        payload: dict[str, Any] = {
+            "id": snowflake_at(datetime.now(timezone.utc), next(_SEQUENCE)),
             "application_id": self.application_id,
             "type": kind,
             "token": secrets.token_urlsafe(24),
             "channel_id": self.channel_id,
-            "guild_id": LOCAL_GUILD_ID,
-            "member": {"user": {"id": self.user_id, "username": self.user_name}},
             "data": {"name": name, "options": options},
         }
+        user = {"id": self.user_id, "username": self.user_name}
+        if self.guild_id is None:  # as Discord sends a command in the bot's DM
+            return {**payload, "context": 1, "channel": {"id": self.channel_id, "type": 1}, "user": user}
+        return {**payload, "guild_id": self.guild_id, "context": 0, "member": {"user": user}}
 
     def send(self, payload: dict) -> tuple[int, dict]:
         body = json.dumps(payload).encode()
@@ -168,8 +180,15 @@ class LocalClient:
         return self.chat(line)
 
 
-def run(url: str, user_name: str, says: list[str], state_dir: Path | None, channel_id: str = LOCAL_CHANNEL_ID) -> int:
-    client = LocalClient(url.rstrip("/"), user_name, find_signing_key(state_dir), channel_id)
+def run(
+    url: str,
+    user_name: str,
+    says: list[str],
+    state_dir: Path | None,
+    channel_id: str = LOCAL_CHANNEL_ID,
+    guild_id: str | None = LOCAL_GUILD_ID,
+) -> int:
+    client = LocalClient(url.rstrip("/"), user_name, find_signing_key(state_dir), channel_id, guild_id)
     try:
         client.catch_up()
     except httpx.HTTPError:

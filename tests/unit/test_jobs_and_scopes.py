@@ -1,0 +1,119 @@
+"""Typed hand-offs between functions, and the scope an interaction's memories live in."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from memorybot import interactions
+from memorybot.domain import DM_SCOPE, GLOBAL_SCOPE, ScopeMode, scope_for
+from memorybot.jobs import BadJob, ExtractionJob, ReplyJob
+
+REPLY = ReplyJob("11", "tok", "22", "33", "44", "alice", "guild:55")
+
+
+@pytest.mark.parametrize("job", [REPLY, ExtractionJob.after_reply(REPLY, "66")])
+def test_each_job_round_trips_through_json(job):
+    event = json.loads(json.dumps(job.to_json()))
+    assert type(job).from_json(event) == job
+
+
+def test_the_extraction_job_continues_the_reply_job():
+    job = ExtractionJob.after_reply(REPLY, "66")
+    assert (job.interaction_id, job.user_id, job.scope, job.up_to_message_id) == ("11", "44", "guild:55", "66")
+
+
+@pytest.mark.parametrize(
+    "mutate",
+    [
+        lambda e: e.pop("scope"),  # missing
+        lambda e: e.update(scop="x"),  # unknown (a typo)
+        lambda e: e.update(user_id=44),  # not text
+        lambda e: e.update(user_id=None),
+    ],
+)
+def test_a_job_that_does_not_parse_is_refused(mutate):
+    event = REPLY.to_json()
+    mutate(event)
+    with pytest.raises(BadJob) as refused:
+        ReplyJob.from_json(event)
+    assert "alice" not in str(refused.value) and "tok" not in str(refused.value)  # names fields, never values
+
+
+def test_a_job_is_an_object():
+    for event in (None, [], "x", 3):
+        with pytest.raises(BadJob):
+            ExtractionJob.from_json(event)
+
+
+def test_log_ids_of_a_job_carry_no_text_or_token():
+    assert REPLY.ids() == {"interaction_id": "11", "application_id": "22", "channel_id": "33", "user_id": "44", "scope": "guild:55"}
+
+
+# ---------------------------------------------------------------- scopes
+
+
+def test_scopes_by_mode_and_place():
+    assert scope_for(ScopeMode.GUILD, guild_id="9", channel_id="1", bot_dm=False) == "guild:9"
+    assert scope_for(ScopeMode.GUILD, guild_id=None, channel_id="1", bot_dm=True) == DM_SCOPE
+    assert scope_for(ScopeMode.GUILD, guild_id=None, channel_id="1", bot_dm=False) == "channel:1"
+    for guild, dm in (("9", False), (None, True), (None, False)):
+        assert scope_for(ScopeMode.GLOBAL, guild_id=guild, channel_id="1", bot_dm=dm) == GLOBAL_SCOPE
+
+
+def _payload(**place) -> bytes:
+    base = {"id": "11", "application_id": "22", "type": 2, "token": "t", "channel_id": "33",
+            "data": {"name": "memory", "options": [{"type": 1, "name": "show", "options": []}]}}
+    return json.dumps({**base, **place}).encode()
+
+
+USER = {"id": "44", "username": "alice"}
+
+
+@pytest.mark.parametrize(
+    ("place", "scope"),
+    [
+        ({"guild_id": "55", "member": {"user": USER}}, "guild:55"),
+        ({"context": 1, "user": USER}, DM_SCOPE),
+        ({"channel": {"id": "33", "type": 1}, "user": USER}, DM_SCOPE),
+        ({"context": 2, "channel": {"id": "33", "type": 3}, "user": USER}, "channel:33"),  # a group DM
+    ],
+)
+def test_an_interaction_names_its_scope(place, scope):
+    request = interactions.parse(_payload(**place), ScopeMode.GUILD)
+    assert request.caller.scope == scope and request.caller.owner.user_id == "44"
+    assert interactions.parse(_payload(**place), ScopeMode.GLOBAL).caller.scope == GLOBAL_SCOPE
+
+
+@pytest.mark.parametrize(
+    "place",
+    [
+        {"member": {"user": USER}},  # a guild interaction without its guild id: its scope is unknown
+        {"guild_id": "55"},  # no user at all
+        {"guild_id": "5x5", "member": {"user": USER}},
+    ],
+)
+def test_an_interaction_whose_owner_is_unknown_is_refused(place):
+    with pytest.raises(interactions.BadRequest):
+        interactions.parse(_payload(**place), ScopeMode.GUILD)
+
+
+def test_show_says_which_scope_it_lists():
+    assert "server 55" in interactions.dm_text(["abcde x"], "guild:55")
+    assert "direct messages" in interactions.dm_text(["abcde x"], DM_SCOPE)
+    assert "everywhere" in interactions.dm_text(["abcde x"], GLOBAL_SCOPE)
+
+
+@pytest.mark.parametrize("worker", ["reply", "extraction"])
+def test_a_worker_refuses_a_job_that_does_not_parse_without_raising(worker, caplog):
+    """Raising would make Lambda retry a payload that can never work, then dead-letter it."""
+    import importlib
+
+    from memorybot.adapters.invoker import LocalContext
+
+    handler = importlib.import_module(f"memorybot.handlers.{worker}").handler
+    answer = handler({"interaction_id": "11", "channel_id": "33", "user_id": "44", "secret_text": "x"}, LocalContext(worker))
+    assert answer == {"status": "refused"}
+    [refusal] = [r for r in caplog.records if r.getMessage() == "job refused"]
+    assert refusal.levelname == "ERROR" and "secret_text" in refusal.reason
