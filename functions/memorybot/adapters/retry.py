@@ -3,7 +3,7 @@
 A backend only classifies its own errors: it raises ``Retryable`` for a throttle or a
 transient failure (with the server's Retry-After, when it gave one) and ``ModelError`` for
 anything else. ``Retrier.call`` retries ``Retryable`` with capped exponential backoff and
-full jitter, never sooner than Retry-After, while the call's deadline allows; then it raises
+full jitter, added to the server's Retry-After (never sooner than asked), while the call's deadline allows; then it raises
 ``ModelUnavailable``. Every other exception passes through at once: a malformed or
 out-of-range answer is not retried.
 
@@ -40,7 +40,7 @@ class RetryPolicy:
     deadline_seconds: float = 60.0  # from the first attempt to giving up
     base_delay: float = 0.25  # the first backoff's cap; doubled each attempt
     max_delay: float = 10.0
-    max_attempts: int = 10
+    max_attempts: int = 30  # the deadline is the real bound; throttled attempts cost nothing
 
     def backoff(self, retry: int, draw: Callable[[], float]) -> float:
         """Full jitter: uniform in [0, min(max_delay, base_delay * 2**retry))."""
@@ -84,9 +84,13 @@ class Retrier:
                 break
             except Retryable as exc:
                 reason = exc.reason
-                delay = max(policy.backoff(n, self._draw), exc.retry_after or 0.0)
+                if n + 1 >= policy.max_attempts:
+                    break
+                # Never sooner than the server asked; the jitter on top keeps the callers it
+                # turned away from all coming back in the same instant.
+                delay = (exc.retry_after or 0.0) + policy.backoff(n, self._draw)
             assert deadline is not None
-            if n + 1 >= policy.max_attempts or self._clock() + delay >= deadline:
+            if self._clock() + delay >= deadline:
                 break
             self._sleep(delay)
         raise ModelUnavailable(f"{reason} ({what}: gave up after {n + 1} attempt(s))")
