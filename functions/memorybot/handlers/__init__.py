@@ -50,3 +50,18 @@ def idempotent(worker: str, fn: Callable[[dict], dict], context: Any) -> Callabl
     config.register_lambda_context(context)
     store = bootstrap.container().idempotency_store(worker)
     return idempotent_function(data_keyword_argument="job", persistence_store=store, config=config, key_prefix=f"memorybot.{worker}")(fn)
+
+
+def retries_spent(worker: str, job: dict) -> bool:
+    """Called when the job found the model unavailable: counts the attempt, and answers whether
+    Lambda has no retry left for it (then the caller gives up instead of raising)."""
+    c = bootstrap.container()
+    return c.unavailable_attempts.count(worker, str(job["interaction_id"])) > c.settings.async_retries
+
+
+def count_metric(name: str) -> None:
+    """One count of ``name`` as a CloudWatch metric (Powertools' embedded metric format on stdout)."""
+    from aws_lambda_powertools.metrics import MetricUnit, single_metric
+
+    with single_metric(name=name, unit=MetricUnit.Count, value=1, namespace=bootstrap.container().settings.metrics_namespace):
+        pass

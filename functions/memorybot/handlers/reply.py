@@ -1,6 +1,9 @@
 """The reply worker: recent channel log + the speaker's memories -> chat model -> Discord.
 
 Invoked asynchronously by the interactions function; idempotent on the interaction id.
+A throttled chat model is retried within the call's deadline, then by Lambda's async retries
+(the job raises; the reply's max event age keeps them inside the token's 15 minutes); the
+apology comes only when those are spent too.
 """
 
 from __future__ import annotations
@@ -9,7 +12,8 @@ from aws_lambda_powertools import Logger
 
 from .. import bootstrap
 from ..domain import Message, snowflake_at, utcnow
-from . import idempotent, log_core_with
+from ..ports import ModelUnavailable
+from . import idempotent, log_core_with, retries_spent
 
 logger = Logger(service="memorybot-reply")
 log_core_with(logger)
@@ -34,6 +38,12 @@ def _reply(job: dict) -> dict:
     conversation = c.message_store.recent(channel_id, CONVERSATION_MESSAGES)
     try:
         text = c.reply_writer.reply(user_id, job["user_name"], conversation).strip()[:DISCORD_MESSAGE_MAX_CHARS]
+    except ModelUnavailable:
+        if not retries_spent("reply", job):
+            logger.warning("reply model unavailable: left for Lambda's retry")
+            raise
+        logger.warning("reply model unavailable after every retry")
+        text = ""
     except Exception as exc:  # noqa: BLE001 - the model failed: apologise, remember nothing
         logger.warning("reply model failed", extra={"error": type(exc).__name__})
         text = ""
