@@ -13,10 +13,6 @@ import shutil
 from pathlib import Path
 from typing import Any
 
-import jsii
-from aws_cdk import AssetHashType, BundlingOptions, DockerImage, ILocalBundling
-from aws_cdk import aws_lambda as lambda_
-
 from .bytecode import compile_tree
 
 FUNCTIONS_DIR = Path(__file__).resolve().parent.parent / "functions"
@@ -50,17 +46,19 @@ def build_code(output: Path, python_version: str, root: Path = FUNCTIONS_DIR) ->
     compile_tree(output, python_version, DEPLOYED_AT)
 
 
-@jsii.implements(ILocalBundling)
-class LocalCodeBundling:
-    def __init__(self, python_version: str) -> None:
-        self.python_version = python_version
+def function_code(python_version: str) -> Any:
+    """The ``lambda_.Code`` of every function. (CDK is imported here, not at the top: the
+    benchmarks build the same asset with ``build_code`` without starting jsii.)"""
+    import jsii
+    from aws_cdk import AssetHashType, BundlingOptions, DockerImage, ILocalBundling
+    from aws_cdk import aws_lambda as lambda_
 
-    def try_bundle(self, output_dir: str, *_options: Any, **_kwargs: Any) -> bool:
-        build_code(Path(output_dir), self.python_version)
-        return True
+    @jsii.implements(ILocalBundling)
+    class LocalCodeBundling:
+        def try_bundle(self, output_dir: str, *_options: Any, **_kwargs: Any) -> bool:
+            build_code(Path(output_dir), python_version)
+            return True
 
-
-def function_code(python_version: str) -> lambda_.Code:
     return lambda_.Code.from_asset(
         str(FUNCTIONS_DIR),
         asset_hash=source_hash(python_version),
@@ -68,6 +66,6 @@ def function_code(python_version: str) -> lambda_.Code:
         bundling=BundlingOptions(
             # Never pulled: local bundling always succeeds or raises. CDK requires an image.
             image=DockerImage.from_registry(f"public.ecr.aws/sam/build-python{python_version}"),
-            local=LocalCodeBundling(python_version),
+            local=LocalCodeBundling(),
         ),
     )

@@ -244,6 +244,7 @@ class _Quota:
 class _Server(ThreadingHTTPServer):
     daemon_threads = True
     block_on_close = False
+    request_queue_size = 512  # a burst of new connections must not wait out SYN retries
 
     def handle_error(self, request: Any, client_address: Any) -> None:
         pass  # a client that timed out and hung up is what several tests are about
