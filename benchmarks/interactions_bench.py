@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import shutil
 import statistics
 import subprocess
 import sys
@@ -19,6 +20,7 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))  # infra (the stack's own code-asset bundler)
 COLD_RUNS = 7
 WARM_PING = 500
 WARM_CHAT = 200
@@ -65,6 +67,38 @@ def _median_imports(*modules: str) -> list[float]:
         _python(IMPORT.format(module=module))  # fills the bytecode cache
     runs = [[float(_python(IMPORT.format(module=m))) for m in modules] for _ in range(COLD_RUNS)]
     return [statistics.median(run[i] for run in runs) for i in range(len(modules))]
+
+
+def _deployed_tree(with_bytecode: bool) -> Path:
+    """The code asset as shipped (built by the stack's own bundler, for this interpreter's Python),
+    or as it was shipped before (sources only)."""
+    from infra.code_asset import build_code
+
+    out = Path(tempfile.mkdtemp(prefix="memorybot-bench-asset-"))
+    build_code(out, "%d.%d" % sys.version_info[:2])
+    if not with_bytecode:
+        for cache in out.rglob("__pycache__"):
+            shutil.rmtree(cache)
+    for path in out.rglob("*"):  # read-only, like Lambda's /var/task
+        path.chmod(path.stat().st_mode & ~0o222)
+    return out
+
+
+def _deployed_shape_imports() -> list[tuple[str, float, float]]:
+    """(label, handler import, boto3 import) medians with a read-only tree and no bytecode cache
+    (PYTHONDONTWRITEBYTECODE=1, no PYTHONPYCACHEPREFIX): each cold start compiles whatever has no pyc.
+    The dependencies come from the venv, with their bytecode, in both shapes."""
+    rows = []
+    for label, with_bytecode in (("sources only (before)", False), ("with shipped bytecode", True)):
+        tree = _deployed_tree(with_bytecode)
+        env = {k: v for k, v in os.environ.items() if k != "PYTHONPYCACHEPREFIX"}
+        env.update({"PYTHONDONTWRITEBYTECODE": "1", "PYTHONPATH": str(tree)})
+        run = lambda module: float(subprocess.run(  # noqa: E731
+            [sys.executable, "-c", IMPORT.format(module=module)], capture_output=True, text=True, env=env,
+            cwd=tree, check=True).stdout.strip())
+        samples = [(run("memorybot.handlers.interactions"), run("boto3")) for _ in range(COLD_RUNS)]
+        rows.append((label, statistics.median(s[0] for s in samples), statistics.median(s[1] for s in samples)))
+    return rows
 
 
 def _percentiles(samples: list[float]) -> tuple[float, float]:
@@ -124,6 +158,11 @@ def main() -> None:
     print(f"  memorybot.handlers.interactions  {handler_import * 1000:7.1f} ms")
     print(f"  boto3 (bare)                     {boto3_import * 1000:7.1f} ms")
     print(f"  ratio handler / boto3            {handler_import / boto3_import:7.2f}")
+    print("cold import in the deployed shape (read-only tree, no bytecode cache written), median of "
+          f"{COLD_RUNS}:")
+    for label, handler, boto3_time in _deployed_shape_imports():
+        print(f"  {label:<24} handler {handler * 1000:6.1f} ms, boto3 {boto3_time * 1000:6.1f} ms, "
+              f"ratio {handler / boto3_time:5.2f}")
 
     env_settings, moto = setup()
     try:

@@ -32,11 +32,13 @@ import jsii
 from aws_cdk import AssetHashType, BundlingOptions, DockerImage, ILocalBundling
 from aws_cdk import aws_lambda as lambda_
 
+from .bytecode import compile_tree
+
 ROOT = Path(__file__).resolve().parent.parent
 REQUIREMENTS = ROOT / "layers" / "requirements.txt"
 CACHE_DIR = ROOT / "build" / "layer"
 # Bump when the build steps below change in a way that changes the output.
-RECIPE_VERSION = "2"
+RECIPE_VERSION = "3"  # 3: bytecode compiled for the target Python
 
 # Files a running function never needs: scripts, type stubs, the installer's lock file.
 _PRUNE = ("bin", "wrapt-stubs", ".lock")
@@ -117,8 +119,9 @@ def build_layer(target: LayerTarget, requirements: Path = REQUIREMENTS, cache_di
                 shutil.rmtree(path)
             elif path.exists():
                 path.unlink()
-        for cache in site.rglob("__pycache__"):
+        for cache in site.rglob("__pycache__"):  # whatever the installer left, for whichever Python
             shutil.rmtree(cache, ignore_errors=True)
+        compile_tree(site, target.python_version, "/opt/python")  # the runtime cannot write a cache
         try:
             work.rename(done)  # atomic: a concurrent build either wins or finds ours
         except OSError:

@@ -42,6 +42,14 @@ class StackConfig:
     rollback_rate_limit: int = 1  # the admin route: slows guessing of the secret
     rollback_burst_limit: int = 2
     alarm_email: str = ""  # when set, alarms notify this address through an encrypted SNS topic
+    # Model calls under a quota (see the README, "Model calls under a quota"): per function
+    # instance, calls in flight and started per minute (0: no per-minute bound), and how long one
+    # call keeps retrying throttles; the workers' reserved concurrency (0: none) caps the instances.
+    model_max_in_flight: int = 32
+    model_rpm: int = 0
+    model_deadline_seconds: int = 60
+    reply_reserved_concurrency: int = 0
+    extraction_reserved_concurrency: int = 0
 
     def __post_init__(self) -> None:
         _check(self.architecture, SUPPORTED_ARCHITECTURES, "architecture")

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from pathlib import Path
 
 from aws_cdk import CfnOutput, Duration, RemovalPolicy, Stack
 from aws_cdk import aws_apigateway as apigw
@@ -26,18 +25,10 @@ from constructs import Construct
 from memorybot import tables
 from memorybot.config import SECRET_KEYS
 
+from .code_asset import function_code
 from .layer import LayerTarget, layer_code
 from .settings import StackConfig
 
-FUNCTIONS_DIR = Path(__file__).resolve().parent.parent / "functions"
-# Only the package goes into the code asset: no metadata, caches, tests or the local stack.
-CODE_EXCLUDES = (
-    "*.egg-info",
-    "**/__pycache__",
-    "**/*.pyc",
-    "memorybot/local",
-    "tests",
-)
 NIGHTLY_SCHEDULE = "cron(0 18 * * ? *)"  # 03:00 JST
 # The interaction token lives 15 minutes; a reply older than this can no longer be posted.
 REPLY_MAX_EVENT_AGE = Duration.minutes(10)
@@ -168,8 +159,9 @@ class MemoryBotStack(Stack):
             compatible_architectures=[self.architecture],
             description="memorybot dependencies: Powertools, PyNaCl, httpx (boto3 from the runtime)",
         )
-        self.code = lambda_.Code.from_asset(str(FUNCTIONS_DIR), exclude=list(CODE_EXCLUDES))
+        self.code = function_code(config.python_version)  # the package, with bytecode for the runtime
         self.functions = {spec.name: self._function(spec) for spec in FUNCTIONS}
+        self._reserve_worker_concurrency()
         self._wire_async()
         self.api = self._api()
         self._schedule()
@@ -239,11 +231,34 @@ class MemoryBotStack(Stack):
             "MEMORYBOT_FETCH_CHANNEL_HISTORY": "true" if c.fetch_channel_history else "false",
             "MEMORYBOT_MEMORY_SCOPE": c.memory_scope,
         }
+        env.update(self._model_quota_environment())
         if c.jev_url:
             env["JEV_URL"] = c.jev_url
         for spec in tables.ALL_TABLES:
             env[spec.env_var] = self.tables[spec.logical_name].table_name
         return env
+
+    def _model_quota_environment(self) -> dict[str, str]:
+        c = self.config
+        return {
+            "MEMORYBOT_MODEL_MAX_IN_FLIGHT": str(c.model_max_in_flight),
+            "MEMORYBOT_MODEL_RPM": str(c.model_rpm),
+            "MEMORYBOT_MODEL_DEADLINE": str(c.model_deadline_seconds),
+            # The workers learn from it when Lambda has no retry left for a job (adapters/attempts.py).
+            "MEMORYBOT_ASYNC_RETRIES": str(ASYNC_RETRIES),
+        }
+
+    def _reserve_worker_concurrency(self) -> None:
+        """Caps the workers' instances, so the model calls of all of them stay within a quota;
+        invocations above it wait in Lambda's async queue. 0: no reservation (an account's
+        default concurrency limit may be too small to reserve any)."""
+        for name, reserved in (
+            ("Reply", self.config.reply_reserved_concurrency),
+            ("Extraction", self.config.extraction_reserved_concurrency),
+        ):
+            if reserved > 0:
+                cfn = self.functions[name].node.default_child
+                cfn.reserved_concurrent_executions = reserved
 
     def _function(self, spec: FunctionSpec) -> lambda_.Function:
         log_group = logs.LogGroup(
@@ -482,9 +497,30 @@ class MemoryBotStack(Stack):
             treat_missing_data=cloudwatch.TreatMissingData.NOT_BREACHING,
         )
         self.alarms.append(dead_letters)
+        self.alarms.append(self._decisions_lost_alarm())
         if topic is not None:
             for alarm in self.alarms:
                 alarm.add_alarm_action(cloudwatch_actions.SnsAction(topic))
+
+    def _decisions_lost_alarm(self) -> cloudwatch.Alarm:
+        """An extraction whose model stayed unavailable through Lambda's every retry wrote nothing."""
+        lost = cloudwatch.Metric(
+            namespace=self.config.metrics_namespace,
+            metric_name="DecisionsLost",
+            dimensions_map={"service": self.config.service_name},  # Powertools' default dimension
+            period=Duration.minutes(5),
+            statistic="Sum",
+        )
+        return cloudwatch.Alarm(
+            self,
+            "DecisionsLostAlarm",
+            alarm_description="memorybot: exchanges not learned because the model stayed throttled or unreachable",
+            metric=lost,
+            threshold=1,
+            evaluation_periods=1,
+            comparison_operator=cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
+            treat_missing_data=cloudwatch.TreatMissingData.NOT_BREACHING,
+        )
 
 
 def _attribute(key: tables.Key) -> dynamodb.Attribute:

@@ -123,6 +123,14 @@ class Container:
             self.settings.discord_api_base, self.settings.secret("DISCORD_BOT_TOKEN"), timeout=1.0, max_attempts=1
         )
 
+    @cached_property
+    def unavailable_attempts(self):
+        """Counts a worker's attempts that found the model unavailable (see adapters/attempts.py)."""
+        from .adapters.attempts import DynamoAttemptCounter
+        from .tables import DEDUP
+
+        return DynamoAttemptCounter(self.dynamodb_client, self.settings.table(DEDUP))
+
     def idempotency_store(self, worker: str):
         """One Powertools persistence layer per worker (it keeps per-function state)."""
         stores = self.__dict__.setdefault("_idempotency_stores", {})

@@ -27,6 +27,16 @@ class Settings:
     model_timeout_seconds: float = 8.0
     model_concurrency: int = 10
     nightly_speaker_concurrency: int = 32  # speakers consolidated at once (x model_concurrency threads)
+    # The process's model limiter (adapters/limiter.py): requests open at once (HTTP pools are
+    # sized to it) and started per minute (0: no per-minute bound); and how long one call may
+    # keep retrying throttles and transient failures before it is "not yet" (ModelUnavailable).
+    model_max_in_flight: int = 32
+    model_rpm: int = 0
+    model_deadline_seconds: float = 60.0
+    # Lambda's retries of a failed asynchronous invocation (the stack sets both from one constant):
+    # a worker whose model stayed unavailable knows from it when its last attempt has come.
+    async_retries: int = 2
+    metrics_namespace: str = "MemoryBot"
     jev_url: str = ""
     openai_base_url: str = "https://api.openai.com/v1"
     openai_model: str = "gpt-4o-mini"
@@ -73,6 +83,11 @@ class Settings:
             model_timeout_seconds=float(env.get("MEMORYBOT_MODEL_TIMEOUT", "8")),
             model_concurrency=int(env.get("MEMORYBOT_MODEL_CONCURRENCY", "10")),
             nightly_speaker_concurrency=int(env.get("MEMORYBOT_NIGHTLY_CONCURRENCY", cls.nightly_speaker_concurrency)),
+            model_max_in_flight=int(env.get("MEMORYBOT_MODEL_MAX_IN_FLIGHT", cls.model_max_in_flight)),
+            model_rpm=int(env.get("MEMORYBOT_MODEL_RPM", cls.model_rpm)),
+            model_deadline_seconds=float(env.get("MEMORYBOT_MODEL_DEADLINE", cls.model_deadline_seconds)),
+            async_retries=int(env.get("MEMORYBOT_ASYNC_RETRIES", cls.async_retries)),
+            metrics_namespace=env.get("POWERTOOLS_METRICS_NAMESPACE") or cls.metrics_namespace,
             jev_url=env.get("JEV_URL", "").rstrip("/"),
             openai_base_url=env.get("OPENAI_BASE_URL", "https://api.openai.com/v1").rstrip("/"),
             openai_model=env.get("OPENAI_MODEL", "gpt-4o-mini"),

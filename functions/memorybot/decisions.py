@@ -1,7 +1,9 @@
 """Asking the models, safely: every failure becomes "no answer", never a decision.
 
 Any exception, a probability that is not a real number in [0, 1], a verdict the
-question does not allow, or an empty text counts as a failure (None).
+question does not allow, or an empty text counts as a failure (None). Except one:
+``ModelUnavailable`` (throttled or unreachable through every retry) is "not yet", not
+"no", and is raised on, so the job fails before applying anything and is run again.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from typing import Callable, Iterable, Sequence, TypeVar
 
 from . import quoting
 from .domain import MEMORY_TEXT_MAX_CHARS, Memory, Verdict
+from .ports import ModelUnavailable
 
 logger = logging.getLogger(__name__)
 
@@ -54,9 +57,13 @@ def memory_text(answer: object) -> str | None:
 
 
 def ask(question: str, call: Callable[[], T], check: Callable[[T], R | None]) -> R | None:
-    """Call a model; any exception or unusable answer is logged (by name only) and becomes None."""
+    """Call a model; any exception or unusable answer is logged (by name only) and becomes None,
+    except ModelUnavailable, which is raised on."""
     try:
         answer = call()
+    except ModelUnavailable:
+        logger.warning("model unavailable", extra={"question": question})
+        raise
     except Exception as exc:  # noqa: BLE001 - a model failure is never a decision
         logger.warning("model call failed", extra={"question": question, "error": type(exc).__name__})
         return None
@@ -75,7 +82,12 @@ class CallCounter:
         self.failures = 0
 
     def ask(self, question: str, call: Callable[[], T], check: Callable[[T], R | None]) -> R | None:
-        answer = ask(question, call, check)
+        try:
+            answer = ask(question, call, check)
+        except ModelUnavailable:
+            with self._lock:
+                self.calls += 1
+            raise
         with self._lock:
             self.calls += 1
             self.failures += answer is None

@@ -18,6 +18,14 @@ class ModelError(Exception):
     """A model call failed: error, timeout, or an answer that does not fit the contract."""
 
 
+class ModelUnavailable(ModelError):
+    """No answer yet: the model stayed throttled or unreachable through every retry of the call.
+
+    "Not yet", not "no": the core does not turn it into "no decision" but lets it through, so
+    that the job fails before applying anything and runs again later.
+    """
+
+
 class ConflictError(Exception):
     """The record was changed by someone else since it was read."""
 

@@ -25,7 +25,9 @@ def jev():
 def stack(jev, tmp_path_factory):
     """(base URL, state dir) of a running local stack; stopped at the end of the session."""
     state_dir = tmp_path_factory.mktemp("memorybot-state")
-    running = StackProcess(state_dir, {"MEMORYBOT_DECISION_MODEL": "http", "JEV_URL": jev.url})
+    # A short retry deadline: a Jev that stays down is given up on in a second per attempt.
+    env = {"MEMORYBOT_DECISION_MODEL": "http", "JEV_URL": jev.url, "MEMORYBOT_MODEL_DEADLINE": "1"}
+    running = StackProcess(state_dir, env)
     yield running.url, state_dir
     running.stop()
 

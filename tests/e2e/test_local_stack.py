@@ -80,6 +80,8 @@ def test_when_jev_is_unavailable_the_bot_still_replies_and_remembers_nothing(per
     jev.answer("/worth", {"error": "down"}, status=503)
     said = frank.chat("I just moved to Sapporo")
     assert said and said[0].startswith("memorybot: ")
+    # Every attempt (the first and the worker's two retries) asked again before giving up.
+    assert len(jev.requests_to("/worth")) >= 3 * 2
     assert frank.show() == [f"memorybot: (only you can see this) {NOTHING_HERE}"]
 
 

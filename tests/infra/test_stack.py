@@ -380,11 +380,15 @@ def test_alarms_on_errors_throttles_and_dead_letters(synth):
         props = alarm["Properties"]
         assert props["Threshold"] == 1 and props["ComparisonOperator"] == "GreaterThanOrEqualToThreshold"
         [dimension] = props["Dimensions"]
-        value = dimension["Value"]  # {"Ref": fn} or {"Fn::GetAtt": [queue, "QueueName"]}
-        watched.add((props["Namespace"], props["MetricName"], value.get("Ref") or value["Fn::GetAtt"][0]))
+        value = dimension["Value"]  # {"Ref": fn}, {"Fn::GetAtt": [queue, "QueueName"]} or a service name
+        if isinstance(value, dict):
+            value = value.get("Ref") or value["Fn::GetAtt"][0]
+        watched.add((props["Namespace"], props["MetricName"], value))
     for name in FUNCTION_NAMES:
         fid = logical_id(synth, f"{name}Function", "AWS::Lambda::Function")
         assert ("AWS/Lambda", "Errors", fid) in watched
         assert ("AWS/Lambda", "Throttles", fid) in watched
     [queue_id] = synth.of_type("AWS::SQS::Queue")
     assert ("AWS/SQS", "ApproximateNumberOfMessagesVisible", queue_id) in watched
+    # Exchanges the extraction worker gave up on (Powertools metric, service dimension).
+    assert ("MemoryBot", "DecisionsLost", "memorybot") in watched

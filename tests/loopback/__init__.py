@@ -27,12 +27,21 @@ Common API (``LoopbackServer``):
 
 A delay is cut short by ``stop()``, so a test that times out its client never waits
 for the server.
+
+A stand-in for a model under a quota: ``set_delay(L)`` is the model's latency, and
+``set_quota(Q)`` lets at most Q requests per minute through (a token bucket of one second's
+worth, refilled at Q/60 a second, like a provider's requests-per-minute quota); a request
+above it gets ``throttled_answer(wait)`` at once: 429 with ``Retry-After`` (whole seconds,
+as HTTP says) and ``retry-after-ms`` (as OpenAI sends). ``throttled``, ``served``,
+``in_flight`` and ``peak_in_flight`` (requests being answered at once) are counted.
 """
 
 from __future__ import annotations
 
 import json
+import math
 import threading
+import time
 from collections import defaultdict, deque
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -85,6 +94,11 @@ class LoopbackServer:
         self._server: ThreadingHTTPServer | None = None
         self._thread: threading.Thread | None = None
         self.url = ""
+        self._quota: _Quota | None = None
+        self.throttled = 0
+        self.served = 0
+        self.in_flight = 0
+        self.peak_in_flight = 0
 
     # ------------------------------------------------------------ lifecycle
 
@@ -138,13 +152,25 @@ class LoopbackServer:
         with self._lock:
             self._delays[path] = seconds
 
+    def set_quota(self, per_minute: int | None, *, period: float = 60.0) -> None:
+        """At most ``per_minute`` requests per ``period`` seconds get through; None: no quota."""
+        with self._lock:
+            self._quota = _Quota(per_minute, period) if per_minute else None
+
+    def throttled_answer(self, wait: float) -> Answer:
+        """What a request above the quota gets; subclasses answer their API's throttling error."""
+        return Answer(429, {"error": {"message": "rate limit exceeded", "type": "rate_limit"}},
+                      headers={"Retry-After": str(max(1, math.ceil(wait))), "retry-after-ms": str(max(1, math.ceil(wait * 1000)))})
+
     def clear(self) -> None:
-        """Forget scripted answers, delays and recorded requests."""
+        """Forget scripted answers, delays, the quota, counters and recorded requests."""
         with self._lock:
             self._sticky.clear()
             self._once.clear()
             self._delays.clear()
             self._requests.clear()
+            self._quota = None
+            self.throttled = self.served = self.peak_in_flight = 0
 
     # ------------------------------------------------------------ inspection
 
@@ -170,21 +196,55 @@ class LoopbackServer:
     def _answer_for(self, request: Recorded) -> Answer:
         with self._lock:
             self._requests.append(request)
-            queued = self._once.get(request.path)
-            scripted = queued.popleft() if queued else self._sticky.get(request.path)
-            delay = self._delays.get(request.path, self._delays.get(None, 0.0))
-        if self.api_key is not None and request.headers.get("authorization") != f"Bearer {self.api_key}":
-            return Answer(401, {"error": "unauthorized"})
-        answer = scripted or self.default_answer(request)
-        total = delay + answer.delay
-        if total > 0:
-            self._stopping.wait(total)
-        return answer
+            wait = self._quota.take() if self._quota is not None else 0.0
+            if wait > 0:
+                self.throttled += 1
+            else:
+                queued = self._once.get(request.path)
+                scripted = queued.popleft() if queued else self._sticky.get(request.path)
+                delay = self._delays.get(request.path, self._delays.get(None, 0.0))
+                self.served += 1
+                self.in_flight += 1
+                self.peak_in_flight = max(self.peak_in_flight, self.in_flight)
+        if wait > 0:
+            return self.throttled_answer(wait)
+        try:
+            if self.api_key is not None and request.headers.get("authorization") != f"Bearer {self.api_key}":
+                return Answer(401, {"error": "unauthorized"})
+            answer = scripted or self.default_answer(request)
+            total = delay + answer.delay
+            if total > 0:
+                self._stopping.wait(total)
+            return answer
+        finally:
+            with self._lock:
+                self.in_flight -= 1
+
+
+class _Quota:
+    """A token bucket: one second's worth of the allowance as burst, refilled continuously."""
+
+    def __init__(self, per_minute: int, period: float) -> None:
+        self.capacity = max(1.0, per_minute / 60)
+        self.rate = per_minute / period
+        self.tokens = self.capacity
+        self.stamp = time.monotonic()
+
+    def take(self) -> float:
+        """0 when a request may go through (and counts it); else seconds until one may."""
+        now = time.monotonic()
+        self.tokens = min(self.capacity, self.tokens + (now - self.stamp) * self.rate)
+        self.stamp = now
+        if self.tokens >= 1:
+            self.tokens -= 1
+            return 0.0
+        return (1 - self.tokens) / self.rate
 
 
 class _Server(ThreadingHTTPServer):
     daemon_threads = True
     block_on_close = False
+    request_queue_size = 512  # a burst of new connections must not wait out SYN retries
 
     def handle_error(self, request: Any, client_address: Any) -> None:
         pass  # a client that timed out and hung up is what several tests are about

@@ -18,7 +18,8 @@ from memorybot.adapters import llm_prompts
 from memorybot.adapters.bedrock import BedrockChatModel, BedrockConverse, BedrockDecisionModel, bedrock_client
 from memorybot.config import Settings
 from memorybot.domain import Memory, PromptMessage, Speaker, Verdict
-from memorybot.ports import ModelError
+from memorybot.ports import ModelError, ModelUnavailable
+from retrying import quick_retrier
 from memorybot.reply import build_reply_prompt
 
 from fakes import message
@@ -69,11 +70,11 @@ def _text_answer(*texts: str, stop: str = "end_turn") -> dict:
 
 
 def _decisions(client) -> BedrockDecisionModel:
-    return BedrockDecisionModel(BedrockConverse(client, SETTINGS.bedrock_decision_model_id))
+    return BedrockDecisionModel(BedrockConverse(client, SETTINGS.bedrock_decision_model_id, quick_retrier()))
 
 
 def _chat(client) -> BedrockChatModel:
-    return BedrockChatModel(BedrockConverse(client, SETTINGS.bedrock_chat_model_id))
+    return BedrockChatModel(BedrockConverse(client, SETTINGS.bedrock_chat_model_id, quick_retrier()))
 
 
 def _forced(question: llm_prompts.Question) -> dict:
@@ -150,9 +151,9 @@ def test_an_answer_without_the_tool_is_a_failure(stubbed):
         model.worth(EXCHANGE)
 
 
-@pytest.mark.parametrize("code, status", [("ThrottlingException", 429), ("ValidationException", 400),
-                                          ("ModelTimeoutException", 408), ("InternalServerException", 500)])
-def test_service_errors_are_failures(stubbed, code, status):
+@pytest.mark.parametrize("code, status", [("ValidationException", 400), ("ModelTimeoutException", 408),
+                                          ("AccessDeniedException", 403)])
+def test_service_errors_are_failures_without_retry(stubbed, code, status):
     client, stub = stubbed
     stub.add_client_error("converse", service_error_code=code, http_status_code=status)
     stub.add_client_error("converse", service_error_code=code, http_status_code=status)
@@ -252,8 +253,8 @@ def test_write_reply_without_conversation_makes_no_call(stubbed):
         _chat(client).write_reply([PromptMessage("system", "only the system message")])
 
 
-def test_the_client_uses_the_model_timeout_and_never_retries():
-    client = bedrock_client(dataclasses.replace(SETTINGS, model_timeout_seconds=2.5, model_concurrency=7), session=_session())
+def test_the_client_uses_the_model_timeout_and_leaves_retries_to_the_shared_policy():
+    client = bedrock_client(dataclasses.replace(SETTINGS, model_timeout_seconds=2.5, model_max_in_flight=7), session=_session())
     config = client.meta.config
     assert config.read_timeout == 2.5 and config.connect_timeout == 2.5
     assert config.retries["total_max_attempts"] == 1
@@ -275,7 +276,7 @@ def endpoint():
 def _http_decisions(endpoint, timeout: float = 2.0) -> BedrockDecisionModel:
     settings = dataclasses.replace(SETTINGS, model_timeout_seconds=timeout)
     client = bedrock_client(settings, session=_session(), endpoint_url=endpoint.url)
-    return BedrockDecisionModel(BedrockConverse(client, PLAIN_ID))
+    return BedrockDecisionModel(BedrockConverse(client, PLAIN_ID, quick_retrier()))
 
 
 def test_over_http_the_request_is_signed_json_with_the_forced_tool(endpoint):
@@ -288,20 +289,36 @@ def test_over_http_the_request_is_signed_json_with_the_forced_tool(endpoint):
     assert '<message from="speaker">I moved to Osaka last month</message>' in sent.json["messages"][0]["content"][0]["text"]
 
 
-def test_over_http_a_slow_endpoint_times_out_once_without_retry(endpoint):
+def test_over_http_a_slow_endpoint_is_retried_until_the_deadline_then_unavailable(endpoint):
     endpoint.set_delay(2.0)
     endpoint.answer(CONVERSE_PATH, _tool_answer("answer_worth", {"probability": 0.65}))
-    with pytest.raises(ModelError):
+    with pytest.raises(ModelUnavailable, match="ReadTimeoutError"):
         _http_decisions(endpoint, timeout=0.2).worth(EXCHANGE)
-    assert len(endpoint.requests) == 1
+    assert len(endpoint.requests) >= 2
 
 
-@pytest.mark.parametrize("status", [429, 500, 503])
-def test_over_http_errors_are_failures_without_retry(endpoint, status):
-    endpoint.answer(CONVERSE_PATH, {"message": "nope"}, status=status,
-                    headers={"x-amzn-ErrorType": "ThrottlingException" if status == 429 else "InternalServerException"})
-    with pytest.raises(ModelError):
+@pytest.mark.parametrize("status, code", [(429, "ThrottlingException"), (503, "ServiceUnavailableException"),
+                                          (429, "ModelNotReadyException"), (500, "InternalServerException")])
+def test_over_http_a_throttle_or_transient_error_is_retried_then_answered(endpoint, status, code):
+    endpoint.answer_once(CONVERSE_PATH, {"message": "slow down"}, status=status, headers={"x-amzn-ErrorType": code})
+    endpoint.answer(CONVERSE_PATH, _tool_answer("answer_worth", {"probability": 0.65}))
+    assert _http_decisions(endpoint).worth(EXCHANGE) == 0.65
+    assert len(endpoint.requests) == 2
+
+
+def test_over_http_a_throttle_that_lasts_past_the_deadline_is_unavailable(endpoint):
+    endpoint.answer(CONVERSE_PATH, {"message": "slow down"}, status=429, headers={"x-amzn-ErrorType": "ThrottlingException"})
+    with pytest.raises(ModelUnavailable, match="ThrottlingException"):
         _http_decisions(endpoint).worth(EXCHANGE)
+    assert len(endpoint.requests) >= 2
+
+
+@pytest.mark.parametrize("status, code", [(400, "ValidationException"), (403, "AccessDeniedException")])
+def test_over_http_other_errors_fail_at_once(endpoint, status, code):
+    endpoint.answer(CONVERSE_PATH, {"message": "no"}, status=status, headers={"x-amzn-ErrorType": code})
+    with pytest.raises(ModelError) as caught:
+        _http_decisions(endpoint).worth(EXCHANGE)
+    assert not isinstance(caught.value, ModelUnavailable)
     assert len(endpoint.requests) == 1
 
 

@@ -13,7 +13,8 @@ from loopback.jev_server import JevServer
 from memorybot.adapters.jev_http import JevHttpDecisionModel
 from memorybot.domain import GLOBAL_SCOPE, Memory, Speaker, Verdict
 from memorybot.extraction import Extractor
-from memorybot.ports import ModelError
+from memorybot.ports import ModelError, ModelUnavailable
+from retrying import quick_retrier
 
 EXCHANGE = exchange(("alice", "I moved to Osaka last month"), ("bot", "Nice!"))
 # What every exchange question carries besides its own fields.
@@ -38,7 +39,7 @@ def _server():
 
 @pytest.fixture(scope="module")
 def _model(_server):
-    client = JevHttpDecisionModel(_server.url, timeout_seconds=2.0, api_key="secret-key")
+    client = JevHttpDecisionModel(_server.url, timeout_seconds=2.0, api_key="secret-key", retrier=quick_retrier())
     yield client
     client.close()
 
@@ -151,8 +152,8 @@ def test_non_2xx_is_a_failure_even_with_a_good_body(jev, model, path, status):
 
 def test_a_slow_answer_times_out(jev):
     jev.set_delay(2.0, path="/verdict")
-    client = JevHttpDecisionModel(jev.url, timeout_seconds=0.1)
-    with pytest.raises(ModelError, match="timed out"):
+    client = JevHttpDecisionModel(jev.url, timeout_seconds=0.1, retrier=quick_retrier())
+    with pytest.raises(ModelUnavailable, match="timed out"):  # retried until the deadline
         client.verdict(EXCHANGE, TEA)
 
 
@@ -160,7 +161,7 @@ def test_an_unreachable_service_is_a_failure():
     with JevServer() as jev:
         url = jev.url
     with pytest.raises(ModelError):
-        JevHttpDecisionModel(url, timeout_seconds=0.5).worth(EXCHANGE)
+        JevHttpDecisionModel(url, timeout_seconds=0.5, retrier=quick_retrier()).worth(EXCHANGE)
 
 
 @pytest.mark.parametrize(
@@ -248,24 +249,35 @@ def test_extraction_through_jev_over_http_updates_and_adds(jev, model):
     assert jev.questions().count("verdict") == 2 and "add" in jev.questions()
 
 
-def test_extraction_with_jev_down_writes_nothing():
+def test_extraction_with_jev_down_raises_and_writes_nothing():
     store = FakeMemoryStore()
     store.seed(TEA)
     with JevServer() as jev:
         url = jev.url
-    result = _extract(JevHttpDecisionModel(url, timeout_seconds=0.5), store, ScriptedChat())
-    assert result.outcome == "no_decision"
+    with pytest.raises(ModelUnavailable):  # not yet: the job is retried later
+        _extract(JevHttpDecisionModel(url, timeout_seconds=0.5, retrier=quick_retrier()), store, ScriptedChat())
     assert store.ledger == [] and store.of("u1") == [TEA]
 
 
-def test_extraction_with_failing_verdicts_leaves_records_untouched(jev, model):
+def test_extraction_with_refused_verdicts_leaves_records_untouched(jev, model):
     store = FakeMemoryStore()
     store.seed(TEA, CAT)
     jev.set_add(0.1)
     jev.set_verdict("update")
-    jev.answer("/verdict", status=500)
+    jev.answer("/verdict", status=422)  # a refusal, not a throttle: no decision
     result = _extract(model, store, ScriptedChat())
     assert result.updated == [] and result.deleted == [] and result.added == []
+    assert set(store.of("u1")) == {TEA, CAT}
+    assert store.changes() == []
+
+
+def test_extraction_with_verdicts_failing_through_every_retry_raises_and_changes_nothing(jev, model):
+    store = FakeMemoryStore()
+    store.seed(TEA, CAT)
+    jev.set_verdict("delete")
+    jev.answer("/verdict", status=500)
+    with pytest.raises(ModelUnavailable):
+        _extract(model, store, ScriptedChat())
     assert set(store.of("u1")) == {TEA, CAT}
     assert store.changes() == []
 

@@ -14,7 +14,8 @@ from memorybot.adapters import llm_prompts
 from memorybot.adapters.openai_chat import OpenAIChatModel, OpenAICompatibleClient, OpenAIDecisionModel
 from memorybot.domain import GLOBAL_SCOPE, Memory, PromptMessage, Speaker, Verdict
 from memorybot.extraction import Extractor
-from memorybot.ports import ModelError
+from memorybot.ports import ModelError, ModelUnavailable
+from retrying import quick_retrier
 from memorybot.reply import build_reply_prompt
 
 EXCHANGE = exchange(("alice", "I moved to Osaka last month"), ("bot", "Nice!"))
@@ -41,7 +42,7 @@ def llm(_server):
 
 @pytest.fixture(scope="module")
 def _client(_server):
-    client = OpenAICompatibleClient(_server.url, "test-model", timeout_seconds=2.0, api_key="sk-test")
+    client = OpenAICompatibleClient(_server.url, "test-model", timeout_seconds=2.0, api_key="sk-test", retrier=quick_retrier())
     yield client
     client.close()
 
@@ -216,10 +217,10 @@ def test_non_2xx_is_a_failure(llm, jev, chat, status):
 
 def test_a_slow_server_times_out(llm):
     llm.set_delay(2.0)
-    client = OpenAICompatibleClient(llm.url, "m", timeout_seconds=0.1)
-    with pytest.raises(ModelError, match="timed out"):
+    client = OpenAICompatibleClient(llm.url, "m", timeout_seconds=0.1, retrier=quick_retrier())
+    with pytest.raises(ModelUnavailable, match="timed out"):  # retried until the deadline
         OpenAIDecisionModel(client).worth(EXCHANGE)
-    with pytest.raises(ModelError, match="timed out"):
+    with pytest.raises(ModelUnavailable, match="timed out"):
         OpenAIChatModel(client).write_memory(EXCHANGE, None)
 
 

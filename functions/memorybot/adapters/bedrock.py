@@ -11,9 +11,13 @@ Texts come from the reply's text blocks. The reply prompt's system message goes 
 ``system``; conversation turns alternate (consecutive same-role turns are merged) and
 start with a user turn, as Converse requires.
 
-The client's timeouts are ``settings.model_timeout_seconds`` and it does not retry:
-a slow or throttled call is a failed call (the core then makes no change), never a
-call that silently takes twice as long.
+The client's timeouts are ``settings.model_timeout_seconds`` and botocore itself does not
+retry: the shared policy (``retry.py``) does, through the process's limiter, for
+``ThrottlingException``, ``ServiceUnavailableException``, ``ModelNotReadyException``,
+``InternalServerException`` and connection errors or timeouts, and a call still failing at
+its deadline is ``ModelUnavailable``. Any other error, and any unusable answer, is a
+``ModelError`` at once. (Botocore's read timeout cannot shrink to the deadline's rest, so
+a call may end up to one model timeout past its deadline.)
 """
 
 from __future__ import annotations
@@ -22,24 +26,32 @@ from typing import Any, Sequence
 
 import boto3
 from botocore.config import Config
-from botocore.exceptions import BotoCoreError, ClientError
+from botocore.exceptions import BotoCoreError, ClientError, ConnectionClosedError, ReadTimeoutError
+from botocore.exceptions import ConnectionError as BotoConnectionError
 
 from ..domain import PromptMessage
 from ..ports import ModelError
 from . import llm_prompts
 from .llm_prompts import Question, TextTask
+from .retry import Retrier, Retryable, retrier_for, retry_after_seconds
 
 # Stop reasons after which the content is not the model's answer.
 _REFUSED = frozenset({"guardrail_intervened", "content_filtered"})
+# Throttled or failing for now: asked again under the retry policy.
+_RETRYABLE_CODES = frozenset(
+    {"ThrottlingException", "ServiceUnavailableException", "ModelNotReadyException", "InternalServerException"}
+)
+_TRANSPORT_ERRORS = (BotoConnectionError, ReadTimeoutError, ConnectionClosedError)
 
 
 def bedrock_client(settings: Any, *, session: Any = None, endpoint_url: str | None = None) -> Any:
-    """A bedrock-runtime client with the model timeout on connect and read, and no retries."""
+    """A bedrock-runtime client with the model timeout on connect and read, no retries of its own
+    (``retry.py`` retries), and a pool as large as the process's limiter lets calls be in flight."""
     config = Config(
         connect_timeout=settings.model_timeout_seconds,
         read_timeout=settings.model_timeout_seconds,
         retries={"total_max_attempts": 1, "mode": "standard"},
-        max_pool_connections=max(settings.model_concurrency, 1),
+        max_pool_connections=max(settings.model_max_in_flight, 1),
     )
     return (session or boto3).client("bedrock-runtime", config=config, endpoint_url=endpoint_url)
 
@@ -47,26 +59,39 @@ def bedrock_client(settings: Any, *, session: Any = None, endpoint_url: str | No
 class BedrockConverse:
     """One model id on one client: converse calls with every failure turned into ModelError."""
 
-    def __init__(self, client: Any, model_id: str) -> None:
+    def __init__(self, client: Any, model_id: str, retrier: Retrier | None = None) -> None:
         if not model_id:
             raise ValueError("a Bedrock model id is required")
         self._client = client
         self.model_id = model_id
+        self._retrier = retrier or Retrier()
+
+    @classmethod
+    def from_settings(cls, settings: Any, model_id: str) -> "BedrockConverse":
+        return cls(bedrock_client(settings), model_id, retrier_for(settings))
 
     def converse(self, **request: Any) -> dict[str, Any]:
-        try:
-            response = self._client.converse(modelId=self.model_id, **request)
-        except ClientError as exc:
-            code = exc.response.get("Error", {}).get("Code", "ClientError")
-            raise ModelError(f"bedrock converse: {code}") from exc
-        except BotoCoreError as exc:  # timeouts, connection errors, bad responses
-            raise ModelError(f"bedrock converse: {type(exc).__name__}") from exc
+        response = self._retrier.call(lambda _remaining: self._attempt(request), "bedrock converse")
         if response.get("stopReason") in _REFUSED:
             raise ModelError(f"bedrock converse: stopped ({response['stopReason']})")
         content = (((response.get("output") or {}).get("message") or {}).get("content"))
         if not isinstance(content, list):
             raise ModelError("bedrock converse: no message content")
         return response
+
+    def _attempt(self, request: dict[str, Any]) -> dict[str, Any]:
+        try:
+            return self._client.converse(modelId=self.model_id, **request)
+        except ClientError as exc:
+            code = exc.response.get("Error", {}).get("Code", "ClientError")
+            if code in _RETRYABLE_CODES:
+                headers = exc.response.get("ResponseMetadata", {}).get("HTTPHeaders", {})
+                raise Retryable(f"bedrock converse: {code}", retry_after_seconds(headers)) from exc
+            raise ModelError(f"bedrock converse: {code}") from exc
+        except _TRANSPORT_ERRORS as exc:
+            raise Retryable(f"bedrock converse: {type(exc).__name__}") from exc
+        except BotoCoreError as exc:  # bad responses, invalid parameters: not worth asking again
+            raise ModelError(f"bedrock converse: {type(exc).__name__}") from exc
 
     def tool_input(self, question: Question) -> object:
         """Ask ``question`` forcing its one tool; the toolUse input the model gave."""

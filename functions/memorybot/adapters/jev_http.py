@@ -2,8 +2,9 @@
 
 Contract: JSON over POST to ``{JEV_URL}/worth``, ``/verdict``, ``/add`` and ``/review``,
 with ``Authorization: Bearer $JEV_API_KEY`` when a key is set. Memory ids travel as
-strings and times as fixed-width ISO 8601 UTC. Any transport error, timeout, non-2xx
-status or body that does not match the contract raises ``ModelError``. The answer
+strings and times as fixed-width ISO 8601 UTC. Transport errors, timeouts and 429/5xx are
+retried (``retry.py``) and end as ``ModelUnavailable``; any other non-2xx status or a body
+that does not match the contract raises ``ModelError`` at once. The answer
 must hold its key with the right JSON type (a number in [0, 1], or one of the verdicts
 the question allows); extra keys are ignored, so the service can add fields.
 
@@ -52,7 +53,8 @@ import httpx
 
 from ..domain import BOT_NAME, Exchange, Memory, Verdict, iso, plain_name
 from ..ports import ModelError
-from .json_http import json_client
+from .json_http import json_client, post_attempt
+from .retry import Retrier, retrier_for
 from .llm_prompts import MEMORY_VERDICTS, REVIEW_VERDICTS, parse_probability, parse_verdict
 
 
@@ -94,9 +96,12 @@ class JevHttpDecisionModel:
         api_key: str = "",
         max_connections: int = 20,
         transport: httpx.BaseTransport | None = None,
+        retrier: Retrier | None = None,
     ) -> None:
         if not base_url:
             raise ValueError("JEV_URL is required for the http decision model")
+        self._timeout = timeout_seconds
+        self._retrier = retrier or Retrier()
         self._client = json_client(
             base_url, timeout_seconds=timeout_seconds, api_key=api_key, max_connections=max_connections, transport=transport
         )
@@ -107,7 +112,8 @@ class JevHttpDecisionModel:
             settings.jev_url,
             timeout_seconds=settings.model_timeout_seconds,
             api_key=settings.secret("JEV_API_KEY"),
-            max_connections=max(settings.model_concurrency, 1),
+            max_connections=max(settings.model_max_in_flight, 1),
+            retrier=retrier_for(settings),
         )
 
     # The four questions of the DecisionModel port.
@@ -136,12 +142,10 @@ class JevHttpDecisionModel:
 
     def _post(self, path: str, body: dict[str, Any]) -> object:
         # Messages name the path and status only: never the exchange or a memory's text.
-        try:
-            response = self._client.post(path, json=body)
-        except httpx.TimeoutException as exc:
-            raise ModelError(f"jev {path}: timed out") from exc
-        except httpx.HTTPError as exc:
-            raise ModelError(f"jev {path}: {type(exc).__name__}") from exc
+        what = f"jev {path}"
+        response = self._retrier.call(
+            lambda remaining: post_attempt(self._client, path, body, timeout=min(self._timeout, remaining), what=what), what
+        )
         if not response.is_success:
             raise ModelError(f"jev {path}: HTTP {response.status_code}")
         try:

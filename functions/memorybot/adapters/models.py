@@ -27,9 +27,9 @@ def build_decision_model(settings: Settings) -> DecisionModel:
 
         return JevHttpDecisionModel.from_settings(settings)
     if kind == "bedrock":
-        from .bedrock import BedrockConverse, BedrockDecisionModel, bedrock_client
+        from .bedrock import BedrockConverse, BedrockDecisionModel
 
-        return BedrockDecisionModel(BedrockConverse(bedrock_client(settings), settings.bedrock_decision_model_id))
+        return BedrockDecisionModel(BedrockConverse.from_settings(settings, settings.bedrock_decision_model_id))
     if kind == "openai":
         from .openai_chat import OpenAICompatibleClient, OpenAIDecisionModel
 
@@ -46,9 +46,9 @@ def build_decision_model(settings: Settings) -> DecisionModel:
 def build_chat_model(settings: Settings) -> ChatModel:
     kind = _kind(settings.chat_model)
     if kind == "bedrock":
-        from .bedrock import BedrockChatModel, BedrockConverse, bedrock_client
+        from .bedrock import BedrockChatModel, BedrockConverse
 
-        return BedrockChatModel(BedrockConverse(bedrock_client(settings), settings.bedrock_chat_model_id))
+        return BedrockChatModel(BedrockConverse.from_settings(settings, settings.bedrock_chat_model_id))
     if kind == "openai":
         from .openai_chat import OpenAIChatModel, OpenAICompatibleClient
 

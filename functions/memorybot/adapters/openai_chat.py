@@ -6,6 +6,8 @@
 body names ``response_format``) is asked again without it, and not asked with it
 again; the answer is then found in the text. The answer is parsed
 strictly (see ``llm_prompts``): anything but the expected object is a ``ModelError``.
+Transport errors, timeouts and 429/5xx are retried (``retry.py``, honouring Retry-After and
+``retry-after-ms``) and end as ``ModelUnavailable``.
 """
 
 from __future__ import annotations
@@ -20,7 +22,8 @@ import httpx
 from ..domain import PromptMessage
 from ..ports import ModelError
 from . import llm_prompts
-from .json_http import json_client
+from .json_http import json_client, post_attempt
+from .retry import Retrier, retrier_for
 from .llm_prompts import Question, TextTask
 
 # Statuses with which servers without JSON mode refuse ``response_format``.
@@ -45,10 +48,13 @@ class OpenAICompatibleClient:
         api_key: str = "",
         max_connections: int = 20,
         transport: httpx.BaseTransport | None = None,
+        retrier: Retrier | None = None,
     ) -> None:
         if not base_url or not model:
             raise ValueError("OPENAI_BASE_URL and OPENAI_MODEL are required for the openai backend")
         self.model = model
+        self._timeout = timeout_seconds
+        self._retrier = retrier or Retrier()
         self._client = json_client(
             base_url, timeout_seconds=timeout_seconds, api_key=api_key, max_connections=max_connections, transport=transport
         )
@@ -62,7 +68,8 @@ class OpenAICompatibleClient:
             settings.openai_model,
             timeout_seconds=settings.model_timeout_seconds,
             api_key=settings.secret("OPENAI_API_KEY"),
-            max_connections=max(settings.model_concurrency, 1),
+            max_connections=max(settings.model_max_in_flight, 1),
+            retrier=retrier_for(settings),
         )
 
     def complete(
@@ -89,12 +96,13 @@ class OpenAICompatibleClient:
         self._client.close()
 
     def _post(self, body: dict[str, Any]) -> httpx.Response:
-        try:
-            return self._client.post("/chat/completions", json=body)
-        except httpx.TimeoutException as exc:
-            raise ModelError("chat completions: timed out") from exc
-        except httpx.HTTPError as exc:
-            raise ModelError(f"chat completions: {type(exc).__name__}") from exc
+        what = "chat completions"
+        return self._retrier.call(
+            lambda remaining: post_attempt(
+                self._client, "/chat/completions", body, timeout=min(self._timeout, remaining), what=what
+            ),
+            what,
+        )
 
     @staticmethod
     def _content(response: httpx.Response) -> Completion:

@@ -65,3 +65,18 @@ def refused(job_type: type[Job], event: Any, logger: Any) -> bool:
         logger.error("job refused", extra={"job": job_type.__name__, "reason": str(exc)})
         return True
     return False
+
+
+def retries_spent(worker: str, interaction_id: str) -> bool:
+    """Called when the job found the model unavailable: counts the attempt, and answers whether
+    Lambda has no retry left for it (then the caller gives up instead of raising)."""
+    c = bootstrap.container()
+    return c.unavailable_attempts.count(worker, interaction_id) > c.settings.async_retries
+
+
+def count_metric(name: str) -> None:
+    """One count of ``name`` as a CloudWatch metric (Powertools' embedded metric format on stdout)."""
+    from aws_lambda_powertools.metrics import MetricUnit, single_metric
+
+    with single_metric(name=name, unit=MetricUnit.Count, value=1, namespace=bootstrap.container().settings.metrics_namespace):
+        pass

@@ -1,6 +1,9 @@
 """The extraction worker: after the reply, decide what (if anything) to remember.
 
-Invoked asynchronously by the reply worker; idempotent on the interaction id.
+Invoked asynchronously by the reply worker; idempotent on the interaction id. A model that
+stays throttled or unreachable is "not yet": the job raises before applying anything and
+Lambda runs it again; once Lambda's retries are spent nothing is written and it is counted
+(the ``DecisionsLost`` metric, alarmed).
 """
 
 from __future__ import annotations
@@ -10,7 +13,8 @@ from aws_lambda_powertools import Logger
 from .. import bootstrap
 from ..domain import EXCHANGE_MESSAGES, Actor, Speaker
 from ..jobs import ExtractionJob
-from . import idempotent, log_core_with, refused
+from ..ports import ModelUnavailable
+from . import count_metric, idempotent, log_core_with, refused, retries_spent
 
 logger = Logger(service="memorybot-extraction")
 log_core_with(logger)
@@ -40,6 +44,14 @@ def extract(job: ExtractionJob) -> dict:
     messages = c.message_store.conversation(job.channel_id, job.user_id, EXCHANGE_MESSAGES, up_to=job.up_to_message_id)
     if not messages or messages[-1].message_id != job.up_to_message_id:
         raise ExchangeNotReadable(job.up_to_message_id)
-    result = c.extractor.run(Speaker(job.user_id, job.user_name), job.scope, messages, actor=Actor.EXTRACTION)
+    try:
+        result = c.extractor.run(Speaker(job.user_id, job.user_name), job.scope, messages, actor=Actor.EXTRACTION)
+    except ModelUnavailable:
+        if not retries_spent("extraction", job.interaction_id):
+            logger.warning("model unavailable: extraction left for Lambda's retry")
+            raise
+        logger.warning("model unavailable after every retry: decisions lost")
+        count_metric("DecisionsLost")
+        return {"outcome": "decisions_lost", "added": [], "updated": [], "deleted": []}
     logger.info("extraction done", extra={"outcome": result.outcome, "added": result.added, "updated": result.updated, "deleted": result.deleted})
     return {"outcome": result.outcome, "added": result.added, "updated": result.updated, "deleted": result.deleted}

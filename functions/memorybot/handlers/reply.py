@@ -1,6 +1,9 @@
 """The reply worker: recent channel log + the speaker's memories -> chat model -> Discord.
 
 Invoked asynchronously by the interactions function; idempotent on the interaction id.
+A throttled chat model is retried within the call's deadline, then by Lambda's async retries
+(the job raises; the reply's max event age keeps them inside the token's 15 minutes); the
+apology comes only when those are spent too.
 """
 
 from __future__ import annotations
@@ -12,7 +15,8 @@ from aws_lambda_powertools import Logger
 from .. import bootstrap
 from ..domain import BOT_NAME, Message, Owner, snowflake_at, utcnow
 from ..jobs import ExtractionJob, ReplyJob
-from . import idempotent, log_core_with, refused
+from ..ports import ModelUnavailable
+from . import idempotent, log_core_with, refused, retries_spent
 
 logger = Logger(service="memorybot-reply")
 log_core_with(logger)
@@ -44,6 +48,12 @@ def answer(job: ReplyJob) -> dict:
     owner = Owner(job.scope, job.user_id)
     try:
         text = c.reply_writer.reply(owner, job.user_name, conversation).strip()[:DISCORD_MESSAGE_MAX_CHARS]
+    except ModelUnavailable:
+        if not retries_spent("reply", job.interaction_id):
+            logger.warning("reply model unavailable: left for Lambda's retry")
+            raise
+        logger.warning("reply model unavailable after every retry")
+        text = ""
     except Exception as exc:  # noqa: BLE001 - the model failed: apologise, remember nothing
         logger.warning("reply model failed", extra={"error": type(exc).__name__})
         text = ""

@@ -1,0 +1,71 @@
+"""The functions' code asset: the ``memorybot`` package, with bytecode for the runtime's Python.
+
+Only the package goes in: no metadata, caches, tests or the local stack (it needs moto). The
+asset is built by CDK local bundling (no Docker): the package is copied and compiled with an
+interpreter of the configured ``python_version`` (``bytecode.py``). Its hash covers the
+sources, the version and the recipe, so a change to any of them makes a new asset.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import shutil
+from pathlib import Path
+from typing import Any
+
+from .bytecode import compile_tree
+
+FUNCTIONS_DIR = Path(__file__).resolve().parent.parent / "functions"
+PACKAGE = "memorybot"
+RECIPE_VERSION = "1"  # bump when the steps below change the output
+SKIPPED = ("__pycache__", "*.pyc", "*.egg-info", "local")  # memorybot/local: the local stack only
+DEPLOYED_AT = "/var/task"
+
+
+def _sources(root: Path = FUNCTIONS_DIR) -> list[Path]:
+    package = root / PACKAGE
+    files = []
+    for path in sorted(package.rglob("*")):
+        relative = path.relative_to(package)
+        if path.is_dir() or relative.parts[0] == "local" or "__pycache__" in relative.parts or path.suffix == ".pyc":
+            continue
+        files.append(path)
+    return files
+
+
+def source_hash(python_version: str, root: Path = FUNCTIONS_DIR) -> str:
+    digest = hashlib.sha256(f"{RECIPE_VERSION}\0{python_version}\0".encode())
+    for path in _sources(root):
+        digest.update(str(path.relative_to(root)).encode() + b"\0" + path.read_bytes() + b"\0")
+    return digest.hexdigest()[:32]
+
+
+def build_code(output: Path, python_version: str, root: Path = FUNCTIONS_DIR) -> None:
+    """Copy the package into ``output`` and compile it for ``python_version``."""
+    shutil.copytree(root / PACKAGE, output / PACKAGE, ignore=shutil.ignore_patterns(*SKIPPED), dirs_exist_ok=True)
+    compile_tree(output, python_version, DEPLOYED_AT)
+
+
+def function_code(python_version: str) -> Any:
+    """The ``lambda_.Code`` of every function. (CDK is imported here, not at the top: the
+    benchmarks build the same asset with ``build_code`` without starting jsii.)"""
+    import jsii
+    from aws_cdk import AssetHashType, BundlingOptions, DockerImage, ILocalBundling
+    from aws_cdk import aws_lambda as lambda_
+
+    @jsii.implements(ILocalBundling)
+    class LocalCodeBundling:
+        def try_bundle(self, output_dir: str, *_options: Any, **_kwargs: Any) -> bool:
+            build_code(Path(output_dir), python_version)
+            return True
+
+    return lambda_.Code.from_asset(
+        str(FUNCTIONS_DIR),
+        asset_hash=source_hash(python_version),
+        asset_hash_type=AssetHashType.CUSTOM,
+        bundling=BundlingOptions(
+            # Never pulled: local bundling always succeeds or raises. CDK requires an image.
+            image=DockerImage.from_registry(f"public.ecr.aws/sam/build-python{python_version}"),
+            local=LocalCodeBundling(),
+        ),
+    )

@@ -1,0 +1,117 @@
+"""The process's model limiter under real threads: calls in flight never above the bound, starts
+never above the per-minute bound (a shrunken minute keeps the tests short), HTTP pools as large
+as the bound, and one limiter shared by every backend the process builds."""
+
+from __future__ import annotations
+
+import dataclasses
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+
+import pytest
+from loopback.jev_server import JevServer
+
+from exchanges import exchange
+from memorybot.adapters.jev_http import JevHttpDecisionModel
+from memorybot.adapters.limiter import LimiterTimeout, ModelCallLimiter, process_limiter
+from memorybot.adapters.models import build_chat_model, build_decision_model
+from memorybot.adapters.retry import Retrier, RetryPolicy
+from memorybot.config import Settings
+
+EXCHANGE = exchange(("alice", "I moved to Osaka"))
+
+
+def test_calls_in_flight_never_exceed_the_bound():
+    limiter = ModelCallLimiter(5)
+    inside, peak, lock = [0], [0], threading.Lock()
+
+    def call(_):
+        with limiter.slot():
+            with lock:
+                inside[0] += 1
+                peak[0] = max(peak[0], inside[0])
+            time.sleep(0.01)
+            with lock:
+                inside[0] -= 1
+
+    with ThreadPoolExecutor(40) as pool:
+        list(pool.map(call, range(200)))
+    assert peak[0] == 5 and limiter.peak_in_flight == 5 and limiter.in_flight == 0
+
+
+def test_starts_never_exceed_the_per_minute_bound_in_any_window():
+    period, per_minute = 1.0, 20  # "a minute" of one second
+    limiter = ModelCallLimiter(8, per_minute, period=period)
+    starts, lock = [], threading.Lock()
+
+    def call(_):
+        with limiter.slot():
+            with lock:
+                starts.append(time.monotonic())
+
+    began = time.monotonic()
+    with ThreadPoolExecutor(10) as pool:
+        list(pool.map(call, range(50)))
+    elapsed = time.monotonic() - began
+    starts.sort()
+    busiest = max(sum(1 for s in starts if t <= s < t + period) for t in starts)
+    assert busiest <= per_minute
+    # and it is a bound, not a brake: 50 starts need 1 burst + 49 refills at 19 a second
+    assert elapsed < (50 - 1) / 19 + 0.5
+
+
+def test_the_limiter_keeps_a_process_under_the_providers_quota():
+    quota, period = 240, 1.0  # per (shrunken) minute
+    with JevServer() as jev:
+        jev.set_quota(quota, period=period)
+        jev.set_delay(0.005)
+        limiter = ModelCallLimiter(16, quota, period=period)
+        model = JevHttpDecisionModel(jev.url, timeout_seconds=2.0, max_connections=16,
+                                     retrier=Retrier(RetryPolicy(deadline_seconds=5.0), limiter))
+        with ThreadPoolExecutor(32) as pool:
+            answers = list(pool.map(lambda _: model.worth(EXCHANGE), range(300)))
+        assert answers == [0.9] * 300 and jev.served == 300
+        # Paced at the quota, a process is turned away only when its threads' starts bunch up
+        # on the way (the GIL, the scheduler): rare, and retried.
+        assert jev.throttled <= 300 * 0.03
+
+
+def test_over_the_quota_the_throttles_are_retried_and_every_call_answered():
+    with JevServer() as jev:
+        jev.set_quota(120, period=1.0)  # the limiter below believes in a quota five times larger
+        limiter = ModelCallLimiter(16, 600, period=1.0)
+        model = JevHttpDecisionModel(jev.url, timeout_seconds=2.0, max_connections=16,
+                                     retrier=Retrier(RetryPolicy(deadline_seconds=10.0, base_delay=0.02, max_delay=0.2), limiter))
+        with ThreadPoolExecutor(16) as pool:
+            answers = list(pool.map(lambda _: model.worth(EXCHANGE), range(150)))
+        assert answers == [0.9] * 150
+        assert jev.throttled > 0 and jev.served == 150
+
+
+def test_the_http_pool_is_as_large_as_the_limiters_bound():
+    settings = Settings(table_names={}, decision_model="http", model_max_in_flight=24, model_concurrency=10)
+    with JevServer() as jev:
+        jev.set_delay(0.3)
+        model = JevHttpDecisionModel.from_settings(dataclasses.replace(settings, jev_url=jev.url))
+        with ThreadPoolExecutor(48) as pool:
+            list(pool.map(lambda _: model.worth(EXCHANGE), range(96)))
+        assert 20 <= jev.peak_in_flight <= 24  # never more than the bound, and no hidden cap of 10
+
+
+def test_every_backend_of_a_process_shares_one_limiter():
+    settings = Settings(table_names={}, decision_model="openai", chat_model="openai",
+                        model_max_in_flight=7, model_rpm=70)
+    decision, chat = build_decision_model(settings), build_chat_model(settings)
+    assert decision._client._retrier.limiter is chat._client._retrier.limiter is process_limiter(settings)
+    assert process_limiter(settings).max_in_flight == 7 and process_limiter(settings).per_minute == 70
+
+
+def test_a_waiter_with_a_deadline_gives_up():
+    limiter = ModelCallLimiter(1)
+    with limiter.slot():
+        with pytest.raises(LimiterTimeout):
+            with limiter.slot(timeout=0.05):
+                pass
+    with limiter.slot(timeout=0.05):
+        pass

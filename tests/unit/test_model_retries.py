@@ -1,0 +1,258 @@
+"""The shared retry policy, through each backend's real client over HTTP against loopback
+servers: a throttle then an answer, Retry-After honoured, the deadline respected, malformed
+answers not retried; and the policy's backoff itself."""
+
+from __future__ import annotations
+
+import threading
+import time
+from datetime import datetime, timezone
+
+import boto3
+import pytest
+from loopback.bedrock_server import BedrockServer
+from loopback.jev_server import JevServer
+from loopback.openai_server import OpenAIServer, completion
+
+from exchanges import exchange
+from memorybot.adapters.bedrock import BedrockConverse, BedrockDecisionModel, bedrock_client
+from memorybot.adapters.jev_http import JevHttpDecisionModel
+from memorybot.adapters.openai_chat import OpenAICompatibleClient, OpenAIDecisionModel
+from memorybot.adapters.retry import Retrier, Retryable, RetryPolicy, retry_after_seconds
+from memorybot.config import Settings
+from memorybot.ports import ModelError, ModelUnavailable
+
+EXCHANGE = exchange(("alice", "I moved to Osaka last month"))
+MODEL_ID = "test-model"
+POLICY = RetryPolicy(deadline_seconds=2.0, base_delay=0.01, max_delay=0.05, max_attempts=6)
+SETTINGS = Settings(table_names={}, model_timeout_seconds=1.0)
+
+
+class RecordingSleep:
+    """Really sleeps, and remembers each wait the retrier chose."""
+
+    def __init__(self) -> None:
+        self.waits: list[float] = []
+
+    def __call__(self, seconds: float) -> None:
+        self.waits.append(seconds)
+        time.sleep(seconds)
+
+
+def _bedrock_answer(p: float) -> dict:
+    content = [{"toolUse": {"toolUseId": "t1", "name": "answer_worth", "input": {"probability": p}}}]
+    return {"output": {"message": {"role": "assistant", "content": content}}, "stopReason": "tool_use",
+            "usage": {"inputTokens": 1, "outputTokens": 1, "totalTokens": 2}, "metrics": {"latencyMs": 1}}
+
+
+class Backend:
+    """One backend under test: its loopback server, how to script it, how to ask it."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self.server = {"jev": JevServer, "openai": OpenAIServer, "bedrock": BedrockServer}[name]()
+
+    @property
+    def path(self) -> str:
+        return {"jev": "/worth", "openai": OpenAIServer.COMPLETIONS_PATH,
+                "bedrock": BedrockServer.converse_path(MODEL_ID)}[self.name]
+
+    def good(self, p: float = 0.7) -> dict:
+        if self.name == "jev":
+            return {"probability": p}
+        if self.name == "openai":
+            return completion(f'{{"probability": {p}}}')
+        return _bedrock_answer(p)
+
+    def throttle(self, *, retry_after: str | None = None, status: int = 429) -> dict:
+        headers = {"Retry-After": retry_after} if retry_after is not None else {}
+        if self.name == "bedrock":
+            code = {429: "ThrottlingException", 503: "ServiceUnavailableException", 500: "InternalServerException"}[status]
+            headers["x-amzn-ErrorType"] = code
+        return {"status": status, "body": {"message": "busy"}, "headers": headers}
+
+    def model(self, retrier: Retrier, timeout: float = 1.0):
+        if self.name == "jev":
+            return JevHttpDecisionModel(self.server.url, timeout_seconds=timeout, retrier=retrier)
+        if self.name == "openai":
+            return OpenAIDecisionModel(OpenAICompatibleClient(self.server.url, "m", timeout_seconds=timeout, retrier=retrier))
+        session = boto3.Session(aws_access_key_id="t", aws_secret_access_key="t", region_name="us-east-1")
+        settings = Settings(table_names={}, model_timeout_seconds=timeout)
+        client = bedrock_client(settings, session=session, endpoint_url=self.server.url)
+        return BedrockDecisionModel(BedrockConverse(client, MODEL_ID, retrier))
+
+
+@pytest.fixture(params=["jev", "openai", "bedrock"])
+def backend(request):
+    b = Backend(request.param)
+    with b.server:
+        yield b
+
+
+@pytest.mark.parametrize("status", [429, 500, 503])
+def test_a_throttle_or_server_error_then_an_answer(backend, status):
+    backend.server.answer_once(backend.path, **backend.throttle(status=status))
+    backend.server.answer(backend.path, backend.good(0.7))
+    sleep = RecordingSleep()
+    assert backend.model(Retrier(POLICY, sleep=sleep)).worth(EXCHANGE) == 0.7
+    assert len(backend.server.requests) == 2 and len(sleep.waits) == 1
+
+
+def test_retry_after_is_honoured(backend):
+    backend.server.answer_once(backend.path, **backend.throttle(retry_after="0.3"))
+    backend.server.answer(backend.path, backend.good(0.4))
+    sleep = RecordingSleep()
+    started = time.monotonic()
+    assert backend.model(Retrier(POLICY, sleep=sleep)).worth(EXCHANGE) == 0.4
+    assert sleep.waits[0] >= 0.3  # never sooner than the server asked, though the backoff alone is < 0.05
+    assert time.monotonic() - started >= 0.3
+
+
+def test_a_retry_after_beyond_the_deadline_gives_up_at_once(backend):
+    backend.server.answer(backend.path, **backend.throttle(retry_after="30"))
+    sleep = RecordingSleep()
+    started = time.monotonic()
+    with pytest.raises(ModelUnavailable):
+        backend.model(Retrier(POLICY, sleep=sleep)).worth(EXCHANGE)
+    assert sleep.waits == [] and len(backend.server.requests) == 1
+    assert time.monotonic() - started < 1.0
+
+
+def test_a_throttle_that_lasts_is_unavailable_within_the_deadline(backend):
+    backend.server.answer(backend.path, **backend.throttle())
+    policy = RetryPolicy(deadline_seconds=0.5, base_delay=0.05, max_delay=0.1, max_attempts=100)
+    model = backend.model(Retrier(policy))  # building a boto3 client is not part of the call
+    started = time.monotonic()
+    with pytest.raises(ModelUnavailable):
+        model.worth(EXCHANGE)
+    elapsed = time.monotonic() - started
+    assert 0.4 <= elapsed < 0.5 + 0.3  # the deadline, plus at most one attempt's time
+    assert len(backend.server.requests) >= 3
+
+
+def test_a_slow_model_is_retried_only_while_the_deadline_allows(backend):
+    backend.server.set_delay(0.3)
+    backend.server.answer(backend.path, backend.good())
+    policy = RetryPolicy(deadline_seconds=0.5, base_delay=0.01, max_delay=0.02, max_attempts=100)
+    model = backend.model(Retrier(policy), timeout=0.1)
+    started = time.monotonic()
+    with pytest.raises(ModelUnavailable, match="timed out|Timeout"):
+        model.worth(EXCHANGE)
+    assert time.monotonic() - started < 0.5 + 0.2
+    assert 3 <= len(backend.server.requests) <= 6
+
+
+@pytest.mark.parametrize("answer", [{"probability": 1.5}, {"probability": "0.7"}, {"nope": 1}])
+def test_a_malformed_or_out_of_range_answer_is_not_retried(backend, answer):
+    if backend.name == "jev":
+        body = answer
+    elif backend.name == "openai":
+        import json
+
+        body = completion(json.dumps(answer))
+    else:
+        body = _bedrock_answer(0.5)
+        body["output"]["message"]["content"][0]["toolUse"]["input"] = answer
+    backend.server.answer(backend.path, body)
+    with pytest.raises(ModelError) as caught:
+        backend.model(Retrier(POLICY)).worth(EXCHANGE)
+    assert not isinstance(caught.value, ModelUnavailable)
+    assert len(backend.server.requests) == 1
+
+
+def test_a_broken_body_is_not_retried(backend):
+    backend.server.answer(backend.path, raw=b"{broken")
+    with pytest.raises(ModelError) as caught:
+        backend.model(Retrier(POLICY)).worth(EXCHANGE)
+    assert not isinstance(caught.value, ModelUnavailable)
+    assert len(backend.server.requests) == 1
+
+
+def test_an_unreachable_server_is_unavailable(backend):
+    url_holder = backend.server.url
+    backend.server.stop()
+    backend.server.url = url_holder
+    with pytest.raises(ModelUnavailable):
+        backend.model(Retrier(RetryPolicy(deadline_seconds=0.2, base_delay=0.01, max_delay=0.02))).worth(EXCHANGE)
+
+
+def test_the_openai_style_retry_after_ms_is_read():
+    with OpenAIServer() as llm:
+        llm.answer_once(llm.COMPLETIONS_PATH, {"error": {}}, status=429, headers={"retry-after-ms": "250", "Retry-After": "1"})
+        llm.answer(llm.COMPLETIONS_PATH, completion('{"probability": 0.2}'))
+        sleep = RecordingSleep()
+        client = OpenAICompatibleClient(llm.url, "m", timeout_seconds=1.0, retrier=Retrier(POLICY, sleep=sleep))
+        assert OpenAIDecisionModel(client).worth(EXCHANGE) == 0.2
+        assert 0.25 <= sleep.waits[0] < 0.3  # the precise value wins over the rounded one
+
+
+# ------------------------------------------------------------------ the policy itself
+
+
+class FakeTime:
+    def __init__(self) -> None:
+        self.now = 0.0
+        self.waits: list[float] = []
+
+    def clock(self) -> float:
+        return self.now
+
+    def sleep(self, seconds: float) -> None:
+        self.waits.append(seconds)
+        self.now += seconds
+
+
+def test_backoff_is_capped_exponential_with_full_jitter():
+    t = FakeTime()
+    policy = RetryPolicy(deadline_seconds=1000, base_delay=0.25, max_delay=2.0, max_attempts=7)
+    retrier = Retrier(policy, clock=t.clock, sleep=t.sleep, draw=lambda: 1.0)  # the top of each jitter range
+
+    def always_throttled(_remaining):
+        raise Retryable("throttled")
+
+    with pytest.raises(ModelUnavailable, match="after 7 attempt"):
+        retrier.call(always_throttled, "test")
+    assert t.waits == [0.25, 0.5, 1.0, 2.0, 2.0, 2.0]
+    t2 = FakeTime()
+    draws = iter([0.5, 0.0, 0.1])
+    retrier = Retrier(RetryPolicy(1000, 1.0, 8.0, 4), clock=t2.clock, sleep=t2.sleep, draw=lambda: next(draws))
+    with pytest.raises(ModelUnavailable):
+        retrier.call(always_throttled, "test")
+    assert t2.waits == pytest.approx([0.5, 0.0, 0.4])  # uniform share of 1, 2, 4
+
+
+def test_each_attempt_gets_the_rest_of_the_deadline():
+    t = FakeTime()
+    seen: list[float] = []
+
+    def attempt(remaining):
+        seen.append(remaining)
+        t.now += 3.0  # the attempt itself took 3 s
+        raise Retryable("slow")
+
+    retrier = Retrier(RetryPolicy(10.0, 1.0, 1.0, 10), clock=t.clock, sleep=t.sleep, draw=lambda: 1.0)
+    with pytest.raises(ModelUnavailable):
+        retrier.call(attempt, "test")
+    assert seen == [10.0, 6.0, 2.0]  # 0 -> 3 (+1 wait) -> 7 (+1) -> 11 > 10: no fourth attempt
+
+
+def test_only_retryable_errors_are_retried():
+    calls = []
+
+    def attempt(_remaining):
+        calls.append(1)
+        raise ModelError("bad answer")
+
+    with pytest.raises(ModelError) as caught:
+        Retrier(POLICY).call(attempt, "test")
+    assert not isinstance(caught.value, ModelUnavailable) and len(calls) == 1
+
+
+@pytest.mark.parametrize("headers, expected", [
+    ({"Retry-After": "3"}, 3.0), ({"retry-after": "0.5"}, 0.5), ({"retry-after-ms": "40"}, 0.04),
+    ({"Retry-After": "-2"}, 0.0), ({"Retry-After": "soon"}, None), ({}, None),
+    ({"Retry-After": "Wed, 21 Oct 2015 07:28:05 GMT"}, 5.0),
+])
+def test_retry_after_header_forms(headers, expected):
+    now = datetime(2015, 10, 21, 7, 28, 0, tzinfo=timezone.utc).timestamp()
+    assert retry_after_seconds(headers, now=lambda: now) == expected
