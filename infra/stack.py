@@ -101,6 +101,7 @@ FUNCTIONS = (
             "memories": access("GetItem", "DeleteItem", indexes=("by_updated",)),
             # read rows and the forget's row; GetItem finds a forget whose answer was lost
             "memory_log": access("PutItem", "GetItem"),
+            "dedup": access(*IDEMPOTENCY_ACTIONS),  # a replayed /memory show sends no second DM
         },
         secrets=("DISCORD_PUBLIC_KEY", "DISCORD_BOT_TOKEN"),
     ),

@@ -224,6 +224,7 @@ TABLE_ACCESS = {
         "messages": _dynamodb("PutItem"),
         "memories": _dynamodb("GetItem", "DeleteItem", "Query"),
         "memory_log": _dynamodb("PutItem", "GetItem"),
+        "dedup": IDEMPOTENCY,
     },
     "Reply": {
         "messages": _dynamodb("PutItem", "Query"),
