@@ -258,6 +258,14 @@ class DynamoMemoryStore:
         )
         return profile
 
+    def log_read(
+        self, user_id: str, memory_ids: tuple[str, ...], *, actor: Actor, reason: str, run_id: int | None = None
+    ) -> None:
+        entry = LedgerEntry(user_id, Action.READ, Actor(actor), reason, self._clock(), tuple(memory_ids), run_id=run_id)
+        self._client.put_item(
+            TableName=self._log, Item=ledger_item(entry), ConditionExpression="attribute_not_exists(entry_key)"
+        )
+
     def get(self, user_id: str, memory_id: str) -> Memory | None:
         item = self._client.get_item(
             TableName=self._memories, Key=memory_key(user_id, memory_id), ConsistentRead=True
