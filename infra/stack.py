@@ -82,7 +82,6 @@ class FunctionSpec:
     tables: dict[str, TableAccess]  # logical table name -> what the function does there
     secrets: tuple[str, ...] = ()  # keys of SECRET_KEYS
     bedrock: bool = False
-    reserved_concurrency: bool = False  # capped by the worker_reserved_concurrency context value
 
     @property
     def handler(self) -> str:
@@ -118,7 +117,6 @@ FUNCTIONS = (
         },
         secrets=("DISCORD_BOT_TOKEN",),  # its Discord client carries the token (channel history)
         bedrock=True,
-        reserved_concurrency=True,
     ),
     FunctionSpec(
         "Extraction",
@@ -132,7 +130,6 @@ FUNCTIONS = (
             "dedup": access(*IDEMPOTENCY_ACTIONS),
         },
         bedrock=True,
-        reserved_concurrency=True,
     ),
     FunctionSpec(
         "Nightly",
