@@ -42,10 +42,26 @@ SECRET_SUFFIX = {
     "MEMORYBOT_ADMIN_SECRET": "admin-secret",
 }
 
-# Access per function and table: "r" reads (GetItem, Query, BatchGetItem, ConditionCheckItem),
-# "w" writes (PutItem, UpdateItem, DeleteItem, BatchWriteItem). Nothing may Scan.
-READ_ACTIONS = ("dynamodb:GetItem", "dynamodb:Query", "dynamodb:BatchGetItem", "dynamodb:ConditionCheckItem")
-WRITE_ACTIONS = ("dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:DeleteItem", "dynamodb:BatchWriteItem")
+# DynamoDB access per function and table, action by action: exactly the requests the function's
+# code makes (tests/infra/test_iam_contract.py records them and fails on any miss or any unused
+# grant). A transaction needs the action of each of its items (Put -> PutItem, ...).
+# Nothing may Scan, and nothing batches.
+# Powertools idempotency on the dedup table: a conditional put (a duplicate gets the stored record
+# back in the same answer, so no GetItem), the result stored by update, the record given back by
+# delete when the work raised.
+IDEMPOTENCY_ACTIONS = ("PutItem", "UpdateItem", "DeleteItem")
+# The ledger is append-only: no role may change or remove a row once written.
+LEDGER_ACTIONS_ALLOWED = frozenset({"PutItem", "GetItem", "Query"})
+
+
+@dataclass(frozen=True)
+class TableAccess:
+    actions: tuple[str, ...] = ()  # on the table itself, e.g. "GetItem", "Query"
+    indexes: tuple[str, ...] = ()  # the indexes the function queries (dynamodb:Query on each)
+
+
+def access(*actions: str, indexes: tuple[str, ...] = ()) -> TableAccess:
+    return TableAccess(tuple(actions), tuple(indexes))
 
 
 @dataclass(frozen=True)
@@ -54,7 +70,7 @@ class FunctionSpec:
     description: str
     memory_mb: int
     timeout: Duration
-    tables: dict[str, str]  # logical table name -> "r", "w" or "rw"
+    tables: dict[str, TableAccess]  # logical table name -> what the function does there
     secrets: tuple[str, ...] = ()  # keys of SECRET_KEYS
     bedrock: bool = False
 
@@ -69,8 +85,14 @@ FUNCTIONS = (
         "Discord interactions: verify, answer within 3 s, hand /chat to the reply worker",
         memory_mb=512,  # more memory is more CPU: a faster cold start
         timeout=Duration.seconds(10),
-        # /chat stores the message; /memory show and forget read, delete and log the read/change
-        tables={"messages": "w", "memories": "rw", "memory_log": "w"},
+        tables={
+            "messages": access("PutItem"),  # /chat stores the message
+            # /memory show and the forget autocomplete read the profile; forget reads and deletes one
+            "memories": access("GetItem", "DeleteItem", indexes=("by_updated",)),
+            # read rows and the forget's row; GetItem finds a forget whose answer was lost
+            "memory_log": access("PutItem", "GetItem"),
+            "dedup": access(*IDEMPOTENCY_ACTIONS),  # a replayed /memory show sends no second DM
+        },
         secrets=("DISCORD_PUBLIC_KEY", "DISCORD_BOT_TOKEN"),
     ),
     FunctionSpec(
@@ -78,7 +100,12 @@ FUNCTIONS = (
         "Reply worker: memories + channel log -> chat model -> Discord followup",
         memory_mb=512,
         timeout=Duration.seconds(90),
-        tables={"messages": "rw", "memories": "r", "memory_log": "w", "dedup": "rw"},
+        tables={
+            "messages": access("PutItem", "Query"),
+            "memories": access(indexes=("by_updated",)),
+            "memory_log": access("PutItem"),
+            "dedup": access(*IDEMPOTENCY_ACTIONS),
+        },
         secrets=("DISCORD_BOT_TOKEN",),  # its Discord client carries the token (channel history)
         bedrock=True,
     ),
@@ -87,7 +114,12 @@ FUNCTIONS = (
         "Extraction worker: decide, rewrite and log memory changes after a reply",
         memory_mb=512,
         timeout=Duration.minutes(5),
-        tables={"messages": "r", "memories": "rw", "memory_log": "w", "dedup": "rw"},
+        tables={
+            "messages": access(indexes=("by_conversation",)),  # the person's own exchange, nothing else
+            "memories": access("PutItem", "DeleteItem", indexes=("by_updated",)),
+            "memory_log": access("PutItem", "GetItem"),
+            "dedup": access(*IDEMPOTENCY_ACTIONS),
+        },
         bedrock=True,
     ),
     FunctionSpec(
@@ -95,9 +127,14 @@ FUNCTIONS = (
         "Nightly consolidation, decay review and diary (03:00 JST)",
         memory_mb=1024,
         timeout=Duration.minutes(15),
-        # memory_log is read for each speaker's latest /memory forget and, on a takeover, the run's
-        # own rows; the day claim and the run's progress are in nightly_runs
-        tables={"messages": "r", "memories": "rw", "memory_log": "rw", "nightly_runs": "rw"},
+        tables={
+            "messages": access(indexes=("by_jst_day",)),
+            "memories": access("PutItem", "DeleteItem", indexes=("by_updated", "stale")),
+            # Query: each speaker's latest /memory forget; by_run: on a takeover, the run's own rows
+            "memory_log": access("PutItem", "GetItem", "Query", indexes=("by_run",)),
+            # the day claim (a transaction of puts and the counter's update) and the run's progress
+            "nightly_runs": access("GetItem", "PutItem", "UpdateItem"),
+        },
         bedrock=True,
     ),
     FunctionSpec(
@@ -105,7 +142,11 @@ FUNCTIONS = (
         "Admin rollback of a nightly run (admin secret)",
         memory_mb=512,
         timeout=Duration.seconds(29),  # API Gateway's own limit
-        tables={"memories": "rw", "memory_log": "rw", "nightly_runs": "rw"},
+        tables={
+            "memories": access("GetItem", "PutItem", "DeleteItem"),
+            "memory_log": access("PutItem", "GetItem", indexes=("by_run",)),
+            "nightly_runs": access("GetItem", "UpdateItem"),  # the lease and the rolled-back mark
+        },
         secrets=("MEMORYBOT_ADMIN_SECRET",),
     ),
 )
@@ -311,14 +352,24 @@ class MemoryBotStack(Stack):
 
     def _grant_tables(self, role: iam.Role, spec: FunctionSpec) -> None:
         by_name = {s.logical_name: s for s in tables.ALL_TABLES}
-        for logical_name, access in spec.tables.items():
+        for logical_name, grant in spec.tables.items():
             table_spec, table = by_name[logical_name], self.tables[logical_name]
-            actions = (READ_ACTIONS if "r" in access else ()) + (WRITE_ACTIONS if "w" in access else ())
-            resources = [table.table_arn]
-            if "r" in access:  # queries may use any of the table's indexes, named one by one
-                indexes = table_spec.local_indexes + table_spec.global_indexes
-                resources += [f"{table.table_arn}/index/{i.name}" for i in indexes]
-            role.add_to_policy(iam.PolicyStatement(actions=list(actions), resources=resources))
+            if table_spec is tables.MEMORY_LOG and not set(grant.actions) <= LEDGER_ACTIONS_ALLOWED:
+                raise ValueError(f"{spec.name}: the ledger is append-only, {sorted(grant.actions)} is not")
+            known = {i.name for i in table_spec.local_indexes + table_spec.global_indexes}
+            if not set(grant.indexes) <= known:
+                raise ValueError(f"{spec.name}: {logical_name} has no index {sorted(set(grant.indexes) - known)}")
+            if grant.actions:
+                role.add_to_policy(
+                    iam.PolicyStatement(actions=[f"dynamodb:{a}" for a in grant.actions], resources=[table.table_arn])
+                )
+            if grant.indexes:  # named one by one, never /index/*
+                role.add_to_policy(
+                    iam.PolicyStatement(
+                        actions=["dynamodb:Query"],
+                        resources=[f"{table.table_arn}/index/{name}" for name in grant.indexes],
+                    )
+                )
 
     @property
     def cross_region_models(self) -> tuple[str, ...]:

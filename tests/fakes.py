@@ -78,6 +78,12 @@ class FakeMemoryStore:
             )
             return profile
 
+    def log_read(self, owner: Owner, memory_ids, *, actor, reason, run_id=None):
+        with self._lock:
+            self.ledger.append(LedgerEntry(
+                owner.user_id, Action.READ, actor, reason, self.clock(), tuple(memory_ids), run_id=run_id, scope=owner.scope
+            ))
+
     def get(self, owner: Owner, memory_id):
         assert isinstance(owner, Owner), "memories are read by Owner (scope and user)"
         return self.rows.get((owner, memory_id))
@@ -149,6 +155,7 @@ class FakeRunStore:
         self.runs: dict[int, NightlyRun] = {}
         self.days: set[str] = set()
         self.leases: dict[int, tuple[str, datetime]] = {}  # run id -> (owner, until)
+        self.rollback_rows: list[LedgerEntry] = []  # the rollbacks' own ledger rows (memory_log when deployed)
         self._lock = threading.Lock()
 
     def claim(self, day_label, started_at):
@@ -192,14 +199,17 @@ class FakeRunStore:
             self.leases[run_id] = (owner, now + lease)
             return RollbackClaim.CLAIMED
 
-    def mark_rolled_back(self, run_id, owner):
+    def mark_rolled_back(self, run_id, owner, entry=None, counts=None):
         with self._lock:
             run = self.runs[run_id]
             held = self.leases.get(run_id)
             if run.rolled_back or not held or held[0] != owner:
                 return False
             del self.leases[run_id]
-            self.runs[run_id] = dataclasses.replace(run, rolled_back=True)
+            at = entry.at if entry else None
+            self.runs[run_id] = dataclasses.replace(run, rolled_back=True, rolled_back_at=at, rollback_counts=counts or {})
+            if entry is not None:
+                self.rollback_rows.append(entry)
             return True
 
     def release_rollback(self, run_id, owner):

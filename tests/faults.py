@@ -159,7 +159,8 @@ class Snapshot:
         return cls(memories, ledger)
 
     def changes(self) -> list[LedgerEntry]:
-        return [e for e in self.ledger if e.action is not Action.READ]
+        """Rows of memory changes (not reads, not a rollback's own run-level row)."""
+        return [e for e in self.ledger if e.action is not Action.READ and e.memory_ids]
 
 
 def assert_every_change_has_exactly_one_ledger_row(before: Snapshot, after: Snapshot) -> None:

@@ -7,7 +7,7 @@ touches (the interactions function must stay lean).
 from __future__ import annotations
 
 from functools import cached_property, lru_cache
-from typing import Any
+from typing import Any, Callable
 
 from .config import Settings, settings
 
@@ -144,6 +144,33 @@ class Container:
                 expiry_attr=DEDUP.ttl_attribute, boto3_client=self.dynamodb_client,
             )
         return stores[worker]
+
+
+    def once(self, name: str, key: str, work: Callable[[], dict]) -> dict | None:
+        """``work()``'s answer, once per ``key`` (Powertools idempotency on the dedup table, 7-day
+        expiry): a repeat gets the stored answer; None while another copy is still running it."""
+        from aws_lambda_powertools.utilities.idempotency import IdempotencyConfig, idempotent_function
+        from aws_lambda_powertools.utilities.idempotency.exceptions import IdempotencyAlreadyInProgressError
+
+        from .tables import DEDUP_TTL_SECONDS
+
+        config = IdempotencyConfig(
+            event_key_jmespath="key", raise_on_no_idempotency_key=True, expires_after_seconds=DEDUP_TTL_SECONDS
+        )
+        if self.__dict__.get("lambda_context") is not None:  # an in-progress record lapses with the invocation
+            config.register_lambda_context(self.lambda_context)
+
+        def run(job: dict) -> dict:
+            return work()
+
+        guarded = idempotent_function(
+            data_keyword_argument="job", persistence_store=self.idempotency_store(name), config=config,
+            key_prefix=f"memorybot.{name}",
+        )(run)
+        try:
+            return guarded(job={"key": key})
+        except IdempotencyAlreadyInProgressError:
+            return None
 
 
 @lru_cache(maxsize=1)

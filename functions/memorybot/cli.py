@@ -32,6 +32,7 @@ def main(argv: list[str] | None = None) -> int:
     nightly = sub.add_parser("nightly", help="run the nightly consolidation on a local stack now")
     nightly.add_argument("--url", default="http://127.0.0.1:8787")
     nightly.add_argument("--now", default=None, help="ISO 8601 time to run as of (default: now)")
+    nightly.add_argument("--state-dir", type=Path, default=None, help="where to find the stack's admin secret")
 
     args = parser.parse_args(argv)
     return {"local": _local, "chat": _chat, "register-commands": _register, "nightly": _nightly}[args.command](args)
@@ -89,7 +90,14 @@ def _nightly(args: argparse.Namespace) -> int:
 
     import httpx
 
-    response = httpx.post(f"{args.url.rstrip('/')}/local/nightly", json={"now": args.now} if args.now else {}, timeout=600)
+    from .local.client import admin_headers, find_admin_secret
+
+    response = httpx.post(
+        f"{args.url.rstrip('/')}/local/nightly",
+        json={"now": args.now} if args.now else {},
+        headers=admin_headers(find_admin_secret(args.state_dir)),
+        timeout=600,
+    )
     print(json.dumps(response.json(), ensure_ascii=False, indent=2))
     return 0 if response.status_code == 200 else 1
 

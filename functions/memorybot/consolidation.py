@@ -66,6 +66,7 @@ DIARY_MESSAGES = 30  # the diary is written from the last 30 messages
 SPEAKER_CONCURRENCY = 32
 REVIEW_CONCURRENCY = 10
 DECAY_REASON = "nightly decay: jev review delete"
+DECAY_READ_REASON = "nightly decay review"
 
 
 @dataclass(frozen=True)
@@ -320,6 +321,21 @@ class Consolidator:
             outcome.failed = True
         return outcome
 
+    def _log_decay_reads(self, stale: list[Memory], run_id: int, summary: RunSummary) -> list[Memory]:
+        """One ``read`` row per person whose stale memories are reviewed; a person whose row
+        could not be written is not reviewed tonight (a read is never used unlogged)."""
+        logged: set[Owner] = set()
+        for owner in dict.fromkeys(m.owner for m in stale):
+            ids = tuple(m.memory_id for m in stale if m.owner == owner)
+            try:
+                self._memories.log_read(owner, ids, actor=Actor.NIGHTLY, reason=DECAY_READ_REASON, run_id=run_id)
+            except Exception as exc:  # noqa: BLE001
+                logger.warning("nightly decay read not logged", extra={"run_id": run_id, "user_id": owner.user_id, "error": type(exc).__name__})
+                summary.failures += 1
+                continue
+            logged.add(owner)
+        return [m for m in stale if m.owner in logged]
+
     def _decay(self, now: datetime, run_id: int, summary: RunSummary, counter: decisions.CallCounter) -> None:
         """Review the oldest stale records; only an explicit DELETE removes one."""
         try:
@@ -329,6 +345,7 @@ class Consolidator:
             summary.failures += 1
             return
         stale = stale[:STALE_REVIEWS_PER_NIGHT]  # the cap holds whatever the store returns
+        stale = self._log_decay_reads(stale, run_id, summary)  # their text goes to the decision model
 
         def review(memory: Memory) -> Verdict | None:
             return counter.ask(
@@ -372,4 +389,6 @@ def run_record(run: NightlyRun) -> dict:
         "diary": run.diary,
         "summary": run.summary,
         "rolledBack": run.rolled_back,
+        "rolledBackAt": iso(run.rolled_back_at) if run.rolled_back_at else None,
+        "rollback": run.rollback_counts or None,
     }

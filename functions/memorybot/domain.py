@@ -301,6 +301,11 @@ class LedgerEntry:
         return Owner(self.scope, self.user_id)
 
 
+# The ledger partition for rows about a whole run rather than one person's memory (a rollback's
+# own row). Not a Discord id, so it never meets a person's rows.
+RUN_LEDGER_OWNER = "nightly-runs"
+
+
 @dataclass(frozen=True)
 class NightlyRun:
     run_id: int
@@ -310,6 +315,8 @@ class NightlyRun:
     diary: str = ""
     summary: dict = field(default_factory=dict)
     rolled_back: bool = False
+    rolled_back_at: datetime | None = None
+    rollback_counts: dict = field(default_factory=dict)  # {"reverted": n, "skipped": m}
     # While unfinished: until when its worker may still be writing (None: no live worker).
     worked_until: datetime | None = None
 

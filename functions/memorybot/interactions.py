@@ -8,10 +8,12 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 from dataclasses import dataclass
 from typing import Any, Callable, Protocol
 
 from . import commands
+from .discord_formats import is_interaction_token, is_snowflake
 from .domain import DM_SCOPE, GLOBAL_SCOPE, Message, Owner, ScopeMode, scope_for
 from .jobs import ReplyJob
 from .ports import AsyncInvoker, DiscordApi, MemoryStore, MessageStore
@@ -30,6 +32,7 @@ MAX_CHOICES = 25
 CHOICE_NAME_MAX_CHARS = 100
 MESSAGE_MAX_CHARS = 2000
 NO_MENTIONS = {"parse": []}
+MAX_JSON_DEPTH = 32  # Discord's payloads nest about 8 deep
 
 # The commands `memorybot register-commands` installs (bulk overwrite).
 COMMANDS: list[dict[str, Any]] = [
@@ -104,6 +107,7 @@ class Chat:
 @dataclass(frozen=True)
 class ShowMemories:
     caller: Caller
+    interaction_id: str = ""  # a replay of the same interaction sends no second DM
 
 
 @dataclass(frozen=True)
@@ -138,6 +142,9 @@ class Dependencies(Protocol):
     @property
     def scope_mode(self) -> ScopeMode: ...
 
+    def once(self, name: str, key: str, work: Callable[[], dict]) -> dict | None:
+        """``work()``'s answer, computed once per key (the dedup ledger); None while another copy runs it."""
+
 
 # ---------------------------------------------------------------- parsing
 
@@ -150,14 +157,35 @@ def _text(value: Any, what: str) -> str:
     return value
 
 
+_JSON_STRING = re.compile(rb'"(?:[^"\\]|\\.)*"', re.DOTALL)
+_JSON_BRACKETS = re.compile(rb"[\[\]{}]")
+
+
+def _nesting(body: bytes) -> int:
+    """How deeply the JSON text nests (outside strings), without parsing it: a deep body is
+    refused before the parser's recursion could fail on it."""
+    depth = deepest = 0
+    for bracket in _JSON_BRACKETS.findall(_JSON_STRING.sub(b"", body if isinstance(body, bytes) else body.encode())):
+        depth += 1 if bracket in (b"[", b"{") else -1
+        deepest = max(deepest, depth)
+    return deepest
+
+
 def _object(value: Any) -> dict:
     return value if isinstance(value, dict) else {}
 
 
 def _snowflake(value: Any, what: str) -> str:
     text = _text(value, what)
-    if not text.isdigit() or len(text) > 20:
+    if not is_snowflake(text):  # ASCII digits only, at most 2**64 - 1
         raise BadRequest(f"malformed {what}")
+    return text
+
+
+def _token(value: Any) -> str:
+    text = _text(value, "token")
+    if not is_interaction_token(text):  # it goes into the webhook URL
+        raise BadRequest("malformed token")
     return text
 
 
@@ -189,13 +217,17 @@ def _option(options: list[dict], name: str) -> dict | None:
 
 
 def parse(body: bytes, scope_mode: ScopeMode = ScopeMode.GUILD) -> Request:
+    if _nesting(body) > MAX_JSON_DEPTH:
+        raise BadRequest("JSON nested too deeply")
     try:
         payload = json.loads(body)
-    except (ValueError, UnicodeDecodeError):
+    except (ValueError, UnicodeDecodeError, RecursionError):
         raise BadRequest("malformed JSON") from None
     if not isinstance(payload, dict):
         raise BadRequest("not an object")
     kind = payload.get("type")
+    if isinstance(kind, bool) or not isinstance(kind, int):  # 2.0 and true are not interaction types
+        raise BadRequest("unknown interaction type")
     if kind == PING:
         return Ping()
     if kind not in (APPLICATION_COMMAND, AUTOCOMPLETE):
@@ -209,8 +241,8 @@ def parse(body: bytes, scope_mode: ScopeMode = ScopeMode.GUILD) -> Request:
         message = _option(options, "message") or {}  # a missing option is an empty chat
         return Chat(
             _snowflake(payload.get("id"), "interaction id"),
-            _text(payload.get("token"), "token"),
-            _text(payload.get("application_id"), "application id"),
+            _token(payload.get("token")),
+            _snowflake(payload.get("application_id"), "application id"),
             caller,
             _string_option(message).strip()[:MESSAGE_MAX_CHARS],
         )
@@ -218,7 +250,7 @@ def parse(body: bytes, scope_mode: ScopeMode = ScopeMode.GUILD) -> Request:
         sub = options[0]
         sub_options = _options(sub)
         if sub.get("name") == "show" and kind == APPLICATION_COMMAND:
-            return ShowMemories(caller)
+            return ShowMemories(caller, _snowflake(payload.get("id"), "interaction id"))
         if sub.get("name") == "forget":
             typed = _string_option(_option(sub_options, "id") or {})
             return SuggestForget(caller, typed) if kind == AUTOCOMPLETE else ForgetMemory(caller, typed)
@@ -306,6 +338,12 @@ def _chat(request: Chat, deps: Dependencies) -> dict:
 
 
 def _show(request: ShowMemories, deps: Dependencies) -> dict:
+    # Discord's signature stays valid for minutes: a replayed request gets the first answer, no second DM.
+    answer = deps.once("show", request.interaction_id, lambda: _show_once(request, deps))
+    return answer if answer is not None else ephemeral(TEXT_BUSY)
+
+
+def _show_once(request: ShowMemories, deps: Dependencies) -> dict:
     lines = commands.show(deps.memory_store, request.caller.owner)
     if not lines:
         return ephemeral(TEXT_NOTHING_REMEMBERED.format(where=scope_label(request.caller.scope)))

@@ -34,6 +34,9 @@ class MemoryStore(Protocol):
     """One person's memories within one scope (``Owner``): no method reaches another profile,
     except ``stale`` (the nightly review) and ``ledger_for_run`` (rollback)."""
 
+    def log_read(self, owner: Owner, memory_ids: tuple[str, ...], *, actor: Actor, reason: str, run_id: int | None = None) -> None:
+        """One ``read`` ledger row for memories read some other way (the nightly review); raises if not written."""
+
     def read_profile(
         self, owner: Owner, *, actor: Actor, reason: str, limit: int, run_id: int | None = None
     ) -> list[Memory]:
@@ -110,8 +113,13 @@ class RunStore(Protocol):
         already rolled back; MISSING when there is no such run.
         """
 
-    def mark_rolled_back(self, run_id: int, owner: str) -> bool:
-        """Mark the run rolled back and drop the lease, only if ``owner`` still holds it."""
+    def mark_rolled_back(
+        self, run_id: int, owner: str, entry: LedgerEntry | None = None, counts: dict | None = None
+    ) -> bool:
+        """Mark the run rolled back and drop the lease, only if ``owner`` still holds it.
+
+        ``entry`` (the rollback's own ledger row, with its time and counts) commits in the
+        same transaction, and its time and counts are kept on the run."""
 
     def release_rollback(self, run_id: int, owner: str) -> None:
         """Give the lease back (after a failure) so that a retry need not wait for it to expire."""

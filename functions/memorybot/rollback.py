@@ -32,7 +32,7 @@ from datetime import datetime, timedelta
 from enum import Enum
 from typing import Callable
 
-from .domain import Action, Actor, Change, LedgerEntry, Memory, Owner, utcnow
+from .domain import RUN_LEDGER_OWNER, Action, Actor, Change, LedgerEntry, Memory, Owner, utcnow
 from .ports import ConflictError, MemoryStore, RollbackClaim, RunStore
 
 logger = logging.getLogger(__name__)
@@ -102,7 +102,14 @@ class Rollback:
             return RollbackResult(outcome, run.run_id)
         try:
             reverted, skipped = self._replay(run.run_id, apply=True)
-            marked = self._runs.mark_rolled_back(run.run_id, owner)
+            counts = {"reverted": len(reverted), "skipped": len(skipped)}
+            # The rollback's own row: its time and counts, even when it reverted nothing.
+            row = LedgerEntry(
+                RUN_LEDGER_OWNER, Action.ROLLBACK, Actor.NIGHTLY,
+                f"rollback of nightly run {run.run_id}: {counts['reverted']} reverted, {counts['skipped']} skipped",
+                self._clock(), run_id=run.run_id,
+            )
+            marked = self._runs.mark_rolled_back(run.run_id, owner, row, counts)
         except BaseException:
             # Everything applied so far is committed with its ledger row; giving the lease back
             # lets an immediate retry finish (or find the run already marked).

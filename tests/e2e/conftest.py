@@ -9,7 +9,7 @@ import httpx
 import pytest
 
 from loopback.jev_server import JevServer
-from memorybot.local.client import LocalClient, find_signing_key
+from memorybot.local.client import LocalClient, find_admin_secret, find_signing_key
 from stack_process import StackProcess
 
 _channels = itertools.count(1300000000000000001)
@@ -41,7 +41,10 @@ def person(stack, jev):
     channel = str(next(_channels))  # each test talks in its own channel
 
     def make(name: str) -> LocalClient:
-        client = LocalClient(url, name, find_signing_key(state_dir), channel, http=httpx.Client(timeout=60))
+        client = LocalClient(
+            url, name, find_signing_key(state_dir), channel, http=httpx.Client(timeout=60),
+            admin_secret=find_admin_secret(state_dir),
+        )
         client.catch_up()
         clients.append(client)
         return client
@@ -49,3 +52,10 @@ def person(stack, jev):
     yield make
     for client in clients:
         client.http.close()
+
+
+@pytest.fixture(scope="session")
+def admin(stack) -> dict[str, str]:
+    """The header the stack's /local/* routes (and rollback) ask for."""
+    _, state_dir = stack
+    return {"Authorization": f"Bearer {find_admin_secret(state_dir)}"}

@@ -162,7 +162,7 @@ def test_the_interactions_endpoint_refuses_every_hostile_request_and_writes_noth
     url, signing_key, client, settings = fuzz_stack
     before = everything(client, settings)
     statuses = fire(url, interaction_requests(signing_key, random.Random(20261129)))
-    httpx.post(f"{url}/local/drain", timeout=120)
+    httpx.post(f"{url}/local/drain", timeout=120, headers={"Authorization": f"Bearer {ADMIN_SECRET}"})
     assert everything(client, settings) == before
     assert sum(statuses.values()) == REQUESTS_PER_ENDPOINT and statuses.get(401, 0) > REQUESTS_PER_ENDPOINT // 2
 

@@ -13,8 +13,8 @@ from memorybot.local.client import LOCAL_GUILD_ID, user_id_for
 from memorybot.signature import new_key_pair, sign
 
 
-def events(url: str, after: int = 0) -> list[dict]:
-    return httpx.get(f"{url}/local/discord/events", params={"after": after}).json()["events"]
+def events(url: str, admin: dict, after: int = 0) -> list[dict]:
+    return httpx.get(f"{url}/local/discord/events", params={"after": after}, headers=admin).json()["events"]
 
 
 # The local client talks in one server by default: "nothing remembered" names it.
@@ -61,16 +61,16 @@ def test_memories_are_per_person_and_forget_cannot_touch_someone_elses(person):
     assert carol.suggest("miso")[0].startswith(f"  {carol_memory}: ")
 
 
-def test_closed_dms_fall_back_without_repeating_any_memory(person, stack):
+def test_closed_dms_fall_back_without_repeating_any_memory(person, stack, admin):
     url, _ = stack
     erin = person("erin-e2e")
     erin.chat("I am allergic to peanuts")
-    before = events(url)[-1]["seq"]
-    httpx.post(f"{url}/local/discord/close-dms", json={"user_id": user_id_for("erin-e2e")})
+    before = events(url, admin)[-1]["seq"]
+    httpx.post(f"{url}/local/discord/close-dms", json={"user_id": user_id_for("erin-e2e")}, headers=admin)
     output = erin.show()
     assert output == [f"memorybot: (only you can see this) {TEXT_DM_FAILED}"]
     # Nothing posted anywhere after the show carries the memory.
-    after = events(url, before)
+    after = events(url, admin, before)
     assert all("peanut" not in json.dumps(e).lower() for e in after)
     assert [e["kind"] for e in after] == ["dm_open"]
 
@@ -85,12 +85,12 @@ def test_when_jev_is_unavailable_the_bot_still_replies_and_remembers_nothing(per
     assert frank.show() == [f"memorybot: (only you can see this) {NOTHING_HERE}"]
 
 
-def test_every_post_the_bot_made_carries_no_mentions(person, stack):
+def test_every_post_the_bot_made_carries_no_mentions(person, stack, admin):
     url, _ = stack
     gina = person("gina-e2e")
     gina.chat("@everyone my birthday is in May")
     gina.show()
-    posts = [e for e in events(url) if e["kind"] in ("message", "edit")]
+    posts = [e for e in events(url, admin) if e["kind"] in ("message", "edit")]
     assert posts
     assert all(e["body"]["allowed_mentions"] == {"parse": []} for e in posts)
 
@@ -111,13 +111,13 @@ def test_a_signed_ping_is_answered_with_pong(person, stack):
     assert client.send({"type": 1}) == (200, {"type": 1})
 
 
-def test_nightly_answers_the_run_record_and_rollback_needs_the_admin_secret(stack):
+def test_nightly_answers_the_run_record_and_rollback_needs_the_admin_secret(stack, admin):
     url, state_dir = stack
-    run = httpx.post(f"{url}/local/nightly", json={"now": "2031-01-01T18:00:00Z"}, timeout=120)
+    run = httpx.post(f"{url}/local/nightly", json={"now": "2031-01-01T18:00:00Z"}, timeout=120, headers=admin)
     assert run.status_code == 200
     record = run.json()
     assert record["dayLabel"] and isinstance(record["runId"], int) and "summary" in record
-    again = httpx.post(f"{url}/local/nightly", json={"now": "2031-01-01T18:00:00Z"}, timeout=120)
+    again = httpx.post(f"{url}/local/nightly", json={"now": "2031-01-01T18:00:00Z"}, timeout=120, headers=admin)
     assert again.status_code == 409
     assert httpx.post(f"{url}/memory/rollback").status_code == 401
     secret = (state_dir / "admin_secret").read_text().strip()
@@ -125,9 +125,9 @@ def test_nightly_answers_the_run_record_and_rollback_needs_the_admin_secret(stac
     assert rolled.status_code == 200 and rolled.json()["runId"] == record["runId"]
 
 
-def test_drain_answers_once_background_work_is_done(stack):
+def test_drain_answers_once_background_work_is_done(stack, admin):
     url, _ = stack
-    answer = httpx.post(f"{url}/local/drain", timeout=120).json()
+    answer = httpx.post(f"{url}/local/drain", timeout=120, headers=admin).json()
     assert answer == {"drained": True, "failedInvocations": 0}
 
 

@@ -30,7 +30,7 @@ def test_chat_then_nightly_then_preview_and_rollback_over_http(person, stack):
 
     # The run that covers today's messages: the next 03:00 JST, as EventBridge would fire it.
     now = iso(window_for(utcnow()).end + timedelta(days=1))
-    answer = httpx.post(f"{url}/local/nightly", json={"now": now}, timeout=300)
+    answer = httpx.post(f"{url}/local/nightly", json={"now": now}, timeout=300, headers=admin)
     assert answer.status_code == 200, answer.text
     run = answer.json()
     assert run["dayLabel"] == jst_day(window_for(utcnow()).end)  # labelled by the JST day the window starts on
@@ -41,7 +41,7 @@ def test_chat_then_nightly_then_preview_and_rollback_over_http(person, stack):
     assert from_extraction <= set(after_night) and learned and learned <= set(run["summary"]["added"])
 
     # A second delivery for the same day does nothing.
-    assert httpx.post(f"{url}/local/nightly", json={"now": now}, timeout=300).status_code == 409
+    assert httpx.post(f"{url}/local/nightly", json={"now": now}, timeout=300, headers=admin).status_code == 409
 
     # The endpoint refuses anyone without the secret and any malformed body.
     rollback = f"{url}/memory/rollback"

@@ -43,8 +43,9 @@ def test_no_memory_or_message_text_in_any_log_line(scenario):
     http = httpx.Client(timeout=120)
     key = find_signing_key(state_dir)
     channel = itertools.count(1400000000000000001)
-    alice = LocalClient(running.url, "alice", key, str(next(channel)), http=http)
-    bob = LocalClient(running.url, "bob", key, alice.channel_id, http=http)
+    alice = LocalClient(running.url, "alice", key, str(next(channel)), http=http, admin_secret=ADMIN_SECRET)
+    bob = LocalClient(running.url, "bob", key, alice.channel_id, http=http, admin_secret=ADMIN_SECRET)
+    admin = {"Authorization": f"Bearer {ADMIN_SECRET}"}
 
     alice.chat(f"I love {MARKERS[0]} pancakes every sunday")
     bob.chat(f"My {MARKERS[1]} is sick today")
@@ -55,7 +56,7 @@ def test_no_memory_or_message_text_in_any_log_line(scenario):
     listing = [line for entry in alice.show() for line in entry.splitlines()]
     memory_id = next(line.split()[0] for line in listing if is_memory_id(line.split(" ")[0]))
     alice.forget(memory_id)
-    http.post(f"{running.url}/local/discord/close-dms", json={"user_id": bob.user_id})
+    http.post(f"{running.url}/local/discord/close-dms", json={"user_id": bob.user_id}, headers=admin)
     fallback = bob.show()
     assert not any(MARKERS[1] in line for line in fallback)
 
@@ -63,11 +64,11 @@ def test_no_memory_or_message_text_in_any_log_line(scenario):
     next_run = (now + timedelta(days=1)).replace(hour=3, minute=0, second=0, microsecond=0)
     if next_run - now > timedelta(days=1):
         next_run -= timedelta(days=1)
-    run = http.post(f"{running.url}/local/nightly", json={"now": next_run.isoformat()}).json()
+    run = http.post(f"{running.url}/local/nightly", json={"now": next_run.isoformat()}, headers=admin).json()
     assert run["runId"] >= 1, run
     answer = http.post(f"{running.url}/memory/rollback", headers={"Authorization": f"Bearer {ADMIN_SECRET}"})
     assert answer.status_code == 200, answer.text
-    http.post(f"{running.url}/local/drain")
+    http.post(f"{running.url}/local/drain", headers=admin)
 
     output = "".join(running.output)
     assert '"level":"INFO"' in output.replace(" ", "") or '"level": "INFO"' in output  # logs were captured

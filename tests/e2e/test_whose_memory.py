@@ -24,7 +24,7 @@ from loopback import Answer, LoopbackServer, Recorded
 from loopback.openai_server import OpenAIServer
 from memorybot.consolidation import window_for
 from memorybot.domain import iso, utcnow
-from memorybot.local.client import LocalClient, find_signing_key, user_id_for
+from memorybot.local.client import LocalClient, find_admin_secret, find_signing_key, user_id_for
 from stack_process import StackProcess
 
 ADD, DEL = "ZEBRAADD", "ZEBRADEL"
@@ -86,7 +86,10 @@ def race_stack(tmp_path_factory):
 
 def person(race_stack, name: str, channel: str, guild: str | None = "1200000000000000001") -> LocalClient:
     url, state_dir, _, _ = race_stack
-    client = LocalClient(url, name, find_signing_key(state_dir), channel, guild, http=httpx.Client(timeout=60))
+    client = LocalClient(
+        url, name, find_signing_key(state_dir), channel, guild, http=httpx.Client(timeout=60),
+        admin_secret=find_admin_secret(state_dir),
+    )
     client.catch_up()
     return client
 
@@ -107,7 +110,7 @@ def send_at_once(*sends) -> None:
 
 
 def drain(client: LocalClient) -> None:
-    assert client.http.post(f"{client.url}/local/drain").json()["drained"]
+    assert client.http.post(f"{client.url}/local/drain", headers=client._admin).json()["drained"]
 
 
 def test_interleaved_people_never_change_each_others_profiles(race_stack):
@@ -191,13 +194,13 @@ def test_people_who_never_used_the_bot_get_no_profile(race_stack):
     lurker = person(race_stack, "history-dave", channel)  # never sends a command before the night
     said = {"channel_id": channel, "author_id": lurker.user_id, "author_name": "history-dave",
             "content": f"I love {ADD} knives and my sister is in Osaka"}
-    assert erin.http.post(f"{url}/local/discord/someone-said", json=said).status_code == 200
+    assert erin.http.post(f"{url}/local/discord/someone-said", json=said, headers=erin._admin).status_code == 200
     erin.chat(f"I love {ADD} origami")  # the reply worker fetches the channel history here
     jev.clear()
 
     # The run that covers today's messages: the next 03:00 JST, as the schedule would fire it.
     now = iso(window_for(utcnow()).end + timedelta(days=1))
-    answer = httpx.post(f"{url}/local/nightly", json={"now": now}, timeout=300)
+    answer = httpx.post(f"{url}/local/nightly", json={"now": now}, headers=erin._admin, timeout=300)
     assert answer.status_code == 200, answer.text
     named = {r.json["speaker"]["id"] for r in jev.requests}
     assert erin.user_id in named, "the night did consolidate the person who used the bot"

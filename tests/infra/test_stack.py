@@ -7,7 +7,7 @@ import json
 import pytest
 from aws_cdk.assertions import Match, Template
 
-from infra.stack import FUNCTIONS, NIGHTLY_SCHEDULE, READ_ACTIONS, WRITE_ACTIONS
+from infra.stack import FUNCTIONS, NIGHTLY_SCHEDULE
 from memorybot import tables
 from memorybot.config import SECRET_KEYS
 
@@ -212,13 +212,43 @@ def test_functions_get_secret_names_never_values_and_read_only_their_own(synth):
 
 # -- least privilege ------------------------------------------------------------------------
 
-R, W = set(READ_ACTIONS), set(WRITE_ACTIONS)
+def _dynamodb(*actions: str) -> set[str]:
+    return {f"dynamodb:{a}" for a in actions}
+
+
+# Pinned here so that a change to any grant is a visible diff; tests/infra/test_iam_contract.py
+# proves each one is what the code needs. Index grants are named per index.
+IDEMPOTENCY = _dynamodb("PutItem", "UpdateItem", "DeleteItem")
 TABLE_ACCESS = {
-    "Interactions": {"messages": W, "memories": R | W, "memory_log": W},
-    "Reply": {"messages": R | W, "memories": R, "memory_log": W, "dedup": R | W},
-    "Extraction": {"messages": R, "memories": R | W, "memory_log": W, "dedup": R | W},
-    "Nightly": {"messages": R, "memories": R | W, "memory_log": R | W, "nightly_runs": R | W},
-    "Admin": {"memories": R | W, "memory_log": R | W, "nightly_runs": R | W},
+    "Interactions": {
+        "messages": _dynamodb("PutItem"),
+        "memories": _dynamodb("GetItem", "DeleteItem", "Query"),
+        "memory_log": _dynamodb("PutItem", "GetItem"),
+        "dedup": IDEMPOTENCY,
+    },
+    "Reply": {
+        "messages": _dynamodb("PutItem", "Query"),
+        "memories": _dynamodb("Query"),
+        "memory_log": _dynamodb("PutItem"),
+        "dedup": IDEMPOTENCY,
+    },
+    "Extraction": {
+        "messages": _dynamodb("Query"),
+        "memories": _dynamodb("PutItem", "DeleteItem", "Query"),
+        "memory_log": _dynamodb("PutItem", "GetItem"),
+        "dedup": IDEMPOTENCY,
+    },
+    "Nightly": {
+        "messages": _dynamodb("Query"),
+        "memories": _dynamodb("PutItem", "DeleteItem", "Query"),
+        "memory_log": _dynamodb("PutItem", "GetItem", "Query"),
+        "nightly_runs": _dynamodb("GetItem", "PutItem", "UpdateItem"),
+    },
+    "Admin": {
+        "memories": _dynamodb("GetItem", "PutItem", "DeleteItem"),
+        "memory_log": _dynamodb("PutItem", "GetItem", "Query"),
+        "nightly_runs": _dynamodb("GetItem", "UpdateItem"),
+    },
 }
 
 
@@ -229,7 +259,31 @@ def test_each_function_touches_only_its_tables_with_only_its_actions(synth):
         for logical_name, table_id in ids.items():
             granted = actions_on(statements, table_id)
             assert granted == TABLE_ACCESS[name].get(logical_name, set()), (name, logical_name)
-            assert "dynamodb:Scan" not in granted
+            assert not granted & _dynamodb("Scan", "BatchGetItem", "BatchWriteItem")
+
+
+# (table, index) each function may query: the stale index only for the nightly review.
+INDEX_QUERIES = {
+    "Interactions": {("memories", "by_updated")},
+    "Reply": {("memories", "by_updated")},
+    "Extraction": {("memories", "by_updated"), ("messages", "by_conversation")},
+    "Nightly": {("messages", "by_jst_day"), ("memories", "by_updated"), ("memories", "stale"), ("memory_log", "by_run")},
+    "Admin": {("memory_log", "by_run")},
+}
+
+
+def test_each_function_queries_only_the_indexes_it_uses(synth):
+    names = {table_id: logical for logical, table_id in table_ids(synth).items()}
+    for name in FUNCTION_NAMES:
+        found = set()
+        for statement in policy_statements(synth, name):
+            for resource in _list(statement["Resource"]):
+                parts = resource.get("Fn::Join", ["", []])[1] if isinstance(resource, dict) else []
+                if len(parts) == 2 and isinstance(parts[1], str) and parts[1].startswith("/index/"):
+                    head, tail = parts
+                    assert _list(statement["Action"]) == ["dynamodb:Query"]
+                    found.add((names[head["Fn::GetAtt"][0]], tail.removeprefix("/index/")))
+        assert found == INDEX_QUERIES[name], name
 
 
 def test_index_access_is_named_not_wildcarded(synth):

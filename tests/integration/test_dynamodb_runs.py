@@ -12,7 +12,8 @@ import pytest
 from fakes import Clock, memory, owner
 from memorybot.adapters.dynamodb import DynamoMemoryStore
 from memorybot.adapters.dynamodb_runs import DynamoRunStore
-from memorybot.domain import NIGHTLY_MAX_DURATION, Action, Actor, Change, Memory
+from memorybot.consolidation import run_record
+from memorybot.domain import NIGHTLY_MAX_DURATION, RUN_LEDGER_OWNER, Action, Actor, Change, Memory, iso
 from memorybot.ports import RollbackClaim
 from memorybot.rollback import Outcome, Rollback, respond
 
@@ -160,7 +161,11 @@ class World:
         return {k: self.memories.get(owner(k[0]), k[1]) for k in keys}
 
     def rollback_rows(self):
-        return [e for e in self.memories.ledger_for_run(self.run.run_id) if e.action is Action.ROLLBACK]
+        """The reverts' rows (the rollback's own run-level row is not one)."""
+        return [e for e in self.memories.ledger_for_run(self.run.run_id) if e.action is Action.ROLLBACK and e.memory_ids]
+
+    def run_rows(self):
+        return [e for e in self.memories.ledger_for_run(self.run.run_id) if e.user_id == RUN_LEDGER_OWNER]
 
 
 def test_rollback_on_dynamodb_undoes_the_run_and_logs_each_revert(dynamo):
@@ -174,7 +179,10 @@ def test_rollback_on_dynamodb_undoes_the_run_and_logs_each_revert(dynamo):
     assert w.state() == {("a", "add00"): None, **w.original}
     rows = w.rollback_rows()
     assert len(rows) == 4 and all(r.actor is Actor.NIGHTLY and r.run_id == w.run.run_id for r in rows)
-    assert w.runs.get(w.run.run_id).rolled_back
+    run = w.runs.get(w.run.run_id)
+    assert run.rolled_back and run.rollback_counts == {"reverted": 4, "skipped": 0}
+    [own] = w.run_rows()  # the rollback's own row, committed with the mark, at the same time
+    assert own.action is Action.ROLLBACK and own.at == run.rolled_back_at and "4 reverted, 0 skipped" in own.reason
     assert respond(Rollback(w.memories, w.runs).run(w.run.run_id)) == (409, {"runId": w.run.run_id, "alreadyRolledBack": True})
 
 
@@ -236,3 +244,23 @@ def test_an_interrupted_rollback_on_dynamodb_is_finished_by_a_retry(dynamo):
     assert sorted(result.reverted) == ["add00", "dec00", "del00", "upd00"] and result.skipped == []
     assert len(w.rollback_rows()) == 4
     assert w.state() == {("a", "add00"): None, **w.original}
+
+
+def test_a_rollback_that_reverts_nothing_still_leaves_its_row_and_its_time(dynamo):
+    """A night that changed nothing, rolled back: nothing is reverted, yet the rollback is on
+    record (its ledger row, and the run's time and counts)."""
+    client, settings = dynamo
+    memories, runs = DynamoMemoryStore(client, settings), DynamoRunStore(client, settings)
+    quiet = runs.claim("2026-11-01", T)
+    runs.finish(replace(quiet, finished_at=T + timedelta(minutes=1), worked_until=None))
+    assert memories.ledger_for_run(quiet.run_id) == []
+    result = Rollback(memories, runs).run(quiet.run_id)
+    assert result.outcome is Outcome.DONE and result.reverted == [] and result.skipped == []
+    run = runs.get(quiet.run_id)
+    assert run.rolled_back and run.rolled_back_at is not None
+    assert run.rollback_counts == {"reverted": 0, "skipped": 0}
+    [own] = memories.ledger_for_run(quiet.run_id)
+    assert own.user_id == RUN_LEDGER_OWNER and own.action is Action.ROLLBACK and own.memory_ids == ()
+    assert own.at == run.rolled_back_at and "0 reverted, 0 skipped" in own.reason
+    record = run_record(run)
+    assert record["rolledBackAt"] == iso(run.rolled_back_at) and record["rollback"] == {"reverted": 0, "skipped": 0}

@@ -30,7 +30,7 @@ from faults import (
 )
 from memorybot.adapters.dynamodb import DynamoMemoryStore
 from memorybot.adapters.dynamodb_runs import DynamoRunStore
-from memorybot.domain import JST, Action, Actor, Change, Memory, Owner
+from memorybot.domain import RUN_LEDGER_OWNER, JST, Action, Actor, Change, Memory, Owner
 from memorybot.rollback import ROLLBACK_LEASE, Outcome, Rollback
 
 # Profiles in one server; oscar is alice's namesake id in ANOTHER server: never the run's.
@@ -120,7 +120,9 @@ def assert_invariants(before: Snapshot, after: Snapshot) -> None:
     assert_every_change_has_exactly_one_ledger_row(before, after)
     rows = rollback_rows(before, after)
     assert all(e.action is Action.ROLLBACK and e.actor is Actor.NIGHTLY and e.run_id == 1 for e in rows)
-    assert all(e.owner in (ALICE, BOB) for e in rows)
+    assert all(e.owner in (ALICE, BOB) for e in rows if e.memory_ids)
+    # The rollback's own row: at most one, and only once the run is marked.
+    assert len([e for e in rows if e.user_id == RUN_LEDGER_OWNER and not e.memory_ids]) <= 1
     assert {k: m for k, m in after.memories.items() if k[0] == OSCAR} == {k: m for k, m in before.memories.items() if k[0] == OSCAR}
     assert after.memories[(BOB, "bbbb5")] == before.memories[(BOB, "bbbb5")]  # changed after the run: never touched
 
@@ -147,9 +149,11 @@ def clean(moto_server):
 
 def test_the_clean_rollback_reverts_every_kind_of_change(clean):
     requests, _, rows = clean
-    assert rows == 7  # two updates of one record, one each for the others: the skipped add has none
+    # two updates of one record, one each for the others (the skipped add has none), and the
+    # rollback's own row
+    assert rows == 7 + 1
     # counter and run, the lease, the run's rows, a read and a write per revert, the skipped
-    # record's read, the mark
+    # record's read, the mark (with the rollback's own row, one transaction)
     assert requests == 2 + 1 + 1 + 2 * 7 + 1 + 1
 
 
@@ -206,7 +210,8 @@ def test_a_lost_answer_at_every_write_of_the_rollback_converges(moto_server, cle
     world.rollback().run()
     writes = lost.writes()
     kinds = [lost.operations[k - 1] for k in writes]
-    assert kinds == ["UpdateItem"] + ["TransactWriteItems"] * clean_rows + ["UpdateItem"]  # lease, reverts, mark
+    # the lease, the reverts, the mark with the rollback's own row
+    assert kinds == ["UpdateItem"] + ["TransactWriteItems"] * (clean_rows - 1) + ["TransactWriteItems"]
     absorbed = []
     for k, kind in zip(writes, kinds):
         world = new_world(moto_server)
@@ -234,7 +239,7 @@ def test_a_lost_answer_at_every_write_of_the_rollback_converges(moto_server, cle
         # (At the first write the lease was taken without an answer: it was given back anyway.)
         retry_until_done(world, k)
         assert_done_like_clean(world, before, clean_memories, clean_rows, k)
-    assert absorbed == ["TransactWriteItems"] * clean_rows  # the lease and the mark still fail loudly
+    assert absorbed == ["TransactWriteItems"] * (clean_rows - 1)  # the reverts; the lease and the mark fail loudly
 
 
 def test_a_failure_at_every_request_of_a_dry_run_changes_nothing(moto_server, clean):

@@ -13,7 +13,7 @@ from memorybot.adapters.dynamodb import DynamoMemoryStore, DynamoMessageStore
 from memorybot.adapters.invoker import LocalContext
 from memorybot.bootstrap import Container
 from memorybot.config import Settings
-from memorybot.consolidation import STALE_AFTER, STALE_REVIEWS_PER_NIGHT
+from memorybot.consolidation import DECAY_READ_REASON, STALE_AFTER, STALE_REVIEWS_PER_NIGHT
 from memorybot.domain import JST, Action, Actor, Change, Verdict
 from memorybot.handlers import admin, nightly
 
@@ -102,7 +102,11 @@ def test_the_scheduled_run_end_to_end_then_its_rollback(deployed):
     calls = len(d.jev.calls) + len(d.chat.seen)
     assert d.nightly({**SCHEDULE, "time": "2026-11-29T18:04:00Z"}) == {"status": "already_claimed", "dayLabel": "2026-11-29"}
     assert len(d.jev.calls) + len(d.chat.seen) == calls
-    assert len(d.memories.ledger_for_run(run.run_id)) == len(changes) + 2  # + the two reads
+    # + the two profile reads, and the decay review's read of the stale records it sent to Jev
+    assert len(d.memories.ledger_for_run(run.run_id)) == len(changes) + 3
+    [decay_read] = [e for e in d.memories.ledger_for_run(run.run_id) if e.reason == DECAY_READ_REASON]
+    assert decay_read.action is Action.READ and decay_read.actor is Actor.NIGHTLY and decay_read.user_id == "z"
+    assert len(decay_read.memory_ids) == STALE_REVIEWS_PER_NIGHT
 
     # the admin rolls it back: adds gone, decayed records back, then 409
     assert d.rollback({"dryRun": True})[1]["dryRun"] is True

@@ -8,6 +8,7 @@ from typing import Any, Callable
 
 import httpx
 
+from ..discord_formats import is_interaction_token, is_snowflake
 from ..domain import Message
 from ..ports import DiscordError, DmsClosedError
 
@@ -50,25 +51,30 @@ class DiscordRest:
     # ------------------------------------------------------------ the port
 
     def open_dm(self, user_id: str) -> str:
-        return str(self._request("POST", "users/@me/channels", {"recipient_id": user_id})["id"])
+        return str(self._request("POST", "users/@me/channels", {"recipient_id": _id(user_id, "user id")})["id"])
 
     def send_message(self, channel_id: str, content: str) -> str:
         body = {"content": content, "allowed_mentions": NO_MENTIONS}
-        return str(self._request("POST", f"channels/{channel_id}/messages", body)["id"])
+        return str(self._request("POST", f"channels/{_id(channel_id, 'channel id')}/messages", body)["id"])
 
     def edit_original(self, application_id: str, token: str, content: str) -> str:
         body = {"content": content, "allowed_mentions": NO_MENTIONS}
-        return str(self._request("PATCH", f"webhooks/{application_id}/{token}/messages/@original", body)["id"])
+        if not is_interaction_token(token):
+            raise ValueError("malformed interaction token")  # never put into a URL sent with the bot token
+        path = f"webhooks/{_id(application_id, 'application id')}/{token}/messages/@original"
+        return str(self._request("PATCH", path, body)["id"])
 
     def recent_channel_messages(self, channel_id: str, limit: int) -> list[Message]:
-        raw = self._request("GET", f"channels/{channel_id}/messages", params={"limit": max(1, min(limit, HISTORY_MAX))})
+        path = f"channels/{_id(channel_id, 'channel id')}/messages"
+        raw = self._request("GET", path, params={"limit": max(1, min(limit, HISTORY_MAX))})
         messages = [_message(channel_id, m) for m in raw or [] if m.get("type", 0) in ORDINARY_MESSAGE_TYPES]
         return sorted(messages, key=lambda m: int(m.message_id))
 
     # ------------------------------------------------------------ admin
 
     def bulk_overwrite_commands(self, application_id: str, commands: list[dict], guild_id: str | None = None) -> list[dict]:
-        path = f"applications/{application_id}/guilds/{guild_id}/commands" if guild_id else f"applications/{application_id}/commands"
+        application_id = _id(application_id, "application id")
+        path = f"applications/{application_id}/guilds/{_id(guild_id, 'guild id')}/commands" if guild_id else f"applications/{application_id}/commands"
         return self._request("PUT", path, commands)
 
     # ------------------------------------------------------------ plumbing
@@ -89,6 +95,13 @@ class DiscordRest:
                 raise _error(method, path, response)
             return response.json() if response.content else None
         raise AssertionError("unreachable")  # the last attempt always returns or raises
+
+
+def _id(value: str, what: str) -> str:
+    """A snowflake that goes into a URL path; anything else is refused before a request is made."""
+    if not is_snowflake(value):
+        raise ValueError(f"malformed {what}")
+    return value
 
 
 def _retry_after(response: httpx.Response) -> float:

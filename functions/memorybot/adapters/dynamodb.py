@@ -281,6 +281,16 @@ class DynamoMemoryStore:
         )
         return profile
 
+    def log_read(
+        self, owner: Owner, memory_ids: tuple[str, ...], *, actor: Actor, reason: str, run_id: int | None = None
+    ) -> None:
+        entry = LedgerEntry(
+            owner.user_id, Action.READ, Actor(actor), reason, self._clock(), tuple(memory_ids), run_id=run_id, scope=owner.scope
+        )
+        self._client.put_item(
+            TableName=self._log, Item=ledger_item(entry), ConditionExpression="attribute_not_exists(entry_key)"
+        )
+
     def get(self, owner: Owner, memory_id: str) -> Memory | None:
         item = self._client.get_item(
             TableName=self._memories, Key=memory_key(owner, memory_id), ConsistentRead=True

@@ -24,8 +24,9 @@ from botocore.exceptions import ClientError
 
 from .. import tables
 from ..config import Settings
-from ..domain import NIGHTLY_MAX_DURATION, NightlyRun, iso, parse_iso
+from ..domain import NIGHTLY_MAX_DURATION, LedgerEntry, NightlyRun, iso, parse_iso
 from ..ports import RollbackClaim
+from .dynamodb import ledger_item
 
 CLAIM_ATTEMPTS = 5  # another claim for a different day moved the counter: read it again
 COUNTER_KEY = "counter"
@@ -54,6 +55,7 @@ def _code(error: ClientError) -> str:
 def run_from_item(item: dict[str, Any]) -> NightlyRun:
     finished = item.get("finished_at", {}).get("S")
     worked_until = item.get("worked_until", {}).get("S")
+    rolled_back_at = item.get("rolled_back_at", {}).get("S")
     return NightlyRun(
         run_id=int(item["run_id"]["N"]),
         day_label=item["day_label"]["S"],
@@ -62,6 +64,8 @@ def run_from_item(item: dict[str, Any]) -> NightlyRun:
         diary=item.get("diary", {}).get("S", ""),
         summary=json.loads(item.get("summary", {}).get("S", "{}")),
         rolled_back=item.get("rolled_back", {}).get("BOOL", False),
+        rolled_back_at=parse_iso(rolled_back_at) if rolled_back_at else None,
+        rollback_counts=json.loads(item.get("rollback_counts", {}).get("S", "{}")),
         worked_until=parse_iso(worked_until) if worked_until else None,
     )
 
@@ -70,6 +74,7 @@ class DynamoRunStore:
     def __init__(self, client: Any, settings: Settings) -> None:
         self._client = client
         self._table = settings.table(tables.NIGHTLY_RUNS)
+        self._log = settings.table(tables.MEMORY_LOG)  # a rollback's own ledger row commits with its mark
 
     # -- the runs
 
@@ -227,8 +232,38 @@ class DynamoRunStore:
             return RollbackClaim.MISSING
         return RollbackClaim.DONE if run.rolled_back else RollbackClaim.BUSY
 
-    def mark_rolled_back(self, run_id: int, owner: str) -> bool:
-        return self._if_owner(run_id, owner, "SET rolled_back = :true REMOVE lease_owner, lease_until", {":true": {"BOOL": True}})
+    def mark_rolled_back(
+        self, run_id: int, owner: str, entry: LedgerEntry | None = None, counts: dict | None = None
+    ) -> bool:
+        if entry is None:
+            return self._if_owner(run_id, owner, "SET rolled_back = :true REMOVE lease_owner, lease_until", {":true": {"BOOL": True}})
+        mark = {
+            "Update": {
+                "TableName": self._table,
+                "Key": _run_key(run_id),
+                "UpdateExpression": (
+                    "SET rolled_back = :true, rolled_back_at = :at, rollback_counts = :counts REMOVE lease_owner, lease_until"
+                ),
+                "ConditionExpression": "lease_owner = :owner AND rolled_back = :false",
+                "ExpressionAttributeValues": {
+                    ":true": {"BOOL": True},
+                    ":false": {"BOOL": False},
+                    ":owner": _s(owner),
+                    ":at": _s(iso(entry.at)),
+                    ":counts": _s(json.dumps(counts or {}, sort_keys=True)),
+                },
+            }
+        }
+        row = {"Put": {"TableName": self._log, "Item": ledger_item(entry), "ConditionExpression": "attribute_not_exists(entry_key)"}}
+        try:
+            # The same token on botocore's own retries: a lost answer is not a second mark.
+            self._client.transact_write_items(TransactItems=[mark, row], ClientRequestToken=secrets.token_hex(16))
+            return True
+        except ClientError as error:
+            if _code(error) != "TransactionCanceledException":
+                raise
+            run = self.get(run_id)  # marked by this very request (an answer lost, then retried)?
+            return bool(run and run.rolled_back and run.rolled_back_at == entry.at)
 
     def release_rollback(self, run_id: int, owner: str) -> None:
         self._if_owner(run_id, owner, "REMOVE lease_owner, lease_until", {})

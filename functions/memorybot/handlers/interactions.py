@@ -19,6 +19,7 @@ log_core_with(logger)
 def handler(event: dict, context) -> dict:
     headers, body = http_request(event)
     container = bootstrap.container()
+    container.lambda_context = context  # the dedup of /memory show times its in-progress record by it
     try:
         container.signature_verifier.verify(headers, body)
     except SignatureError as exc:

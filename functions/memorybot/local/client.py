@@ -20,7 +20,7 @@ import httpx
 
 from ..domain import snowflake_at
 from ..signature import sign
-from .server import DEFAULT_HOST, DEFAULT_PORT, SIGNING_KEY_FILE, STATE_DIR
+from .server import ADMIN_SECRET_FILE, DEFAULT_HOST, DEFAULT_PORT, SIGNING_KEY_FILE, STATE_DIR
 
 DEFAULT_URL = f"http://{DEFAULT_HOST}:{DEFAULT_PORT}"
 LOCAL_CHANNEL_ID = "1100000000000000001"
@@ -58,6 +58,26 @@ def find_signing_key(state_dir: Path | None) -> str:
     raise SystemExit(f"No local signing key at {where}: start the stack first (make run), from the same folder.")
 
 
+def find_admin_secret(state_dir: Path | None) -> str:
+    """The secret the stack's /local/* routes ask for: MEMORYBOT_ADMIN_SECRET if set (the stack
+    uses it then), else the one the stack generated in its state dir."""
+    import os
+
+    if os.environ.get("MEMORYBOT_ADMIN_SECRET"):
+        return os.environ["MEMORYBOT_ADMIN_SECRET"]
+    candidates = [state_dir] if state_dir else [STATE_DIR, Path.home() / STATE_DIR]
+    for directory in candidates:
+        path = directory / ADMIN_SECRET_FILE
+        if path.exists():
+            return path.read_text().strip()
+    where = " or ".join(str(d / ADMIN_SECRET_FILE) for d in candidates)
+    raise SystemExit(f"No admin secret at {where} and MEMORYBOT_ADMIN_SECRET is unset: start the stack first (make run).")
+
+
+def admin_headers(secret: str) -> dict[str, str]:
+    return {"Authorization": f"Bearer {secret}"} if secret else {}
+
+
 @dataclass
 class LocalClient:
     url: str
@@ -66,6 +86,7 @@ class LocalClient:
     channel_id: str = LOCAL_CHANNEL_ID
     guild_id: str | None = LOCAL_GUILD_ID  # None: the person's DM with the bot
     http: httpx.Client = field(default_factory=lambda: httpx.Client(timeout=180))
+    admin_secret: str = ""  # for the stack's /local/* routes
     _seen: int = 0
     _application_id: str = ""
 
@@ -76,7 +97,7 @@ class LocalClient:
     @property
     def application_id(self) -> str:
         if not self._application_id:
-            self._application_id = self.http.get(f"{self.url}/local/info").json()["applicationId"]
+            self._application_id = self.http.get(f"{self.url}/local/info", headers=self._admin).json()["applicationId"]
         return self._application_id
 
     def catch_up(self) -> None:
@@ -101,10 +122,14 @@ class LocalClient:
         return [f"  {c['value']}: {c['name']}" for c in choices] or ["  (no suggestions)"]
 
     def nightly(self, now: str | None = None) -> list[str]:
-        answer = self.http.post(f"{self.url}/local/nightly", json={"now": now} if now else {}).json()
+        answer = self.http.post(f"{self.url}/local/nightly", json={"now": now} if now else {}, headers=self._admin).json()
         return [json.dumps(answer, ensure_ascii=False, indent=2)]
 
     # ------------------------------------------------------------ plumbing
+
+    @property
+    def _admin(self) -> dict[str, str]:
+        return admin_headers(self.admin_secret)
 
     def _payload(self, name: str, options: list, kind: int = 2) -> dict:
         payload: dict[str, Any] = {
@@ -136,7 +161,7 @@ class LocalClient:
         if data.get("content"):
             prefix = "(only you can see this) " if data.get("flags", 0) & 64 else ""
             lines.append(f"memorybot: {prefix}{data['content']}")
-        drained = self.http.post(f"{self.url}/local/drain").json()  # reply and extraction run in the background
+        drained = self.http.post(f"{self.url}/local/drain", headers=self._admin).json()  # reply and extraction run in the background
         posted = list(self._posted(payload["token"]))
         if answer.get("type") == 5 and not posted:
             failed = drained.get("failedInvocations", 0)
@@ -154,7 +179,7 @@ class LocalClient:
 
     def _events(self) -> list[dict]:
         """What the bot posted since last time (empty when the stack talks to real Discord)."""
-        response = self.http.get(f"{self.url}/local/discord/events", params={"after": self._seen})
+        response = self.http.get(f"{self.url}/local/discord/events", params={"after": self._seen}, headers=self._admin)
         return response.json()["events"] if response.status_code == 200 else []
 
     def handle_line(self, line: str) -> list[str] | None:
@@ -188,7 +213,10 @@ def run(
     channel_id: str = LOCAL_CHANNEL_ID,
     guild_id: str | None = LOCAL_GUILD_ID,
 ) -> int:
-    client = LocalClient(url.rstrip("/"), user_name, find_signing_key(state_dir), channel_id, guild_id)
+    client = LocalClient(
+        url.rstrip("/"), user_name, find_signing_key(state_dir), channel_id, guild_id,
+        admin_secret=find_admin_secret(state_dir),
+    )
     try:
         client.catch_up()
     except httpx.HTTPError:

@@ -15,6 +15,7 @@ import os
 import secrets
 import threading
 from dataclasses import dataclass, field
+from datetime import datetime
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any, Callable
@@ -34,6 +35,12 @@ DISCORD_PREFIX = "/discord/api/v10"
 LOCAL_APPLICATION_ID = "1000000000000000001"
 DRAIN_TIMEOUT_SECONDS = 120
 POST_ONLY = frozenset({"/interactions", "/memory/rollback", "/local/drain", "/local/nightly"})
+LOCAL_PREFIX = "/local/"
+MAX_LOCAL_BODY_DEPTH = 8  # the local routes take flat JSON objects
+
+
+class BadBody(ValueError):
+    """A local route's body is not what it takes (400, with this message)."""
 
 
 @dataclass
@@ -45,6 +52,8 @@ class LocalStack:
     state_dir: Path
     moto: moto_dynamo.MotoDynamo | None = None
     notes: list[str] = field(default_factory=list)
+    admin_secret: str = ""  # the local routes' bearer secret: the same as rollback's
+    allowed_hosts: frozenset[str] = frozenset()  # Host headers that name the bound address
 
     def stop(self) -> None:
         self.server.shutdown()
@@ -109,7 +118,7 @@ def start(host: str = DEFAULT_HOST, port: int = DEFAULT_PORT, state_dir: Path = 
         notes.append(f"Signing key for the terminal client: {state_dir / SIGNING_KEY_FILE}")
     if not found.secret("MEMORYBOT_ADMIN_SECRET"):
         os.environ["MEMORYBOT_ADMIN_SECRET"] = _local_secret(state_dir, ADMIN_SECRET_FILE)
-        notes.append(f"Admin secret for POST /memory/rollback: {state_dir / ADMIN_SECRET_FILE}")
+        notes.append(f"Admin secret for POST /memory/rollback and /local/*: {state_dir / ADMIN_SECRET_FILE}")
     os.environ.setdefault("DISCORD_APPLICATION_ID", LOCAL_APPLICATION_ID)
     os.environ.setdefault("DISCORD_BOT_TOKEN", "local-bot-token")
     notes.append(f"Models: decision={found.decision_model}, chat={found.chat_model}")
@@ -117,16 +126,54 @@ def start(host: str = DEFAULT_HOST, port: int = DEFAULT_PORT, state_dir: Path = 
     config.settings.cache_clear()
     bootstrap.container.cache_clear()
     container = bootstrap.container()
+    admin_secret = container.settings.secret("MEMORYBOT_ADMIN_SECRET")
     tables.create_tables(container.dynamodb_client, dict(container.settings.table_names))
 
     from ..handlers import extraction, reply
 
     invoker = LocalInvoker({"reply": reply.handler, "extraction": extraction.handler})
     container.invoker = invoker  # the hand-off runs here instead of Lambda
-    stack = LocalStack(url, httpd, invoker, recorder, state_dir, moto, notes)
+    stack = LocalStack(url, httpd, invoker, recorder, state_dir, moto, notes, admin_secret, _hosts(host, httpd.server_address[1]))
     httpd.stack = stack  # type: ignore[attr-defined]
     threading.Thread(target=httpd.serve_forever, kwargs={"poll_interval": 0.1}, daemon=True, name="local-stack").start()
     return stack
+
+
+def _hosts(host: str, port: int) -> frozenset[str]:
+    """The Host headers a browser or client sends for the bound address (a rebound DNS name is not one)."""
+    names = {host}
+    if host in ("127.0.0.1", "::1"):
+        names.add("localhost")
+    literal = {f"[{n}]" if ":" in n else n for n in names}
+    return frozenset({f"{n}:{port}" for n in literal})
+
+
+def _local_body(body: bytes, fields: dict[str, type]) -> dict:
+    """A local route's JSON object: only ``fields``, each of its type (all optional here)."""
+    if not body.strip():
+        return {}
+    if body.count(b"[") + body.count(b"{") > MAX_LOCAL_BODY_DEPTH * 4:
+        raise BadBody("body is not a small JSON object")
+    try:
+        data = json.loads(body)
+    except (ValueError, UnicodeDecodeError, RecursionError):
+        raise BadBody("body is not valid JSON") from None
+    if not isinstance(data, dict):
+        raise BadBody("body must be a JSON object")
+    unknown = set(data) - set(fields)
+    if unknown:
+        raise BadBody(f"unknown field(s): {', '.join(sorted(unknown))}; expected {', '.join(fields)}")
+    for name, kind in fields.items():
+        if name in data and not isinstance(data[name], kind):
+            raise BadBody(f"{name} must be a {kind.__name__}")
+    return data
+
+
+def _required(data: dict, *names: str) -> dict:
+    missing = [n for n in names if n not in data]
+    if missing:
+        raise BadBody(f"missing field(s): {', '.join(missing)}")
+    return data
 
 
 def proxy_event(method: str, path: str, query: str, headers: dict[str, str], body: bytes) -> dict:
@@ -161,12 +208,41 @@ class _Handler(BaseHTTPRequestHandler):
 
     def _dispatch(self) -> None:
         parts = urlsplit(self.path)
-        body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+        try:
+            length = int(self.headers.get("Content-Length") or 0)
+        except ValueError:
+            length = -1
+        if length < 0:
+            self._send(400, {"error": "bad Content-Length"})
+            return
+        body = self.rfile.read(length)
+        refused = self._refused(parts.path)
+        if refused:
+            self._send(*refused)
+            return
         try:
             status, answer = self._route(self.command, parts.path, parts.query, body)
+        except BadBody as exc:
+            status, answer = 400, {"error": str(exc)}
         except Exception as exc:  # noqa: BLE001 - a local server error is shown, not hidden
             status, answer = 500, {"error": type(exc).__name__}
         self._send(status, answer)
+
+    def _refused(self, path: str) -> tuple[int, Any] | None:
+        """Who may call what. /interactions is open to anyone (Discord, through a tunnel, under
+        any Host): each request carries Discord's signature. Everything else answers only
+        to the bound address (a rebound DNS name is refused), and /local/* only with the
+        admin secret, whichever Discord the stack talks to."""
+        if path == "/interactions":
+            return None
+        if (self.headers.get("Host") or "").lower() not in self.stack.allowed_hosts:
+            return 403, {"error": "forbidden host"}
+        if path.startswith(LOCAL_PREFIX):
+            from ..rollback import authorized
+
+            if not authorized(self.headers.get("Authorization"), self.stack.admin_secret):
+                return 401, {"error": "unauthorized: send Authorization: Bearer <admin secret>"}
+        return None
 
     def _route(self, method: str, path: str, query: str, body: bytes) -> tuple[int, Any]:
         if path.startswith(DISCORD_PREFIX + "/") and self.stack.recorder:
@@ -205,10 +281,12 @@ class _Handler(BaseHTTPRequestHandler):
             from ..handlers import nightly
         except ImportError:
             return 404, {"error": "not available in this build"}
-        try:
-            requested = json.loads(body or b"{}") or {}
-        except ValueError:
-            return 400, {"error": "body must be JSON, e.g. {\"now\": \"2026-11-20T18:00:00Z\"}"}
+        requested = _local_body(body, {"now": str})
+        if requested.get("now"):
+            try:
+                datetime.fromisoformat(requested["now"].replace("Z", "+00:00"))
+            except ValueError:
+                raise BadBody('now must be an ISO 8601 time, e.g. "2026-11-20T18:00:00Z"') from None
         self.stack.invoker.drain(timeout=DRAIN_TIMEOUT_SECONDS)  # let pending extractions land first
         event = {"time": requested["now"]} if requested.get("now") else {}
         try:
@@ -224,14 +302,18 @@ class _Handler(BaseHTTPRequestHandler):
         recorder = self.stack.recorder
         assert recorder is not None
         if method == "GET" and path == "/local/discord/events":
-            after = int((parse_qs(query).get("after") or ["0"])[0])
-            return 200, {"events": [event_json(e) for e in recorder.after(after)]}
-        data = json.loads(body or b"{}")
+            after = (parse_qs(query).get("after") or ["0"])[0]
+            if not after.isascii() or not after.isdigit():
+                raise BadBody("after must be a whole number")
+            return 200, {"events": [event_json(e) for e in recorder.after(int(after))]}
         if method == "POST" and path == "/local/discord/close-dms":
-            recorder.close_dms(str(data["user_id"]))
-            return 200, {"closed": str(data["user_id"])}
+            data = _required(_local_body(body, {"user_id": str}), "user_id")
+            recorder.close_dms(data["user_id"])
+            return 200, {"closed": data["user_id"]}
         if method == "POST" and path == "/local/discord/someone-said":
-            message_id = recorder.someone_said(str(data["channel_id"]), str(data["author_id"]), str(data["author_name"]), str(data["content"]))
+            fields = ("channel_id", "author_id", "author_name", "content")
+            data = _required(_local_body(body, dict.fromkeys(fields, str)), *fields)
+            message_id = recorder.someone_said(*(data[f] for f in fields))
             return 200, {"id": message_id}
         return 404, {"error": "not found"}
 

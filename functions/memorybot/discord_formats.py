@@ -1,0 +1,22 @@
+"""What Discord's ids and interaction tokens look like, checked before any URL is built from one.
+
+A value that ends up in a REST path must not be able to change the path: an id with a
+non-ASCII digit, or a token with a dot or a slash ("../"), is refused, not sent.
+"""
+
+from __future__ import annotations
+
+import re
+
+MAX_SNOWFLAKE = 2**64 - 1  # snowflakes are unsigned 64-bit integers
+_SNOWFLAKE = re.compile(r"[0-9]{1,20}", re.ASCII)
+# Interaction tokens are URL-safe base64 text: letters, digits, "-" and "_" (no dots, no slashes).
+_TOKEN = re.compile(r"[A-Za-z0-9_-]{1,500}", re.ASCII)
+
+
+def is_snowflake(text: object) -> bool:
+    return isinstance(text, str) and _SNOWFLAKE.fullmatch(text) is not None and int(text) <= MAX_SNOWFLAKE
+
+
+def is_interaction_token(text: object) -> bool:
+    return isinstance(text, str) and _TOKEN.fullmatch(text) is not None

@@ -1,0 +1,264 @@
+"""The IAM contract: what each function really asks AWS for, against what its role allows.
+
+Every function runs through its real handler (the module named by its ``FunctionSpec``)
+with its own boto3 clients, as each Lambda has its own. botocore's event hooks record each
+request (operation and parameters) before it is sent; ``required`` maps a request to the
+IAM actions and resources it needs (a transaction needs the action of each of its items;
+a Query on an index needs the index's ARN, not the table's). ``Policy`` reads a function's
+statements from the synthesized template and names resources the same way.
+
+moto does not enforce IAM, so without this a missing grant shows up only in a real deploy.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import json
+import threading
+from dataclasses import dataclass, field
+from typing import Any
+
+import boto3
+from botocore.awsrequest import AWSResponse
+
+from faults import InjectedFault
+from memorybot import tables
+from memorybot.local import moto_dynamo
+
+# The services whose requests the contract follows: every DynamoDB request and every
+# asynchronous hand-off (Lambda Invoke). Logs, X-Ray, secrets and Bedrock are granted by
+# the stack from the FunctionSpec and pinned by tests/infra/test_stack.py.
+SERVICES = ("dynamodb", "lambda")
+
+# DynamoDB operations whose action is simply dynamodb:<operation> on TableName (and IndexName).
+_SINGLE_TABLE = {"GetItem", "PutItem", "UpdateItem", "DeleteItem", "Query", "Scan", "DescribeTable"}
+# Items of a transaction: each needs the action of its kind on its own table.
+_TRANSACT_WRITE = {"Put": "PutItem", "Update": "UpdateItem", "Delete": "DeleteItem", "ConditionCheck": "ConditionCheckItem"}
+
+
+@dataclass(frozen=True)
+class Need:
+    action: str  # "dynamodb:PutItem"
+    resource: str  # "dynamodb:<logical table>", "dynamodb:<logical table>/index/<index>", "lambda:<Function>"
+
+
+@dataclass(frozen=True)
+class AwsRequest:
+    function: str
+    service: str
+    operation: str
+    params: dict
+
+
+def required(request: AwsRequest, logical_tables: dict[str, str]) -> list[Need]:
+    """The (action, resource) pairs IAM checks for one request. ``logical_tables``: physical -> logical."""
+
+    def table(name: str, index: str | None = None) -> str:
+        logical = logical_tables.get(name, f"<unknown table {name}>")
+        return f"dynamodb:{logical}" + (f"/index/{index}" if index else "")
+
+    op, params = request.operation, request.params
+    if request.service == "lambda":
+        if op == "Invoke":
+            return [Need("lambda:InvokeFunction", f"lambda:{params['FunctionName']}")]
+        return [Need(f"lambda:{op}", f"lambda:{params.get('FunctionName', '*')}")]
+    if op in _SINGLE_TABLE:
+        return [Need(f"dynamodb:{op}", table(params["TableName"], params.get("IndexName")))]
+    if op in ("BatchGetItem", "BatchWriteItem"):
+        return [Need(f"dynamodb:{op}", table(name)) for name in params["RequestItems"]]
+    if op == "TransactWriteItems":
+        needs = []
+        for item in params["TransactItems"]:
+            [(kind, body)] = item.items()
+            needs.append(Need(f"dynamodb:{_TRANSACT_WRITE[kind]}", table(body["TableName"])))
+        return needs
+    if op == "TransactGetItems":
+        return [Need("dynamodb:GetItem", table(item["Get"]["TableName"])) for item in params["TransactItems"]]
+    return [Need(f"dynamodb:{op}", "dynamodb:*")]  # anything else: named, and surely not granted
+
+
+# ---- the template side ---------------------------------------------------------------------
+
+
+@dataclass
+class Statement:
+    actions: list[str]
+    resources: list[str]
+
+    def allows(self, need: Need) -> bool:
+        return any(fnmatch.fnmatchcase(need.action, a) for a in self.actions) and any(
+            fnmatch.fnmatchcase(need.resource, r) for r in self.resources
+        )
+
+
+@dataclass
+class Policy:
+    function: str
+    statements: list[Statement]
+
+    def allows(self, need: Need) -> bool:
+        return any(s.allows(need) for s in self.statements)
+
+    def grants(self) -> set[Need]:
+        """Each (action, resource) pair granted on a service the contract follows."""
+        return {
+            Need(a, r)
+            for s in self.statements
+            for a in s.actions
+            for r in s.resources
+            if a.split(":")[0] in SERVICES
+        }
+
+
+def function_ids(template: dict, names: list[str]) -> dict[str, str]:
+    """Function name (FunctionSpec.name) -> its AWS::Lambda::Function logical id."""
+    found = {}
+    for name in names:
+        [logical_id] = [
+            k for k, v in template["Resources"].items()
+            if v["Type"] == "AWS::Lambda::Function" and k.startswith(f"{name}Function")
+        ]
+        found[name] = logical_id
+    return found
+
+
+def table_ids(template: dict, any_function_id: str) -> dict[str, str]:
+    """Table logical id -> logical table name, through the env vars the functions get."""
+    env = template["Resources"][any_function_id]["Properties"]["Environment"]["Variables"]
+    return {env[spec.env_var]["Ref"]: spec.logical_name for spec in tables.ALL_TABLES}
+
+
+def _resource_name(resource: Any, names: dict[str, str]) -> str:
+    """A template resource expression in the contract's naming; anything else as JSON."""
+    if isinstance(resource, dict) and "Fn::GetAtt" in resource:
+        logical_id, attribute = resource["Fn::GetAtt"]
+        if attribute == "Arn" and logical_id in names:
+            return names[logical_id]
+    if isinstance(resource, dict) and "Fn::Join" in resource:
+        separator, parts = resource["Fn::Join"]
+        if separator == "" and len(parts) == 2 and isinstance(parts[1], str):
+            head = _resource_name(parts[0], names)
+            if not head.startswith("{"):
+                return head + parts[1]
+    if resource == "*":
+        return "*"
+    return json.dumps(resource, sort_keys=True)
+
+
+def policies(template: dict, function_names: list[str]) -> dict[str, Policy]:
+    """Each function's identity policy, read from the template (every policy attached to its role)."""
+    ids = function_ids(template, function_names)
+    names = {tid: f"dynamodb:{logical}" for tid, logical in table_ids(template, next(iter(ids.values()))).items()}
+    names.update({fid: f"lambda:{name}" for name, fid in ids.items()})
+    found = {}
+    for name, fid in ids.items():
+        role_id = template["Resources"][fid]["Properties"]["Role"]["Fn::GetAtt"][0]
+        role = template["Resources"][role_id]["Properties"]
+        assert not role.get("Policies") and not role.get("ManagedPolicyArns"), f"{name}: only attached policies are read"
+        statements = []
+        for resource in template["Resources"].values():
+            if resource["Type"] != "AWS::IAM::Policy" or {"Ref": role_id} not in resource["Properties"]["Roles"]:
+                continue
+            for statement in resource["Properties"]["PolicyDocument"]["Statement"]:
+                assert statement["Effect"] == "Allow" and "NotAction" not in statement and "NotResource" not in statement
+                actions = statement["Action"] if isinstance(statement["Action"], list) else [statement["Action"]]
+                resources = statement["Resource"] if isinstance(statement["Resource"], list) else [statement["Resource"]]
+                statements.append(Statement(actions, [_resource_name(r, names) for r in resources]))
+        found[name] = Policy(name, statements)
+    return found
+
+
+@dataclass
+class Verdict:
+    denied: list[tuple[str, Need, str]] = field(default_factory=list)  # (function, need, operation)
+    unused: dict[str, set[Need]] = field(default_factory=dict)
+    checked: int = 0  # AWS requests checked
+
+    def denial_lines(self) -> list[str]:
+        return sorted({f"{f}: {n.action} on {n.resource} (for {op})" for f, n, op in self.denied})
+
+
+def check(requests: list[AwsRequest], policies: dict[str, Policy], logical_tables: dict[str, str]) -> Verdict:
+    verdict = Verdict()
+    used: dict[str, set[Need]] = {name: set() for name in policies}
+    for request in requests:
+        verdict.checked += 1
+        policy = policies[request.function]
+        for need in required(request, logical_tables):
+            if policy.allows(need):
+                used[request.function].add(need)
+            else:
+                verdict.denied.append((request.function, need, request.operation))
+    for name, policy in policies.items():
+        verdict.unused[name] = {g for g in policy.grants() if not any(_covers(g, u) for u in used[name])}
+    return verdict
+
+
+def _covers(grant: Need, need: Need) -> bool:
+    return fnmatch.fnmatchcase(need.action, grant.action) and fnmatch.fnmatchcase(need.resource, grant.resource)
+
+
+# ---- recording -----------------------------------------------------------------------------
+
+
+class Recorder:
+    """Every request made through the clients it is attached to, with the function that made it."""
+
+    def __init__(self) -> None:
+        self.requests: list[AwsRequest] = []
+        self._lock = threading.Lock()
+        self._faults: list[tuple[str, str, str, int]] = []  # (function, operation, "fail"|"lose", nth)
+        self._seen: dict[tuple[str, str], int] = {}
+
+    def attach(self, client: Any, function: str) -> Any:
+        service = client.meta.service_model.service_name
+        events = client.meta.events
+
+        def before(model, params, **_: Any) -> None:
+            with self._lock:
+                self.requests.append(AwsRequest(function, service, model.name, json.loads(json.dumps(params, default=str))))
+                key = (function, model.name)
+                self._seen[key] = self._seen.get(key, 0) + 1
+                failing = (function, model.name, "fail", self._seen[key]) in self._faults
+            if failing:
+                raise InjectedFault(f"{function}: {model.name} failed")
+
+        def after(model, **_: Any) -> None:
+            with self._lock:
+                losing = (function, model.name, "lose", self._seen.get((function, model.name), 0)) in self._faults
+            if losing:
+                raise InjectedFault(f"{function}: the answer to {model.name} was lost")
+
+        events.register(f"before-parameter-build.{service}", before)
+        events.register(f"after-call.{service}", after)
+        return client
+
+    def fail(self, function: str, operation: str, nth_from_now: int = 1) -> None:
+        """Make the function's next (or nth next) ``operation`` fail before it is sent."""
+        with self._lock:
+            self._faults.append((function, operation, "fail", self._seen.get((function, operation), 0) + nth_from_now))
+
+    def lose_answer(self, function: str, operation: str, nth_from_now: int = 1) -> None:
+        """Make the function's next ``operation`` take effect and its answer be lost."""
+        with self._lock:
+            self._faults.append((function, operation, "lose", self._seen.get((function, operation), 0) + nth_from_now))
+
+
+def lambda_client(recorder: Recorder, function: str, invocations: list[tuple[str, dict]]) -> Any:
+    """A real botocore Lambda client whose Invoke is recorded and queued (Lambda's Event
+    invocation accepts and returns 202); the harness delivers the queue to the callee."""
+    client = boto3.client("lambda", region_name=moto_dynamo.LOCAL_REGION, **moto_dynamo.LOCAL_CREDENTIALS)
+    recorder.attach(client, function)
+
+    def accept(model, params, **_: Any):
+        if model.name != "Invoke":
+            return None
+        payload = json.loads(params["body"])
+        name = params["url_path"].split("/functions/")[1].split("/")[0]
+        invocations.append((name, payload))
+        return AWSResponse(params["url"], 202, {}, None), {"StatusCode": 202}
+
+    client.meta.events.register("before-call.lambda", accept)
+    return client
+
+

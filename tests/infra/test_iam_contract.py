@@ -1,0 +1,302 @@
+"""Least privilege proven against the code: every AWS request each function makes, through its
+real handler against moto, must be allowed by that function's policy in the synthesized
+template; every grant must be used by some request (or say here why not).
+
+A new function (a Step Functions step, say) is covered by adding its scenario to SCENARIOS:
+the test fails while any FunctionSpec has none.
+"""
+
+from __future__ import annotations
+
+import copy
+import importlib
+import itertools
+import json
+from datetime import datetime, timedelta, timezone
+from typing import Any, Callable
+
+import pytest
+
+from fakes import ScriptedChat, ScriptedJev, memory
+from iam_contract import Need, Policy, Recorder, check, lambda_client, policies
+from memorybot import bootstrap, tables
+from memorybot.adapters.discord_rest import DiscordRest
+from memorybot.adapters.dynamodb import DynamoMemoryStore, DynamoMessageStore
+from memorybot.adapters.invoker import LambdaInvoker, LocalContext
+from memorybot.bootstrap import Container
+from memorybot.config import Settings
+from memorybot.consolidation import STALE_AFTER, window_for
+from memorybot.domain import Action, Actor, Change, Message, snowflake_at, utcnow
+from memorybot.jobs import ExtractionJob, ReplyJob
+from memorybot.local import discord_recorder, moto_dynamo
+from memorybot.signature import Verifier
+from infra.stack import FUNCTIONS, LEDGER_ACTIONS_ALLOWED
+from unit.frontdoor import ALICE, BOB, CHANNEL, PUBLIC_KEY, SCOPE, chat, event, forget, show
+
+ADMIN_SECRET = "iam-contract-admin-secret"
+WORKERS = {"reply": "Reply", "extraction": "Extraction"}  # the hand-offs, by callee function name
+_prefixes = itertools.count(1)
+
+
+class Harness:
+    """One container (so one set of AWS clients) per function, as each Lambda has its own;
+    the process's container is the calling function's while its handler runs."""
+
+    def __init__(self, moto_server: Any, discord_base: str, recorder: Recorder) -> None:
+        seed_client = moto_server.client()
+        names = moto_dynamo.create_tables(seed_client, f"iam{next(_prefixes)}-")
+        self.settings = Settings(
+            table_names=names,
+            discord_api_base=discord_base,
+            reply_function_name=WORKERS["reply"],
+            extraction_function_name=WORKERS["extraction"],
+            plain_secrets={"MEMORYBOT_ADMIN_SECRET": ADMIN_SECRET, "DISCORD_BOT_TOKEN": "contract-token"},
+        )
+        self.logical_tables = {physical: logical for logical, physical in names.items()}
+        self.recorder = recorder
+        # Setup and inspection go through clients no function owns: they are not recorded.
+        self.memories = DynamoMemoryStore(seed_client, self.settings)
+        self.messages = DynamoMessageStore(seed_client, self.settings)
+        self.jev, self.chat = ScriptedJev(), ScriptedChat(reply="nice to meet you")
+        self.invocations: list[tuple[str, dict]] = []
+        self.current: str | None = None
+        self.containers = {spec.name: self._container(moto_server, spec.name, discord_base) for spec in FUNCTIONS}
+
+    def _container(self, moto_server: Any, function: str, base: str) -> Container:
+        return Container(
+            self.settings,
+            dynamodb_client=self.recorder.attach(moto_server.client(), function),
+            decision_model=self.jev,
+            chat_model=self.chat,
+            invoker=LambdaInvoker(WORKERS, lambda: lambda_client(self.recorder, function, self.invocations)),
+            discord=DiscordRest(base, "contract-token", sleep=lambda s: None),
+            discord_interactive=DiscordRest(base, "contract-token", timeout=1.0, max_attempts=1),
+            signature_verifier=Verifier(PUBLIC_KEY),
+        )
+
+    def container(self) -> Container:
+        assert self.current, "a handler asked for its container outside a call"
+        return self.containers[self.current]
+
+    def call(self, function: str, event: dict) -> Any:
+        [spec] = [s for s in FUNCTIONS if s.name == function]
+        module, _, name = spec.handler.rpartition(".")
+        handler: Callable = getattr(importlib.import_module(module), name)
+        self.current = function
+        try:
+            return handler(event, LocalContext(f"memorybot-{function.lower()}"))
+        finally:
+            self.current = None
+
+    def deliver(self) -> list[Any]:
+        """Run the queued asynchronous invocations as their callee functions (and what they queue)."""
+        answers = []
+        while self.invocations:
+            function, payload = self.invocations.pop(0)
+            answers.append(self.call(function, payload))
+        return answers
+
+
+def body(response: dict) -> Any:
+    return json.loads(response["body"])
+
+
+# ---- the scenarios: what each function does in production, and the ways it can fail -------
+
+
+def interactions_scenario(h: Harness) -> None:
+    kept = memory(ALICE, "kept2", "Loves hiking in the Alps", at=utcnow(), scope=SCOPE)
+    gone = memory(ALICE, "g2ne3", "Has an exam on Friday", at=utcnow(), scope=SCOPE)
+    for m in (kept, gone):
+        h.memories.apply(Change(Action.ADD, None, m, "seed"), actor=Actor.EXTRACTION)
+    said = chat("My sister Yuki lives in Osaka")
+    assert body(h.call("Interactions", event(said)))["type"] == 5
+    shown = event(show())
+    assert "DM" in body(h.call("Interactions", shown))["data"]["content"]
+    h.call("Interactions", shown)  # replayed inside the signature window: answered from the dedup ledger
+    assert body(h.call("Interactions", event(forget("go", kind=4))))["type"] == 8
+    h.recorder.lose_answer("Interactions", "TransactWriteItems")  # the forget commits, its answer is lost
+    assert "Forgotten" in body(h.call("Interactions", event(forget(gone.memory_id))))["data"]["content"]
+    h.recorder.fail("Interactions", "Query")  # a show whose read fails: its dedup record is given back
+    assert body(h.call("Interactions", event(show())))["type"] == 4
+    h.deliver()  # the reply worker, then the extraction worker
+
+
+def reply_scenario(h: Harness) -> None:
+    text = "I started learning the violin"
+    said = chat(text)
+    h.messages.put(Message(CHANNEL, said["id"], ALICE, "alice", text, scope=SCOPE, conversation_of=ALICE))
+    job = ReplyJob(said["id"], said["token"], said["application_id"], CHANNEL, ALICE, "alice", SCOPE).to_json()
+    h.call("Reply", dict(job))
+    h.call("Reply", dict(job))  # Lambda's redelivery: the stored result, no second post
+    h.invocations.clear()  # the extraction of that turn is the extraction scenario's business
+    again = job | {"interaction_id": snowflake_at(utcnow(), 9)}
+    h.recorder.fail("Reply", "Query")  # a job that fails: Powertools gives its record back for the retry
+    with pytest.raises(Exception):
+        h.call("Reply", again)
+
+
+def extraction_scenario(h: Harness) -> None:
+    updated = memory(BOB, "upda2", "Lives in Kyoto", at=utcnow(), scope=SCOPE)
+    deleted = memory(BOB, "de2e3", "Exam on Friday", at=utcnow(), scope=SCOPE)
+    for m in (updated, deleted):
+        h.memories.apply(Change(Action.ADD, None, m, "seed"), actor=Actor.EXTRACTION)
+    h.jev.verdicts = {updated.memory_id: "update", deleted.memory_id: "delete"}
+    said = Message(CHANNEL, snowflake_at(utcnow() - timedelta(seconds=5), 1), BOB, "bob", "I moved to Osaka and the exam is over",
+                   scope=SCOPE, conversation_of=BOB)
+    reply = Message(CHANNEL, snowflake_at(utcnow(), 2), "app", "memorybot", "Osaka is lovely", is_bot=True,
+                    scope=SCOPE, conversation_of=BOB)
+    for m in (said, reply):
+        h.messages.put(m)
+    job = ExtractionJob(said.message_id, CHANNEL, BOB, "bob", SCOPE, reply.message_id).to_json()
+    h.recorder.lose_answer("Extraction", "TransactWriteItems")
+    answer = h.call("Extraction", dict(job))
+    assert answer["updated"] == [updated.memory_id] and answer["deleted"] == [deleted.memory_id] and answer["added"]
+    assert h.call("Extraction", dict(job)) == answer  # redelivered
+    h.recorder.fail("Extraction", "Query")  # a job that fails: its dedup record is given back
+    with pytest.raises(Exception):
+        h.call("Extraction", job | {"interaction_id": snowflake_at(utcnow(), 3)})
+    h.jev.verdicts = {}
+
+
+def nightly_scenario(h: Harness) -> None:
+    now = utcnow()
+    window = window_for(now)
+    for n, (who, text) in enumerate([(ALICE, "I adopted a dog named Pochi"), (BOB, "I play the cello")]):
+        h.messages.put(Message(CHANNEL, snowflake_at(window.start + timedelta(hours=1 + n), n), who, who, text,
+                               scope=SCOPE, conversation_of=who))
+    stale = memory(BOB, "sta2z", "Has a cold", at=now - STALE_AFTER - timedelta(days=2), scope=SCOPE)
+    h.memories.apply(Change(Action.ADD, None, stale, "seed"), actor=Actor.EXTRACTION)
+    h.jev.default_review = "delete"
+    schedule = {"source": "aws.events", "detail-type": "Scheduled Event", "time": now.isoformat(), "detail": {}}
+    h.recorder.lose_answer("Nightly", "TransactWriteItems", 2)  # the claim, then a change whose answer is lost
+    h.recorder.fail("Nightly", "UpdateItem")  # storing the finished run fails: the run is given up
+    with pytest.raises(Exception):
+        h.call("Nightly", dict(schedule))
+    done = h.call("Nightly", dict(schedule))  # the schedule's retry takes the run over
+    assert done["status"] == "done", done
+    assert h.call("Nightly", dict(schedule))["status"] == "already_claimed"
+    h.jev.default_review = "keep"
+
+
+def admin_scenario(h: Harness) -> None:
+    def rollback(payload: dict) -> tuple[int, dict]:
+        request = {
+            "httpMethod": "POST", "path": "/memory/rollback", "isBase64Encoded": False,
+            "headers": {"Authorization": f"Bearer {ADMIN_SECRET}"}, "body": json.dumps(payload),
+        }
+        response = h.call("Admin", request)
+        return response["statusCode"], body(response)
+
+    status, preview = rollback({"dryRun": True})
+    assert status == 200 and preview["reverted"], preview
+    h.recorder.lose_answer("Admin", "TransactWriteItems")
+    status, done = rollback({})
+    assert status == 200 and done["reverted"] == preview["reverted"], done
+    assert rollback({})[0] == 409
+
+
+SCENARIOS: dict[str, Callable[[Harness], None]] = {
+    "Interactions": interactions_scenario,
+    "Reply": reply_scenario,
+    "Extraction": extraction_scenario,
+    "Nightly": nightly_scenario,
+    "Admin": admin_scenario,
+}
+
+# Grants no scenario exercises, each with why it stays. Empty: every grant is used.
+UNEXERCISED: dict[str, dict[Need, str]] = {}
+
+
+@pytest.fixture(scope="module")
+def recorded(moto_server):
+    """(recorder, harness) after every function's scenario has run, in the order of SCENARIOS."""
+    recorder = Recorder()
+    api = discord_recorder.DiscordRecorder()
+    server, base = discord_recorder.serve(api)
+    harness = Harness(moto_server, base, recorder)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(bootstrap, "container", harness.container)
+        for name, scenario in SCENARIOS.items():
+            scenario(harness)
+            harness.deliver()
+    server.shutdown()
+    server.server_close()
+    harness.discord = api
+    return recorder, harness
+
+
+@pytest.fixture(scope="module")
+def role_policies(synth) -> dict[str, Policy]:
+    return policies(synth.template, [spec.name for spec in FUNCTIONS])
+
+
+def test_every_function_has_a_scenario():
+    assert set(SCENARIOS) == {spec.name for spec in FUNCTIONS}
+
+
+def test_every_aws_request_of_every_function_is_allowed_by_its_role(recorded, role_policies):
+    recorder, harness = recorded
+    verdict = check(recorder.requests, role_policies, harness.logical_tables)
+    assert verdict.denial_lines() == []
+    assert {r.function for r in recorder.requests} == set(SCENARIOS)
+    print(f"IAM contract: {verdict.checked} AWS requests checked")
+    assert verdict.checked > 100
+
+
+def test_every_grant_is_exercised_or_says_why_not(recorded, role_policies):
+    recorder, harness = recorded
+    verdict = check(recorder.requests, role_policies, harness.logical_tables)
+    unused = {name: sorted(f"{n.action} on {n.resource}" for n in needs) for name, needs in verdict.unused.items() if needs}
+    justified = {name: sorted(f"{n.action} on {n.resource}" for n in needs) for name, needs in UNEXERCISED.items() if needs}
+    assert unused == justified
+
+
+def test_negative_control_a_removed_grant_fails_the_check_naming_function_action_and_resource(recorded, synth):
+    recorder, harness = recorded
+    template = copy.deepcopy(synth.template)
+    names = [spec.name for spec in FUNCTIONS]
+    target = Need("dynamodb:GetItem", f"dynamodb:{tables.MEMORY_LOG.logical_name}")
+    before = policies(template, names)["Interactions"]
+    assert before.allows(target)
+    removed = 0
+    role_id = template["Resources"][
+        next(k for k in template["Resources"] if k.startswith("InteractionsFunction") and template["Resources"][k]["Type"] == "AWS::Lambda::Function")
+    ]["Properties"]["Role"]["Fn::GetAtt"][0]
+    for resource in template["Resources"].values():
+        if resource["Type"] == "AWS::IAM::Policy" and {"Ref": role_id} in resource["Properties"]["Roles"]:
+            for statement in resource["Properties"]["PolicyDocument"]["Statement"]:
+                resources = json.dumps(statement["Resource"])
+                log_id = next(k for k, v in template["Resources"].items() if v["Type"] == "AWS::DynamoDB::Table" and k.startswith("MemoryLog"))
+                if log_id in resources and "dynamodb:GetItem" in statement["Action"]:
+                    statement["Action"] = [a for a in statement["Action"] if a != "dynamodb:GetItem"]
+                    removed += 1
+    assert removed == 1
+    verdict = check(recorder.requests, policies(template, names), harness.logical_tables)
+    assert verdict.denial_lines() == ["Interactions: dynamodb:GetItem on dynamodb:memory_log (for GetItem)"]
+
+
+def test_the_ledger_is_append_only_no_role_may_update_or_delete_a_row(synth, role_policies):
+    ledger = f"dynamodb:{tables.MEMORY_LOG.logical_name}"
+    for name, policy in role_policies.items():
+        for statement in policy.statements:
+            on_ledger = [r for r in statement.resources if r == ledger or r.startswith(ledger + "/") or "*" in r]
+            if not on_ledger:
+                continue
+            actions = {a for a in statement.actions if a.startswith("dynamodb:") or a == "*"}
+            assert actions <= {f"dynamodb:{a}" for a in LEDGER_ACTIONS_ALLOWED}, (name, statement)
+        for forbidden in ("UpdateItem", "DeleteItem", "BatchWriteItem", "PartiQLUpdate", "PartiQLDelete", "DeleteTable"):
+            assert not policy.allows(Need(f"dynamodb:{forbidden}", ledger)), (name, forbidden)
+    # Every function logs what it reads or changes: appending stays allowed.
+    assert all(policy.allows(Need("dynamodb:PutItem", ledger)) for policy in role_policies.values())
+
+
+def test_the_contract_sees_a_real_deploy_miss_before_the_fix(recorded):
+    """What the issue found: the lost-answer recovery reads memory_log with GetItem, in the
+    interactions and extraction functions, which their roles did not allow."""
+    recorder, harness = recorded
+    ledger = harness.settings.table(tables.MEMORY_LOG)
+    for function in ("Interactions", "Extraction"):
+        assert any(
+            r.function == function and r.operation == "GetItem" and r.params["TableName"] == ledger for r in recorder.requests
+        ), function
