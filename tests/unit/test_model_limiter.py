@@ -73,8 +73,9 @@ def test_the_limiter_keeps_a_process_under_the_providers_quota():
             answers = list(pool.map(lambda _: model.worth(EXCHANGE), range(300)))
         assert answers == [0.9] * 300 and jev.served == 300
         # Paced at the quota, a process is turned away only when its threads' starts bunch up
-        # on the way (the GIL, the scheduler): rare, and retried.
-        assert jev.throttled <= 300 * 0.03
+        # on the way (the GIL, a busy machine's scheduler): rare, and retried. Unpaced, these
+        # 32 threads would send all 300 within a fraction of the period: most over the quota.
+        assert jev.throttled <= 300 * 0.15
 
 
 def test_over_the_quota_the_throttles_are_retried_and_every_call_answered():

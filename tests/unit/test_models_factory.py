@@ -71,7 +71,8 @@ def test_http_is_wired_to_jev_url_key_and_timeout():
     with JevServer(api_key="jk") as jev:
         jev.set_delay(1.0, path="/review")
         model = build_decision_model(
-            settings(MEMORYBOT_DECISION_MODEL="http", JEV_URL=jev.url + "/", JEV_API_KEY="jk", MEMORYBOT_MODEL_TIMEOUT="0.2")
+            settings(MEMORYBOT_DECISION_MODEL="http", JEV_URL=jev.url + "/", JEV_API_KEY="jk", MEMORYBOT_MODEL_TIMEOUT="0.2",
+                     MEMORYBOT_MODEL_DEADLINE="0.5")  # retried within the deadline, then given up
         )
         assert isinstance(model, JevHttpDecisionModel)
         assert model.worth(I_LIKE_TEA) == 0.9
