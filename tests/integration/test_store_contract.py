@@ -1,0 +1,158 @@
+"""One contract, two implementations: the in-memory fakes the unit tests use and the DynamoDB
+stores the functions use must keep the same promises, so a unit test on a fake proves
+something about the real thing. Each test runs against both."""
+
+from __future__ import annotations
+
+import dataclasses
+from datetime import timedelta
+
+import pytest
+
+from fakes import T0, Clock, FakeMemoryStore, FakeMessageStore, memory, message, owner
+from memorybot.adapters.dynamodb import DynamoMemoryStore, DynamoMessageStore
+from memorybot.domain import Action, Actor, Change
+from memorybot.ports import ConflictError
+
+IMPLEMENTATIONS = ("fake", "dynamodb")
+
+
+@pytest.fixture(params=IMPLEMENTATIONS)
+def memories(request):
+    clock = Clock()
+    if request.param == "fake":
+        return FakeMemoryStore(clock)
+    client, settings = request.getfixturevalue("dynamo")
+    return DynamoMemoryStore(client, settings, clock=clock)
+
+
+@pytest.fixture(params=IMPLEMENTATIONS)
+def messages(request):
+    if request.param == "fake":
+        return FakeMessageStore()
+    client, settings = request.getfixturevalue("dynamo")
+    return DynamoMessageStore(client, settings)
+
+
+def add(store, m, **kw):
+    return store.apply(Change(Action.ADD, None, m, "add"), actor=Actor.EXTRACTION, **kw)
+
+
+def changes(store, who):
+    return [e for e in store.ledger_for(who) if e.action is not Action.READ]
+
+
+def test_each_change_commits_with_exactly_one_ledger_row_holding_before_and_after(memories):
+    m = memory("alice", "abcde", "likes tea")
+    added = add(memories, m)
+    later = dataclasses.replace(m, text="likes green tea", updated_at=m.updated_at + timedelta(minutes=1))
+    updated = memories.apply(Change(Action.UPDATE, m, later, "update"), actor=Actor.EXTRACTION)
+    deleted = memories.apply(Change(Action.DELETE, later, None, "forget"), actor=Actor.COMMAND)
+    assert memories.get(owner("alice"), "abcde") is None
+    assert changes(memories, owner("alice")) == [deleted, updated, added]  # newest first
+    assert (added.before, added.after) == (None, m)
+    assert (updated.before, updated.after) == (m, later)
+    assert (deleted.before, deleted.after, deleted.actor) == (later, None, Actor.COMMAND)
+
+
+def test_a_change_from_a_state_that_is_no_longer_stored_conflicts_and_logs_nothing(memories):
+    m = add(memories, memory("alice", "abcde")).after
+    stale = dataclasses.replace(m, text="something else")
+    with pytest.raises(ConflictError):
+        memories.apply(Change(Action.DELETE, stale, None, "x"), actor=Actor.EXTRACTION)
+    with pytest.raises(ConflictError):
+        add(memories, memory("alice", "abcde", "a second add of the same id"))
+    assert memories.get(owner("alice"), "abcde") == m
+    assert len(changes(memories, owner("alice"))) == 1
+
+
+def test_owners_are_a_person_within_a_scope_and_never_see_each_other(memories):
+    here, there, bob = owner("alice", "guild:1"), owner("alice", "guild:2"), owner("bob", "guild:1")
+    add(memories, memory("alice", "abcde", "in server one", scope="guild:1"))
+    add(memories, memory("alice", "abcde", "in server two", scope="guild:2"))  # the same id elsewhere
+    add(memories, memory("bob", "bcdef", scope="guild:1"))
+    assert [m.text for m in memories.read_profile(here, actor=Actor.REPLY, reason="t", limit=10)] == ["in server one"]
+    assert [m.text for m in memories.read_profile(there, actor=Actor.REPLY, reason="t", limit=10)] == ["in server two"]
+    assert memories.get(here, "bcdef") is None and memories.get(bob, "abcde") is None
+    assert {e.owner for e in memories.ledger_for(here)} == {here}
+
+
+def test_read_profile_is_newest_first_up_to_the_limit_and_logs_one_read_row(memories):
+    for minute in range(4):
+        add(memories, memory("alice", f"m{minute}222", f"fact {minute}", at=T0 + timedelta(minutes=minute)))
+    profile = memories.read_profile(owner("alice"), actor=Actor.REPLY, reason="reply prompt", limit=3, run_id=7)
+    assert [m.memory_id for m in profile] == ["m3222", "m2222", "m1222"]
+    [read] = [e for e in memories.ledger_for(owner("alice")) if e.action is Action.READ]
+    assert (read.actor, read.reason, read.memory_ids, read.run_id) == (Actor.REPLY, "reply prompt", ("m3222", "m2222", "m1222"), 7)
+
+
+def test_stale_is_oldest_first_across_owners_up_to_the_limit(memories):
+    old = T0 - timedelta(days=40)
+    for n, (who, scope) in enumerate([("a", "guild:1"), ("b", "guild:2"), ("a", "dm"), ("c", "guild:1")]):
+        add(memories, memory(who, f"s{n}222", at=old + timedelta(hours=n), scope=scope))
+    add(memories, memory("a", "fresh", at=T0, scope="guild:1"))
+    found = memories.stale(T0 - timedelta(days=30), 3)
+    assert [(m.owner, m.memory_id) for m in found] == [
+        (owner("a", "guild:1"), "s0222"), (owner("b", "guild:2"), "s1222"), (owner("a", "dm"), "s2222")]
+
+
+def test_ledger_for_run_holds_only_that_runs_rows_newest_first(memories):
+    first = add(memories, memory("a", "r1222"), run_id=1)
+    add(memories, memory("a", "r2222"), run_id=2)
+    second = add(memories, memory("b", "r3222", scope="guild:1"), run_id=1)
+    assert memories.ledger_for_run(1) == [second, first]
+
+
+def test_ledger_for_is_limited(memories):
+    for n in range(5):
+        add(memories, memory("a", f"l{n}222"))
+    assert len(memories.ledger_for(owner("a"), limit=2)) == 2
+    assert memories.ledger_for(owner("a"), limit=0) == []
+
+
+def test_the_last_forget_is_the_newest_delete_by_command_of_that_owner_only(memories):
+    assert memories.last_forget_at(owner("a")) is None
+    m = add(memories, memory("a", "f1222")).after
+    extraction_delete = memories.apply(Change(Action.DELETE, m, None, "jev"), actor=Actor.EXTRACTION)
+    assert memories.last_forget_at(owner("a")) is None, "only a person's own forget counts"
+    m2 = add(memories, memory("a", "f2222")).after
+    forgot = memories.apply(Change(Action.DELETE, m2, None, "forget"), actor=Actor.COMMAND)
+    assert memories.last_forget_at(owner("a")) == forgot.at > extraction_delete.at
+    assert memories.last_forget_at(owner("a", "guild:9")) is None
+
+
+def test_a_message_stored_twice_is_stored_once(messages):
+    said = message("alice", "hello", channel="c1")
+    messages.put(said)
+    messages.put(dataclasses.replace(said, content="changed"))
+    assert messages.recent("c1", 10) == [said]
+
+
+def test_recent_is_the_channels_newest_oldest_first_up_to_an_id(messages):
+    lines = [message(p, f"line {n}", at=T0 + timedelta(seconds=n), channel="c1") for n, p in enumerate("abcab")]
+    for m in lines + [message("x", "elsewhere", at=T0, channel="c2")]:
+        messages.put(m)
+    assert messages.recent("c1", 3) == lines[2:]
+    assert messages.recent("c1", 2, up_to=lines[2].message_id) == lines[1:3]
+
+
+def test_conversation_is_one_persons_lines_and_the_bots_replies_to_them(messages):
+    at = iter(T0 + timedelta(seconds=n) for n in range(20))
+    mine = message("a", "mine", at=next(at), channel="c1")
+    theirs = message("b", "theirs", at=next(at), channel="c1")
+    to_me = message("bot", "to a", at=next(at), channel="c1", bot=True, to="a")
+    to_them = message("bot", "to b", at=next(at), channel="c1", bot=True, to="b")
+    history = message("a", "said in the channel", at=next(at), channel="c1", to="")
+    later = message("a", "later", at=next(at), channel="c1")
+    for m in (mine, theirs, to_me, to_them, history, later, message("a", "other channel", at=next(at), channel="c2")):
+        messages.put(m)
+    assert messages.conversation("c1", "a", 10) == [mine, to_me, later]
+    assert messages.conversation("c1", "a", 10, up_to=to_me.message_id) == [mine, to_me]
+    assert messages.conversation("c1", "a", 1) == [later]
+
+
+def test_between_includes_the_start_and_excludes_the_end_across_channels(messages):
+    inside = [message("a", "1", at=T0, channel="c1"), message("b", "2", at=T0 + timedelta(hours=23), channel="c2")]
+    for m in inside + [message("a", "3", at=T0 + timedelta(days=1), channel="c1")]:
+        messages.put(m)
+    assert messages.between(T0, T0 + timedelta(days=1)) == inside
