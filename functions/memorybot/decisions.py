@@ -16,6 +16,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Callable, Iterable, Sequence, TypeVar
 
 from . import quoting
+from . import domain
 from .domain import MEMORY_TEXT_MAX_CHARS, Memory, Verdict
 from .ports import ModelUnavailable
 
@@ -24,8 +25,8 @@ logger = logging.getLogger(__name__)
 T = TypeVar("T")
 R = TypeVar("R")
 
-MEMORY_VERDICTS = frozenset({Verdict.KEEP, Verdict.UPDATE, Verdict.DELETE})
-REVIEW_VERDICTS = frozenset({Verdict.KEEP, Verdict.DELETE})
+MEMORY_VERDICTS = frozenset(domain.MEMORY_VERDICTS)
+REVIEW_VERDICTS = frozenset(domain.REVIEW_VERDICTS)
 
 
 def probability(answer: object) -> float | None:

@@ -48,6 +48,11 @@ class Verdict(str, Enum):
     DELETE = "delete"
 
 
+# What each question may answer, defined once (the decision parsing and every prompt use them).
+MEMORY_VERDICTS: tuple[Verdict, ...] = (Verdict.KEEP, Verdict.UPDATE, Verdict.DELETE)
+REVIEW_VERDICTS: tuple[Verdict, ...] = (Verdict.KEEP, Verdict.DELETE)  # the stale review: never a rewrite
+
+
 # ---- scopes: what is learned in one server (or DM) is read, shown and forgotten there only
 
 GLOBAL_SCOPE = "global"  # the operator chose one scope for everything (the design's single server)

@@ -14,6 +14,7 @@ import logging
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from datetime import datetime
+from enum import Enum
 from typing import Callable, Sequence
 
 from . import decisions
@@ -39,9 +40,16 @@ logger = logging.getLogger(__name__)
 ADD_ID_ATTEMPTS = 3  # a fresh random id collides with an existing one only by bad luck
 
 
+class Outcome(str, Enum):
+    NO_EXCHANGE = "no_exchange"  # the speaker said nothing usable
+    NO_DECISION = "no_decision"  # Jev gave no usable "worth" answer: nothing read, nothing written
+    NOT_WORTH = "not_worth"
+    DONE = "done"
+
+
 @dataclass
 class ExtractionResult:
-    outcome: str  # no_exchange | no_decision | not_worth | done
+    outcome: Outcome
     added: list[str] = field(default_factory=list)
     updated: list[str] = field(default_factory=list)
     deleted: list[str] = field(default_factory=list)
@@ -80,12 +88,12 @@ class Extractor:
         """Decide on the speaker's memories in ``scope`` from their own lines among ``messages``."""
         exchange = Exchange.of(speaker, scope, messages)
         if exchange is None:
-            return ExtractionResult("no_exchange")
+            return ExtractionResult(Outcome.NO_EXCHANGE)
         calls = decisions.CallCounter()
 
         worth = calls.ask("worth", lambda: self._jev.worth(exchange), decisions.probability)
         if worth is None or worth < WORTH_THRESHOLD:
-            return self._result("no_decision" if worth is None else "not_worth", calls)
+            return self._result(Outcome.NO_DECISION if worth is None else Outcome.NOT_WORTH, calls)
 
         profile = self._memories.read_profile(
             exchange.owner, actor=actor, reason=f"{actor.value}: exchange judged worth keeping", limit=PROFILE_LIMIT, run_id=run_id
@@ -100,7 +108,7 @@ class Extractor:
             add_text = self._maybe_add(exchange, profile, verdicts, calls)
             texts = {memory_id: f.result() for memory_id, f in rewrites.items()}
 
-        result = self._result("done", calls)
+        result = self._result(Outcome.DONE, calls)
         now = self._clock()
         for memory, verdict in zip(profile, verdicts):
             if verdict is Verdict.DELETE:
@@ -153,5 +161,5 @@ class Extractor:
         applied.append(change.memory_id)
 
     @staticmethod
-    def _result(outcome: str, calls: decisions.CallCounter) -> ExtractionResult:
+    def _result(outcome: Outcome, calls: decisions.CallCounter) -> ExtractionResult:
         return ExtractionResult(outcome, failures=calls.failures, model_calls=calls.calls)

@@ -11,7 +11,7 @@ from enum import Enum
 from typing import Protocol, Sequence
 
 from .jobs import Job
-from .domain import Actor, Change, Exchange, LedgerEntry, Memory, Message, NightlyRun, Owner, PromptMessage, Verdict
+from .domain import Action, Actor, Change, Exchange, LedgerEntry, Memory, Message, NightlyRun, Owner, PromptMessage, Verdict
 
 
 class ModelError(Exception):
@@ -49,7 +49,7 @@ class MemoryStore(Protocol):
         """One memory by key, unlogged: for conditional checks inside the core only."""
 
     def apply(
-        self, change: Change, *, actor: Actor, run_id: int | None = None, ledger_action: str | None = None
+        self, change: Change, *, actor: Actor, run_id: int | None = None, ledger_action: Action | None = None
     ) -> LedgerEntry:
         """Commit the change and its ledger row in one transaction.
 

@@ -164,7 +164,7 @@ class Rollback:
                 reverted.append(memory_id)
                 continue
             try:
-                self._memories.apply(change, actor=Actor.NIGHTLY, run_id=run_id, ledger_action=Action.ROLLBACK.value)
+                self._memories.apply(change, actor=Actor.NIGHTLY, run_id=run_id, ledger_action=Action.ROLLBACK)
             except ConflictError:  # changed between our read and the write: leave it
                 blocked.add(key)
                 skipped.append(memory_id)

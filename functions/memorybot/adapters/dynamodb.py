@@ -300,7 +300,7 @@ class DynamoMemoryStore:
     # -- changes
 
     def apply(
-        self, change: Change, *, actor: Actor, run_id: int | None = None, ledger_action: str | None = None
+        self, change: Change, *, actor: Actor, run_id: int | None = None, ledger_action: Action | None = None
     ) -> LedgerEntry:
         entry = LedgerEntry(
             user_id=change.user_id,

@@ -28,11 +28,9 @@ from dataclasses import dataclass
 from typing import Any, Iterable, Mapping, Sequence
 
 from .. import quoting
-from ..domain import Exchange, Memory, PromptMessage, Verdict
+from ..domain import MEMORY_VERDICTS, REVIEW_VERDICTS, Exchange, Memory, PromptMessage, Verdict
 from ..ports import ModelError
 
-MEMORY_VERDICTS: tuple[Verdict, ...] = (Verdict.KEEP, Verdict.UPDATE, Verdict.DELETE)
-REVIEW_VERDICTS: tuple[Verdict, ...] = (Verdict.KEEP, Verdict.DELETE)
 
 # Output budgets. Decisions are one tiny JSON object; texts are one line (reply: a few).
 DECISION_MAX_TOKENS = 100
