@@ -8,9 +8,8 @@ import json
 
 import pytest
 
-from frontdoor import (  # noqa: F401 - fixtures
-    ALICE, APP_ID, BOB, CHANNEL, SCOPE, body_of, chat, command, context, discord_api, event, forget, front, owner, seed,
-    show,
+from frontdoor import (
+    ALICE, APP_ID, BOB, CHANNEL, SCOPE, body_of, chat, command, context, event, forget, owner, seed, show,
 )
 from memorybot import interactions
 from memorybot.adapters.discord_rest import DiscordRest
