@@ -194,3 +194,22 @@ def test_say_mode_prints_the_user_id_once(fresh):
     eve = LocalClient(url, "eve-first-run", "")
     assert lines[0] == f"(eve-first-run is user id {eve.user_id})"
     assert sum("user id" in line for line in lines) == 1
+
+
+def test_with_the_default_state_dir_the_hint_leaves_it_out(tmp_path):
+    import os
+
+    from stack_process import SCRUBBED_PREFIXES
+
+    env = {k: v for k, v in os.environ.items() if not k.startswith(SCRUBBED_PREFIXES)}
+    stack = subprocess.Popen(
+        [sys.executable, "-m", "memorybot.cli", "local", "--port", "0"],
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=tmp_path, env={**env, "PYTHONUNBUFFERED": "1"},
+    )
+    try:
+        hint = next(line for line in stack.stdout if "Chat with it" in line)  # type: ignore[union-attr]
+    finally:
+        stack.terminate()
+        stack.wait(timeout=30)
+    assert "--state-dir" not in hint and "chat --user alice --url http://127.0.0.1:" in hint
+    assert (tmp_path / ".memorybot" / "signing_key").exists()  # the default, in the folder it was started from
