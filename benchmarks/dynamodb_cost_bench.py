@@ -104,14 +104,14 @@ def main() -> None:
     os.environ["POWERTOOLS_LOG_LEVEL"] = "ERROR"
     from memorybot import bootstrap
     from memorybot.local import server
-    from memorybot.local.client import LocalClient, find_signing_key
+    from memorybot.local.client import LocalClient, find_admin_secret, find_signing_key
 
     state = Path(tempfile.mkdtemp(prefix="memorybot-bench-"))
     stack = server.start(port=0, state_dir=state)
     try:
         container = bootstrap.container()
         meter = Meter(container.dynamodb_client)
-        client = LocalClient(stack.url, "alice", find_signing_key(state))
+        client = LocalClient(stack.url, "alice", find_signing_key(state), admin_secret=find_admin_secret(state))
         client.catch_up()
         rows = []
         for i in range(TURNS):
@@ -137,16 +137,14 @@ def main() -> None:
 
 def extraction_only() -> None:
     """One extraction with ten memories, the worst case (every record updated, plus an add)."""
-    import sys
     from datetime import timedelta
 
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
-    from fakes import T0, Clock, ScriptedChat, ScriptedJev, memory, message, speaker
     from memorybot.adapters.dynamodb import DynamoMemoryStore
     from memorybot.config import Settings
     from memorybot.domain import GLOBAL_SCOPE, Action, Actor, Change, Verdict
     from memorybot.extraction import Extractor
     from memorybot.local import moto_dynamo
+    from tests.fakes import T0, Clock, ScriptedChat, ScriptedJev, memory, message, speaker
 
     moto = moto_dynamo.start()
     try:

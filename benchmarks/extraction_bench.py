@@ -10,20 +10,16 @@ stand-in, which answers every call after L.
 from __future__ import annotations
 
 import statistics
-import sys
 import time
 from datetime import timedelta
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
-
-from fakes import T0, FakeMemoryStore, memory, message, speaker  # noqa: E402
-from loopback.openai_server import OpenAIServer  # noqa: E402
-from memorybot.domain import GLOBAL_SCOPE  # noqa: E402
-from memorybot.adapters.limiter import ModelCallLimiter  # noqa: E402
-from memorybot.adapters.openai_chat import OpenAIChatModel, OpenAICompatibleClient, OpenAIDecisionModel  # noqa: E402
-from memorybot.adapters.retry import Retrier  # noqa: E402
-from memorybot.extraction import Extractor  # noqa: E402
+from tests.fakes import T0, FakeMemoryStore, memory, message, speaker
+from tests.loopback.openai_server import OpenAIServer
+from memorybot.domain import GLOBAL_SCOPE
+from memorybot.adapters.limiter import ModelCallLimiter
+from memorybot.adapters.openai_chat import OpenAIChatModel, OpenAICompatibleClient, OpenAIDecisionModel
+from memorybot.adapters.retry import Retrier
+from memorybot.extraction import Extractor
 
 LATENCIES = (0.05, 0.2)
 RUNS = 5

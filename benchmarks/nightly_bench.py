@@ -13,16 +13,12 @@ to read, since real model latencies are 10-50x longer and scale both sides alike
 
 from __future__ import annotations
 
-import sys
 import threading
 import time
 from datetime import datetime, timedelta, timezone
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
-
-from fakes import FakeMessageStore, FakeRunStore, message  # noqa: E402
-from memorybot.consolidation import (  # noqa: E402
+from tests.fakes import FakeMessageStore, FakeRunStore, message
+from memorybot.consolidation import (
     CHUNK_MESSAGES,
     CHUNKS_PER_SPEAKER,
     SPEAKER_CONCURRENCY,
@@ -30,9 +26,9 @@ from memorybot.consolidation import (  # noqa: E402
     Consolidator,
     max_model_calls,
 )
-from memorybot.domain import JST, Action, LedgerEntry, Memory, Owner, Verdict  # noqa: E402
-from memorybot.extraction import Extractor  # noqa: E402
-from memorybot.ports import ConflictError  # noqa: E402
+from memorybot.domain import JST, Action, LedgerEntry, Memory, Owner, Verdict
+from memorybot.extraction import Extractor
+from memorybot.ports import ConflictError
 
 LATENCY = 0.02  # seconds per simulated model call
 SPEAKER_COUNTS = (100, 1000)

@@ -21,26 +21,20 @@ the shared retry policy and a ``ModelCallLimiter`` configured with RPM = Q.
 from __future__ import annotations
 
 import statistics
-import sys
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime, timedelta, timezone
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "tests"))
-sys.path.insert(0, str(ROOT))
-
-from benchmarks.nightly_bench import PerUserStore  # noqa: E402
-from fakes import message, speaker as speaker_named  # noqa: E402
-from loopback.openai_server import OpenAIServer  # noqa: E402
-from memorybot.adapters.limiter import ModelCallLimiter  # noqa: E402
-from memorybot.adapters.openai_chat import OpenAIChatModel, OpenAICompatibleClient, OpenAIDecisionModel  # noqa: E402
-from memorybot.adapters.retry import Retrier, RetryPolicy  # noqa: E402
-from memorybot.domain import GLOBAL_SCOPE, Actor, Memory, PromptMessage  # noqa: E402
-from memorybot.extraction import Extractor  # noqa: E402
-from memorybot.ports import ModelUnavailable  # noqa: E402
+from benchmarks.nightly_bench import PerUserStore
+from tests.fakes import message, speaker as speaker_named
+from tests.loopback.openai_server import OpenAIServer
+from memorybot.adapters.limiter import ModelCallLimiter
+from memorybot.adapters.openai_chat import OpenAIChatModel, OpenAICompatibleClient, OpenAIDecisionModel
+from memorybot.adapters.retry import Retrier, RetryPolicy
+from memorybot.domain import GLOBAL_SCOPE, Actor, Memory, PromptMessage
+from memorybot.extraction import Extractor
+from memorybot.ports import ModelUnavailable
 
 L = 0.020  # seconds per model call
 Q = 12_000  # model requests per minute

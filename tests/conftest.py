@@ -1,4 +1,5 @@
-"""Shared fixtures: one moto DynamoDB server on loopback per test session, fresh tables per test."""
+"""Shared fixtures: one moto DynamoDB server on loopback per test session, fresh tables per test,
+and the front door's loopback Discord and container (their helpers are in frontdoor.py)."""
 
 from __future__ import annotations
 
@@ -6,8 +7,14 @@ import itertools
 
 import pytest
 
+from fakes import ScriptedChat, ScriptedJev
+from frontdoor import PUBLIC_KEY, RecordingInvoker
+from memorybot import bootstrap
+from memorybot.adapters.discord_rest import DiscordRest
+from memorybot.bootstrap import Container
 from memorybot.config import Settings
-from memorybot.local import moto_dynamo
+from memorybot.local import discord_recorder, moto_dynamo
+from memorybot.signature import Verifier
 
 _prefixes = itertools.count(1)
 
@@ -49,3 +56,33 @@ def serialised_moto(monkeypatch):
             return unlocked(self)
 
     monkeypatch.setattr(DynamoHandler, "call_action", call_action)
+
+
+@pytest.fixture
+def discord_api():
+    recorder = discord_recorder.DiscordRecorder()
+    server, base = discord_recorder.serve(recorder)
+    yield recorder, base
+    server.shutdown()
+    server.server_close()
+
+
+@pytest.fixture
+def front(dynamo, discord_api, monkeypatch):
+    """A container on moto tables, the loopback Discord recorder and scripted models, installed as
+    the process's container so the handlers use it."""
+    client, settings = dynamo
+    recorder, base = discord_api
+    c = Container(
+        settings,
+        dynamodb_client=client,
+        decision_model=ScriptedJev(),
+        chat_model=ScriptedChat(reply="nice to meet you"),
+        invoker=RecordingInvoker(),
+        discord=DiscordRest(base, "test-token", sleep=lambda s: None),
+        discord_interactive=DiscordRest(base, "test-token", timeout=1.0, max_attempts=1),
+        signature_verifier=Verifier(PUBLIC_KEY),
+    )
+    monkeypatch.setattr(bootstrap, "container", lambda: c)
+    c.recorder = recorder
+    return c

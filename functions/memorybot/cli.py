@@ -3,8 +3,42 @@
 from __future__ import annotations
 
 import argparse
+import shutil
 import sys
 from pathlib import Path
+
+DEFAULT_STATE_DIR = Path(".memorybot")
+
+
+def _port(text: str) -> int:
+    try:
+        port = int(text)
+    except ValueError:
+        port = -1
+    if not 0 <= port <= 65535:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a port: give a number from 1 to 65535, or 0 for any free port")
+    return port
+
+
+def _user_name(text: str) -> str:
+    if not text.strip():
+        raise argparse.ArgumentTypeError("give a name, e.g. --user alice (the same name is the same person)")
+    return text.strip()
+
+
+def command_name() -> str:
+    """How to run this command again, as typed in this shell: `memorybot` only when it is on PATH
+    (an activated venv), else the console script's path (e.g. `.venv/bin/memorybot`)."""
+    script = Path(sys.executable).parent / "memorybot"
+    on_path = shutil.which("memorybot")
+    if on_path and script.exists() and Path(on_path).resolve() == script.resolve():
+        return "memorybot"
+    if not script.exists():
+        return f"{sys.executable} -m memorybot.cli"
+    try:
+        return str(script.relative_to(Path.cwd()))
+    except ValueError:
+        return str(script)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -13,11 +47,11 @@ def main(argv: list[str] | None = None) -> int:
 
     local = sub.add_parser("local", help="run the whole bot locally, in the foreground")
     local.add_argument("--host", default="127.0.0.1")
-    local.add_argument("--port", type=int, default=8787, help="0 picks a free port")
-    local.add_argument("--state-dir", type=Path, default=Path(".memorybot"), help="where the local signing key is kept")
+    local.add_argument("--port", type=_port, default=8787, help="0 picks a free port")
+    local.add_argument("--state-dir", type=Path, default=DEFAULT_STATE_DIR, help="where the local signing key is kept")
 
     chat = sub.add_parser("chat", help="a terminal client for the local stack")
-    chat.add_argument("--user", required=True, help="your name (the same name is the same person)")
+    chat.add_argument("--user", required=True, type=_user_name, help="your name (the same name is the same person)")
     chat.add_argument("--url", default="http://127.0.0.1:8787")
     chat.add_argument("--say", action="append", default=[], help="send this line and exit (repeatable)")
     chat.add_argument("--channel", default=None, help="channel id (default: the one local channel)")
@@ -31,7 +65,11 @@ def main(argv: list[str] | None = None) -> int:
 
     nightly = sub.add_parser("nightly", help="run the nightly consolidation on a local stack now")
     nightly.add_argument("--url", default="http://127.0.0.1:8787")
-    nightly.add_argument("--now", default=None, help="ISO 8601 time to run as of (default: now)")
+    nightly.add_argument(
+        "--now", default=None,
+        help="ISO 8601 time to run as of: the night before the latest 03:00 JST at or before it "
+        "(default: the night about to end, so what was just said is in it)",
+    )
     nightly.add_argument("--state-dir", type=Path, default=None, help="where to find the stack's admin secret")
 
     args = parser.parse_args(argv)
@@ -51,7 +89,9 @@ def _local(args: argparse.Namespace) -> int:
     for note in stack.notes:
         print(f"  {note}")
     print(f"memorybot local stack ready at {stack.url}", flush=True)
-    print(f"  Interactions endpoint: {stack.url}/interactions   Chat with it: memorybot chat --user alice --url {stack.url}")
+    state = "" if args.state_dir == DEFAULT_STATE_DIR else f" --state-dir {args.state_dir}"
+    print(f"  Interactions endpoint: {stack.url}/interactions")
+    print(f"  Chat with it from this folder: {command_name()} chat --user alice --url {stack.url}{state}")
     try:
         threading.Event().wait()
     except KeyboardInterrupt:
@@ -86,20 +126,29 @@ def _register(args: argparse.Namespace) -> int:
 
 
 def _nightly(args: argparse.Namespace) -> int:
-    import json
-
     import httpx
 
-    from .local.client import admin_headers, find_admin_secret
+    from .local import client
 
-    response = httpx.post(
-        f"{args.url.rstrip('/')}/local/nightly",
-        json={"now": args.now} if args.now else {},
-        headers=admin_headers(find_admin_secret(args.state_dir)),
-        timeout=600,
-    )
-    print(json.dumps(response.json(), ensure_ascii=False, indent=2))
-    return 0 if response.status_code == 200 else 1
+    url = args.url.rstrip("/")
+    try:
+        with httpx.Client() as http:
+            status, answer, window = client.nightly_request(
+                http, url, client.admin_headers(client.find_admin_secret(args.state_dir)), args.now
+            )
+    except ValueError as exc:
+        print(f"--now: {exc}", file=sys.stderr)
+        return 2
+    except httpx.TransportError:
+        print(client.no_stack_hint(url), file=sys.stderr)
+        return 1
+    if status == 401:
+        print(client.refused_hint(url, args.state_dir), file=sys.stderr)
+        return 1
+    another_day = f"{command_name()} nightly --now 2031-01-02T03:00:00+09:00"
+    lines = client.nightly_lines(status, answer, window, another_day)
+    print("\n".join(lines), file=sys.stdout if status == 200 else sys.stderr)
+    return 0 if status == 200 else 1
 
 
 if __name__ == "__main__":

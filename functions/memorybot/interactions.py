@@ -21,7 +21,7 @@ from .ports import AsyncInvoker, DiscordApi, MemoryStore, MessageStore
 logger = logging.getLogger(__name__)
 
 # Discord's numbers.
-PING, APPLICATION_COMMAND, AUTOCOMPLETE = 1, 2, 4
+PING, APPLICATION_COMMAND, MESSAGE_COMPONENT, AUTOCOMPLETE, MODAL_SUBMIT = 1, 2, 3, 4, 5
 CONTEXT_BOT_DM = 1  # interaction context types: 0 guild, 1 the bot's DM, 2 a group DM / private channel
 CHANNEL_TYPE_DM = 1
 PONG, CHANNEL_MESSAGE, DEFERRED_CHANNEL_MESSAGE, AUTOCOMPLETE_RESULT = 1, 4, 5, 8
@@ -66,6 +66,20 @@ TEXT_DM_FAILED = (
     "I couldn't send you a DM, so I won't show your memories here. "
     "Allow direct messages from this server's members and try again."
 )
+# Where there is no server (the bot's DM, a group DM with a user-installed app) the fix is in
+# the person's own Discord settings; with one profile everywhere we cannot tell where they are.
+TEXT_DM_FAILED_NO_SERVER = (
+    "I couldn't send you a DM, so I won't show your memories here. "
+    "Check that you have not blocked me and that your Discord privacy settings allow direct "
+    "messages from apps, then try again."
+)
+TEXT_DM_FAILED_ANYWHERE = (
+    "I couldn't send you a DM, so I won't show your memories here. "
+    "Allow direct messages from me (in a server: its privacy settings, \"Direct Messages\"; "
+    "elsewhere: your Discord privacy settings) and try again."
+)
+TEXT_FORGET_WHICH = "Which memory should I forget? Give its id: /memory forget id:<id> (/memory show lists the ids)."
+TEXT_STALE_COMPONENT = "That button or form is not one I can act on (it may be from an older message). Use /memory or /chat instead."
 TEXT_FORGOTTEN = "Forgotten: memory {memory_id} is deleted."
 TEXT_NOT_FOUND = "Memory {memory_id} was not found among your memories."
 TEXT_UNSUPPORTED = "Sorry, I don't know that command."
@@ -123,12 +137,19 @@ class SuggestForget:
 
 
 @dataclass(frozen=True)
+class UnknownComponent:
+    """A button click or form submit the bot does not act on: answered politely, nothing changes."""
+
+    custom_id: str
+
+
+@dataclass(frozen=True)
 class Unsupported:
     what: str
     autocomplete: bool = False  # an autocomplete request must be answered with (no) choices
 
 
-Request = Ping | Chat | ShowMemories | ForgetMemory | SuggestForget | Unsupported
+Request = Ping | Chat | ShowMemories | ForgetMemory | SuggestForget | UnknownComponent | Unsupported
 
 
 class Dependencies(Protocol):
@@ -230,6 +251,8 @@ def parse(body: bytes, scope_mode: ScopeMode = ScopeMode.GUILD) -> Request:
         raise BadRequest("unknown interaction type")
     if kind == PING:
         return Ping()
+    if kind in (MESSAGE_COMPONENT, MODAL_SUBMIT):
+        return _component(payload)
     if kind not in (APPLICATION_COMMAND, AUTOCOMPLETE):
         raise BadRequest("unknown interaction type")
     data = payload.get("data")
@@ -255,6 +278,18 @@ def parse(body: bytes, scope_mode: ScopeMode = ScopeMode.GUILD) -> Request:
             typed = _string_option(_option(sub_options, "id") or {})
             return SuggestForget(caller, typed) if kind == AUTOCOMPLETE else ForgetMemory(caller, typed)
     return Unsupported(str(command), autocomplete=kind == AUTOCOMPLETE)
+
+
+def _component(payload: dict) -> Request:
+    """A button click (3) or a modal submit (5): Discord shows "This interaction failed" unless
+    it gets an answer, so every well-formed one gets a readable one."""
+    data = payload.get("data")
+    if not isinstance(data, dict) or not isinstance(data.get("custom_id"), str):
+        raise BadRequest("component without a custom_id")
+    custom_id = data["custom_id"]
+    # Components the bot acts on are recognised above this line, by their custom_id.
+    # Fallback: anything else (an old message's button, a form from another version).
+    return UnknownComponent(custom_id[:100])
 
 
 def _string_option(option: dict) -> str:
@@ -352,11 +387,20 @@ def _show_once(request: ShowMemories, deps: Dependencies) -> dict:
         discord.send_message(discord.open_dm(request.caller.user_id), dm_text(lines, request.caller.scope))
     except Exception as exc:  # noqa: BLE001 - 50007 or anything else: say so, repeat nothing
         logger.info("memory DM failed", extra={"user_id": request.caller.user_id, "error": type(exc).__name__})
-        return ephemeral(TEXT_DM_FAILED)
+        return ephemeral(dm_failed_text(request.caller.scope))
     return ephemeral(TEXT_DM_SENT)
 
 
+def dm_failed_text(scope: str) -> str:
+    """The advice for a DM that failed, fitted to where the person is: only a server has members' DM settings."""
+    if scope.startswith("guild:"):
+        return TEXT_DM_FAILED
+    return TEXT_DM_FAILED_ANYWHERE if scope == GLOBAL_SCOPE else TEXT_DM_FAILED_NO_SERVER
+
+
 def _forget(request: ForgetMemory, deps: Dependencies) -> dict:
+    if not request.memory_id.strip():
+        return ephemeral(TEXT_FORGET_WHICH)
     result = commands.forget(deps.memory_store, request.caller.owner, request.memory_id)
     template = TEXT_FORGOTTEN if result.outcome is commands.ForgetOutcome.FORGOTTEN else TEXT_NOT_FOUND
     return ephemeral(template.format(memory_id=result.memory_id[:20] or "(none)"))
@@ -366,10 +410,16 @@ def _suggest(request: SuggestForget, deps: Dependencies) -> dict:
     return choices(commands.suggest(deps.memory_store, request.caller.owner, request.typed))
 
 
+def _unknown_component(request: UnknownComponent, deps: Dependencies) -> dict:
+    logger.info("component not acted on", extra={"custom_id": request.custom_id})
+    return ephemeral(TEXT_STALE_COMPONENT)
+
+
 _HANDLERS: dict[type, Callable[[Any, Dependencies], dict]] = {
     Ping: _ping,
     Chat: _chat,
     ShowMemories: _show,
     ForgetMemory: _forget,
     SuggestForget: _suggest,
+    UnknownComponent: _unknown_component,
 }

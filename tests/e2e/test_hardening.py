@@ -9,7 +9,7 @@ import httpx
 import pytest
 
 from memorybot.interactions import TEXT_DM_SENT
-from memorybot.local.client import LocalClient, find_admin_secret, find_signing_key
+from memorybot.local.client import LocalClient, StackRefused, find_admin_secret, find_signing_key
 from memorybot.signature import sign
 from stack_process import StackProcess
 
@@ -126,6 +126,7 @@ LOCAL_ROUTES = [
     ("GET", "/local/info", None),
     ("GET", "/local/discord/events", None),
     ("POST", "/local/discord/close-dms", {"user_id": "1"}),
+    ("POST", "/local/discord/open-dms", {"user": "alice"}),
     ("POST", "/local/discord/someone-said", {"channel_id": "1", "author_id": "2", "author_name": "x", "content": "y"}),
 ]
 
@@ -172,9 +173,14 @@ def test_interactions_answer_under_any_host_since_a_tunnel_forwards_its_own(stac
         ("/local/nightly", b'{"now": "yesterday"}', "ISO 8601"),
         ("/local/nightly", b'{"when": "2031-01-01T00:00:00Z"}', "unknown field"),
         ("/local/nightly", b"[" * 3000 + b"]" * 3000, "small JSON object"),
-        ("/local/discord/close-dms", b"{}", "missing field"),
+        ("/local/discord/close-dms", b"{}", 'give one of "user"'),
+        ("/local/discord/close-dms", b"", 'give one of "user"'),
+        ("/local/discord/close-dms", b"alice", "not valid JSON"),
         ("/local/discord/close-dms", b'{"user_id": 7}', "user_id must be"),
+        ("/local/discord/close-dms", b'{"user": "  "}', "user must be a name"),
+        ("/local/discord/open-dms", b'{"user": "a", "user_id": "1"}', 'give one of "user"'),
         ("/local/discord/someone-said", b'{"channel_id": "1"}', "missing field"),
+        ("/local/discord/someone-said", b"", "missing field"),
     ],
 )
 def test_bad_bodies_on_local_routes_get_400_with_a_message(stack, admin, path, body, message):
@@ -212,7 +218,7 @@ def test_talking_to_real_discord_the_nightly_route_still_needs_the_secret(moto_s
 def test_the_terminal_client_sends_the_secret_it_finds_in_the_state_dir(stack):
     url, state_dir = stack
     without = LocalClient(url, "kai-client", find_signing_key(state_dir), admin_secret="")
-    with pytest.raises(KeyError):
-        _ = without.application_id  # /local/info refused: the answer has no application id
+    with pytest.raises(StackRefused):
+        _ = without.application_id  # /local/info refused (401): the client says where to look
     found = LocalClient(url, "kai-client", find_signing_key(state_dir), admin_secret=find_admin_secret(state_dir))
     assert found.application_id.isdigit()

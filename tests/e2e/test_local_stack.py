@@ -66,7 +66,7 @@ def test_closed_dms_fall_back_without_repeating_any_memory(person, stack, admin)
     erin = person("erin-e2e")
     erin.chat("I am allergic to peanuts")
     before = events(url, admin)[-1]["seq"]
-    httpx.post(f"{url}/local/discord/close-dms", json={"user_id": user_id_for("erin-e2e")}, headers=admin)
+    httpx.post(f"{url}/local/discord/close-dms", json={"user": "erin-e2e"}, headers=admin)
     output = erin.show()
     assert output == [f"memorybot: (only you can see this) {TEXT_DM_FAILED}"]
     # Nothing posted anywhere after the show carries the memory.
@@ -144,8 +144,9 @@ def test_the_terminal_client_can_be_driven_from_the_command_line(stack, jev):
     )
     assert run.returncode == 0, run.stderr
     out = run.stdout.splitlines()
-    assert out[0] == "hana-e2e> I love vinyl records"
-    assert out[1].startswith("memorybot: ")
+    assert out[0] == f"(hana-e2e is user id {user_id_for('hana-e2e')})"
+    assert out[1] == "hana-e2e> I love vinyl records"
+    assert out[2].startswith("memorybot: ")
     assert f"memorybot: (only you can see this) {TEXT_DM_SENT}" in out
     dm = out[out.index("[DM from memorybot to hana-e2e]") + 1 :]
     assert any("vinyl" in line for line in dm)

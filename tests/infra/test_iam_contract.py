@@ -31,7 +31,7 @@ from memorybot.jobs import ExtractionJob, ReplyJob
 from memorybot.local import discord_recorder, moto_dynamo
 from memorybot.signature import Verifier
 from infra.stack import FUNCTIONS, LEDGER_ACTIONS_ALLOWED
-from unit.frontdoor import ALICE, BOB, CHANNEL, PUBLIC_KEY, SCOPE, chat, event, forget, show
+from frontdoor import ALICE, BOB, CHANNEL, PUBLIC_KEY, SCOPE, chat, event, forget, show
 
 ADMIN_SECRET = "iam-contract-admin-secret"
 WORKERS = {"reply": "Reply", "extraction": "Extraction"}  # the hand-offs, by callee function name

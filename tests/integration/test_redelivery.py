@@ -27,7 +27,7 @@ from memorybot.consolidation import STALE_AFTER
 from memorybot.domain import GLOBAL_SCOPE, JST, Action, Actor, Change, Message, Owner, snowflake_at, utcnow
 from memorybot.handlers import admin, extraction, nightly, reply
 from memorybot.jobs import ExtractionJob, ReplyJob
-from unit.frontdoor import ALICE, APP_ID, BOB, CHANNEL, SCOPE, chat, discord_api, front  # noqa: F401 - fixtures
+from frontdoor import ALICE, APP_ID, BOB, CHANNEL, SCOPE, chat
 
 DELIVERIES = [2, 3]
 SECRET = "redelivery-admin-secret"

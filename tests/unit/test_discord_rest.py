@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from frontdoor import ALICE, APP_ID, CHANNEL, discord_api  # noqa: F401 - fixture
+from frontdoor import ALICE, APP_ID, CHANNEL
 from memorybot.adapters.discord_rest import USER_AGENT, DiscordRest
 from memorybot.interactions import COMMANDS
 from memorybot.ports import DiscordError, DmsClosedError

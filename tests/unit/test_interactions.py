@@ -8,9 +8,8 @@ import json
 
 import pytest
 
-from frontdoor import (  # noqa: F401 - fixtures
-    ALICE, APP_ID, BOB, CHANNEL, SCOPE, body_of, chat, command, context, discord_api, event, forget, front, owner, seed,
-    show,
+from frontdoor import (
+    ALICE, APP_ID, BOB, CHANNEL, SCOPE, body_of, chat, command, context, event, forget, owner, seed, show,
 )
 from memorybot import interactions
 from memorybot.adapters.discord_rest import DiscordRest
@@ -238,3 +237,68 @@ def test_the_registered_commands_are_chat_and_memory_show_forget_with_autocomple
     assert set(subs) == {"show", "forget"}
     [id_option] = subs["forget"]["options"]
     assert (id_option["name"], id_option["required"], id_option["autocomplete"]) == ("id", True, True)
+
+
+# ---- every interaction Discord sends gets an answer a person can read
+
+def component(kind: int, custom_id: str | None = "confirm:123") -> dict:
+    payload = command("memory")
+    payload["type"] = kind
+    payload["data"] = {"custom_id": custom_id, "component_type": 2} if custom_id is not None else {"component_type": 2}
+    return payload
+
+
+@pytest.mark.parametrize("kind", [3, 5], ids=["button-click", "modal-submit"])
+def test_a_component_the_bot_does_not_act_on_gets_a_polite_ephemeral(front, kind):
+    response = call(component(kind))
+    assert response["statusCode"] == 200  # a 400 would make Discord show "This interaction failed"
+    answer = body_of(response)
+    assert answer["type"] == 4 and answer["data"]["flags"] == 64
+    assert answer["data"]["content"] == interactions.TEXT_STALE_COMPONENT
+    nothing_written(front)
+
+
+def test_a_component_without_a_custom_id_is_unreadable(front):
+    assert call(component(3, custom_id=None))["statusCode"] == 400
+    nothing_written(front)
+
+
+def test_forget_without_an_id_asks_for_one(front):
+    seed(front.memory_store, ALICE, "abcde", SECRET)
+    answer = body_of(call(forget("")))
+    assert answer["data"]["content"] == interactions.TEXT_FORGET_WHICH and answer["data"]["flags"] == 64
+    assert front.memory_store.get(owner(ALICE), "abcde") is not None
+
+
+def in_bot_dm(payload: dict) -> dict:
+    user = payload.pop("member")["user"]
+    del payload["guild_id"]
+    return {**payload, "user": user, "context": 1, "channel": {"id": payload["channel_id"], "type": 1}}
+
+
+def in_group_dm(payload: dict) -> dict:
+    user = payload.pop("member")["user"]
+    del payload["guild_id"]
+    return {**payload, "user": user, "context": 2, "channel": {"id": payload["channel_id"], "type": 3}}
+
+
+@pytest.mark.parametrize(
+    "where, scope",
+    [(in_bot_dm, "dm"), (in_group_dm, f"channel:{CHANNEL}")],
+    ids=["bot-dm", "group-dm"],
+)
+def test_a_failed_dm_outside_a_server_does_not_send_the_person_to_a_servers_settings(front, where, scope):
+    seed(front.memory_store, ALICE, "abcde", SECRET, scope=scope)
+    front.recorder.close_dms(ALICE)
+    answer = body_of(call(where(show())))
+    assert answer["data"]["content"] == interactions.TEXT_DM_FAILED_NO_SERVER
+    assert "server" not in answer["data"]["content"]
+    assert SECRET not in json.dumps(answer)
+
+
+def test_a_failed_dm_with_one_profile_everywhere_covers_both_places(front):
+    front.settings = dataclasses.replace(front.settings, memory_scope=ScopeMode.GLOBAL)
+    seed(front.memory_store, ALICE, "abcde", SECRET, scope=GLOBAL_SCOPE)
+    front.recorder.close_dms(ALICE)
+    answer = body_of(call(show()))
+    assert answer["data"]["content"] == interactions.TEXT_DM_FAILED_ANYWHERE

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from frontdoor import APP_ID, discord_api  # noqa: F401 - fixture
+from frontdoor import APP_ID
 from memorybot import cli, config
 
 

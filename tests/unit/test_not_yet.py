@@ -10,9 +10,7 @@ import json
 
 import pytest
 from fakes import FakeMemoryStore, ScriptedChat, ScriptedJev, memory, message, speaker
-from frontdoor import (  # noqa: F401 - fixtures
-    ALICE, APP_ID, CHANNEL, SCOPE, chat, context, discord_api, front, owner, seed,
-)
+from frontdoor import ALICE, APP_ID, CHANNEL, SCOPE, chat, context, owner, seed
 from loopback.jev_server import JevServer
 from loopback.openai_server import OpenAIServer
 from retrying import quick_retrier

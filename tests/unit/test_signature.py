@@ -8,8 +8,7 @@ import time
 
 import pytest
 
-from frontdoor import PUBLIC_KEY, SIGNING_KEY, body_of, chat, context, event, front  # noqa: F401 - fixture
-from frontdoor import discord_api  # noqa: F401 - fixture
+from frontdoor import PUBLIC_KEY, SIGNING_KEY, body_of, chat, context, event
 from memorybot.handlers import interactions as interactions_handler
 from memorybot.signature import REPLAY_WINDOW_SECONDS, SignatureError, Verifier, new_key_pair, sign
 

@@ -8,9 +8,7 @@ import json
 
 import pytest
 
-from frontdoor import (  # noqa: F401 - fixtures
-    ALICE, APP_ID, BOB, CHANNEL, SCOPE, chat, context, discord_api, event, front, owner, seed,
-)
+from frontdoor import ALICE, APP_ID, BOB, CHANNEL, SCOPE, chat, context, event, owner, seed
 from memorybot.adapters.invoker import LocalInvoker
 from memorybot.domain import Action, Actor, Message, snowflake_at, utcnow
 from memorybot.handlers import extraction, interactions, reply

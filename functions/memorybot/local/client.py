@@ -18,7 +18,8 @@ from typing import Any, Iterable
 
 import httpx
 
-from ..domain import snowflake_at
+from ..consolidation import WINDOW, window_for
+from ..domain import JST, snowflake_at
 from ..signature import sign
 from .server import ADMIN_SECRET_FILE, DEFAULT_HOST, DEFAULT_PORT, SIGNING_KEY_FILE, STATE_DIR
 
@@ -29,8 +30,68 @@ HELP = """Type a message to /chat with the bot. Other commands:
   /memory show          the bot DMs you what it remembers about you
   /memory forget <id>   forget one memory (ids come from /memory show)
   /memory suggest <txt> what autocomplete would offer for forget
-  /nightly [ISO time]   run the nightly consolidation now (or as of that time)
+  /nightly [ISO time]   run the nightly consolidation for the night about to end
+                        (or for the night that time falls after, as the 03:00 JST schedule would)
   /help, /quit"""
+TEXT_FORGET_WHICH = "Which memory? Give its id: /memory forget <id> (ids come from /memory show)."
+TEXT_UNKNOWN_COMMAND = "Unknown command {command}: /help lists the commands (to say it to the bot: /chat {command})."
+
+
+class StackRefused(SystemExit):
+    """The stack answered 401: this client holds another stack's key or secret."""
+
+
+def refused_hint(url: str, state_dir: Path | None) -> str:
+    where = f"--state-dir {state_dir}" if state_dir else f"--state-dir (default {STATE_DIR})"
+    return (
+        f"The stack at {url} refused this client's signature or admin secret (HTTP 401). "
+        f"It keeps them in its own state dir: pass the same {where} the stack was started with "
+        "(its startup lines print the folder), or run this from the folder you started it in."
+    )
+
+
+def bad_time_hint(text: str) -> str:
+    return f'"{text}" is not an ISO 8601 time: use e.g. 2026-11-20T18:00:00Z or 2026-11-21T03:00:00+09:00.'
+
+
+def parse_time(text: str) -> datetime:
+    """An ISO 8601 time as the stack reads it (no zone means UTC); ValueError with the format's example."""
+    try:
+        at = datetime.fromisoformat(text.strip().replace("Z", "+00:00"))
+    except ValueError:
+        raise ValueError(bad_time_hint(text)) from None
+    return at if at.tzinfo else at.replace(tzinfo=timezone.utc)
+
+
+def night_about_to_end(now: datetime) -> datetime:
+    """The 03:00 JST that ends the night ``now`` is in: run as of it, the nightly covers what was
+    said up to now (run as of now, it would cover the 24 hours before the latest 03:00 JST)."""
+    return window_for(now).end + WINDOW
+
+
+def describe_window(at: datetime) -> str:
+    window = window_for(at)
+    start, end = (t.astimezone(JST).strftime("%Y-%m-%d %H:%M") for t in (window.start, window.end))
+    return f"nightly run for JST day {window.day_label}: the messages from {start} to {end} JST"
+
+
+def nightly_request(http: httpx.Client, url: str, admin: dict[str, str], now: str | None) -> tuple[int, dict, str]:
+    """POST /local/nightly for the night about to end (or the night ``now`` falls after):
+    (status, answer, which window). ValueError for a time that does not parse."""
+    at = parse_time(now) if now else night_about_to_end(datetime.now(timezone.utc))
+    response = http.post(f"{url}/local/nightly", json={"now": at.isoformat()}, headers=admin, timeout=600)
+    return response.status_code, (response.json() if response.content else {}), describe_window(at)
+
+
+def nightly_lines(status: int, answer: dict, window: str, another_day: str = "/nightly 2031-01-02T03:00:00+09:00") -> list[str]:
+    if status == 200:
+        return [f"Ran the {window}.", json.dumps(answer, ensure_ascii=False, indent=2)]
+    if status == 409:
+        return [
+            f"Already done: the {window} has run (each JST day runs once; a fresh stack starts with none). "
+            f"To run another day, give a time at or after the 03:00 JST that ends it, e.g. {another_day}"
+        ]
+    return [f"The nightly run did not finish (HTTP {status}): {json.dumps(answer, ensure_ascii=False)}"]
 
 
 # One sequence for every client in this process: two people typing in the same millisecond
@@ -74,6 +135,10 @@ def find_admin_secret(state_dir: Path | None) -> str:
     raise SystemExit(f"No admin secret at {where} and MEMORYBOT_ADMIN_SECRET is unset: start the stack first (make run).")
 
 
+def no_stack_hint(url: str) -> str:
+    return f"No local stack answers at {url}: start it with `make run` first (or pass the --url it printed)."
+
+
 def admin_headers(secret: str) -> dict[str, str]:
     return {"Authorization": f"Bearer {secret}"} if secret else {}
 
@@ -87,6 +152,7 @@ class LocalClient:
     guild_id: str | None = LOCAL_GUILD_ID  # None: the person's DM with the bot
     http: httpx.Client = field(default_factory=lambda: httpx.Client(timeout=180))
     admin_secret: str = ""  # for the stack's /local/* routes
+    state_dir: Path | None = None  # where the key and secret came from (named when the stack refuses them)
     _seen: int = 0
     _application_id: str = ""
 
@@ -97,7 +163,9 @@ class LocalClient:
     @property
     def application_id(self) -> str:
         if not self._application_id:
-            self._application_id = self.http.get(f"{self.url}/local/info", headers=self._admin).json()["applicationId"]
+            response = self.http.get(f"{self.url}/local/info", headers=self._admin)
+            self._check_refused(response.status_code)
+            self._application_id = response.json()["applicationId"]
         return self._application_id
 
     def catch_up(self) -> None:
@@ -122,14 +190,22 @@ class LocalClient:
         return [f"  {c['value']}: {c['name']}" for c in choices] or ["  (no suggestions)"]
 
     def nightly(self, now: str | None = None) -> list[str]:
-        answer = self.http.post(f"{self.url}/local/nightly", json={"now": now} if now else {}, headers=self._admin).json()
-        return [json.dumps(answer, ensure_ascii=False, indent=2)]
+        try:
+            status, answer, window = nightly_request(self.http, self.url, self._admin, now)
+        except ValueError as exc:
+            return [str(exc)]
+        self._check_refused(status)
+        return nightly_lines(status, answer, window)
 
     # ------------------------------------------------------------ plumbing
 
     @property
     def _admin(self) -> dict[str, str]:
         return admin_headers(self.admin_secret)
+
+    def _check_refused(self, status: int) -> None:
+        if status == 401:
+            raise StackRefused(refused_hint(self.url, self.state_dir))
 
     def _payload(self, name: str, options: list, kind: int = 2) -> dict:
         payload: dict[str, Any] = {
@@ -155,6 +231,7 @@ class LocalClient:
         payload = self._payload(name, options)
         status, answer = self.send(payload)
         lines: list[str] = []
+        self._check_refused(status)
         if status != 200:
             return [f"(the bot refused the request: HTTP {status})"]
         data = answer.get("data") or {}
@@ -180,6 +257,7 @@ class LocalClient:
     def _events(self) -> list[dict]:
         """What the bot posted since last time (empty when the stack talks to real Discord)."""
         response = self.http.get(f"{self.url}/local/discord/events", params={"after": self._seen}, headers=self._admin)
+        self._check_refused(response.status_code)
         return response.json()["events"] if response.status_code == 200 else []
 
     def handle_line(self, line: str) -> list[str] | None:
@@ -195,13 +273,16 @@ class LocalClient:
         if words[:2] == ["/memory", "show"]:
             return self.show()
         if words[:2] == ["/memory", "forget"]:
-            return self.forget(words[2] if len(words) > 2 else "")
+            return self.forget(words[2].strip()) if len(words) > 2 else [TEXT_FORGET_WHICH]
         if words[:2] == ["/memory", "suggest"]:
             return self.suggest(words[2] if len(words) > 2 else "")
         if words[0] == "/nightly":
-            return self.nightly(words[1] if len(words) > 1 else None)
-        if line.startswith("/chat "):
-            line = line[len("/chat ") :]
+            return self.nightly(line.split(maxsplit=1)[1] if len(words) > 1 else None)
+        if words[0] == "/chat":
+            return self.chat(line[len("/chat") :].strip()) if len(words) > 1 else ["Say something after /chat."]
+        if line.startswith("/"):  # a mistyped command is not something to say to the bot
+            command = " ".join(words[:2]) if words[0] == "/memory" else words[0]
+            return [TEXT_UNKNOWN_COMMAND.format(command=command)]
         return self.chat(line)
 
 
@@ -215,16 +296,17 @@ def run(
 ) -> int:
     client = LocalClient(
         url.rstrip("/"), user_name, find_signing_key(state_dir), channel_id, guild_id,
-        admin_secret=find_admin_secret(state_dir),
+        admin_secret=find_admin_secret(state_dir), state_dir=state_dir,
     )
     try:
         client.catch_up()
     except httpx.HTTPError:
-        raise SystemExit(f"No local stack answers at {url}: start it with `make run` first.")
+        raise SystemExit(no_stack_hint(url)) from None
     if says:
+        print(f"({user_name} is user id {client.user_id})")
         for line in says:
             print(f"{user_name}> {line}")
-            for out in client.handle_line(line) or []:
+            for out in _handle(client, line) or []:
                 print(out)
         return 0
     print(f"Chatting as {user_name} (user id {client.user_id}) on {url}. /help for commands.")
@@ -234,8 +316,15 @@ def run(
         except (EOFError, KeyboardInterrupt):
             print()
             return 0
-        out = client.handle_line(line)
+        out = _handle(client, line)
         if out is None:
             return 0
         for text in out:
             print(text)
+
+
+def _handle(client: LocalClient, line: str) -> list[str] | None:
+    try:
+        return client.handle_line(line)
+    except httpx.TransportError:  # the stack stopped while we talked
+        raise SystemExit(no_stack_hint(client.url)) from None

@@ -62,6 +62,10 @@ class DiscordRecorder:
         with self._lock:
             self.closed_dms.add(user_id)
 
+    def open_dms(self, user_id: str) -> None:
+        with self._lock:
+            self.closed_dms.discard(user_id)
+
     def someone_said(self, channel_id: str, author_id: str, author_name: str, content: str) -> str:
         """A message someone posted in the channel outside any interaction (for history fetches)."""
         with self._lock:

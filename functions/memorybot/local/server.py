@@ -176,6 +176,23 @@ def _required(data: dict, *names: str) -> dict:
     return data
 
 
+def _dm_user(data: dict) -> str:
+    """The Discord user id a DM control names: ``user`` is a name as the terminal client takes it
+    (``--user alice``), ``user_id`` a Discord user id."""
+    from ..discord_formats import is_snowflake
+    from .client import user_id_for
+
+    if ("user" in data) == ("user_id" in data):
+        raise BadBody('give one of "user" (a name, as in chat --user alice) or "user_id" (a Discord user id)')
+    if "user" in data:
+        if not data["user"].strip():
+            raise BadBody("user must be a name, e.g. alice")
+        return user_id_for(data["user"].strip())
+    if not is_snowflake(data["user_id"]):
+        raise BadBody('user_id must be a Discord user id (digits); to name a person as the client does, send {"user": "alice"}')
+    return data["user_id"]
+
+
 def proxy_event(method: str, path: str, query: str, headers: dict[str, str], body: bytes) -> dict:
     """An API Gateway HTTP API (payload v2) proxy event, body base64 as API Gateway sends binary."""
     return {
@@ -293,8 +310,8 @@ class _Handler(BaseHTTPRequestHandler):
             result = nightly.handler(event, LocalContext("memorybot-nightly"))
         except IncompleteRun as exc:  # deployed, Lambda's retry takes it over; here, ask again
             return 503, {"status": "incomplete", "runId": exc.run_id, "retry": "POST /local/nightly again"}
-        if result.get("status") != "done":
-            return 409, result
+        if result.get("status") != "done":  # that JST day has run: each runs once
+            return 409, {**result, "hint": 'a later "now" runs another day (the night before the latest 03:00 JST at or before it)'}
         run = bootstrap.container().run_store.get(result["runId"])
         return 200, run_record(run)
 
@@ -306,10 +323,14 @@ class _Handler(BaseHTTPRequestHandler):
             if not after.isascii() or not after.isdigit():
                 raise BadBody("after must be a whole number")
             return 200, {"events": [event_json(e) for e in recorder.after(int(after))]}
-        if method == "POST" and path == "/local/discord/close-dms":
-            data = _required(_local_body(body, {"user_id": str}), "user_id")
-            recorder.close_dms(data["user_id"])
-            return 200, {"closed": data["user_id"]}
+        if method == "POST" and path in ("/local/discord/close-dms", "/local/discord/open-dms"):
+            user_id = _dm_user(_local_body(body, {"user": str, "user_id": str}))
+            closing = path.endswith("close-dms")
+            if closing:
+                recorder.close_dms(user_id)
+            else:
+                recorder.open_dms(user_id)
+            return 200, {"closed" if closing else "opened": user_id}
         if method == "POST" and path == "/local/discord/someone-said":
             fields = ("channel_id", "author_id", "author_name", "content")
             data = _required(_local_body(body, dict.fromkeys(fields, str)), *fields)

@@ -1,5 +1,5 @@
-"""Shared pieces for the front-door tests: signed interaction events, a loopback fake
-Discord API (the local stack's recorder), and a container wired to them."""
+"""Shared pieces for the front-door tests: signed interaction events and the ids they use.
+The fixtures built on them (``discord_api``, ``front``) are in tests/conftest.py."""
 
 from __future__ import annotations
 
@@ -8,16 +8,9 @@ import json
 from datetime import datetime, timezone
 from typing import Any
 
-import pytest
-
-from fakes import ScriptedChat, ScriptedJev
-from memorybot import bootstrap
-from memorybot.adapters.discord_rest import DiscordRest
 from memorybot.adapters.invoker import LocalContext
-from memorybot.bootstrap import Container
 from memorybot.domain import Action, Actor, Change, Memory, Owner, snowflake_at
-from memorybot.local import discord_recorder
-from memorybot.signature import Verifier, new_key_pair, sign
+from memorybot.signature import new_key_pair, sign
 
 SIGNING_KEY, PUBLIC_KEY = new_key_pair()
 APP_ID = "900000000000000001"
@@ -102,33 +95,3 @@ class RecordingInvoker:
 
     def invoke(self, job) -> None:
         self.calls.append((job.WORKER, json.loads(json.dumps(job.to_json()))))
-
-
-@pytest.fixture
-def discord_api():
-    recorder = discord_recorder.DiscordRecorder()
-    server, base = discord_recorder.serve(recorder)
-    yield recorder, base
-    server.shutdown()
-    server.server_close()
-
-
-@pytest.fixture
-def front(dynamo, discord_api, monkeypatch):
-    """A container on moto tables, the loopback Discord recorder and scripted models, installed as
-    the process's container so the handlers use it."""
-    client, settings = dynamo
-    recorder, base = discord_api
-    c = Container(
-        settings,
-        dynamodb_client=client,
-        decision_model=ScriptedJev(),
-        chat_model=ScriptedChat(reply="nice to meet you"),
-        invoker=RecordingInvoker(),
-        discord=DiscordRest(base, "test-token", sleep=lambda s: None),
-        discord_interactive=DiscordRest(base, "test-token", timeout=1.0, max_attempts=1),
-        signature_verifier=Verifier(PUBLIC_KEY),
-    )
-    monkeypatch.setattr(bootstrap, "container", lambda: c)
-    c.recorder = recorder
-    return c
