@@ -1,4 +1,4 @@
-"""CDK entry point: builds the memorybot stack, with cdk-nag's AWS Solutions checks on synth."""
+"""CDK entry point: builds the memorybot stack, with cdk-nag's AWS Solutions and NIST 800-53 rev 5 checks on synth."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ for path in (ROOT, ROOT / "functions"):
         sys.path.insert(0, str(path))
 
 from aws_cdk import App, Environment, Validations  # noqa: E402
-from cdk_nag import AwsSolutionsChecks  # noqa: E402
+from cdk_nag import AwsSolutionsChecks, NIST80053R5Checks  # noqa: E402
 
 from infra.nag import acknowledge_findings  # noqa: E402
 from infra.settings import StackConfig  # noqa: E402
@@ -28,8 +28,8 @@ def build_app(outdir: str | None = None, context: dict | None = None, **app_opti
     env = Environment(account=account, region=region) if account and region else None
     stack = MemoryBotStack(app, config.stack_name, config, env=env)
     acknowledge_findings(stack)
-    # Any unacknowledged finding fails the synth.
-    Validations.of(app).add_plugins(AwsSolutionsChecks(app))
+    # Any unacknowledged finding of either pack fails the synth.
+    Validations.of(app).add_plugins(AwsSolutionsChecks(app), NIST80053R5Checks(app))
     return app, stack
 
 

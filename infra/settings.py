@@ -50,6 +50,9 @@ class StackConfig:
     model_deadline_seconds: int = 60
     reply_reserved_concurrency: int = 0
     extraction_reserved_concurrency: int = 0
+    # Personal data at rest (see the README): the tables that hold what people said and what is
+    # remembered about them use a customer-managed KMS key instead of DynamoDB's AWS-owned key.
+    encrypt_personal_data: bool = False
 
     def __post_init__(self) -> None:
         _check(self.architecture, SUPPORTED_ARCHITECTURES, "architecture")

@@ -52,6 +52,15 @@ SECRET_SUFFIX = {
 IDEMPOTENCY_ACTIONS = ("PutItem", "UpdateItem", "DeleteItem")
 # The ledger is append-only: no role may change or remove a row once written.
 LEDGER_ACTIONS_ALLOWED = frozenset({"PutItem", "GetItem", "Query"})
+# Personal data at rest: what a function needs of the key follows from its table actions.
+TABLE_WRITE_ACTIONS = frozenset({"PutItem", "UpdateItem", "DeleteItem"})
+KEY_USE_ACTIONS = ("kms:Decrypt", "kms:Encrypt", "kms:GenerateDataKey*")
+# The KMS console's key-administrator set: manage, rotate, tag and schedule deletion; no use.
+KEY_ADMIN_ACTIONS = (
+    "kms:Create*", "kms:Describe*", "kms:Enable*", "kms:List*", "kms:Put*", "kms:Update*", "kms:Revoke*",
+    "kms:Disable*", "kms:Get*", "kms:Delete*", "kms:TagResource", "kms:UntagResource",
+    "kms:ScheduleKeyDeletion", "kms:CancelKeyDeletion",
+)
 
 
 @dataclass(frozen=True)
@@ -183,6 +192,7 @@ class MemoryBotStack(Stack):
         if config.log_retention_days not in _RETENTION:
             raise ValueError(f"log_retention_days must be one of {sorted(_RETENTION)}")
 
+        self.personal_data_key = self._personal_data_key() if config.encrypt_personal_data else None
         self.tables = {spec.logical_name: self._table(spec) for spec in tables.ALL_TABLES}
         self.secrets = {key: self._secret(key) for key in SECRET_KEYS}
         self.dead_letters = sqs.Queue(
@@ -223,6 +233,7 @@ class MemoryBotStack(Stack):
             time_to_live_attribute=spec.ttl_attribute,
             removal_policy=RemovalPolicy.RETAIN if spec.retain else RemovalPolicy.DESTROY,
             deletion_protection=spec.retain,
+            **self._table_encryption(spec),
         )
         for index in spec.local_indexes:
             table.add_local_secondary_index(index_name=index.name, sort_key=_attribute(index.sort))
@@ -233,6 +244,81 @@ class MemoryBotStack(Stack):
                 sort_key=_attribute(index.sort) if index.sort else None,
             )
         return table
+
+    # -- personal data at rest --------------------------------------------------------------
+
+    def _personal_data_key(self) -> kms.Key:
+        """The customer-managed key of the personal-data tables. Its policy lets the account
+        administer it (IAM policies in this account, e.g. the deploy role; without that a key can
+        lock out everyone) and lets principals use it only through DynamoDB in this region, as far
+        as their own IAM policies allow: the function roles get exactly their tables' key actions
+        (_grant_table_key). Retained with the tables: a deleted key makes them unreadable."""
+        account = iam.AccountRootPrincipal()
+        via_dynamodb = {
+            "StringEquals": {"kms:ViaService": self._dynamodb_service(), "kms:CallerAccount": self.account}
+        }
+        policy = iam.PolicyDocument(
+            statements=[
+                iam.PolicyStatement(
+                    sid="AdministerByTheAccount",
+                    principals=[account],
+                    actions=list(KEY_ADMIN_ACTIONS),
+                    resources=["*"],
+                ),
+                iam.PolicyStatement(
+                    sid="UseOnlyThroughDynamoDB",
+                    principals=[account],
+                    actions=list(KEY_USE_ACTIONS),
+                    resources=["*"],
+                    conditions=via_dynamodb,
+                ),
+                # DynamoDB watches the key's state (e.g. disabled) to report an inaccessible table.
+                iam.PolicyStatement(
+                    sid="DynamoDBReadsKeyMetadata",
+                    principals=[iam.ServicePrincipal("dynamodb.amazonaws.com")],
+                    actions=["kms:Describe*", "kms:Get*", "kms:List*"],
+                    resources=["*"],
+                ),
+            ]
+        )
+        return kms.Key(
+            self,
+            "PersonalDataKey",
+            description="memorybot personal data at rest (messages, memories, memory log, nightly runs)",
+            enable_key_rotation=True,
+            policy=policy,
+            removal_policy=RemovalPolicy.RETAIN,
+        )
+
+    def _dynamodb_service(self) -> str:
+        return f"dynamodb.{self.region}.amazonaws.com"
+
+    def _table_encryption(self, spec: tables.TableSpec) -> dict:
+        if self.personal_data_key is None or not spec.personal_data:
+            return {}  # DynamoDB's AWS-owned key: no cost, no key to manage
+        return {"encryption": dynamodb.TableEncryption.CUSTOMER_MANAGED, "encryption_key": self.personal_data_key}
+
+    def _grant_table_key(self, role: iam.Role, spec: FunctionSpec) -> None:
+        """The key actions the function's table access needs, used only through DynamoDB: reads
+        decrypt; writes also encrypt and generate data keys."""
+        if self.personal_data_key is None:
+            return
+        needed: set[str] = set()
+        by_name = {s.logical_name: s for s in tables.ALL_TABLES}
+        for logical_name, grant in spec.tables.items():
+            if not by_name[logical_name].personal_data:
+                continue
+            needed.add("kms:Decrypt")
+            if set(grant.actions) & TABLE_WRITE_ACTIONS:
+                needed.update(("kms:Encrypt", "kms:GenerateDataKey*"))
+        if needed:
+            role.add_to_policy(
+                iam.PolicyStatement(
+                    actions=sorted(needed),
+                    resources=[self.personal_data_key.key_arn],
+                    conditions={"StringEquals": {"kms:ViaService": self._dynamodb_service()}},
+                )
+            )
 
     def _secret(self, key: str) -> secretsmanager.Secret:
         # Created with a random placeholder; the operator puts the real value (see the README, "Put the three secrets").
@@ -340,6 +426,7 @@ class MemoryBotStack(Stack):
             tracing=lambda_.Tracing.ACTIVE,
         )
         self._grant_tables(role, spec)
+        self._grant_table_key(role, spec)
         for key in spec.secrets:
             role.add_to_policy(
                 iam.PolicyStatement(actions=["secretsmanager:GetSecretValue"], resources=[self.secrets[key].secret_arn])

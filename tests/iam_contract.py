@@ -77,6 +77,25 @@ def required(request: AwsRequest, logical_tables: dict[str, str]) -> list[Need]:
     return [Need(f"dynamodb:{op}", "dynamodb:*")]  # anything else: named, and surely not granted
 
 
+# A table encrypted with a customer-managed key: DynamoDB uses the key on the caller's behalf, so
+# the caller needs kms:Decrypt for any request and, for a write, kms:Encrypt and GenerateDataKey
+# too (the same model as CDK's table grants; moto does not encrypt, so it is not recorded).
+_TABLE_WRITES = {"dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:DeleteItem"}
+
+
+def key_needs(request: AwsRequest, logical_tables: dict[str, str], keys: dict[str, str]) -> list[Need]:
+    """The key actions a request needs. ``keys``: logical table name -> its key's contract name."""
+    needs = []
+    for need in required(request, logical_tables):
+        key = keys.get(need.resource.removeprefix("dynamodb:").split("/")[0])
+        if key is None:
+            continue
+        needs.append(Need("kms:Decrypt", key))
+        if need.action in _TABLE_WRITES:
+            needs += [Need("kms:Encrypt", key), Need("kms:GenerateDataKey", key)]
+    return needs
+
+
 # ---- the template side ---------------------------------------------------------------------
 
 
@@ -150,6 +169,7 @@ def policies(template: dict, function_names: list[str]) -> dict[str, Policy]:
     ids = function_ids(template, function_names)
     names = {tid: f"dynamodb:{logical}" for tid, logical in table_ids(template, next(iter(ids.values()))).items()}
     names.update({fid: f"lambda:{name}" for name, fid in ids.items()})
+    names.update({rid: f"kms:{rid}" for rid, r in template["Resources"].items() if r["Type"] == "AWS::KMS::Key"})
     found = {}
     for name, fid in ids.items():
         role_id = template["Resources"][fid]["Properties"]["Role"]["Fn::GetAtt"][0]

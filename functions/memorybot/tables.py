@@ -33,6 +33,10 @@ class TableSpec:
     global_indexes: tuple[Index, ...] = ()
     ttl_attribute: str | None = None
     retain: bool = True  # data tables survive stack deletion
+    # Holds what people said or what is known about them: such a table is encrypted with the
+    # customer-managed key when the stack's encrypt_personal_data is on. A new table is personal
+    # unless it says otherwise.
+    personal_data: bool = True
 
     def attribute_definitions(self) -> list[dict[str, str]]:
         keys: dict[str, str] = {}
@@ -126,6 +130,8 @@ DEDUP = TableSpec(
     partition=Key("id", "S"),
     ttl_attribute="expiration",
     retain=False,
+    # Idempotency records for 7 days (interaction ids, outcomes, memory ids): never message or memory text.
+    personal_data=False,
 )
 DEDUP_TTL_SECONDS = 7 * 24 * 3600
 

@@ -100,3 +100,20 @@ def app_and_stack():
     from infra.app import build_app
 
     return build_app(outdir=tempfile.mkdtemp(prefix="cdk-tree-"))
+
+
+@pytest.fixture(scope="session")
+def encrypted_template() -> dict:
+    """The stack with encrypt_personal_data on, synthesized in-process with both nag packs
+    (bundling skipped: the assets are not what this synth is about)."""
+    from aws_cdk.assertions import Template
+
+    from infra.app import build_app
+
+    app, stack = build_app(
+        outdir=tempfile.mkdtemp(prefix="cdk-encrypted-"),
+        context={"encrypt_personal_data": "true", "aws:cdk:bundling-stacks": []},
+        builtin_cloud_formation_validation=False,
+    )
+    app.synth()  # raises if either nag pack finds anything unacknowledged
+    return Template.from_stack(stack).to_json()

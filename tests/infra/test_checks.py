@@ -7,9 +7,10 @@ import tempfile
 
 import pytest
 from aws_cdk import App, Stack, Validations
+from aws_cdk import aws_dynamodb as dynamodb
 from aws_cdk import aws_sqs as sqs
 from aws_cdk.assertions import Template
-from cdk_nag import AwsSolutionsChecks
+from cdk_nag import AwsSolutionsChecks, NIST80053R5Checks
 
 from infra import nag
 from infra.settings import StackConfig
@@ -31,9 +32,13 @@ def _acknowledgements(construct) -> dict[str, dict[str, str]]:
 # -- cdk-nag --------------------------------------------------------------------------------
 
 
-def test_synth_passed_aws_solutions_checks_with_no_unacknowledged_finding(synth):
-    # The app registers AwsSolutionsChecks; any unacknowledged finding fails the synth.
+PACKS = ("AwsSolutions", "NIST.800.53.R5")
+
+
+def test_synth_passed_both_nag_packs_with_no_unacknowledged_finding(synth):
+    # The app registers AwsSolutionsChecks and NIST80053R5Checks; any unacknowledged finding fails the synth.
     report = json.loads((synth.outdir / "validation-report.json").read_text())
+    assert sorted(plugin["pluginName"] for plugin in report["pluginReports"]) == sorted(PACKS)
     violations = [v for plugin in report["pluginReports"] for v in plugin.get("violations", [])]
     assert violations == []
     assert all(plugin["conclusion"] == "success" for plugin in report["pluginReports"])
@@ -49,6 +54,16 @@ def test_the_checks_are_live_an_unacknowledged_finding_fails_synth():
         app.synth()
 
 
+def test_the_nist_checks_are_live_an_unacknowledged_finding_fails_synth():
+    """Negative control: the NIST 800-53 rev 5 pack rejects a table without point-in-time recovery."""
+    app = App(outdir=tempfile.mkdtemp(prefix="nist-control-"))
+    stack = Stack(app, "Control")
+    dynamodb.Table(stack, "Plain", partition_key=dynamodb.Attribute(name="id", type=dynamodb.AttributeType.STRING))
+    Validations.of(app).add_plugins(NIST80053R5Checks(app))
+    with pytest.raises(Exception, match="NIST.800.53.R5-DynamoDBPITREnabled"):
+        app.synth()
+
+
 def test_every_acknowledgement_sits_on_a_resource_and_gives_its_reason(app_and_stack):
     _, stack = app_and_stack
     acks = _acknowledgements(stack)
@@ -56,14 +71,48 @@ def test_every_acknowledgement_sits_on_a_resource_and_gives_its_reason(app_and_s
     assert acks, "the stack acknowledges its known findings"
     for path, rules in acks.items():
         for rule, reason in rules.items():
-            assert rule.startswith("AwsSolutions::AwsSolutions-"), (path, rule)
+            pack, _, name = rule.partition("::")
+            assert pack in PACKS and name.startswith(f"{pack}-"), (path, rule)
             assert len(reason) > 60, (path, rule, reason)
     # IAM5 is acknowledged only for the exact X-Ray wildcard, and only on the function roles.
     iam5 = {p for p, rules in acks.items() if any("IAM5" in r for r in rules)}
     assert iam5 == {f"{stack.node.path}/{name}Role" for name in stack.functions}
     for path in iam5:
-        assert list(acks[path]) == ["AwsSolutions::AwsSolutions-IAM5[Resource::*]"]
-    assert set(nag.REASONS) >= {r.removeprefix("AwsSolutions::") for rules in acks.values() for r in rules}
+        assert [r for r in acks[path] if "IAM5" in r] == ["AwsSolutions::AwsSolutions-IAM5[Resource::*]"]
+    assert set(nag.REASONS) >= {r.partition("::")[2] for rules in acks.values() for r in rules}
+
+
+def _built(context: dict):
+    """The construct tree (acknowledgements are made while building; no synth needed)."""
+    from infra.app import build_app
+
+    return build_app(outdir=tempfile.mkdtemp(prefix="cdk-acks-"), context=context | {"aws:cdk:bundling-stacks": []})[1]
+
+
+def test_fixed_findings_are_not_acknowledged_an_alarm_with_an_action_a_worker_with_reserved_concurrency():
+    stack = _built({"alarm_email": "ops@example.com", "reply_reserved_concurrency": "5"})
+    acks = _acknowledgements(stack)
+    alarm_action = "NIST.800.53.R5::NIST.800.53.R5-CloudWatchAlarmAction"
+    concurrency = "NIST.800.53.R5::NIST.800.53.R5-LambdaConcurrency"
+    assert not any(alarm_action in rules for rules in acks.values())
+    assert concurrency not in acks.get(f"{stack.node.path}/ReplyFunction", {})
+    assert concurrency in acks[f"{stack.node.path}/ExtractionFunction"]  # not reserved: still acknowledged
+    # Without an address, each alarm carries the acknowledgement itself.
+    default = _built({})
+    alarmed = {p for p, rules in _acknowledgements(default).items() if alarm_action in rules}
+    assert alarmed == {alarm.node.path for alarm in default.alarms}
+
+
+def test_with_personal_data_encrypted_only_the_key_actions_wildcard_is_added_to_the_roles():
+    stack = _built({"encrypt_personal_data": "true"})
+    acks = _acknowledgements(stack)
+    for name in stack.functions:
+        iam5 = sorted(r for r in acks[f"{stack.node.path}/{name}Role"] if "IAM5" in r)
+        assert iam5 == [
+            "AwsSolutions::AwsSolutions-IAM5[Action::kms:GenerateDataKey*]",
+            "AwsSolutions::AwsSolutions-IAM5[Resource::*]",
+        ]
+    assert stack.personal_data_key.node.path not in acks  # the key itself needs no acknowledgement
 
 
 # -- cfn-lint -------------------------------------------------------------------------------

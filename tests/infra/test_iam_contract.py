@@ -18,7 +18,7 @@ from typing import Any, Callable
 import pytest
 
 from fakes import ScriptedChat, ScriptedJev, memory
-from iam_contract import Need, Policy, Recorder, check, lambda_client, policies
+from iam_contract import Need, Policy, Recorder, check, key_needs, lambda_client, policies
 from memorybot import bootstrap, tables
 from memorybot.adapters.discord_rest import DiscordRest
 from memorybot.adapters.dynamodb import DynamoMemoryStore, DynamoMessageStore
@@ -300,3 +300,57 @@ def test_the_contract_sees_a_real_deploy_miss_before_the_fix(recorded):
         assert any(
             r.function == function and r.operation == "GetItem" and r.params["TableName"] == ledger for r in recorder.requests
         ), function
+
+
+# ---- personal data at rest: the same contract with encrypt_personal_data on ------------------
+
+
+def _key_id(template: dict) -> str:
+    [key_id] = [k for k, r in template["Resources"].items() if r["Type"] == "AWS::KMS::Key"]
+    return key_id
+
+
+def _personal_keys(template: dict) -> dict[str, str]:
+    return {spec.logical_name: f"kms:{_key_id(template)}" for spec in tables.ALL_TABLES if spec.personal_data}
+
+
+def test_with_personal_data_encrypted_every_request_is_still_allowed_and_every_grant_used(recorded, encrypted_template):
+    recorder, harness = recorded
+    encrypted = policies(encrypted_template, [spec.name for spec in FUNCTIONS])
+    verdict = check(recorder.requests, encrypted, harness.logical_tables)
+    assert verdict.denial_lines() == []
+    assert {name: needs for name, needs in verdict.unused.items() if needs} == {}
+
+
+def test_with_personal_data_encrypted_each_function_gets_exactly_the_key_actions_its_requests_need(
+    recorded, encrypted_template
+):
+    recorder, harness = recorded
+    encrypted = policies(encrypted_template, [spec.name for spec in FUNCTIONS])
+    keys = _personal_keys(encrypted_template)
+    needed: dict[str, set[Need]] = {spec.name: set() for spec in FUNCTIONS}
+    for request in recorder.requests:
+        needed[request.function] |= set(key_needs(request, harness.logical_tables, keys))
+    key = f"kms:{_key_id(encrypted_template)}"
+    for name, policy in encrypted.items():
+        assert needed[name], f"{name} touches a personal-data table"
+        missing = sorted(f"{n.action} on {n.resource}" for n in needed[name] if not policy.allows(n))
+        assert missing == [], name
+        granted = {a for s in policy.statements if key in s.resources for a in s.actions}
+        assert all(key in s.resources or not any(a.startswith("kms:") for a in s.actions) for s in policy.statements)
+        # Nothing beyond what a recorded request needs (GenerateDataKey* names DynamoDB's variants).
+        assert granted == {n.action.replace("kms:GenerateDataKey", "kms:GenerateDataKey*") for n in needed[name]}, name
+
+
+def test_negative_control_a_function_without_the_key_is_denied_its_personal_data_requests(recorded, encrypted_template):
+    recorder, harness = recorded
+    template = copy.deepcopy(encrypted_template)
+    key_id = _key_id(template)
+    for resource in template["Resources"].values():
+        if resource["Type"] == "AWS::IAM::Policy":
+            document = resource["Properties"]["PolicyDocument"]
+            document["Statement"] = [s for s in document["Statement"] if key_id not in json.dumps(s["Resource"])]
+    stripped = policies(template, [spec.name for spec in FUNCTIONS])
+    keys = _personal_keys(template)
+    denied = {r.function for r in recorder.requests for n in key_needs(r, harness.logical_tables, keys) if not stripped[r.function].allows(n)}
+    assert denied == {spec.name for spec in FUNCTIONS}
