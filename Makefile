@@ -5,7 +5,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: run test bench install clean
+.PHONY: run test lint bench install clean
 
 # Refuse an old Python before anything is created, with the fix in the message.
 define CHECK_PYTHON
@@ -34,6 +34,12 @@ run: $(STAMP)
 
 test: $(STAMP)
 	$(BIN)/python -m pytest -q -p no:cacheprovider
+
+# Lint, format and types (CI runs this before the tests).
+lint: $(STAMP)
+	$(BIN)/ruff check functions infra tests benchmarks
+	$(BIN)/ruff format --check functions infra tests benchmarks
+	$(BIN)/mypy
 
 bench: $(STAMP)
 	$(BIN)/python -m benchmarks
