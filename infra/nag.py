@@ -65,7 +65,55 @@ def _ack(construct: IConstruct, rule: str, reason: str | None = None) -> None:
     Validations.of(construct).acknowledge(Acknowledgment(id=f"{PLUGIN}::{rule}", reason=reason or REASONS[rule]))
 
 
+NIGHTLY_REASONS = {
+    "objects": (
+        "The manifest bucket's objects are named per run (runs/<id>/speakers.json), so the steps that "
+        "write or read them are granted that one action on the bucket's objects; nothing else is in the bucket."
+    ),
+    "versions": (
+        "Step Functions' Lambda task is granted the function and its versions (<arn>:*) by CDK; the state "
+        "machine invokes only the unqualified function, and only the nightly step functions."
+    ),
+    "map": (
+        "A Distributed Map starts its children as executions of this very state machine; their ARNs are "
+        "only known as this state machine's execution ARNs (execution:<name>:*)."
+    ),
+    "star": (
+        "Vended log delivery (logs:CreateLogDelivery and its kin) and X-Ray (xray:PutTraceSegments ...) "
+        "support no resource-level permissions, so the resource must be '*'."
+    ),
+    "S1": (
+        "The manifest bucket holds one object per night of ids only, written and read by this stack's own "
+        "roles and expiring after 15 days; CloudTrail records its API calls, and an access-log bucket "
+        "would hold more than it."
+    ),
+}
+
+
+def _acknowledge_nightly(stack: MemoryBotStack) -> None:
+    """The nightly state machine's findings (kept apart, so that merges stay small)."""
+    bucket = stack.resolve(stack.manifests.node.default_child.logical_id)
+    _ack(stack.manifests, "AwsSolutions-S1", NIGHTLY_REASONS["S1"])
+    for name in ("NightlyPlan", "NightlyFinish"):
+        _ack(stack.functions[name].role, f"AwsSolutions-IAM5[Resource::<{bucket}.Arn>/*]", NIGHTLY_REASONS["objects"])
+    run = stack.nightly_run
+    _ack(run.role, "AwsSolutions-IAM5[Resource::*]", NIGHTLY_REASONS["star"])
+    _ack(run.role, f"AwsSolutions-IAM5[Resource::arn:<AWS::Partition>:s3:::<{bucket}>/*]", NIGHTLY_REASONS["objects"])
+    for name, function in stack.functions.items():
+        if name.startswith("Nightly"):
+            fid = stack.resolve(function.node.default_child.logical_id)
+            _ack(run.role, f"AwsSolutions-IAM5[Resource::<{fid}.Arn>:*]", NIGHTLY_REASONS["versions"])
+    machine = stack.resolve(run.state_machine.node.default_child.logical_id)
+    executions = (
+        "arn:<AWS::Partition>:states:<AWS::Region>:<AWS::AccountId>:execution:"
+        f'{{"Fn::Select":[6,{{"Fn::Split":[":",{{"Ref":"{machine}"}}]}}]}}'
+    )
+    for suffix in (":*", "/*:*"):
+        _ack(run.state_machine, f"AwsSolutions-IAM5[Resource::{executions}{suffix}]", NIGHTLY_REASONS["map"])
+
+
 def acknowledge_findings(stack: MemoryBotStack) -> None:
+    _acknowledge_nightly(stack)
     for secret in stack.secrets.values():
         _ack(secret, "AwsSolutions-SMG4")
     _ack(stack.dead_letters, "AwsSolutions-SQS3")
