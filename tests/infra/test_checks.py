@@ -60,7 +60,9 @@ def test_every_acknowledgement_sits_on_a_resource_and_gives_its_reason(app_and_s
             assert len(reason) > 60, (path, rule, reason)
     # IAM5 is acknowledged only for the exact X-Ray wildcard, and only on the function roles.
     iam5 = {p for p, rules in acks.items() if any("IAM5" in r for r in rules)}
-    assert iam5 == {f"{stack.node.path}/{name}Role" for name in stack.functions}
+    # ... and, with their own reasons (infra/nag.py), on the nightly state machine's role and its map's policy.
+    nightly = {f"{stack.node.path}/NightlyRun/Role", f"{stack.node.path}/NightlyRun/StateMachine"}
+    assert iam5 == {f"{stack.node.path}/{name}Role" for name in stack.functions} | nightly
     for path in iam5:
         assert list(acks[path]) == ["AwsSolutions::AwsSolutions-IAM5[Resource::*]"]
     assert set(nag.REASONS) >= {r.removeprefix("AwsSolutions::") for rules in acks.values() for r in rules}
@@ -150,7 +152,7 @@ def variant():
 def test_context_changes_runtime_and_architecture_of_every_function_and_the_layer(variant):
     resources = variant["Resources"].values()
     functions = [r["Properties"] for r in resources if r["Type"] == "AWS::Lambda::Function"]
-    assert len(functions) == 5
+    assert len(functions) == 10
     assert {f["Runtime"] for f in functions} == {"python3.12"}
     assert {tuple(f["Architectures"]) for f in functions} == {("x86_64",)}
     [layer] = [r["Properties"] for r in resources if r["Type"] == "AWS::Lambda::LayerVersion"]
@@ -164,7 +166,7 @@ def test_an_inference_profile_is_granted_with_its_model_and_nothing_else(variant
     bedrock = [
         s for p in policies for s in p["PolicyDocument"]["Statement"] if "bedrock" in json.dumps(s["Action"])
     ]
-    assert len(bedrock) == 3  # reply, extraction, nightly
+    assert len(bedrock) == 4  # reply, extraction, the nightly speaker and review steps
     text = json.dumps(bedrock[0]["Resource"])
     assert "inference-profile/us.anthropic.claude-3-5-haiku-20241022-v1:0" in text
     assert ":bedrock:*::foundation-model/anthropic.claude-3-5-haiku-20241022-v1:0" in text
@@ -178,7 +180,7 @@ def test_alarm_email_gets_every_alarm_through_an_encrypted_ssl_only_topic(varian
     [subscription] = [r["Properties"] for r in resources.values() if r["Type"] == "AWS::SNS::Subscription"]
     assert subscription["Protocol"] == "email" and subscription["Endpoint"] == "ops@example.com"
     alarms = [r["Properties"] for r in resources.values() if r["Type"] == "AWS::CloudWatch::Alarm"]
-    assert len(alarms) == 12
+    assert len(alarms) == 24  # errors and throttles of 10 functions, dead letters, lost decisions, 2 on executions
     assert all(a["AlarmActions"] == [{"Ref": topic_id}] for a in alarms)
     # Without the context value: no topic, no actions.
     assert not synth.of_type("AWS::SNS::Topic")
@@ -221,7 +223,7 @@ def test_the_workers_reserved_concurrency_and_model_quota_come_from_context(vari
     functions = {k: r["Properties"] for k, r in variant["Resources"].items() if r["Type"] == "AWS::Lambda::Function"}
     reserved = {k.split("Function")[0]: p.get("ReservedConcurrentExecutions") for k, p in functions.items()}
     assert reserved["Reply"] == 5 and reserved["Extraction"] == 20
-    assert reserved["Interactions"] is None and reserved["Nightly"] is None and reserved["Admin"] is None
+    assert reserved["Interactions"] is None and reserved["NightlySpeaker"] is None and reserved["Admin"] is None
     for props in functions.values():
         env = props["Environment"]["Variables"]
         assert env["MEMORYBOT_MODEL_RPM"] == "900" and env["MEMORYBOT_MODEL_MAX_IN_FLIGHT"] == "16"
