@@ -405,8 +405,10 @@ def test_random_combinations_of_request_and_model_faults(moto_server, clean, dat
     hit = request_faults & set(range(1, day.faults.count + 1))
     day.faults.reset()
     if run is not None:
-        if hit or calls.failed:
+        # A model fault is on record; a store fault may have been absorbed by a speaker's retry.
+        if calls.failed:
             assert run.summary["failures"] >= 1
+        assert hit or calls.failed or run.summary["failures"] == 0
         final = after
     else:
         retried = day.consolidator().run(NOW)
