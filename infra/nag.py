@@ -8,6 +8,7 @@ the whole stack, so a new resource is checked afresh.
 from __future__ import annotations
 
 from aws_cdk import Acknowledgment, Validations
+from aws_cdk import aws_iam as iam
 from aws_cdk import aws_lambda as lambda_
 from constructs import IConstruct
 
@@ -92,8 +93,9 @@ REASONS = {
             "limit may leave nothing to reserve); invocations above a cap wait in Lambda's async queue."
         ),
         "Nightly": (
-            "Started once a day by the schedule (plus its retries); the run claims its day, so a second copy "
-            "does nothing. A reservation would only take from the account's unreserved pool."
+            "A step of the nightly state machine, started once a day by the schedule; the map's MaxConcurrency "
+            "(nightly_max_concurrency) bounds the speaker steps and the others run one at a time, so a "
+            "reservation would only take from the account's unreserved pool."
         ),
         "Admin": (
             "Bounded by the rollback route's own throttling (rollback_rate_limit, rollback_burst_limit) and the "
@@ -108,6 +110,10 @@ REASONS = {
         "async": (
             "Failed asynchronous invocations go to the DeadLetters queue through the on-failure destination "
             "(EventInvokeConfig), which records the error and the request as a dead-letter queue would not."
+        ),
+        "state machine": (
+            "Invoked synchronously by the nightly state machine: its Retry and Catch handle a failure, a failed "
+            "execution is alarmed and can be redriven, and a dead-letter queue would never receive anything."
         ),
     },
     "NIST.800.53.R5-LambdaInsideVPC": (
@@ -142,7 +148,7 @@ CROSS_REGION_REASON = (
 )
 
 
-ASYNC_FUNCTIONS = ("Reply", "Extraction", "Nightly")  # invoked asynchronously, with an on-failure destination
+ASYNC_FUNCTIONS = ("Reply", "Extraction")  # invoked asynchronously, with an on-failure destination
 
 
 def plugin_of(rule: str) -> str:
@@ -156,7 +162,72 @@ def _ack(construct: IConstruct, rule: str, reason: str | None = None) -> None:
     Validations.of(construct).acknowledge(Acknowledgment(id=f"{plugin_of(rule)}::{rule}", reason=reason))
 
 
+NIGHTLY_REASONS = {
+    "objects": (
+        "The manifest bucket's objects are named per run (runs/<id>/speakers.json), so the steps that "
+        "write or read them are granted that one action on the bucket's objects; nothing else is in the bucket."
+    ),
+    "versions": (
+        "Step Functions' Lambda task is granted the function and its versions (<arn>:*) by CDK; the state "
+        "machine invokes only the unqualified function, and only the nightly step functions."
+    ),
+    "map": (
+        "A Distributed Map starts its children as executions of this very state machine; their ARNs are "
+        "only known as this state machine's execution ARNs (execution:<name>:*)."
+    ),
+    "star": (
+        "Vended log delivery (logs:CreateLogDelivery and its kin) and X-Ray (xray:PutTraceSegments ...) "
+        "support no resource-level permissions, so the resource must be '*'."
+    ),
+    "S1": (
+        "The manifest bucket holds one object per night of ids only, written and read by this stack's own "
+        "roles and expiring after 15 days; CloudTrail records its API calls, and an access-log bucket "
+        "would hold more than it."
+    ),
+    "copies": (
+        "The manifest is a plan of ids written once per night, expiring after 15 days, and rewritten by the "
+        "plan step whenever a run is redriven: versions or a replica in another region would keep copies "
+        "that recover nothing."
+    ),
+    "sse": (
+        "The manifest holds ids only (owner keys and message ids), never text; S3's own encryption (SSE-S3), "
+        "SSL-only access and blocked public access protect it, and a KMS key would add cost for no data."
+    ),
+}
+
+
+def _acknowledge_nightly(stack: MemoryBotStack) -> None:
+    """The nightly state machine's findings (kept apart, so that merges stay small)."""
+    bucket = stack.resolve(stack.manifests.node.default_child.logical_id)
+    _ack(stack.manifests, "AwsSolutions-S1", NIGHTLY_REASONS["S1"])
+    for name in ("NightlyPlan", "NightlyFinish"):
+        _ack(stack.functions[name].role, f"AwsSolutions-IAM5[Resource::<{bucket}.Arn>/*]", NIGHTLY_REASONS["objects"])
+    run = stack.nightly_run
+    _ack(run.role, "AwsSolutions-IAM5[Resource::*]", NIGHTLY_REASONS["star"])
+    _ack(run.role, f"AwsSolutions-IAM5[Resource::arn:<AWS::Partition>:s3:::<{bucket}>/*]", NIGHTLY_REASONS["objects"])
+    for name, function in stack.functions.items():
+        if name.startswith("Nightly"):
+            fid = stack.resolve(function.node.default_child.logical_id)
+            _ack(run.role, f"AwsSolutions-IAM5[Resource::<{fid}.Arn>:*]", NIGHTLY_REASONS["versions"])
+    machine = stack.resolve(run.state_machine.node.default_child.logical_id)
+    executions = (
+        "arn:<AWS::Partition>:states:<AWS::Region>:<AWS::AccountId>:execution:"
+        f'{{"Fn::Select":[6,{{"Fn::Split":[":",{{"Ref":"{machine}"}}]}}]}}'
+    )
+    for suffix in (":*", "/*:*"):
+        _ack(run.state_machine, f"AwsSolutions-IAM5[Resource::{executions}{suffix}]", NIGHTLY_REASONS["map"])
+    # NIST 800-53 rev 5, as for the rest of the stack.
+    _ack(stack.manifests, "NIST.800.53.R5-S3BucketLoggingEnabled", NIGHTLY_REASONS["S1"])
+    for rule in ("S3BucketReplicationEnabled", "S3BucketVersioningEnabled"):
+        _ack(stack.manifests, f"NIST.800.53.R5-{rule}", NIGHTLY_REASONS["copies"])
+    _ack(stack.manifests, "NIST.800.53.R5-S3DefaultEncryptionKMS", NIGHTLY_REASONS["sse"])
+    _ack(run.node.find_child("Logs"), "NIST.800.53.R5-CloudWatchLogGroupEncrypted")
+    for policy in (c for c in run.node.find_all() if isinstance(c, iam.Policy)):
+        _ack(policy, "NIST.800.53.R5-IAMNoInlinePolicy")
+
+
 def acknowledge_findings(stack: MemoryBotStack) -> None:
+    _acknowledge_nightly(stack)
     for secret in stack.secrets.values():
         _ack(secret, "AwsSolutions-SMG4")
     _ack(stack.dead_letters, "AwsSolutions-SQS3")
@@ -194,9 +265,12 @@ def acknowledge_nist_findings(stack: MemoryBotStack) -> None:
         _ack(log_group, "NIST.800.53.R5-CloudWatchLogGroupEncrypted")
     for name, function in stack.functions.items():
         _ack(function.role.node.find_child("DefaultPolicy"), "NIST.800.53.R5-IAMNoInlinePolicy")
+        # Every step of the nightly state machine shares one reason per rule.
+        kind = "Nightly" if name.startswith("Nightly") else name
         if function.node.default_child.reserved_concurrent_executions is None:
-            _ack(function, "NIST.800.53.R5-LambdaConcurrency", REASONS["NIST.800.53.R5-LambdaConcurrency"][name])
-        dlq = REASONS["NIST.800.53.R5-LambdaDLQ"]["async" if name in ASYNC_FUNCTIONS else "sync"]
+            _ack(function, "NIST.800.53.R5-LambdaConcurrency", REASONS["NIST.800.53.R5-LambdaConcurrency"][kind])
+        invoked = "state machine" if kind == "Nightly" else "async" if name in ASYNC_FUNCTIONS else "sync"
+        dlq = REASONS["NIST.800.53.R5-LambdaDLQ"][invoked]
         _ack(function, "NIST.800.53.R5-LambdaDLQ", dlq)
         _ack(function, "NIST.800.53.R5-LambdaInsideVPC")
     stage = stack.api.deployment_stage

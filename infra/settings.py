@@ -53,6 +53,11 @@ class StackConfig:
     # Personal data at rest (see the README): the tables that hold what people said and what is
     # remembered about them use a customer-managed KMS key instead of DynamoDB's AWS-owned key.
     encrypt_personal_data: bool = False
+    # The nightly Distributed Map: speakers consolidated at once (size it to the model quota: each
+    # runs up to model_max_in_flight calls), and the share of speakers whose step may fail even
+    # its Catch before the execution fails.
+    nightly_max_concurrency: int = 10
+    nightly_tolerated_failure_percentage: int = 10
 
     def __post_init__(self) -> None:
         _check(self.architecture, SUPPORTED_ARCHITECTURES, "architecture")
@@ -60,6 +65,10 @@ class StackConfig:
         _check(self.decision_model, DECISION_BACKENDS, "decision_model")
         _check(self.chat_model, CHAT_BACKENDS, "chat_model")
         _check(self.memory_scope, tuple(m.value for m in ScopeMode), "memory_scope")
+        if not 1 <= self.nightly_max_concurrency <= 10000:
+            raise ValueError("context nightly_max_concurrency must be between 1 and 10000")
+        if not 0 <= self.nightly_tolerated_failure_percentage <= 100:
+            raise ValueError("context nightly_tolerated_failure_percentage must be between 0 and 100")
         if self.decision_model == "http" and not self.jev_url:
             raise ValueError("decision_model=http needs the context value jev_url")
 

@@ -25,6 +25,7 @@ from constructs import Construct
 from memorybot import tables
 from memorybot.config import SECRET_KEYS
 
+from . import nightly
 from .code_asset import function_code
 from .layer import LayerTarget, layer_code
 from .settings import StackConfig
@@ -82,10 +83,12 @@ class FunctionSpec:
     tables: dict[str, TableAccess]  # logical table name -> what the function does there
     secrets: tuple[str, ...] = ()  # keys of SECRET_KEYS
     bedrock: bool = False
+    entry: str = ""  # "module.function" under memorybot.handlers; default "<name lower>.handler"
+    manifests: tuple[str, ...] = ()  # on the nightly manifest bucket's objects: "PutObject", "GetObject"
 
     @property
     def handler(self) -> str:
-        return f"memorybot.handlers.{self.name.lower()}.handler"
+        return f"memorybot.handlers.{self.entry or self.name.lower() + '.handler'}"
 
 
 FUNCTIONS = (
@@ -131,20 +134,73 @@ FUNCTIONS = (
         },
         bedrock=True,
     ),
+    # The nightly run: one thin Lambda per state of the state machine (see NightlyRun below).
     FunctionSpec(
-        "Nightly",
-        "Nightly consolidation, decay review and diary (03:00 JST)",
-        memory_mb=1024,
-        timeout=Duration.minutes(15),
+        "NightlyClaim",
+        "Nightly step: claim the JST day (03:00 JST)",
+        memory_mb=256,
+        timeout=Duration.seconds(30),
+        tables={"nightly_runs": access("GetItem", "PutItem", "UpdateItem")},  # the claim's transaction and a takeover
+        entry="nightly.claim",
+    ),
+    FunctionSpec(
+        "NightlyPlan",
+        "Nightly step: the day's speakers and their message ids, written as the map's manifest",
+        memory_mb=512,
+        timeout=Duration.minutes(2),
+        tables={"messages": access(indexes=("by_jst_day",))},
+        entry="nightly.plan",
+        manifests=("PutObject",),
+    ),
+    FunctionSpec(
+        "NightlySpeaker",
+        "Nightly step: one speaker's newest chunks through the extraction path",
+        memory_mb=512,
+        timeout=Duration.minutes(5),
         tables={
-            "messages": access(indexes=("by_jst_day",)),
-            "memories": access("PutItem", "DeleteItem", indexes=("by_updated", "stale")),
-            # Query: each speaker's latest /memory forget; by_run: on a takeover, the run's own rows
-            "memory_log": access("PutItem", "GetItem", "Query", indexes=("by_run",)),
-            # the day claim (a transaction of puts and the counter's update) and the run's progress
-            "nightly_runs": access("GetItem", "PutItem", "UpdateItem"),
+            "messages": access(indexes=("by_conversation",)),  # the speaker's own lines, by id
+            "memories": access("PutItem", "DeleteItem", indexes=("by_updated",)),
+            # Query: the speaker's latest /memory forget; GetItem: a change whose answer was lost
+            "memory_log": access("PutItem", "GetItem", "Query"),
+            "nightly_runs": access("GetItem", "PutItem"),  # the speaker's mark: checked first, written once
         },
         bedrock=True,
+        entry="nightly.speaker",
+    ),
+    FunctionSpec(
+        "NightlySpeakerFailed",
+        "Nightly step: record a speaker that failed after its retries",
+        memory_mb=256,
+        timeout=Duration.seconds(30),
+        tables={"nightly_runs": access("GetItem", "PutItem")},
+        entry="nightly.speaker_failed",
+    ),
+    FunctionSpec(
+        "NightlyReview",
+        "Nightly step: the stale review (decay) and the diary",
+        memory_mb=512,
+        timeout=Duration.minutes(5),
+        tables={
+            "messages": access(indexes=("by_jst_day",)),  # the diary's last 30 lines
+            # DeleteItem: a decay; UpdateItem: the review mark of a kept record
+            "memories": access("DeleteItem", "UpdateItem", indexes=("stale", "review_queue")),
+            "memory_log": access("PutItem", "GetItem"),
+            "nightly_runs": access("GetItem", "PutItem"),
+        },
+        bedrock=True,
+        entry="nightly.review",
+    ),
+    FunctionSpec(
+        "NightlyFinish",
+        "Nightly step: the run record (summary, decayed, model calls, failed speakers)",
+        memory_mb=512,
+        timeout=Duration.minutes(2),
+        tables={
+            "memory_log": access(indexes=("by_run",)),  # the run's changes, each once
+            "nightly_runs": access("GetItem", "UpdateItem"),
+        },
+        entry="nightly.finish",
+        manifests=("GetObject",),
     ),
     FunctionSpec(
         "Admin",
@@ -191,9 +247,11 @@ class MemoryBotStack(Stack):
         ]
         if config.log_retention_days not in _RETENTION:
             raise ValueError(f"log_retention_days must be one of {sorted(_RETENTION)}")
+        self.log_retention = _RETENTION[config.log_retention_days]
 
         self.personal_data_key = self._personal_data_key() if config.encrypt_personal_data else None
         self.tables = {spec.logical_name: self._table(spec) for spec in tables.ALL_TABLES}
+        self.manifests = nightly.manifest_bucket(self)
         self.secrets = {key: self._secret(key) for key in SECRET_KEYS}
         self.dead_letters = sqs.Queue(
             self,
@@ -215,6 +273,7 @@ class MemoryBotStack(Stack):
         self._reserve_worker_concurrency()
         self._wire_async()
         self.api = self._api()
+        self.nightly_run = nightly.NightlyRun(self, "NightlyRun", self)
         self._schedule()
         self._alarms()
 
@@ -427,6 +486,13 @@ class MemoryBotStack(Stack):
         )
         self._grant_tables(role, spec)
         self._grant_table_key(role, spec)
+        if spec.manifests:
+            function.add_environment("MEMORYBOT_MANIFEST_BUCKET", self.manifests.bucket_name)
+            role.add_to_policy(
+                iam.PolicyStatement(
+                    actions=[f"s3:{a}" for a in spec.manifests], resources=[self.manifests.arn_for_objects("*")]
+                )
+            )
         for key in spec.secrets:
             role.add_to_policy(
                 iam.PolicyStatement(actions=["secretsmanager:GetSecretValue"], resources=[self.secrets[key].secret_arn])
@@ -493,9 +559,6 @@ class MemoryBotStack(Stack):
         )
         f["Extraction"].configure_async_invoke(
             retry_attempts=ASYNC_RETRIES, max_event_age=EXTRACTION_MAX_EVENT_AGE, on_failure=on_failure
-        )
-        f["Nightly"].configure_async_invoke(
-            retry_attempts=ASYNC_RETRIES, max_event_age=NIGHTLY_MAX_EVENT_AGE, on_failure=on_failure
         )
 
     @staticmethod
@@ -576,8 +639,10 @@ class MemoryBotStack(Stack):
             description="memorybot nightly consolidation at 03:00 JST",
             schedule=events.Schedule.expression(NIGHTLY_SCHEDULE),
             targets=[
-                targets.LambdaFunction(
-                    self.functions["Nightly"],
+                targets.SfnStateMachine(
+                    self.nightly_run.state_machine,
+                    # The schedule's own time: a late start still names the same JST day.
+                    input=events.RuleTargetInput.from_object({"time": events.EventField.time}),
                     retry_attempts=ASYNC_RETRIES,
                     max_event_age=NIGHTLY_MAX_EVENT_AGE,
                     dead_letter_queue=self.dead_letters,
@@ -636,6 +701,7 @@ class MemoryBotStack(Stack):
         )
         self.alarms.append(dead_letters)
         self.alarms.append(self._decisions_lost_alarm())
+        self.alarms += self.nightly_run.alarms()
         if topic is not None:
             for alarm in self.alarms:
                 alarm.add_alarm_action(cloudwatch_actions.SnsAction(topic))

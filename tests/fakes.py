@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import itertools
+import json
 import threading
 from datetime import datetime, timedelta, timezone
 from typing import Callable, Sequence
@@ -97,6 +98,8 @@ class FakeMemoryStore:
                 raise ConflictError(change.memory_id)
             if change.after is None:
                 del self.rows[key]
+            elif change.after.reviewed_at is not None:  # a write starts its review place afresh
+                self.rows[key] = dataclasses.replace(change.after, reviewed_at=None)
             else:
                 self.rows[key] = change.after
             entry = LedgerEntry(
@@ -115,8 +118,18 @@ class FakeMemoryStore:
             return entry
 
     def stale(self, updated_before, limit):
-        old = sorted((m for m in self.rows.values() if m.updated_at < updated_before), key=lambda m: m.updated_at)
+        old = sorted(
+            (m for m in self.rows.values() if m.updated_at < updated_before),
+            key=lambda m: (m.review_after, m.owner.key, m.memory_id),
+        )
         return old[:limit]
+
+    def mark_reviewed(self, memory, at):
+        with self._lock:
+            key = (memory.owner, memory.memory_id)
+            current = self.rows.get(key)
+            if current is not None and current == memory:
+                self.rows[key] = dataclasses.replace(current, reviewed_at=at)
 
     def ledger_for_run(self, run_id):
         return sorted((e for e in self.ledger if e.run_id == run_id), key=lambda e: e.at, reverse=True)
@@ -149,6 +162,10 @@ class FakeMessageStore:
     def between(self, start, end):
         return sorted((m for m in self.rows.values() if start <= m.created_at < end), key=lambda m: int(m.message_id))
 
+    def of_conversation(self, user_id, refs):
+        found = [self.rows.get((c, m)) for c, m in refs]
+        return sorted((m for m in found if m is not None and m.conversation_of == user_id), key=lambda m: int(m.message_id))
+
 
 class FakeRunStore:
     def __init__(self) -> None:
@@ -156,11 +173,19 @@ class FakeRunStore:
         self.days: set[str] = set()
         self.leases: dict[int, tuple[str, datetime]] = {}  # run id -> (owner, until)
         self.rollback_rows: list[LedgerEntry] = []  # the rollbacks' own ledger rows (memory_log when deployed)
+        self.marks: dict[tuple[int, str], dict] = {}
         self._lock = threading.Lock()
 
-    def claim(self, day_label, started_at):
+    def step_mark(self, run_id, name):
+        return self.marks.get((run_id, name))
+
+    def mark_step(self, run_id, name, result):
         with self._lock:
-            until = started_at + NIGHTLY_MAX_DURATION
+            return self.marks.setdefault((run_id, name), json.loads(json.dumps(result)))
+
+    def claim(self, day_label, started_at, hold=NIGHTLY_MAX_DURATION):
+        with self._lock:
+            until = started_at + hold
             if day_label in self.days:
                 run = next(r for r in self.runs.values() if r.day_label == day_label)
                 if run.finished_at or run.rolled_back or run.in_progress(started_at):

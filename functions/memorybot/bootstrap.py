@@ -67,6 +67,17 @@ class Container:
         )
 
     @cached_property
+    def manifest_store(self):
+        """S3 deployed; otherwise kept in this process (the local stack wires a folder instead)."""
+        if self.settings.manifest_bucket:
+            from .adapters.manifests import S3Manifests, s3_client
+
+            return S3Manifests(s3_client(), self.settings.manifest_bucket)
+        from .consolidation import InMemoryManifests
+
+        return InMemoryManifests()
+
+    @cached_property
     def consolidator(self):
         from .consolidation import Consolidator
 
@@ -77,6 +88,7 @@ class Container:
             self.extractor,
             self.decision_model,
             self.chat_model,
+            manifests=self.manifest_store,
             speaker_concurrency=self.settings.nightly_speaker_concurrency,
         )
 

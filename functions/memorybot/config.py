@@ -52,6 +52,8 @@ class Settings:
     memory_scope: ScopeMode = ScopeMode.GUILD
     reply_function_name: str = ""
     extraction_function_name: str = ""
+    # The nightly run's manifest bucket (deployed); without one, manifests are kept in the process.
+    manifest_bucket: str = ""
     # Plain values (local) or the names of Secrets Manager secrets (deployed).
     plain_secrets: Mapping[str, str] = field(default_factory=dict)
     secret_names: Mapping[str, str] = field(default_factory=dict)
@@ -101,6 +103,7 @@ class Settings:
             memory_scope=_scope_mode(env.get("MEMORYBOT_MEMORY_SCOPE", ScopeMode.GUILD.value)),
             reply_function_name=env.get("REPLY_FUNCTION_NAME", ""),
             extraction_function_name=env.get("EXTRACTION_FUNCTION_NAME", ""),
+            manifest_bucket=env.get("MEMORYBOT_MANIFEST_BUCKET", ""),
             plain_secrets={k: env.get(k, "") for k in SECRET_KEYS + MODEL_SECRET_KEYS},
             secret_names={k: env.get(f"{k}_SECRET_NAME", "") for k in SECRET_KEYS + MODEL_SECRET_KEYS},
         )

@@ -20,6 +20,7 @@ written alongside. The caps, not a clock, bound the work: see ``max_model_calls`
 
 from __future__ import annotations
 
+import json
 import logging
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field, fields, replace
@@ -30,6 +31,7 @@ from . import decisions
 from .domain import (
     BOT_NAME,
     JST,
+    NIGHTLY_MAX_DURATION,
     PROFILE_LIMIT,
     LedgerEntry,
     Action,
@@ -47,8 +49,9 @@ from .domain import (
     plain_name,
     utcnow,
 )
-from .extraction import ExtractionResult, Extractor
-from .ports import ChatModel, ConflictError, DecisionModel, MemoryStore, MessageStore, RunStore
+from .extraction import Extractor
+from .nightly_jobs import manifest_entry
+from .ports import ChatModel, ConflictError, DecisionModel, ManifestStore, MemoryStore, MessageStore, RunStore
 
 logger = logging.getLogger(__name__)
 
@@ -118,9 +121,14 @@ def diary_lines(messages: Sequence[Message]) -> list[Message]:
 
 
 def chunks(messages: Sequence[Message]) -> list[list[Message]]:
-    """Chronological chunks of six (the last one may be short); only the newest five."""
-    split = [list(messages[i : i + CHUNK_MESSAGES]) for i in range(0, len(messages), CHUNK_MESSAGES)]
-    return split[-CHUNKS_PER_SPEAKER:]
+    """Chunks of six cut from the newest message back, so the newest chunks are full (the oldest
+    kept one may be short); only the newest five, each chronological, oldest chunk first."""
+    split: list[list[Message]] = []
+    end = len(messages)
+    while end > 0 and len(split) < CHUNKS_PER_SPEAKER:
+        split.append(list(messages[max(0, end - CHUNK_MESSAGES) : end]))
+        end -= CHUNK_MESSAGES
+    return split[::-1]
 
 
 def transcript(messages: Sequence[Message]) -> str:
@@ -138,31 +146,21 @@ class RunSummary:
     deleted: list[str] = field(default_factory=list)
     decayed: list[str] = field(default_factory=list)  # removed by the decay pass, not extraction
     failures: int = 0  # model calls that gave no usable answer
-    failed_speakers: int = 0  # speakers whose extraction raised (store errors and the like)
+    # Speakers (owner keys) whose step still failed after its retries: recorded, never redone.
+    failed_speakers: list[str] = field(default_factory=list)
     model_calls: int = 0
     conflicts: int = 0  # changes dropped because the record changed since it was read
     speakers: int = 0
     chunks: int = 0
-    # Speakers whose extraction a store failure interrupted: the run is not finished until
-    # a retry (the scheduler's) has redone them.
-    pending_speakers: list[str] = field(default_factory=list)
 
     @classmethod
     def saved(cls, data: dict) -> "RunSummary":
         known = {f.name for f in fields(cls)}
         return cls(**{k: v for k, v in data.items() if k in known})
 
-    def add_extraction(self, result: ExtractionResult) -> None:
-        self.added += result.added
-        self.updated += result.updated
-        self.deleted += result.deleted
-        self.failures += result.failures
-        self.model_calls += result.model_calls
-        self.conflicts += result.conflicts
-        self.chunks += 1
-
     def carry_over(self, entries: Sequence[LedgerEntry]) -> None:
-        """What an earlier, failed worker of this run already changed (its ledger rows)."""
+        """The run's changes, from its ledger rows: each counted once, whichever attempt of a
+        step made it (a retried speaker's first, interrupted attempt included)."""
         for entry in sorted(entries, key=lambda e: e.at):
             if entry.action is Action.ADD:
                 self.added += entry.memory_ids
@@ -175,19 +173,22 @@ class RunSummary:
         return asdict(self)
 
 
-@dataclass
-class _SpeakerOutcome:
-    results: list[ExtractionResult]
-    failed: bool = False
+class SpeakerNotReady(Exception):
+    """A speaker's step could not start (its forget lookup failed): raised so that the step is retried."""
 
 
-class IncompleteRun(Exception):
-    """Some speakers could not be consolidated (a store failure): the progress is saved and
-    the run given up, so that the scheduler's retry takes it over and redoes only those."""
+# The names of the per-run step marks in the run store (see RunStore.mark_step).
+REVIEW_MARK = "review"
+SPEAKER_DONE = "done"
+SPEAKER_FAILED = "failed"
 
-    def __init__(self, run_id: int, pending: int) -> None:
-        super().__init__(f"nightly run {run_id}: {pending} speaker(s) to redo")
-        self.run_id = run_id
+
+def speaker_mark(owner_key: str) -> str:
+    return f"speaker#{owner_key}"
+
+
+def manifest_key(run_id: int) -> str:
+    return f"runs/{int(run_id)}/speakers.json"
 
 
 def _diary_line(answer: object) -> str | None:
@@ -195,6 +196,14 @@ def _diary_line(answer: object) -> str | None:
 
 
 class Consolidator:
+    """The nightly run's steps, each idempotent on its run (and speaker): claim the day, plan the
+    speakers (a manifest of ids), one speaker's chunks, the decay review and diary, finish.
+
+    Deployed, a Step Functions state machine runs them (one Lambda per step, the speakers in a
+    Distributed Map); ``run`` runs the same steps in process, in the same order, with the same
+    payloads (``nightly_steps``), for the local stack and the tests.
+    """
+
     def __init__(
         self,
         memories: MemoryStore,
@@ -204,6 +213,7 @@ class Consolidator:
         decision_model: DecisionModel,
         chat_model: ChatModel,
         *,
+        manifests: ManifestStore | None = None,
         clock: Callable[[], datetime] = utcnow,
         speaker_concurrency: int = SPEAKER_CONCURRENCY,
     ) -> None:
@@ -213,86 +223,85 @@ class Consolidator:
         self._extractor = extractor
         self._jev = decision_model
         self._chat = chat_model
+        self.manifests: ManifestStore = manifests if manifests is not None else InMemoryManifests()
         self._clock = clock
-        self._speaker_concurrency = speaker_concurrency
+        self.speaker_concurrency = speaker_concurrency
+
+    @property
+    def runs(self) -> RunStore:
+        return self._runs
 
     def run(self, now: datetime | None = None) -> NightlyRun | None:
-        """Consolidate the window ``now`` falls after; None if that JST day's run is done or under way.
+        """Every step in process; None if that JST day's run is done or under way.
 
-        A run whose earlier worker failed is taken over and done again: every step is
-        conditional, and what was already applied is in the profiles the extraction reads.
+        A step that fails gives the run up (released), so that the next call takes it over and
+        goes on where it stopped, as a redrive of the state machine does.
         """
-        now = now or self._clock()
+        from . import nightly_steps
+
+        return nightly_steps.run_in_process(self, now or self._clock())
+
+    # ---- step 1: claim the JST day
+
+    def claim(self, now: datetime, hold: timedelta = NIGHTLY_MAX_DURATION) -> NightlyRun | None:
         window = window_for(now)
-        # Read before claiming: a failed read leaves the day unclaimed, so a retry does the work.
-        day = self._messages.between(window.start, window.end)
-        grouped = by_speaker(day)
-        run = self._runs.claim(window.day_label, self._clock())
+        run = self._runs.claim(window.day_label, self._clock(), hold)
         if run is None:
             logger.info("nightly day already claimed", extra={"day_label": window.day_label})
-            return None
-        logger.info("nightly run started", extra={"run_id": run.run_id, "day_label": window.day_label, "speakers": len(grouped)})
-        try:
-            return self._consolidate(run, now, grouped, diary_lines(day))
-        except BaseException:
-            # Everything applied so far is committed with its ledger row; give the run up so
-            # that the scheduler's retry takes it over and finishes the work.
-            logger.warning("nightly run interrupted", extra={"run_id": run.run_id})
-            try:
-                self._runs.release(run.run_id)
-            except Exception:  # noqa: BLE001 - the run's time limit frees it anyway
-                logger.warning("nightly run not released", extra={"run_id": run.run_id})
-            raise
-
-    def _consolidate(
-        self, run: NightlyRun, now: datetime, grouped: dict[Owner, list[Message]], recent: list[Message]
-    ) -> NightlyRun:
-        # A run taken over from a failed worker keeps what that worker did: its saved
-        # progress (then only the pending speakers are redone), else its ledger rows.
-        resuming = bool(run.summary)
-        if resuming:
-            summary = RunSummary.saved(run.summary)
-            grouped = {s: msgs for s, msgs in grouped.items() if s.key in set(summary.pending_speakers)}
         else:
-            summary = RunSummary(speakers=len(grouped))
-            summary.carry_over(self._memories.ledger_for_run(run.run_id))
-        counter = decisions.CallCounter()
-        kept = decisions.concurrently(self._not_forgotten, list(grouped.items()), self._speaker_concurrency)
-        usable = [(speaker, msgs) for speaker, msgs in kept if msgs is not None]
-        pending = [speaker.key for speaker, msgs in kept if msgs is None]
+            logger.info("nightly run claimed", extra={"run_id": run.run_id, "day_label": window.day_label})
+        return run
 
-        with ThreadPoolExecutor(max_workers=1) as diary_pool:
-            diary_future = diary_pool.submit(lambda: run.diary if resuming else self._diary(recent, counter))
-            outcomes = decisions.concurrently(
-                lambda item: self._speaker(item[0], item[1], run.run_id), usable, self._speaker_concurrency
-            )
-            for (speaker, _), outcome in zip(usable, outcomes):
-                for result in outcome.results:
-                    summary.add_extraction(result)
-                if outcome.failed:
-                    pending.append(speaker.key)
-            if not resuming:  # the first worker reviewed the stale records already
-                self._decay(now, run.run_id, summary, counter)
-            diary = diary_future.result()
+    def release(self, run_id: int) -> None:
+        try:
+            self._runs.release(run_id)
+        except Exception:  # noqa: BLE001 - the run's time limit frees it anyway
+            logger.warning("nightly run not released", extra={"run_id": run_id})
 
-        summary.model_calls += counter.calls
-        summary.failures += counter.failures
-        summary.failed_speakers += len(pending)
-        summary.pending_speakers = sorted(pending)
-        if pending:
-            self._runs.finish(replace(run, diary=diary, summary=summary.to_dict()))  # progress, not finished
-            raise IncompleteRun(run.run_id, len(pending))
-        finished = replace(run, finished_at=self._clock(), worked_until=None, diary=diary, summary=summary.to_dict())
-        self._runs.finish(finished)
-        logger.info(
-            "nightly run finished",
-            extra={
-                "run_id": run.run_id,
-                "day_label": run.day_label,
-                **{k: len(v) if isinstance(v, list) else v for k, v in summary.to_dict().items()},
-            },
-        )
-        return finished
+    # ---- step 2: plan
+
+    def plan(self, run_id: int, now: datetime) -> tuple[str, int]:
+        """The day's speakers with their message ids, written as the run's manifest; (key, count).
+        Written again whole by a retry: the same key, the same content."""
+        window = window_for(now)
+        grouped = by_speaker(self._messages.between(window.start, window.end))
+        entries = [
+            manifest_entry(owner.scope, owner.user_id, [(m.channel_id, m.message_id) for m in msgs])
+            for owner, msgs in grouped.items()
+        ]
+        key = manifest_key(run_id)
+        self.manifests.write(key, entries)
+        logger.info("nightly run planned", extra={"run_id": run_id, "speakers": len(entries)})
+        return key, len(entries)
+
+    # ---- step 3, once per speaker (the map)
+
+    def speaker(self, run_id: int, owner: Owner, refs: Sequence[Sequence[str]]) -> dict:
+        """One speaker's newest chunks through the extraction path (actor nightly); its result is
+        stored as the speaker's mark. A mark already there (a redrive, a retried step whose
+        answer was lost) is returned as it is: nothing runs twice."""
+        done = self._runs.step_mark(run_id, speaker_mark(owner.key))
+        if done is not None:
+            return done
+        said = by_speaker(self._messages.of_conversation(owner.user_id, [(c, m) for c, m in refs])).get(owner, [])
+        _, messages = self._not_forgotten((owner, said))
+        if messages is None:
+            raise SpeakerNotReady(owner.user_id)
+        speaker = Speaker(owner.user_id, messages[-1].author_name if messages else "")
+        result = {"status": SPEAKER_DONE, "chunks": 0, "failures": 0, "model_calls": 0, "conflicts": 0}
+        for chunk in chunks(messages):
+            outcome = self._extractor.run(speaker, owner.scope, chunk, actor=Actor.NIGHTLY, run_id=run_id)
+            result["chunks"] += 1
+            result["failures"] += outcome.failures
+            result["model_calls"] += outcome.model_calls
+            result["conflicts"] += outcome.conflicts
+        return self._runs.mark_step(run_id, speaker_mark(owner.key), result)
+
+    def speaker_failed(self, run_id: int, owner: Owner, error: str) -> dict:
+        """Record a speaker whose step failed after its retries. A speaker already marked (done
+        by an attempt whose answer was lost) keeps that mark: a speaker is counted once."""
+        logger.warning("nightly speaker failed", extra={"run_id": run_id, "speaker_id": owner.user_id, "error": error})
+        return self._runs.mark_step(run_id, speaker_mark(owner.key), {"status": SPEAKER_FAILED, "error": error[:80]})
 
     def _not_forgotten(self, item: tuple[Owner, list[Message]]) -> tuple[Owner, list[Message] | None]:
         """Drop what the speaker said before their latest forget, so it is not learned again."""
@@ -306,22 +315,25 @@ class Consolidator:
             messages = [m for m in messages if m.created_at >= forgot_at]
         return owner, messages
 
-    def _speaker(self, owner: Owner, messages: list[Message], run_id: int) -> _SpeakerOutcome:
-        outcome = _SpeakerOutcome([])
-        speaker = Speaker(owner.user_id, messages[-1].author_name if messages else "")
-        try:
-            for chunk in chunks(messages):
-                outcome.results.append(
-                    self._extractor.run(speaker, owner.scope, chunk, actor=Actor.NIGHTLY, run_id=run_id)
-                )
-        except Exception as exc:  # noqa: BLE001 - logged by id and counted; the others go on
-            logger.warning(
-                "nightly speaker failed", extra={"speaker_id": owner.user_id, "run_id": run_id, "error": type(exc).__name__}
-            )
-            outcome.failed = True
-        return outcome
+    # ---- step 4: the decay review and the diary
 
-    def _log_decay_reads(self, stale: list[Memory], run_id: int, summary: RunSummary) -> list[Memory]:
+    def review(self, run_id: int, now: datetime) -> dict:
+        """The stale review and the diary, once per run (its mark holds the result)."""
+        done = self._runs.step_mark(run_id, REVIEW_MARK)
+        if done is not None:
+            return done
+        window = window_for(now)
+        recent = diary_lines(self._messages.between(window.start, window.end))
+        counter = decisions.CallCounter()
+        result: dict = {"failures": 0, "conflicts": 0}
+        with ThreadPoolExecutor(max_workers=1) as diary_pool:
+            diary_future = diary_pool.submit(self._diary, recent, counter)
+            self._decay(now, run_id, result, counter)
+            diary = diary_future.result()
+        result.update(diary=diary, model_calls=counter.calls, failures=result["failures"] + counter.failures)
+        return self._runs.mark_step(run_id, REVIEW_MARK, result)
+
+    def _log_decay_reads(self, stale: list[Memory], run_id: int, result: dict) -> list[Memory]:
         """One ``read`` row per person whose stale memories are reviewed; a person whose row
         could not be written is not reviewed tonight (a read is never used unlogged)."""
         logged: set[Owner] = set()
@@ -331,21 +343,22 @@ class Consolidator:
                 self._memories.log_read(owner, ids, actor=Actor.NIGHTLY, reason=DECAY_READ_REASON, run_id=run_id)
             except Exception as exc:  # noqa: BLE001
                 logger.warning("nightly decay read not logged", extra={"run_id": run_id, "user_id": owner.user_id, "error": type(exc).__name__})
-                summary.failures += 1
+                result["failures"] += 1
                 continue
             logged.add(owner)
         return [m for m in stale if m.owner in logged]
 
-    def _decay(self, now: datetime, run_id: int, summary: RunSummary, counter: decisions.CallCounter) -> None:
-        """Review the oldest stale records; only an explicit DELETE removes one."""
+    def _decay(self, now: datetime, run_id: int, result: dict, counter: decisions.CallCounter) -> None:
+        """Review the stale records least recently reviewed first; only an explicit DELETE removes
+        one, and a KEEP marks it reviewed so that it goes behind those not yet reviewed."""
         try:
             stale = self._memories.stale(now - STALE_AFTER, STALE_REVIEWS_PER_NIGHT)
         except Exception as exc:  # noqa: BLE001 - decay failing must not lose the extraction's record
             logger.warning("nightly decay could not list stale records", extra={"run_id": run_id, "error": type(exc).__name__})
-            summary.failures += 1
+            result["failures"] += 1
             return
         stale = stale[:STALE_REVIEWS_PER_NIGHT]  # the cap holds whatever the store returns
-        stale = self._log_decay_reads(stale, run_id, summary)  # their text goes to the decision model
+        stale = self._log_decay_reads(stale, run_id, result)  # their text goes to the decision model
 
         def review(memory: Memory) -> Verdict | None:
             return counter.ask(
@@ -354,22 +367,31 @@ class Consolidator:
 
         verdicts = decisions.concurrently(review, stale, REVIEW_CONCURRENCY)
         for memory, verdict in zip(stale, verdicts):
+            if verdict is Verdict.KEEP:
+                self._mark_kept(memory, run_id, result)
+                continue
             if verdict is not Verdict.DELETE:
-                continue  # keep, failed or ambiguous: it stays stale and is reviewed again next night
+                continue  # failed or ambiguous: it stays first in line and is reviewed again next night
             change = Change(Action.DELETE, memory, None, DECAY_REASON)
             try:
                 self._memories.apply(change, actor=Actor.NIGHTLY, run_id=run_id)
             except ConflictError:
-                summary.conflicts += 1
-                continue
+                result["conflicts"] += 1
             except Exception as exc:  # noqa: BLE001
                 logger.warning(
                     "nightly decay delete failed",
                     extra={"run_id": run_id, "memory_id": memory.memory_id, "error": type(exc).__name__},
                 )
-                summary.failures += 1
-                continue
-            summary.decayed.append(memory.memory_id)
+                result["failures"] += 1
+
+    def _mark_kept(self, memory: Memory, run_id: int, result: dict) -> None:
+        try:
+            self._memories.mark_reviewed(memory, self._clock())
+        except Exception as exc:  # noqa: BLE001 - unmarked, it is simply reviewed again first
+            logger.warning(
+                "nightly review mark failed", extra={"run_id": run_id, "memory_id": memory.memory_id, "error": type(exc).__name__}
+            )
+            result["failures"] += 1
 
     def _diary(self, recent: Sequence[Message], counter: decisions.CallCounter) -> str:
         """One Japanese line from the last 30 messages; a failure leaves it empty."""
@@ -377,6 +399,61 @@ class Consolidator:
             return ""
         text = transcript(recent)
         return counter.ask("diary", lambda: self._chat.write_diary(text), _diary_line) or ""
+
+    # ---- step 5: finish
+
+    def finish(self, run_id: int, manifest: str) -> NightlyRun:
+        """The run record: the changes from the run's ledger rows (each once), the counts from the
+        step marks, and the speakers that failed after their retries. Finished once."""
+        run = self._runs.get(run_id)
+        if run is None:
+            raise LookupError(f"nightly run {run_id} does not exist")
+        if run.finished_at is not None:
+            return run
+        entries = self.manifests.read(manifest)
+        keys = [f"{e['scope']}#{e['user_id']}" for e in entries]
+        summary = RunSummary(speakers=len(keys))
+        summary.carry_over(self._memories.ledger_for_run(run_id))
+        marks = decisions.concurrently(lambda k: self._runs.step_mark(run_id, speaker_mark(k)), keys, self.speaker_concurrency)
+        for key, mark in zip(keys, marks):
+            if mark is None or mark.get("status") != SPEAKER_DONE:
+                summary.failed_speakers.append(key)  # failed, or lost by a map that tolerated it
+                continue
+            summary.chunks += mark["chunks"]
+            summary.failures += mark["failures"]
+            summary.model_calls += mark["model_calls"]
+            summary.conflicts += mark["conflicts"]
+        review = self._runs.step_mark(run_id, REVIEW_MARK) or {}
+        summary.failures += review.get("failures", 0)
+        summary.model_calls += review.get("model_calls", 0)
+        summary.conflicts += review.get("conflicts", 0)
+        summary.failed_speakers.sort()
+        finished = replace(
+            run, finished_at=self._clock(), worked_until=None, diary=review.get("diary", ""), summary=summary.to_dict()
+        )
+        self._runs.finish(finished)
+        logger.info(
+            "nightly run finished",
+            extra={
+                "run_id": run.run_id,
+                "day_label": run.day_label,
+                **{k: len(v) if isinstance(v, list) else v for k, v in summary.to_dict().items()},
+            },
+        )
+        return finished
+
+
+class InMemoryManifests:
+    """A manifest store in this process (the default where no S3 or file store is wired)."""
+
+    def __init__(self) -> None:
+        self._data: dict[str, list[dict]] = {}
+
+    def write(self, key: str, entries: list[dict]) -> None:
+        self._data[key] = json.loads(json.dumps(entries))
+
+    def read(self, key: str) -> list[dict]:
+        return json.loads(json.dumps(self._data[key]))
 
 
 def run_record(run: NightlyRun) -> dict:

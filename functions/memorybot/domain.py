@@ -25,6 +25,9 @@ MEMORY_TEXT_MAX_CHARS = 500  # a memory is a short fact, not a transcript
 # A nightly function runs at most 15 minutes (Lambda's limit): a run nobody has finished
 # by then has lost its worker.
 NIGHTLY_MAX_DURATION = timedelta(minutes=15)
+# Deployed, the run is a Step Functions execution: its claim is held for the execution's whole
+# timeout (a second start for the day does nothing; a failed execution is redriven, not retaken).
+NIGHTLY_EXECUTION_TIMEOUT = timedelta(hours=6)
 
 
 class Actor(str, Enum):
@@ -145,10 +148,18 @@ class Memory:
     created_at: datetime
     updated_at: datetime
     scope: str = GLOBAL_SCOPE
+    # When the stale review last kept it: a mark on the record, not part of the memory (equality
+    # and the conditional writes ignore it).
+    reviewed_at: datetime | None = field(default=None, compare=False)
 
     @property
     def owner(self) -> Owner:
         return Owner(self.scope, self.user_id)
+
+    @property
+    def review_after(self) -> datetime:
+        """Its place in the stale review's queue: the later of its update and its last review."""
+        return max(self.updated_at, self.reviewed_at) if self.reviewed_at else self.updated_at
 
     def preview(self) -> str:
         return f"{self.memory_id} {self.text[:SHOW_PREVIEW_CHARS]}"

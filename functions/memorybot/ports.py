@@ -58,7 +58,16 @@ class MemoryStore(Protocol):
         """
 
     def stale(self, updated_before: datetime, limit: int) -> list[Memory]:
-        """Memories of any owner, in any scope, not updated since ``updated_before``, oldest first."""
+        """Memories of any owner, in any scope, not updated since ``updated_before``, least recently
+        reviewed first: by ``review_after`` = the later of their update and their last review."""
+
+    def mark_reviewed(self, memory: Memory, at: datetime) -> None:
+        """Mark a memory kept by the stale review at ``at`` (it goes behind those not yet reviewed).
+
+        Not a change of the memory: text and times stay as they are, so no ledger row (the
+        review's ``read`` row records the review). Only if the record is still exactly
+        ``memory``; a record changed meanwhile is left alone (no error).
+        """
 
     def ledger_for_run(self, run_id: int) -> list[LedgerEntry]:
         """The ledger rows a nightly run wrote, newest first."""
@@ -84,10 +93,23 @@ class MessageStore(Protocol):
     def between(self, start: datetime, end: datetime) -> list[Message]:
         """Every message with start <= time < end, in all channels, oldest first."""
 
+    def of_conversation(self, user_id: str, refs: Sequence[tuple[str, str]]) -> list[Message]:
+        """The messages named by ``refs`` ((channel id, message id) pairs) that belong to the
+        person's own conversation with the bot, oldest first."""
+
+
+class ManifestStore(Protocol):
+    """Where the nightly plan writes its manifest (ids only) and the map reads it (S3 deployed)."""
+
+    def write(self, key: str, entries: list[dict]) -> None: ...
+
+    def read(self, key: str) -> list[dict]: ...
+
 
 class RunStore(Protocol):
-    def claim(self, day_label: str, started_at: datetime) -> NightlyRun | None:
-        """The JST day's run, for this worker until ``started_at + NIGHTLY_MAX_DURATION``.
+    def claim(self, day_label: str, started_at: datetime, hold: timedelta = ...) -> NightlyRun | None:
+        """The JST day's run, for this worker until ``started_at + hold`` (default NIGHTLY_MAX_DURATION;
+        the state machine holds it for its whole execution timeout).
 
         A new run (next integer id) if the day is unclaimed. The day's unfinished run, taken
         over, if its worker is gone (released, or past its time), so a retry finishes the
@@ -102,6 +124,12 @@ class RunStore(Protocol):
         (without one, this saves progress for a retry to take over)."""
 
     def get(self, run_id: int) -> NightlyRun | None: ...
+
+    def step_mark(self, run_id: int, name: str) -> dict | None:
+        """The result a step of the run stored under ``name`` (e.g. one speaker's), if any."""
+
+    def mark_step(self, run_id: int, name: str, result: dict) -> dict:
+        """Store a step's result once: the first mark stands. Answers the stored mark."""
 
     def latest(self) -> NightlyRun | None: ...
 

@@ -88,7 +88,13 @@ MEMORIES = TableSpec(
     partition=Key("owner", "S"),
     sort=Key("memory_id", "S"),
     local_indexes=(Index("by_updated", Key("owner", "S"), Key("updated_at", "S")),),
-    global_indexes=(Index("stale", Key("stale_shard", "S"), Key("updated_at", "S")),),
+    # review_queue orders the stale review: review_after = the later of updated_at and the last
+    # review's reviewed_at, so a record kept at review goes behind those not yet reviewed. The
+    # older "stale" index (by updated_at) still finds records written before review_after existed.
+    global_indexes=(
+        Index("stale", Key("stale_shard", "S"), Key("updated_at", "S")),
+        Index("review_queue", Key("stale_shard", "S"), Key("review_after", "S")),
+    ),
 )
 
 # One row per read or change. entry_key = "<iso time>#<entry id>" orders an owner's rows by time.

@@ -27,7 +27,10 @@ from memorybot.bootstrap import Container
 from memorybot.config import Settings
 from memorybot.consolidation import STALE_AFTER, window_for
 from memorybot.domain import Action, Actor, Change, Message, snowflake_at, utcnow
+from memorybot import nightly_steps
+from memorybot.consolidation import InMemoryManifests
 from memorybot.jobs import ExtractionJob, ReplyJob
+from memorybot.nightly_jobs import RunPlan
 from memorybot.local import discord_recorder, moto_dynamo
 from memorybot.signature import Verifier
 from infra.stack import FUNCTIONS, LEDGER_ACTIONS_ALLOWED
@@ -60,6 +63,7 @@ class Harness:
         self.jev, self.chat = ScriptedJev(), ScriptedChat(reply="nice to meet you")
         self.invocations: list[tuple[str, dict]] = []
         self.current: str | None = None
+        self.manifests = InMemoryManifests()  # one store for every step, as one bucket is
         self.containers = {spec.name: self._container(moto_server, spec.name, discord_base) for spec in FUNCTIONS}
 
     def _container(self, moto_server: Any, function: str, base: str) -> Container:
@@ -72,6 +76,7 @@ class Harness:
             discord=DiscordRest(base, "contract-token", sleep=lambda s: None),
             discord_interactive=DiscordRest(base, "contract-token", timeout=1.0, max_attempts=1),
             signature_verifier=Verifier(PUBLIC_KEY),
+            manifest_store=self.manifests,
         )
 
     def container(self) -> Container:
@@ -159,24 +164,71 @@ def extraction_scenario(h: Harness) -> None:
     h.jev.verdicts = {}
 
 
-def nightly_scenario(h: Harness) -> None:
+# The nightly steps, in the state machine's order: each scenario hands its answer to the next.
+# (The manifest is kept in process here: S3 grants are pinned by tests/infra/test_nightly_state_machine.py.)
+NIGHTLY: dict[str, Any] = {}
+
+
+def nightly_claim_scenario(h: Harness) -> None:
     now = utcnow()
-    window = window_for(now)
+    NIGHTLY["now"] = now
+    h.recorder.lose_answer("NightlyClaim", "TransactWriteItems")  # the claim commits, its answer is lost
+    claimed = h.call("NightlyClaim", {"time": now.isoformat()})
+    assert claimed["status"] == "claimed", claimed
+    assert h.call("NightlyClaim", {"time": now.isoformat()})["status"] == "already_claimed"
+    NIGHTLY["claimed"] = claimed
+
+
+def nightly_plan_scenario(h: Harness) -> None:
+    window = window_for(NIGHTLY["now"])
     for n, (who, text) in enumerate([(ALICE, "I adopted a dog named Pochi"), (BOB, "I play the cello")]):
         h.messages.put(Message(CHANNEL, snowflake_at(window.start + timedelta(hours=1 + n), n), who, who, text,
                                scope=SCOPE, conversation_of=who))
-    stale = memory(BOB, "sta2z", "Has a cold", at=now - STALE_AFTER - timedelta(days=2), scope=SCOPE)
-    h.memories.apply(Change(Action.ADD, None, stale, "seed"), actor=Actor.EXTRACTION)
-    h.jev.default_review = "delete"
-    schedule = {"source": "aws.events", "detail-type": "Scheduled Event", "time": now.isoformat(), "detail": {}}
-    h.recorder.lose_answer("Nightly", "TransactWriteItems", 2)  # the claim, then a change whose answer is lost
-    h.recorder.fail("Nightly", "UpdateItem")  # storing the finished run fails: the run is given up
+    planned = h.call("NightlyPlan", dict(NIGHTLY["claimed"]))
+    assert planned["speakers"] == 2, planned
+    NIGHTLY["plan"] = planned
+
+
+def nightly_speaker_scenario(h: Harness) -> None:
+    gone = memory(BOB, "dog2e", "Is afraid of dogs", at=utcnow(), scope=SCOPE)
+    h.memories.apply(Change(Action.ADD, None, gone, "seed"), actor=Actor.EXTRACTION)
+    h.jev.verdicts = {gone.memory_id: "delete"}
+    items = nightly_steps.map_items(h.containers["NightlySpeaker"].consolidator, RunPlan.from_json(NIGHTLY["plan"]))
+    NIGHTLY["items"] = items
+    h.recorder.fail("NightlySpeaker", "Query")  # a first attempt that fails: the map's Retry runs it again
     with pytest.raises(Exception):
-        h.call("Nightly", dict(schedule))
-    done = h.call("Nightly", dict(schedule))  # the schedule's retry takes the run over
-    assert done["status"] == "done", done
-    assert h.call("Nightly", dict(schedule))["status"] == "already_claimed"
-    h.jev.default_review = "keep"
+        h.call("NightlySpeaker", dict(items[0]))
+    h.recorder.lose_answer("NightlySpeaker", "TransactWriteItems")
+    for item in items:
+        assert h.call("NightlySpeaker", dict(item))["status"] == "done"
+    assert h.call("NightlySpeaker", dict(items[0]))["status"] == "done"  # a redrive: the mark, nothing redone
+    h.jev.verdicts = {}
+
+
+def nightly_speaker_failed_scenario(h: Harness) -> None:
+    poison = {**NIGHTLY["items"][0], "user_id": "999999999999999999", "error": {"Error": "ModelUnavailable", "Cause": ""}}
+    assert h.call("NightlySpeakerFailed", poison)["status"] == "failed"
+    done = {**NIGHTLY["items"][1], "error": {"Error": "States.Timeout", "Cause": ""}}
+    assert h.call("NightlySpeakerFailed", done)["status"] == "done"  # marked done already: counted once
+
+
+def nightly_review_scenario(h: Harness) -> None:
+    old = NIGHTLY["now"] - STALE_AFTER - timedelta(days=2)
+    for m in (memory(BOB, "sta2z", "Has a cold", at=old, scope=SCOPE), memory(ALICE, "kee2p", "Likes tea", at=old, scope=SCOPE)):
+        h.memories.apply(Change(Action.ADD, None, m, "seed"), actor=Actor.EXTRACTION)
+    h.jev.reviews = {"sta2z": "delete", "kee2p": "keep"}
+    h.recorder.lose_answer("NightlyReview", "TransactWriteItems")  # the decay commits, its answer is lost
+    assert h.call("NightlyReview", dict(NIGHTLY["plan"])) == NIGHTLY["plan"]
+    assert h.call("NightlyReview", dict(NIGHTLY["plan"])) == NIGHTLY["plan"]  # a redrive: its mark
+    h.jev.reviews = {}
+
+
+def nightly_finish_scenario(h: Harness) -> None:
+    finished = h.call("NightlyFinish", dict(NIGHTLY["plan"]))
+    assert finished["status"] == "done", finished
+    assert h.call("NightlyFinish", dict(NIGHTLY["plan"])) == finished  # finished once
+    run = h.containers["NightlyFinish"].run_store.get(finished["run_id"])
+    assert "sta2z" in run.summary["decayed"], run.summary
 
 
 def admin_scenario(h: Harness) -> None:
@@ -200,7 +252,12 @@ SCENARIOS: dict[str, Callable[[Harness], None]] = {
     "Interactions": interactions_scenario,
     "Reply": reply_scenario,
     "Extraction": extraction_scenario,
-    "Nightly": nightly_scenario,
+    "NightlyClaim": nightly_claim_scenario,
+    "NightlyPlan": nightly_plan_scenario,
+    "NightlySpeaker": nightly_speaker_scenario,
+    "NightlySpeakerFailed": nightly_speaker_failed_scenario,
+    "NightlyReview": nightly_review_scenario,
+    "NightlyFinish": nightly_finish_scenario,
     "Admin": admin_scenario,
 }
 
@@ -287,8 +344,11 @@ def test_the_ledger_is_append_only_no_role_may_update_or_delete_a_row(synth, rol
             assert actions <= {f"dynamodb:{a}" for a in LEDGER_ACTIONS_ALLOWED}, (name, statement)
         for forbidden in ("UpdateItem", "DeleteItem", "BatchWriteItem", "PartiQLUpdate", "PartiQLDelete", "DeleteTable"):
             assert not policy.allows(Need(f"dynamodb:{forbidden}", ledger)), (name, forbidden)
-    # Every function logs what it reads or changes: appending stays allowed.
-    assert all(policy.allows(Need("dynamodb:PutItem", ledger)) for policy in role_policies.values())
+    # Every function that reads or changes memories logs it: appending stays allowed there.
+    memories = f"dynamodb:{tables.MEMORIES.logical_name}"
+    touching = [name for name, policy in role_policies.items() if any(n.resource.startswith(memories) for n in policy.grants())]
+    assert len(touching) >= 5
+    assert all(role_policies[name].allows(Need("dynamodb:PutItem", ledger)) for name in touching)
 
 
 def test_the_contract_sees_a_real_deploy_miss_before_the_fix(recorded):

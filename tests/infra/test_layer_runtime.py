@@ -125,14 +125,18 @@ def test_the_bundler_output_imports_pynacl_like_the_runtime_and_verifies_a_signa
 # What the Lambda Python runtime itself provides besides the standard library.
 RUNTIME_PACKAGES = ("boto3", "botocore", "s3transfer", "jmespath", "dateutil", "six", "urllib3")
 
+from infra.stack import FUNCTIONS  # noqa: E402
+
+HANDLER_PATHS = sorted({spec.handler for spec in FUNCTIONS})
 IMPORT_HANDLERS = textwrap.dedent(
     """
     import importlib, sys
     code, layer, runtime = sys.argv[1:4]
     sys.path[:0] = [code, layer, runtime]  # /var/task, /opt/python, the runtime's boto3
-    for name in ("interactions", "reply", "extraction", "nightly", "admin"):
-        module = importlib.import_module(f"memorybot.handlers.{name}")
-        assert callable(module.handler), name
+    for path in sys.argv[4:]:  # every FunctionSpec's handler, "memorybot.handlers.<module>.<function>"
+        name, _, function = path.rpartition(".")
+        module = importlib.import_module(name)
+        assert callable(getattr(module, function)), path
         assert module.__file__.startswith(code), module.__file__
     import memorybot.bootstrap, memorybot.adapters.dynamodb, memorybot.adapters.discord_rest
     import memorybot.adapters.bedrock, memorybot.adapters.invoker
@@ -160,7 +164,7 @@ def test_every_handler_imports_from_the_code_asset_and_layer_alone(synth, host_l
     code = synth.asset_dir(key)
     env = {"PATH": "/usr/bin:/bin", "AWS_DEFAULT_REGION": "us-east-1", "POWERTOOLS_TRACE_DISABLED": "true"}
     result = subprocess.run(
-        [interpreter, "-S", "-c", IMPORT_HANDLERS, str(code), str(site), str(runtime)],
+        [interpreter, "-S", "-c", IMPORT_HANDLERS, str(code), str(site), str(runtime), *HANDLER_PATHS],
         capture_output=True,
         text=True,
         timeout=120,

@@ -21,7 +21,7 @@ def _function(template: dict, name: str) -> dict:
 
 
 def _table_ids(template: dict) -> dict[str, str]:
-    env = _function(template, "Nightly")["Environment"]["Variables"]
+    env = _function(template, "NightlyClaim")["Environment"]["Variables"]
     return {spec.logical_name: env[spec.env_var]["Ref"] for spec in tables.ALL_TABLES}
 
 

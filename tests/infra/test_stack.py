@@ -16,9 +16,15 @@ HANDLERS = {
     "Interactions": "memorybot.handlers.interactions.handler",
     "Reply": "memorybot.handlers.reply.handler",
     "Extraction": "memorybot.handlers.extraction.handler",
-    "Nightly": "memorybot.handlers.nightly.handler",
+    "NightlyClaim": "memorybot.handlers.nightly.claim",
+    "NightlyPlan": "memorybot.handlers.nightly.plan",
+    "NightlySpeaker": "memorybot.handlers.nightly.speaker",
+    "NightlySpeakerFailed": "memorybot.handlers.nightly.speaker_failed",
+    "NightlyReview": "memorybot.handlers.nightly.review",
+    "NightlyFinish": "memorybot.handlers.nightly.finish",
     "Admin": "memorybot.handlers.admin.handler",
 }
+NIGHTLY_STEPS = [n for n in HANDLERS if n.startswith("Nightly")]
 INTERACTION_TOKEN_LIFETIME = 15 * 60
 
 
@@ -38,7 +44,7 @@ def function(synth, name: str) -> dict:
 
 def table_ids(synth) -> dict[str, str]:
     """Logical table name -> CloudFormation logical id, read through the env var the functions get."""
-    env = function(synth, "Nightly")["Environment"]["Variables"]
+    env = function(synth, "NightlyClaim")["Environment"]["Variables"]
     return {spec.logical_name: env[spec.env_var]["Ref"] for spec in tables.ALL_TABLES}
 
 
@@ -111,8 +117,8 @@ def test_data_tables_survive_stack_deletion_and_only_the_dedup_ledger_expires(sy
 # -- functions and the layer ----------------------------------------------------------------
 
 
-def test_five_functions_with_the_fixed_handler_paths(synth):
-    assert len(synth.of_type("AWS::Lambda::Function")) == 5
+def test_one_function_per_handler_with_the_fixed_handler_paths(synth):
+    assert len(synth.of_type("AWS::Lambda::Function")) == len(HANDLERS) == 10
     for name, handler in HANDLERS.items():
         assert function(synth, name)["Handler"] == handler
 
@@ -135,7 +141,8 @@ def test_every_function_shares_one_code_asset(synth):
 
 
 def test_timeouts_fit_each_job(synth):
-    assert function(synth, "Nightly")["Timeout"] == 900
+    for name in NIGHTLY_STEPS:  # each step is short: the state machine holds the night together
+        assert function(synth, name)["Timeout"] <= 300
     assert function(synth, "Interactions")["Timeout"] <= 10
     assert function(synth, "Admin")["Timeout"] <= 29  # API Gateway's integration limit
     # Reply must finish (model + Discord) well inside the interaction token's life.
@@ -177,7 +184,7 @@ SECRETS_BY_FUNCTION = {
     "Interactions": {"DISCORD_PUBLIC_KEY", "DISCORD_BOT_TOKEN"},
     "Reply": {"DISCORD_BOT_TOKEN"},
     "Extraction": set(),
-    "Nightly": set(),
+    **{name: set() for name in NIGHTLY_STEPS},
     "Admin": {"MEMORYBOT_ADMIN_SECRET"},
 }
 
@@ -238,12 +245,22 @@ TABLE_ACCESS = {
         "memory_log": _dynamodb("PutItem", "GetItem"),
         "dedup": IDEMPOTENCY,
     },
-    "Nightly": {
+    "NightlyClaim": {"nightly_runs": _dynamodb("GetItem", "PutItem", "UpdateItem")},
+    "NightlyPlan": {"messages": _dynamodb("Query")},
+    "NightlySpeaker": {
         "messages": _dynamodb("Query"),
         "memories": _dynamodb("PutItem", "DeleteItem", "Query"),
         "memory_log": _dynamodb("PutItem", "GetItem", "Query"),
-        "nightly_runs": _dynamodb("GetItem", "PutItem", "UpdateItem"),
+        "nightly_runs": _dynamodb("GetItem", "PutItem"),
     },
+    "NightlySpeakerFailed": {"nightly_runs": _dynamodb("GetItem", "PutItem")},
+    "NightlyReview": {
+        "messages": _dynamodb("Query"),
+        "memories": _dynamodb("DeleteItem", "UpdateItem", "Query"),
+        "memory_log": _dynamodb("PutItem", "GetItem"),
+        "nightly_runs": _dynamodb("GetItem", "PutItem"),
+    },
+    "NightlyFinish": {"memory_log": _dynamodb("Query"), "nightly_runs": _dynamodb("GetItem", "UpdateItem")},
     "Admin": {
         "memories": _dynamodb("GetItem", "PutItem", "DeleteItem"),
         "memory_log": _dynamodb("PutItem", "GetItem", "Query"),
@@ -267,7 +284,12 @@ INDEX_QUERIES = {
     "Interactions": {("memories", "by_updated")},
     "Reply": {("memories", "by_updated")},
     "Extraction": {("memories", "by_updated"), ("messages", "by_conversation")},
-    "Nightly": {("messages", "by_jst_day"), ("memories", "by_updated"), ("memories", "stale"), ("memory_log", "by_run")},
+    "NightlyClaim": set(),
+    "NightlyPlan": {("messages", "by_jst_day")},
+    "NightlySpeaker": {("messages", "by_conversation"), ("memories", "by_updated")},
+    "NightlySpeakerFailed": set(),
+    "NightlyReview": {("messages", "by_jst_day"), ("memories", "stale"), ("memories", "review_queue")},
+    "NightlyFinish": {("memory_log", "by_run")},
     "Admin": {("memory_log", "by_run")},
 }
 
@@ -300,7 +322,7 @@ def test_bedrock_only_for_the_model_callers_and_only_the_configured_models(synth
     model_ids = {env["BEDROCK_CHAT_MODEL_ID"], env["BEDROCK_DECISION_MODEL_ID"]}
     for name in FUNCTION_NAMES:
         bedrock = [s for s in policy_statements(synth, name) if any(a.startswith("bedrock:") for a in _list(s["Action"]))]
-        if name in ("Interactions", "Admin"):
+        if name not in ("Reply", "Extraction", "NightlySpeaker", "NightlyReview"):
             assert bedrock == []
             continue
         [statement] = bedrock
@@ -378,12 +400,14 @@ def test_outputs_are_the_interactions_and_rollback_urls(synth):
 # -- schedule and asynchronous invocations --------------------------------------------------
 
 
-def test_nightly_rule_at_03_00_jst(synth):
+def test_nightly_rule_at_03_00_jst_starts_the_state_machine_with_the_schedules_time(synth):
     [rule] = synth.of_type("AWS::Events::Rule").values()
     props = rule["Properties"]
     assert props["ScheduleExpression"] == NIGHTLY_SCHEDULE == "cron(0 18 * * ? *)"
     [target] = props["Targets"]
-    assert target["Arn"] == {"Fn::GetAtt": [logical_id(synth, "NightlyFunction", "AWS::Lambda::Function"), "Arn"]}
+    [machine_id] = synth.of_type("AWS::StepFunctions::StateMachine")
+    assert target["Arn"] == {"Ref": machine_id}
+    assert target["InputTransformer"] == {"InputPathsMap": {"time": "$.time"}, "InputTemplate": '{"time":<time>}'}
     assert target["RetryPolicy"]["MaximumRetryAttempts"] == 2
     assert target["DeadLetterConfig"]["Arn"]["Fn::GetAtt"][0].startswith("DeadLetters")
 
@@ -393,14 +417,14 @@ def test_async_workers_retry_expire_and_fail_to_the_dead_letter_queue(synth):
     for config in synth.of_type("AWS::Lambda::EventInvokeConfig").values():
         props = config["Properties"]
         configs[props["FunctionName"]["Ref"]] = props
-    for name in ("Reply", "Extraction", "Nightly"):
+    for name in ("Reply", "Extraction"):
         props = configs[logical_id(synth, f"{name}Function", "AWS::Lambda::Function")]
         assert props["MaximumRetryAttempts"] == 2
         destination = props["DestinationConfig"]["OnFailure"]["Destination"]
         assert destination["Fn::GetAtt"][0].startswith("DeadLetters")
     reply = configs[logical_id(synth, "ReplyFunction", "AWS::Lambda::Function")]
     assert reply["MaximumEventAgeInSeconds"] < INTERACTION_TOKEN_LIFETIME
-    assert len(configs) == 3  # interactions and admin answer API Gateway synchronously
+    assert len(configs) == 2  # interactions and admin answer API Gateway synchronously; the nightly steps, the state machine
 
 
 def test_dead_letter_queue_is_encrypted_and_ssl_only(synth, template):

@@ -57,12 +57,12 @@ MOVED = "I moved to Osaka last month"
 DOG = "I adopted a dog named Pochi"
 HIKING = "I love hiking in the Alps"
 
-# Each speaker's messages, in order; chunks of six, and the offline rules read the last line
-# of each chunk. Alice: three chunks (an update, a forget, an add); bob and carol one each.
+# Each speaker's messages, in order; chunks of six cut from the newest, and the offline rules read
+# the last line of each chunk. Alice: three chunks (an update, a forget, an add); bob and carol one each.
 SAID = {
-    "alice": ["good morning", "the weather is nice", "lunch?", "ok", "see you", UPDATE_CELLO,
-              "hm", "so", "well", "yes", "right", FORGET_NATTO,
-              MOVED],
+    "alice": [UPDATE_CELLO,
+              "good morning", "the weather is nice", "lunch?", "ok", "see you", FORGET_NATTO,
+              "hm", "so", "well", "yes", "right", MOVED],
     "bob": ["hi all", DOG],
     "carol": ["I work as a nurse", HIKING],
 }
@@ -229,7 +229,7 @@ def clean(moto_server):
     assert assert_invariants(before, after) == CLEAN_CHANGES
     assert profiles(after) == clean_profiles()
     assert_day_done_once(day, after)
-    assert run.summary["failures"] == run.summary["failed_speakers"] == 0 and run.diary
+    assert run.summary["failures"] == 0 and run.summary["failed_speakers"] == [] and run.diary
     return requests, model_calls, len([e for e in after.ledger if e.action is Action.READ and e not in before.ledger])
 
 
@@ -273,12 +273,13 @@ def test_a_failure_at_every_dynamodb_request_keeps_the_invariants_and_the_retry_
             final = day.snapshot()
             assert_every_change_has_exactly_one_ledger_row(after, final)
         else:
-            # The run went on past the failed request and finished: only a decay step may be
-            # absorbed so (the record stays stale for the next night), and it is on record: the
-            # stale query, a decay read row (that person is not reviewed), or a decay delete.
+            # The run went on past the failed request and finished: a speaker's step absorbs it by
+            # its retry (the state machine's Retry; nothing is counted twice: the checks below), a
+            # decay step by leaving the record stale for the next night, on record as a failure.
             absorbed.append(k)
-            assert failed_op in ("Query", "PutItem", "TransactWriteItems"), f"fault at request {k} ({failed_op}) absorbed"
-            assert run.summary["failures"] >= 1, f"fault at request {k} went unrecorded"
+            assert run.summary["failed_speakers"] == [], f"fault at request {k}: one retry must absorb it"
+            if run.summary["failures"] == 0:
+                assert failed_op in ("Query", "GetItem", "PutItem", "TransactWriteItems"), (k, failed_op)
             assert day.consolidator().run(NOW) is None
             final = day.snapshot()
             assert final == after
@@ -404,8 +405,10 @@ def test_random_combinations_of_request_and_model_faults(moto_server, clean, dat
     hit = request_faults & set(range(1, day.faults.count + 1))
     day.faults.reset()
     if run is not None:
-        if hit or calls.failed:
+        # A model fault is on record; a store fault may have been absorbed by a speaker's retry.
+        if calls.failed:
             assert run.summary["failures"] >= 1
+        assert hit or calls.failed or run.summary["failures"] == 0
         final = after
     else:
         retried = day.consolidator().run(NOW)

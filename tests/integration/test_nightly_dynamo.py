@@ -15,6 +15,8 @@ from memorybot.bootstrap import Container
 from memorybot.config import Settings
 from memorybot.consolidation import DECAY_READ_REASON, STALE_AFTER, STALE_REVIEWS_PER_NIGHT
 from memorybot.domain import JST, Action, Actor, Change, Verdict
+from memorybot.domain import parse_iso
+from memorybot.consolidation import window_for
 from memorybot.handlers import admin, nightly
 
 SECRET = "nightly-admin-secret"
@@ -46,7 +48,17 @@ class Deployed:
         monkeypatch.setattr(bootstrap, "container", lambda: self.container)
 
     def nightly(self, event: dict = SCHEDULE) -> dict:
-        return nightly.handler(event, LocalContext("memorybot-nightly"))
+        """The state machine's path through the step handlers, each with the previous one's answer
+        (the Distributed Map's items as its ItemSelector builds them from the manifest)."""
+        context = LocalContext("memorybot-nightly")
+        claimed = nightly.claim({"time": event["time"]}, context)
+        if claimed["status"] != "claimed":
+            return {"status": claimed["status"], "dayLabel": window_for(parse_iso(claimed["as_of"])).day_label}
+        plan = nightly.plan(claimed, context)
+        for entry in self.container.manifest_store.read(plan["manifest"]):
+            nightly.speaker({"run_id": plan["run_id"], **entry}, context)
+        finished = nightly.finish(nightly.review(plan, context), context)
+        return {"status": finished["status"], "runId": finished["run_id"], "dayLabel": finished["day_label"]}
 
     def rollback(self, body: dict | None = None, secret: str = SECRET) -> tuple[int, dict]:
         event = {
@@ -135,7 +147,7 @@ def test_a_fact_forgotten_at_noon_is_not_relearned_at_three(deployed):
     assert not any("natto" in t for t in texts)
 
 
-def test_a_failed_read_of_the_day_leaves_the_day_unclaimed_for_the_retry(deployed, monkeypatch):
+def test_a_failed_read_of_the_day_fails_the_plan_and_a_redrive_of_the_plan_goes_on(deployed, monkeypatch):
     d = deployed
     d.messages.put(message("a", "hello", at=jst(29, 9)))
 
@@ -143,9 +155,15 @@ def test_a_failed_read_of_the_day_leaves_the_day_unclaimed_for_the_retry(deploye
         raise ConnectionError("injected")
 
     monkeypatch.setattr(d.messages, "between", unavailable)
+    context = LocalContext("memorybot-nightly")
+    claimed = nightly.claim({"time": SCHEDULE["time"]}, context)
     with pytest.raises(ConnectionError):
-        d.nightly()
-    assert d.container.run_store.latest() is None
+        nightly.plan(claimed, context)  # the execution fails at the plan
+    assert d.container.run_store.latest().finished_at is None
+    assert nightly.claim({"time": SCHEDULE["time"]}, context)["status"] == "already_claimed"  # a second start: nothing
     monkeypatch.undo()
     monkeypatch.setattr(bootstrap, "container", lambda: d.container)
-    assert d.nightly()["status"] == "done"
+    plan = nightly.plan(claimed, context)  # the redrive starts again at the failed state
+    for entry in d.container.manifest_store.read(plan["manifest"]):
+        nightly.speaker({"run_id": plan["run_id"], **entry}, context)
+    assert nightly.finish(nightly.review(plan, context), context)["status"] == "done"

@@ -23,7 +23,8 @@ from memorybot.adapters.invoker import LocalContext, LocalInvoker
 from memorybot.adapters.offline import OfflineChatModel, OfflineDecisionModel
 from memorybot.bootstrap import Container
 from memorybot.config import Settings
-from memorybot.consolidation import STALE_AFTER
+from memorybot.consolidation import STALE_AFTER, window_for
+from memorybot.domain import parse_iso
 from memorybot.domain import GLOBAL_SCOPE, JST, Action, Actor, Change, Message, Owner, snowflake_at, utcnow
 from memorybot.handlers import admin, extraction, nightly, reply
 from memorybot.jobs import ExtractionJob, ReplyJob
@@ -211,7 +212,21 @@ def night(dynamo, monkeypatch, serialised_moto):
 
 
 def deliver_schedule(event: dict = SCHEDULE) -> dict:
-    return nightly.handler(dict(event), LocalContext("memorybot-nightly"))
+    """One start of the state machine: its states' handlers in order, each with the previous answer."""
+    context = LocalContext("memorybot-nightly")
+    claimed = nightly.claim({"time": event["time"]}, context)
+    if claimed["status"] != "claimed":
+        return {"status": claimed["status"], "dayLabel": window_for(parse_iso(claimed["as_of"])).day_label}
+    return redrive_from_plan(claimed)
+
+
+def redrive_from_plan(claimed: dict) -> dict:
+    context = LocalContext("memorybot-nightly")
+    plan = nightly.plan(claimed, context)
+    for entry in bootstrap.container().manifest_store.read(plan["manifest"]):
+        nightly.speaker({"run_id": plan["run_id"], **entry}, context)
+    finished = nightly.finish(nightly.review(plan, context), context)
+    return {"status": finished["status"], "runId": finished["run_id"], "dayLabel": finished["day_label"]}
 
 
 def nightly_changes(c) -> list:
@@ -248,7 +263,7 @@ def test_schedule_events_delivered_at_once_make_one_run(night):
     assert len(nightly_changes(night)) == 3
 
 
-def test_a_failed_first_delivery_is_taken_over_by_the_next_and_the_third_does_nothing(night):
+def test_a_failed_execution_is_redriven_once_and_later_starts_do_nothing(night):
     # Fail the request that stores the finished run: the changes are in, the run is not done.
     def fail_finish(params, **_):
         if "finished_at" in params.get("UpdateExpression", ""):
@@ -262,9 +277,13 @@ def test_a_failed_first_delivery_is_taken_over_by_the_next_and_the_third_does_no
     assert night.run_store.get(1).finished_at is None
     changed_once = sorted((e.action.value, e.user_id) for e in nightly_changes(night))
 
-    second, third = deliver_schedule(), deliver_schedule()
+    # A second start of the day does nothing (the claim is held for the execution's timeout) ...
+    assert deliver_schedule() == {"status": "already_claimed", "dayLabel": "2026-11-29"}
+    # ... the failed execution is redriven: every step answers from its mark, the finish completes.
+    claimed = {"status": "claimed", "run_id": 1, "day_label": "2026-11-29", "as_of": SCHEDULE["time"].replace("Z", ".000000Z")}
+    second = redrive_from_plan(claimed)
     assert second["status"] == "done" and second["runId"] == 1
-    assert third == {"status": "already_claimed", "dayLabel": "2026-11-29"}
+    assert deliver_schedule() == {"status": "already_claimed", "dayLabel": "2026-11-29"}
     assert sorted((e.action.value, e.user_id) for e in nightly_changes(night)) == changed_once
     assert night.run_store.get(1).finished_at is not None and night.run_store.get(2) is None
 

@@ -10,7 +10,6 @@ import pytest
 from fakes import Clock, FakeMemoryStore, FakeMessageStore, FakeRunStore, ScriptedChat, ScriptedJev, memory, message, owner
 from memorybot import commands
 from memorybot.consolidation import (
-    IncompleteRun,
     CHUNK_MESSAGES,
     CHUNKS_PER_SPEAKER,
     DIARY_MESSAGES,
@@ -96,20 +95,25 @@ def test_a_message_at_0259_jst_is_in_the_night_and_one_at_0300_is_not():
 # ---- grouping and chunking -----------------------------------------------------
 
 
-def test_chunks_are_chronological_sixes_and_only_the_newest_five_are_kept():
+def test_chunks_are_cut_from_the_newest_message_so_the_newest_five_are_full():
     msgs = [message("a", f"m{i}", at=jst(29, 4) + timedelta(minutes=i)) for i in range(14)]
-    assert [len(c) for c in chunks(msgs)] == [6, 6, 2]
-    assert [m.content for m in chunks(msgs)[0]] == [f"m{i}" for i in range(6)]
+    assert [len(c) for c in chunks(msgs)] == [2, 6, 6]  # the short one is the oldest
+    assert [m.content for m in chunks(msgs)[-1]] == [f"m{i}" for i in range(8, 14)]
+    thirty_one = [message("a", f"m{i}", at=jst(29, 4) + timedelta(minutes=i)) for i in range(31)]
+    kept = chunks(thirty_one)
+    assert [len(c) for c in kept] == [CHUNK_MESSAGES] * CHUNKS_PER_SPEAKER  # five full chunks of six
+    assert [m.content for c in kept for m in c] == [f"m{i}" for i in range(1, 31)]  # only the oldest dropped
     many = [message("a", f"m{i}", at=jst(29, 4) + timedelta(minutes=i)) for i in range(40)]
     kept = chunks(many)
     assert len(kept) == CHUNKS_PER_SPEAKER
-    assert [m.content for m in kept[0]] == [f"m{i}" for i in range(12, 18)]  # the two oldest chunks dropped
+    assert [m.content for m in kept[0]] == [f"m{i}" for i in range(10, 16)]
     assert kept[-1][-1].content == "m39"
+    assert chunks([]) == []
 
 
 def test_the_run_feeds_each_speakers_newest_five_chunks_to_extraction_with_actor_nightly():
     night = Night()
-    for i in range(40):  # seven chunks: the two oldest are dropped
+    for i in range(40):  # 40 messages: the newest 30 in five full chunks, the oldest ten dropped
         night.say("a", f"a-msg-{i:02d}", jst(29, 4) + timedelta(minutes=i))
     for i in range(3):
         night.say("b", f"b-msg-{i:02d}", jst(29, 5) + timedelta(minutes=i))
@@ -119,10 +123,9 @@ def test_the_run_feeds_each_speakers_newest_five_chunks_to_extraction_with_actor
     a_chunks = [e for e in exchanges if "a-msg" in e]
     b_chunks = [e for e in exchanges if "b-msg" in e]
     assert len(a_chunks) == CHUNKS_PER_SPEAKER and len(b_chunks) == 1
-    # 40 messages: chunks of six from the oldest, the newest chunk the short remainder
-    assert [e.count("\n") + 1 for e in a_chunks] == [CHUNK_MESSAGES] * 4 + [40 % CHUNK_MESSAGES]
+    assert [e.count("\n") + 1 for e in a_chunks] == [CHUNK_MESSAGES] * CHUNKS_PER_SPEAKER
     seen = "\n".join(a_chunks)
-    assert "a-msg-11" not in seen and "a-msg-12" in seen and "a-msg-39" in seen
+    assert "a-msg-09" not in seen and "a-msg-10" in seen and "a-msg-39" in seen
     assert not any("a-msg" in e and "b-msg" in e for e in exchanges)  # one speaker per chunk
 
     reads = [e for e in night.memories.ledger if e.action is Action.READ]
@@ -174,44 +177,50 @@ def test_one_person_in_two_scopes_is_two_speakers_each_learned_in_its_own_scope(
 # ---- failures --------------------------------------------------------------------
 
 
-def test_one_speaker_failing_does_not_stop_the_others_and_the_retry_redoes_only_that_one():
+def test_a_poison_speaker_is_recorded_failed_once_and_the_run_finishes():
     night = Night()
     for speaker in ("a", "b", "c"):
         night.say(speaker, f"{speaker} says something", jst(29, 9))
-    night.memories.fail_apply = lambda change: change.user_id == "b"
-    with pytest.raises(IncompleteRun):
-        night.run()
+    attempts = []
+
+    def poison(change):
+        if change.user_id == "b":
+            attempts.append(change)
+            return True
+        return False
+
+    night.memories.fail_apply = poison
+    run = night.run()
+    assert run.finished_at is not None
+    assert len(attempts) == 3  # the first attempt and the step's two retries
     assert [m.user_id for m in night.memories.of("a")] == ["a"]
     assert [m.user_id for m in night.memories.of("c")] == ["c"]
     assert night.memories.of("b") == []
-    [saved] = night.runs.runs.values()
-    assert saved.finished_at is None and saved.summary["pending_speakers"] == [owner("b").key]
-    assert saved.summary["failed_speakers"] == 1 and len(saved.summary["added"]) == 2
-
-    night.memories.fail_apply = lambda change: False  # the store is back; the scheduler retries
-    asked_before = len(night.exchanges())
-    run = night.run(NOW + timedelta(minutes=2))
-    assert run.run_id == saved.run_id and run.finished_at is not None
-    assert len(night.exchanges()) == asked_before + 1  # only b's chunk was redone
-    assert [m.user_id for m in night.memories.of("b")] == ["b"]
-    assert [len(night.memories.of(s)) for s in "ac"] == [1, 1]
-    assert len(run.summary["added"]) == 3 and run.summary["pending_speakers"] == []
+    assert run.summary["failed_speakers"] == [owner("b").key]  # once, however many attempts
+    assert len(run.summary["added"]) == 2 and run.summary["speakers"] == 3
+    assert night.runs.step_mark(run.run_id, f"speaker#{owner('b').key}")["status"] == "failed"
+    night.memories.fail_apply = lambda change: False
+    assert night.run(NOW + timedelta(minutes=2)) is None  # finished: a second start does nothing
 
 
-def test_a_speaker_whose_forget_lookup_failed_is_pending_by_owner_key_and_redone_by_the_retry():
+def test_a_speaker_whose_forget_lookup_failed_once_is_retried_within_the_run():
     night = Night()
     night.say("a", "a says something", jst(29, 9))
     night.say("b", "b says something", jst(29, 9))
     real = night.memories.last_forget_at
-    night.memories.last_forget_at = lambda who: (_ for _ in ()).throw(RuntimeError("down")) if who == owner("b") else real(who)
-    with pytest.raises(IncompleteRun):
-        night.run()
-    [saved] = night.runs.runs.values()
-    assert saved.summary["pending_speakers"] == [owner("b").key]
-    json.dumps(saved.summary)  # the saved progress is plain JSON
-    night.memories.last_forget_at = real
-    run = night.run(NOW + timedelta(minutes=2))
-    assert run.finished_at is not None and len(night.memories.of("b")) == 1 and len(night.memories.of("a")) == 1
+    failed = []
+
+    def flaky(who):
+        if who == owner("b") and not failed:
+            failed.append(who)
+            raise RuntimeError("down")
+        return real(who)
+
+    night.memories.last_forget_at = flaky
+    run = night.run()
+    assert failed and run.finished_at is not None and run.summary["failed_speakers"] == []
+    assert len(night.memories.of("b")) == 1 and len(night.memories.of("a")) == 1
+    json.dumps(run.summary)  # plain JSON
 
 
 def test_a_failed_diary_call_leaves_the_diary_empty_and_the_run_goes_on():
@@ -429,3 +438,24 @@ def test_a_run_whose_worker_failed_is_taken_over_by_the_retry_and_keeps_what_it_
     assert "sssss" in summary["decayed"] and len(summary["added"]) >= 2
     assert set(first_changes) <= set(summary["added"] + summary["decayed"])
     assert night.run(NOW + timedelta(minutes=3)) is None  # finished now: nothing more
+
+
+def test_no_stale_record_starves_behind_more_than_20_kept_ones():
+    """Each night 20 reviews, every answer KEEP: a kept record goes behind those not yet
+    reviewed, so over the nights every stale record is reviewed in turn, oldest first."""
+    night = Night()
+    ids = _stale(night, 45)
+    night.jev.default_review = Verdict.KEEP
+    reviewed_by_night = []
+    for n in range(3):
+        night.clock.now = NOW + timedelta(days=n, minutes=1)
+        before = len(night.jev.asked("review"))
+        night.run(NOW + timedelta(days=n))
+        reviewed_by_night.append(list(night.jev.asked("review")[before:]))
+    assert [len(r) for r in reviewed_by_night] == [STALE_REVIEWS_PER_NIGHT] * 3
+    assert sorted(reviewed_by_night[0]) == ids[:20] and sorted(reviewed_by_night[1]) == ids[20:40]
+    # The third night: the last five never reviewed, then 15 of those kept longest ago (night one's).
+    third = set(reviewed_by_night[2])
+    assert set(ids[40:]) <= third and len(third - set(ids[40:]) & set(ids[:20])) == 15
+    assert set(ids) <= {i for r in reviewed_by_night for i in r}
+    assert night.memories.changes() == []  # a review mark is not a change of the memory

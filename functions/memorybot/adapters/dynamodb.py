@@ -23,7 +23,7 @@ import zlib
 from datetime import date, datetime, timedelta, timezone
 from decimal import Decimal
 from itertools import islice
-from typing import Any, Callable, Iterator, Mapping
+from typing import Any, Callable, Iterator, Mapping, Sequence
 
 import boto3
 from botocore.config import Config
@@ -95,6 +95,8 @@ def _index(spec: tables.TableSpec, name: str) -> str:
 
 BY_UPDATED = _index(tables.MEMORIES, "by_updated")
 STALE = _index(tables.MEMORIES, "stale")
+REVIEW_QUEUE = _index(tables.MEMORIES, "review_queue")
+STALE_PAGE = 100  # items read per page of the review queue (a filter keeps only the stale ones)
 BY_RUN = _index(tables.MEMORY_LOG, "by_run")
 BY_JST_DAY = _index(tables.MESSAGES, "by_jst_day")
 BY_CONVERSATION = _index(tables.MESSAGES, "by_conversation")
@@ -134,11 +136,15 @@ def memory_item(memory: Memory) -> Item:
         "created_at": _s(iso(memory.created_at)),
         "updated_at": _s(iso(memory.updated_at)),
         "stale_shard": _s(stale_shard(memory.owner)),
+        # A written memory (added, updated, restored) starts its place in the review queue afresh.
+        "review_after": _s(iso(memory.updated_at)),
     }
 
 
 def memory_from_item(item: Item) -> Memory:
+    reviewed = item.get("reviewed_at", {}).get("S")
     return Memory(
+        reviewed_at=parse_iso(reviewed) if reviewed else None,
         user_id=item["user_id"]["S"],
         memory_id=item["memory_id"]["S"],
         text=item["text"]["S"],
@@ -391,20 +397,54 @@ class DynamoMemoryStore:
         if limit <= 0:
             return []
         cutoff = iso(updated_before)
-        shards: list[list[Memory]] = []
+        queues: list[list[Memory]] = []
         for shard in range(tables.STALE_SHARDS):
-            items = query_items(
+            # The review queue, least recently reviewed first; only the stale ones count.
+            queued = query_items(
+                self._client,
+                TableName=self._memories,
+                IndexName=REVIEW_QUEUE,
+                KeyConditionExpression="stale_shard = :shard",
+                FilterExpression="updated_at < :cutoff",
+                ExpressionAttributeValues={":shard": _s(str(shard)), ":cutoff": _s(cutoff)},
+                ScanIndexForward=True,
+                Limit=STALE_PAGE,
+            )
+            # Records written before review_after existed are not in that index: they are found
+            # by their update time (their place in the queue), until a write or a review marks them.
+            unqueued = query_items(
                 self._client,
                 TableName=self._memories,
                 IndexName=STALE,
                 KeyConditionExpression="stale_shard = :shard AND updated_at < :cutoff",
+                FilterExpression="attribute_not_exists(review_after)",
                 ExpressionAttributeValues={":shard": _s(str(shard)), ":cutoff": _s(cutoff)},
                 ScanIndexForward=True,
-                Limit=limit,
+                Limit=STALE_PAGE,
             )
-            # No shard can contribute more than ``limit`` to the oldest ``limit`` overall.
-            shards.append(sorted((memory_from_item(i) for i in islice(items, limit)), key=_oldest_first))
-        return list(islice(heapq.merge(*shards, key=_oldest_first), limit))
+            # No shard can contribute more than ``limit`` to the first ``limit`` overall.
+            for items in (queued, unqueued):
+                queues.append(sorted((memory_from_item(i) for i in islice(items, limit)), key=_review_order))
+        return list(islice(heapq.merge(*queues, key=_review_order), limit))
+
+    def mark_reviewed(self, memory: Memory, at: datetime) -> None:
+        try:
+            self._client.update_item(
+                TableName=self._memories,
+                Key=memory_key(memory.owner, memory.memory_id),
+                UpdateExpression="SET reviewed_at = :at, review_after = :at",
+                ConditionExpression="#text = :text AND updated_at = :updated AND created_at = :created",
+                ExpressionAttributeNames={"#text": "text"},
+                ExpressionAttributeValues={
+                    ":at": _s(iso(at)),
+                    ":text": _s(memory.text),
+                    ":updated": _s(iso(memory.updated_at)),
+                    ":created": _s(iso(memory.created_at)),
+                },
+            )
+        except ClientError as error:
+            if error.response.get("Error", {}).get("Code") != "ConditionalCheckFailedException":
+                raise  # changed or deleted meanwhile: its own write placed it in the queue
 
     # -- the ledger
 
@@ -455,8 +495,8 @@ class DynamoMemoryStore:
         return parse_iso(newest["at"]["S"]) if newest else None
 
 
-def _oldest_first(memory: Memory) -> tuple[datetime, str, str]:
-    return (memory.updated_at, memory.owner.key, memory.memory_id)
+def _review_order(memory: Memory) -> tuple[datetime, str, str]:
+    return (memory.review_after, memory.owner.key, memory.memory_id)
 
 
 # ---- messages -----------------------------------------------------------------
@@ -563,6 +603,27 @@ class DynamoMessageStore:
         )
         newest_first = [message_from_item(i) for i in islice(items, limit)]
         return newest_first[::-1]
+
+    def of_conversation(self, user_id: str, refs: Sequence[tuple[str, str]]) -> list[Message]:
+        wanted: dict[str, set[int]] = {}
+        for channel_id, message_id in refs:
+            wanted.setdefault(channel_id, set()).add(int(message_id))
+        found: list[Message] = []
+        for channel_id, ids in wanted.items():
+            items = query_items(
+                self._client,
+                TableName=self._table,
+                IndexName=BY_CONVERSATION,
+                KeyConditionExpression="conversation = :key AND message_id BETWEEN :low AND :high",
+                ExpressionAttributeValues={
+                    ":key": _s(conversation_key(channel_id, user_id)),
+                    ":low": {"N": str(min(ids))},
+                    ":high": {"N": str(max(ids))},
+                },
+                ScanIndexForward=True,
+            )
+            found += [m for m in map(message_from_item, items) if int(m.message_id) in ids and m.conversation_of == user_id]
+        return sorted(found, key=lambda m: int(m.message_id))
 
     def between(self, start: datetime, end: datetime) -> list[Message]:
         low = _first_snowflake_at_or_after(start)

@@ -3,6 +3,8 @@
 Three kinds of item share the table (``run_key``):
 - ``counter``: the last run id handed out;
 - ``day#<YYYY-MM-DD>``: the claim of one JST day (its run id);
+- ``run#<id>#<step>``: a step's mark (``speaker#<owner key>``, ``review``): its result as
+  JSON, written once (the first stands), so each step is idempotent on (run id, speaker);
 - ``run#<id>``: the run itself (day label, times, diary, JSON summary, rolled-back
   state, ``worked_until`` while a worker holds the unfinished run, and while a rollback
   is under way its lease: owner and expiry).
@@ -44,6 +46,10 @@ def _run_key(run_id: int) -> dict[str, dict[str, str]]:
     return {"run_key": _s(f"run#{int(run_id)}")}
 
 
+def _mark_key(run_id: int, name: str) -> dict[str, dict[str, str]]:
+    return {"run_key": _s(f"run#{int(run_id)}#{name}")}
+
+
 def _day_key(day_label: str) -> dict[str, dict[str, str]]:
     return {"run_key": _s(f"day#{day_label}")}
 
@@ -78,8 +84,8 @@ class DynamoRunStore:
 
     # -- the runs
 
-    def claim(self, day_label: str, started_at: datetime) -> NightlyRun | None:
-        until = started_at + NIGHTLY_MAX_DURATION
+    def claim(self, day_label: str, started_at: datetime, hold: timedelta = NIGHTLY_MAX_DURATION) -> NightlyRun | None:
+        until = started_at + hold
         for _ in range(CLAIM_ATTEMPTS):
             day = self._get(_day_key(day_label))
             if day is not None:
@@ -195,6 +201,24 @@ class DynamoRunStore:
             ConditionExpression="attribute_exists(run_key)",
             ExpressionAttributeValues=values,
         )
+
+    def step_mark(self, run_id: int, name: str) -> dict | None:
+        item = self._get(_mark_key(run_id, name))
+        return json.loads(item["result"]["S"]) if item else None
+
+    def mark_step(self, run_id: int, name: str, result: dict) -> dict:
+        try:
+            self._client.put_item(
+                TableName=self._table,
+                Item={**_mark_key(run_id, name), "result": _s(json.dumps(result, ensure_ascii=False, sort_keys=True))},
+                ConditionExpression="attribute_not_exists(run_key)",
+            )
+        except ClientError as error:
+            if _code(error) != "ConditionalCheckFailedException":
+                raise
+            # Marked already (an earlier attempt, or this one's answer lost): the first mark stands.
+            return self.step_mark(run_id, name) or result
+        return json.loads(json.dumps(result))
 
     def get(self, run_id: int) -> NightlyRun | None:
         item = self._get(_run_key(run_id))

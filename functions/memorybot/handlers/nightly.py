@@ -1,46 +1,66 @@
-"""The nightly function: EventBridge's 03:00 JST schedule in, one consolidation run out.
+"""The nightly run's steps, one thin handler per state of the state machine (one Lambda each):
+claim -> plan -> speaker (the Distributed Map's child; speaker_failed is its Catch) -> review
+-> finish. The use cases are ``nightly_steps``; each handler parses its payload there first,
+so a payload that does not parse is refused (``BadJob``, logged by field names) before
+anything is read or written, and the execution fails loudly instead of running on it.
 
-EventBridge delivers at least once: the run claims its JST day first, so a second
-delivery for the same day does nothing.
+EventBridge starts at least once: the claim makes a second start for the same day a no-op.
+Logs carry ids and counts, never text.
 """
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
+from typing import Any, Callable
 
 from aws_lambda_powertools import Logger
 
-from .. import bootstrap
-from ..consolidation import window_for
-from ..domain import utcnow
+from .. import bootstrap, nightly_steps
+from ..domain import NIGHTLY_EXECUTION_TIMEOUT
+from ..jobs import BadJob
 from . import log_core_with
 
 logger = Logger(service="memorybot-nightly")
 log_core_with(logger)
 
 
+def _step(name: str, event: Any, run: Callable[[Any, Any], dict]) -> dict:
+    if isinstance(event, dict):
+        logger.append_keys(step=name, run_id=event.get("run_id"))
+    try:
+        answer = run(bootstrap.container().consolidator, event)
+    except BadJob as exc:
+        logger.error("nightly payload refused", extra={"reason": str(exc)})
+        raise
+    logger.info("nightly step done", extra={k: v for k, v in answer.items() if k in ("run_id", "status", "speakers")})
+    return answer
+
+
 @logger.inject_lambda_context(clear_state=True)
-def handler(event: dict, context) -> dict:
-    now = _scheduled_time(event)
-    run = bootstrap.container().consolidator.run(now)
-    if run is None:
-        day = window_for(now).day_label
-        logger.info("nightly day already done", extra={"day_label": day})
-        return {"status": "already_claimed", "dayLabel": day}
-    # Ids and counts only: the diary stays in the table.
-    summary = {k: len(v) if isinstance(v, list) else v for k, v in run.summary.items()}
-    logger.info("nightly run stored", extra={"run_id": run.run_id, "day_label": run.day_label, **summary})
-    return {"status": "done", "runId": run.run_id, "dayLabel": run.day_label, "counts": summary}
+def claim(event: dict, context) -> dict:
+    # Held for the execution's whole timeout: a second start for the day finds it claimed.
+    return _step("claim", event, lambda c, e: nightly_steps.claim(c, e, NIGHTLY_EXECUTION_TIMEOUT))
 
 
-def _scheduled_time(event: dict) -> datetime:
-    """The schedule's own time (a late redelivery still names the same day); now if absent.
+@logger.inject_lambda_context(clear_state=True)
+def plan(event: dict, context) -> dict:
+    return _step("plan", event, nightly_steps.plan)
 
-    A time that does not parse is refused rather than replaced by now, which would claim
-    the wrong day. A time without a zone is UTC, as EventBridge's are.
-    """
-    raw = event.get("time")
-    if raw is None:
-        return utcnow()
-    at = datetime.fromisoformat(str(raw).replace("Z", "+00:00"))
-    return at if at.tzinfo else at.replace(tzinfo=timezone.utc)
+
+@logger.inject_lambda_context(clear_state=True)
+def speaker(event: dict, context) -> dict:
+    return _step("speaker", event, nightly_steps.speaker)
+
+
+@logger.inject_lambda_context(clear_state=True)
+def speaker_failed(event: dict, context) -> dict:
+    return _step("speaker_failed", event, nightly_steps.speaker_failed)
+
+
+@logger.inject_lambda_context(clear_state=True)
+def review(event: dict, context) -> dict:
+    return _step("review", event, nightly_steps.review)
+
+
+@logger.inject_lambda_context(clear_state=True)
+def finish(event: dict, context) -> dict:
+    return _step("finish", event, nightly_steps.finish)

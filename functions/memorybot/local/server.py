@@ -23,6 +23,8 @@ from urllib.parse import parse_qs, urlsplit
 
 from .. import bootstrap, config, tables
 from ..adapters.invoker import LocalContext, LocalInvoker
+from ..adapters.manifests import FileManifests
+from ..domain import utcnow
 from . import moto_dynamo
 from .discord_recorder import DiscordRecorder, event_json
 
@@ -31,6 +33,7 @@ DEFAULT_PORT = 8787
 STATE_DIR = Path(".memorybot")  # gitignored; the terminal client reads the signing key here
 SIGNING_KEY_FILE = "signing_key"
 ADMIN_SECRET_FILE = "admin_secret"
+MANIFEST_DIR = "manifests"
 DISCORD_PREFIX = "/discord/api/v10"
 LOCAL_APPLICATION_ID = "1000000000000000001"
 DRAIN_TIMEOUT_SECONDS = 120
@@ -133,6 +136,8 @@ def start(host: str = DEFAULT_HOST, port: int = DEFAULT_PORT, state_dir: Path = 
 
     invoker = LocalInvoker({"reply": reply.handler, "extraction": extraction.handler})
     container.invoker = invoker  # the hand-off runs here instead of Lambda
+    if not container.settings.manifest_bucket:  # the nightly manifests, where this stack can read them
+        container.manifest_store = FileManifests(state_dir / MANIFEST_DIR)
     stack = LocalStack(url, httpd, invoker, recorder, state_dir, moto, notes, admin_secret, _hosts(host, httpd.server_address[1]))
     httpd.stack = stack  # type: ignore[attr-defined]
     threading.Thread(target=httpd.serve_forever, kwargs={"poll_interval": 0.1}, daemon=True, name="local-stack").start()
@@ -294,25 +299,29 @@ class _Handler(BaseHTTPRequestHandler):
 
     def _nightly(self, body: bytes) -> tuple[int, Any]:
         try:
-            from ..consolidation import IncompleteRun, run_record
-            from ..handlers import nightly
+            from ..consolidation import run_record, window_for
+            from ..nightly_steps import scheduled_time
         except ImportError:
             return 404, {"error": "not available in this build"}
         requested = _local_body(body, {"now": str})
+        now = None
         if requested.get("now"):
             try:
-                datetime.fromisoformat(requested["now"].replace("Z", "+00:00"))
+                now = scheduled_time(requested["now"])
             except ValueError:
                 raise BadBody('now must be an ISO 8601 time, e.g. "2026-11-20T18:00:00Z"') from None
         self.stack.invoker.drain(timeout=DRAIN_TIMEOUT_SECONDS)  # let pending extractions land first
-        event = {"time": requested["now"]} if requested.get("now") else {}
+        consolidator = bootstrap.container().consolidator
+        # The state machine's steps, in its order, with its payloads, in this process.
         try:
-            result = nightly.handler(event, LocalContext("memorybot-nightly"))
-        except IncompleteRun as exc:  # deployed, Lambda's retry takes it over; here, ask again
-            return 503, {"status": "incomplete", "runId": exc.run_id, "retry": "POST /local/nightly again"}
-        if result.get("status") != "done":  # that JST day has run: each runs once
-            return 409, {**result, "hint": 'a later "now" runs another day (the night before the latest 03:00 JST at or before it)'}
-        run = bootstrap.container().run_store.get(result["runId"])
+            run = consolidator.run(now)
+        except Exception as exc:  # noqa: BLE001 - deployed, the failed execution is redriven; here, ask again
+            return 503, {"status": "incomplete", "error": type(exc).__name__, "retry": "POST /local/nightly again"}
+        if run is None:
+            day = window_for(now or utcnow()).day_label
+            # That JST day has run: each runs once.
+            hint = 'a later "now" runs another day (the night before the latest 03:00 JST at or before it)'
+            return 409, {"status": "already_claimed", "dayLabel": day, "hint": hint}
         return 200, run_record(run)
 
     def _recorder_control(self, method: str, path: str, query: str, body: bytes) -> tuple[int, Any]:

@@ -1,0 +1,117 @@
+"""The nightly run's steps as payload in, payload out: what each state of the state machine
+(one thin Lambda each, ``handlers/nightly.py``) and the in-process run both call.
+
+Each step parses its payload first (``from_json``: a payload that does not parse is refused
+with ``BadJob`` before anything is read or written) and answers the next step's payload.
+``run_in_process`` is the state machine's order, for the local stack and the tests:
+claim -> plan -> every speaker of the manifest (bounded concurrency; a speaker still
+failing after its attempts is recorded failed) -> review -> finish.
+"""
+
+from __future__ import annotations
+
+import logging
+from datetime import datetime, timedelta, timezone
+from typing import Any
+
+from . import decisions
+from .consolidation import Consolidator
+from .domain import NIGHTLY_MAX_DURATION, NightlyRun, Owner, iso, parse_iso
+from .nightly_jobs import (
+    ALREADY_CLAIMED,
+    CLAIMED,
+    ClaimedRun,
+    NightlyStart,
+    RunFinished,
+    RunPlan,
+    SpeakerFailure,
+    SpeakerTask,
+)
+
+logger = logging.getLogger(__name__)
+
+# The state machine's retries of one speaker's step (besides the first attempt), in process too.
+SPEAKER_RETRIES = 2
+
+
+def scheduled_time(raw: str) -> datetime:
+    """EventBridge's time (UTC, 'Z'); a time without a zone is UTC. Refused (ValueError) if it does not parse."""
+    at = datetime.fromisoformat(raw.replace("Z", "+00:00"))
+    return at if at.tzinfo else at.replace(tzinfo=timezone.utc)
+
+
+def claim(c: Consolidator, event: Any, hold: timedelta = NIGHTLY_MAX_DURATION) -> dict:
+    start = NightlyStart.from_json(event)
+    as_of = scheduled_time(start.time)
+    run = c.claim(as_of, hold)
+    if run is None:
+        return ClaimedRun(ALREADY_CLAIMED, 0, "", iso(as_of)).to_json()
+    return ClaimedRun(CLAIMED, run.run_id, run.day_label, iso(as_of)).to_json()
+
+
+def plan(c: Consolidator, event: Any) -> dict:
+    claimed = ClaimedRun.from_json(event)
+    if claimed.status != CLAIMED:
+        raise ValueError("plan: the run is not claimed")
+    key, speakers = c.plan(claimed.run_id, parse_iso(claimed.as_of))
+    return RunPlan(claimed.run_id, claimed.day_label, claimed.as_of, key, speakers).to_json()
+
+
+def speaker(c: Consolidator, event: Any) -> dict:
+    task = SpeakerTask.from_json(event)
+    mark = c.speaker(task.run_id, Owner(task.scope, task.user_id), task.messages)
+    return {"run_id": task.run_id, "speaker": task.speaker_key, "status": mark["status"]}
+
+
+def speaker_failed(c: Consolidator, event: Any) -> dict:
+    failure = SpeakerFailure.from_json(event)
+    error = str(failure.error.get("Error", "unknown"))  # the error's name only: a Cause may quote anything
+    mark = c.speaker_failed(failure.run_id, Owner(failure.scope, failure.user_id), error)
+    return {"run_id": failure.run_id, "speaker": failure.speaker_key, "status": mark["status"]}
+
+
+def review(c: Consolidator, event: Any) -> dict:
+    planned = RunPlan.from_json(event)
+    c.review(planned.run_id, parse_iso(planned.as_of))
+    return planned.to_json()
+
+
+def finish(c: Consolidator, event: Any) -> dict:
+    planned = RunPlan.from_json(event)
+    run = c.finish(planned.run_id, planned.manifest)
+    return RunFinished(run.run_id, run.day_label, "done").to_json()
+
+
+def map_items(c: Consolidator, planned: RunPlan) -> list[dict]:
+    """What the Distributed Map's ItemReader and ItemSelector make of the manifest: one
+    ``SpeakerTask`` payload per entry, with the run id."""
+    return [{"run_id": planned.run_id, **entry} for entry in c.manifests.read(planned.manifest)]
+
+
+def _speaker_with_retries(c: Consolidator, item: dict) -> dict:
+    for attempt in range(SPEAKER_RETRIES + 1):
+        try:
+            return speaker(c, item)
+        except Exception as exc:  # noqa: BLE001 - as the map's Retry, then its Catch
+            error = type(exc).__name__
+            logger.warning("nightly speaker step failed", extra={"run_id": item.get("run_id"), "attempt": attempt + 1, "error": error})
+    return speaker_failed(c, {**item, "error": {"Error": error, "Cause": ""}})
+
+
+def run_in_process(c: Consolidator, now: datetime) -> NightlyRun | None:
+    claimed = ClaimedRun.from_json(claim(c, NightlyStart(iso(now)).to_json()))
+    if claimed.status != CLAIMED:
+        return None
+    try:
+        planned = RunPlan.from_json(plan(c, claimed.to_json()))
+        decisions.concurrently(lambda item: _speaker_with_retries(c, item), map_items(c, planned), c.speaker_concurrency)
+        reviewed = RunPlan.from_json(review(c, planned.to_json()))
+        # The finish step's own use case: its answer is the run itself (no read after it that could fail).
+        finished = c.finish(reviewed.run_id, reviewed.manifest)
+    except BaseException:
+        # What was applied is committed with its ledger row and each finished step has its mark:
+        # give the run up so that the next call takes it over and goes on (the redrive).
+        logger.warning("nightly run interrupted", extra={"run_id": claimed.run_id})
+        c.release(claimed.run_id)
+        raise
+    return finished

@@ -1,0 +1,153 @@
+"""The nightly run on Step Functions: its manifest bucket, its state machine and its alarms.
+
+claim the JST day -> (already claimed: done) -> plan (a manifest of speakers and message ids in
+S3) -> a Distributed Map over the manifest, one child per speaker (retried with backoff on a
+model that stays throttled; a speaker still failing is recorded by its Catch and the run goes
+on) -> the decay review and diary -> finish (the run record). Each state is one thin Lambda
+(``memorybot.handlers.nightly``); the local stack runs the same steps in process.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from aws_cdk import Duration, RemovalPolicy
+from aws_cdk import aws_cloudwatch as cloudwatch
+from aws_cdk import aws_iam as iam
+from aws_cdk import aws_logs as logs
+from aws_cdk import aws_s3 as s3
+from aws_cdk import aws_stepfunctions as sfn
+from aws_cdk import aws_stepfunctions_tasks as tasks
+from constructs import Construct
+
+from memorybot.domain import NIGHTLY_EXECUTION_TIMEOUT
+
+if TYPE_CHECKING:
+    from .stack import MemoryBotStack
+
+# A failed execution can be redriven for 14 days; its manifest must still be there.
+MANIFEST_EXPIRY = Duration.days(15)
+# What a model that stays throttled raises (after its own in-call retries), and Lambda's own throttle.
+THROTTLED = ["ModelUnavailable", "Lambda.TooManyRequestsException"]
+REFUSED = ["BadJob"]  # a payload that does not parse: retrying cannot help
+
+
+def manifest_bucket(stack: "MemoryBotStack") -> s3.Bucket:
+    return s3.Bucket(
+        stack,
+        "NightlyManifests",
+        encryption=s3.BucketEncryption.S3_MANAGED,
+        enforce_ssl=True,
+        block_public_access=s3.BlockPublicAccess.BLOCK_ALL,
+        object_ownership=s3.ObjectOwnership.BUCKET_OWNER_ENFORCED,
+        versioned=False,
+        lifecycle_rules=[s3.LifecycleRule(id="expire-manifests", expiration=MANIFEST_EXPIRY)],
+        # Ids only and expiring: left behind on stack deletion rather than failing it when not empty.
+        removal_policy=RemovalPolicy.RETAIN,
+    )
+
+
+def _invoke(scope: Construct, state_id: str, function, payload: sfn.TaskInput | None = None) -> tasks.LambdaInvoke:
+    return tasks.LambdaInvoke(
+        scope,
+        state_id,
+        lambda_function=function,
+        payload=payload,
+        payload_response_only=True,  # the handler's answer is the next state's input
+        retry_on_service_exceptions=False,  # the retries are explicit below
+    )
+
+
+def _retry(task: tasks.LambdaInvoke, *, throttle_attempts: int, other_attempts: int) -> tasks.LambdaInvoke:
+    task.add_retry(errors=REFUSED, max_attempts=0)
+    task.add_retry(
+        errors=THROTTLED,
+        interval=Duration.seconds(30),
+        backoff_rate=2,
+        max_attempts=throttle_attempts,
+        max_delay=Duration.minutes(5),
+        jitter_strategy=sfn.JitterType.FULL,
+    )
+    task.add_retry(errors=["States.ALL"], interval=Duration.seconds(5), backoff_rate=2, max_attempts=other_attempts)
+    return task
+
+
+class NightlyRun(Construct):
+    def __init__(self, scope: Construct, construct_id: str, stack: "MemoryBotStack") -> None:
+        super().__init__(scope, construct_id)
+        f, c = stack.functions, stack.config
+        claim = _retry(
+            _invoke(self, "ClaimDay", f["NightlyClaim"], sfn.TaskInput.from_object({"time": sfn.JsonPath.string_at("$.time")})),
+            throttle_attempts=3, other_attempts=2,
+        )
+        plan = _retry(_invoke(self, "PlanSpeakers", f["NightlyPlan"]), throttle_attempts=3, other_attempts=2)
+        speaker = _retry(_invoke(self, "ConsolidateSpeaker", f["NightlySpeaker"]), throttle_attempts=4, other_attempts=2)
+        failed = _retry(_invoke(self, "RecordSpeakerFailed", f["NightlySpeakerFailed"]), throttle_attempts=3, other_attempts=3)
+        # After its retries a speaker is recorded failed (the error's name only) and the map goes on.
+        speaker.add_catch(failed, errors=["States.ALL"], result_path="$.error")
+        self.speakers = sfn.DistributedMap(
+            self,
+            "Speakers",
+            item_reader=sfn.S3JsonItemReader(bucket=stack.manifests, key=sfn.JsonPath.string_at("$.manifest")),
+            item_selector={
+                "run_id": sfn.JsonPath.number_at("$.run_id"),
+                "scope": sfn.JsonPath.string_at("$$.Map.Item.Value.scope"),
+                "user_id": sfn.JsonPath.string_at("$$.Map.Item.Value.user_id"),
+                "messages": sfn.JsonPath.list_at("$$.Map.Item.Value.messages"),
+            },
+            max_concurrency=c.nightly_max_concurrency,
+            # Children that failed even their Catch (the run store down): past this share the map fails,
+            # the execution fails (alarmed) and a redrive runs only the speakers not yet done.
+            tolerated_failure_percentage=c.nightly_tolerated_failure_percentage,
+            map_execution_type=sfn.StateMachineType.STANDARD,  # a child's backoff can outlast Express's 5 minutes
+            result_path=sfn.JsonPath.DISCARD,  # the results are the speakers' marks, not the state
+        )
+        self.speakers.item_processor(speaker)
+        review = _retry(_invoke(self, "ReviewAndDiary", f["NightlyReview"]), throttle_attempts=4, other_attempts=2)
+        finish = _retry(_invoke(self, "FinishRun", f["NightlyFinish"]), throttle_attempts=3, other_attempts=3)
+        claimed = (
+            sfn.Choice(self, "Claimed?")
+            .when(sfn.Condition.string_equals("$.status", "claimed"), plan.next(self.speakers).next(review).next(finish))
+            .otherwise(sfn.Succeed(self, "DayAlreadyClaimed"))
+        )
+        log_group = logs.LogGroup(
+            self, "Logs", retention=stack.log_retention, removal_policy=RemovalPolicy.DESTROY
+        )
+        self.role = iam.Role(
+            self,
+            "Role",
+            assumed_by=iam.ServicePrincipal("states.amazonaws.com"),
+            description="memorybot nightly state machine",
+        )
+        self.state_machine = sfn.StateMachine(
+            self,
+            "StateMachine",
+            definition_body=sfn.DefinitionBody.from_chainable(claim.next(claimed)),
+            timeout=Duration.seconds(int(NIGHTLY_EXECUTION_TIMEOUT.total_seconds())),
+            tracing_enabled=True,
+            # Every event, without execution data: payloads are ids, and still stay out of logs.
+            logs=sfn.LogOptions(destination=log_group, level=sfn.LogLevel.ALL, include_execution_data=False),
+            role=self.role,
+            comment="memorybot nightly run: claim, plan, speakers (Distributed Map), review and diary, finish",
+        )
+
+    def alarms(self) -> list[cloudwatch.Alarm]:
+        five_minutes = Duration.minutes(5)
+        found = []
+        for name, metric in (
+            ("Failed", self.state_machine.metric_failed(period=five_minutes, statistic="Sum")),
+            ("TimedOut", self.state_machine.metric_timed_out(period=five_minutes, statistic="Sum")),
+        ):
+            found.append(
+                cloudwatch.Alarm(
+                    self,
+                    f"Executions{name}Alarm",
+                    alarm_description=f"memorybot nightly run: execution {name.lower()} (redrive it: see the README)",
+                    metric=metric,
+                    threshold=1,
+                    evaluation_periods=1,
+                    comparison_operator=cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
+                    treat_missing_data=cloudwatch.TreatMissingData.NOT_BREACHING,
+                )
+            )
+        return found
