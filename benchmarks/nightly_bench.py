@@ -99,7 +99,7 @@ class PerUserStore:
     def get(self, owner, memory_id):
         return self.rows.get(owner, {}).get(memory_id)
 
-    def apply(self, change, *, actor, run_id=None, ledger_action=None):
+    def apply(self, change, *, actor, run_id=None, ledger_action=None, redacted=False):
         with self._lock:
             mine = self.rows.setdefault(change.owner, {})
             if mine.get(change.memory_id) != change.before:
@@ -125,8 +125,8 @@ class PerUserStore:
     def ledger_for(self, owner, limit=100):
         return [e for e in reversed(self.ledger) if e.owner == owner][:limit]
 
-    def last_forget_at(self, owner):
-        return None
+    def forgotten_sources(self, owner):
+        return frozenset()
 
 
 def one_night(speakers: int) -> tuple[float, int]:

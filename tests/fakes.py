@@ -88,7 +88,7 @@ class FakeMemoryStore:
         assert isinstance(owner, Owner), "memories are read by Owner (scope and user)"
         return self.rows.get((owner, memory_id))
 
-    def apply(self, change: Change, *, actor, run_id=None, ledger_action=None):
+    def apply(self, change: Change, *, actor, run_id=None, ledger_action=None, redacted=False):
         with self._lock:
             if self.fail_apply(change):
                 raise RuntimeError("injected store failure")
@@ -106,10 +106,12 @@ class FakeMemoryStore:
                 change.reason,
                 self.clock(),
                 (change.memory_id,),
-                change.before,
-                change.after,
+                None if redacted else change.before,
+                None if redacted else change.after,
                 run_id,
                 scope=change.owner.scope,
+                sources=(change.after or change.before).sources,
+                redacted=redacted,
             )
             self.ledger.append(entry)
             return entry
@@ -124,9 +126,28 @@ class FakeMemoryStore:
     def ledger_for(self, owner: Owner, limit=100):
         return sorted((e for e in self.ledger if e.owner == owner), key=lambda e: e.at, reverse=True)[:limit]
 
-    def last_forget_at(self, owner: Owner):
-        times = [e.at for e in self.ledger if e.owner == owner and e.actor is Actor.COMMAND and e.action is Action.DELETE]
-        return max(times) if times else None
+    def forgotten_sources(self, owner: Owner):
+        return frozenset(
+            ref.message_id
+            for e in self.ledger
+            if e.owner == owner and e.actor is Actor.COMMAND and e.action is Action.DELETE
+            for ref in e.sources
+        )
+
+    def owners_of(self, user_id):
+        found = {o for (o, _) in self.rows if o.user_id == user_id} | {e.owner for e in self.ledger if e.user_id == user_id}
+        return sorted(found, key=lambda o: o.key)
+
+    def record(self, entry):
+        with self._lock:
+            self.ledger.append(entry)
+
+    def redact(self, entry):
+        with self._lock:
+            self.ledger = [
+                dataclasses.replace(e, before=None, after=None, redacted=True) if e.entry_id == entry.entry_id else e
+                for e in self.ledger
+            ]
 
 
 class FakeMessageStore:
@@ -148,6 +169,15 @@ class FakeMessageStore:
 
     def between(self, start, end):
         return sorted((m for m in self.rows.values() if start <= m.created_at < end), key=lambda m: int(m.message_id))
+
+    def of_person(self, user_id):
+        return sorted(
+            (m for m in self.rows.values() if m.author_id == user_id or (m.is_bot and m.conversation_of == user_id)),
+            key=lambda m: int(m.message_id),
+        )
+
+    def delete(self, message):
+        self.rows.pop((message.channel_id, message.message_id), None)
 
 
 class FakeRunStore:

@@ -47,7 +47,7 @@ from .domain import (
     plain_name,
     utcnow,
 )
-from .extraction import ExtractionResult, Extractor
+from .extraction import ExtractionResult, Extractor, not_forgotten
 from .ports import ChatModel, ConflictError, DecisionModel, MemoryStore, MessageStore, RunStore
 
 logger = logging.getLogger(__name__)
@@ -295,16 +295,14 @@ class Consolidator:
         return finished
 
     def _not_forgotten(self, item: tuple[Owner, list[Message]]) -> tuple[Owner, list[Message] | None]:
-        """Drop what the speaker said before their latest forget, so it is not learned again."""
+        """Drop exactly the messages a memory the speaker forgot was learned from; the rest stay."""
         owner, messages = item
         try:
-            forgot_at = self._memories.last_forget_at(owner)
+            forgotten = self._memories.forgotten_sources(owner)
         except Exception as exc:  # noqa: BLE001 - one speaker failing does not stop the others
             logger.warning("nightly speaker failed", extra={"speaker_id": owner.user_id, "error": type(exc).__name__})
             return owner, None
-        if forgot_at is not None:
-            messages = [m for m in messages if m.created_at >= forgot_at]
-        return owner, messages
+        return owner, not_forgotten(messages, forgotten)
 
     def _speaker(self, owner: Owner, messages: list[Message], run_id: int) -> _SpeakerOutcome:
         outcome = _SpeakerOutcome([])

@@ -32,6 +32,7 @@ class Actor(str, Enum):
     COMMAND = "command"
     EXTRACTION = "extraction"
     NIGHTLY = "nightly"
+    OPERATOR = "operator"  # an erasure by the operator (POST /memory/erase)
 
 
 class Action(str, Enum):
@@ -40,6 +41,7 @@ class Action(str, Enum):
     UPDATE = "update"
     DELETE = "delete"
     ROLLBACK = "rollback"
+    ERASE = "erase"  # the erasure's own row: counts only
 
 
 class Verdict(str, Enum):
@@ -133,6 +135,28 @@ def is_memory_id(text: str) -> bool:
 
 
 @dataclass(frozen=True)
+class SourceRef:
+    """Where one of the person's own messages is: enough to link to it, never its text."""
+
+    channel_id: str
+    message_id: str
+
+    def encode(self) -> str:
+        return f"{self.channel_id}/{self.message_id}"
+
+    @classmethod
+    def decode(cls, text: str) -> "SourceRef":
+        channel_id, _, message_id = text.partition("/")
+        return cls(channel_id, message_id)
+
+    def link(self, scope: str) -> str:
+        """The message's Discord link: a server's messages under the server, others under @me."""
+        kind, _, ident = scope.partition(":")
+        place = ident if kind == "guild" and ident else "@me"
+        return f"https://discord.com/channels/{place}/{self.channel_id}/{self.message_id}"
+
+
+@dataclass(frozen=True)
 class Memory:
     user_id: str
     memory_id: str
@@ -140,6 +164,9 @@ class Memory:
     created_at: datetime
     updated_at: datetime
     scope: str = GLOBAL_SCOPE
+    # Provenance: the person's own messages (never the bot's lines) the last add or update
+    # was decided on, oldest first. Forgetting a memory retires these for learning.
+    sources: tuple[SourceRef, ...] = ()
 
     @property
     def owner(self) -> Owner:
@@ -202,6 +229,11 @@ class Exchange:
     @property
     def message_ids(self) -> tuple[str, ...]:
         return tuple(m.message_id for m in self.messages)
+
+    @property
+    def sources(self) -> tuple[SourceRef, ...]:
+        """The speaker's own lines of the exchange (the bot's lines are not sources)."""
+        return tuple(SourceRef(m.channel_id, m.message_id) for m in self.messages if not m.is_bot)
 
     def speaker_said(self) -> list[str]:
         """The speaker's own lines, oldest first."""
@@ -295,6 +327,10 @@ class LedgerEntry:
     run_id: int | None = None
     entry_id: str = field(default_factory=lambda: secrets.token_hex(6))
     scope: str = GLOBAL_SCOPE
+    # The messages the change was decided on (the after state's sources; a delete's: the
+    # before state's). Kept outside before/after, so it survives an erasure's redaction.
+    sources: tuple[SourceRef, ...] = ()
+    redacted: bool = False  # an erasure removed before/after: a rollback cannot restore it
 
     @property
     def owner(self) -> Owner:

@@ -27,6 +27,7 @@ from .domain import (
     Exchange,
     Memory,
     Message,
+    Owner,
     Speaker,
     Verdict,
     new_memory_id,
@@ -48,6 +49,11 @@ class ExtractionResult:
     conflicts: int = 0  # changes dropped because the record changed since it was read
     failures: int = 0  # model calls that gave no usable answer
     model_calls: int = 0
+
+
+def not_forgotten(messages: Sequence[Message], forgotten: frozenset[str]) -> list[Message]:
+    """The messages minus those a forgotten memory was learned from (by message id)."""
+    return [m for m in messages if m.message_id not in forgotten] if forgotten else list(messages)
 
 
 class Extractor:
@@ -78,6 +84,8 @@ class Extractor:
         run_id: int | None = None,
     ) -> ExtractionResult:
         """Decide on the speaker's memories in ``scope`` from their own lines among ``messages``."""
+        # Forgetting sticks: the person's messages behind a memory they forgot never teach again.
+        messages = not_forgotten(messages, self._memories.forgotten_sources(Owner(scope, speaker.user_id)))
         exchange = Exchange.of(speaker, scope, messages)
         if exchange is None:
             return ExtractionResult("no_exchange")
@@ -108,7 +116,7 @@ class Extractor:
         for memory in profile:
             text = texts.get(memory.memory_id)
             if text is not None and text != memory.text:
-                after = replace(memory, text=text, updated_at=now)
+                after = replace(memory, text=text, updated_at=now, sources=exchange.sources)
                 self._apply(Change(Action.UPDATE, memory, after, "jev verdict: update"), actor, run_id, result, result.updated)
         if add_text is not None:
             self._add(exchange, add_text, now, actor, run_id, result)
@@ -134,7 +142,9 @@ class Extractor:
 
     def _add(self, exchange: Exchange, text, now, actor, run_id, result: ExtractionResult) -> None:
         for _ in range(ADD_ID_ATTEMPTS):
-            memory = Memory(exchange.speaker.user_id, self._new_id(), text, now, now, scope=exchange.scope)
+            memory = Memory(
+                exchange.speaker.user_id, self._new_id(), text, now, now, scope=exchange.scope, sources=exchange.sources
+            )
             try:
                 self._memories.apply(Change(Action.ADD, None, memory, "jev: add"), actor=actor, run_id=run_id)
             except ConflictError:

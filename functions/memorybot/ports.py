@@ -38,9 +38,9 @@ class MemoryStore(Protocol):
         """One ``read`` ledger row for memories read some other way (the nightly review); raises if not written."""
 
     def read_profile(
-        self, owner: Owner, *, actor: Actor, reason: str, limit: int, run_id: int | None = None
+        self, owner: Owner, *, actor: Actor, reason: str, limit: int | None, run_id: int | None = None
     ) -> list[Memory]:
-        """Up to ``limit`` of the owner's memories, most recently updated first.
+        """Up to ``limit`` (None: all) of the owner's memories, most recently updated first.
 
         Writes one ``read`` ledger row for the event before returning anything.
         """
@@ -49,9 +49,11 @@ class MemoryStore(Protocol):
         """One memory by key, unlogged: for conditional checks inside the core only."""
 
     def apply(
-        self, change: Change, *, actor: Actor, run_id: int | None = None, ledger_action: str | None = None
+        self, change: Change, *, actor: Actor, run_id: int | None = None, ledger_action: str | None = None,
+        redacted: bool = False,
     ) -> LedgerEntry:
-        """Commit the change and its ledger row in one transaction.
+        """Commit the change and its ledger row in one transaction (``redacted``: the row keeps
+        ids, action, actor and time, and no before/after text: an erasure's deletes).
 
         Conditioned on the record still being ``change.before`` (absent for an add).
         Raises ConflictError, and changes nothing, if it is not.
@@ -63,11 +65,21 @@ class MemoryStore(Protocol):
     def ledger_for_run(self, run_id: int) -> list[LedgerEntry]:
         """The ledger rows a nightly run wrote, newest first."""
 
-    def ledger_for(self, owner: Owner, limit: int = 100) -> list[LedgerEntry]:
-        """The owner's ledger rows, newest first."""
+    def ledger_for(self, owner: Owner, limit: int | None = 100) -> list[LedgerEntry]:
+        """The owner's ledger rows, newest first (``limit`` None: all of them)."""
 
-    def last_forget_at(self, owner: Owner) -> datetime | None:
-        """When the owner last forgot a memory by command, if ever."""
+    def forgotten_sources(self, owner: Owner) -> frozenset[str]:
+        """The ids of the messages every memory the owner forgot (by command) was learned from:
+        never used to learn again."""
+
+    def owners_of(self, user_id: str) -> list[Owner]:
+        """Every scope in which the person has memories or ledger rows (export, erasure)."""
+
+    def record(self, entry: LedgerEntry) -> None:
+        """Append one ledger row that changes no memory (an erasure's own row)."""
+
+    def redact(self, entry: LedgerEntry) -> None:
+        """Remove the row's before/after text, keeping its skeleton (erasure only)."""
 
 
 class MessageStore(Protocol):
@@ -83,6 +95,12 @@ class MessageStore(Protocol):
 
     def between(self, start: datetime, end: datetime) -> list[Message]:
         """Every message with start <= time < end, in all channels, oldest first."""
+
+    def of_person(self, user_id: str) -> list[Message]:
+        """Every stored message the person wrote, and the bot's replies in their conversations."""
+
+    def delete(self, message: Message) -> None:
+        """Delete one stored message (erasure)."""
 
 
 class RunStore(Protocol):
@@ -183,6 +201,9 @@ class DiscordApi(Protocol):
 
     def send_message(self, channel_id: str, content: str) -> str:
         """Post to a channel; the new message's id."""
+
+    def send_file(self, channel_id: str, content: str, filename: str, data: bytes) -> str:
+        """Post a message with one attached file; the new message's id."""
 
     def edit_original(self, application_id: str, token: str, content: str) -> str:
         """Fill in a deferred interaction answer; the message's id."""

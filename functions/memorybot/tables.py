@@ -84,7 +84,11 @@ MEMORIES = TableSpec(
     partition=Key("owner", "S"),
     sort=Key("memory_id", "S"),
     local_indexes=(Index("by_updated", Key("owner", "S"), Key("updated_at", "S")),),
-    global_indexes=(Index("stale", Key("stale_shard", "S"), Key("updated_at", "S")),),
+    # by_user: every scope of one person (export and erasure); the owners' items carry user_id.
+    global_indexes=(
+        Index("stale", Key("stale_shard", "S"), Key("updated_at", "S")),
+        Index("by_user", Key("user_id", "S"), Key("owner", "S")),
+    ),
 )
 
 # One row per read or change. entry_key = "<iso time>#<entry id>" orders an owner's rows by time.
@@ -94,7 +98,11 @@ MEMORY_LOG = TableSpec(
     partition=Key("owner", "S"),
     sort=Key("entry_key", "S"),
     # Sparse: only rows written by a nightly run (or its rollback) carry run_id.
-    global_indexes=(Index("by_run", Key("run_id", "N"), Key("entry_key", "S")),),
+    # by_user: one person's rows in every scope (export and erasure find their scopes by it).
+    global_indexes=(
+        Index("by_run", Key("run_id", "N"), Key("entry_key", "S")),
+        Index("by_user", Key("user_id", "S"), Key("entry_key", "S")),
+    ),
 )
 
 # message_id is the Discord snowflake, a number, so it orders by time. by_conversation is
@@ -108,6 +116,8 @@ MESSAGES = TableSpec(
     global_indexes=(
         Index("by_jst_day", Key("jst_day", "S"), Key("message_id", "N")),
         Index("by_conversation", Key("conversation", "S"), Key("message_id", "N")),
+        # Everything one person wrote (erasure); the bot's replies to them via by_conversation.
+        Index("by_author", Key("author_id", "S"), Key("message_id", "N")),
     ),
 )
 

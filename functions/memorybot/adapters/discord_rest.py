@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import logging
 import time
 from typing import Any, Callable
@@ -57,6 +58,18 @@ class DiscordRest:
         body = {"content": content, "allowed_mentions": NO_MENTIONS}
         return str(self._request("POST", f"channels/{_id(channel_id, 'channel id')}/messages", body)["id"])
 
+    def send_file(self, channel_id: str, content: str, filename: str, data: bytes) -> str:
+        """multipart/form-data: ``payload_json`` (the message, naming its attachment) and ``files[0]``."""
+        payload = {
+            "content": content, "allowed_mentions": NO_MENTIONS,
+            "attachments": [{"id": 0, "filename": filename}],
+        }
+        files = {
+            "payload_json": (None, json.dumps(payload), "application/json"),
+            "files[0]": (filename, data, "application/json"),
+        }
+        return str(self._request("POST", f"channels/{_id(channel_id, 'channel id')}/messages", files=files)["id"])
+
     def edit_original(self, application_id: str, token: str, content: str) -> str:
         body = {"content": content, "allowed_mentions": NO_MENTIONS}
         if not is_interaction_token(token):
@@ -79,10 +92,10 @@ class DiscordRest:
 
     # ------------------------------------------------------------ plumbing
 
-    def _request(self, method: str, path: str, json: Any = None, params: dict | None = None) -> Any:
+    def _request(self, method: str, path: str, body: Any = None, params: dict | None = None, files: dict | None = None) -> Any:
         for attempt in range(1, self._max_attempts + 1):
             try:
-                response = self._http.request(method, path, json=json, params=params)
+                response = self._http.request(method, path, json=body, params=params, files=files)
             except httpx.HTTPError as exc:
                 raise DiscordError(f"{method} {_route(path)}: {type(exc).__name__}") from exc
             if response.status_code == 429 and attempt < self._max_attempts:

@@ -41,6 +41,7 @@ from ..domain import (
     Memory,
     Message,
     Owner,
+    SourceRef,
     iso,
     jst_day,
     parse_iso,
@@ -58,7 +59,7 @@ MAX_ATTEMPTS = 4  # "standard" retry mode: the first call and up to three retrie
 # ("TransactionConflict"); the conditions are re-checked on each attempt, so retrying is safe.
 TRANSACTION_CONFLICT_ATTEMPTS = 3
 TRANSACTION_CONFLICT_BACKOFF_SECONDS = 0.05
-LAST_FORGET_PAGE = 100  # ledger rows read per page while looking for the newest forget
+FORGET_PAGE = 100  # ledger rows read per page while collecting what the owner forgot
 
 
 def dynamodb_client() -> Any:
@@ -98,6 +99,11 @@ STALE = _index(tables.MEMORIES, "stale")
 BY_RUN = _index(tables.MEMORY_LOG, "by_run")
 BY_JST_DAY = _index(tables.MESSAGES, "by_jst_day")
 BY_CONVERSATION = _index(tables.MESSAGES, "by_conversation")
+BY_AUTHOR = _index(tables.MESSAGES, "by_author")
+MEMORIES_BY_USER = _index(tables.MEMORIES, "by_user")
+LEDGER_BY_USER = _index(tables.MEMORY_LOG, "by_user")
+# The one change an erasure makes to a ledger row (and the only attributes its role may name).
+REDACTED_ATTRIBUTES = ("before", "after", "redacted")
 
 
 # ---- attribute values ---------------------------------------------------------
@@ -134,7 +140,16 @@ def memory_item(memory: Memory) -> Item:
         "created_at": _s(iso(memory.created_at)),
         "updated_at": _s(iso(memory.updated_at)),
         "stale_shard": _s(stale_shard(memory.owner)),
+        **_sources_attribute(memory.sources),
     }
+
+
+def _sources_attribute(sources: tuple[SourceRef, ...]) -> Item:
+    return {"sources": {"L": [_s(ref.encode()) for ref in sources]}} if sources else {}
+
+
+def _sources_from(item: Item) -> tuple[SourceRef, ...]:
+    return tuple(SourceRef.decode(v["S"]) for v in item.get("sources", {}).get("L", []))
 
 
 def memory_from_item(item: Item) -> Memory:
@@ -145,6 +160,7 @@ def memory_from_item(item: Item) -> Memory:
         created_at=parse_iso(item["created_at"]["S"]),
         updated_at=parse_iso(item["updated_at"]["S"]),
         scope=item["scope"]["S"],
+        sources=_sources_from(item),
     )
 
 
@@ -162,6 +178,7 @@ def memory_to_json(memory: Memory) -> str:
             "text": memory.text,
             "created_at": iso(memory.created_at),
             "updated_at": iso(memory.updated_at),
+            **({"sources": [ref.encode() for ref in memory.sources]} if memory.sources else {}),
         },
         ensure_ascii=False,
         sort_keys=True,
@@ -179,6 +196,7 @@ def memory_from_json(text: str | None) -> Memory | None:
         parse_iso(data["created_at"]),
         parse_iso(data["updated_at"]),
         scope=data["scope"],
+        sources=tuple(SourceRef.decode(t) for t in data.get("sources", [])),
     )
 
 
@@ -208,6 +226,9 @@ def ledger_item(entry: LedgerEntry) -> Item:
         item["after"] = _s(memory_to_json(entry.after))
     if entry.run_id is not None:  # only then: the by_run index stays sparse
         item["run_id"] = {"N": str(int(entry.run_id))}
+    item.update(_sources_attribute(entry.sources))
+    if entry.redacted:
+        item["redacted"] = {"BOOL": True}
     return item
 
 
@@ -224,6 +245,8 @@ def ledger_from_item(item: Item) -> LedgerEntry:
         run_id=int(number_str(item["run_id"])) if "run_id" in item else None,
         entry_id=item["entry_key"]["S"].rsplit("#", 1)[1],
         scope=item["scope"]["S"],
+        sources=_sources_from(item),
+        redacted=item.get("redacted", {}).get("BOOL", False),
     )
 
 
@@ -252,7 +275,7 @@ class DynamoMemoryStore:
         self, owner: Owner, *, actor: Actor, reason: str, limit: int, run_id: int | None = None
     ) -> list[Memory]:
         profile: list[Memory] = []
-        if limit > 0:
+        if limit is None or limit > 0:
             items = query_items(
                 self._client,
                 TableName=self._memories,
@@ -261,8 +284,8 @@ class DynamoMemoryStore:
                 ExpressionAttributeNames={"#owner": "owner"},
                 ExpressionAttributeValues={":owner": _s(owner.key)},
                 ScanIndexForward=False,
-                Limit=limit,
                 ConsistentRead=True,
+                **({"Limit": limit} if limit else {}),
             )
             profile = [memory_from_item(i) for i in islice(items, limit)]
         entry = LedgerEntry(
@@ -300,7 +323,8 @@ class DynamoMemoryStore:
     # -- changes
 
     def apply(
-        self, change: Change, *, actor: Actor, run_id: int | None = None, ledger_action: str | None = None
+        self, change: Change, *, actor: Actor, run_id: int | None = None, ledger_action: str | None = None,
+        redacted: bool = False,
     ) -> LedgerEntry:
         entry = LedgerEntry(
             user_id=change.user_id,
@@ -309,10 +333,12 @@ class DynamoMemoryStore:
             reason=change.reason,
             at=self._clock(),
             memory_ids=(change.memory_id,),
-            before=change.before,
-            after=change.after,
+            before=None if redacted else change.before,
+            after=None if redacted else change.after,
             run_id=run_id,
             scope=change.owner.scope,
+            sources=(change.after or change.before).sources,  # type: ignore[union-attr]
+            redacted=redacted,
         )
         transaction = [
             self._memory_write(change),
@@ -419,8 +445,8 @@ class DynamoMemoryStore:
         )
         return [ledger_from_item(i) for i in items]
 
-    def ledger_for(self, owner: Owner, limit: int = 100) -> list[LedgerEntry]:
-        if limit <= 0:
+    def ledger_for(self, owner: Owner, limit: int | None = 100) -> list[LedgerEntry]:
+        if limit is not None and limit <= 0:
             return []
         items = query_items(
             self._client,
@@ -429,30 +455,62 @@ class DynamoMemoryStore:
             ExpressionAttributeNames={"#owner": "owner"},
             ExpressionAttributeValues={":owner": _s(owner.key)},
             ScanIndexForward=False,
-            Limit=limit,
             ConsistentRead=True,
+            **({"Limit": limit} if limit else {}),
         )
         return [ledger_from_item(i) for i in islice(items, limit)]
 
-    def last_forget_at(self, owner: Owner) -> datetime | None:
+    def forgotten_sources(self, owner: Owner) -> frozenset[str]:
         items = query_items(
             self._client,
             TableName=self._log,
             KeyConditionExpression="#owner = :owner",
             FilterExpression="#actor = :command AND #action = :delete",
-            ProjectionExpression="#at",
-            ExpressionAttributeNames={"#owner": "owner", "#actor": "actor", "#action": "action", "#at": "at"},
+            ProjectionExpression="sources",
+            ExpressionAttributeNames={"#owner": "owner", "#actor": "actor", "#action": "action"},
             ExpressionAttributeValues={
                 ":owner": _s(owner.key),
                 ":command": _s(Actor.COMMAND.value),
                 ":delete": _s(Action.DELETE.value),
             },
-            ScanIndexForward=False,
-            Limit=LAST_FORGET_PAGE,  # rows read per page (before the filter); pages continue until a hit
+            Limit=FORGET_PAGE,  # rows read per page (before the filter)
             ConsistentRead=True,
         )
-        newest = next(items, None)
-        return parse_iso(newest["at"]["S"]) if newest else None
+        return frozenset(ref.message_id for item in items for ref in _sources_from(item))
+
+    def owners_of(self, user_id: str) -> list[Owner]:
+        owners: dict[str, Owner] = {}
+        for table, index in ((self._memories, MEMORIES_BY_USER), (self._log, LEDGER_BY_USER)):
+            items = query_items(
+                self._client,
+                TableName=table,
+                IndexName=index,
+                KeyConditionExpression="user_id = :user",
+                ProjectionExpression="#scope, user_id",
+                ExpressionAttributeNames={"#scope": "scope"},
+                ExpressionAttributeValues={":user": _s(user_id)},
+            )
+            for item in items:
+                owner = Owner(item["scope"]["S"], item["user_id"]["S"])
+                owners.setdefault(owner.key, owner)
+        return sorted(owners.values(), key=lambda o: o.key)
+
+    def record(self, entry: LedgerEntry) -> None:
+        self._client.put_item(
+            TableName=self._log, Item=ledger_item(entry), ConditionExpression="attribute_not_exists(entry_key)"
+        )
+
+    def redact(self, entry: LedgerEntry) -> None:
+        # Only before/after go, and a flag says so; the condition keeps it from creating a row.
+        self._client.update_item(
+            TableName=self._log,
+            Key={"owner": _s(entry.owner.key), "entry_key": _s(ledger_entry_key(entry))},
+            UpdateExpression="REMOVE #before, #after SET #redacted = :true",
+            ConditionExpression="attribute_exists(entry_key)",
+            ExpressionAttributeNames={"#before": "before", "#after": "after", "#redacted": "redacted"},
+            ExpressionAttributeValues={":true": {"BOOL": True}},
+            ReturnValues="NONE",
+        )
 
 
 def _oldest_first(memory: Memory) -> tuple[datetime, str, str]:
@@ -533,6 +591,34 @@ class DynamoMessageStore:
             # Already stored (a redelivered event): the first copy stands, and that is success.
             if error.response.get("Error", {}).get("Code") != "ConditionalCheckFailedException":
                 raise
+
+    def of_person(self, user_id: str) -> list[Message]:
+        own = [
+            message_from_item(i)
+            for i in query_items(
+                self._client,
+                TableName=self._table,
+                IndexName=BY_AUTHOR,
+                KeyConditionExpression="author_id = :user",
+                ExpressionAttributeValues={":user": _s(user_id)},
+            )
+        ]
+        replies: list[Message] = []
+        for channel_id in sorted({m.channel_id for m in own}):
+            items = query_items(
+                self._client,
+                TableName=self._table,
+                IndexName=BY_CONVERSATION,
+                KeyConditionExpression="conversation = :key",
+                ExpressionAttributeValues={":key": _s(conversation_key(channel_id, user_id))},
+            )
+            replies += [m for m in map(message_from_item, items) if m.is_bot and m.conversation_of == user_id]
+        return sorted({(m.channel_id, m.message_id): m for m in own + replies}.values(), key=lambda m: int(m.message_id))
+
+    def delete(self, message: Message) -> None:
+        self._client.delete_item(
+            TableName=self._table, Key={"channel_id": _s(message.channel_id), "message_id": {"N": str(int(message.message_id))}}
+        )
 
     def recent(self, channel_id: str, limit: int, *, up_to: str | None = None) -> list[Message]:
         return self._newest({"channel_id": channel_id}, limit, up_to=up_to, index=None)
