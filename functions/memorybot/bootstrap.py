@@ -87,6 +87,12 @@ class Container:
         return Rollback(self.memory_store, self.run_store)
 
     @cached_property
+    def erasure(self):
+        from .erasure import Erasure
+
+        return Erasure(self.memory_store, self.message_store)
+
+    @cached_property
     def reply_writer(self):
         from .reply import ReplyWriter
 

@@ -28,7 +28,11 @@ LOCAL_GUILD_ID = "1200000000000000001"
 HELP = """Type a message to /chat with the bot. Other commands:
   /memory show          the bot DMs you what it remembers about you
   /memory forget <id>   forget one memory (ids come from /memory show)
-  /memory suggest <txt> what autocomplete would offer for forget
+  /memory suggest <txt> what autocomplete would offer for forget (and why)
+  /memory why <id>      when and from which of your messages a memory was learned
+  /memory export        the bot DMs you a JSON file of all your memories and their history
+  /memory forget-all    asks to forget everything here, with a button
+  /confirm              click the last confirmation button you were shown
   /nightly [ISO time]   run the nightly consolidation now (or as of that time)
   /help, /quit"""
 
@@ -87,6 +91,7 @@ class LocalClient:
     guild_id: str | None = LOCAL_GUILD_ID  # None: the person's DM with the bot
     http: httpx.Client = field(default_factory=lambda: httpx.Client(timeout=180))
     admin_secret: str = ""  # for the stack's /local/* routes
+    last_button: str = ""  # custom_id of the last button the bot showed this person
     _seen: int = 0
     _application_id: str = ""
 
@@ -114,6 +119,30 @@ class LocalClient:
 
     def forget(self, memory_id: str) -> list[str]:
         return self._command("memory", [{"type": 1, "name": "forget", "options": [{"type": 3, "name": "id", "value": memory_id}]}])
+
+    def why(self, memory_id: str) -> list[str]:
+        return self._command("memory", [{"type": 1, "name": "why", "options": [{"type": 3, "name": "id", "value": memory_id}]}])
+
+    def export(self) -> list[str]:
+        return self._command("memory", [{"type": 1, "name": "export", "options": []}])
+
+    def forget_all(self) -> list[str]:
+        return self._command("memory", [{"type": 1, "name": "forget-all", "options": []}])
+
+    def click(self, custom_id: str | None = None) -> list[str]:
+        """Click a button (the last one shown, unless ``custom_id`` names another) as Discord
+        sends it: a MESSAGE_COMPONENT interaction carrying the button's custom_id."""
+        custom_id = custom_id or self.last_button
+        if not custom_id:
+            return ["(no button to click: ask with /memory forget-all first)"]
+        payload = self._payload("", [], kind=3)
+        payload["data"] = {"custom_id": custom_id, "component_type": 2}
+        status, answer = self.send(payload)
+        if status != 200:
+            return [f"(the bot refused the request: HTTP {status})"]
+        data = answer.get("data") or {}
+        prefix = "(only you can see this) " if data.get("flags", 0) & 64 else "(the confirmation now reads) "
+        return [f"memorybot: {prefix}{data.get('content', '')}"]
 
     def suggest(self, typed: str) -> list[str]:
         option = {"type": 3, "name": "id", "value": typed, "focused": True}
@@ -161,6 +190,10 @@ class LocalClient:
         if data.get("content"):
             prefix = "(only you can see this) " if data.get("flags", 0) & 64 else ""
             lines.append(f"memorybot: {prefix}{data['content']}")
+        for row in data.get("components") or []:
+            for button in row.get("components") or []:
+                self.last_button = button.get("custom_id", "")
+                lines.append(f"  [button: {button.get('label', '')}] (type /confirm to click it)")
         drained = self.http.post(f"{self.url}/local/drain", headers=self._admin).json()  # reply and extraction run in the background
         posted = list(self._posted(payload["token"]))
         if answer.get("type") == 5 and not posted:
@@ -176,6 +209,8 @@ class LocalClient:
                 yield f"memorybot: {content}"
             elif event["kind"] == "message" and event["recipient_id"] == self.user_id:
                 yield f"[DM from memorybot to {self.user_name}]\n{content}"
+                for attachment in event.get("attachments") or []:
+                    yield f"[attached file {attachment['filename']}]\n{attachment['text']}"
 
     def _events(self) -> list[dict]:
         """What the bot posted since last time (empty when the stack talks to real Discord)."""
@@ -198,6 +233,14 @@ class LocalClient:
             return self.forget(words[2] if len(words) > 2 else "")
         if words[:2] == ["/memory", "suggest"]:
             return self.suggest(words[2] if len(words) > 2 else "")
+        if words[:2] == ["/memory", "why"]:
+            return self.why(words[2] if len(words) > 2 else "")
+        if words[:2] == ["/memory", "export"]:
+            return self.export()
+        if words[:2] == ["/memory", "forget-all"]:
+            return self.forget_all()
+        if words[0] == "/confirm":
+            return self.click()
         if words[0] == "/nightly":
             return self.nightly(words[1] if len(words) > 1 else None)
         if line.startswith("/chat "):

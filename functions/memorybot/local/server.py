@@ -34,7 +34,7 @@ ADMIN_SECRET_FILE = "admin_secret"
 DISCORD_PREFIX = "/discord/api/v10"
 LOCAL_APPLICATION_ID = "1000000000000000001"
 DRAIN_TIMEOUT_SECONDS = 120
-POST_ONLY = frozenset({"/interactions", "/memory/rollback", "/local/drain", "/local/nightly"})
+POST_ONLY = frozenset({"/interactions", "/memory/rollback", "/memory/erase", "/local/drain", "/local/nightly"})
 LOCAL_PREFIX = "/local/"
 MAX_LOCAL_BODY_DEPTH = 8  # the local routes take flat JSON objects
 
@@ -251,6 +251,8 @@ class _Handler(BaseHTTPRequestHandler):
             return self._lambda("interactions", "handler", path, query, body)
         if method == "POST" and path == "/memory/rollback":
             return self._lambda("admin", "handler", path, query, body)
+        if method == "POST" and path == "/memory/erase":
+            return self._lambda("erase", "handler", path, query, body)
         if method == "POST" and path == "/local/drain":
             drained = self.stack.invoker.drain(timeout=DRAIN_TIMEOUT_SECONDS)
             return (200 if drained else 504), {"drained": drained, "failedInvocations": len(self.stack.invoker.failures)}
