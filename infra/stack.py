@@ -52,6 +52,11 @@ SECRET_SUFFIX = {
 IDEMPOTENCY_ACTIONS = ("PutItem", "UpdateItem", "DeleteItem")
 # The ledger is append-only: no role may change or remove a row once written.
 LEDGER_ACTIONS_ALLOWED = frozenset({"PutItem", "GetItem", "Query"})
+# The one exception: the erase function redacts a person's ledger rows (before/after go, the
+# skeleton stays). Its UpdateItem is conditioned to name only these attributes (the key, the
+# two texts and the flag) and to return nothing; no role may delete a ledger row.
+LEDGER_REDACTOR = "Erase"
+LEDGER_REDACTION_ATTRIBUTES = ("owner", "entry_key", "before", "after", "redacted")
 
 
 @dataclass(frozen=True)
@@ -87,10 +92,12 @@ FUNCTIONS = (
         timeout=Duration.seconds(10),
         tables={
             "messages": access("PutItem"),  # /chat stores the message
-            # /memory show and the forget autocomplete read the profile; forget reads and deletes one
-            "memories": access("GetItem", "DeleteItem", indexes=("by_updated",)),
-            # read rows and the forget's row; GetItem finds a forget whose answer was lost
-            "memory_log": access("PutItem", "GetItem"),
+            # /memory show, why and the autocomplete read the profile; forget reads and deletes one;
+            # export finds the person's scopes (by_user)
+            "memories": access("GetItem", "DeleteItem", indexes=("by_updated", "by_user")),
+            # read rows and the forget's row; GetItem finds a forget whose answer was lost;
+            # export reads the person's rows (Query) in every scope they have rows in (by_user)
+            "memory_log": access("PutItem", "GetItem", "Query", indexes=("by_user",)),
             "dedup": access(*IDEMPOTENCY_ACTIONS),  # a replayed /memory show sends no second DM
         },
         secrets=("DISCORD_PUBLIC_KEY", "DISCORD_BOT_TOKEN"),
@@ -117,7 +124,8 @@ FUNCTIONS = (
         tables={
             "messages": access(indexes=("by_conversation",)),  # the person's own exchange, nothing else
             "memories": access("PutItem", "DeleteItem", indexes=("by_updated",)),
-            "memory_log": access("PutItem", "GetItem"),
+            # Query: the sources of the memories the person forgot, never learned from again
+            "memory_log": access("PutItem", "GetItem", "Query"),
             "dedup": access(*IDEMPOTENCY_ACTIONS),
         },
         bedrock=True,
@@ -130,7 +138,7 @@ FUNCTIONS = (
         tables={
             "messages": access(indexes=("by_jst_day",)),
             "memories": access("PutItem", "DeleteItem", indexes=("by_updated", "stale")),
-            # Query: each speaker's latest /memory forget; by_run: on a takeover, the run's own rows
+            # Query: the sources of each speaker's forgotten memories; by_run: on a takeover, the run's own rows
             "memory_log": access("PutItem", "GetItem", "Query", indexes=("by_run",)),
             # the day claim (a transaction of puts and the counter's update) and the run's progress
             "nightly_runs": access("GetItem", "PutItem", "UpdateItem"),
@@ -146,6 +154,21 @@ FUNCTIONS = (
             "memories": access("GetItem", "PutItem", "DeleteItem"),
             "memory_log": access("PutItem", "GetItem", indexes=("by_run",)),
             "nightly_runs": access("GetItem", "UpdateItem"),  # the lease and the rolled-back mark
+        },
+        secrets=("MEMORYBOT_ADMIN_SECRET",),
+    ),
+    FunctionSpec(
+        LEDGER_REDACTOR,
+        "Erasure of one person (admin secret): memories, messages, and the text of their ledger rows",
+        memory_mb=512,
+        timeout=Duration.seconds(29),  # API Gateway's own limit
+        tables={
+            # every scope (by_user), each profile (by_updated), each memory deleted with its row
+            "memories": access("GetItem", "DeleteItem", indexes=("by_updated", "by_user")),
+            # UpdateItem: the redaction, granted apart and conditioned (see _grant_ledger_redaction)
+            "memory_log": access("PutItem", "GetItem", "Query", indexes=("by_user",)),
+            # their own lines (by_author) and the bot's replies to them (by_conversation)
+            "messages": access("DeleteItem", indexes=("by_author", "by_conversation")),
         },
         secrets=("MEMORYBOT_ADMIN_SECRET",),
     ),
@@ -340,6 +363,8 @@ class MemoryBotStack(Stack):
             tracing=lambda_.Tracing.ACTIVE,
         )
         self._grant_tables(role, spec)
+        if spec.name == LEDGER_REDACTOR:
+            self._grant_ledger_redaction(role)
         for key in spec.secrets:
             role.add_to_policy(
                 iam.PolicyStatement(actions=["secretsmanager:GetSecretValue"], resources=[self.secrets[key].secret_arn])
@@ -354,7 +379,7 @@ class MemoryBotStack(Stack):
         by_name = {s.logical_name: s for s in tables.ALL_TABLES}
         for logical_name, grant in spec.tables.items():
             table_spec, table = by_name[logical_name], self.tables[logical_name]
-            if table_spec is tables.MEMORY_LOG and not set(grant.actions) <= LEDGER_ACTIONS_ALLOWED:
+            if table_spec is tables.MEMORY_LOG and not set(grant.actions) <= LEDGER_ACTIONS_ALLOWED:  # the redactor's UpdateItem is granted apart
                 raise ValueError(f"{spec.name}: the ledger is append-only, {sorted(grant.actions)} is not")
             known = {i.name for i in table_spec.local_indexes + table_spec.global_indexes}
             if not set(grant.indexes) <= known:
@@ -370,6 +395,21 @@ class MemoryBotStack(Stack):
                         resources=[f"{table.table_arn}/index/{name}" for name in grant.indexes],
                     )
                 )
+
+    def _grant_ledger_redaction(self, role: iam.Role) -> None:
+        """The single exception to the append-only ledger (an erasure's redaction), in its own
+        statement: UpdateItem that may name only the key, before/after and the redacted flag,
+        and returns nothing."""
+        role.add_to_policy(
+            iam.PolicyStatement(
+                actions=["dynamodb:UpdateItem"],
+                resources=[self.tables[tables.MEMORY_LOG.logical_name].table_arn],
+                conditions={
+                    "ForAllValues:StringEquals": {"dynamodb:Attributes": list(LEDGER_REDACTION_ATTRIBUTES)},
+                    "StringEqualsIfExists": {"dynamodb:ReturnValues": ["NONE"]},
+                },
+            )
+        )
 
     @property
     def cross_region_models(self) -> tuple[str, ...]:
@@ -456,18 +496,22 @@ class MemoryBotStack(Stack):
                     user=False,
                 ),
                 method_options={
-                    "/memory/rollback/POST": apigw.MethodDeploymentOptions(
+                    # the admin routes share the tighter limit
+                    path: apigw.MethodDeploymentOptions(
                         throttling_rate_limit=c.rollback_rate_limit,
                         throttling_burst_limit=c.rollback_burst_limit,
                     )
+                    for path in ("/memory/rollback/POST", "/memory/erase/POST")
                 },
             ),
         )
         # Proxy integrations: the function gets the raw body (and isBase64Encoded) to verify signatures.
         interactions = api.root.add_resource("interactions")
         interactions.add_method("POST", apigw.LambdaIntegration(self.functions["Interactions"], proxy=True))
-        rollback = api.root.add_resource("memory").add_resource("rollback")
+        memory = api.root.add_resource("memory")
+        rollback = memory.add_resource("rollback")
         rollback.add_method("POST", apigw.LambdaIntegration(self.functions["Admin"], proxy=True))
+        self._erase_route(api, memory)
         CfnOutput(
             self,
             "InteractionsUrl",
@@ -481,6 +525,16 @@ class MemoryBotStack(Stack):
             description="POST with Authorization: Bearer <admin secret> to undo a nightly run",
         )
         return api
+
+    def _erase_route(self, api: apigw.RestApi, memory: apigw.Resource) -> None:
+        erase = memory.add_resource("erase")
+        erase.add_method("POST", apigw.LambdaIntegration(self.functions[LEDGER_REDACTOR], proxy=True))
+        CfnOutput(
+            self,
+            "EraseUrl",
+            value=api.url_for_path("/memory/erase"),
+            description='POST {"userId": ...} with Authorization: Bearer <admin secret> to erase one person',
+        )
 
     def _schedule(self) -> None:
         events.Rule(

@@ -229,12 +229,14 @@ def test_autocomplete_choices_are_capped_at_25_with_names_of_at_most_100_chars()
     assert all(len(c["name"]) == 100 for c in answer["data"]["choices"])
 
 
-def test_the_registered_commands_are_chat_and_memory_show_forget_with_autocomplete():
+def test_the_registered_commands_are_chat_and_memory_show_forget_why_export_forget_all():
     chat_cmd, memory_cmd = interactions.COMMANDS
     assert chat_cmd["name"] == "chat" and chat_cmd["options"][0] | {"description": ""} == {
         "type": 3, "name": "message", "description": "", "required": True
     }
     subs = {o["name"]: o for o in memory_cmd["options"]}
-    assert set(subs) == {"show", "forget"}
-    [id_option] = subs["forget"]["options"]
-    assert (id_option["name"], id_option["required"], id_option["autocomplete"]) == ("id", True, True)
+    assert set(subs) == {"show", "forget", "why", "export", "forget-all"}
+    for name in ("forget", "why"):
+        [id_option] = subs[name]["options"]
+        assert (id_option["name"], id_option["required"], id_option["autocomplete"]) == ("id", True, True)
+    assert "options" not in subs["export"] and "options" not in subs["forget-all"]

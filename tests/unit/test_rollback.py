@@ -195,7 +195,7 @@ def test_repeating_a_rollback_answers_409_already_rolled_back_and_changes_nothin
 def test_the_answer_carries_ids_only_never_memory_text():
     w = World()
     status, body = respond(w.rollback.run())
-    assert status == 200 and set(body) == {"runId", "dryRun", "reverted", "skipped"}
+    assert status == 200 and set(body) == {"runId", "dryRun", "reverted", "skipped", "erased"}
     text = json.dumps(body)
     for m in list(w.original.values()) + [w.added, w.updated]:
         assert m.text not in text

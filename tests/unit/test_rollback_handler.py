@@ -57,7 +57,7 @@ def call(event: dict) -> tuple[int, dict]:
 
 def test_v1_no_body_rolls_back_the_latest_run_then_409(wired):
     memories, runs, run = wired
-    assert call(v1(None)) == (200, {"runId": run.run_id, "dryRun": False, "reverted": ["add00"], "skipped": []})
+    assert call(v1(None)) == (200, {"runId": run.run_id, "dryRun": False, "reverted": ["add00"], "skipped": [], "erased": []})
     assert memories.get(owner("a"), "add00") is None and runs.get(run.run_id).rolled_back
     assert call(v1(None)) == (409, {"runId": run.run_id, "alreadyRolledBack": True})
 
