@@ -84,6 +84,7 @@ def required(request: AwsRequest, logical_tables: dict[str, str]) -> list[Need]:
 class Statement:
     actions: list[str]
     resources: list[str]
+    conditions: dict = field(default_factory=dict)  # kept as the template has it (not evaluated)
 
     def allows(self, need: Need) -> bool:
         return any(fnmatch.fnmatchcase(need.action, a) for a in self.actions) and any(
@@ -163,7 +164,7 @@ def policies(template: dict, function_names: list[str]) -> dict[str, Policy]:
                 assert statement["Effect"] == "Allow" and "NotAction" not in statement and "NotResource" not in statement
                 actions = statement["Action"] if isinstance(statement["Action"], list) else [statement["Action"]]
                 resources = statement["Resource"] if isinstance(statement["Resource"], list) else [statement["Resource"]]
-                statements.append(Statement(actions, [_resource_name(r, names) for r in resources]))
+                statements.append(Statement(actions, [_resource_name(r, names) for r in resources], statement.get("Condition", {})))
         found[name] = Policy(name, statements)
     return found
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import copy
 import importlib
+from dataclasses import replace
 import itertools
 import json
 from datetime import datetime, timedelta, timezone
@@ -30,8 +31,10 @@ from memorybot.domain import Action, Actor, Change, Message, snowflake_at, utcno
 from memorybot.jobs import ExtractionJob, ReplyJob
 from memorybot.local import discord_recorder, moto_dynamo
 from memorybot.signature import Verifier
-from infra.stack import FUNCTIONS, LEDGER_ACTIONS_ALLOWED
-from unit.frontdoor import ALICE, BOB, CHANNEL, PUBLIC_KEY, SCOPE, chat, event, forget, show
+from infra.stack import FUNCTIONS, LEDGER_ACTIONS_ALLOWED, LEDGER_REDACTION_ATTRIBUTES, LEDGER_REDACTOR
+from memorybot.domain import SourceRef
+from memorybot.interactions import forget_all_button
+from unit.frontdoor import ALICE, BOB, CHANNEL, PUBLIC_KEY, SCOPE, chat, click, event, export, forget, forget_all, show, why
 
 ADMIN_SECRET = "iam-contract-admin-secret"
 WORKERS = {"reply": "Reply", "extraction": "Extraction"}  # the hand-offs, by callee function name
@@ -51,6 +54,8 @@ class Harness:
             reply_function_name=WORKERS["reply"],
             extraction_function_name=WORKERS["extraction"],
             plain_secrets={"MEMORYBOT_ADMIN_SECRET": ADMIN_SECRET, "DISCORD_BOT_TOKEN": "contract-token"},
+            # One speaker at a time: a fault aimed at "the nth request" must not race another thread's.
+            nightly_speaker_concurrency=1,
         )
         self.logical_tables = {physical: logical for logical, physical in names.items()}
         self.recorder = recorder
@@ -119,6 +124,10 @@ def interactions_scenario(h: Harness) -> None:
     assert "Forgotten" in body(h.call("Interactions", event(forget(gone.memory_id))))["data"]["content"]
     h.recorder.fail("Interactions", "Query")  # a show whose read fails: its dedup record is given back
     assert body(h.call("Interactions", event(show())))["type"] == 4
+    assert "UTC" in body(h.call("Interactions", event(why(kept.memory_id))))["data"]["content"]
+    assert "DM" in body(h.call("Interactions", event(export())))["data"]["content"]
+    assert body(h.call("Interactions", event(forget_all())))["data"]["components"]
+    assert body(h.call("Interactions", event(click(forget_all_button(ALICE, utcnow())))))["type"] == 7
     h.deliver()  # the reply worker, then the extraction worker
 
 
@@ -196,12 +205,35 @@ def admin_scenario(h: Harness) -> None:
     assert rollback({})[0] == 409
 
 
+def erase_scenario(h: Harness) -> None:
+    def erase(payload: dict) -> tuple[int, dict]:
+        request = {
+            "httpMethod": "POST", "path": "/memory/erase", "isBase64Encoded": False,
+            "headers": {"Authorization": f"Bearer {ADMIN_SECRET}"}, "body": json.dumps(payload),
+        }
+        response = h.call(LEDGER_REDACTOR, request)
+        return response["statusCode"], body(response)
+
+    said = Message(CHANNEL, snowflake_at(utcnow(), 7), BOB, "bob", "I keep bees", scope=SCOPE, conversation_of=BOB)
+    h.messages.put(said)
+    learned = memory(BOB, "bee2s", "Keeps bees", at=utcnow(), scope=SCOPE)
+    learned = replace(learned, sources=(SourceRef(said.channel_id, said.message_id),))
+    h.memories.apply(Change(Action.ADD, None, learned, "seed"), actor=Actor.EXTRACTION)
+    status, preview = erase({"userId": BOB, "dryRun": True})
+    assert status == 200 and preview["memoriesDeleted"] >= 1, preview
+    h.recorder.lose_answer(LEDGER_REDACTOR, "TransactWriteItems")  # a delete commits, its answer is lost
+    status, done = erase({"userId": BOB})
+    assert status == 200 and done["messagesDeleted"] >= 1 and done["ledgerRowsRedacted"] >= 1, done
+    assert erase({"userId": "999999999999999999"})[0] == 404
+
+
 SCENARIOS: dict[str, Callable[[Harness], None]] = {
     "Interactions": interactions_scenario,
     "Reply": reply_scenario,
     "Extraction": extraction_scenario,
     "Nightly": nightly_scenario,
     "Admin": admin_scenario,
+    LEDGER_REDACTOR: erase_scenario,
 }
 
 # Grants no scenario exercises, each with why it stays. Empty: every grant is used.
@@ -276,19 +308,46 @@ def test_negative_control_a_removed_grant_fails_the_check_naming_function_action
     assert verdict.denial_lines() == ["Interactions: dynamodb:GetItem on dynamodb:memory_log (for GetItem)"]
 
 
-def test_the_ledger_is_append_only_no_role_may_update_or_delete_a_row(synth, role_policies):
+def test_the_ledger_is_append_only_but_for_one_conditioned_redaction_by_the_erase_function(synth, role_policies):
+    """No role may change or remove a ledger row, with a single exception: the erase function
+    may redact a person's rows (an erasure request must be able to remove their text). Its
+    UpdateItem is its own statement, conditioned to name only the key, before/after and the
+    redacted flag, and to return nothing; no role, that one included, may delete a row."""
     ledger = f"dynamodb:{tables.MEMORY_LOG.logical_name}"
+    exceptions = []
     for name, policy in role_policies.items():
         for statement in policy.statements:
             on_ledger = [r for r in statement.resources if r == ledger or r.startswith(ledger + "/") or "*" in r]
             if not on_ledger:
                 continue
             actions = {a for a in statement.actions if a.startswith("dynamodb:") or a == "*"}
-            assert actions <= {f"dynamodb:{a}" for a in LEDGER_ACTIONS_ALLOWED}, (name, statement)
-        for forbidden in ("UpdateItem", "DeleteItem", "BatchWriteItem", "PartiQLUpdate", "PartiQLDelete", "DeleteTable"):
+            if actions <= {f"dynamodb:{a}" for a in LEDGER_ACTIONS_ALLOWED}:
+                continue
+            exceptions.append((name, sorted(actions), statement.resources, statement.conditions))
+        for forbidden in ("DeleteItem", "BatchWriteItem", "PartiQLUpdate", "PartiQLDelete", "DeleteTable"):
             assert not policy.allows(Need(f"dynamodb:{forbidden}", ledger)), (name, forbidden)
+        if name != LEDGER_REDACTOR:
+            assert not policy.allows(Need("dynamodb:UpdateItem", ledger)), name
+    assert exceptions == [(
+        LEDGER_REDACTOR, ["dynamodb:UpdateItem"], [ledger],
+        {
+            "ForAllValues:StringEquals": {"dynamodb:Attributes": list(LEDGER_REDACTION_ATTRIBUTES)},
+            "StringEqualsIfExists": {"dynamodb:ReturnValues": ["NONE"]},
+        },
+    )]
     # Every function logs what it reads or changes: appending stays allowed.
     assert all(policy.allows(Need("dynamodb:PutItem", ledger)) for policy in role_policies.values())
+
+
+def test_the_redaction_names_only_the_attributes_its_condition_allows(recorded):
+    recorder, harness = recorded
+    ledger = harness.settings.table(tables.MEMORY_LOG)
+    updates = [r for r in recorder.requests if r.operation == "UpdateItem" and r.params["TableName"] == ledger]
+    assert updates and {r.function for r in updates} == {LEDGER_REDACTOR}
+    for request in updates:
+        named = set(request.params["Key"]) | set(request.params.get("ExpressionAttributeNames", {}).values())
+        assert named <= set(LEDGER_REDACTION_ATTRIBUTES), named
+        assert request.params.get("ReturnValues", "NONE") == "NONE"
 
 
 def test_the_contract_sees_a_real_deploy_miss_before_the_fix(recorded):

@@ -58,6 +58,25 @@ def forget(memory_id: str, *, kind: int = 2, **kw: Any) -> dict:
     return command("memory", [{"type": 1, "name": "forget", "options": [option]}], kind=kind, **kw)
 
 
+def why(memory_id: str, **kw: Any) -> dict:
+    return command("memory", [{"type": 1, "name": "why", "options": [{"type": 3, "name": "id", "value": memory_id}]}], **kw)
+
+
+def export(**kw: Any) -> dict:
+    return command("memory", [{"type": 1, "name": "export", "options": []}], **kw)
+
+
+def forget_all(**kw: Any) -> dict:
+    return command("memory", [{"type": 1, "name": "forget-all", "options": []}], **kw)
+
+
+def click(custom_id: str, **kw: Any) -> dict:
+    """A button click: a MESSAGE_COMPONENT interaction carrying the button's custom_id."""
+    payload = command("", **kw, kind=3)
+    payload["data"] = {"custom_id": custom_id, "component_type": 2}
+    return payload
+
+
 def event(payload: Any, *, key: str = SIGNING_KEY, timestamp: int | None = None, raw: bytes | None = None, v1: bool = False) -> dict:
     """An API Gateway proxy event (v2 by default) carrying a signed body."""
     body = raw if raw is not None else json.dumps(payload).encode()
