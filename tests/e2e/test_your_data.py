@@ -62,7 +62,7 @@ def test_a_profile_of_25_is_shown_completely_across_dms_newest_first_and_autocom
     running, jev, person, http = data_stack
     ann = person("ann-25")
     for i in range(25):
-        ann.chat(f"I have {MARKER} stamp number {i:02d}")
+        ann.chat(f"I have {MARKER} stamp number {i:02d} from a long trip across the northern mountains and the quiet valleys")
     shown = ann.show()
     dms = [text for text in shown if text.startswith("[DM")]
     assert len(dms) >= 2 and all(len(text.split("\n", 1)[1]) <= 2000 for text in dms), dms
@@ -103,7 +103,7 @@ def test_forget_then_nightly_skips_exactly_the_forgotten_sources_and_erase_then_
     assert "Forgotten" in "\n".join(dan.forget(forgotten))
     eve.chat(f"I like {MARKER} scarves")
     eve_live = set(listed_ids(eve.show()))
-    jev.requests.clear()
+    jev.clear()  # only the nightly run's questions from here
 
     now = iso(window_for(utcnow()).end + timedelta(days=1))
     run = http.post(f"{running.url}/local/nightly", json={"now": now}, headers=ADMIN).json()
