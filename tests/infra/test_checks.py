@@ -150,7 +150,7 @@ def variant():
 def test_context_changes_runtime_and_architecture_of_every_function_and_the_layer(variant):
     resources = variant["Resources"].values()
     functions = [r["Properties"] for r in resources if r["Type"] == "AWS::Lambda::Function"]
-    assert len(functions) == 5
+    assert len(functions) == 6
     assert {f["Runtime"] for f in functions} == {"python3.12"}
     assert {tuple(f["Architectures"]) for f in functions} == {("x86_64",)}
     [layer] = [r["Properties"] for r in resources if r["Type"] == "AWS::Lambda::LayerVersion"]
@@ -178,7 +178,7 @@ def test_alarm_email_gets_every_alarm_through_an_encrypted_ssl_only_topic(varian
     [subscription] = [r["Properties"] for r in resources.values() if r["Type"] == "AWS::SNS::Subscription"]
     assert subscription["Protocol"] == "email" and subscription["Endpoint"] == "ops@example.com"
     alarms = [r["Properties"] for r in resources.values() if r["Type"] == "AWS::CloudWatch::Alarm"]
-    assert len(alarms) == 12
+    assert len(alarms) == 14  # errors and throttles of six functions, dead letters, decisions lost
     assert all(a["AlarmActions"] == [{"Ref": topic_id}] for a in alarms)
     # Without the context value: no topic, no actions.
     assert not synth.of_type("AWS::SNS::Topic")

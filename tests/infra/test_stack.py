@@ -18,6 +18,7 @@ HANDLERS = {
     "Extraction": "memorybot.handlers.extraction.handler",
     "Nightly": "memorybot.handlers.nightly.handler",
     "Admin": "memorybot.handlers.admin.handler",
+    "Erase": "memorybot.handlers.erase.handler",
 }
 INTERACTION_TOKEN_LIFETIME = 15 * 60
 
@@ -111,8 +112,8 @@ def test_data_tables_survive_stack_deletion_and_only_the_dedup_ledger_expires(sy
 # -- functions and the layer ----------------------------------------------------------------
 
 
-def test_five_functions_with_the_fixed_handler_paths(synth):
-    assert len(synth.of_type("AWS::Lambda::Function")) == 5
+def test_six_functions_with_the_fixed_handler_paths(synth):
+    assert len(synth.of_type("AWS::Lambda::Function")) == 6
     for name, handler in HANDLERS.items():
         assert function(synth, name)["Handler"] == handler
 
@@ -179,6 +180,7 @@ SECRETS_BY_FUNCTION = {
     "Extraction": set(),
     "Nightly": set(),
     "Admin": {"MEMORYBOT_ADMIN_SECRET"},
+    "Erase": {"MEMORYBOT_ADMIN_SECRET"},
 }
 
 
@@ -223,7 +225,7 @@ TABLE_ACCESS = {
     "Interactions": {
         "messages": _dynamodb("PutItem"),
         "memories": _dynamodb("GetItem", "DeleteItem", "Query"),
-        "memory_log": _dynamodb("PutItem", "GetItem"),
+        "memory_log": _dynamodb("PutItem", "GetItem", "Query"),  # Query: export
         "dedup": IDEMPOTENCY,
     },
     "Reply": {
@@ -235,7 +237,7 @@ TABLE_ACCESS = {
     "Extraction": {
         "messages": _dynamodb("Query"),
         "memories": _dynamodb("PutItem", "DeleteItem", "Query"),
-        "memory_log": _dynamodb("PutItem", "GetItem"),
+        "memory_log": _dynamodb("PutItem", "GetItem", "Query"),  # Query: the forgotten sources
         "dedup": IDEMPOTENCY,
     },
     "Nightly": {
@@ -248,6 +250,12 @@ TABLE_ACCESS = {
         "memories": _dynamodb("GetItem", "PutItem", "DeleteItem"),
         "memory_log": _dynamodb("PutItem", "GetItem", "Query"),
         "nightly_runs": _dynamodb("GetItem", "UpdateItem"),
+    },
+    "Erase": {
+        "memories": _dynamodb("GetItem", "DeleteItem", "Query"),
+        # UpdateItem: the ledger's single, conditioned exception (the redaction)
+        "memory_log": _dynamodb("PutItem", "GetItem", "Query", "UpdateItem"),
+        "messages": _dynamodb("DeleteItem", "Query"),
     },
 }
 
@@ -264,11 +272,13 @@ def test_each_function_touches_only_its_tables_with_only_its_actions(synth):
 
 # (table, index) each function may query: the stale index only for the nightly review.
 INDEX_QUERIES = {
-    "Interactions": {("memories", "by_updated")},
+    "Interactions": {("memories", "by_updated"), ("memories", "by_user"), ("memory_log", "by_user")},
     "Reply": {("memories", "by_updated")},
     "Extraction": {("memories", "by_updated"), ("messages", "by_conversation")},
     "Nightly": {("messages", "by_jst_day"), ("memories", "by_updated"), ("memories", "stale"), ("memory_log", "by_run")},
     "Admin": {("memory_log", "by_run")},
+    "Erase": {("memories", "by_updated"), ("memories", "by_user"), ("memory_log", "by_user"),
+              ("messages", "by_author"), ("messages", "by_conversation")},
 }
 
 
@@ -300,7 +310,7 @@ def test_bedrock_only_for_the_model_callers_and_only_the_configured_models(synth
     model_ids = {env["BEDROCK_CHAT_MODEL_ID"], env["BEDROCK_DECISION_MODEL_ID"]}
     for name in FUNCTION_NAMES:
         bedrock = [s for s in policy_statements(synth, name) if any(a.startswith("bedrock:") for a in _list(s["Action"]))]
-        if name in ("Interactions", "Admin"):
+        if name in ("Interactions", "Admin", "Erase"):
             assert bedrock == []
             continue
         [statement] = bedrock
@@ -330,7 +340,7 @@ def _list(value):
 # -- API Gateway ----------------------------------------------------------------------------
 
 
-def test_two_post_routes_with_proxy_integrations_to_the_right_functions(synth):
+def test_three_post_routes_with_proxy_integrations_to_the_right_functions(synth):
     paths = {k: v["Properties"]["PathPart"] for k, v in synth.of_type("AWS::ApiGateway::Resource").items()}
     methods = synth.of_type("AWS::ApiGateway::Method")
     routes = {}
@@ -340,9 +350,10 @@ def test_two_post_routes_with_proxy_integrations_to_the_right_functions(synth):
         integration = props["Integration"]
         assert integration["Type"] == "AWS_PROXY" and integration["IntegrationHttpMethod"] == "POST"
         routes[paths[props["ResourceId"]["Ref"]]] = json.dumps(integration["Uri"])
-    assert set(routes) == {"interactions", "rollback"}
+    assert set(routes) == {"interactions", "rollback", "erase"}
     assert logical_id(synth, "InteractionsFunction", "AWS::Lambda::Function") in routes["interactions"]
     assert logical_id(synth, "AdminFunction", "AWS::Lambda::Function") in routes["rollback"]
+    assert logical_id(synth, "EraseFunction", "AWS::Lambda::Function") in routes["erase"]
     parent = {k: v["Properties"]["ParentId"] for k, v in synth.of_type("AWS::ApiGateway::Resource").items()}
     [rollback_id] = [k for k, p in paths.items() if p == "rollback"]
     assert paths[parent[rollback_id]["Ref"]] == "memory"
@@ -358,8 +369,9 @@ def test_stage_throttles_logs_access_and_never_logs_bodies(synth, template):
     everything = settings["/*"]
     assert everything["ThrottlingRateLimit"] == 10 and everything["ThrottlingBurstLimit"] == 20
     assert everything["LoggingLevel"] == "ERROR" and everything["DataTraceEnabled"] is False
-    rollback = settings["/~1memory~1rollback"]
-    assert rollback["HttpMethod"] == "POST" and rollback["ThrottlingRateLimit"] == 1
+    for admin_route in ("/~1memory~1rollback", "/~1memory~1erase"):
+        limited = settings[admin_route]
+        assert limited["HttpMethod"] == "POST" and limited["ThrottlingRateLimit"] == 1, admin_route
     access = props["AccessLogSetting"]
     assert access["DestinationArn"]["Fn::GetAtt"][0].startswith("ApiAccessLogs")
     assert "$context.requestId" in access["Format"]

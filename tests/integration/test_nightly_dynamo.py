@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from datetime import datetime, timedelta
 
 import pytest
@@ -14,7 +15,7 @@ from memorybot.adapters.invoker import LocalContext
 from memorybot.bootstrap import Container
 from memorybot.config import Settings
 from memorybot.consolidation import DECAY_READ_REASON, STALE_AFTER, STALE_REVIEWS_PER_NIGHT
-from memorybot.domain import JST, Action, Actor, Change, Verdict
+from memorybot.domain import JST, Action, Actor, Change, SourceRef, Verdict
 from memorybot.handlers import admin, nightly
 
 SECRET = "nightly-admin-secret"
@@ -120,17 +121,20 @@ def test_the_scheduled_run_end_to_end_then_its_rollback(deployed):
     assert d.container.run_store.get(run.run_id).rolled_back
 
 
-def test_a_fact_forgotten_at_noon_is_not_relearned_at_three(deployed):
+def test_a_forgotten_fact_is_not_relearned_at_three_and_the_unrelated_morning_fact_is(deployed):
     d = deployed
-    d.messages.put(message("a", "my password hint is natto", at=jst(29, 9)))
-    d.memories.apply(Change(Action.ADD, None, memory("a", "aaaaa", "password hint natto", at=jst(29, 9, 5)), "extraction"), actor=Actor.EXTRACTION)
+    hint = message("a", "my password hint is natto", at=jst(29, 9))
+    d.messages.put(hint)
+    d.messages.put(message("a", "I play the cello", at=jst(29, 9, 30)))  # unrelated, before the forget
+    learned = replace(memory("a", "aaaaa", "password hint natto", at=jst(29, 9, 5)), sources=(SourceRef(hint.channel_id, hint.message_id),))
+    d.memories.apply(Change(Action.ADD, None, learned, "extraction"), actor=Actor.EXTRACTION)
     d.clock.now = jst(29, 12)
     assert commands.forget(d.memories, owner("a"), "aaaaa").outcome is commands.ForgetOutcome.FORGOTTEN
     d.messages.put(message("a", "lunch was good", at=jst(29, 13)))
 
     answer = d.nightly()
     assert answer["status"] == "done"
-    assert [e.render() for e in d.jev.asked("worth")] == ["usera: lunch was good"]
+    assert [e.render() for e in d.jev.asked("worth")] == ["usera: I play the cello\nusera: lunch was good"]
     texts = [m.text for m in d.memories.read_profile(owner("a"), actor=Actor.COMMAND, reason="test", limit=10)]
     assert not any("natto" in t for t in texts)
 
