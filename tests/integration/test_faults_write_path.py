@@ -72,7 +72,7 @@ def clean_outcome(moto_server):
 def test_the_clean_run_is_what_the_scripted_models_decided(clean_outcome):
     texts, requests = clean_outcome
     assert texts == ["likes tea", "moved from Kyoto to Osaka", "plays the cello"]
-    assert requests == 5  # profile query, read ledger row, one transaction per change
+    assert requests == 6  # forgotten sources, profile query, read ledger row, one transaction per change
 
 
 def test_a_failure_at_every_dynamodb_request_keeps_the_invariants_and_a_retry_converges(moto_server, clean_outcome):
