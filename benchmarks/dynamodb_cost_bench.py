@@ -31,7 +31,7 @@ SAYINGS = [
 
 
 def attribute_size(value: dict) -> int:
-    (kind, inner), = value.items()
+    ((kind, inner),) = value.items()
     if kind in ("S", "B"):
         return len(inner.encode() if isinstance(inner, str) else inner)
     if kind == "N":
@@ -56,7 +56,11 @@ def indexes_holding(table: str, item: dict) -> int:
     spec = next((s for s in tables.ALL_TABLES if table.endswith(s.logical_name)), None)
     if spec is None:
         return 0
-    keys = [i for i in spec.local_indexes + spec.global_indexes if i.partition.name in item and (not i.sort or i.sort.name in item)]
+    keys = [
+        i
+        for i in spec.local_indexes + spec.global_indexes
+        if i.partition.name in item and (not i.sort or i.sort.name in item)
+    ]
     return len(keys)
 
 
@@ -83,7 +87,7 @@ class Meter:
                 self.wru += 1 + indexes_holding(params["TableName"], params.get("Key", {}))
             elif op == "TransactWriteItems":
                 for action in params["TransactItems"]:
-                    (kind, body), = action.items()
+                    ((kind, body),) = action.items()
                     self.wru += self._writes(body["TableName"], body.get("Item") or body.get("Key", {}), 2)
 
     def _after(self, model, parsed, **_) -> None:
@@ -124,12 +128,17 @@ def main() -> None:
         rru = sum(r[2] for r in rows) / TURNS
         per_turn = sum(requests.values()) / TURNS
         print(f"{TURNS} /chat turns on the local stack (offline models; reply + extraction per turn)")
-        print(f"DynamoDB requests per turn: {per_turn:.1f} ("
-              + ", ".join(f"{op} {n / TURNS:.1f}" for op, n in requests.most_common()) + ")")
+        print(
+            f"DynamoDB requests per turn: {per_turn:.1f} ("
+            + ", ".join(f"{op} {n / TURNS:.1f}" for op, n in requests.most_common())
+            + ")"
+        )
         print(f"estimated capacity per turn: {wru:.1f} write units, {rru:.1f} read units")
         cost = 1000 * (wru * WRITE_PRICE_PER_MILLION + rru * READ_PRICE_PER_MILLION) / 1e6
         print(f"DynamoDB cost per 1,000 conversations (on-demand, us-east-1 list prices): ${cost:.4f}")
-        print(f"per turn, min/max requests: {min(sum(r[0].values()) for r in rows)} / {max(sum(r[0].values()) for r in rows)}")
+        print(
+            f"per turn, min/max requests: {min(sum(r[0].values()) for r in rows)} / {max(sum(r[0].values()) for r in rows)}"
+        )
     finally:
         stack.stop()
     extraction_only()
@@ -152,7 +161,12 @@ def extraction_only() -> None:
         moto_dynamo.create_tables(client, "x-")
         store = DynamoMemoryStore(client, Settings.from_env({"MEMORYBOT_TABLE_PREFIX": "x-"}), clock=Clock())
         for i, c in enumerate("abcdefghjk"):
-            m = memory("u1", f"m{c}222", f"a fact of ordinary length about person one, number {i}", at=T0 + timedelta(minutes=i))
+            m = memory(
+                "u1",
+                f"m{c}222",
+                f"a fact of ordinary length about person one, number {i}",
+                at=T0 + timedelta(minutes=i),
+            )
             store.apply(Change(Action.ADD, None, m, "seed"), actor=Actor.EXTRACTION)
         meter = Meter(client)
         jev = ScriptedJev(worth=0.9, add=0.9)
@@ -161,8 +175,10 @@ def extraction_only() -> None:
             speaker("u1", "alice"), GLOBAL_SCOPE, [message("u1", "news", name="alice")]
         )
         requests, wru, rru = meter.snapshot()
-        print(f"one extraction, ten memories, 10 updates + 1 add: {sum(requests.values())} requests "
-              f"({', '.join(f'{op} {n}' for op, n in requests.most_common())}), ~{wru:.0f} write units, ~{rru:.0f} read units")
+        print(
+            f"one extraction, ten memories, 10 updates + 1 add: {sum(requests.values())} requests "
+            f"({', '.join(f'{op} {n}' for op, n in requests.most_common())}), ~{wru:.0f} write units, ~{rru:.0f} read units"
+        )
     finally:
         moto.stop()
 

@@ -13,13 +13,13 @@ import statistics
 import time
 from datetime import timedelta
 
-from tests.fakes import T0, FakeMemoryStore, memory, message, speaker
-from tests.loopback.openai_server import OpenAIServer
-from memorybot.domain import GLOBAL_SCOPE
 from memorybot.adapters.limiter import ModelCallLimiter
 from memorybot.adapters.openai_chat import OpenAIChatModel, OpenAICompatibleClient, OpenAIDecisionModel
 from memorybot.adapters.retry import Retrier
+from memorybot.domain import GLOBAL_SCOPE
 from memorybot.extraction import Extractor
+from tests.fakes import T0, FakeMemoryStore, memory, message, speaker
+from tests.loopback.openai_server import OpenAIServer
 
 LATENCIES = (0.05, 0.2)
 RUNS = 5
@@ -31,12 +31,21 @@ def one_run(llm: OpenAIServer, latency: float) -> tuple[float, int]:
     llm.clear()
     llm.set_delay(latency)
     store = FakeMemoryStore()
-    store.seed(*(memory("u1", f"m{c}222", f"fact {c}", at=T0 + timedelta(minutes=i)) for i, c in enumerate("abcdefghjk")))
-    client = OpenAICompatibleClient(llm.url, "stand-in", timeout_seconds=8.0, max_connections=MAX_IN_FLIGHT,
-                                    retrier=Retrier(limiter=ModelCallLimiter(MAX_IN_FLIGHT)))
+    store.seed(
+        *(memory("u1", f"m{c}222", f"fact {c}", at=T0 + timedelta(minutes=i)) for i, c in enumerate("abcdefghjk"))
+    )
+    client = OpenAICompatibleClient(
+        llm.url,
+        "stand-in",
+        timeout_seconds=8.0,
+        max_connections=MAX_IN_FLIGHT,
+        retrier=Retrier(limiter=ModelCallLimiter(MAX_IN_FLIGHT)),
+    )
     extractor = Extractor(store, OpenAIDecisionModel(client), OpenAIChatModel(client))
     started = time.perf_counter()
-    result = extractor.run(speaker("u1", "alice"), GLOBAL_SCOPE, [message("u1", "I moved to Osaka last week", name="alice")])
+    result = extractor.run(
+        speaker("u1", "alice"), GLOBAL_SCOPE, [message("u1", "I moved to Osaka last week", name="alice")]
+    )
     elapsed = time.perf_counter() - started
     client.close()
     assert len(result.updated) == 10 and len(result.added) == 1, result

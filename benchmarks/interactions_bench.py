@@ -17,6 +17,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from datetime import UTC
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -57,7 +58,9 @@ PYCACHE = tempfile.mkdtemp(prefix="memorybot-bench-pycache-")
 def _python(code: str, env: dict | None = None, stdin: str = "") -> str:
     env = {k: v for k, v in (env or os.environ).items() if k != "PYTHONDONTWRITEBYTECODE"}
     env["PYTHONPYCACHEPREFIX"] = PYCACHE
-    out = subprocess.run([sys.executable, "-c", code], input=stdin, capture_output=True, text=True, env=env, cwd=ROOT, check=True)
+    out = subprocess.run(
+        [sys.executable, "-c", code], input=stdin, capture_output=True, text=True, env=env, cwd=ROOT, check=True
+    )
     return out.stdout.strip()
 
 
@@ -93,9 +96,16 @@ def _deployed_shape_imports() -> list[tuple[str, float, float]]:
         tree = _deployed_tree(with_bytecode)
         env = {k: v for k, v in os.environ.items() if k != "PYTHONPYCACHEPREFIX"}
         env.update({"PYTHONDONTWRITEBYTECODE": "1", "PYTHONPATH": str(tree)})
-        run = lambda module: float(subprocess.run(  # noqa: E731
-            [sys.executable, "-c", IMPORT.format(module=module)], capture_output=True, text=True, env=env,
-            cwd=tree, check=True).stdout.strip())
+        run = lambda module: float(
+            subprocess.run(  # noqa: E731
+                [sys.executable, "-c", IMPORT.format(module=module)],
+                capture_output=True,
+                text=True,
+                env=env,
+                cwd=tree,
+                check=True,
+            ).stdout.strip()
+        )
         samples = [(run("memorybot.handlers.interactions"), run("boto3")) for _ in range(COLD_RUNS)]
         rows.append((label, statistics.median(s[0] for s in samples), statistics.median(s[1] for s in samples)))
     return rows
@@ -122,9 +132,13 @@ def setup() -> tuple[dict[str, str], object]:
     moto_dynamo.create_tables(moto.client(), "bench-")
     SIGNING_KEY, public_key = new_key_pair()
     env = {
-        "AWS_ENDPOINT_URL_DYNAMODB": moto.endpoint, "AWS_DEFAULT_REGION": moto_dynamo.LOCAL_REGION,
-        "AWS_ACCESS_KEY_ID": "local", "AWS_SECRET_ACCESS_KEY": "local",
-        "MEMORYBOT_TABLE_PREFIX": "bench-", "DISCORD_PUBLIC_KEY": public_key, "POWERTOOLS_LOG_LEVEL": "WARNING",
+        "AWS_ENDPOINT_URL_DYNAMODB": moto.endpoint,
+        "AWS_DEFAULT_REGION": moto_dynamo.LOCAL_REGION,
+        "AWS_ACCESS_KEY_ID": "local",
+        "AWS_SECRET_ACCESS_KEY": "local",
+        "MEMORYBOT_TABLE_PREFIX": "bench-",
+        "DISCORD_PUBLIC_KEY": public_key,
+        "POWERTOOLS_LOG_LEVEL": "WARNING",
     }
     return env, moto
 
@@ -133,7 +147,12 @@ def _signed(payload: dict) -> dict:
     from memorybot.signature import sign
 
     body = json.dumps(payload).encode()
-    return {"version": "2.0", "headers": {k.lower(): v for k, v in sign(SIGNING_KEY, body).items()}, "body": body.decode(), "isBase64Encoded": False}
+    return {
+        "version": "2.0",
+        "headers": {k.lower(): v for k, v in sign(SIGNING_KEY, body).items()},
+        "body": body.decode(),
+        "isBase64Encoded": False,
+    }
 
 
 def ping_event() -> dict:
@@ -141,15 +160,22 @@ def ping_event() -> dict:
 
 
 def chat_event() -> dict:
-    from datetime import datetime, timezone
+    from datetime import datetime
 
     from memorybot.domain import snowflake_at
 
-    return _signed({
-        "id": snowflake_at(datetime.now(timezone.utc), next(_sequence)), "application_id": "1", "type": 2, "token": "t",
-        "channel_id": CHANNEL, "guild_id": "800000000000000001", "member": {"user": {"id": "100000000000000001", "username": "alice"}},
-        "data": {"name": "chat", "options": [{"type": 3, "name": "message", "value": "I like green tea"}]},
-    })
+    return _signed(
+        {
+            "id": snowflake_at(datetime.now(UTC), next(_sequence)),
+            "application_id": "1",
+            "type": 2,
+            "token": "t",
+            "channel_id": CHANNEL,
+            "guild_id": "800000000000000001",
+            "member": {"user": {"id": "100000000000000001", "username": "alice"}},
+            "data": {"name": "chat", "options": [{"type": 3, "name": "message", "value": "I like green tea"}]},
+        }
+    )
 
 
 def main() -> None:
@@ -158,17 +184,22 @@ def main() -> None:
     print(f"  memorybot.handlers.interactions  {handler_import * 1000:7.1f} ms")
     print(f"  boto3 (bare)                     {boto3_import * 1000:7.1f} ms")
     print(f"  ratio handler / boto3            {handler_import / boto3_import:7.2f}")
-    print("cold import in the deployed shape (read-only tree, no bytecode cache written), median of "
-          f"{COLD_RUNS}:")
+    print(f"cold import in the deployed shape (read-only tree, no bytecode cache written), median of {COLD_RUNS}:")
     for label, handler, boto3_time in _deployed_shape_imports():
-        print(f"  {label:<24} handler {handler * 1000:6.1f} ms, boto3 {boto3_time * 1000:6.1f} ms, "
-              f"ratio {handler / boto3_time:5.2f}")
+        print(
+            f"  {label:<24} handler {handler * 1000:6.1f} ms, boto3 {boto3_time * 1000:6.1f} ms, "
+            f"ratio {handler / boto3_time:5.2f}"
+        )
 
     env_settings, moto = setup()
     try:
         env = {**os.environ, **env_settings}
         firsts = [json.loads(_python(FIRST_CHAT, env, json.dumps(chat_event()))) for _ in range(COLD_RUNS + 1)][1:]
-        for key, label in (("import", "import"), ("first_chat", "first /chat (clients built, message stored)"), ("total", "total to the answer")):
+        for key, label in (
+            ("import", "import"),
+            ("first_chat", "first /chat (clients built, message stored)"),
+            ("total", "total to the answer"),
+        ):
             print(f"  cold {label:<45} {statistics.median(f[key] for f in firsts) * 1000:7.1f} ms (median)")
 
         os.environ.update(env_settings)

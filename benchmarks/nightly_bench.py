@@ -15,9 +15,8 @@ from __future__ import annotations
 
 import threading
 import time
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 
-from tests.fakes import FakeMessageStore, FakeRunStore, message
 from memorybot.consolidation import (
     CHUNK_MESSAGES,
     CHUNKS_PER_SPEAKER,
@@ -29,6 +28,7 @@ from memorybot.consolidation import (
 from memorybot.domain import JST, Action, LedgerEntry, Memory, Owner, Verdict
 from memorybot.extraction import Extractor
 from memorybot.ports import ConflictError
+from tests.fakes import FakeMessageStore, FakeRunStore, message
 
 LATENCY = 0.02  # seconds per simulated model call
 SPEAKER_COUNTS = (100, 1000)
@@ -89,13 +89,15 @@ class PerUserStore:
         with self._lock:
             profile = sorted(self.rows.get(owner, {}).values(), key=lambda m: m.updated_at, reverse=True)[:limit]
             ids = tuple(m.memory_id for m in profile)
-            self.ledger.append(LedgerEntry(owner.user_id, Action.READ, actor, reason, NOW, ids, run_id=run_id, scope=owner.scope))
+            self.ledger.append(
+                LedgerEntry(owner.user_id, Action.READ, actor, reason, NOW, ids, run_id=run_id, scope=owner.scope)
+            )
             return profile
 
     def get(self, owner, memory_id):
         return self.rows.get(owner, {}).get(memory_id)
 
-    def apply(self, change, *, actor, run_id=None, ledger_action=None):
+    def apply(self, change, *, actor, run_id=None, ledger_action=None, redacted=False):
         with self._lock:
             mine = self.rows.setdefault(change.owner, {})
             if mine.get(change.memory_id) != change.before:
@@ -105,7 +107,15 @@ class PerUserStore:
             else:
                 mine[change.memory_id] = change.after
             entry = LedgerEntry(
-                change.user_id, change.action, actor, change.reason, NOW, (change.memory_id,), change.before, change.after, run_id,
+                change.user_id,
+                change.action,
+                actor,
+                change.reason,
+                NOW,
+                (change.memory_id,),
+                change.before,
+                change.after,
+                run_id,
                 scope=change.owner.scope,
             )
             self.ledger.append(entry)
@@ -121,14 +131,14 @@ class PerUserStore:
     def ledger_for(self, owner, limit=100):
         return [e for e in reversed(self.ledger) if e.owner == owner][:limit]
 
-    def last_forget_at(self, owner):
-        return None
+    def forgotten_sources(self, owner):
+        return frozenset()
 
 
 def one_night(speakers: int) -> tuple[float, int]:
     memories, messages = PerUserStore(), FakeMessageStore()
     start = NOW - timedelta(hours=23)
-    day_start = datetime(2026, 11, 20, tzinfo=timezone.utc)
+    day_start = datetime(2026, 11, 20, tzinfo=UTC)
     for s in range(speakers):
         for k in range(MEMORIES_PER_SPEAKER):
             memories.seed(Memory(f"u{s}", f"m{k:04d}", f"fact {k}", day_start, day_start))
@@ -149,15 +159,23 @@ def one_night(speakers: int) -> tuple[float, int]:
 
 
 def main() -> None:
-    print(f"L = {LATENCY * 1000:.0f} ms per model call; {SPEAKER_CONCURRENCY} speakers at a time; "
-          f"{CHUNKS_PER_SPEAKER} chunks and {MEMORIES_PER_SPEAKER} memories per speaker")
-    print(f"{'speakers':>9} {'calls':>7} {'bound':>7} {'wall (s)':>9} {'sequential (s)':>15} {'speedup':>8} {'wall / L':>9}")
+    print(
+        f"L = {LATENCY * 1000:.0f} ms per model call; {SPEAKER_CONCURRENCY} speakers at a time; "
+        f"{CHUNKS_PER_SPEAKER} chunks and {MEMORIES_PER_SPEAKER} memories per speaker"
+    )
+    print(
+        f"{'speakers':>9} {'calls':>7} {'bound':>7} {'wall (s)':>9} {'sequential (s)':>15} {'speedup':>8} {'wall / L':>9}"
+    )
     for speakers in SPEAKER_COUNTS:
         elapsed, calls = one_night(speakers)
         sequential = calls * LATENCY
-        print(f"{speakers:>9} {calls:>7} {max_model_calls(speakers):>7} {elapsed:>9.2f} {sequential:>15.1f} "
-              f"{sequential / elapsed:>7.1f}x {elapsed / LATENCY:>9.0f}")
-    print("critical path per speaker: 5 chunks x 4 L = 20 L; ideal wall ~ ceil(speakers / concurrency) x 20 L + reviews")
+        print(
+            f"{speakers:>9} {calls:>7} {max_model_calls(speakers):>7} {elapsed:>9.2f} {sequential:>15.1f} "
+            f"{sequential / elapsed:>7.1f}x {elapsed / LATENCY:>9.0f}"
+        )
+    print(
+        "critical path per speaker: 5 chunks x 4 L = 20 L; ideal wall ~ ceil(speakers / concurrency) x 20 L + reviews"
+    )
 
 
 if __name__ == "__main__":

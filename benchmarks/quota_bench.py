@@ -24,17 +24,18 @@ import statistics
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 
 from benchmarks.nightly_bench import PerUserStore
-from tests.fakes import message, speaker as speaker_named
-from tests.loopback.openai_server import OpenAIServer
 from memorybot.adapters.limiter import ModelCallLimiter
 from memorybot.adapters.openai_chat import OpenAIChatModel, OpenAICompatibleClient, OpenAIDecisionModel
 from memorybot.adapters.retry import Retrier, RetryPolicy
 from memorybot.domain import GLOBAL_SCOPE, Actor, Memory, PromptMessage
 from memorybot.extraction import Extractor
 from memorybot.ports import ModelUnavailable
+from tests.fakes import message
+from tests.fakes import speaker as speaker_named
+from tests.loopback.openai_server import OpenAIServer
 
 L = 0.020  # seconds per model call
 Q = 12_000  # model requests per minute
@@ -45,12 +46,13 @@ MAP_CONCURRENCY = 40
 LIVE_TURNS = 100
 LAMBDA_RETRY_DELAY = 1.0  # Lambda waits 1 and then 2 minutes; scaled down
 POLICY = RetryPolicy(deadline_seconds=60.0)
-DAY = datetime(2026, 11, 20, tzinfo=timezone.utc)
+DAY = datetime(2026, 11, 20, tzinfo=UTC)
 
 
 def _backends(url: str, limiter: ModelCallLimiter) -> tuple[OpenAIDecisionModel, OpenAIChatModel]:
-    client = OpenAICompatibleClient(url, "stand-in", timeout_seconds=8.0, max_connections=limiter.max_in_flight,
-                                    retrier=Retrier(POLICY, limiter))
+    client = OpenAICompatibleClient(
+        url, "stand-in", timeout_seconds=8.0, max_connections=limiter.max_in_flight, retrier=Retrier(POLICY, limiter)
+    )
     return OpenAIDecisionModel(client), OpenAIChatModel(client)
 
 
@@ -86,12 +88,16 @@ def night(llm: OpenAIServer) -> None:
     calls = llm.served
     no_decision = sum(r.failures for r in results if r is not None)
     floor = calls / (Q / 60)
-    print(f"night: {SPEAKERS} speakers x 1 chunk, {MEMORIES} memories each; L = {L * 1000:.0f} ms, "
-          f"Q = {Q:,}/min, limiter {MAX_IN_FLIGHT} in flight and {Q:,}/min, {MAP_CONCURRENCY} speakers at a time")
+    print(
+        f"night: {SPEAKERS} speakers x 1 chunk, {MEMORIES} memories each; L = {L * 1000:.0f} ms, "
+        f"Q = {Q:,}/min, limiter {MAX_IN_FLIGHT} in flight and {Q:,}/min, {MAP_CONCURRENCY} speakers at a time"
+    )
     print(f"  model calls {calls:,}, throttled answers {llm.throttled}, calls without a usable answer {no_decision}")
     print(f"  decisions lost {len(lost)} (goal 0)")
     print(f"  wall {wall:.1f} s; calls / Q = {floor:.1f} s; wall / (calls / Q) = {wall / floor:.2f} (goal <= 1.2)")
-    print(f"  peak calls in flight: limiter {limiter.peak_in_flight}, server {llm.peak_in_flight} (limit {MAX_IN_FLIGHT})")
+    print(
+        f"  peak calls in flight: limiter {limiter.peak_in_flight}, server {llm.peak_in_flight} (limit {MAX_IN_FLIGHT})"
+    )
 
 
 def live(llm: OpenAIServer) -> None:
@@ -134,11 +140,17 @@ def live(llm: OpenAIServer) -> None:
     delays.sort()
     p95 = delays[min(len(delays) - 1, int(len(delays) * 0.95))] if delays else float("nan")
     p50 = statistics.median(delays) if delays else float("nan")
-    print(f"live: {LIVE_TURNS} /chat turns at once, each instance with its own limiter ({MAX_IN_FLIGHT} in flight, "
-          f"{Q:,}/min), {MEMORIES} memories each; same L and Q")
-    print(f"  model calls {llm.served:,}, throttled answers {llm.throttled}, wall {wall:.1f} s "
-          f"(calls / Q = {llm.served / (Q / 60):.1f} s)")
-    print(f"  extractions run again by the (simulated) Lambda retry: {len(reruns)}; decisions lost {len(lost)} (goal 0)")
+    print(
+        f"live: {LIVE_TURNS} /chat turns at once, each instance with its own limiter ({MAX_IN_FLIGHT} in flight, "
+        f"{Q:,}/min), {MEMORIES} memories each; same L and Q"
+    )
+    print(
+        f"  model calls {llm.served:,}, throttled answers {llm.throttled}, wall {wall:.1f} s "
+        f"(calls / Q = {llm.served / (Q / 60):.1f} s)"
+    )
+    print(
+        f"  extractions run again by the (simulated) Lambda retry: {len(reruns)}; decisions lost {len(lost)} (goal 0)"
+    )
     print(f"  extraction delay after the reply: p50 {p50:.2f} s ({p50 / L:.0f} L), p95 {p95:.2f} s ({p95 / L:.0f} L)")
 
 

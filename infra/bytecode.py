@@ -25,8 +25,11 @@ class NoInterpreter(RuntimeError):
 def target_interpreter(version: str) -> str:
     """An interpreter of ``version`` that really runs (a pyenv shim may exist but refuse)."""
     pyenv = Path(os.environ.get("PYENV_ROOT", "~/.pyenv")).expanduser()
-    candidates = [sys.executable, shutil.which(f"python{version}"),
-                  *map(str, sorted(pyenv.glob(f"versions/{version}*/bin/python{version}")))]
+    candidates = [
+        sys.executable,
+        shutil.which(f"python{version}"),
+        *map(str, sorted(pyenv.glob(f"versions/{version}*/bin/python{version}"))),
+    ]
     uv = shutil.which("uv") or str(Path(sys.executable).parent / "uv")
     if Path(uv).exists():
         found = subprocess.run([uv, "python", "find", "--no-project", version], capture_output=True, text=True)
@@ -35,8 +38,11 @@ def target_interpreter(version: str) -> str:
     for candidate in candidates:
         if not candidate:
             continue
-        probe = subprocess.run([candidate, "-I", "-S", "-c", "import sys; print('%d.%d' % sys.version_info[:2])"],
-                               capture_output=True, text=True)
+        probe = subprocess.run(
+            [candidate, "-I", "-S", "-c", "import sys; print('%d.%d' % sys.version_info[:2])"],
+            capture_output=True,
+            text=True,
+        )
         if probe.returncode == 0 and probe.stdout.strip() == version:
             return candidate
     raise NoInterpreter(
@@ -50,17 +56,40 @@ def compile_tree(folder: Path, version: str, deployed_as: str) -> None:
     env = {**os.environ, "PYTHONHASHSEED": "0"}
     env.pop("PYTHONDONTWRITEBYTECODE", None)
     subprocess.run(
-        [target_interpreter(version), "-I", "-m", "compileall", "-q", "-j", "0",
-         "--invalidation-mode", "checked-hash", "-s", str(folder), "-p", deployed_as, str(folder)],
-        check=True, env=env, stdout=subprocess.DEVNULL,
+        [
+            target_interpreter(version),
+            "-I",
+            "-m",
+            "compileall",
+            "-q",
+            "-j",
+            "0",
+            "--invalidation-mode",
+            "checked-hash",
+            "-s",
+            str(folder),
+            "-p",
+            deployed_as,
+            str(folder),
+        ],
+        check=True,
+        env=env,
+        stdout=subprocess.DEVNULL,
     )
 
 
 def magic_number(version: str) -> bytes:
     """``importlib.util.MAGIC_NUMBER`` of Python ``version``: the first four bytes of its pycs."""
     out = subprocess.run(
-        [target_interpreter(version), "-I", "-S", "-c",
-         "import importlib.util, sys; sys.stdout.write(importlib.util.MAGIC_NUMBER.hex())"],
-        capture_output=True, text=True, check=True,
+        [
+            target_interpreter(version),
+            "-I",
+            "-S",
+            "-c",
+            "import importlib.util, sys; sys.stdout.write(importlib.util.MAGIC_NUMBER.hex())",
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
     )
     return bytes.fromhex(out.stdout)

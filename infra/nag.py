@@ -7,6 +7,8 @@ the whole stack, so a new resource is checked afresh.
 
 from __future__ import annotations
 
+from typing import Any
+
 from aws_cdk import Acknowledgment, Validations
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_lambda as lambda_
@@ -16,13 +18,15 @@ from .stack import MemoryBotStack
 
 LATEST_PYTHON = lambda_.Runtime.PYTHON_3_14.name
 
-REASONS = {
+REASONS: dict[str, Any] = {
     "AwsSolutions-SMG4": (
         "The Discord public key and bot token are issued by Discord and change only when the operator "
         "resets them in the developer portal; the admin secret is rotated by putting a new value "
         "(README, Deploy). Secrets Manager has no rotation function for either."
     ),
-    "AwsSolutions-SQS3": "This queue is the dead-letter queue itself (failed async invocations and schedule deliveries).",
+    "AwsSolutions-SQS3": (
+        "This queue is the dead-letter queue itself (failed async invocations and schedule deliveries)."
+    ),
     "AwsSolutions-IAM5[Resource::*]": (
         "X-Ray tracing: xray:PutTraceSegments and xray:PutTelemetryRecords support no resource-level "
         "permissions, so the resource must be '*'."
@@ -98,7 +102,7 @@ REASONS = {
             "reservation would only take from the account's unreserved pool."
         ),
         "Admin": (
-            "Bounded by the rollback route's own throttling (rollback_rate_limit, rollback_burst_limit) and the "
+            "Bounded by the admin routes' own throttling (rollback_rate_limit, rollback_burst_limit) and the "
             "admin secret; a reservation would take from the account's unreserved pool for no further bound."
         ),
     },
@@ -152,11 +156,24 @@ ASYNC_FUNCTIONS = ("Reply", "Extraction")  # invoked asynchronously, with an on-
 
 
 def plugin_of(rule: str) -> str:
-    """"AwsSolutions-L1" -> "AwsSolutions"; "NIST.800.53.R5-LambdaDLQ" -> "NIST.800.53.R5"."""
+    """ "AwsSolutions-L1" -> "AwsSolutions"; "NIST.800.53.R5-LambdaDLQ" -> "NIST.800.53.R5"."""
     return rule.split("-", 1)[0]
 
 
-def _ack(construct: IConstruct, rule: str, reason: str | None = None) -> None:
+def _cfn(construct: IConstruct) -> Any:
+    """The L1 resource behind an L2 construct (every construct acknowledged here has one)."""
+    child = construct.node.default_child
+    assert child is not None, construct.node.path
+    return child
+
+
+def _role(function: lambda_.Function) -> iam.IRole:
+    assert function.role is not None, function.node.path
+    return function.role
+
+
+def _ack(construct: IConstruct | None, rule: str, reason: str | None = None) -> None:
+    assert construct is not None, rule
     # "<plugin>::<rule>" is the id the synth report asks for; it names the plugin explicitly.
     reason = reason or REASONS[rule]
     Validations.of(construct).acknowledge(Acknowledgment(id=f"{plugin_of(rule)}::{rule}", reason=reason))
@@ -198,7 +215,7 @@ NIGHTLY_REASONS = {
 
 def _acknowledge_nightly(stack: MemoryBotStack) -> None:
     """The nightly state machine's findings (kept apart, so that merges stay small)."""
-    bucket = stack.resolve(stack.manifests.node.default_child.logical_id)
+    bucket = stack.resolve(_cfn(stack.manifests).logical_id)
     _ack(stack.manifests, "AwsSolutions-S1", NIGHTLY_REASONS["S1"])
     for name in ("NightlyPlan", "NightlyFinish"):
         _ack(stack.functions[name].role, f"AwsSolutions-IAM5[Resource::<{bucket}.Arn>/*]", NIGHTLY_REASONS["objects"])
@@ -207,9 +224,9 @@ def _acknowledge_nightly(stack: MemoryBotStack) -> None:
     _ack(run.role, f"AwsSolutions-IAM5[Resource::arn:<AWS::Partition>:s3:::<{bucket}>/*]", NIGHTLY_REASONS["objects"])
     for name, function in stack.functions.items():
         if name.startswith("Nightly"):
-            fid = stack.resolve(function.node.default_child.logical_id)
+            fid = stack.resolve(_cfn(function).logical_id)
             _ack(run.role, f"AwsSolutions-IAM5[Resource::<{fid}.Arn>:*]", NIGHTLY_REASONS["versions"])
-    machine = stack.resolve(run.state_machine.node.default_child.logical_id)
+    machine = stack.resolve(_cfn(run.state_machine).logical_id)
     executions = (
         "arn:<AWS::Partition>:states:<AWS::Region>:<AWS::AccountId>:execution:"
         f'{{"Fn::Select":[6,{{"Fn::Split":[":",{{"Ref":"{machine}"}}]}}]}}'
@@ -247,10 +264,13 @@ def acknowledge_findings(stack: MemoryBotStack) -> None:
         _ack(method, "AwsSolutions-COG4")
     role = api.node.try_find_child("CloudWatchRole")
     if role is not None:
-        _ack(role, "AwsSolutions-IAM4[Policy::arn:<AWS::Partition>:iam::aws:policy/service-role/AmazonAPIGatewayPushToCloudWatchLogs]")
+        _ack(
+            role,
+            "AwsSolutions-IAM4[Policy::arn:<AWS::Partition>:iam::aws:policy/service-role/AmazonAPIGatewayPushToCloudWatchLogs]",
+        )
     if stack.personal_data_key is not None:
         for function in stack.functions.values():
-            _ack(function.role, "AwsSolutions-IAM5[Action::kms:GenerateDataKey*]")
+            _ack(_role(function), "AwsSolutions-IAM5[Action::kms:GenerateDataKey*]")
     acknowledge_nist_findings(stack)
 
 
@@ -264,10 +284,11 @@ def acknowledge_nist_findings(stack: MemoryBotStack) -> None:
     for log_group in [f.log_group for f in stack.functions.values()] + [stack.node.find_child("ApiAccessLogs")]:
         _ack(log_group, "NIST.800.53.R5-CloudWatchLogGroupEncrypted")
     for name, function in stack.functions.items():
-        _ack(function.role.node.find_child("DefaultPolicy"), "NIST.800.53.R5-IAMNoInlinePolicy")
+        _ack(_role(function).node.find_child("DefaultPolicy"), "NIST.800.53.R5-IAMNoInlinePolicy")
         # Every step of the nightly state machine shares one reason per rule.
-        kind = "Nightly" if name.startswith("Nightly") else name
-        if function.node.default_child.reserved_concurrent_executions is None:
+        # The admin routes (rollback, erase) share theirs.
+        kind = "Nightly" if name.startswith("Nightly") else "Admin" if name == "Erase" else name
+        if _cfn(function).reserved_concurrent_executions is None:
             _ack(function, "NIST.800.53.R5-LambdaConcurrency", REASONS["NIST.800.53.R5-LambdaConcurrency"][kind])
         invoked = "state machine" if kind == "Nightly" else "async" if name in ASYNC_FUNCTIONS else "sync"
         dlq = REASONS["NIST.800.53.R5-LambdaDLQ"][invoked]

@@ -32,7 +32,7 @@ THROTTLED = ["ModelUnavailable", "Lambda.TooManyRequestsException"]
 REFUSED = ["BadJob"]  # a payload that does not parse: retrying cannot help
 
 
-def manifest_bucket(stack: "MemoryBotStack") -> s3.Bucket:
+def manifest_bucket(stack: MemoryBotStack) -> s3.Bucket:
     return s3.Bucket(
         stack,
         "NightlyManifests",
@@ -73,16 +73,26 @@ def _retry(task: tasks.LambdaInvoke, *, throttle_attempts: int, other_attempts: 
 
 
 class NightlyRun(Construct):
-    def __init__(self, scope: Construct, construct_id: str, stack: "MemoryBotStack") -> None:
+    def __init__(self, scope: Construct, construct_id: str, stack: MemoryBotStack) -> None:
         super().__init__(scope, construct_id)
         f, c = stack.functions, stack.config
         claim = _retry(
-            _invoke(self, "ClaimDay", f["NightlyClaim"], sfn.TaskInput.from_object({"time": sfn.JsonPath.string_at("$.time")})),
-            throttle_attempts=3, other_attempts=2,
+            _invoke(
+                self,
+                "ClaimDay",
+                f["NightlyClaim"],
+                sfn.TaskInput.from_object({"time": sfn.JsonPath.string_at("$.time")}),
+            ),
+            throttle_attempts=3,
+            other_attempts=2,
         )
         plan = _retry(_invoke(self, "PlanSpeakers", f["NightlyPlan"]), throttle_attempts=3, other_attempts=2)
-        speaker = _retry(_invoke(self, "ConsolidateSpeaker", f["NightlySpeaker"]), throttle_attempts=4, other_attempts=2)
-        failed = _retry(_invoke(self, "RecordSpeakerFailed", f["NightlySpeakerFailed"]), throttle_attempts=3, other_attempts=3)
+        speaker = _retry(
+            _invoke(self, "ConsolidateSpeaker", f["NightlySpeaker"]), throttle_attempts=4, other_attempts=2
+        )
+        failed = _retry(
+            _invoke(self, "RecordSpeakerFailed", f["NightlySpeakerFailed"]), throttle_attempts=3, other_attempts=3
+        )
         # After its retries a speaker is recorded failed (the error's name only) and the map goes on.
         speaker.add_catch(failed, errors=["States.ALL"], result_path="$.error")
         self.speakers = sfn.DistributedMap(
@@ -107,12 +117,12 @@ class NightlyRun(Construct):
         finish = _retry(_invoke(self, "FinishRun", f["NightlyFinish"]), throttle_attempts=3, other_attempts=3)
         claimed = (
             sfn.Choice(self, "Claimed?")
-            .when(sfn.Condition.string_equals("$.status", "claimed"), plan.next(self.speakers).next(review).next(finish))
+            .when(
+                sfn.Condition.string_equals("$.status", "claimed"), plan.next(self.speakers).next(review).next(finish)
+            )
             .otherwise(sfn.Succeed(self, "DayAlreadyClaimed"))
         )
-        log_group = logs.LogGroup(
-            self, "Logs", retention=stack.log_retention, removal_policy=RemovalPolicy.DESTROY
-        )
+        log_group = logs.LogGroup(self, "Logs", retention=stack.log_retention, removal_policy=RemovalPolicy.DESTROY)
         self.role = iam.Role(
             self,
             "Role",

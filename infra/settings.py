@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, fields
-from typing import Any, Callable
+from typing import Any
 
 from memorybot.config import DEFAULT_DISCORD_API_BASE, Settings
 from memorybot.domain import ScopeMode
 
 # The functions' own defaults are the single source for model ids.
-_DEFAULT_MODEL_ID = {f.name: f.default for f in fields(Settings)}
+_DEFAULT_MODEL_ID: dict[str, Any] = {f.name: f.default for f in fields(Settings)}
 
 SUPPORTED_PYTHON = ("3.12", "3.13", "3.14")
 SUPPORTED_ARCHITECTURES = ("arm64", "x86_64")
@@ -83,7 +84,7 @@ class StackConfig:
         return tuple(dict.fromkeys(ids))
 
     @classmethod
-    def from_context(cls, get: Callable[[str], Any]) -> "StackConfig":
+    def from_context(cls, get: Callable[[str], Any]) -> StackConfig:
         """``get`` is ``node.try_get_context``; values from ``-c`` arrive as strings."""
         values: dict[str, Any] = {}
         for f in fields(cls):

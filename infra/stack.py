@@ -58,10 +58,26 @@ TABLE_WRITE_ACTIONS = frozenset({"PutItem", "UpdateItem", "DeleteItem"})
 KEY_USE_ACTIONS = ("kms:Decrypt", "kms:Encrypt", "kms:GenerateDataKey*")
 # The KMS console's key-administrator set: manage, rotate, tag and schedule deletion; no use.
 KEY_ADMIN_ACTIONS = (
-    "kms:Create*", "kms:Describe*", "kms:Enable*", "kms:List*", "kms:Put*", "kms:Update*", "kms:Revoke*",
-    "kms:Disable*", "kms:Get*", "kms:Delete*", "kms:TagResource", "kms:UntagResource",
-    "kms:ScheduleKeyDeletion", "kms:CancelKeyDeletion",
+    "kms:Create*",
+    "kms:Describe*",
+    "kms:Enable*",
+    "kms:List*",
+    "kms:Put*",
+    "kms:Update*",
+    "kms:Revoke*",
+    "kms:Disable*",
+    "kms:Get*",
+    "kms:Delete*",
+    "kms:TagResource",
+    "kms:UntagResource",
+    "kms:ScheduleKeyDeletion",
+    "kms:CancelKeyDeletion",
 )
+# The one exception: the erase function redacts a person's ledger rows (before/after go, the
+# skeleton stays). Its UpdateItem is conditioned to name only these attributes (the key, the
+# two texts and the flag) and to return nothing; no role may delete a ledger row.
+LEDGER_REDACTOR = "Erase"
+LEDGER_REDACTION_ATTRIBUTES = ("owner", "entry_key", "before", "after", "redacted")
 
 
 @dataclass(frozen=True)
@@ -99,10 +115,12 @@ FUNCTIONS = (
         timeout=Duration.seconds(10),
         tables={
             "messages": access("PutItem"),  # /chat stores the message
-            # /memory show and the forget autocomplete read the profile; forget reads and deletes one
-            "memories": access("GetItem", "DeleteItem", indexes=("by_updated",)),
-            # read rows and the forget's row; GetItem finds a forget whose answer was lost
-            "memory_log": access("PutItem", "GetItem"),
+            # /memory show, why and the autocomplete read the profile; forget reads and deletes one;
+            # export finds the person's scopes (by_user)
+            "memories": access("GetItem", "DeleteItem", indexes=("by_updated", "by_user")),
+            # read rows and the forget's row; GetItem finds a forget whose answer was lost;
+            # export reads the person's rows (Query) in every scope they have rows in (by_user)
+            "memory_log": access("PutItem", "GetItem", "Query", indexes=("by_user",)),
             "dedup": access(*IDEMPOTENCY_ACTIONS),  # a replayed /memory show sends no second DM
         },
         secrets=("DISCORD_PUBLIC_KEY", "DISCORD_BOT_TOKEN"),
@@ -129,7 +147,8 @@ FUNCTIONS = (
         tables={
             "messages": access(indexes=("by_conversation",)),  # the person's own exchange, nothing else
             "memories": access("PutItem", "DeleteItem", indexes=("by_updated",)),
-            "memory_log": access("PutItem", "GetItem"),
+            # Query: the sources of the memories the person forgot, never learned from again
+            "memory_log": access("PutItem", "GetItem", "Query"),
             "dedup": access(*IDEMPOTENCY_ACTIONS),
         },
         bedrock=True,
@@ -160,7 +179,7 @@ FUNCTIONS = (
         tables={
             "messages": access(indexes=("by_conversation",)),  # the speaker's own lines, by id
             "memories": access("PutItem", "DeleteItem", indexes=("by_updated",)),
-            # Query: the speaker's latest /memory forget; GetItem: a change whose answer was lost
+            # Query: the sources of the speaker's forgotten memories; GetItem: a change whose answer was lost
             "memory_log": access("PutItem", "GetItem", "Query"),
             "nightly_runs": access("GetItem", "PutItem"),  # the speaker's mark: checked first, written once
         },
@@ -214,6 +233,21 @@ FUNCTIONS = (
         },
         secrets=("MEMORYBOT_ADMIN_SECRET",),
     ),
+    FunctionSpec(
+        LEDGER_REDACTOR,
+        "Erasure of one person (admin secret): memories, messages, and the text of their ledger rows",
+        memory_mb=512,
+        timeout=Duration.seconds(29),  # API Gateway's own limit
+        tables={
+            # every scope (by_user), each profile (by_updated), each memory deleted with its row
+            "memories": access("GetItem", "DeleteItem", indexes=("by_updated", "by_user")),
+            # UpdateItem: the redaction, granted apart and conditioned (see _grant_ledger_redaction)
+            "memory_log": access("PutItem", "GetItem", "Query", indexes=("by_user",)),
+            # their own lines (by_author) and the bot's replies to them (by_conversation)
+            "messages": access("DeleteItem", indexes=("by_author", "by_conversation")),
+        },
+        secrets=("MEMORYBOT_ADMIN_SECRET",),
+    ),
 )
 
 _RETENTION = {
@@ -239,9 +273,7 @@ class MemoryBotStack(Stack):
             "3.12": lambda_.Runtime.PYTHON_3_12,
             "3.13": lambda_.Runtime.PYTHON_3_13,
             "3.14": lambda_.Runtime.PYTHON_3_14,
-        }[
-            config.python_version
-        ]
+        }[config.python_version]
         self.architecture = {"arm64": lambda_.Architecture.ARM_64, "x86_64": lambda_.Architecture.X86_64}[
             config.architecture
         ]
@@ -295,6 +327,7 @@ class MemoryBotStack(Stack):
             **self._table_encryption(spec),
         )
         for index in spec.local_indexes:
+            assert index.sort, "a local index sorts by another key"
             table.add_local_secondary_index(index_name=index.name, sort_key=_attribute(index.sort))
         for index in spec.global_indexes:
             table.add_global_secondary_index(
@@ -313,9 +346,7 @@ class MemoryBotStack(Stack):
         as their own IAM policies allow: the function roles get exactly their tables' key actions
         (_grant_table_key). Retained with the tables: a deleted key makes them unreadable."""
         account = iam.AccountRootPrincipal()
-        via_dynamodb = {
-            "StringEquals": {"kms:ViaService": self._dynamodb_service(), "kms:CallerAccount": self.account}
-        }
+        via_dynamodb = {"StringEquals": {"kms:ViaService": self._dynamodb_service(), "kms:CallerAccount": self.account}}
         policy = iam.PolicyDocument(
             statements=[
                 iam.PolicyStatement(
@@ -387,9 +418,7 @@ class MemoryBotStack(Stack):
             _camel(SECRET_SUFFIX[key]) + "Secret",
             secret_name=self.secret_name(key),
             description=f"memorybot {key}",
-            generate_secret_string=secretsmanager.SecretStringGenerator(
-                password_length=48, exclude_punctuation=True
-            ),
+            generate_secret_string=secretsmanager.SecretStringGenerator(password_length=48, exclude_punctuation=True),
             removal_policy=RemovalPolicy.DESTROY,
         )
 
@@ -444,6 +473,7 @@ class MemoryBotStack(Stack):
         ):
             if reserved > 0:
                 cfn = self.functions[name].node.default_child
+                assert isinstance(cfn, lambda_.CfnFunction)
                 cfn.reserved_concurrent_executions = reserved
 
     def _function(self, spec: FunctionSpec) -> lambda_.Function:
@@ -493,6 +523,8 @@ class MemoryBotStack(Stack):
                     actions=[f"s3:{a}" for a in spec.manifests], resources=[self.manifests.arn_for_objects("*")]
                 )
             )
+        if spec.name == LEDGER_REDACTOR:
+            self._grant_ledger_redaction(role)
         for key in spec.secrets:
             role.add_to_policy(
                 iam.PolicyStatement(actions=["secretsmanager:GetSecretValue"], resources=[self.secrets[key].secret_arn])
@@ -507,7 +539,9 @@ class MemoryBotStack(Stack):
         by_name = {s.logical_name: s for s in tables.ALL_TABLES}
         for logical_name, grant in spec.tables.items():
             table_spec, table = by_name[logical_name], self.tables[logical_name]
-            if table_spec is tables.MEMORY_LOG and not set(grant.actions) <= LEDGER_ACTIONS_ALLOWED:
+            if (
+                table_spec is tables.MEMORY_LOG and not set(grant.actions) <= LEDGER_ACTIONS_ALLOWED
+            ):  # the redactor's UpdateItem is granted apart
                 raise ValueError(f"{spec.name}: the ledger is append-only, {sorted(grant.actions)} is not")
             known = {i.name for i in table_spec.local_indexes + table_spec.global_indexes}
             if not set(grant.indexes) <= known:
@@ -523,6 +557,21 @@ class MemoryBotStack(Stack):
                         resources=[f"{table.table_arn}/index/{name}" for name in grant.indexes],
                     )
                 )
+
+    def _grant_ledger_redaction(self, role: iam.Role) -> None:
+        """The single exception to the append-only ledger (an erasure's redaction), in its own
+        statement: UpdateItem that may name only the key, before/after and the redacted flag,
+        and returns nothing."""
+        role.add_to_policy(
+            iam.PolicyStatement(
+                actions=["dynamodb:UpdateItem"],
+                resources=[self.tables[tables.MEMORY_LOG.logical_name].table_arn],
+                conditions={
+                    "ForAllValues:StringEquals": {"dynamodb:Attributes": list(LEDGER_REDACTION_ATTRIBUTES)},
+                    "StringEqualsIfExists": {"dynamodb:ReturnValues": ["NONE"]},
+                },
+            )
+        )
 
     @property
     def cross_region_models(self) -> tuple[str, ...]:
@@ -543,7 +592,9 @@ class MemoryBotStack(Stack):
             geo, _, base = model_id.partition(".")
             if geo in _GEO_PREFIXES and base:
                 # A cross-region inference profile, and the model in every region it may route to.
-                resources.append(f"arn:{self.partition}:bedrock:{self.region}:{self.account}:inference-profile/{model_id}")
+                resources.append(
+                    f"arn:{self.partition}:bedrock:{self.region}:{self.account}:inference-profile/{model_id}"
+                )
                 resources.append(f"arn:{self.partition}:bedrock:*::foundation-model/{base}")
             else:
                 resources.append(f"arn:{self.partition}:bedrock:{self.region}::foundation-model/{model_id}")
@@ -565,7 +616,9 @@ class MemoryBotStack(Stack):
     def _invoke(caller: lambda_.Function, callee: lambda_.Function, env_var: str) -> None:
         caller.add_environment(env_var, callee.function_name)
         # The function itself, not its versions: no wildcard.
-        caller.add_to_role_policy(iam.PolicyStatement(actions=["lambda:InvokeFunction"], resources=[callee.function_arn]))
+        caller.add_to_role_policy(
+            iam.PolicyStatement(actions=["lambda:InvokeFunction"], resources=[callee.function_arn])
+        )
 
     # -- entry points -----------------------------------------------------------------------
 
@@ -606,18 +659,22 @@ class MemoryBotStack(Stack):
                     user=False,
                 ),
                 method_options={
-                    "/memory/rollback/POST": apigw.MethodDeploymentOptions(
+                    # the admin routes share the tighter limit
+                    path: apigw.MethodDeploymentOptions(
                         throttling_rate_limit=c.rollback_rate_limit,
                         throttling_burst_limit=c.rollback_burst_limit,
                     )
+                    for path in ("/memory/rollback/POST", "/memory/erase/POST")
                 },
             ),
         )
         # Proxy integrations: the function gets the raw body (and isBase64Encoded) to verify signatures.
         interactions = api.root.add_resource("interactions")
         interactions.add_method("POST", apigw.LambdaIntegration(self.functions["Interactions"], proxy=True))
-        rollback = api.root.add_resource("memory").add_resource("rollback")
+        memory = api.root.add_resource("memory")
+        rollback = memory.add_resource("rollback")
         rollback.add_method("POST", apigw.LambdaIntegration(self.functions["Admin"], proxy=True))
+        self._erase_route(api, memory)
         CfnOutput(
             self,
             "InteractionsUrl",
@@ -631,6 +688,16 @@ class MemoryBotStack(Stack):
             description="POST with Authorization: Bearer <admin secret> to undo a nightly run",
         )
         return api
+
+    def _erase_route(self, api: apigw.RestApi, memory: apigw.Resource) -> None:
+        erase = memory.add_resource("erase")
+        erase.add_method("POST", apigw.LambdaIntegration(self.functions[LEDGER_REDACTOR], proxy=True))
+        CfnOutput(
+            self,
+            "EraseUrl",
+            value=api.url_for_path("/memory/erase"),
+            description='POST {"userId": ...} with Authorization: Bearer <admin secret> to erase one person',
+        )
 
     def _schedule(self) -> None:
         events.Rule(

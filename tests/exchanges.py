@@ -9,25 +9,34 @@ own message (the name is ignored: the speaker's name is the ``name`` argument).
 from __future__ import annotations
 
 import itertools
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 
 from memorybot.domain import GLOBAL_SCOPE, Exchange, Message, Speaker, snowflake_at
 
 BOT_ID = "999"
 SPEAKER_ID = "u1"
-_T0 = datetime(2026, 11, 20, 12, 0, tzinfo=timezone.utc)
+_T0 = datetime(2026, 11, 20, 12, 0, tzinfo=UTC)
 _seq = itertools.count(1)
 
 
-def line(author_id: str, text: str, *, name: str = "alice", bot: bool = False, of: str = SPEAKER_ID,
-         scope: str = GLOBAL_SCOPE, channel: str = "c1") -> Message:
+def line(
+    author_id: str,
+    text: str,
+    *,
+    name: str = "alice",
+    bot: bool = False,
+    of: str = SPEAKER_ID,
+    scope: str = GLOBAL_SCOPE,
+    channel: str = "c1",
+) -> Message:
     """One message of ``of``'s conversation with the bot."""
     n = next(_seq)
     return Message(channel, snowflake_at(_T0 + timedelta(seconds=n), n), author_id, name, text, bot, scope, of)
 
 
-def exchange(*lines: tuple[str, str], name: str = "alice", speaker_id: str = SPEAKER_ID,
-             scope: str = GLOBAL_SCOPE) -> Exchange:
+def exchange(
+    *lines: tuple[str, str], name: str = "alice", speaker_id: str = SPEAKER_ID, scope: str = GLOBAL_SCOPE
+) -> Exchange:
     messages = tuple(
         line(BOT_ID, text, name="memorybot", bot=True, of=speaker_id, scope=scope)
         if who == "bot"

@@ -7,8 +7,8 @@ import dataclasses
 import itertools
 import json
 import threading
-from datetime import datetime, timedelta, timezone
-from typing import Callable, Sequence
+from collections.abc import Callable, Sequence
+from datetime import UTC, datetime, timedelta
 
 from memorybot.domain import (
     GLOBAL_SCOPE,
@@ -29,7 +29,7 @@ from memorybot.domain import (
 )
 from memorybot.ports import ConflictError, ModelError, RollbackClaim
 
-T0 = datetime(2026, 11, 20, 12, 0, tzinfo=timezone.utc)
+T0 = datetime(2026, 11, 20, 12, 0, tzinfo=UTC)
 
 
 class Clock:
@@ -73,23 +73,38 @@ class FakeMemoryStore:
             profile = self.of(owner)[:limit]
             self.ledger.append(
                 LedgerEntry(
-                    owner.user_id, Action.READ, actor, reason, self.clock(), tuple(m.memory_id for m in profile),
-                    run_id=run_id, scope=owner.scope,
+                    owner.user_id,
+                    Action.READ,
+                    actor,
+                    reason,
+                    self.clock(),
+                    tuple(m.memory_id for m in profile),
+                    run_id=run_id,
+                    scope=owner.scope,
                 )
             )
             return profile
 
     def log_read(self, owner: Owner, memory_ids, *, actor, reason, run_id=None):
         with self._lock:
-            self.ledger.append(LedgerEntry(
-                owner.user_id, Action.READ, actor, reason, self.clock(), tuple(memory_ids), run_id=run_id, scope=owner.scope
-            ))
+            self.ledger.append(
+                LedgerEntry(
+                    owner.user_id,
+                    Action.READ,
+                    actor,
+                    reason,
+                    self.clock(),
+                    tuple(memory_ids),
+                    run_id=run_id,
+                    scope=owner.scope,
+                )
+            )
 
     def get(self, owner: Owner, memory_id):
         assert isinstance(owner, Owner), "memories are read by Owner (scope and user)"
         return self.rows.get((owner, memory_id))
 
-    def apply(self, change: Change, *, actor, run_id=None, ledger_action=None):
+    def apply(self, change: Change, *, actor, run_id=None, ledger_action=None, redacted=False):
         with self._lock:
             if self.fail_apply(change):
                 raise RuntimeError("injected store failure")
@@ -109,10 +124,12 @@ class FakeMemoryStore:
                 change.reason,
                 self.clock(),
                 (change.memory_id,),
-                change.before,
-                change.after,
+                None if redacted else change.before,
+                None if redacted else change.after,
                 run_id,
                 scope=change.owner.scope,
+                sources=(change.after or change.before).sources,
+                redacted=redacted,
             )
             self.ledger.append(entry)
             return entry
@@ -137,9 +154,30 @@ class FakeMemoryStore:
     def ledger_for(self, owner: Owner, limit=100):
         return sorted((e for e in self.ledger if e.owner == owner), key=lambda e: e.at, reverse=True)[:limit]
 
-    def last_forget_at(self, owner: Owner):
-        times = [e.at for e in self.ledger if e.owner == owner and e.actor is Actor.COMMAND and e.action is Action.DELETE]
-        return max(times) if times else None
+    def forgotten_sources(self, owner: Owner):
+        return frozenset(
+            ref.message_id
+            for e in self.ledger
+            if e.owner == owner and e.actor is Actor.COMMAND and e.action is Action.DELETE
+            for ref in e.sources
+        )
+
+    def owners_of(self, user_id):
+        found = {o for (o, _) in self.rows if o.user_id == user_id} | {
+            e.owner for e in self.ledger if e.user_id == user_id
+        }
+        return sorted(found, key=lambda o: o.key)
+
+    def record(self, entry):
+        with self._lock:
+            self.ledger.append(entry)
+
+    def redact(self, entry):
+        with self._lock:
+            self.ledger = [
+                dataclasses.replace(e, before=None, after=None, redacted=True) if e.entry_id == entry.entry_id else e
+                for e in self.ledger
+            ]
 
 
 class FakeMessageStore:
@@ -151,20 +189,41 @@ class FakeMessageStore:
 
     def recent(self, channel_id, limit, *, up_to=None):
         mine = sorted(
-            (m for (c, _), m in self.rows.items() if c == channel_id and (up_to is None or int(m.message_id) <= int(up_to))),
+            (
+                m
+                for (c, _), m in self.rows.items()
+                if c == channel_id and (up_to is None or int(m.message_id) <= int(up_to))
+            ),
             key=lambda m: int(m.message_id),
         )
         return mine[-limit:] if limit else []
 
     def conversation(self, channel_id, user_id, limit, *, up_to=None):
-        return [m for m in self.recent(channel_id, len(self.rows) + 1, up_to=up_to) if m.conversation_of == user_id][-limit:] if limit else []
+        return (
+            [m for m in self.recent(channel_id, len(self.rows) + 1, up_to=up_to) if m.conversation_of == user_id][
+                -limit:
+            ]
+            if limit
+            else []
+        )
 
     def between(self, start, end):
         return sorted((m for m in self.rows.values() if start <= m.created_at < end), key=lambda m: int(m.message_id))
 
     def of_conversation(self, user_id, refs):
         found = [self.rows.get((c, m)) for c, m in refs]
-        return sorted((m for m in found if m is not None and m.conversation_of == user_id), key=lambda m: int(m.message_id))
+        return sorted(
+            (m for m in found if m is not None and m.conversation_of == user_id), key=lambda m: int(m.message_id)
+        )
+
+    def of_person(self, user_id):
+        return sorted(
+            (m for m in self.rows.values() if m.author_id == user_id or (m.is_bot and m.conversation_of == user_id)),
+            key=lambda m: int(m.message_id),
+        )
+
+    def delete(self, message):
+        self.rows.pop((message.channel_id, message.message_id), None)
 
 
 class FakeRunStore:
@@ -232,7 +291,9 @@ class FakeRunStore:
                 return False
             del self.leases[run_id]
             at = entry.at if entry else None
-            self.runs[run_id] = dataclasses.replace(run, rolled_back=True, rolled_back_at=at, rollback_counts=counts or {})
+            self.runs[run_id] = dataclasses.replace(
+                run, rolled_back=True, rolled_back_at=at, rollback_counts=counts or {}
+            )
             if entry is not None:
                 self.rollback_rows.append(entry)
             return True
@@ -246,7 +307,9 @@ class FakeRunStore:
 class ScriptedJev:
     """A decision model whose answers tests set; ``fail`` names questions that raise."""
 
-    def __init__(self, worth=0.9, verdicts: dict[str, object] | None = None, add=0.9, review: dict[str, object] | None = None):
+    def __init__(
+        self, worth=0.9, verdicts: dict[str, object] | None = None, add=0.9, review: dict[str, object] | None = None
+    ):
         self.worth_answer = worth
         self.verdicts = verdicts or {}
         self.default_verdict: object = Verdict.KEEP
@@ -320,19 +383,34 @@ _seq = itertools.count(1)
 
 
 def message(
-    author_id: str, content: str, *, at: datetime = T0, channel="c1", name=None, bot=False, to: str | None = None,
+    author_id: str,
+    content: str,
+    *,
+    at: datetime = T0,
+    channel="c1",
+    name=None,
+    bot=False,
+    to: str | None = None,
     scope: str = GLOBAL_SCOPE,
 ) -> Message:
     """A line of the channel log. A person's line is part of their own conversation with the bot;
     a bot line belongs to the conversation of ``to`` (None: no one's, like channel history)."""
     conversation_of = (to or "") if bot else (author_id if to is None else to)
     return Message(
-        channel, snowflake_at(at, next(_seq)), author_id, name or f"user{author_id}", content, bot,
-        scope=scope, conversation_of=conversation_of,
+        channel,
+        snowflake_at(at, next(_seq)),
+        author_id,
+        name or f"user{author_id}",
+        content,
+        bot,
+        scope=scope,
+        conversation_of=conversation_of,
     )
 
 
-def memory(user_id: str, memory_id: str, text: str = "likes tea", *, at: datetime = T0, scope: str = GLOBAL_SCOPE) -> Memory:
+def memory(
+    user_id: str, memory_id: str, text: str = "likes tea", *, at: datetime = T0, scope: str = GLOBAL_SCOPE
+) -> Memory:
     return Memory(user_id, memory_id, text, at, at, scope=scope)
 
 
@@ -345,6 +423,16 @@ def speaker(user_id: str, name: str | None = None) -> Speaker:
 
 
 __all__ = [
-    "Clock", "FakeMemoryStore", "FakeMessageStore", "FakeRunStore", "ScriptedJev", "ScriptedChat",
-    "message", "memory", "owner", "speaker", "T0", "jst_day",
+    "Clock",
+    "FakeMemoryStore",
+    "FakeMessageStore",
+    "FakeRunStore",
+    "ScriptedJev",
+    "ScriptedChat",
+    "message",
+    "memory",
+    "owner",
+    "speaker",
+    "T0",
+    "jst_day",
 ]

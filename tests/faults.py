@@ -127,7 +127,10 @@ def _unhooked(client: Any) -> Any:
     import boto3
 
     return boto3.client(
-        "dynamodb", endpoint_url=client.meta.endpoint_url, region_name=moto_dynamo.LOCAL_REGION, **moto_dynamo.LOCAL_CREDENTIALS
+        "dynamodb",
+        endpoint_url=client.meta.endpoint_url,
+        region_name=moto_dynamo.LOCAL_REGION,
+        **moto_dynamo.LOCAL_CREDENTIALS,
     )
 
 
@@ -149,7 +152,7 @@ class Snapshot:
     ledger: list[LedgerEntry] = field(default_factory=list)
 
     @classmethod
-    def take(cls, client: Any, settings: Settings) -> "Snapshot":
+    def take(cls, client: Any, settings: Settings) -> Snapshot:
         client = _unhooked(client)
         memories = {}
         for item in scan(client, settings.table_names["memories"]):

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import itertools
 import json
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any
 
 from memorybot.adapters.invoker import LocalContext
@@ -22,10 +22,12 @@ _seq = itertools.count(1)
 
 
 def interaction_id() -> str:
-    return snowflake_at(datetime.now(timezone.utc), next(_seq))
+    return snowflake_at(datetime.now(UTC), next(_seq))
 
 
-def command(name: str, options: list | None = None, *, user: str = ALICE, user_name: str = "alice", kind: int = 2) -> dict:
+def command(
+    name: str, options: list | None = None, *, user: str = ALICE, user_name: str = "alice", kind: int = 2
+) -> dict:
     return {
         "id": interaction_id(),
         "application_id": APP_ID,
@@ -51,12 +53,41 @@ def forget(memory_id: str, *, kind: int = 2, **kw: Any) -> dict:
     return command("memory", [{"type": 1, "name": "forget", "options": [option]}], kind=kind, **kw)
 
 
-def event(payload: Any, *, key: str = SIGNING_KEY, timestamp: int | None = None, raw: bytes | None = None, v1: bool = False) -> dict:
+def why(memory_id: str, **kw: Any) -> dict:
+    return command(
+        "memory", [{"type": 1, "name": "why", "options": [{"type": 3, "name": "id", "value": memory_id}]}], **kw
+    )
+
+
+def export(**kw: Any) -> dict:
+    return command("memory", [{"type": 1, "name": "export", "options": []}], **kw)
+
+
+def forget_all(**kw: Any) -> dict:
+    return command("memory", [{"type": 1, "name": "forget-all", "options": []}], **kw)
+
+
+def click(custom_id: str, **kw: Any) -> dict:
+    """A button click: a MESSAGE_COMPONENT interaction carrying the button's custom_id."""
+    payload = command("", **kw, kind=3)
+    payload["data"] = {"custom_id": custom_id, "component_type": 2}
+    return payload
+
+
+def event(
+    payload: Any, *, key: str = SIGNING_KEY, timestamp: int | None = None, raw: bytes | None = None, v1: bool = False
+) -> dict:
     """An API Gateway proxy event (v2 by default) carrying a signed body."""
     body = raw if raw is not None else json.dumps(payload).encode()
     headers = sign(key, body, timestamp)
     if v1:
-        return {"resource": "/interactions", "httpMethod": "POST", "headers": headers, "body": body.decode(), "isBase64Encoded": False}
+        return {
+            "resource": "/interactions",
+            "httpMethod": "POST",
+            "headers": headers,
+            "body": body.decode(),
+            "isBase64Encoded": False,
+        }
     import base64
 
     return {
@@ -81,7 +112,7 @@ def owner(user_id: str = ALICE, scope: str = SCOPE) -> Owner:
 
 
 def seed(store, user_id: str, memory_id: str, text: str, *, scope: str = SCOPE) -> Memory:
-    now = datetime.now(timezone.utc)
+    now = datetime.now(UTC)
     m = Memory(user_id, memory_id, text, now, now, scope=scope)
     store.apply(Change(Action.ADD, None, m, "test seed"), actor=Actor.EXTRACTION)
     return m

@@ -33,7 +33,12 @@ SERVICES = ("dynamodb", "lambda")
 # DynamoDB operations whose action is simply dynamodb:<operation> on TableName (and IndexName).
 _SINGLE_TABLE = {"GetItem", "PutItem", "UpdateItem", "DeleteItem", "Query", "Scan", "DescribeTable"}
 # Items of a transaction: each needs the action of its kind on its own table.
-_TRANSACT_WRITE = {"Put": "PutItem", "Update": "UpdateItem", "Delete": "DeleteItem", "ConditionCheck": "ConditionCheckItem"}
+_TRANSACT_WRITE = {
+    "Put": "PutItem",
+    "Update": "UpdateItem",
+    "Delete": "DeleteItem",
+    "ConditionCheck": "ConditionCheckItem",
+}
 
 
 @dataclass(frozen=True)
@@ -103,6 +108,7 @@ def key_needs(request: AwsRequest, logical_tables: dict[str, str], keys: dict[st
 class Statement:
     actions: list[str]
     resources: list[str]
+    conditions: dict = field(default_factory=dict)  # kept as the template has it (not evaluated)
 
     def allows(self, need: Need) -> bool:
         return any(fnmatch.fnmatchcase(need.action, a) for a in self.actions) and any(
@@ -121,11 +127,7 @@ class Policy:
     def grants(self) -> set[Need]:
         """Each (action, resource) pair granted on a service the contract follows."""
         return {
-            Need(a, r)
-            for s in self.statements
-            for a in s.actions
-            for r in s.resources
-            if a.split(":")[0] in SERVICES
+            Need(a, r) for s in self.statements for a in s.actions for r in s.resources if a.split(":")[0] in SERVICES
         }
 
 
@@ -134,7 +136,8 @@ def function_ids(template: dict, names: list[str]) -> dict[str, str]:
     found = {}
     for name in names:
         [logical_id] = [
-            k for k, v in template["Resources"].items()
+            k
+            for k, v in template["Resources"].items()
             if v["Type"] == "AWS::Lambda::Function" and k.startswith(f"{name}Function")
         ]
         found[name] = logical_id
@@ -174,16 +177,24 @@ def policies(template: dict, function_names: list[str]) -> dict[str, Policy]:
     for name, fid in ids.items():
         role_id = template["Resources"][fid]["Properties"]["Role"]["Fn::GetAtt"][0]
         role = template["Resources"][role_id]["Properties"]
-        assert not role.get("Policies") and not role.get("ManagedPolicyArns"), f"{name}: only attached policies are read"
+        assert not role.get("Policies") and not role.get("ManagedPolicyArns"), (
+            f"{name}: only attached policies are read"
+        )
         statements = []
         for resource in template["Resources"].values():
             if resource["Type"] != "AWS::IAM::Policy" or {"Ref": role_id} not in resource["Properties"]["Roles"]:
                 continue
             for statement in resource["Properties"]["PolicyDocument"]["Statement"]:
-                assert statement["Effect"] == "Allow" and "NotAction" not in statement and "NotResource" not in statement
+                assert (
+                    statement["Effect"] == "Allow" and "NotAction" not in statement and "NotResource" not in statement
+                )
                 actions = statement["Action"] if isinstance(statement["Action"], list) else [statement["Action"]]
-                resources = statement["Resource"] if isinstance(statement["Resource"], list) else [statement["Resource"]]
-                statements.append(Statement(actions, [_resource_name(r, names) for r in resources]))
+                resources = (
+                    statement["Resource"] if isinstance(statement["Resource"], list) else [statement["Resource"]]
+                )
+                statements.append(
+                    Statement(actions, [_resource_name(r, names) for r in resources], statement.get("Condition", {}))
+                )
         found[name] = Policy(name, statements)
     return found
 
@@ -236,7 +247,9 @@ class Recorder:
 
         def before(model, params, **_: Any) -> None:
             with self._lock:
-                self.requests.append(AwsRequest(function, service, model.name, json.loads(json.dumps(params, default=str))))
+                self.requests.append(
+                    AwsRequest(function, service, model.name, json.loads(json.dumps(params, default=str)))
+                )
                 key = (function, model.name)
                 self._seen[key] = self._seen.get(key, 0) + 1
                 failing = (function, model.name, "fail", self._seen[key]) in self._faults
@@ -280,5 +293,3 @@ def lambda_client(recorder: Recorder, function: str, invocations: list[tuple[str
 
     client.meta.events.register("before-call.lambda", accept)
     return client
-
-

@@ -6,13 +6,16 @@ touches (the interactions function must stay lean).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from functools import cached_property, lru_cache
-from typing import Any, Callable
+from typing import Any
 
 from .config import Settings, settings
 
 
 class Container:
+    lambda_context: Any = None  # the invocation's context, when a handler has one (dedup timing)
+
     def __init__(self, config: Settings, **overrides: Any) -> None:
         """``overrides`` replace any property by name (the local stack and tests use this)."""
         self.settings = config
@@ -99,6 +102,12 @@ class Container:
         return Rollback(self.memory_store, self.run_store)
 
     @cached_property
+    def erasure(self):
+        from .erasure import Erasure
+
+        return Erasure(self.memory_store, self.message_store)
+
+    @cached_property
     def reply_writer(self):
         from .reply import ReplyWriter
 
@@ -152,11 +161,12 @@ class Container:
             from .tables import DEDUP
 
             stores[worker] = DynamoDBPersistenceLayer(
-                table_name=self.settings.table(DEDUP), key_attr=DEDUP.partition.name,
-                expiry_attr=DEDUP.ttl_attribute, boto3_client=self.dynamodb_client,
+                table_name=self.settings.table(DEDUP),
+                key_attr=DEDUP.partition.name,
+                expiry_attr=DEDUP.ttl_attribute or "expiration",
+                boto3_client=self.dynamodb_client,
             )
         return stores[worker]
-
 
     def once(self, name: str, key: str, work: Callable[[], dict]) -> dict | None:
         """``work()``'s answer, once per ``key`` (Powertools idempotency on the dedup table, 7-day
@@ -169,14 +179,16 @@ class Container:
         config = IdempotencyConfig(
             event_key_jmespath="key", raise_on_no_idempotency_key=True, expires_after_seconds=DEDUP_TTL_SECONDS
         )
-        if self.__dict__.get("lambda_context") is not None:  # an in-progress record lapses with the invocation
+        if self.lambda_context is not None:  # an in-progress record lapses with the invocation
             config.register_lambda_context(self.lambda_context)
 
         def run(job: dict) -> dict:
             return work()
 
         guarded = idempotent_function(
-            data_keyword_argument="job", persistence_store=self.idempotency_store(name), config=config,
+            data_keyword_argument="job",
+            persistence_store=self.idempotency_store(name),
+            config=config,
             key_prefix=f"memorybot.{name}",
         )(run)
         try:

@@ -16,7 +16,9 @@ def _port(text: str) -> int:
     except ValueError:
         port = -1
     if not 0 <= port <= 65535:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a port: give a number from 1 to 65535, or 0 for any free port")
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is not a port: give a number from 1 to 65535, or 0 for any free port"
+        )
     return port
 
 
@@ -56,7 +58,9 @@ def main(argv: list[str] | None = None) -> int:
     chat.add_argument("--say", action="append", default=[], help="send this line and exit (repeatable)")
     chat.add_argument("--channel", default=None, help="channel id (default: the one local channel)")
     where = chat.add_mutually_exclusive_group()
-    where.add_argument("--guild", default=None, help="server id (default: the one local server); memories stay in their server")
+    where.add_argument(
+        "--guild", default=None, help="server id (default: the one local server); memories stay in their server"
+    )
     where.add_argument("--dm", action="store_true", help="talk in your DM with the bot (its own memory scope)")
     chat.add_argument("--state-dir", type=Path, default=None, help="where to find the local signing key")
 
@@ -66,7 +70,8 @@ def main(argv: list[str] | None = None) -> int:
     nightly = sub.add_parser("nightly", help="run the nightly consolidation on a local stack now")
     nightly.add_argument("--url", default="http://127.0.0.1:8787")
     nightly.add_argument(
-        "--now", default=None,
+        "--now",
+        default=None,
         help="ISO 8601 time to run as of: the night before the latest 03:00 JST at or before it "
         "(default: the night about to end, so what was just said is in it)",
     )
@@ -84,7 +89,10 @@ def _local(args: argparse.Namespace) -> int:
     try:
         stack = server.start(args.host, args.port, args.state_dir)
     except OSError as exc:  # most often: the port is taken (another stack still running?)
-        print(f"Cannot listen on {args.host}:{args.port}: {exc.strerror or exc}. Try --port 0 for any free port.", file=sys.stderr)
+        print(
+            f"Cannot listen on {args.host}:{args.port}: {exc.strerror or exc}. Try --port 0 for any free port.",
+            file=sys.stderr,
+        )
         return 1
     for note in stack.notes:
         print(f"  {note}")
@@ -104,7 +112,9 @@ def _chat(args: argparse.Namespace) -> int:
     from .local import client
 
     if args.dm:
-        return client.run(args.url, args.user, args.say, args.state_dir, args.channel or client.dm_channel_for(args.user), None)
+        return client.run(
+            args.url, args.user, args.say, args.state_dir, args.channel or client.dm_channel_for(args.user), None
+        )
     channel = args.channel or client.LOCAL_CHANNEL_ID
     return client.run(args.url, args.user, args.say, args.state_dir, channel, args.guild or client.LOCAL_GUILD_ID)
 

@@ -1,4 +1,5 @@
-"""What a person can do with their own memories: show, forget, and pick one by id.
+"""What a person can do with their own memories: show, forget, why, export, forget all,
+and pick one by id.
 
 Every function takes the caller's Owner (the person, in the scope they asked from) and
 touches nothing else: another person's id, or the same person's memory in another
@@ -8,25 +9,115 @@ server, is simply not found.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import datetime
 from enum import Enum
 
-from .domain import PROFILE_LIMIT, Action, Actor, Change, Owner, is_memory_id
+from .domain import Action, Actor, Change, LedgerEntry, Memory, Owner, is_memory_id, iso
 from .ports import ConflictError, MemoryStore
 
 FORGET_ATTEMPTS = 3  # a concurrent change between read and delete: read again
 
 
 def show(memories: MemoryStore, owner: Owner) -> list[str]:
-    """Up to ten lines, each the memory id, a space, and the first 80 characters."""
-    profile = memories.read_profile(owner, actor=Actor.COMMAND, reason="memory show", limit=PROFILE_LIMIT)
+    """Every memory of the owner, newest first: the id, a space, and the first 80 characters.
+    (The reply prompt and extraction still read only the newest ten.)"""
+    profile = memories.read_profile(owner, actor=Actor.COMMAND, reason="memory show", limit=None)
     return [m.preview() for m in profile]
 
 
+SUGGESTIONS = 25  # Discord's limit on autocomplete choices
+
+
 def suggest(memories: MemoryStore, owner: Owner, typed: str) -> list[tuple[str, str]]:
-    """Autocomplete for forget: (id, label) of the caller's own memories matching what was typed."""
-    profile = memories.read_profile(owner, actor=Actor.COMMAND, reason="memory forget autocomplete", limit=PROFILE_LIMIT)
+    """Autocomplete for forget and why: (id, label) of the caller's own memories, all of them
+    searched, matching what was typed (the newest 25)."""
+    profile = memories.read_profile(owner, actor=Actor.COMMAND, reason="memory autocomplete", limit=None)
     typed = typed.strip().lower()
-    return [(m.memory_id, m.preview()) for m in profile if typed in m.memory_id or typed in m.text.lower()]
+    return [(m.memory_id, m.preview()) for m in profile if typed in m.memory_id or typed in m.text.lower()][
+        :SUGGESTIONS
+    ]
+
+
+@dataclass(frozen=True)
+class Provenance:
+    """When a memory was learned or last changed, and from which of the person's own messages."""
+
+    memory_id: str
+    action: Action  # add or update: the change that set its current text
+    at: datetime
+    links: tuple[str, ...]
+
+
+def why(memories: MemoryStore, owner: Owner, memory_id: str) -> Provenance | None:
+    """The caller's own memory's provenance; None when it is not theirs (or not there)."""
+    memory_id = memory_id.strip().lower()
+    if not is_memory_id(memory_id):
+        return None
+    current = memories.get(owner, memory_id)
+    if current is None:
+        return None
+    memories.log_read(owner, (memory_id,), actor=Actor.COMMAND, reason="memory why")
+    at = current.updated_at
+    action = Action.ADD if current.updated_at == current.created_at else Action.UPDATE
+    # Only the owner's own messages are ever sources (Exchange.sources); links name ids, no text.
+    return Provenance(memory_id, action, at, tuple(ref.link(owner.scope) for ref in current.sources))
+
+
+def export(memories: MemoryStore, user_id: str) -> dict:
+    """Every memory of the person in every scope, and the ledger rows about their memories
+    (reads excluded), as JSON-ready data. Only rows keyed by this person are read."""
+    scopes = []
+    for owner in memories.owners_of(user_id):
+        if owner.user_id != user_id:
+            continue  # defence in depth: the index is keyed by user id
+        profile = memories.read_profile(owner, actor=Actor.COMMAND, reason="memory export", limit=None)
+        changes = [e for e in reversed(memories.ledger_for(owner, limit=None)) if e.action is not Action.READ]
+        scopes.append(
+            {
+                "scope": owner.scope,
+                "memories": [_memory_json(m) for m in profile],
+                "ledger": [_entry_json(e) for e in changes],
+            }
+        )
+    return {"userId": user_id, "scopes": scopes}
+
+
+def _memory_json(memory: Memory | None) -> dict | None:
+    if memory is None:
+        return None
+    return {
+        "id": memory.memory_id,
+        "text": memory.text,
+        "createdAt": iso(memory.created_at),
+        "updatedAt": iso(memory.updated_at),
+        "sourceMessageIds": [ref.message_id for ref in memory.sources],
+    }
+
+
+def _entry_json(entry: LedgerEntry) -> dict:
+    return {
+        "action": entry.action.value,
+        "actor": entry.actor.value,
+        "reason": entry.reason,
+        "at": iso(entry.at),
+        "memoryIds": list(entry.memory_ids),
+        "before": _memory_json(entry.before),
+        "after": _memory_json(entry.after),
+        "sourceMessageIds": [ref.message_id for ref in entry.sources],
+        "redacted": entry.redacted,
+    }
+
+
+def forget_all(memories: MemoryStore, owner: Owner) -> list[str]:
+    """Delete every memory of the owner in this scope, each with its own ledger row; the ids deleted."""
+    deleted = []
+    for memory in memories.read_profile(owner, actor=Actor.COMMAND, reason="memory forget-all", limit=None):
+        if (
+            forget(memories, owner, memory.memory_id, reason="user asked to forget everything").outcome
+            is ForgetOutcome.FORGOTTEN
+        ):
+            deleted.append(memory.memory_id)
+    return deleted
 
 
 class ForgetOutcome(str, Enum):
@@ -40,7 +131,9 @@ class ForgetResult:
     memory_id: str
 
 
-def forget(memories: MemoryStore, owner: Owner, memory_id: str) -> ForgetResult:
+def forget(
+    memories: MemoryStore, owner: Owner, memory_id: str, *, reason: str = "user asked to forget"
+) -> ForgetResult:
     """Delete the caller's memory for real. Someone else's id is simply not found."""
     memory_id = memory_id.strip().lower()
     if is_memory_id(memory_id):
@@ -49,7 +142,7 @@ def forget(memories: MemoryStore, owner: Owner, memory_id: str) -> ForgetResult:
             if current is None:
                 break
             try:
-                memories.apply(Change(Action.DELETE, current, None, "user asked to forget"), actor=Actor.COMMAND)
+                memories.apply(Change(Action.DELETE, current, None, reason), actor=Actor.COMMAND)
             except ConflictError:
                 continue
             return ForgetResult(ForgetOutcome.FORGOTTEN, memory_id)

@@ -8,9 +8,9 @@ through Powertools Parameters, cached. Locally the plain variables are used.
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import lru_cache
-from typing import Mapping
 
 from . import tables
 from .domain import ScopeMode
@@ -73,7 +73,7 @@ class Settings:
         return str(parameters.get_secret(name, max_age=SECRET_CACHE_SECONDS)).strip()
 
     @classmethod
-    def from_env(cls, env: Mapping[str, str] | None = None) -> "Settings":
+    def from_env(cls, env: Mapping[str, str] | None = None) -> Settings:
         env = os.environ if env is None else env
         prefix = env.get("MEMORYBOT_TABLE_PREFIX", "")
         return cls(

@@ -22,10 +22,10 @@ from __future__ import annotations
 
 import json
 import logging
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field, fields, replace
-from datetime import datetime, timedelta, timezone
-from typing import Callable, Sequence
+from datetime import UTC, datetime, timedelta
 
 from . import decisions
 from .domain import (
@@ -33,10 +33,10 @@ from .domain import (
     JST,
     NIGHTLY_MAX_DURATION,
     PROFILE_LIMIT,
-    LedgerEntry,
     Action,
     Actor,
     Change,
+    LedgerEntry,
     Memory,
     Message,
     NightlyRun,
@@ -49,7 +49,7 @@ from .domain import (
     plain_name,
     utcnow,
 )
-from .extraction import Extractor
+from .extraction import Extractor, not_forgotten
 from .nightly_jobs import manifest_entry
 from .ports import ChatModel, ConflictError, DecisionModel, ManifestStore, MemoryStore, MessageStore, RunStore
 
@@ -86,7 +86,7 @@ def window_for(now: datetime) -> Window:
     if end > local:
         end -= timedelta(days=1)
     start = end - WINDOW
-    return Window(start.astimezone(timezone.utc), end.astimezone(timezone.utc), jst_day(start))
+    return Window(start.astimezone(UTC), end.astimezone(UTC), jst_day(start))
 
 
 def max_model_calls(speakers: int) -> int:
@@ -134,7 +134,9 @@ def chunks(messages: Sequence[Message]) -> list[list[Message]]:
 def transcript(messages: Sequence[Message]) -> str:
     """One "name: text" line per message: the bot's under its own name, a person's under their
     sanitised display name (a nickname of "memorybot" is not the bot), line breaks folded."""
-    return "\n".join(f"{BOT_NAME if m.is_bot else plain_name(m.author_name, m.author_id)}: {one_line(m.content)}" for m in messages)
+    return "\n".join(
+        f"{BOT_NAME if m.is_bot else plain_name(m.author_name, m.author_id)}: {one_line(m.content)}" for m in messages
+    )
 
 
 @dataclass
@@ -154,7 +156,7 @@ class RunSummary:
     chunks: int = 0
 
     @classmethod
-    def saved(cls, data: dict) -> "RunSummary":
+    def saved(cls, data: dict) -> RunSummary:
         known = {f.name for f in fields(cls)}
         return cls(**{k: v for k, v in data.items() if k in known})
 
@@ -288,14 +290,14 @@ class Consolidator:
         if messages is None:
             raise SpeakerNotReady(owner.user_id)
         speaker = Speaker(owner.user_id, messages[-1].author_name if messages else "")
-        result = {"status": SPEAKER_DONE, "chunks": 0, "failures": 0, "model_calls": 0, "conflicts": 0}
+        counts = {"chunks": 0, "failures": 0, "model_calls": 0, "conflicts": 0}
         for chunk in chunks(messages):
             outcome = self._extractor.run(speaker, owner.scope, chunk, actor=Actor.NIGHTLY, run_id=run_id)
-            result["chunks"] += 1
-            result["failures"] += outcome.failures
-            result["model_calls"] += outcome.model_calls
-            result["conflicts"] += outcome.conflicts
-        return self._runs.mark_step(run_id, speaker_mark(owner.key), result)
+            counts["chunks"] += 1
+            counts["failures"] += outcome.failures
+            counts["model_calls"] += outcome.model_calls
+            counts["conflicts"] += outcome.conflicts
+        return self._runs.mark_step(run_id, speaker_mark(owner.key), {"status": SPEAKER_DONE, **counts})
 
     def speaker_failed(self, run_id: int, owner: Owner, error: str) -> dict:
         """Record a speaker whose step failed after its retries. A speaker already marked (done
@@ -304,16 +306,14 @@ class Consolidator:
         return self._runs.mark_step(run_id, speaker_mark(owner.key), {"status": SPEAKER_FAILED, "error": error[:80]})
 
     def _not_forgotten(self, item: tuple[Owner, list[Message]]) -> tuple[Owner, list[Message] | None]:
-        """Drop what the speaker said before their latest forget, so it is not learned again."""
+        """Drop exactly the messages a memory the speaker forgot was learned from; the rest stay."""
         owner, messages = item
         try:
-            forgot_at = self._memories.last_forget_at(owner)
+            forgotten = self._memories.forgotten_sources(owner)
         except Exception as exc:  # noqa: BLE001 - one speaker failing does not stop the others
             logger.warning("nightly speaker failed", extra={"speaker_id": owner.user_id, "error": type(exc).__name__})
             return owner, None
-        if forgot_at is not None:
-            messages = [m for m in messages if m.created_at >= forgot_at]
-        return owner, messages
+        return owner, not_forgotten(messages, forgotten)
 
     # ---- step 4: the decay review and the diary
 
@@ -342,7 +342,10 @@ class Consolidator:
             try:
                 self._memories.log_read(owner, ids, actor=Actor.NIGHTLY, reason=DECAY_READ_REASON, run_id=run_id)
             except Exception as exc:  # noqa: BLE001
-                logger.warning("nightly decay read not logged", extra={"run_id": run_id, "user_id": owner.user_id, "error": type(exc).__name__})
+                logger.warning(
+                    "nightly decay read not logged",
+                    extra={"run_id": run_id, "user_id": owner.user_id, "error": type(exc).__name__},
+                )
                 result["failures"] += 1
                 continue
             logged.add(owner)
@@ -354,7 +357,9 @@ class Consolidator:
         try:
             stale = self._memories.stale(now - STALE_AFTER, STALE_REVIEWS_PER_NIGHT)
         except Exception as exc:  # noqa: BLE001 - decay failing must not lose the extraction's record
-            logger.warning("nightly decay could not list stale records", extra={"run_id": run_id, "error": type(exc).__name__})
+            logger.warning(
+                "nightly decay could not list stale records", extra={"run_id": run_id, "error": type(exc).__name__}
+            )
             result["failures"] += 1
             return
         stale = stale[:STALE_REVIEWS_PER_NIGHT]  # the cap holds whatever the store returns
@@ -366,7 +371,7 @@ class Consolidator:
             )
 
         verdicts = decisions.concurrently(review, stale, REVIEW_CONCURRENCY)
-        for memory, verdict in zip(stale, verdicts):
+        for memory, verdict in zip(stale, verdicts, strict=False):
             if verdict is Verdict.KEEP:
                 self._mark_kept(memory, run_id, result)
                 continue
@@ -389,7 +394,8 @@ class Consolidator:
             self._memories.mark_reviewed(memory, self._clock())
         except Exception as exc:  # noqa: BLE001 - unmarked, it is simply reviewed again first
             logger.warning(
-                "nightly review mark failed", extra={"run_id": run_id, "memory_id": memory.memory_id, "error": type(exc).__name__}
+                "nightly review mark failed",
+                extra={"run_id": run_id, "memory_id": memory.memory_id, "error": type(exc).__name__},
             )
             result["failures"] += 1
 
@@ -414,8 +420,10 @@ class Consolidator:
         keys = [f"{e['scope']}#{e['user_id']}" for e in entries]
         summary = RunSummary(speakers=len(keys))
         summary.carry_over(self._memories.ledger_for_run(run_id))
-        marks = decisions.concurrently(lambda k: self._runs.step_mark(run_id, speaker_mark(k)), keys, self.speaker_concurrency)
-        for key, mark in zip(keys, marks):
+        marks = decisions.concurrently(
+            lambda k: self._runs.step_mark(run_id, speaker_mark(k)), keys, self.speaker_concurrency
+        )
+        for key, mark in zip(keys, marks, strict=False):
             if mark is None or mark.get("status") != SPEAKER_DONE:
                 summary.failed_speakers.append(key)  # failed, or lost by a map that tolerated it
                 continue

@@ -12,11 +12,11 @@ import logging
 import math
 import re
 import threading
+from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from typing import Callable, Iterable, Sequence, TypeVar
+from typing import TypeVar
 
-from . import quoting
-from . import domain
+from . import domain, quoting
 from .domain import MEMORY_TEXT_MAX_CHARS, Memory, Verdict
 from .ports import ModelUnavailable
 
@@ -40,7 +40,7 @@ def probability(answer: object) -> float | None:
 
 def verdict(answer: object, allowed: frozenset[Verdict] = MEMORY_VERDICTS) -> Verdict | None:
     try:
-        value = Verdict(answer.value if isinstance(answer, Verdict) else answer)  # type: ignore[arg-type]
+        value = Verdict(answer.value if isinstance(answer, Verdict) else answer)
     except (ValueError, TypeError):
         return None
     return value if value in allowed else None

@@ -7,10 +7,10 @@ fixed-width ISO 8601 strings (see ``iso``) so that they sort as text.
 from __future__ import annotations
 
 import secrets
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta, timezone
 from enum import Enum
-from typing import Sequence
 
 JST = timezone(timedelta(hours=9), "JST")
 DISCORD_EPOCH_MS = 1420070400000
@@ -35,6 +35,7 @@ class Actor(str, Enum):
     COMMAND = "command"
     EXTRACTION = "extraction"
     NIGHTLY = "nightly"
+    OPERATOR = "operator"  # an erasure by the operator (POST /memory/erase)
 
 
 class Action(str, Enum):
@@ -43,6 +44,7 @@ class Action(str, Enum):
     UPDATE = "update"
     DELETE = "delete"
     ROLLBACK = "rollback"
+    ERASE = "erase"  # the erasure's own row: counts only
 
 
 class Verdict(str, Enum):
@@ -99,22 +101,22 @@ class Speaker:
 
 
 def utcnow() -> datetime:
-    return datetime.now(timezone.utc)
+    return datetime.now(UTC)
 
 
 def iso(at: datetime) -> str:
     """Fixed-width UTC ISO 8601 (microseconds, 'Z'), so stored times sort as text."""
-    return at.astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    return at.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
 def parse_iso(text: str) -> datetime:
-    return datetime.fromisoformat(text.replace("Z", "+00:00")).astimezone(timezone.utc)
+    return datetime.fromisoformat(text.replace("Z", "+00:00")).astimezone(UTC)
 
 
 def snowflake_time(snowflake: str | int) -> datetime:
     """The creation time Discord encodes in every snowflake id."""
     ms = (int(snowflake) >> 22) + DISCORD_EPOCH_MS
-    return datetime.fromtimestamp(ms / 1000, timezone.utc)
+    return datetime.fromtimestamp(ms / 1000, UTC)
 
 
 def snowflake_at(at: datetime, sequence: int = 0) -> str:
@@ -141,6 +143,28 @@ def is_memory_id(text: str) -> bool:
 
 
 @dataclass(frozen=True)
+class SourceRef:
+    """Where one of the person's own messages is: enough to link to it, never its text."""
+
+    channel_id: str
+    message_id: str
+
+    def encode(self) -> str:
+        return f"{self.channel_id}/{self.message_id}"
+
+    @classmethod
+    def decode(cls, text: str) -> SourceRef:
+        channel_id, _, message_id = text.partition("/")
+        return cls(channel_id, message_id)
+
+    def link(self, scope: str) -> str:
+        """The message's Discord link: a server's messages under the server, others under @me."""
+        kind, _, ident = scope.partition(":")
+        place = ident if kind == "guild" and ident else "@me"
+        return f"https://discord.com/channels/{place}/{self.channel_id}/{self.message_id}"
+
+
+@dataclass(frozen=True)
 class Memory:
     user_id: str
     memory_id: str
@@ -151,6 +175,9 @@ class Memory:
     # When the stale review last kept it: a mark on the record, not part of the memory (equality
     # and the conditional writes ignore it).
     reviewed_at: datetime | None = field(default=None, compare=False)
+    # Provenance: the person's own messages (never the bot's lines) the last add or update
+    # was decided on, oldest first. Forgetting a memory retires these for learning.
+    sources: tuple[SourceRef, ...] = ()
 
     @property
     def owner(self) -> Owner:
@@ -203,7 +230,7 @@ class Exchange:
     messages: tuple[Message, ...]
 
     @classmethod
-    def of(cls, speaker: Speaker, scope: str, messages: Sequence[Message]) -> "Exchange | None":
+    def of(cls, speaker: Speaker, scope: str, messages: Sequence[Message]) -> Exchange | None:
         """The speaker's exchange from ``messages``; None when the speaker said nothing usable."""
         own = [m for m in messages if _in_conversation(m, speaker.user_id, scope) and m.content.strip()]
         own = own[-EXCHANGE_MESSAGES:]
@@ -219,12 +246,17 @@ class Exchange:
     def message_ids(self) -> tuple[str, ...]:
         return tuple(m.message_id for m in self.messages)
 
+    @property
+    def sources(self) -> tuple[SourceRef, ...]:
+        """The speaker's own lines of the exchange (the bot's lines are not sources)."""
+        return tuple(SourceRef(m.channel_id, m.message_id) for m in self.messages if not m.is_bot)
+
     def speaker_said(self) -> list[str]:
         """The speaker's own lines, oldest first."""
         return [m.content.strip() for m in self.messages if not m.is_bot]
 
     def render(self) -> str:
-        """"name: text" lines (the Jev HTTP contract's ``exchange`` string): the bot's lines under
+        """ "name: text" lines (the Jev HTTP contract's ``exchange`` string): the bot's lines under
         the bot's name and the speaker's under theirs, whatever nickname they chose."""
         lines = []
         for m in self.messages:
@@ -240,7 +272,7 @@ DISPLAY_NAME_MAX_CHARS = 40
 def _plain_name(name: str, *, fallback: str) -> str:
     """A display name on one line, without the characters that could fake a speaker marker,
     and never the bot's own name (a nickname of "memorybot" must not look like the bot)."""
-    cleaned = "".join(ch for ch in name if ch.isprintable() and ch not in ":<>[]\"\\`")
+    cleaned = "".join(ch for ch in name if ch.isprintable() and ch not in ':<>[]"\\`')
     cleaned = " ".join(cleaned.split())[:DISPLAY_NAME_MAX_CHARS]
     if not cleaned or cleaned.casefold() in (BOT_NAME, "bot"):
         return fallback
@@ -278,8 +310,10 @@ class Change:
         subject = self.before or self.after
         if subject is None:
             raise ValueError("a change needs a before or an after state")
-        if self.before and self.after and (
-            self.before.owner != self.after.owner or self.before.memory_id != self.after.memory_id
+        if (
+            self.before
+            and self.after
+            and (self.before.owner != self.after.owner or self.before.memory_id != self.after.memory_id)
         ):
             raise ValueError("a change cannot move a memory between owners, scopes or ids")
 
@@ -311,6 +345,10 @@ class LedgerEntry:
     run_id: int | None = None
     entry_id: str = field(default_factory=lambda: secrets.token_hex(6))
     scope: str = GLOBAL_SCOPE
+    # The messages the change was decided on (the after state's sources; a delete's: the
+    # before state's). Kept outside before/after, so it survives an erasure's redaction.
+    sources: tuple[SourceRef, ...] = ()
+    redacted: bool = False  # an erasure removed before/after: a rollback cannot restore it
 
     @property
     def owner(self) -> Owner:

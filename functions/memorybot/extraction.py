@@ -11,11 +11,11 @@ model call receives that exchange, which names the speaker.
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 from enum import Enum
-from typing import Callable, Sequence
 
 from . import decisions
 from .domain import (
@@ -28,6 +28,7 @@ from .domain import (
     Exchange,
     Memory,
     Message,
+    Owner,
     Speaker,
     Verdict,
     new_memory_id,
@@ -58,6 +59,11 @@ class ExtractionResult:
     model_calls: int = 0
 
 
+def not_forgotten(messages: Sequence[Message], forgotten: frozenset[str]) -> list[Message]:
+    """The messages minus those a forgotten memory was learned from (by message id)."""
+    return [m for m in messages if m.message_id not in forgotten] if forgotten else list(messages)
+
+
 class Extractor:
     def __init__(
         self,
@@ -86,6 +92,8 @@ class Extractor:
         run_id: int | None = None,
     ) -> ExtractionResult:
         """Decide on the speaker's memories in ``scope`` from their own lines among ``messages``."""
+        # Forgetting sticks: the person's messages behind a memory they forgot never teach again.
+        messages = not_forgotten(messages, self._memories.forgotten_sources(Owner(scope, speaker.user_id)))
         exchange = Exchange.of(speaker, scope, messages)
         if exchange is None:
             return ExtractionResult(Outcome.NO_EXCHANGE)
@@ -96,7 +104,11 @@ class Extractor:
             return self._result(Outcome.NO_DECISION if worth is None else Outcome.NOT_WORTH, calls)
 
         profile = self._memories.read_profile(
-            exchange.owner, actor=actor, reason=f"{actor.value}: exchange judged worth keeping", limit=PROFILE_LIMIT, run_id=run_id
+            exchange.owner,
+            actor=actor,
+            reason=f"{actor.value}: exchange judged worth keeping",
+            limit=PROFILE_LIMIT,
+            run_id=run_id,
         )
 
         with ThreadPoolExecutor(max_workers=max(1, self._concurrency)) as pool:
@@ -110,19 +122,25 @@ class Extractor:
 
         result = self._result(Outcome.DONE, calls)
         now = self._clock()
-        for memory, verdict in zip(profile, verdicts):
+        for memory, verdict in zip(profile, verdicts, strict=False):
             if verdict is Verdict.DELETE:
-                self._apply(Change(Action.DELETE, memory, None, "jev verdict: delete"), actor, run_id, result, result.deleted)
+                self._apply(
+                    Change(Action.DELETE, memory, None, "jev verdict: delete"), actor, run_id, result, result.deleted
+                )
         for memory in profile:
             text = texts.get(memory.memory_id)
             if text is not None and text != memory.text:
-                after = replace(memory, text=text, updated_at=now)
-                self._apply(Change(Action.UPDATE, memory, after, "jev verdict: update"), actor, run_id, result, result.updated)
+                after = replace(memory, text=text, updated_at=now, sources=exchange.sources)
+                self._apply(
+                    Change(Action.UPDATE, memory, after, "jev verdict: update"), actor, run_id, result, result.updated
+                )
         if add_text is not None:
             self._add(exchange, add_text, now, actor, run_id, result)
         return result
 
-    def _judge(self, exchange: Exchange, memory: Memory, calls: decisions.CallCounter, pool, rewrites: dict) -> Verdict | None:
+    def _judge(
+        self, exchange: Exchange, memory: Memory, calls: decisions.CallCounter, pool, rewrites: dict
+    ) -> Verdict | None:
         verdict = calls.ask("verdict", lambda: self._jev.verdict(exchange, memory), decisions.verdict)
         if verdict is Verdict.UPDATE:
             rewrites[memory.memory_id] = pool.submit(
@@ -132,7 +150,7 @@ class Extractor:
 
     def _maybe_add(self, exchange, profile, verdicts, calls: decisions.CallCounter) -> str | None:
         if profile:
-            seen = [(m, v) for m, v in zip(profile, verdicts) if v is not None]
+            seen = [(m, v) for m, v in zip(profile, verdicts, strict=False) if v is not None]
             if not seen:
                 return None  # Jev judged none of the profile: it cannot judge a duplicate either
             p = calls.ask("add", lambda: self._jev.add(exchange, seen), decisions.probability)
@@ -142,7 +160,9 @@ class Extractor:
 
     def _add(self, exchange: Exchange, text, now, actor, run_id, result: ExtractionResult) -> None:
         for _ in range(ADD_ID_ATTEMPTS):
-            memory = Memory(exchange.speaker.user_id, self._new_id(), text, now, now, scope=exchange.scope)
+            memory = Memory(
+                exchange.speaker.user_id, self._new_id(), text, now, now, scope=exchange.scope, sources=exchange.sources
+            )
             try:
                 self._memories.apply(Change(Action.ADD, None, memory, "jev: add"), actor=actor, run_id=run_id)
             except ConflictError:

@@ -9,8 +9,11 @@ from __future__ import annotations
 import json
 import logging
 import re
+import time
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable, Protocol
+from datetime import UTC, datetime, timedelta
+from typing import Any, Protocol
 
 from . import commands
 from .discord_formats import is_interaction_token, is_snowflake
@@ -24,14 +27,16 @@ logger = logging.getLogger(__name__)
 PING, APPLICATION_COMMAND, MESSAGE_COMPONENT, AUTOCOMPLETE, MODAL_SUBMIT = 1, 2, 3, 4, 5
 CONTEXT_BOT_DM = 1  # interaction context types: 0 guild, 1 the bot's DM, 2 a group DM / private channel
 CHANNEL_TYPE_DM = 1
-PONG, CHANNEL_MESSAGE, DEFERRED_CHANNEL_MESSAGE, AUTOCOMPLETE_RESULT = 1, 4, 5, 8
+PONG, CHANNEL_MESSAGE, DEFERRED_CHANNEL_MESSAGE, UPDATE_MESSAGE, AUTOCOMPLETE_RESULT = 1, 4, 5, 7, 8
+ACTION_ROW, BUTTON, DANGER_STYLE = 1, 2, 4
+CUSTOM_ID_MAX_CHARS = 100
 EPHEMERAL = 64
 SUBCOMMAND = 1
 STRING_OPTION = 3
 MAX_CHOICES = 25
 CHOICE_NAME_MAX_CHARS = 100
 MESSAGE_MAX_CHARS = 2000
-NO_MENTIONS = {"parse": []}
+NO_MENTIONS: dict[str, list[str]] = {"parse": []}
 MAX_JSON_DEPTH = 32  # Discord's payloads nest about 8 deep
 
 # The commands `memorybot register-commands` installs (bulk overwrite).
@@ -40,22 +45,50 @@ COMMANDS: list[dict[str, Any]] = [
         "name": "chat",
         "description": "Talk to memorybot",
         "type": 1,
-        "options": [{"type": STRING_OPTION, "name": "message", "description": "What you want to say", "required": True}],
+        "options": [
+            {"type": STRING_OPTION, "name": "message", "description": "What you want to say", "required": True}
+        ],
     },
     {
         "name": "memory",
         "description": "What memorybot remembers about you",
         "type": 1,
         "options": [
-            {"type": SUBCOMMAND, "name": "show", "description": "DM me what you remember about me"},
+            {"type": SUBCOMMAND, "name": "show", "description": "DM me everything you remember about me here"},
             {
                 "type": SUBCOMMAND,
                 "name": "forget",
                 "description": "Forget one of my memories",
                 "options": [
-                    {"type": STRING_OPTION, "name": "id", "description": "The memory's id", "required": True, "autocomplete": True}
+                    {
+                        "type": STRING_OPTION,
+                        "name": "id",
+                        "description": "The memory's id",
+                        "required": True,
+                        "autocomplete": True,
+                    }
                 ],
             },
+            {
+                "type": SUBCOMMAND,
+                "name": "why",
+                "description": "When and from which of my messages you learned a memory",
+                "options": [
+                    {
+                        "type": STRING_OPTION,
+                        "name": "id",
+                        "description": "The memory's id",
+                        "required": True,
+                        "autocomplete": True,
+                    }
+                ],
+            },
+            {
+                "type": SUBCOMMAND,
+                "name": "export",
+                "description": "DM me a JSON file of all my memories and their history",
+            },
+            {"type": SUBCOMMAND, "name": "forget-all", "description": "Forget everything you remember about me here"},
         ],
     },
 ]
@@ -75,13 +108,36 @@ TEXT_DM_FAILED_NO_SERVER = (
 )
 TEXT_DM_FAILED_ANYWHERE = (
     "I couldn't send you a DM, so I won't show your memories here. "
-    "Allow direct messages from me (in a server: its privacy settings, \"Direct Messages\"; "
+    'Allow direct messages from me (in a server: its privacy settings, "Direct Messages"; '
     "elsewhere: your Discord privacy settings) and try again."
 )
 TEXT_FORGET_WHICH = "Which memory should I forget? Give its id: /memory forget id:<id> (/memory show lists the ids)."
-TEXT_STALE_COMPONENT = "That button or form is not one I can act on (it may be from an older message). Use /memory or /chat instead."
+TEXT_STALE_COMPONENT = (
+    "That button or form is not one I can act on (it may be from an older message). Use /memory or /chat instead."
+)
 TEXT_FORGOTTEN = "Forgotten: memory {memory_id} is deleted."
 TEXT_NOT_FOUND = "Memory {memory_id} was not found among your memories."
+TEXT_DM_PARTIAL = (
+    "I sent you {sent} of {total} DMs with your memories; the rest could not be sent just now. "
+    "/memory export sends them all as one file."
+)
+TEXT_WHY = "Memory {memory_id} was {verb} on {at} (UTC), from these messages of yours:\n{links}"
+TEXT_WHY_NO_SOURCES = (
+    "Memory {memory_id} was {verb} on {at} (UTC); I have no record of which messages (it predates provenance)."
+)
+TEXT_EXPORT_SENT = "I sent you a DM with a JSON file of everything I remember about you, and its history."
+TEXT_EXPORT_FAILED = (
+    "I couldn't send you a DM, so I won't export your memories here. "
+    "Allow direct messages from this server's members and try again."
+)
+TEXT_NOTHING_TO_EXPORT = "I don't remember anything about you, anywhere."
+TEXT_FORGET_ALL_ASK = (
+    "Forget all {count} memories I have about you {where}? This cannot be undone. "
+    "Only you can confirm, within 15 minutes."
+)
+TEXT_FORGET_ALL_DONE = "Forgotten: {count} memories about you {where} are deleted."
+TEXT_FORGET_ALL_NOT_YOURS = "Sorry, only the person who asked can confirm this. Nothing was deleted."
+TEXT_FORGET_ALL_EXPIRED = "Sorry, this confirmation expired. Nothing was deleted; ask again with /memory forget-all."
 TEXT_UNSUPPORTED = "Sorry, I don't know that command."
 TEXT_EMPTY_CHAT = "Say something after /chat and I'll answer."
 TEXT_BUSY = "Sorry, I can't answer right now. Please try again in a moment."
@@ -137,6 +193,30 @@ class SuggestForget:
 
 
 @dataclass(frozen=True)
+class WhyMemory:
+    caller: Caller
+    memory_id: str
+
+
+@dataclass(frozen=True)
+class ExportMemories:
+    caller: Caller
+    interaction_id: str
+
+
+@dataclass(frozen=True)
+class ForgetAllAsk:
+    caller: Caller
+
+
+@dataclass(frozen=True)
+class ForgetAllConfirm:
+    caller: Caller  # who clicked
+    requester: str  # who asked (from the button's custom_id)
+    asked_at: int  # unix seconds (from the button's custom_id)
+
+
+@dataclass(frozen=True)
 class UnknownComponent:
     """A button click or form submit the bot does not act on: answered politely, nothing changes."""
 
@@ -149,16 +229,42 @@ class Unsupported:
     autocomplete: bool = False  # an autocomplete request must be answered with (no) choices
 
 
-Request = Ping | Chat | ShowMemories | ForgetMemory | SuggestForget | UnknownComponent | Unsupported
+Request = (
+    Ping
+    | Chat
+    | ShowMemories
+    | ForgetMemory
+    | SuggestForget
+    | WhyMemory
+    | ExportMemories
+    | ForgetAllAsk
+    | ForgetAllConfirm
+    | UnknownComponent
+    | Unsupported
+)
+
+# The forget-all button: "memory-forget-all:<requester id>:<unix seconds asked>". Discord sends
+# the custom_id of the message the bot posted, so it is the bot's own word on who asked and when.
+FORGET_ALL_BUTTON = "memory-forget-all"
+FORGET_ALL_TTL = timedelta(minutes=15)
+_FORGET_ALL_ID = re.compile(rf"^{FORGET_ALL_BUTTON}:([0-9]{{1,20}}):([0-9]{{1,12}})$")
 
 
 class Dependencies(Protocol):
     """What answering needs (bootstrap.Container provides it)."""
 
-    message_store: MessageStore
-    memory_store: MemoryStore
-    invoker: AsyncInvoker
-    discord_interactive: DiscordApi
+    # Read-only: the container builds each once (cached properties).
+    @property
+    def message_store(self) -> MessageStore: ...
+
+    @property
+    def memory_store(self) -> MemoryStore: ...
+
+    @property
+    def invoker(self) -> AsyncInvoker: ...
+
+    @property
+    def discord_interactive(self) -> DiscordApi: ...
 
     @property
     def scope_mode(self) -> ScopeMode: ...
@@ -251,14 +357,16 @@ def parse(body: bytes, scope_mode: ScopeMode = ScopeMode.GUILD) -> Request:
         raise BadRequest("unknown interaction type")
     if kind == PING:
         return Ping()
-    if kind in (MESSAGE_COMPONENT, MODAL_SUBMIT):
-        return _component(payload)
-    if kind not in (APPLICATION_COMMAND, AUTOCOMPLETE):
+    if kind == MODAL_SUBMIT:
+        return _unknown_form(payload)
+    if kind not in (APPLICATION_COMMAND, AUTOCOMPLETE, MESSAGE_COMPONENT):
         raise BadRequest("unknown interaction type")
     data = payload.get("data")
     if not isinstance(data, dict):
         raise BadRequest("missing data")
     caller = _caller(payload, scope_mode)
+    if kind == MESSAGE_COMPONENT:
+        return _component(caller, data)
     command, options = data.get("name"), _options(data)
     if command == "chat" and kind == APPLICATION_COMMAND:
         message = _option(options, "message") or {}  # a missing option is an empty chat
@@ -274,15 +382,21 @@ def parse(body: bytes, scope_mode: ScopeMode = ScopeMode.GUILD) -> Request:
         sub_options = _options(sub)
         if sub.get("name") == "show" and kind == APPLICATION_COMMAND:
             return ShowMemories(caller, _snowflake(payload.get("id"), "interaction id"))
-        if sub.get("name") == "forget":
+        if sub.get("name") in ("forget", "why"):
             typed = _string_option(_option(sub_options, "id") or {})
-            return SuggestForget(caller, typed) if kind == AUTOCOMPLETE else ForgetMemory(caller, typed)
+            if kind == AUTOCOMPLETE:
+                return SuggestForget(caller, typed)
+            return ForgetMemory(caller, typed) if sub.get("name") == "forget" else WhyMemory(caller, typed)
+        if sub.get("name") == "export" and kind == APPLICATION_COMMAND:
+            return ExportMemories(caller, _snowflake(payload.get("id"), "interaction id"))
+        if sub.get("name") == "forget-all" and kind == APPLICATION_COMMAND:
+            return ForgetAllAsk(caller)
     return Unsupported(str(command), autocomplete=kind == AUTOCOMPLETE)
 
 
-def _component(payload: dict) -> Request:
-    """A button click (3) or a modal submit (5): Discord shows "This interaction failed" unless
-    it gets an answer, so every well-formed one gets a readable one."""
+def _unknown_form(payload: dict) -> Request:
+    """A modal submit (5): Discord shows "This interaction failed" unless it gets an answer, so
+    every well-formed one gets a readable one. The bot shows no forms of its own."""
     data = payload.get("data")
     if not isinstance(data, dict) or not isinstance(data.get("custom_id"), str):
         raise BadRequest("component without a custom_id")
@@ -290,6 +404,20 @@ def _component(payload: dict) -> Request:
     # Components the bot acts on are recognised above this line, by their custom_id.
     # Fallback: anything else (an old message's button, a form from another version).
     return UnknownComponent(custom_id[:100])
+
+
+def _component(caller: Caller, data: dict) -> Request:
+    custom_id = data.get("custom_id")
+    if not isinstance(custom_id, str) or not custom_id or len(custom_id) > CUSTOM_ID_MAX_CHARS:
+        raise BadRequest("malformed custom_id")
+    match = _FORGET_ALL_ID.match(custom_id)
+    if match is None:
+        return UnknownComponent(custom_id)
+    return ForgetAllConfirm(caller, match[1], int(match[2]))
+
+
+def forget_all_button(requester: str, asked_at: datetime) -> str:
+    return f"{FORGET_ALL_BUTTON}:{requester}:{int(asked_at.timestamp())}"
 
 
 def _string_option(option: dict) -> str:
@@ -312,7 +440,9 @@ def ephemeral(text: str) -> dict:
 def choices(pairs: list[tuple[str, str]]) -> dict:
     return {
         "type": AUTOCOMPLETE_RESULT,
-        "data": {"choices": [{"name": label[:CHOICE_NAME_MAX_CHARS], "value": value} for value, label in pairs[:MAX_CHOICES]]},
+        "data": {
+            "choices": [{"name": label[:CHOICE_NAME_MAX_CHARS], "value": value} for value, label in pairs[:MAX_CHOICES]]
+        },
     }
 
 
@@ -326,10 +456,30 @@ def scope_label(scope: str) -> str:
     return f"in the server {ident}" if kind == "guild" else f"in the group chat {ident}"
 
 
+DM_HEADER = "Here is what I remember about you {where} (id, then the start of each memory):"
+DM_FOOTER = "To make me forget one: /memory forget id:<id>"
+
+
 def dm_text(lines: list[str], scope: str = GLOBAL_SCOPE) -> str:
-    header = f"Here is what I remember about you {scope_label(scope)} (id, then the start of each memory):"
-    footer = "To make me forget one: /memory forget id:<id>"
-    return "\n".join([header, *lines, footer])[:MESSAGE_MAX_CHARS]
+    return dm_messages(lines, scope)[0]
+
+
+def dm_messages(lines: list[str], scope: str = GLOBAL_SCOPE) -> list[str]:
+    """The listing split into as few DMs as Discord's 2000 characters allow: the header opens
+    the first, the footer closes the last, a line is never split (each is at most 86 characters)."""
+    header = DM_HEADER.format(where=scope_label(scope))
+    parts = [header, *lines, DM_FOOTER]
+    messages: list[str] = []
+    current = ""
+    for part in parts:
+        part = part[:MESSAGE_MAX_CHARS]
+        if current and len(current) + 1 + len(part) > MESSAGE_MAX_CHARS:
+            messages.append(current)
+            current = part
+        else:
+            current = f"{current}\n{part}" if current else part
+    messages.append(current)
+    return messages
 
 
 def respond(body: bytes, deps: Dependencies) -> tuple[int, dict]:
@@ -356,18 +506,31 @@ def _chat(request: Chat, deps: Dependencies) -> dict:
     # Part of the caller's own conversation with the bot: it may decide their memories.
     deps.message_store.put(
         Message(
-            caller.channel_id, request.interaction_id, caller.user_id, caller.user_name, request.text,
-            is_bot=False, scope=caller.scope, conversation_of=caller.user_id,
+            caller.channel_id,
+            request.interaction_id,
+            caller.user_id,
+            caller.user_name,
+            request.text,
+            is_bot=False,
+            scope=caller.scope,
+            conversation_of=caller.user_id,
         )
     )
     job = ReplyJob(
-        request.interaction_id, request.token, request.application_id,
-        caller.channel_id, caller.user_id, caller.user_name, caller.scope,
+        request.interaction_id,
+        request.token,
+        request.application_id,
+        caller.channel_id,
+        caller.user_id,
+        caller.user_name,
+        caller.scope,
     )
     try:
         deps.invoker.invoke(job)
     except Exception as exc:  # noqa: BLE001 - the person gets an answer either way
-        logger.error("reply hand-off failed", extra={"interaction_id": request.interaction_id, "error": type(exc).__name__})
+        logger.error(
+            "reply hand-off failed", extra={"interaction_id": request.interaction_id, "error": type(exc).__name__}
+        )
         return ephemeral(TEXT_BUSY)
     return {"type": DEFERRED_CHANNEL_MESSAGE}
 
@@ -378,16 +541,35 @@ def _show(request: ShowMemories, deps: Dependencies) -> dict:
     return answer if answer is not None else ephemeral(TEXT_BUSY)
 
 
+# Every DM of a listing is sent inline (each REST call has a 1-second timeout); past this
+# budget the rest are left, so the answer still reaches Discord within its 3 seconds.
+SHOW_BUDGET_SECONDS = 2.0
+MAX_SHOW_DMS = 10  # about 200 memories; beyond, the answer points to /memory export
+
+
 def _show_once(request: ShowMemories, deps: Dependencies) -> dict:
     lines = commands.show(deps.memory_store, request.caller.owner)
     if not lines:
         return ephemeral(TEXT_NOTHING_REMEMBERED.format(where=scope_label(request.caller.scope)))
+    messages = dm_messages(lines, request.caller.scope)
+    started = time.monotonic()
+    sent = 0
     try:
         discord = deps.discord_interactive
-        discord.send_message(discord.open_dm(request.caller.user_id), dm_text(lines, request.caller.scope))
+        channel = discord.open_dm(request.caller.user_id)
+        for text in messages[:MAX_SHOW_DMS]:
+            if sent and time.monotonic() - started > SHOW_BUDGET_SECONDS:
+                break
+            discord.send_message(channel, text)
+            sent += 1
     except Exception as exc:  # noqa: BLE001 - 50007 or anything else: say so, repeat nothing
-        logger.info("memory DM failed", extra={"user_id": request.caller.user_id, "error": type(exc).__name__})
+        logger.info(
+            "memory DM failed", extra={"user_id": request.caller.user_id, "error": type(exc).__name__, "sent": sent}
+        )
+    if sent == 0:
         return ephemeral(dm_failed_text(request.caller.scope))
+    if sent < len(messages):
+        return ephemeral(TEXT_DM_PARTIAL.format(sent=sent, total=len(messages)))
     return ephemeral(TEXT_DM_SENT)
 
 
@@ -396,6 +578,75 @@ def dm_failed_text(scope: str) -> str:
     if scope.startswith("guild:"):
         return TEXT_DM_FAILED
     return TEXT_DM_FAILED_ANYWHERE if scope == GLOBAL_SCOPE else TEXT_DM_FAILED_NO_SERVER
+
+
+def _why(request: WhyMemory, deps: Dependencies) -> dict:
+    found = commands.why(deps.memory_store, request.caller.owner, request.memory_id)
+    if found is None:
+        return ephemeral(TEXT_NOT_FOUND.format(memory_id=request.memory_id.strip().lower()[:20] or "(none)"))
+    verb = "learned" if found.action.value == "add" else "last changed"
+    at = found.at.astimezone(UTC).strftime("%Y-%m-%d %H:%M")
+    if not found.links:
+        return ephemeral(TEXT_WHY_NO_SOURCES.format(memory_id=found.memory_id, verb=verb, at=at))
+    return ephemeral(
+        TEXT_WHY.format(memory_id=found.memory_id, verb=verb, at=at, links="\n".join(found.links))[:MESSAGE_MAX_CHARS]
+    )
+
+
+EXPORT_FILENAME = "memorybot-export.json"
+
+
+def _export(request: ExportMemories, deps: Dependencies) -> dict:
+    answer = deps.once("export", request.interaction_id, lambda: _export_once(request, deps))
+    return answer if answer is not None else ephemeral(TEXT_BUSY)
+
+
+def _export_once(request: ExportMemories, deps: Dependencies) -> dict:
+    data = commands.export(deps.memory_store, request.caller.user_id)
+    if not data["scopes"]:
+        return ephemeral(TEXT_NOTHING_TO_EXPORT)
+    raw = json.dumps(data, ensure_ascii=False, indent=2).encode("utf-8")
+    try:
+        discord = deps.discord_interactive
+        discord.send_file(
+            discord.open_dm(request.caller.user_id), "Your memorybot export (every scope).", EXPORT_FILENAME, raw
+        )
+    except Exception as exc:  # noqa: BLE001 - say so, repeat nothing
+        logger.info("export DM failed", extra={"user_id": request.caller.user_id, "error": type(exc).__name__})
+        return ephemeral(TEXT_EXPORT_FAILED)
+    return ephemeral(TEXT_EXPORT_SENT)
+
+
+def _forget_all_ask(request: ForgetAllAsk, deps: Dependencies) -> dict:
+    caller = request.caller
+    count = len(commands.show(deps.memory_store, caller.owner))
+    where = scope_label(caller.scope)
+    if not count:
+        return ephemeral(TEXT_NOTHING_REMEMBERED.format(where=where))
+    answer = ephemeral(TEXT_FORGET_ALL_ASK.format(count=count, where=where))
+    button = {
+        "type": BUTTON,
+        "style": DANGER_STYLE,
+        "label": "Forget everything",
+        "custom_id": forget_all_button(caller.user_id, datetime.now(UTC)),
+    }
+    answer["data"]["components"] = [{"type": ACTION_ROW, "components": [button]}]
+    return answer
+
+
+def _forget_all_confirm(request: ForgetAllConfirm, deps: Dependencies) -> dict:
+    caller = request.caller
+    if caller.user_id != request.requester:
+        logger.info("forget-all refused: not the requester", extra={"user_id": caller.user_id})
+        return ephemeral(TEXT_FORGET_ALL_NOT_YOURS)
+    asked = datetime.fromtimestamp(request.asked_at, UTC)
+    now = datetime.now(UTC)
+    if not asked - timedelta(minutes=1) <= now <= asked + FORGET_ALL_TTL:
+        return ephemeral(TEXT_FORGET_ALL_EXPIRED)
+    deleted = commands.forget_all(deps.memory_store, caller.owner)
+    logger.info("forget-all done", extra={"user_id": caller.user_id, "deleted": len(deleted)})
+    text = TEXT_FORGET_ALL_DONE.format(count=len(deleted), where=scope_label(caller.scope))
+    return {"type": UPDATE_MESSAGE, "data": {"content": text, "components": [], "allowed_mentions": NO_MENTIONS}}
 
 
 def _forget(request: ForgetMemory, deps: Dependencies) -> dict:
@@ -421,5 +672,9 @@ _HANDLERS: dict[type, Callable[[Any, Dependencies], dict]] = {
     ShowMemories: _show,
     ForgetMemory: _forget,
     SuggestForget: _suggest,
+    WhyMemory: _why,
+    ExportMemories: _export,
+    ForgetAllAsk: _forget_all_ask,
+    ForgetAllConfirm: _forget_all_confirm,
     UnknownComponent: _unknown_component,
 }

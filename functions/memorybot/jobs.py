@@ -75,5 +75,5 @@ class ExtractionJob(Job):
     up_to_message_id: str
 
     @classmethod
-    def after_reply(cls, job: ReplyJob, reply_message_id: str) -> "ExtractionJob":
+    def after_reply(cls, job: ReplyJob, reply_message_id: str) -> ExtractionJob:
         return cls(job.interaction_id, job.channel_id, job.user_id, job.user_name, job.scope, reply_message_id)

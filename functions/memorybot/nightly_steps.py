@@ -11,7 +11,7 @@ failing after its attempts is recorded failed) -> review -> finish.
 from __future__ import annotations
 
 import logging
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from . import decisions
@@ -37,7 +37,7 @@ SPEAKER_RETRIES = 2
 def scheduled_time(raw: str) -> datetime:
     """EventBridge's time (UTC, 'Z'); a time without a zone is UTC. Refused (ValueError) if it does not parse."""
     at = datetime.fromisoformat(raw.replace("Z", "+00:00"))
-    return at if at.tzinfo else at.replace(tzinfo=timezone.utc)
+    return at if at.tzinfo else at.replace(tzinfo=UTC)
 
 
 def claim(c: Consolidator, event: Any, hold: timedelta = NIGHTLY_MAX_DURATION) -> dict:
@@ -94,7 +94,10 @@ def _speaker_with_retries(c: Consolidator, item: dict) -> dict:
             return speaker(c, item)
         except Exception as exc:  # noqa: BLE001 - as the map's Retry, then its Catch
             error = type(exc).__name__
-            logger.warning("nightly speaker step failed", extra={"run_id": item.get("run_id"), "attempt": attempt + 1, "error": error})
+            logger.warning(
+                "nightly speaker step failed",
+                extra={"run_id": item.get("run_id"), "attempt": attempt + 1, "error": error},
+            )
     return speaker_failed(c, {**item, "error": {"Error": error, "Cause": ""}})
 
 
@@ -104,7 +107,9 @@ def run_in_process(c: Consolidator, now: datetime) -> NightlyRun | None:
         return None
     try:
         planned = RunPlan.from_json(plan(c, claimed.to_json()))
-        decisions.concurrently(lambda item: _speaker_with_retries(c, item), map_items(c, planned), c.speaker_concurrency)
+        decisions.concurrently(
+            lambda item: _speaker_with_retries(c, item), map_items(c, planned), c.speaker_concurrency
+        )
         reviewed = RunPlan.from_json(review(c, planned.to_json()))
         # The finish step's own use case: its answer is the run itself (no read after it that could fail).
         finished = c.finish(reviewed.run_id, reviewed.manifest)

@@ -6,12 +6,25 @@ every exception and every out-of-range answer as "no decision".
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import datetime, timedelta
 from enum import Enum
-from typing import Protocol, Sequence
+from typing import Protocol
 
+from .domain import (
+    Action,
+    Actor,
+    Change,
+    Exchange,
+    LedgerEntry,
+    Memory,
+    Message,
+    NightlyRun,
+    Owner,
+    PromptMessage,
+    Verdict,
+)
 from .jobs import Job
-from .domain import Action, Actor, Change, Exchange, LedgerEntry, Memory, Message, NightlyRun, Owner, PromptMessage, Verdict
 
 
 class ModelError(Exception):
@@ -34,13 +47,15 @@ class MemoryStore(Protocol):
     """One person's memories within one scope (``Owner``): no method reaches another profile,
     except ``stale`` (the nightly review) and ``ledger_for_run`` (rollback)."""
 
-    def log_read(self, owner: Owner, memory_ids: tuple[str, ...], *, actor: Actor, reason: str, run_id: int | None = None) -> None:
+    def log_read(
+        self, owner: Owner, memory_ids: tuple[str, ...], *, actor: Actor, reason: str, run_id: int | None = None
+    ) -> None:
         """One ``read`` ledger row for memories read some other way (the nightly review); raises if not written."""
 
     def read_profile(
-        self, owner: Owner, *, actor: Actor, reason: str, limit: int, run_id: int | None = None
+        self, owner: Owner, *, actor: Actor, reason: str, limit: int | None, run_id: int | None = None
     ) -> list[Memory]:
-        """Up to ``limit`` of the owner's memories, most recently updated first.
+        """Up to ``limit`` (None: all) of the owner's memories, most recently updated first.
 
         Writes one ``read`` ledger row for the event before returning anything.
         """
@@ -49,9 +64,16 @@ class MemoryStore(Protocol):
         """One memory by key, unlogged: for conditional checks inside the core only."""
 
     def apply(
-        self, change: Change, *, actor: Actor, run_id: int | None = None, ledger_action: Action | None = None
+        self,
+        change: Change,
+        *,
+        actor: Actor,
+        run_id: int | None = None,
+        ledger_action: Action | None = None,
+        redacted: bool = False,
     ) -> LedgerEntry:
-        """Commit the change and its ledger row in one transaction.
+        """Commit the change and its ledger row in one transaction (``redacted``: the row keeps
+        ids, action, actor and time, and no before/after text: an erasure's deletes).
 
         Conditioned on the record still being ``change.before`` (absent for an add).
         Raises ConflictError, and changes nothing, if it is not.
@@ -72,11 +94,21 @@ class MemoryStore(Protocol):
     def ledger_for_run(self, run_id: int) -> list[LedgerEntry]:
         """The ledger rows a nightly run wrote, newest first."""
 
-    def ledger_for(self, owner: Owner, limit: int = 100) -> list[LedgerEntry]:
-        """The owner's ledger rows, newest first."""
+    def ledger_for(self, owner: Owner, limit: int | None = 100) -> list[LedgerEntry]:
+        """The owner's ledger rows, newest first (``limit`` None: all of them)."""
 
-    def last_forget_at(self, owner: Owner) -> datetime | None:
-        """When the owner last forgot a memory by command, if ever."""
+    def forgotten_sources(self, owner: Owner) -> frozenset[str]:
+        """The ids of the messages every memory the owner forgot (by command) was learned from:
+        never used to learn again."""
+
+    def owners_of(self, user_id: str) -> list[Owner]:
+        """Every scope in which the person has memories or ledger rows (export, erasure)."""
+
+    def record(self, entry: LedgerEntry) -> None:
+        """Append one ledger row that changes no memory (an erasure's own row)."""
+
+    def redact(self, entry: LedgerEntry) -> None:
+        """Remove the row's before/after text, keeping its skeleton (erasure only)."""
 
 
 class MessageStore(Protocol):
@@ -96,6 +128,12 @@ class MessageStore(Protocol):
     def of_conversation(self, user_id: str, refs: Sequence[tuple[str, str]]) -> list[Message]:
         """The messages named by ``refs`` ((channel id, message id) pairs) that belong to the
         person's own conversation with the bot, oldest first."""
+
+    def of_person(self, user_id: str) -> list[Message]:
+        """Every stored message the person wrote, and the bot's replies in their conversations."""
+
+    def delete(self, message: Message) -> None:
+        """Delete one stored message (erasure)."""
 
 
 class ManifestStore(Protocol):
@@ -133,7 +171,7 @@ class RunStore(Protocol):
 
     def latest(self) -> NightlyRun | None: ...
 
-    def claim_rollback(self, run_id: int, owner: str, now: datetime, lease: timedelta) -> "RollbackClaim":
+    def claim_rollback(self, run_id: int, owner: str, now: datetime, lease: timedelta) -> RollbackClaim:
         """Take the run's rollback lease for ``owner`` until ``now + lease``.
 
         CLAIMED when taken (no lease held, or the holder's lease expired: an interrupted
@@ -211,6 +249,9 @@ class DiscordApi(Protocol):
 
     def send_message(self, channel_id: str, content: str) -> str:
         """Post to a channel; the new message's id."""
+
+    def send_file(self, channel_id: str, content: str, filename: str, data: bytes) -> str:
+        """Post a message with one attached file; the new message's id."""
 
     def edit_original(self, application_id: str, token: str, content: str) -> str:
         """Fill in a deferred interaction answer; the message's id."""

@@ -27,10 +27,10 @@ import json
 import logging
 import secrets
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from enum import Enum
-from typing import Callable
 
 from .domain import RUN_LEDGER_OWNER, Action, Actor, Change, LedgerEntry, Memory, Owner, utcnow
 from .ports import ConflictError, MemoryStore, RollbackClaim, RunStore
@@ -59,6 +59,9 @@ class RollbackResult:
     run_id: int | None = None
     reverted: list[str] = field(default_factory=list)  # memory ids
     skipped: list[str] = field(default_factory=list)  # memory ids
+    erased: list[str] = field(
+        default_factory=list
+    )  # memory ids whose rows an erasure redacted: skipped, not restorable
 
 
 class Rollback:
@@ -88,8 +91,8 @@ class Rollback:
             # Still writing: rows it adds after our walk would escape the rollback.
             return RollbackResult(Outcome.BUSY, run.run_id)
         if dry_run:
-            reverted, skipped = self._replay(run.run_id, apply=False)
-            return RollbackResult(Outcome.PREVIEW, run.run_id, reverted, skipped)
+            reverted, skipped, erased = self._replay(run.run_id, apply=False)
+            return RollbackResult(Outcome.PREVIEW, run.run_id, reverted, skipped, erased)
 
         owner = self._new_owner()
         try:
@@ -98,16 +101,21 @@ class Rollback:
             self._give_back(run.run_id, owner)  # the claim may have committed without an answer
             raise
         if claim is not RollbackClaim.CLAIMED:
-            outcome = {RollbackClaim.MISSING: Outcome.NOT_FOUND, RollbackClaim.DONE: Outcome.ALREADY}.get(claim, Outcome.BUSY)
+            outcome = {RollbackClaim.MISSING: Outcome.NOT_FOUND, RollbackClaim.DONE: Outcome.ALREADY}.get(
+                claim, Outcome.BUSY
+            )
             return RollbackResult(outcome, run.run_id)
         try:
-            reverted, skipped = self._replay(run.run_id, apply=True)
+            reverted, skipped, erased = self._replay(run.run_id, apply=True)
             counts = {"reverted": len(reverted), "skipped": len(skipped)}
             # The rollback's own row: its time and counts, even when it reverted nothing.
             row = LedgerEntry(
-                RUN_LEDGER_OWNER, Action.ROLLBACK, Actor.NIGHTLY,
+                RUN_LEDGER_OWNER,
+                Action.ROLLBACK,
+                Actor.NIGHTLY,
                 f"rollback of nightly run {run.run_id}: {counts['reverted']} reverted, {counts['skipped']} skipped",
-                self._clock(), run_id=run.run_id,
+                self._clock(),
+                run_id=run.run_id,
             )
             marked = self._runs.mark_rolled_back(run.run_id, owner, row, counts)
         except BaseException:
@@ -121,7 +129,7 @@ class Rollback:
             # every step was conditional, so nothing was applied twice.
             logger.warning("rollback lease lost before marking", extra={"run_id": run.run_id})
         logger.info("rollback done", extra={"run_id": run.run_id, "reverted": len(reverted), "skipped": len(skipped)})
-        return RollbackResult(Outcome.DONE, run.run_id, reverted, skipped)
+        return RollbackResult(Outcome.DONE, run.run_id, reverted, skipped, erased)
 
     def _give_back(self, run_id: int, owner: str) -> None:
         try:
@@ -129,21 +137,29 @@ class Rollback:
         except Exception:  # noqa: BLE001 - the lease expires anyway
             logger.warning("rollback lease not released", extra={"run_id": run_id})
 
-    def _replay(self, run_id: int, *, apply: bool) -> tuple[list[str], list[str]]:
+    def _replay(self, run_id: int, *, apply: bool) -> tuple[list[str], list[str], list[str]]:
         entries = self._memories.ledger_for_run(run_id)  # newest first
         # What an earlier, interrupted attempt already reverted: rollback rows are the
         # originals with before and after swapped.
-        undone = Counter(_signature(e.owner, e.memory_ids, e.after, e.before) for e in entries if e.action is Action.ROLLBACK)
+        undone = Counter(
+            _signature(e.owner, e.memory_ids, e.after, e.before) for e in entries if e.action is Action.ROLLBACK
+        )
         simulated: dict[tuple[Owner, str], Memory | None] = {}  # dry run: the state each revert would leave
         # Once a record is found changed since the run, its older rows are left alone too:
         # reverting them would step over the later change (e.g. re-add what a user forgot).
         blocked: set[tuple[Owner, str]] = set()
         reverted: list[str] = []
         skipped: list[str] = []
+        erased: list[str] = []
         for entry in entries:
             if entry.action not in REVERSIBLE or not entry.memory_ids:
                 continue  # reads, and the rollback's own rows
             memory_id = entry.memory_ids[0]
+            if entry.redacted:
+                # An erasure removed its text: nothing to restore from, and nothing should be.
+                erased.append(memory_id)
+                blocked.add((entry.owner, memory_id))
+                continue
             signature = _signature(entry.owner, entry.memory_ids, entry.before, entry.after)
             if undone[signature] > 0:
                 undone[signature] -= 1
@@ -170,7 +186,7 @@ class Rollback:
                 skipped.append(memory_id)
                 continue
             reverted.append(memory_id)
-        return _unique(reverted), _unique(skipped)
+        return _unique(reverted), _unique(skipped), _unique(erased)
 
 
 def _reverse(entry: LedgerEntry, current: Memory | None, run_id: int) -> Change | None:
@@ -261,6 +277,8 @@ def respond(result: RollbackResult) -> tuple[int, dict]:
         "dryRun": result.outcome is Outcome.PREVIEW,
         "reverted": result.reverted,
         "skipped": result.skipped,
+        # Rows an erasure redacted: skipped, and nothing can restore them.
+        "erased": result.erased,
     }
 
 

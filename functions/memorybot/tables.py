@@ -60,10 +60,17 @@ class TableSpec:
             "AttributeDefinitions": self.attribute_definitions(),
             "BillingMode": "PAY_PER_REQUEST",
         }
-        for argument, indexes in (("LocalSecondaryIndexes", self.local_indexes), ("GlobalSecondaryIndexes", self.global_indexes)):
+        for argument, indexes in (
+            ("LocalSecondaryIndexes", self.local_indexes),
+            ("GlobalSecondaryIndexes", self.global_indexes),
+        ):
             if indexes:
                 kwargs[argument] = [
-                    {"IndexName": i.name, "KeySchema": _key_schema(i.partition, i.sort), "Projection": {"ProjectionType": "ALL"}}
+                    {
+                        "IndexName": i.name,
+                        "KeySchema": _key_schema(i.partition, i.sort),
+                        "Projection": {"ProjectionType": "ALL"},
+                    }
                     for i in indexes
                 ]
         return kwargs
@@ -91,9 +98,11 @@ MEMORIES = TableSpec(
     # review_queue orders the stale review: review_after = the later of updated_at and the last
     # review's reviewed_at, so a record kept at review goes behind those not yet reviewed. The
     # older "stale" index (by updated_at) still finds records written before review_after existed.
+    # by_user: every scope of one person (export and erasure); the owners' items carry user_id.
     global_indexes=(
         Index("stale", Key("stale_shard", "S"), Key("updated_at", "S")),
         Index("review_queue", Key("stale_shard", "S"), Key("review_after", "S")),
+        Index("by_user", Key("user_id", "S"), Key("owner", "S")),
     ),
 )
 
@@ -104,7 +113,11 @@ MEMORY_LOG = TableSpec(
     partition=Key("owner", "S"),
     sort=Key("entry_key", "S"),
     # Sparse: only rows written by a nightly run (or its rollback) carry run_id.
-    global_indexes=(Index("by_run", Key("run_id", "N"), Key("entry_key", "S")),),
+    # by_user: one person's rows in every scope (export and erasure find their scopes by it).
+    global_indexes=(
+        Index("by_run", Key("run_id", "N"), Key("entry_key", "S")),
+        Index("by_user", Key("user_id", "S"), Key("entry_key", "S")),
+    ),
 )
 
 # message_id is the Discord snowflake, a number, so it orders by time. by_conversation is
@@ -118,6 +131,8 @@ MESSAGES = TableSpec(
     global_indexes=(
         Index("by_jst_day", Key("jst_day", "S"), Key("message_id", "N")),
         Index("by_conversation", Key("conversation", "S"), Key("message_id", "N")),
+        # Everything one person wrote (erasure); the bot's replies to them via by_conversation.
+        Index("by_author", Key("author_id", "S"), Key("message_id", "N")),
     ),
 )
 

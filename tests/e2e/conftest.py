@@ -7,10 +7,10 @@ import itertools
 
 import httpx
 import pytest
+from stack_process import StackProcess
 
 from loopback.jev_server import JevServer
 from memorybot.local.client import LocalClient, find_admin_secret, find_signing_key
-from stack_process import StackProcess
 
 _channels = itertools.count(1300000000000000001)
 
@@ -42,7 +42,11 @@ def person(stack, jev):
 
     def make(name: str) -> LocalClient:
         client = LocalClient(
-            url, name, find_signing_key(state_dir), channel, http=httpx.Client(timeout=60),
+            url,
+            name,
+            find_signing_key(state_dir),
+            channel,
+            http=httpx.Client(timeout=60),
             admin_secret=find_admin_secret(state_dir),
         )
         client.catch_up()

@@ -22,7 +22,11 @@ class StackProcess:
         clean.update({"PYTHONUNBUFFERED": "1", **env})
         self.process = subprocess.Popen(
             [sys.executable, "-m", "memorybot.cli", "local", "--port", "0", "--state-dir", str(state_dir)],
-            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=clean, cwd=state_dir,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+            env=clean,
+            cwd=state_dir,
         )
         self.output: list[str] = []  # every line the stack printed, logs included
         lines: queue.Queue[str] = queue.Queue()

@@ -11,10 +11,10 @@ from pathlib import Path
 
 import httpx
 import pytest
+from stack_process import StackProcess
 
 from memorybot.interactions import TEXT_DM_FAILED, TEXT_DM_SENT
 from memorybot.local.client import TEXT_FORGET_WHICH, LocalClient, StackRefused, find_admin_secret, find_signing_key
-from stack_process import StackProcess
 
 
 @pytest.fixture(scope="module")
@@ -29,15 +29,21 @@ def fresh(tmp_path_factory):
 def client_for(fresh, name: str) -> LocalClient:
     url, state_dir, _ = fresh
     client = LocalClient(
-        url, name, find_signing_key(state_dir), http=httpx.Client(timeout=120),
-        admin_secret=find_admin_secret(state_dir), state_dir=state_dir,
+        url,
+        name,
+        find_signing_key(state_dir),
+        http=httpx.Client(timeout=120),
+        admin_secret=find_admin_secret(state_dir),
+        state_dir=state_dir,
     )
     client.catch_up()
     return client
 
 
 def memorybot(*args: str, timeout: int = 180) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "memorybot.cli", *args], capture_output=True, text=True, timeout=timeout)
+    return subprocess.run(
+        [sys.executable, "-m", "memorybot.cli", *args], capture_output=True, text=True, timeout=timeout
+    )
 
 
 def events(fresh) -> list[dict]:
@@ -73,7 +79,9 @@ def test_memorybot_nightly_says_which_window_it_ran_and_refuses_a_bad_time(fresh
     url, state_dir, _ = fresh
     ran = memorybot("nightly", "--url", url, "--state-dir", str(state_dir), "--now", "2031-02-01T03:00:00+09:00")
     assert ran.returncode == 0, ran.stderr
-    assert ran.stdout.startswith("Ran the nightly run for JST day 2031-01-31: the messages from 2031-01-31 03:00 to 2031-02-01 03:00 JST.")
+    assert ran.stdout.startswith(
+        "Ran the nightly run for JST day 2031-01-31: the messages from 2031-01-31 03:00 to 2031-02-01 03:00 JST."
+    )
     assert json.loads(ran.stdout.split("\n", 1)[1])["dayLabel"] == "2031-01-31"
 
     again = memorybot("nightly", "--url", url, "--state-dir", str(state_dir), "--now", "2031-02-01T03:00:00+09:00")
@@ -188,7 +196,19 @@ def test_a_name_given_as_user_id_is_refused_and_changes_nothing(fresh):
 
 def test_say_mode_prints_the_user_id_once(fresh):
     url, state_dir, _ = fresh
-    said = memorybot("chat", "--user", "eve-first-run", "--url", url, "--state-dir", str(state_dir), "--say", "hello", "--say", "/help")
+    said = memorybot(
+        "chat",
+        "--user",
+        "eve-first-run",
+        "--url",
+        url,
+        "--state-dir",
+        str(state_dir),
+        "--say",
+        "hello",
+        "--say",
+        "/help",
+    )
     assert said.returncode == 0, said.stderr
     lines = said.stdout.splitlines()
     eve = LocalClient(url, "eve-first-run", "")
@@ -204,7 +224,11 @@ def test_with_the_default_state_dir_the_hint_leaves_it_out(tmp_path):
     env = {k: v for k, v in os.environ.items() if not k.startswith(SCRUBBED_PREFIXES)}
     stack = subprocess.Popen(
         [sys.executable, "-m", "memorybot.cli", "local", "--port", "0"],
-        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=tmp_path, env={**env, "PYTHONUNBUFFERED": "1"},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        cwd=tmp_path,
+        env={**env, "PYTHONUNBUFFERED": "1"},
     )
     try:
         hint = next(line for line in stack.stdout if "Chat with it" in line)  # type: ignore[union-attr]

@@ -13,6 +13,7 @@ import time
 
 import httpx
 import pytest
+from stack_process import StackProcess
 
 from fakes import memory
 from faults import scan
@@ -20,7 +21,6 @@ from memorybot.adapters.dynamodb import DynamoMemoryStore
 from memorybot.config import Settings
 from memorybot.domain import Action, Actor, Change
 from memorybot.signature import new_key_pair, sign
-from stack_process import StackProcess
 
 REQUESTS_PER_ENDPOINT = 1200
 ADMIN_SECRET = "fuzz-admin-secret-0123456789"
@@ -45,18 +45,38 @@ def fuzz_stack(moto_server, tmp_path_factory):
     client = moto_server.client()
     settings = Settings.from_env({"MEMORYBOT_TABLE_PREFIX": PREFIX})
     store = DynamoMemoryStore(client, settings)
-    store.apply(Change(Action.ADD, None, memory("111111111111111111", "aaaaa", SECRET_TEXT), "seed"), actor=Actor.EXTRACTION)
+    store.apply(
+        Change(Action.ADD, None, memory("111111111111111111", "aaaaa", SECRET_TEXT), "seed"), actor=Actor.EXTRACTION
+    )
     yield url, signing_key, client, settings
     running.stop()
 
 
 def everything(client, settings) -> dict[str, list]:
-    return {name: sorted(json.dumps(i, sort_keys=True) for i in scan(client, table)) for name, table in settings.table_names.items()}
+    return {
+        name: sorted(json.dumps(i, sort_keys=True) for i in scan(client, table))
+        for name, table in settings.table_names.items()
+    }
 
 
 # ---------------------------------------------------------------- hostile inputs
 
-JUNK_VALUES = [None, True, 0, -1, 2**70, 1.5, "", "x" * 5000, "ünïcødé 🧠", "\u0000\ud7ff", [], {}, [[[]]], {"a": {"b": {"c": []}}}]
+JUNK_VALUES = [
+    None,
+    True,
+    0,
+    -1,
+    2**70,
+    1.5,
+    "",
+    "x" * 5000,
+    "ünïcødé 🧠",
+    "\u0000\ud7ff",
+    [],
+    {},
+    [[[]]],
+    {"a": {"b": {"c": []}}},
+]
 
 
 def junk(rng: random.Random, depth: int = 0):
@@ -69,8 +89,12 @@ def junk(rng: random.Random, depth: int = 0):
         return "".join(chr(rng.randrange(1, 0x2FFF)) for _ in range(rng.randrange(0, 40)))
     if kind == 3:
         return [junk(rng, depth + 1) for _ in range(rng.randrange(0, 4))]
-    return {rng.choice(["type", "data", "name", "options", "member", "user", "id", "token", "value", "x"]): junk(rng, depth + 1)
-            for _ in range(rng.randrange(0, 5))}
+    return {
+        rng.choice(["type", "data", "name", "options", "member", "user", "id", "token", "value", "x"]): junk(
+            rng, depth + 1
+        )
+        for _ in range(rng.randrange(0, 5))
+    }
 
 
 def unusable_text(rng: random.Random):
@@ -84,15 +108,33 @@ def interaction_bodies(rng: random.Random):
     user = {"id": str(rng.randrange(10**17, 10**18)), "username": "mallory"}
     base = {"id": str(rng.randrange(10**17, 10**19)), "application_id": APP_ID, "token": "tok", "channel_id": "42"}
     shapes = [
-        lambda: rng.choice([b"", b"not json", b"{", b"[]", b"null", b"42", b'"string"', "{\"type\": 1}\u2028".encode()]),
+        lambda: rng.choice([b"", b"not json", b"{", b"[]", b"null", b"42", b'"string"', '{"type": 1}\u2028'.encode()]),
         lambda: json.dumps(junk(rng)).encode(),
         lambda: json.dumps({**base, "type": rng.choice([0, 3, 6, 99, -1, "1", None, 1.5, [1]])}).encode(),
         lambda: json.dumps({**base, "type": 2, "data": junk(rng), "member": {"user": user}}).encode(),
-        lambda: json.dumps({**base, "type": 2, "data": {"name": rng.choice(["chat", "memory", "nope", "", None, 7])}}).encode(),
-        lambda: json.dumps({**base, "type": 2, "member": {"user": user}, "data": {"name": "memory", "options": junk(rng)}}).encode(),
-        lambda: json.dumps({**base, "type": 2, "member": {"user": user}, "data": {"name": "chat", "options": [{"name": "message", "value": unusable_text(rng)}]}}).encode(),
+        lambda: json.dumps(
+            {**base, "type": 2, "data": {"name": rng.choice(["chat", "memory", "nope", "", None, 7])}}
+        ).encode(),
+        lambda: json.dumps(
+            {**base, "type": 2, "member": {"user": user}, "data": {"name": "memory", "options": junk(rng)}}
+        ).encode(),
+        lambda: json.dumps(
+            {
+                **base,
+                "type": 2,
+                "member": {"user": user},
+                "data": {"name": "chat", "options": [{"name": "message", "value": unusable_text(rng)}]},
+            }
+        ).encode(),
         lambda: json.dumps({**base, "type": 4, "data": junk(rng)}).encode(),
-        lambda: json.dumps({**base, "type": 2, "data": {"name": "chat", "options": [{"name": "message", "type": 3, "value": "hi"}]}, "member": junk(rng)}).encode(),
+        lambda: json.dumps(
+            {
+                **base,
+                "type": 2,
+                "data": {"name": "chat", "options": [{"name": "message", "type": 3, "value": "hi"}]},
+                "member": junk(rng),
+            }
+        ).encode(),
     ]
     return rng.choice(shapes)()
 
@@ -107,7 +149,13 @@ def interaction_requests(signing_key: str, rng: random.Random):
         if kind == 0:
             yield "POST", "/interactions", {}, body, {401}
         elif kind == 1:
-            yield "POST", "/interactions", {**good, "X-Signature-Ed25519": rng.choice(["", "zz", "00" * 63, "g" * 128, "00" * 64, "0" * 129])}, body, {401}
+            yield (
+                "POST",
+                "/interactions",
+                {**good, "X-Signature-Ed25519": rng.choice(["", "zz", "00" * 63, "g" * 128, "00" * 64, "0" * 129])},
+                body,
+                {401},
+            )
         elif kind == 2:
             yield "POST", "/interactions", sign(new_key_pair()[0], body), body, {401}
         elif kind == 3:
@@ -116,11 +164,23 @@ def interaction_requests(signing_key: str, rng: random.Random):
         elif kind == 4:
             yield "POST", "/interactions", good, body + b" ", {401}
         elif kind == 5:
-            yield "POST", "/interactions", {**good, "X-Signature-Timestamp": rng.choice(["", "abc", "1e9", str(2**80)])}, body, {401}
+            yield (
+                "POST",
+                "/interactions",
+                {**good, "X-Signature-Timestamp": rng.choice(["", "abc", "1e9", str(2**80)])},
+                body,
+                {401},
+            )
         elif kind == 6:
             yield rng.choice(["GET", "PUT", "PATCH", "DELETE"]), "/interactions", good, body, {401, 403, 404, 405}
         elif kind == 7:
-            yield "POST", rng.choice(["/", "/interaction", "/interactions/x", "/admin", "/interactions/../x"]), good, body, {403, 404, 405}
+            yield (
+                "POST",
+                rng.choice(["/", "/interaction", "/interactions/x", "/admin", "/interactions/../x"]),
+                good,
+                body,
+                {403, 404, 405},
+            )
         else:  # properly signed, but not an interaction we can use
             yield "POST", "/interactions", good, body, {200, 400}
 
@@ -128,20 +188,52 @@ def interaction_requests(signing_key: str, rng: random.Random):
 def rollback_requests(rng: random.Random):
     for _ in range(REQUESTS_PER_ENDPOINT):
         kind = rng.randrange(8)
-        body_value = rng.choice([junk(rng), {"runId": junk(rng)}, {"runId": rng.choice([0, -1, 1.0, "1", True, None, 2**64])},
-                                 {"runId": 1, "extra": 1}, {"dryRun": junk(rng)}])
-        body = json.dumps(body_value).encode() if rng.random() < 0.9 else rng.choice([b"{", b"\xff\xfe", b"null", b"[1]"])
+        body_value = rng.choice(
+            [
+                junk(rng),
+                {"runId": junk(rng)},
+                {"runId": rng.choice([0, -1, 1.0, "1", True, None, 2**64])},
+                {"runId": 1, "extra": 1},
+                {"dryRun": junk(rng)},
+            ]
+        )
+        body = (
+            json.dumps(body_value).encode() if rng.random() < 0.9 else rng.choice([b"{", b"\xff\xfe", b"null", b"[1]"])
+        )
         if kind == 0:
             yield "POST", "/memory/rollback", {}, body, {401}
         elif kind == 1:
-            wrong = rng.choice(["", "Bearer", "Bearer x", f"Bearer {ADMIN_SECRET[:-1]}", f"Bearer {ADMIN_SECRET}x", ADMIN_SECRET,
-                                f"bearer{ADMIN_SECRET}", f"Basic {ADMIN_SECRET}", "Bearer " + "A" * 10_000, "Bearer \\u2713"])
+            wrong = rng.choice(
+                [
+                    "",
+                    "Bearer",
+                    "Bearer x",
+                    f"Bearer {ADMIN_SECRET[:-1]}",
+                    f"Bearer {ADMIN_SECRET}x",
+                    ADMIN_SECRET,
+                    f"bearer{ADMIN_SECRET}",
+                    f"Basic {ADMIN_SECRET}",
+                    "Bearer " + "A" * 10_000,
+                    "Bearer \\u2713",
+                ]
+            )
             yield "POST", "/memory/rollback", {"Authorization": wrong}, body, {401}
         elif kind == 2:
-            yield rng.choice(["GET", "PUT", "DELETE", "PATCH"]), "/memory/rollback", {"Authorization": f"Bearer {ADMIN_SECRET}"}, body, {403, 404, 405}
+            yield (
+                rng.choice(["GET", "PUT", "DELETE", "PATCH"]),
+                "/memory/rollback",
+                {"Authorization": f"Bearer {ADMIN_SECRET}"},
+                body,
+                {403, 404, 405},
+            )
         elif kind == 3:  # the right secret, a run that does not exist
-            yield "POST", "/memory/rollback", {"Authorization": f"Bearer {ADMIN_SECRET}"}, json.dumps(
-                {"runId": rng.randrange(1, 10**9), "dryRun": rng.choice([True, False])}).encode(), {404}
+            yield (
+                "POST",
+                "/memory/rollback",
+                {"Authorization": f"Bearer {ADMIN_SECRET}"},
+                json.dumps({"runId": rng.randrange(1, 10**9), "dryRun": rng.choice([True, False])}).encode(),
+                {404},
+            )
         else:  # the right secret, a body that is not a rollback request (or no run at all)
             yield "POST", "/memory/rollback", {"Authorization": f"Bearer {ADMIN_SECRET}"}, body, {400, 404}
 
@@ -152,7 +244,14 @@ def fire(url: str, requests) -> dict[int, int]:
         for method, path, headers, body, allowed in requests:
             response = http.request(method, url + path, headers=headers, content=body)
             assert response.status_code < 500, (method, path, body[:200], response.status_code, response.text[:200])
-            assert response.status_code in allowed, (method, path, headers, body[:200], response.status_code, response.text[:200])
+            assert response.status_code in allowed, (
+                method,
+                path,
+                headers,
+                body[:200],
+                response.status_code,
+                response.text[:200],
+            )
             assert SECRET_TEXT not in response.text
             statuses[response.status_code] = statuses.get(response.status_code, 0) + 1
     return statuses

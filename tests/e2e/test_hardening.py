@@ -7,11 +7,11 @@ import json
 
 import httpx
 import pytest
+from stack_process import StackProcess
 
 from memorybot.interactions import TEXT_DM_SENT
 from memorybot.local.client import LocalClient, StackRefused, find_admin_secret, find_signing_key
 from memorybot.signature import sign
-from stack_process import StackProcess
 
 
 def send_raw(url: str, key: str, body: bytes, headers: dict | None = None) -> httpx.Response:
@@ -207,7 +207,9 @@ def test_talking_to_real_discord_the_nightly_route_still_needs_the_secret(moto_s
     try:
         assert httpx.post(f"{running.url}/local/nightly", json={}, timeout=60).status_code == 401
         ok = httpx.post(
-            f"{running.url}/local/nightly", json={"now": "2031-02-01T18:00:00Z"}, timeout=120,
+            f"{running.url}/local/nightly",
+            json={"now": "2031-02-01T18:00:00Z"},
+            timeout=120,
             headers={"Authorization": "Bearer real-discord-admin-secret"},
         )
         assert ok.status_code == 200, ok.text

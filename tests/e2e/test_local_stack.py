@@ -121,7 +121,9 @@ def test_nightly_answers_the_run_record_and_rollback_needs_the_admin_secret(stac
     assert again.status_code == 409
     assert httpx.post(f"{url}/memory/rollback").status_code == 401
     secret = (state_dir / "admin_secret").read_text().strip()
-    rolled = httpx.post(f"{url}/memory/rollback", headers={"Authorization": f"Bearer {secret}"}, json={"runId": record["runId"]})
+    rolled = httpx.post(
+        f"{url}/memory/rollback", headers={"Authorization": f"Bearer {secret}"}, json={"runId": record["runId"]}
+    )
     assert rolled.status_code == 200 and rolled.json()["runId"] == record["runId"]
 
 
@@ -138,9 +140,27 @@ def test_the_terminal_client_can_be_driven_from_the_command_line(stack, jev):
     url, state_dir = stack
     jev.clear()
     run = subprocess.run(
-        [sys.executable, "-m", "memorybot.cli", "chat", "--user", "hana-e2e", "--url", url, "--state-dir", str(state_dir),
-         "--channel", "1399999999999999999", "--say", "I love vinyl records", "--say", "/memory show"],
-        capture_output=True, text=True, timeout=120,
+        [
+            sys.executable,
+            "-m",
+            "memorybot.cli",
+            "chat",
+            "--user",
+            "hana-e2e",
+            "--url",
+            url,
+            "--state-dir",
+            str(state_dir),
+            "--channel",
+            "1399999999999999999",
+            "--say",
+            "I love vinyl records",
+            "--say",
+            "/memory show",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
     )
     assert run.returncode == 0, run.stderr
     out = run.stdout.splitlines()

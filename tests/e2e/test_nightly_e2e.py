@@ -46,7 +46,9 @@ def test_chat_then_nightly_then_preview_and_rollback_over_http(person, stack):
     # The endpoint refuses anyone without the secret and any malformed body.
     rollback = f"{url}/memory/rollback"
     assert httpx.post(rollback, json={"runId": run["runId"]}).status_code == 401
-    assert httpx.post(rollback, json={"runId": run["runId"]}, headers={"Authorization": "Bearer wrong"}).status_code == 401
+    assert (
+        httpx.post(rollback, json={"runId": run["runId"]}, headers={"Authorization": "Bearer wrong"}).status_code == 401
+    )
     assert httpx.post(rollback, json={"runId": str(run["runId"])}, headers=admin).status_code == 400
     assert httpx.post(rollback, json={"runId": 10**9}, headers=admin).status_code == 404
 

@@ -8,15 +8,15 @@ a log line (or an error) carried text it must not carry.
 from __future__ import annotations
 
 import itertools
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 
 import httpx
 import pytest
+from stack_process import StackProcess
 
 from loopback.jev_server import JevServer
 from memorybot.domain import JST, is_memory_id
 from memorybot.local.client import LocalClient, find_signing_key
-from stack_process import StackProcess
 
 MARKERS = ("zanzibarmarker", "quokkamarker", "pelicanmarker")
 ADMIN_SECRET = "privacy-admin-secret-42"
@@ -26,12 +26,15 @@ ADMIN_SECRET = "privacy-admin-secret-42"
 def scenario(tmp_path_factory):
     state_dir = tmp_path_factory.mktemp("privacy-state")
     with JevServer(worth=0.9, add=0.9, verdict="keep", review="delete") as jev:
-        running = StackProcess(state_dir, {
-            "MEMORYBOT_DECISION_MODEL": "http",
-            "JEV_URL": jev.url,
-            "MEMORYBOT_ADMIN_SECRET": ADMIN_SECRET,
-            "POWERTOOLS_LOG_LEVEL": "DEBUG",  # the most a deployed operator could turn on
-        })
+        running = StackProcess(
+            state_dir,
+            {
+                "MEMORYBOT_DECISION_MODEL": "http",
+                "JEV_URL": jev.url,
+                "MEMORYBOT_ADMIN_SECRET": ADMIN_SECRET,
+                "POWERTOOLS_LOG_LEVEL": "DEBUG",  # the most a deployed operator could turn on
+            },
+        )
         try:
             yield running, state_dir, jev
         finally:
@@ -60,7 +63,7 @@ def test_no_memory_or_message_text_in_any_log_line(scenario):
     fallback = bob.show()
     assert not any(MARKERS[1] in line for line in fallback)
 
-    now = datetime.now(timezone.utc).astimezone(JST)
+    now = datetime.now(UTC).astimezone(JST)
     next_run = (now + timedelta(days=1)).replace(hour=3, minute=0, second=0, microsecond=0)
     if next_run - now > timedelta(days=1):
         next_run -= timedelta(days=1)

@@ -14,18 +14,17 @@ import itertools
 import os
 import re
 import threading
-
 from datetime import timedelta
 
 import httpx
 import pytest
+from stack_process import StackProcess
 
 from loopback import Answer, LoopbackServer, Recorded
 from loopback.openai_server import OpenAIServer
 from memorybot.consolidation import window_for
 from memorybot.domain import iso, utcnow
 from memorybot.local.client import LocalClient, find_admin_secret, find_signing_key, user_id_for
-from stack_process import StackProcess
 
 ADD, DEL = "ZEBRAADD", "ZEBRADEL"
 CHAT_DELAY_SECONDS = 0.3  # every chat-model call: replies land after the other person spoke
@@ -87,7 +86,12 @@ def race_stack(tmp_path_factory):
 def person(race_stack, name: str, channel: str, guild: str | None = "1200000000000000001") -> LocalClient:
     url, state_dir, _, _ = race_stack
     client = LocalClient(
-        url, name, find_signing_key(state_dir), channel, guild, http=httpx.Client(timeout=60),
+        url,
+        name,
+        find_signing_key(state_dir),
+        channel,
+        guild,
+        http=httpx.Client(timeout=60),
         admin_secret=find_admin_secret(state_dir),
     )
     client.catch_up()
@@ -102,7 +106,10 @@ def profile(client: LocalClient) -> dict[str, str]:
 
 def send_at_once(*sends) -> None:
     """Each (client, text) as a /chat, all in flight together, without waiting for replies."""
-    threads = [threading.Thread(target=c.send, args=(c._payload("chat", [{"type": 3, "name": "message", "value": t}]),)) for c, t in sends]
+    threads = [
+        threading.Thread(target=c.send, args=(c._payload("chat", [{"type": 3, "name": "message", "value": t}]),))
+        for c, t in sends
+    ]
     for thread in threads:
         thread.start()
     for thread in threads:
@@ -128,8 +135,11 @@ def test_interleaved_people_never_change_each_others_profiles(race_stack):
         jev.clear()
 
         fact = f"I love {ADD} tea {adder.user_name} {trial}"
-        first, second = ((adder, fact), (deleter, f"please forget {DEL} everything")) if trial % 4 < 2 else (
-            (deleter, f"please forget {DEL} everything"), (adder, fact))
+        first, second = (
+            ((adder, fact), (deleter, f"please forget {DEL} everything"))
+            if trial % 4 < 2
+            else ((deleter, f"please forget {DEL} everything"), (adder, fact))
+        )
         send_at_once(first, second)
         drain(alice)
         after = {p.user_name: profile(p) for p in (adder, deleter)}
@@ -144,7 +154,9 @@ def test_interleaved_people_never_change_each_others_profiles(race_stack):
         # The naive models did act on each person's OWN words: the test can see a change.
         new = set(after[adder.user_name]) - set(before[adder.user_name])
         assert new and all(adder.user_name in after[adder.user_name][i] for i in new)
-        assert not set(before[deleter.user_name]) & set(after[deleter.user_name]), [(r.path, r.json.get("speaker"), r.json.get("exchange")) for r in jev.requests]
+        assert not set(before[deleter.user_name]) & set(after[deleter.user_name]), [
+            (r.path, r.json.get("speaker"), r.json.get("exchange")) for r in jev.requests
+        ]
 
         # Every decision named its speaker, and carried only that speaker's and the bot's lines.
         for request in jev.requests:
@@ -192,8 +204,12 @@ def test_people_who_never_used_the_bot_get_no_profile(race_stack):
     channel = str(next(_channels))
     erin = person(race_stack, "history-erin", channel)
     lurker = person(race_stack, "history-dave", channel)  # never sends a command before the night
-    said = {"channel_id": channel, "author_id": lurker.user_id, "author_name": "history-dave",
-            "content": f"I love {ADD} knives and my sister is in Osaka"}
+    said = {
+        "channel_id": channel,
+        "author_id": lurker.user_id,
+        "author_name": "history-dave",
+        "content": f"I love {ADD} knives and my sister is in Osaka",
+    }
     assert erin.http.post(f"{url}/local/discord/someone-said", json=said, headers=erin._admin).status_code == 200
     erin.chat(f"I love {ADD} origami")  # the reply worker fetches the channel history here
     jev.clear()

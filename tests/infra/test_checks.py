@@ -15,7 +15,10 @@ from cdk_nag import AwsSolutionsChecks, NIST80053R5Checks
 from infra import nag
 from infra.settings import StackConfig
 
-CODE_GOAL_BYTES = 300 * 1024  # zipped, with bytecode for the runtime (sources alone: ~65 KB)
+# Zipped, with bytecode for the runtime (the sources alone are about a third of it). Raised from
+# 300 KiB when the nightly steps, erasure and the data-rights commands arrived: the package, not
+# strays, is what grew (the test below checks that only the package is in the asset).
+CODE_GOAL_BYTES = 400 * 1024
 LAYER_GOAL_BYTES = 15 * 1024 * 1024
 
 
@@ -209,7 +212,7 @@ def variant():
 def test_context_changes_runtime_and_architecture_of_every_function_and_the_layer(variant):
     resources = variant["Resources"].values()
     functions = [r["Properties"] for r in resources if r["Type"] == "AWS::Lambda::Function"]
-    assert len(functions) == 10
+    assert len(functions) == 11
     assert {f["Runtime"] for f in functions} == {"python3.12"}
     assert {tuple(f["Architectures"]) for f in functions} == {("x86_64",)}
     [layer] = [r["Properties"] for r in resources if r["Type"] == "AWS::Lambda::LayerVersion"]
@@ -220,9 +223,7 @@ def test_context_changes_runtime_and_architecture_of_every_function_and_the_laye
 
 def test_an_inference_profile_is_granted_with_its_model_and_nothing_else(variant):
     policies = [r["Properties"] for r in variant["Resources"].values() if r["Type"] == "AWS::IAM::Policy"]
-    bedrock = [
-        s for p in policies for s in p["PolicyDocument"]["Statement"] if "bedrock" in json.dumps(s["Action"])
-    ]
+    bedrock = [s for p in policies for s in p["PolicyDocument"]["Statement"] if "bedrock" in json.dumps(s["Action"])]
     assert len(bedrock) == 4  # reply, extraction, the nightly speaker and review steps
     text = json.dumps(bedrock[0]["Resource"])
     assert "inference-profile/us.anthropic.claude-3-5-haiku-20241022-v1:0" in text
@@ -237,7 +238,7 @@ def test_alarm_email_gets_every_alarm_through_an_encrypted_ssl_only_topic(varian
     [subscription] = [r["Properties"] for r in resources.values() if r["Type"] == "AWS::SNS::Subscription"]
     assert subscription["Protocol"] == "email" and subscription["Endpoint"] == "ops@example.com"
     alarms = [r["Properties"] for r in resources.values() if r["Type"] == "AWS::CloudWatch::Alarm"]
-    assert len(alarms) == 24  # errors and throttles of 10 functions, dead letters, lost decisions, 2 on executions
+    assert len(alarms) == 26  # errors and throttles of 11 functions, dead letters, lost decisions, 2 on executions
     assert all(a["AlarmActions"] == [{"Ref": topic_id}] for a in alarms)
     # Without the context value: no topic, no actions.
     assert not synth.of_type("AWS::SNS::Topic")
@@ -286,4 +287,6 @@ def test_the_workers_reserved_concurrency_and_model_quota_come_from_context(vari
         assert env["MEMORYBOT_MODEL_RPM"] == "900" and env["MEMORYBOT_MODEL_MAX_IN_FLIGHT"] == "16"
         assert env["MEMORYBOT_MODEL_DEADLINE"] == "60" and env["MEMORYBOT_ASYNC_RETRIES"] == "2"
     # By default nothing is reserved (a new account's concurrency limit may not allow it).
-    assert all("ReservedConcurrentExecutions" not in f["Properties"] for f in synth.of_type("AWS::Lambda::Function").values())
+    assert all(
+        "ReservedConcurrentExecutions" not in f["Properties"] for f in synth.of_type("AWS::Lambda::Function").values()
+    )

@@ -12,29 +12,30 @@ import copy
 import importlib
 import itertools
 import json
-from datetime import datetime, timedelta, timezone
-from typing import Any, Callable
+from collections.abc import Callable
+from dataclasses import replace
+from datetime import timedelta
+from typing import Any
 
 import pytest
 
 from fakes import ScriptedChat, ScriptedJev, memory
+from frontdoor import ALICE, BOB, CHANNEL, PUBLIC_KEY, SCOPE, chat, click, event, export, forget, forget_all, show, why
 from iam_contract import Need, Policy, Recorder, check, key_needs, lambda_client, policies
-from memorybot import bootstrap, tables
+from infra.stack import FUNCTIONS, LEDGER_ACTIONS_ALLOWED, LEDGER_REDACTION_ATTRIBUTES, LEDGER_REDACTOR
+from memorybot import bootstrap, nightly_steps, tables
 from memorybot.adapters.discord_rest import DiscordRest
 from memorybot.adapters.dynamodb import DynamoMemoryStore, DynamoMessageStore
 from memorybot.adapters.invoker import LambdaInvoker, LocalContext
 from memorybot.bootstrap import Container
 from memorybot.config import Settings
-from memorybot.consolidation import STALE_AFTER, window_for
-from memorybot.domain import Action, Actor, Change, Message, snowflake_at, utcnow
-from memorybot import nightly_steps
-from memorybot.consolidation import InMemoryManifests
+from memorybot.consolidation import STALE_AFTER, InMemoryManifests, window_for
+from memorybot.domain import Action, Actor, Change, Message, SourceRef, snowflake_at, utcnow
+from memorybot.interactions import forget_all_button
 from memorybot.jobs import ExtractionJob, ReplyJob
-from memorybot.nightly_jobs import RunPlan
 from memorybot.local import discord_recorder, moto_dynamo
+from memorybot.nightly_jobs import RunPlan
 from memorybot.signature import Verifier
-from infra.stack import FUNCTIONS, LEDGER_ACTIONS_ALLOWED
-from frontdoor import ALICE, BOB, CHANNEL, PUBLIC_KEY, SCOPE, chat, event, forget, show
 
 ADMIN_SECRET = "iam-contract-admin-secret"
 WORKERS = {"reply": "Reply", "extraction": "Extraction"}  # the hand-offs, by callee function name
@@ -54,6 +55,8 @@ class Harness:
             reply_function_name=WORKERS["reply"],
             extraction_function_name=WORKERS["extraction"],
             plain_secrets={"MEMORYBOT_ADMIN_SECRET": ADMIN_SECRET, "DISCORD_BOT_TOKEN": "contract-token"},
+            # One speaker at a time: a fault aimed at "the nth request" must not race another thread's.
+            nightly_speaker_concurrency=1,
         )
         self.logical_tables = {physical: logical for logical, physical in names.items()}
         self.recorder = recorder
@@ -124,6 +127,10 @@ def interactions_scenario(h: Harness) -> None:
     assert "Forgotten" in body(h.call("Interactions", event(forget(gone.memory_id))))["data"]["content"]
     h.recorder.fail("Interactions", "Query")  # a show whose read fails: its dedup record is given back
     assert body(h.call("Interactions", event(show())))["type"] == 4
+    assert "UTC" in body(h.call("Interactions", event(why(kept.memory_id))))["data"]["content"]
+    assert "DM" in body(h.call("Interactions", event(export())))["data"]["content"]
+    assert body(h.call("Interactions", event(forget_all())))["data"]["components"]
+    assert body(h.call("Interactions", event(click(forget_all_button(ALICE, utcnow())))))["type"] == 7
     h.deliver()  # the reply worker, then the extraction worker
 
 
@@ -147,10 +154,25 @@ def extraction_scenario(h: Harness) -> None:
     for m in (updated, deleted):
         h.memories.apply(Change(Action.ADD, None, m, "seed"), actor=Actor.EXTRACTION)
     h.jev.verdicts = {updated.memory_id: "update", deleted.memory_id: "delete"}
-    said = Message(CHANNEL, snowflake_at(utcnow() - timedelta(seconds=5), 1), BOB, "bob", "I moved to Osaka and the exam is over",
-                   scope=SCOPE, conversation_of=BOB)
-    reply = Message(CHANNEL, snowflake_at(utcnow(), 2), "app", "memorybot", "Osaka is lovely", is_bot=True,
-                    scope=SCOPE, conversation_of=BOB)
+    said = Message(
+        CHANNEL,
+        snowflake_at(utcnow() - timedelta(seconds=5), 1),
+        BOB,
+        "bob",
+        "I moved to Osaka and the exam is over",
+        scope=SCOPE,
+        conversation_of=BOB,
+    )
+    reply = Message(
+        CHANNEL,
+        snowflake_at(utcnow(), 2),
+        "app",
+        "memorybot",
+        "Osaka is lovely",
+        is_bot=True,
+        scope=SCOPE,
+        conversation_of=BOB,
+    )
     for m in (said, reply):
         h.messages.put(m)
     job = ExtractionJob(said.message_id, CHANNEL, BOB, "bob", SCOPE, reply.message_id).to_json()
@@ -182,8 +204,17 @@ def nightly_claim_scenario(h: Harness) -> None:
 def nightly_plan_scenario(h: Harness) -> None:
     window = window_for(NIGHTLY["now"])
     for n, (who, text) in enumerate([(ALICE, "I adopted a dog named Pochi"), (BOB, "I play the cello")]):
-        h.messages.put(Message(CHANNEL, snowflake_at(window.start + timedelta(hours=1 + n), n), who, who, text,
-                               scope=SCOPE, conversation_of=who))
+        h.messages.put(
+            Message(
+                CHANNEL,
+                snowflake_at(window.start + timedelta(hours=1 + n), n),
+                who,
+                who,
+                text,
+                scope=SCOPE,
+                conversation_of=who,
+            )
+        )
     planned = h.call("NightlyPlan", dict(NIGHTLY["claimed"]))
     assert planned["speakers"] == 2, planned
     NIGHTLY["plan"] = planned
@@ -206,7 +237,11 @@ def nightly_speaker_scenario(h: Harness) -> None:
 
 
 def nightly_speaker_failed_scenario(h: Harness) -> None:
-    poison = {**NIGHTLY["items"][0], "user_id": "999999999999999999", "error": {"Error": "ModelUnavailable", "Cause": ""}}
+    poison = {
+        **NIGHTLY["items"][0],
+        "user_id": "999999999999999999",
+        "error": {"Error": "ModelUnavailable", "Cause": ""},
+    }
     assert h.call("NightlySpeakerFailed", poison)["status"] == "failed"
     done = {**NIGHTLY["items"][1], "error": {"Error": "States.Timeout", "Cause": ""}}
     assert h.call("NightlySpeakerFailed", done)["status"] == "done"  # marked done already: counted once
@@ -214,7 +249,10 @@ def nightly_speaker_failed_scenario(h: Harness) -> None:
 
 def nightly_review_scenario(h: Harness) -> None:
     old = NIGHTLY["now"] - STALE_AFTER - timedelta(days=2)
-    for m in (memory(BOB, "sta2z", "Has a cold", at=old, scope=SCOPE), memory(ALICE, "kee2p", "Likes tea", at=old, scope=SCOPE)):
+    for m in (
+        memory(BOB, "sta2z", "Has a cold", at=old, scope=SCOPE),
+        memory(ALICE, "kee2p", "Likes tea", at=old, scope=SCOPE),
+    ):
         h.memories.apply(Change(Action.ADD, None, m, "seed"), actor=Actor.EXTRACTION)
     h.jev.reviews = {"sta2z": "delete", "kee2p": "keep"}
     h.recorder.lose_answer("NightlyReview", "TransactWriteItems")  # the decay commits, its answer is lost
@@ -234,8 +272,11 @@ def nightly_finish_scenario(h: Harness) -> None:
 def admin_scenario(h: Harness) -> None:
     def rollback(payload: dict) -> tuple[int, dict]:
         request = {
-            "httpMethod": "POST", "path": "/memory/rollback", "isBase64Encoded": False,
-            "headers": {"Authorization": f"Bearer {ADMIN_SECRET}"}, "body": json.dumps(payload),
+            "httpMethod": "POST",
+            "path": "/memory/rollback",
+            "isBase64Encoded": False,
+            "headers": {"Authorization": f"Bearer {ADMIN_SECRET}"},
+            "body": json.dumps(payload),
         }
         response = h.call("Admin", request)
         return response["statusCode"], body(response)
@@ -246,6 +287,31 @@ def admin_scenario(h: Harness) -> None:
     status, done = rollback({})
     assert status == 200 and done["reverted"] == preview["reverted"], done
     assert rollback({})[0] == 409
+
+
+def erase_scenario(h: Harness) -> None:
+    def erase(payload: dict) -> tuple[int, dict]:
+        request = {
+            "httpMethod": "POST",
+            "path": "/memory/erase",
+            "isBase64Encoded": False,
+            "headers": {"Authorization": f"Bearer {ADMIN_SECRET}"},
+            "body": json.dumps(payload),
+        }
+        response = h.call(LEDGER_REDACTOR, request)
+        return response["statusCode"], body(response)
+
+    said = Message(CHANNEL, snowflake_at(utcnow(), 7), BOB, "bob", "I keep bees", scope=SCOPE, conversation_of=BOB)
+    h.messages.put(said)
+    learned = memory(BOB, "bee2s", "Keeps bees", at=utcnow(), scope=SCOPE)
+    learned = replace(learned, sources=(SourceRef(said.channel_id, said.message_id),))
+    h.memories.apply(Change(Action.ADD, None, learned, "seed"), actor=Actor.EXTRACTION)
+    status, preview = erase({"userId": BOB, "dryRun": True})
+    assert status == 200 and preview["memoriesDeleted"] >= 1, preview
+    h.recorder.lose_answer(LEDGER_REDACTOR, "TransactWriteItems")  # a delete commits, its answer is lost
+    status, done = erase({"userId": BOB})
+    assert status == 200 and done["messagesDeleted"] >= 1 and done["ledgerRowsRedacted"] >= 1, done
+    assert erase({"userId": "999999999999999999"})[0] == 404
 
 
 SCENARIOS: dict[str, Callable[[Harness], None]] = {
@@ -259,6 +325,7 @@ SCENARIOS: dict[str, Callable[[Harness], None]] = {
     "NightlyReview": nightly_review_scenario,
     "NightlyFinish": nightly_finish_scenario,
     "Admin": admin_scenario,
+    LEDGER_REDACTOR: erase_scenario,
 }
 
 # Grants no scenario exercises, each with why it stays. Empty: every grant is used.
@@ -274,7 +341,7 @@ def recorded(moto_server):
     harness = Harness(moto_server, base, recorder)
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(bootstrap, "container", harness.container)
-        for name, scenario in SCENARIOS.items():
+        for _name, scenario in SCENARIOS.items():
             scenario(harness)
             harness.deliver()
     server.shutdown()
@@ -304,8 +371,12 @@ def test_every_aws_request_of_every_function_is_allowed_by_its_role(recorded, ro
 def test_every_grant_is_exercised_or_says_why_not(recorded, role_policies):
     recorder, harness = recorded
     verdict = check(recorder.requests, role_policies, harness.logical_tables)
-    unused = {name: sorted(f"{n.action} on {n.resource}" for n in needs) for name, needs in verdict.unused.items() if needs}
-    justified = {name: sorted(f"{n.action} on {n.resource}" for n in needs) for name, needs in UNEXERCISED.items() if needs}
+    unused = {
+        name: sorted(f"{n.action} on {n.resource}" for n in needs) for name, needs in verdict.unused.items() if needs
+    }
+    justified = {
+        name: sorted(f"{n.action} on {n.resource}" for n in needs) for name, needs in UNEXERCISED.items() if needs
+    }
     assert unused == justified
 
 
@@ -318,13 +389,21 @@ def test_negative_control_a_removed_grant_fails_the_check_naming_function_action
     assert before.allows(target)
     removed = 0
     role_id = template["Resources"][
-        next(k for k in template["Resources"] if k.startswith("InteractionsFunction") and template["Resources"][k]["Type"] == "AWS::Lambda::Function")
+        next(
+            k
+            for k in template["Resources"]
+            if k.startswith("InteractionsFunction") and template["Resources"][k]["Type"] == "AWS::Lambda::Function"
+        )
     ]["Properties"]["Role"]["Fn::GetAtt"][0]
     for resource in template["Resources"].values():
         if resource["Type"] == "AWS::IAM::Policy" and {"Ref": role_id} in resource["Properties"]["Roles"]:
             for statement in resource["Properties"]["PolicyDocument"]["Statement"]:
                 resources = json.dumps(statement["Resource"])
-                log_id = next(k for k, v in template["Resources"].items() if v["Type"] == "AWS::DynamoDB::Table" and k.startswith("MemoryLog"))
+                log_id = next(
+                    k
+                    for k, v in template["Resources"].items()
+                    if v["Type"] == "AWS::DynamoDB::Table" and k.startswith("MemoryLog")
+                )
                 if log_id in resources and "dynamodb:GetItem" in statement["Action"]:
                     statement["Action"] = [a for a in statement["Action"] if a != "dynamodb:GetItem"]
                     removed += 1
@@ -333,22 +412,55 @@ def test_negative_control_a_removed_grant_fails_the_check_naming_function_action
     assert verdict.denial_lines() == ["Interactions: dynamodb:GetItem on dynamodb:memory_log (for GetItem)"]
 
 
-def test_the_ledger_is_append_only_no_role_may_update_or_delete_a_row(synth, role_policies):
+def test_the_ledger_is_append_only_but_for_one_conditioned_redaction_by_the_erase_function(synth, role_policies):
+    """No role may change or remove a ledger row, with a single exception: the erase function
+    may redact a person's rows (an erasure request must be able to remove their text). Its
+    UpdateItem is its own statement, conditioned to name only the key, before/after and the
+    redacted flag, and to return nothing; no role, that one included, may delete a row."""
     ledger = f"dynamodb:{tables.MEMORY_LOG.logical_name}"
+    exceptions = []
     for name, policy in role_policies.items():
         for statement in policy.statements:
             on_ledger = [r for r in statement.resources if r == ledger or r.startswith(ledger + "/") or "*" in r]
             if not on_ledger:
                 continue
             actions = {a for a in statement.actions if a.startswith("dynamodb:") or a == "*"}
-            assert actions <= {f"dynamodb:{a}" for a in LEDGER_ACTIONS_ALLOWED}, (name, statement)
-        for forbidden in ("UpdateItem", "DeleteItem", "BatchWriteItem", "PartiQLUpdate", "PartiQLDelete", "DeleteTable"):
+            if actions <= {f"dynamodb:{a}" for a in LEDGER_ACTIONS_ALLOWED}:
+                continue
+            exceptions.append((name, sorted(actions), statement.resources, statement.conditions))
+        for forbidden in ("DeleteItem", "BatchWriteItem", "PartiQLUpdate", "PartiQLDelete", "DeleteTable"):
             assert not policy.allows(Need(f"dynamodb:{forbidden}", ledger)), (name, forbidden)
+        if name != LEDGER_REDACTOR:
+            assert not policy.allows(Need("dynamodb:UpdateItem", ledger)), name
+    assert exceptions == [
+        (
+            LEDGER_REDACTOR,
+            ["dynamodb:UpdateItem"],
+            [ledger],
+            {
+                "ForAllValues:StringEquals": {"dynamodb:Attributes": list(LEDGER_REDACTION_ATTRIBUTES)},
+                "StringEqualsIfExists": {"dynamodb:ReturnValues": ["NONE"]},
+            },
+        )
+    ]
     # Every function that reads or changes memories logs it: appending stays allowed there.
     memories = f"dynamodb:{tables.MEMORIES.logical_name}"
-    touching = [name for name, policy in role_policies.items() if any(n.resource.startswith(memories) for n in policy.grants())]
+    touching = [
+        name for name, policy in role_policies.items() if any(n.resource.startswith(memories) for n in policy.grants())
+    ]
     assert len(touching) >= 5
     assert all(role_policies[name].allows(Need("dynamodb:PutItem", ledger)) for name in touching)
+
+
+def test_the_redaction_names_only_the_attributes_its_condition_allows(recorded):
+    recorder, harness = recorded
+    ledger = harness.settings.table(tables.MEMORY_LOG)
+    updates = [r for r in recorder.requests if r.operation == "UpdateItem" and r.params["TableName"] == ledger]
+    assert updates and {r.function for r in updates} == {LEDGER_REDACTOR}
+    for request in updates:
+        named = set(request.params["Key"]) | set(request.params.get("ExpressionAttributeNames", {}).values())
+        assert named <= set(LEDGER_REDACTION_ATTRIBUTES), named
+        assert request.params.get("ReturnValues", "NONE") == "NONE"
 
 
 def test_the_contract_sees_a_real_deploy_miss_before_the_fix(recorded):
@@ -358,7 +470,8 @@ def test_the_contract_sees_a_real_deploy_miss_before_the_fix(recorded):
     ledger = harness.settings.table(tables.MEMORY_LOG)
     for function in ("Interactions", "Extraction"):
         assert any(
-            r.function == function and r.operation == "GetItem" and r.params["TableName"] == ledger for r in recorder.requests
+            r.function == function and r.operation == "GetItem" and r.params["TableName"] == ledger
+            for r in recorder.requests
         ), function
 
 
@@ -412,5 +525,10 @@ def test_negative_control_a_function_without_the_key_is_denied_its_personal_data
             document["Statement"] = [s for s in document["Statement"] if key_id not in json.dumps(s["Resource"])]
     stripped = policies(template, [spec.name for spec in FUNCTIONS])
     keys = _personal_keys(template)
-    denied = {r.function for r in recorder.requests for n in key_needs(r, harness.logical_tables, keys) if not stripped[r.function].allows(n)}
+    denied = {
+        r.function
+        for r in recorder.requests
+        for n in key_needs(r, harness.logical_tables, keys)
+        if not stripped[r.function].allows(n)
+    }
     assert denied == {spec.name for spec in FUNCTIONS}

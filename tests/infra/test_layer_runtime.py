@@ -23,7 +23,9 @@ import pytest
 from infra.layer import LayerTarget, build_layer
 
 ELF_MACHINE = {183: "arm64", 62: "x86_64"}
-HOST_ARCH = {"aarch64": "arm64", "arm64": "arm64", "x86_64": "x86_64", "amd64": "x86_64"}.get(platform.machine().lower())
+HOST_ARCH = {"aarch64": "arm64", "arm64": "arm64", "x86_64": "x86_64", "amd64": "x86_64"}.get(
+    platform.machine().lower()
+)
 
 SIGN_AND_VERIFY = textwrap.dedent(
     """
@@ -76,7 +78,10 @@ def test_deployed_layer_binaries_match_the_functions_architecture_and_python(syn
 def _interpreter(version: str) -> str | None:
     """An interpreter of ``version`` that really runs (pyenv shims may exist but refuse)."""
     pyenv = Path(os.environ.get("PYENV_ROOT", "~/.pyenv")).expanduser()
-    candidates = [shutil.which(f"python{version}"), *map(str, sorted(pyenv.glob(f"versions/{version}*/bin/python{version}")))]
+    candidates = [
+        shutil.which(f"python{version}"),
+        *map(str, sorted(pyenv.glob(f"versions/{version}*/bin/python{version}"))),
+    ]
     for candidate in (*candidates, sys.executable):
         if not candidate:
             continue
@@ -105,7 +110,7 @@ def host_layer(synth) -> tuple[str, Path]:
     version = runtime.removeprefix("python")
     interpreter = _interpreter(version)
     if interpreter is None:
-        version = "%d.%d" % sys.version_info[:2]
+        version = "{}.{}".format(*sys.version_info[:2])
         interpreter = sys.executable
     if HOST_ARCH == "arm64" and version == runtime.removeprefix("python"):
         return interpreter, _deployed_layer(synth)  # this machine can run the deployed layer itself

@@ -50,7 +50,12 @@ def test_the_steps_in_order_each_one_lambda(synth, machine):
     assert states["ReviewAndDiary"]["Next"] == "FinishRun"
     assert states["FinishRun"]["End"] is True
     assert definition["TimeoutSeconds"] == NIGHTLY_EXECUTION_TIMEOUT.total_seconds()
-    for name, function in (("ClaimDay", "NightlyClaim"), ("PlanSpeakers", "NightlyPlan"), ("ReviewAndDiary", "NightlyReview"), ("FinishRun", "NightlyFinish")):
+    for name, function in (
+        ("ClaimDay", "NightlyClaim"),
+        ("PlanSpeakers", "NightlyPlan"),
+        ("ReviewAndDiary", "NightlyReview"),
+        ("FinishRun", "NightlyFinish"),
+    ):
         assert _function_of(synth, states[name]).startswith(f"{function}Function"), name
     assert states["ClaimDay"]["Parameters"] == {"time.$": "$.time"}
 
@@ -98,7 +103,9 @@ def test_logging_tracing_and_its_own_role(synth, machine):
     assert logging["Level"] == "ALL" and logging["IncludeExecutionData"] is False
     assert props["TracingConfiguration"] == {"Enabled": True}
     role = synth.resources[props["RoleArn"]["Fn::GetAtt"][0]]
-    assert role["Properties"]["AssumeRolePolicyDocument"]["Statement"][0]["Principal"] == {"Service": "states.amazonaws.com"}
+    assert role["Properties"]["AssumeRolePolicyDocument"]["Statement"][0]["Principal"] == {
+        "Service": "states.amazonaws.com"
+    }
     role_id = props["RoleArn"]["Fn::GetAtt"][0]
     invoked = set()
     for policy in synth.of_type("AWS::IAM::Policy").values():
@@ -107,7 +114,9 @@ def test_logging_tracing_and_its_own_role(synth, machine):
         for statement in policy["Properties"]["PolicyDocument"]["Statement"]:
             actions = statement["Action"] if isinstance(statement["Action"], list) else [statement["Action"]]
             if "lambda:InvokeFunction" in actions:
-                invoked |= {r["Fn::GetAtt"][0] for r in statement["Resource"] if isinstance(r, dict) and "Fn::GetAtt" in r}
+                invoked |= {
+                    r["Fn::GetAtt"][0] for r in statement["Resource"] if isinstance(r, dict) and "Fn::GetAtt" in r
+                }
             assert not any(a.startswith("dynamodb:") or a == "*" for a in actions)
     assert invoked and all(i.startswith("Nightly") for i in invoked)  # only the nightly steps
 
@@ -128,23 +137,33 @@ def test_the_manifest_bucket_is_private_encrypted_ssl_only_and_expires(synth):
     [(bucket_id, bucket)] = synth.of_type("AWS::S3::Bucket").items()
     props = bucket["Properties"]
     assert props["PublicAccessBlockConfiguration"] == {
-        "BlockPublicAcls": True, "BlockPublicPolicy": True, "IgnorePublicAcls": True, "RestrictPublicBuckets": True
+        "BlockPublicAcls": True,
+        "BlockPublicPolicy": True,
+        "IgnorePublicAcls": True,
+        "RestrictPublicBuckets": True,
     }
     [sse] = props["BucketEncryption"]["ServerSideEncryptionConfiguration"]
     assert sse["ServerSideEncryptionByDefault"]["SSEAlgorithm"] == "AES256"
     [rule] = props["LifecycleConfiguration"]["Rules"]
     assert rule["Status"] == "Enabled" and rule["ExpirationInDays"] == MANIFEST_EXPIRY.to_days()
-    [policy] = [p for p in synth.of_type("AWS::S3::BucketPolicy").values() if p["Properties"]["Bucket"] == {"Ref": bucket_id}]
+    [policy] = [
+        p for p in synth.of_type("AWS::S3::BucketPolicy").values() if p["Properties"]["Bucket"] == {"Ref": bucket_id}
+    ]
     [deny] = policy["Properties"]["PolicyDocument"]["Statement"]
     assert deny["Effect"] == "Deny" and deny["Condition"] == {"Bool": {"aws:SecureTransport": "false"}}
 
 
 def test_only_the_plan_writes_and_only_the_finish_reads_the_manifest(synth):
     [bucket_id] = synth.of_type("AWS::S3::Bucket")
-    from test_stack import function, policy_statements, FUNCTION_NAMES
+    from test_stack import FUNCTION_NAMES, function, policy_statements
 
     for name in FUNCTION_NAMES:
-        s3 = {a for st in policy_statements(synth, name) for a in (st["Action"] if isinstance(st["Action"], list) else [st["Action"]]) if a.startswith("s3:")}
+        s3 = {
+            a
+            for st in policy_statements(synth, name)
+            for a in (st["Action"] if isinstance(st["Action"], list) else [st["Action"]])
+            if a.startswith("s3:")
+        }
         assert s3 == {"NightlyPlan": {"s3:PutObject"}, "NightlyFinish": {"s3:GetObject"}}.get(name, set()), name
         env = function(synth, name)["Environment"]["Variables"]
         assert ("MEMORYBOT_MANIFEST_BUCKET" in env) == (name in ("NightlyPlan", "NightlyFinish"))

@@ -16,7 +16,11 @@ def _of_type(template: dict, cfn_type: str) -> dict[str, dict]:
 
 
 def _function(template: dict, name: str) -> dict:
-    [props] = [r["Properties"] for k, r in _of_type(template, "AWS::Lambda::Function").items() if k.startswith(f"{name}Function")]
+    [props] = [
+        r["Properties"]
+        for k, r in _of_type(template, "AWS::Lambda::Function").items()
+        if k.startswith(f"{name}Function")
+    ]
     return props
 
 
@@ -88,7 +92,9 @@ def test_on_the_key_policy_names_no_wildcard_principal_and_use_is_only_through_d
     by_sid = {s["Sid"]: s for s in statements}
     # The DynamoDB service itself reads only the key's metadata.
     assert by_sid["DynamoDBReadsKeyMetadata"]["Principal"] == {"Service": "dynamodb.amazonaws.com"}
-    assert all(a.split(":")[1].startswith(("Describe", "Get", "List")) for a in by_sid["DynamoDBReadsKeyMetadata"]["Action"])
+    assert all(
+        a.split(":")[1].startswith(("Describe", "Get", "List")) for a in by_sid["DynamoDBReadsKeyMetadata"]["Action"]
+    )
     # Administration, without use: no decrypt, encrypt or data keys for the account outside DynamoDB.
     assert not set(by_sid["AdministerByTheAccount"]["Action"]) & use_actions
 

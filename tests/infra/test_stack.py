@@ -23,6 +23,7 @@ HANDLERS = {
     "NightlyReview": "memorybot.handlers.nightly.review",
     "NightlyFinish": "memorybot.handlers.nightly.finish",
     "Admin": "memorybot.handlers.admin.handler",
+    "Erase": "memorybot.handlers.erase.handler",
 }
 NIGHTLY_STEPS = [n for n in HANDLERS if n.startswith("Nightly")]
 INTERACTION_TOKEN_LIFETIME = 15 * 60
@@ -82,7 +83,10 @@ def test_one_table_per_shared_spec_with_the_specs_keys_and_indexes(synth):
         expected = spec.create_table_kwargs("ignored")
         assert props["KeySchema"] == expected["KeySchema"], spec.logical_name
         assert sorted(props["AttributeDefinitions"], key=str) == sorted(expected["AttributeDefinitions"], key=str)
-        for kind, key in (("LocalSecondaryIndexes", "LocalSecondaryIndexes"), ("GlobalSecondaryIndexes", "GlobalSecondaryIndexes")):
+        for kind, key in (
+            ("LocalSecondaryIndexes", "LocalSecondaryIndexes"),
+            ("GlobalSecondaryIndexes", "GlobalSecondaryIndexes"),
+        ):
             got = {i["IndexName"]: i["KeySchema"] for i in props.get(kind, [])}
             want = {i["IndexName"]: i["KeySchema"] for i in expected.get(key, [])}
             assert got == want, (spec.logical_name, kind)
@@ -118,7 +122,7 @@ def test_data_tables_survive_stack_deletion_and_only_the_dedup_ledger_expires(sy
 
 
 def test_one_function_per_handler_with_the_fixed_handler_paths(synth):
-    assert len(synth.of_type("AWS::Lambda::Function")) == len(HANDLERS) == 10
+    assert len(synth.of_type("AWS::Lambda::Function")) == len(HANDLERS) == 11
     for name, handler in HANDLERS.items():
         assert function(synth, name)["Handler"] == handler
 
@@ -186,6 +190,7 @@ SECRETS_BY_FUNCTION = {
     "Extraction": set(),
     **{name: set() for name in NIGHTLY_STEPS},
     "Admin": {"MEMORYBOT_ADMIN_SECRET"},
+    "Erase": {"MEMORYBOT_ADMIN_SECRET"},
 }
 
 
@@ -219,6 +224,7 @@ def test_functions_get_secret_names_never_values_and_read_only_their_own(synth):
 
 # -- least privilege ------------------------------------------------------------------------
 
+
 def _dynamodb(*actions: str) -> set[str]:
     return {f"dynamodb:{a}" for a in actions}
 
@@ -230,7 +236,7 @@ TABLE_ACCESS = {
     "Interactions": {
         "messages": _dynamodb("PutItem"),
         "memories": _dynamodb("GetItem", "DeleteItem", "Query"),
-        "memory_log": _dynamodb("PutItem", "GetItem"),
+        "memory_log": _dynamodb("PutItem", "GetItem", "Query"),  # Query: export
         "dedup": IDEMPOTENCY,
     },
     "Reply": {
@@ -242,7 +248,7 @@ TABLE_ACCESS = {
     "Extraction": {
         "messages": _dynamodb("Query"),
         "memories": _dynamodb("PutItem", "DeleteItem", "Query"),
-        "memory_log": _dynamodb("PutItem", "GetItem"),
+        "memory_log": _dynamodb("PutItem", "GetItem", "Query"),  # Query: the forgotten sources
         "dedup": IDEMPOTENCY,
     },
     "NightlyClaim": {"nightly_runs": _dynamodb("GetItem", "PutItem", "UpdateItem")},
@@ -266,6 +272,12 @@ TABLE_ACCESS = {
         "memory_log": _dynamodb("PutItem", "GetItem", "Query"),
         "nightly_runs": _dynamodb("GetItem", "UpdateItem"),
     },
+    "Erase": {
+        "memories": _dynamodb("GetItem", "DeleteItem", "Query"),
+        # UpdateItem: the ledger's single, conditioned exception (the redaction)
+        "memory_log": _dynamodb("PutItem", "GetItem", "Query", "UpdateItem"),
+        "messages": _dynamodb("DeleteItem", "Query"),
+    },
 }
 
 
@@ -281,7 +293,7 @@ def test_each_function_touches_only_its_tables_with_only_its_actions(synth):
 
 # (table, index) each function may query: the stale index only for the nightly review.
 INDEX_QUERIES = {
-    "Interactions": {("memories", "by_updated")},
+    "Interactions": {("memories", "by_updated"), ("memories", "by_user"), ("memory_log", "by_user")},
     "Reply": {("memories", "by_updated")},
     "Extraction": {("memories", "by_updated"), ("messages", "by_conversation")},
     "NightlyClaim": set(),
@@ -291,6 +303,13 @@ INDEX_QUERIES = {
     "NightlyReview": {("messages", "by_jst_day"), ("memories", "stale"), ("memories", "review_queue")},
     "NightlyFinish": {("memory_log", "by_run")},
     "Admin": {("memory_log", "by_run")},
+    "Erase": {
+        ("memories", "by_updated"),
+        ("memories", "by_user"),
+        ("memory_log", "by_user"),
+        ("messages", "by_author"),
+        ("messages", "by_conversation"),
+    },
 }
 
 
@@ -321,7 +340,9 @@ def test_bedrock_only_for_the_model_callers_and_only_the_configured_models(synth
     env = function(synth, "Reply")["Environment"]["Variables"]
     model_ids = {env["BEDROCK_CHAT_MODEL_ID"], env["BEDROCK_DECISION_MODEL_ID"]}
     for name in FUNCTION_NAMES:
-        bedrock = [s for s in policy_statements(synth, name) if any(a.startswith("bedrock:") for a in _list(s["Action"]))]
+        bedrock = [
+            s for s in policy_statements(synth, name) if any(a.startswith("bedrock:") for a in _list(s["Action"]))
+        ]
         if name not in ("Reply", "Extraction", "NightlySpeaker", "NightlyReview"):
             assert bedrock == []
             continue
@@ -352,7 +373,7 @@ def _list(value):
 # -- API Gateway ----------------------------------------------------------------------------
 
 
-def test_two_post_routes_with_proxy_integrations_to_the_right_functions(synth):
+def test_three_post_routes_with_proxy_integrations_to_the_right_functions(synth):
     paths = {k: v["Properties"]["PathPart"] for k, v in synth.of_type("AWS::ApiGateway::Resource").items()}
     methods = synth.of_type("AWS::ApiGateway::Method")
     routes = {}
@@ -362,9 +383,10 @@ def test_two_post_routes_with_proxy_integrations_to_the_right_functions(synth):
         integration = props["Integration"]
         assert integration["Type"] == "AWS_PROXY" and integration["IntegrationHttpMethod"] == "POST"
         routes[paths[props["ResourceId"]["Ref"]]] = json.dumps(integration["Uri"])
-    assert set(routes) == {"interactions", "rollback"}
+    assert set(routes) == {"interactions", "rollback", "erase"}
     assert logical_id(synth, "InteractionsFunction", "AWS::Lambda::Function") in routes["interactions"]
     assert logical_id(synth, "AdminFunction", "AWS::Lambda::Function") in routes["rollback"]
+    assert logical_id(synth, "EraseFunction", "AWS::Lambda::Function") in routes["erase"]
     parent = {k: v["Properties"]["ParentId"] for k, v in synth.of_type("AWS::ApiGateway::Resource").items()}
     [rollback_id] = [k for k, p in paths.items() if p == "rollback"]
     assert paths[parent[rollback_id]["Ref"]] == "memory"
@@ -380,8 +402,9 @@ def test_stage_throttles_logs_access_and_never_logs_bodies(synth, template):
     everything = settings["/*"]
     assert everything["ThrottlingRateLimit"] == 10 and everything["ThrottlingBurstLimit"] == 20
     assert everything["LoggingLevel"] == "ERROR" and everything["DataTraceEnabled"] is False
-    rollback = settings["/~1memory~1rollback"]
-    assert rollback["HttpMethod"] == "POST" and rollback["ThrottlingRateLimit"] == 1
+    for admin_route in ("/~1memory~1rollback", "/~1memory~1erase"):
+        limited = settings[admin_route]
+        assert limited["HttpMethod"] == "POST" and limited["ThrottlingRateLimit"] == 1, admin_route
     access = props["AccessLogSetting"]
     assert access["DestinationArn"]["Fn::GetAtt"][0].startswith("ApiAccessLogs")
     assert "$context.requestId" in access["Format"]
@@ -424,7 +447,9 @@ def test_async_workers_retry_expire_and_fail_to_the_dead_letter_queue(synth):
         assert destination["Fn::GetAtt"][0].startswith("DeadLetters")
     reply = configs[logical_id(synth, "ReplyFunction", "AWS::Lambda::Function")]
     assert reply["MaximumEventAgeInSeconds"] < INTERACTION_TOKEN_LIFETIME
-    assert len(configs) == 2  # interactions and admin answer API Gateway synchronously; the nightly steps, the state machine
+    assert (
+        len(configs) == 2
+    )  # interactions and admin answer API Gateway synchronously; the nightly steps, the state machine
 
 
 def test_dead_letter_queue_is_encrypted_and_ssl_only(synth, template):

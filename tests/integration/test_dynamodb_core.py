@@ -27,19 +27,32 @@ def seed(store, *memories):
 
 
 def test_extraction_on_dynamodb_writes_each_change_with_one_ledger_row(store):
-    kept, rewritten, dropped = memory("alice", "kkkkk", "likes tea"), memory("alice", "uuuuu", "lives in Kyoto"), memory("alice", "ddddd", "exam on Friday")
+    kept, rewritten, dropped = (
+        memory("alice", "kkkkk", "likes tea"),
+        memory("alice", "uuuuu", "lives in Kyoto"),
+        memory("alice", "ddddd", "exam on Friday"),
+    )
     bobs = memory("bob", "uuuuu", "bob lives in Sapporo")
     seed(store, kept, rewritten, dropped, bobs)
     before_rows = len(store.ledger_for(owner("alice")))
     jev = ScriptedJev(worth=0.9, verdicts={"uuuuu": Verdict.UPDATE, "ddddd": Verdict.DELETE}, add=0.8)
     chat = ScriptedChat(texts={"uuuuu": "moved from Kyoto to Osaka", None: "plays the cello"})
-    exchange = [message("alice", "I moved to Osaka and took up the cello"), message("bot", "Nice!", bot=True, to="alice")]
+    exchange = [
+        message("alice", "I moved to Osaka and took up the cello"),
+        message("bot", "Nice!", bot=True, to="alice"),
+    ]
 
     result = Extractor(store, jev, chat, clock=Clock(T0 + timedelta(days=1)), new_id=lambda: "nnnnn").run(
         speaker("alice"), GLOBAL_SCOPE, exchange
     )
 
-    assert (result.outcome, result.updated, result.deleted, result.added, result.conflicts) == ("done", ["uuuuu"], ["ddddd"], ["nnnnn"], 0)
+    assert (result.outcome, result.updated, result.deleted, result.added, result.conflicts) == (
+        "done",
+        ["uuuuu"],
+        ["ddddd"],
+        ["nnnnn"],
+        0,
+    )
     assert store.get(owner("alice"), "kkkkk") == kept
     assert store.get(owner("alice"), "uuuuu").text == "moved from Kyoto to Osaka"
     assert store.get(owner("alice"), "ddddd") is None
@@ -54,7 +67,11 @@ def test_a_nightly_run_rolls_back_through_the_ledger_on_dynamodb(store, dynamo):
     client, settings = dynamo
     runs = DynamoRunStore(client, settings)
     run = runs.claim("2026-11-21", T0)
-    updated, deleted, untouched_later = memory("alice", "uuuuu", "old text"), memory("alice", "ddddd", "decayed"), memory("bob", "bbbbb", "bob's")
+    updated, deleted, untouched_later = (
+        memory("alice", "uuuuu", "old text"),
+        memory("alice", "ddddd", "decayed"),
+        memory("bob", "bbbbb", "bob's"),
+    )
     seed(store, updated, deleted, untouched_later)
     added = memory("alice", "aaaaa", "new from the run", at=T0 + timedelta(hours=1))
     new_text = memory("alice", "uuuuu", "new text", at=T0 + timedelta(hours=1))

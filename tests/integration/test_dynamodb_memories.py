@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import threading
+from dataclasses import replace
 from datetime import timedelta
 
 import pytest
@@ -12,7 +13,7 @@ from botocore.exceptions import ClientError
 from fakes import T0, Clock, memory, owner
 from memorybot import commands, tables
 from memorybot.adapters.dynamodb import DynamoMemoryStore, dynamodb_client, ledger_item, stale_shard
-from memorybot.domain import Action, Actor, Change, LedgerEntry, Memory, iso
+from memorybot.domain import Action, Actor, Change, LedgerEntry, Memory, SourceRef, iso
 from memorybot.ports import ConflictError
 
 
@@ -115,7 +116,9 @@ STORED = memory("alice", "abcde", "likes green tea")
     ids=["text-differs", "updated_at-differs", "created_at-differs"],
 )
 @pytest.mark.parametrize("action", [Action.UPDATE, Action.DELETE])
-def test_a_change_from_a_state_that_is_not_the_stored_one_conflicts_and_changes_nothing(store, dynamo, stale_before, action):
+def test_a_change_from_a_state_that_is_not_the_stored_one_conflicts_and_changes_nothing(
+    store, dynamo, stale_before, action
+):
     add(store, STORED)
     rows_before = raw_ledger(dynamo)
     after = rewrite(stale_before, "likes oolong") if action is Action.UPDATE else None
@@ -244,8 +247,10 @@ def test_one_person_in_two_scopes_has_two_separate_profiles(store, dynamo):
     assert raw_memory(dynamo, "alice", "abcde", scope="guild:2")["scope"] == {"S": "guild:2"}
     assert [e.owner for e in store.ledger_for(there)] == [there, there]  # the add, then the read
     assert [e.after for e in store.ledger_for(here)] == [mine_here]
-    store.apply(Change(Action.DELETE, mine_here, None, "forget"), actor=Actor.COMMAND)
-    assert store.last_forget_at(here) is not None and store.last_forget_at(there) is None
+    sourced = replace(mine_here, sources=(SourceRef("c1", "42"),))
+    store.apply(Change(Action.UPDATE, mine_here, sourced, "learned"), actor=Actor.EXTRACTION)
+    store.apply(Change(Action.DELETE, sourced, None, "forget"), actor=Actor.COMMAND)
+    assert store.forgotten_sources(here) == {"42"} and store.forgotten_sources(there) == frozenset()
 
 
 def test_a_change_for_one_user_only_writes_that_users_rows(store, dynamo):
@@ -292,7 +297,9 @@ def test_read_profile_of_an_empty_profile_still_logs_the_read(store):
 
 def test_read_profile_raises_when_its_ledger_row_cannot_be_written(dynamo):
     client, settings = dynamo
-    DynamoMemoryStore(client, settings).apply(Change(Action.ADD, None, memory("alice", "abcde"), "x"), actor=Actor.EXTRACTION)
+    DynamoMemoryStore(client, settings).apply(
+        Change(Action.ADD, None, memory("alice", "abcde"), "x"), actor=Actor.EXTRACTION
+    )
     names = {**settings.table_names, "memory_log": "no-such-table"}
     unlogged = DynamoMemoryStore(client, dataclasses.replace(settings, table_names=names))
 
@@ -358,28 +365,44 @@ def test_ledger_for_is_newest_first_and_limited(store):
     assert [r.memory_ids for r in rows] == [("a0004",), ("a0003",), ("a0002",)]
 
 
-def test_last_forget_at_is_the_newest_delete_by_command(store, dynamo):
-    assert store.last_forget_at(owner("alice")) is None
-    a, b, c = memory("alice", "aaaaa"), memory("alice", "bbbbb"), memory("alice", "ccccc")
+def test_forgotten_sources_are_exactly_the_sources_of_memories_forgotten_by_command(store, dynamo):
+    assert store.forgotten_sources(owner("alice")) == frozenset()
+
+    def sourced(memory_id: str, *message_ids: str):
+        return replace(memory("alice", memory_id), sources=tuple(SourceRef("c1", m) for m in message_ids))
+
+    a, b, c = sourced("aaaaa", "11"), sourced("bbbbb", "21", "22"), sourced("ccccc", "31")
     for m in (a, b, c):
         add(store, m)
+    assert raw_memory(dynamo, "alice", "bbbbb")["sources"] == {"L": [{"S": "c1/21"}, {"S": "c1/22"}]}
+    assert store.get(owner("alice"), "bbbbb") == b  # provenance survives the round trip
     store.apply(Change(Action.DELETE, a, None, "jev verdict: delete"), actor=Actor.EXTRACTION)
-    assert store.last_forget_at(owner("alice")) is None  # not a forget: extraction deleted it
+    assert store.forgotten_sources(owner("alice")) == frozenset()  # not a forget: extraction deleted it
 
-    store.apply(Change(Action.DELETE, b, None, "forget"), actor=Actor.COMMAND)
-    newest = store.apply(Change(Action.DELETE, c, None, "forget"), actor=Actor.COMMAND)
+    forgot = store.apply(Change(Action.DELETE, b, None, "forget"), actor=Actor.COMMAND)
+    assert forgot.sources == b.sources
     # Many newer rows: the forget is several pages back.
     client, settings = dynamo
-    reads = [LedgerEntry("alice", Action.READ, Actor.COMMAND, "memory show", newest.at + timedelta(seconds=n)) for n in range(1, 251)]
+    reads = [
+        LedgerEntry("alice", Action.READ, Actor.COMMAND, "memory show", forgot.at + timedelta(seconds=n))
+        for n in range(1, 251)
+    ]
     for batch in range(0, len(reads), 25):
         requests = [{"PutRequest": {"Item": ledger_item(e)}} for e in reads[batch : batch + 25]]
         client.batch_write_item(RequestItems={settings.table(tables.MEMORY_LOG): requests})
-    bobs = memory("bob", "bbbbb")
+    bobs = replace(memory("bob", "bbbbb"), sources=(SourceRef("c1", "99"),))
     add(store, bobs)
-    store.apply(Change(Action.DELETE, bobs, None, "jev verdict: delete"), actor=Actor.NIGHTLY)
+    store.apply(Change(Action.DELETE, bobs, None, "forget"), actor=Actor.COMMAND)
 
-    assert store.last_forget_at(owner("alice")) == newest.at
-    assert store.last_forget_at(owner("bob")) is None
+    assert store.forgotten_sources(owner("alice")) == {"21", "22"}
+    assert store.forgotten_sources(owner("bob")) == {"99"}
+    [row] = [
+        e
+        for e in store.ledger_for(owner("alice"), limit=None)
+        if e.actor is Actor.COMMAND and e.action is Action.DELETE
+    ]
+    store.redact(row)  # an erasure keeps the ids: the rule still holds after it
+    assert store.forgotten_sources(owner("alice")) == {"21", "22"}
 
 
 # ---- the client ---------------------------------------------------------------------

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 
 import pytest
 
@@ -11,7 +11,7 @@ from memorybot.adapters.dynamodb import DynamoMessageStore
 from memorybot.domain import Message, jst_day, snowflake_at, snowflake_time
 
 # 15:00 UTC is midnight in Japan: the JST day changes here.
-JST_MIDNIGHT = datetime(2026, 11, 20, 15, 0, tzinfo=timezone.utc)
+JST_MIDNIGHT = datetime(2026, 11, 20, 15, 0, tzinfo=UTC)
 MS = timedelta(milliseconds=1)
 
 
@@ -70,7 +70,15 @@ def test_between_includes_the_start_excludes_the_end_and_spans_a_jst_day_and_cha
     first_of_next_day = at(JST_MIDNIGHT, "c2")
     just_before_end = at(end - MS, "c1", sequence=7)
     on_end = at(end, "c2")
-    everything = [before_start, on_start, last_of_day, last_of_day_other_channel, first_of_next_day, just_before_end, on_end]
+    everything = [
+        before_start,
+        on_start,
+        last_of_day,
+        last_of_day_other_channel,
+        first_of_next_day,
+        just_before_end,
+        on_end,
+    ]
     for m in everything:
         store.put(m)
 

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import threading
-from dataclasses import replace
 from concurrent.futures import ThreadPoolExecutor
-from datetime import datetime, timedelta, timezone
+from dataclasses import replace
+from datetime import UTC, datetime, timedelta
 
 import pytest
 
@@ -17,7 +17,7 @@ from memorybot.domain import NIGHTLY_MAX_DURATION, RUN_LEDGER_OWNER, Action, Act
 from memorybot.ports import RollbackClaim
 from memorybot.rollback import Outcome, Rollback, respond
 
-T = datetime(2026, 11, 29, 18, 0, tzinfo=timezone.utc)
+T = datetime(2026, 11, 29, 18, 0, tzinfo=UTC)
 LEASE = timedelta(minutes=2)
 
 
@@ -68,7 +68,15 @@ def test_concurrent_claims_of_different_days_get_distinct_ids_without_gaps(runs,
 
 def test_finish_stores_diary_summary_and_times(runs):
     run = runs.claim("2026-11-29", T)
-    summary = {"added": ["abcde"], "updated": [], "deleted": [], "decayed": ["fghjk"], "failures": 1, "model_calls": 9, "conflicts": 0}
+    summary = {
+        "added": ["abcde"],
+        "updated": [],
+        "deleted": [],
+        "decayed": ["fghjk"],
+        "failures": 1,
+        "model_calls": 9,
+        "conflicts": 0,
+    }
     finished = replace(run, finished_at=T + timedelta(minutes=3), diary="静かな一日だった。", summary=summary)
     runs.finish(finished)
     assert runs.get(run.run_id) == replace(finished, worked_until=None)
@@ -138,10 +146,21 @@ class World:
         self.clock = Clock(T)
         self.memories = memory_store_class(client, settings, clock=self.clock)
         self.runs = DynamoRunStore(client, settings)
-        self.memories.apply(Change(Action.ADD, None, memory("a", "upd00", "lives in Osaka", at=T - timedelta(days=3)), "seed"), actor=Actor.EXTRACTION)
-        self.memories.apply(Change(Action.ADD, None, memory("a", "del00", "works at Acme", at=T - timedelta(days=3)), "seed"), actor=Actor.EXTRACTION)
-        self.memories.apply(Change(Action.ADD, None, memory("z", "dec00", "had a cold", at=T - timedelta(days=40)), "seed"), actor=Actor.EXTRACTION)
-        self.original = {k: self.memories.get(owner(k[0]), k[1]) for k in [("a", "upd00"), ("a", "del00"), ("z", "dec00")]}
+        self.memories.apply(
+            Change(Action.ADD, None, memory("a", "upd00", "lives in Osaka", at=T - timedelta(days=3)), "seed"),
+            actor=Actor.EXTRACTION,
+        )
+        self.memories.apply(
+            Change(Action.ADD, None, memory("a", "del00", "works at Acme", at=T - timedelta(days=3)), "seed"),
+            actor=Actor.EXTRACTION,
+        )
+        self.memories.apply(
+            Change(Action.ADD, None, memory("z", "dec00", "had a cold", at=T - timedelta(days=40)), "seed"),
+            actor=Actor.EXTRACTION,
+        )
+        self.original = {
+            k: self.memories.get(owner(k[0]), k[1]) for k in [("a", "upd00"), ("a", "del00"), ("z", "dec00")]
+        }
         self.run = self.runs.claim("2026-11-29", T)
         self.added = memory("a", "add00", "plays go", at=T)
         self.nightly(Change(Action.ADD, None, self.added, "jev: add"))
@@ -162,7 +181,9 @@ class World:
 
     def rollback_rows(self):
         """The reverts' rows (the rollback's own run-level row is not one)."""
-        return [e for e in self.memories.ledger_for_run(self.run.run_id) if e.action is Action.ROLLBACK and e.memory_ids]
+        return [
+            e for e in self.memories.ledger_for_run(self.run.run_id) if e.action is Action.ROLLBACK and e.memory_ids
+        ]
 
     def run_rows(self):
         return [e for e in self.memories.ledger_for_run(self.run.run_id) if e.user_id == RUN_LEDGER_OWNER]
@@ -183,7 +204,10 @@ def test_rollback_on_dynamodb_undoes_the_run_and_logs_each_revert(dynamo):
     assert run.rolled_back and run.rollback_counts == {"reverted": 4, "skipped": 0}
     [own] = w.run_rows()  # the rollback's own row, committed with the mark, at the same time
     assert own.action is Action.ROLLBACK and own.at == run.rolled_back_at and "4 reverted, 0 skipped" in own.reason
-    assert respond(Rollback(w.memories, w.runs).run(w.run.run_id)) == (409, {"runId": w.run.run_id, "alreadyRolledBack": True})
+    assert respond(Rollback(w.memories, w.runs).run(w.run.run_id)) == (
+        409,
+        {"runId": w.run.run_id, "alreadyRolledBack": True},
+    )
 
 
 def test_rollback_on_dynamodb_skips_what_changed_after_the_run(dynamo):
@@ -191,7 +215,10 @@ def test_rollback_on_dynamodb_skips_what_changed_after_the_run(dynamo):
     w.memories.apply(Change(Action.DELETE, w.added, None, "user asked to forget"), actor=Actor.COMMAND)
     later = Memory("a", "upd00", "lives in Nara", w.updated.created_at, T + timedelta(hours=2))
     w.memories.apply(Change(Action.UPDATE, w.updated, later, "later extraction"), actor=Actor.EXTRACTION)
-    w.memories.apply(Change(Action.ADD, None, memory("a", "del00", "new fact, old id", at=T + timedelta(hours=2)), "add"), actor=Actor.EXTRACTION)
+    w.memories.apply(
+        Change(Action.ADD, None, memory("a", "del00", "new fact, old id", at=T + timedelta(hours=2)), "add"),
+        actor=Actor.EXTRACTION,
+    )
 
     result = Rollback(w.memories, w.runs).run()
     assert result.reverted == ["dec00"] and sorted(result.skipped) == ["add00", "del00", "upd00"]

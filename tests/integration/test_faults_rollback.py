@@ -30,7 +30,7 @@ from faults import (
 )
 from memorybot.adapters.dynamodb import DynamoMemoryStore
 from memorybot.adapters.dynamodb_runs import DynamoRunStore
-from memorybot.domain import RUN_LEDGER_OWNER, JST, Action, Actor, Change, Memory, Owner
+from memorybot.domain import JST, RUN_LEDGER_OWNER, Action, Actor, Change, Memory, Owner
 from memorybot.rollback import ROLLBACK_LEASE, Outcome, Rollback
 
 # Profiles in one server; oscar is alice's namesake id in ANOTHER server: never the run's.
@@ -56,13 +56,19 @@ class World:
     unhooked: object
 
     def rollback(self) -> Rollback:
-        return Rollback(DynamoMemoryStore(self.client, self.config, clock=self.clock), DynamoRunStore(self.client, self.config), clock=self.clock)
+        return Rollback(
+            DynamoMemoryStore(self.client, self.config, clock=self.clock),
+            DynamoRunStore(self.client, self.config),
+            clock=self.clock,
+        )
 
     def snapshot(self) -> Snapshot:
         return Snapshot.take(self.client, self.config)
 
     def run_item(self) -> dict:
-        [item] = [i for i in scan(self.unhooked, self.config.table_names["nightly_runs"]) if i["run_key"]["S"] == "run#1"]
+        [item] = [
+            i for i in scan(self.unhooked, self.config.table_names["nightly_runs"]) if i["run_key"]["S"] == "run#1"
+        ]
         return item
 
 
@@ -102,7 +108,12 @@ def new_world(moto_server) -> World:
     # After the run, a later extraction changes bob's new memory: the rollback must leave it.
     later = current[(BOB, "bbbb5")]
     memories.apply(
-        Change(Action.UPDATE, later, replace(later, text="Adopted a dog named Pochi", updated_at=clock()), "jev verdict: update"),
+        Change(
+            Action.UPDATE,
+            later,
+            replace(later, text="Adopted a dog named Pochi", updated_at=clock()),
+            "jev verdict: update",
+        ),
         actor=Actor.EXTRACTION,
     )
     return World(client, config, clock, RequestFaults(client), moto_server.client())
@@ -123,7 +134,9 @@ def assert_invariants(before: Snapshot, after: Snapshot) -> None:
     assert all(e.owner in (ALICE, BOB) for e in rows if e.memory_ids)
     # The rollback's own row: at most one, and only once the run is marked.
     assert len([e for e in rows if e.user_id == RUN_LEDGER_OWNER and not e.memory_ids]) <= 1
-    assert {k: m for k, m in after.memories.items() if k[0] == OSCAR} == {k: m for k, m in before.memories.items() if k[0] == OSCAR}
+    assert {k: m for k, m in after.memories.items() if k[0] == OSCAR} == {
+        k: m for k, m in before.memories.items() if k[0] == OSCAR
+    }
     assert after.memories[(BOB, "bbbb5")] == before.memories[(BOB, "bbbb5")]  # changed after the run: never touched
 
 
@@ -213,7 +226,7 @@ def test_a_lost_answer_at_every_write_of_the_rollback_converges(moto_server, cle
     # the lease, the reverts, the mark with the rollback's own row
     assert kinds == ["UpdateItem"] + ["TransactWriteItems"] * (clean_rows - 1) + ["TransactWriteItems"]
     absorbed = []
-    for k, kind in zip(writes, kinds):
+    for k, kind in zip(writes, kinds, strict=False):
         world = new_world(moto_server)
         before = world.snapshot()
         lost = LostAnswers(world.client)
@@ -264,7 +277,9 @@ def test_a_failure_at_every_request_of_a_dry_run_changes_nothing(moto_server, cl
     assert world.snapshot().memories == clean_memories
 
 
-@settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+@settings(
+    max_examples=8, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow]
+)
 @given(data=st.data())
 def test_random_combinations_of_faults_over_several_attempts_converge(moto_server, clean, data):
     requests, clean_memories, clean_rows = clean

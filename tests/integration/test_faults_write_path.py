@@ -29,14 +29,21 @@ from memorybot.extraction import Extractor
 
 ALICE, BOB = "alice", "bob"
 KEEP, UPDATE, DELETE = "kkkkk", "uuuuu", "ddddd"
-EXCHANGE = [message(ALICE, "I moved to Osaka and took up the cello", name="alice"), message("9", "Nice!", name="bot", bot=True, to=ALICE)]
+EXCHANGE = [
+    message(ALICE, "I moved to Osaka and took up the cello", name="alice"),
+    message("9", "Nice!", name="bot", bot=True, to=ALICE),
+]
 
 
 def world(moto_server):
     client, config = fresh_tables(moto_server)
     store = DynamoMemoryStore(client, config, clock=Clock())
-    for m in (memory(ALICE, KEEP, "likes tea"), memory(ALICE, UPDATE, "lives in Kyoto"), memory(ALICE, DELETE, "exam on Friday"),
-              memory(BOB, UPDATE, "bob lives in Sapporo")):
+    for m in (
+        memory(ALICE, KEEP, "likes tea"),
+        memory(ALICE, UPDATE, "lives in Kyoto"),
+        memory(ALICE, DELETE, "exam on Friday"),
+        memory(BOB, UPDATE, "bob lives in Sapporo"),
+    ):
         store.apply(Change(Action.ADD, None, m, "seed"), actor=Actor.EXTRACTION)
     return client, config, store
 
@@ -64,14 +71,15 @@ def clean_outcome(moto_server):
     client, config, store = world(moto_server)
     faults = RequestFaults(client)
     extract(store, *models())
-    assert faults.operations == ["Query", "PutItem"] + ["TransactWriteItems"] * 3
+    # the forgotten sources (a ledger query), the profile (its read row), then the changes
+    assert faults.operations == ["Query", "Query", "PutItem"] + ["TransactWriteItems"] * 3
     return profile_texts(Snapshot.take(client, config), ALICE), faults.count
 
 
 def test_the_clean_run_is_what_the_scripted_models_decided(clean_outcome):
     texts, requests = clean_outcome
     assert texts == ["likes tea", "moved from Kyoto to Osaka", "plays the cello"]
-    assert requests == 5  # profile query, read ledger row, one transaction per change
+    assert requests == 6  # forgotten sources, profile query, read ledger row, one transaction per change
 
 
 def test_a_failure_at_every_dynamodb_request_keeps_the_invariants_and_a_retry_converges(moto_server, clean_outcome):
@@ -119,8 +127,14 @@ def test_a_failure_at_every_model_call_changes_only_what_was_decided(moto_server
             assert sorted(result.updated + result.deleted) == sorted({UPDATE, DELETE} - {judged})
 
 
-@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
-@given(requests=st.sets(st.integers(min_value=1, max_value=6), max_size=3), jev_fail=st.sets(st.sampled_from(["worth", "verdict", "add", UPDATE, DELETE])), chat_fail=st.booleans())
+@settings(
+    max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow]
+)
+@given(
+    requests=st.sets(st.integers(min_value=1, max_value=6), max_size=3),
+    jev_fail=st.sets(st.sampled_from(["worth", "verdict", "add", UPDATE, DELETE])),
+    chat_fail=st.booleans(),
+)
 def test_random_combinations_of_faults_keep_the_invariants(moto_server, requests, jev_fail, chat_fail):
     client, config, store = world(moto_server)
     before = Snapshot.take(client, config)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from datetime import datetime, timedelta
 
 import pytest
@@ -13,14 +14,18 @@ from memorybot.adapters.dynamodb import DynamoMemoryStore, DynamoMessageStore
 from memorybot.adapters.invoker import LocalContext
 from memorybot.bootstrap import Container
 from memorybot.config import Settings
-from memorybot.consolidation import DECAY_READ_REASON, STALE_AFTER, STALE_REVIEWS_PER_NIGHT
-from memorybot.domain import JST, Action, Actor, Change, Verdict
-from memorybot.domain import parse_iso
-from memorybot.consolidation import window_for
+from memorybot.consolidation import DECAY_READ_REASON, STALE_AFTER, STALE_REVIEWS_PER_NIGHT, window_for
+from memorybot.domain import JST, Action, Actor, Change, SourceRef, Verdict, parse_iso
 from memorybot.handlers import admin, nightly
 
 SECRET = "nightly-admin-secret"
-SCHEDULE = {"version": "0", "detail-type": "Scheduled Event", "source": "aws.events", "time": "2026-11-29T18:00:00Z", "detail": {}}
+SCHEDULE = {
+    "version": "0",
+    "detail-type": "Scheduled Event",
+    "source": "aws.events",
+    "time": "2026-11-29T18:00:00Z",
+    "detail": {},
+}
 
 
 def jst(day: int, hour: int, minute: int = 0) -> datetime:
@@ -90,7 +95,12 @@ def test_the_scheduled_run_end_to_end_then_its_rollback(deployed):
     # stale records of someone quiet: more than one night's worth of reviews
     for i in range(STALE_REVIEWS_PER_NIGHT + 2):
         d.memories.apply(
-            Change(Action.ADD, None, memory("z", f"z{i:04d}"[-5:], f"old {i}", at=jst(29, 0) - STALE_AFTER - timedelta(days=30 - i)), "seed"),
+            Change(
+                Action.ADD,
+                None,
+                memory("z", f"z{i:04d}"[-5:], f"old {i}", at=jst(29, 0) - STALE_AFTER - timedelta(days=30 - i)),
+                "seed",
+            ),
             actor=Actor.EXTRACTION,
         )
     d.jev.default_review = Verdict.DELETE
@@ -102,7 +112,9 @@ def test_the_scheduled_run_end_to_end_then_its_rollback(deployed):
     assert len(run.summary["added"]) == 2 and run.summary["speakers"] == 2
     assert run.summary["decayed"] == [f"z{i:04d}"[-5:] for i in range(STALE_REVIEWS_PER_NIGHT)]
     exchanges = "\n".join(e.render() for e in d.jev.asked("worth"))
-    assert "violin" in exchanges and "dog" in exchanges and "next night" not in exchanges and "exciting" not in exchanges
+    assert (
+        "violin" in exchanges and "dog" in exchanges and "next night" not in exchanges and "exciting" not in exchanges
+    )
     assert len(d.memories.stale(jst(29, 0) - STALE_AFTER + timedelta(days=60), 100)) == 2 + 2  # 2 left + 2 added
     changes = [e for e in d.memories.ledger_for_run(run.run_id) if e.action is not Action.READ]
     assert len(changes) == 2 + STALE_REVIEWS_PER_NIGHT
@@ -112,7 +124,10 @@ def test_the_scheduled_run_end_to_end_then_its_rollback(deployed):
 
     # EventBridge delivers again, a few minutes late: nothing happens
     calls = len(d.jev.calls) + len(d.chat.seen)
-    assert d.nightly({**SCHEDULE, "time": "2026-11-29T18:04:00Z"}) == {"status": "already_claimed", "dayLabel": "2026-11-29"}
+    assert d.nightly({**SCHEDULE, "time": "2026-11-29T18:04:00Z"}) == {
+        "status": "already_claimed",
+        "dayLabel": "2026-11-29",
+    }
     assert len(d.jev.calls) + len(d.chat.seen) == calls
     # + the two profile reads, and the decay review's read of the stale records it sent to Jev
     assert len(d.memories.ledger_for_run(run.run_id)) == len(changes) + 3
@@ -127,22 +142,31 @@ def test_the_scheduled_run_end_to_end_then_its_rollback(deployed):
     assert status == 200 and body["runId"] == run.run_id and body["skipped"] == []
     assert sorted(body["reverted"]) == sorted(run.summary["added"] + run.summary["decayed"])
     assert d.memories.read_profile(owner("a", SCOPE), actor=Actor.COMMAND, reason="test", limit=10) == []
-    assert len(d.memories.read_profile(owner("z"), actor=Actor.COMMAND, reason="test", limit=100)) == STALE_REVIEWS_PER_NIGHT + 2
+    assert (
+        len(d.memories.read_profile(owner("z"), actor=Actor.COMMAND, reason="test", limit=100))
+        == STALE_REVIEWS_PER_NIGHT + 2
+    )
     assert d.rollback() == (409, {"runId": run.run_id, "alreadyRolledBack": True})
     assert d.container.run_store.get(run.run_id).rolled_back
 
 
-def test_a_fact_forgotten_at_noon_is_not_relearned_at_three(deployed):
+def test_a_forgotten_fact_is_not_relearned_at_three_and_the_unrelated_morning_fact_is(deployed):
     d = deployed
-    d.messages.put(message("a", "my password hint is natto", at=jst(29, 9)))
-    d.memories.apply(Change(Action.ADD, None, memory("a", "aaaaa", "password hint natto", at=jst(29, 9, 5)), "extraction"), actor=Actor.EXTRACTION)
+    hint = message("a", "my password hint is natto", at=jst(29, 9))
+    d.messages.put(hint)
+    d.messages.put(message("a", "I play the cello", at=jst(29, 9, 30)))  # unrelated, before the forget
+    learned = replace(
+        memory("a", "aaaaa", "password hint natto", at=jst(29, 9, 5)),
+        sources=(SourceRef(hint.channel_id, hint.message_id),),
+    )
+    d.memories.apply(Change(Action.ADD, None, learned, "extraction"), actor=Actor.EXTRACTION)
     d.clock.now = jst(29, 12)
     assert commands.forget(d.memories, owner("a"), "aaaaa").outcome is commands.ForgetOutcome.FORGOTTEN
     d.messages.put(message("a", "lunch was good", at=jst(29, 13)))
 
     answer = d.nightly()
     assert answer["status"] == "done"
-    assert [e.render() for e in d.jev.asked("worth")] == ["usera: lunch was good"]
+    assert [e.render() for e in d.jev.asked("worth")] == ["usera: I play the cello\nusera: lunch was good"]
     texts = [m.text for m in d.memories.read_profile(owner("a"), actor=Actor.COMMAND, reason="test", limit=10)]
     assert not any("natto" in t for t in texts)
 

@@ -64,7 +64,9 @@ def test_concurrent_extractions_and_a_forget_lose_nothing_and_resurrect_nothing(
 
         chat.write_memory = write_memory
         exchange = [message(ALICE, f"news {tag}", name="alice")]
-        return Extractor(store, jev, chat, clock=Clock(T0 + timedelta(days=1))).run(speaker(ALICE, "alice"), GLOBAL_SCOPE, exchange)
+        return Extractor(store, jev, chat, clock=Clock(T0 + timedelta(days=1))).run(
+            speaker(ALICE, "alice"), GLOBAL_SCOPE, exchange
+        )
 
     def forget():
         forget_now.wait(5)
@@ -107,7 +109,9 @@ def test_a_rollback_racing_an_extraction_skips_what_the_extraction_changed(store
     jev.default_verdict = Verdict.UPDATE
     extractor = Extractor(store, jev, SlowChat("later", delay=0.01), clock=Clock(T0 + timedelta(days=2)))
     with ThreadPoolExecutor(max_workers=2) as pool:
-        extraction = pool.submit(extractor.run, speaker(ALICE, "alice"), GLOBAL_SCOPE, [message(ALICE, "an update", name="alice")])
+        extraction = pool.submit(
+            extractor.run, speaker(ALICE, "alice"), GLOBAL_SCOPE, [message(ALICE, "an update", name="alice")]
+        )
         rollback = pool.submit(Rollback(store, runs).run, run.run_id)
         extraction, rollback = extraction.result(), rollback.result()
 

@@ -17,6 +17,7 @@ import pytest
 
 from fakes import Clock, memory, message
 from faults import InjectedFault, RequestFaults, Snapshot, assert_every_change_has_exactly_one_ledger_row, fresh_tables
+from frontdoor import ALICE, APP_ID, BOB, CHANNEL, SCOPE, chat
 from memorybot import bootstrap
 from memorybot.adapters.dynamodb import DynamoMemoryStore, DynamoMessageStore
 from memorybot.adapters.invoker import LocalContext, LocalInvoker
@@ -24,11 +25,9 @@ from memorybot.adapters.offline import OfflineChatModel, OfflineDecisionModel
 from memorybot.bootstrap import Container
 from memorybot.config import Settings
 from memorybot.consolidation import STALE_AFTER, window_for
-from memorybot.domain import parse_iso
-from memorybot.domain import GLOBAL_SCOPE, JST, Action, Actor, Change, Message, Owner, snowflake_at, utcnow
+from memorybot.domain import GLOBAL_SCOPE, JST, Action, Actor, Change, Message, Owner, parse_iso, snowflake_at, utcnow
 from memorybot.handlers import admin, extraction, nightly, reply
 from memorybot.jobs import ExtractionJob, ReplyJob
-from frontdoor import ALICE, APP_ID, BOB, CHANNEL, SCOPE, chat
 
 DELIVERIES = [2, 3]
 SECRET = "redelivery-admin-secret"
@@ -39,8 +38,13 @@ def reply_job(front, text: str) -> dict:
     payload = chat(text)
     front.message_store.put(Message(CHANNEL, payload["id"], ALICE, "alice", text, scope=SCOPE, conversation_of=ALICE))
     return {
-        "interaction_id": payload["id"], "token": payload["token"], "application_id": APP_ID,
-        "channel_id": CHANNEL, "user_id": ALICE, "user_name": "alice", "scope": SCOPE,
+        "interaction_id": payload["id"],
+        "token": payload["token"],
+        "application_id": APP_ID,
+        "channel_id": CHANNEL,
+        "user_id": ALICE,
+        "user_name": "alice",
+        "scope": SCOPE,
     }
 
 
@@ -113,13 +117,21 @@ def test_a_redelivered_extraction_job_makes_one_set_of_changes(front, times):
     work = reply_job(front, "I moved to Osaka")
     bot_id = snowflake_at(utcnow(), 77)
     front.message_store.put(
-        Message(CHANNEL, bot_id, APP_ID, "memorybot", "Osaka is lovely", is_bot=True, scope=SCOPE, conversation_of=ALICE)
+        Message(
+            CHANNEL, bot_id, APP_ID, "memorybot", "Osaka is lovely", is_bot=True, scope=SCOPE, conversation_of=ALICE
+        )
     )
     job = ExtractionJob.after_reply(ReplyJob.from_json(work), bot_id).to_json()
     answers = [extraction.handler(dict(job), LocalContext("memorybot-extraction")) for _ in range(times)]
     assert all(a == answers[0] for a in answers)
     assert len(answers[0]["added"]) == 1 and answers[0]["updated"] == ["cccc2"] and answers[0]["deleted"] == ["dddd2"]
-    assert sorted(e.action.value for e in changes(front.memory_store, ALICE)) == ["add", "add", "add", "delete", "update"]  # 2 seeds
+    assert sorted(e.action.value for e in changes(front.memory_store, ALICE)) == [
+        "add",
+        "add",
+        "add",
+        "delete",
+        "update",
+    ]  # 2 seeds
     assert len(front.decision_model.asked("worth")) == 1
     assert changes(front.memory_store, BOB) == []
 
@@ -141,8 +153,16 @@ def test_an_extraction_job_that_failed_at_any_request_is_retried_to_one_set_of_c
         c, faults = offline_container(moto_server, monkeypatch)
         seeded = memory(ALICE, "cccc2", "[offline] Plays the cello")
         c.memory_store.apply(Change(Action.ADD, None, seeded, "seed"), actor=Actor.EXTRACTION)
-        c.message_store.put(message(ALICE, "good morning", at=utcnow() - timedelta(minutes=2), channel=CHANNEL, name="alice"))
-        said = message(ALICE, "I play the cello in an orchestra now and I adopted a cat", at=utcnow() - timedelta(minutes=1), channel=CHANNEL, name="alice")
+        c.message_store.put(
+            message(ALICE, "good morning", at=utcnow() - timedelta(minutes=2), channel=CHANNEL, name="alice")
+        )
+        said = message(
+            ALICE,
+            "I play the cello in an orchestra now and I adopted a cat",
+            at=utcnow() - timedelta(minutes=1),
+            channel=CHANNEL,
+            name="alice",
+        )
         c.message_store.put(said)
         job = ExtractionJob(said.message_id, CHANNEL, ALICE, "alice", GLOBAL_SCOPE, said.message_id).to_json()
         return c, faults, job
@@ -184,7 +204,13 @@ def test_an_extraction_job_that_failed_at_any_request_is_retried_to_one_set_of_c
 
 # ---- the nightly function -----------------------------------------------------------
 
-SCHEDULE = {"version": "0", "detail-type": "Scheduled Event", "source": "aws.events", "time": "2026-11-29T18:00:00Z", "detail": {}}
+SCHEDULE = {
+    "version": "0",
+    "detail-type": "Scheduled Event",
+    "source": "aws.events",
+    "time": "2026-11-29T18:00:00Z",
+    "detail": {},
+}
 
 
 def jst(day: int, hour: int, minute: int = 0) -> datetime:
@@ -200,8 +226,12 @@ def night(dynamo, monkeypatch, serialised_moto):
     memories = DynamoMemoryStore(client, config, clock=clock)
     messages = DynamoMessageStore(client, config)
     c = Container(
-        config, dynamodb_client=client, memory_store=memories, message_store=messages,
-        decision_model=OfflineDecisionModel(), chat_model=OfflineChatModel(),
+        config,
+        dynamodb_client=client,
+        memory_store=memories,
+        message_store=messages,
+        decision_model=OfflineDecisionModel(),
+        chat_model=OfflineChatModel(),
     )
     monkeypatch.setattr(bootstrap, "container", lambda: c)
     messages.put(message("a", "I started learning the violin", at=jst(29, 9), name="alice"))
@@ -280,7 +310,12 @@ def test_a_failed_execution_is_redriven_once_and_later_starts_do_nothing(night):
     # A second start of the day does nothing (the claim is held for the execution's timeout) ...
     assert deliver_schedule() == {"status": "already_claimed", "dayLabel": "2026-11-29"}
     # ... the failed execution is redriven: every step answers from its mark, the finish completes.
-    claimed = {"status": "claimed", "run_id": 1, "day_label": "2026-11-29", "as_of": SCHEDULE["time"].replace("Z", ".000000Z")}
+    claimed = {
+        "status": "claimed",
+        "run_id": 1,
+        "day_label": "2026-11-29",
+        "as_of": SCHEDULE["time"].replace("Z", ".000000Z"),
+    }
     second = redrive_from_plan(claimed)
     assert second["status"] == "done" and second["runId"] == 1
     assert deliver_schedule() == {"status": "already_claimed", "dayLabel": "2026-11-29"}
@@ -293,8 +328,11 @@ def test_a_failed_execution_is_redriven_once_and_later_starts_do_nothing(night):
 
 def rollback_request(body: dict | None = None) -> tuple[int, dict]:
     event = {
-        "httpMethod": "POST", "path": "/memory/rollback", "headers": {"Authorization": f"Bearer {SECRET}"},
-        "body": json.dumps(body) if body is not None else None, "isBase64Encoded": False,
+        "httpMethod": "POST",
+        "path": "/memory/rollback",
+        "headers": {"Authorization": f"Bearer {SECRET}"},
+        "body": json.dumps(body) if body is not None else None,
+        "isBase64Encoded": False,
     }
     response = admin.handler(event, LocalContext("memorybot-admin"))
     return response["statusCode"], json.loads(response["body"])
@@ -336,4 +374,7 @@ def test_a_rollback_request_that_failed_half_way_is_finished_by_the_repeat_then_
     assert status == 200 and len(answer["reverted"]) == 3
     assert rollback_request() == (409, {"runId": 1, "alreadyRolledBack": True})
     assert len([e for e in night.memory_store.ledger_for_run(1) if e.action is Action.ROLLBACK and e.memory_ids]) == 3
-    assert night.memory_store.read_profile(Owner(GLOBAL_SCOPE, "a"), actor=Actor.COMMAND, reason="test", limit=10)[0].text == "[offline] Has an exam this week"
+    assert (
+        night.memory_store.read_profile(Owner(GLOBAL_SCOPE, "a"), actor=Actor.COMMAND, reason="test", limit=10)[0].text
+        == "[offline] Has an exam this week"
+    )

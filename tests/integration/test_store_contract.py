@@ -11,7 +11,7 @@ import pytest
 
 from fakes import T0, Clock, FakeMemoryStore, FakeMessageStore, memory, message, owner
 from memorybot.adapters.dynamodb import DynamoMemoryStore, DynamoMessageStore
-from memorybot.domain import Action, Actor, Change
+from memorybot.domain import Action, Actor, Change, SourceRef
 from memorybot.ports import ConflictError
 
 IMPLEMENTATIONS = ("fake", "dynamodb")
@@ -36,6 +36,10 @@ def messages(request):
 
 def add(store, m, **kw):
     return store.apply(Change(Action.ADD, None, m, "add"), actor=Actor.EXTRACTION, **kw)
+
+
+def sourced(m, *message_ids):
+    return dataclasses.replace(m, sources=tuple(SourceRef("c1", i) for i in message_ids))
 
 
 def changes(store, who):
@@ -83,7 +87,12 @@ def test_read_profile_is_newest_first_up_to_the_limit_and_logs_one_read_row(memo
     profile = memories.read_profile(owner("alice"), actor=Actor.REPLY, reason="reply prompt", limit=3, run_id=7)
     assert [m.memory_id for m in profile] == ["m3222", "m2222", "m1222"]
     [read] = [e for e in memories.ledger_for(owner("alice")) if e.action is Action.READ]
-    assert (read.actor, read.reason, read.memory_ids, read.run_id) == (Actor.REPLY, "reply prompt", ("m3222", "m2222", "m1222"), 7)
+    assert (read.actor, read.reason, read.memory_ids, read.run_id) == (
+        Actor.REPLY,
+        "reply prompt",
+        ("m3222", "m2222", "m1222"),
+        7,
+    )
 
 
 def test_stale_is_oldest_first_across_owners_up_to_the_limit(memories):
@@ -93,7 +102,10 @@ def test_stale_is_oldest_first_across_owners_up_to_the_limit(memories):
     add(memories, memory("a", "fresh", at=T0, scope="guild:1"))
     found = memories.stale(T0 - timedelta(days=30), 3)
     assert [(m.owner, m.memory_id) for m in found] == [
-        (owner("a", "guild:1"), "s0222"), (owner("b", "guild:2"), "s1222"), (owner("a", "dm"), "s2222")]
+        (owner("a", "guild:1"), "s0222"),
+        (owner("b", "guild:2"), "s1222"),
+        (owner("a", "dm"), "s2222"),
+    ]
 
 
 def test_ledger_for_run_holds_only_that_runs_rows_newest_first(memories):
@@ -110,15 +122,17 @@ def test_ledger_for_is_limited(memories):
     assert memories.ledger_for(owner("a"), limit=0) == []
 
 
-def test_the_last_forget_is_the_newest_delete_by_command_of_that_owner_only(memories):
-    assert memories.last_forget_at(owner("a")) is None
-    m = add(memories, memory("a", "f1222")).after
-    extraction_delete = memories.apply(Change(Action.DELETE, m, None, "jev"), actor=Actor.EXTRACTION)
-    assert memories.last_forget_at(owner("a")) is None, "only a person's own forget counts"
-    m2 = add(memories, memory("a", "f2222")).after
+def test_the_forgotten_sources_are_those_of_memories_deleted_by_command_of_that_owner_only(memories):
+    assert memories.forgotten_sources(owner("a")) == frozenset()
+    m = add(memories, sourced(memory("a", "f1222"), "101")).after
+    memories.apply(Change(Action.DELETE, m, None, "jev"), actor=Actor.EXTRACTION)
+    assert memories.forgotten_sources(owner("a")) == frozenset(), "only a person's own forget counts"
+    m2 = add(memories, sourced(memory("a", "f2222"), "102", "103")).after
     forgot = memories.apply(Change(Action.DELETE, m2, None, "forget"), actor=Actor.COMMAND)
-    assert memories.last_forget_at(owner("a")) == forgot.at > extraction_delete.at
-    assert memories.last_forget_at(owner("a", "guild:9")) is None
+    assert memories.forgotten_sources(owner("a")) == {"102", "103"}
+    assert memories.forgotten_sources(owner("a", "guild:9")) == frozenset()
+    memories.redact(forgot)  # an erasure keeps the ids: forgetting still sticks after it
+    assert memories.forgotten_sources(owner("a")) == {"102", "103"}
 
 
 def test_a_message_stored_twice_is_stored_once(messages):

@@ -129,7 +129,7 @@ class LoopbackServer:
             self._thread.join(timeout=5)
             self._thread = None
 
-    def __enter__(self) -> "LoopbackServer":
+    def __enter__(self) -> LoopbackServer:
         self.start()
         return self
 
@@ -138,13 +138,29 @@ class LoopbackServer:
 
     # ------------------------------------------------------------ scripting
 
-    def answer(self, path: str, body: Any = None, *, status: int = 200, raw: bytes | str | None = None,
-               delay: float = 0.0, headers: dict[str, str] | None = None) -> None:
+    def answer(
+        self,
+        path: str,
+        body: Any = None,
+        *,
+        status: int = 200,
+        raw: bytes | str | None = None,
+        delay: float = 0.0,
+        headers: dict[str, str] | None = None,
+    ) -> None:
         with self._lock:
             self._sticky[path] = Answer(status, body, raw, delay, dict(headers or {}))
 
-    def answer_once(self, path: str, body: Any = None, *, status: int = 200, raw: bytes | str | None = None,
-                    delay: float = 0.0, headers: dict[str, str] | None = None) -> None:
+    def answer_once(
+        self,
+        path: str,
+        body: Any = None,
+        *,
+        status: int = 200,
+        raw: bytes | str | None = None,
+        delay: float = 0.0,
+        headers: dict[str, str] | None = None,
+    ) -> None:
         with self._lock:
             self._once[path].append(Answer(status, body, raw, delay, dict(headers or {})))
 
@@ -159,8 +175,14 @@ class LoopbackServer:
 
     def throttled_answer(self, wait: float) -> Answer:
         """What a request above the quota gets; subclasses answer their API's throttling error."""
-        return Answer(429, {"error": {"message": "rate limit exceeded", "type": "rate_limit"}},
-                      headers={"Retry-After": str(max(1, math.ceil(wait))), "retry-after-ms": str(max(1, math.ceil(wait * 1000)))})
+        return Answer(
+            429,
+            {"error": {"message": "rate limit exceeded", "type": "rate_limit"}},
+            headers={
+                "Retry-After": str(max(1, math.ceil(wait))),
+                "retry-after-ms": str(max(1, math.ceil(wait * 1000))),
+            },
+        )
 
     def clear(self) -> None:
         """Forget scripted answers, delays, the quota, counters and recorded requests."""

@@ -14,5 +14,8 @@ class BedrockServer(LoopbackServer):
         return f"/model/{model_id}/converse"
 
     def throttled_answer(self, wait: float) -> Answer:
-        return Answer(429, {"message": "Too many requests, please wait before trying again."},
-                      headers={"x-amzn-ErrorType": "ThrottlingException"})
+        return Answer(
+            429,
+            {"message": "Too many requests, please wait before trying again."},
+            headers={"x-amzn-ErrorType": "ThrottlingException"},
+        )

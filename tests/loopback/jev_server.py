@@ -33,8 +33,15 @@ PATHS = ("/worth", "/verdict", "/add", "/review")
 
 
 class JevServer(LoopbackServer):
-    def __init__(self, *, api_key: str | None = None, worth: float = 0.9, add: float = 0.9,
-                 verdict: str = "keep", review: str = "keep") -> None:
+    def __init__(
+        self,
+        *,
+        api_key: str | None = None,
+        worth: float = 0.9,
+        add: float = 0.9,
+        verdict: str = "keep",
+        review: str = "keep",
+    ) -> None:
         super().__init__(api_key=api_key)
         self._defaults_lock = threading.Lock()
         self._initial = (worth, add, verdict, review)

@@ -25,7 +25,8 @@ from __future__ import annotations
 import json
 import threading
 from collections import deque
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from . import Answer, LoopbackServer, Recorded
 
@@ -33,8 +34,14 @@ from . import Answer, LoopbackServer, Recorded
 class OpenAIServer(LoopbackServer):
     COMPLETIONS_PATH = "/v1/chat/completions"
 
-    def __init__(self, *, api_key: str | None = None, default_probability: float = 0.9,
-                 default_verdict: str = "keep", default_text: str = "(fake llm) ok") -> None:
+    def __init__(
+        self,
+        *,
+        api_key: str | None = None,
+        default_probability: float = 0.9,
+        default_verdict: str = "keep",
+        default_text: str = "(fake llm) ok",
+    ) -> None:
         super().__init__(api_key=api_key)
         self._content_lock = threading.Lock()
         self._initial = (default_probability, default_verdict, default_text)
@@ -77,7 +84,9 @@ class OpenAIServer(LoopbackServer):
         except ValueError:
             return Answer(400, {"error": {"message": "body is not JSON"}})
         if self.reject_response_format and "response_format" in body:
-            return Answer(400, {"error": {"message": "Unsupported parameter: 'response_format'", "type": "invalid_request_error"}})
+            return Answer(
+                400, {"error": {"message": "Unsupported parameter: 'response_format'", "type": "invalid_request_error"}}
+            )
         return Answer(body=completion(self._content(body), body.get("model", ""), self.finish_reason))
 
     def _content(self, body: dict[str, Any]) -> str:

@@ -28,7 +28,17 @@ def test_the_comparison_is_hmac_compare_digest_on_the_whole_token(monkeypatch):
 
 @pytest.mark.parametrize(
     "header",
-    [None, "", "Bearer", f"Basic {SECRET}", SECRET, f"Bearer {SECRET}x", f"Bearer x{SECRET}", f"Bearer {SECRET.upper()}", "Bearer  "],
+    [
+        None,
+        "",
+        "Bearer",
+        f"Basic {SECRET}",
+        SECRET,
+        f"Bearer {SECRET}x",
+        f"Bearer x{SECRET}",
+        f"Bearer {SECRET.upper()}",
+        "Bearer  ",
+    ],
 )
 def test_anything_but_the_exact_bearer_token_is_refused(header):
     assert not rollback.authorized(header, SECRET)

@@ -3,11 +3,22 @@
 from __future__ import annotations
 
 import json
-from datetime import datetime, timedelta, timezone
+from dataclasses import replace
+from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from fakes import Clock, FakeMemoryStore, FakeMessageStore, FakeRunStore, ScriptedChat, ScriptedJev, memory, message, owner
+from fakes import (
+    Clock,
+    FakeMemoryStore,
+    FakeMessageStore,
+    FakeRunStore,
+    ScriptedChat,
+    ScriptedJev,
+    memory,
+    message,
+    owner,
+)
 from memorybot import commands
 from memorybot.consolidation import (
     CHUNK_MESSAGES,
@@ -22,7 +33,7 @@ from memorybot.consolidation import (
     run_record,
     window_for,
 )
-from memorybot.domain import JST, Action, Actor, Verdict
+from memorybot.domain import JST, Action, Actor, Change, SourceRef, Verdict
 from memorybot.extraction import Extractor
 
 NOW = datetime(2026, 11, 30, 3, 0, tzinfo=JST)  # the alarm: covers 2026-11-29 03:00 .. 2026-11-30 03:00 JST
@@ -47,9 +58,11 @@ class Night:
             self.memories, self.messages, self.runs, extractor, self.jev, self.chat, clock=self.clock, **kwargs
         )
 
-    def say(self, author: str, content: str, at: datetime, *, bot: bool = False, **kw) -> None:
+    def say(self, author: str, content: str, at: datetime, *, bot: bool = False, **kw):
         """A line of ``author``'s own conversation with the bot (``to=""``: channel history)."""
-        self.messages.put(message(author, content, at=at, bot=bot, **kw))
+        said = message(author, content, at=at, bot=bot, **kw)
+        self.messages.put(said)
+        return said
 
     def run(self, now: datetime = NOW):
         return self.consolidator.run(now)
@@ -70,7 +83,7 @@ class Night:
         (jst(30, 3), "2026-11-29", jst(29, 3), jst(30, 3)),
         (jst(30, 3, 7), "2026-11-29", jst(29, 3), jst(30, 3)),  # a late redelivery: the same night
         (jst(30, 2, 59, 59), "2026-11-28", jst(28, 3), jst(29, 3)),  # before the alarm: the night before
-        (datetime(2026, 11, 29, 18, 0, tzinfo=timezone.utc), "2026-11-29", jst(29, 3), jst(30, 3)),  # the cron, in UTC
+        (datetime(2026, 11, 29, 18, 0, tzinfo=UTC), "2026-11-29", jst(29, 3), jst(30, 3)),  # the cron, in UTC
     ],
 )
 def test_window_ends_at_the_latest_0300_jst_and_is_labelled_by_its_first_day(now, label, start, end):
@@ -144,7 +157,7 @@ def test_bot_messages_are_not_considered():
     assert owner("bot") not in by_speaker(night.messages.between(jst(29, 3), jst(30, 3)))
     assert len(night.exchanges()) == 1 and "BOT" not in night.exchanges()[0]
     assert night.memories.of("bot") == [] and run.summary["speakers"] == 1
-    (_, diary_transcript), = [s for s in night.chat.seen if s[0] == "write_diary"]
+    ((_, diary_transcript),) = [s for s in night.chat.seen if s[0] == "write_diary"]
     assert "BOT" not in diary_transcript
 
 
@@ -207,7 +220,7 @@ def test_a_speaker_whose_forget_lookup_failed_once_is_retried_within_the_run():
     night = Night()
     night.say("a", "a says something", jst(29, 9))
     night.say("b", "b says something", jst(29, 9))
-    real = night.memories.last_forget_at
+    real = night.memories.forgotten_sources
     failed = []
 
     def flaky(who):
@@ -216,7 +229,7 @@ def test_a_speaker_whose_forget_lookup_failed_once_is_retried_within_the_run():
             raise RuntimeError("down")
         return real(who)
 
-    night.memories.last_forget_at = flaky
+    night.memories.forgotten_sources = flaky
     run = night.run()
     assert failed and run.finished_at is not None and run.summary["failed_speakers"] == []
     assert len(night.memories.of("b")) == 1 and len(night.memories.of("a")) == 1
@@ -247,11 +260,22 @@ def test_the_diary_is_written_from_the_last_30_messages_of_the_window():
 # ---- forgetting sticks -----------------------------------------------------------
 
 
-def test_a_fact_forgotten_at_noon_is_not_learned_again_from_the_morning_messages():
+def _learned_from(night: Night, user: str, memory_id: str, text: str, *said):
+    """A memory of ``user`` whose provenance is ``said`` (as extraction records it)."""
+    learned = replace(
+        memory(user, memory_id, text, at=jst(29, 9, 10)),
+        sources=tuple(SourceRef(m.channel_id, m.message_id) for m in said),
+    )
+    night.memories.seed(learned)
+    return learned
+
+
+def test_a_forgotten_fact_is_not_learned_again_and_the_unrelated_morning_fact_is():
     night = Night()
-    night.say("a", "I love natto", jst(29, 9))
-    night.say("a", "natto every morning", jst(29, 9, 5))
-    night.memories.seed(memory("a", "aaaaa", "loves natto", at=jst(29, 9, 10)))
+    natto = night.say("a", "I love natto", jst(29, 9))
+    every = night.say("a", "natto every morning", jst(29, 9, 5))
+    night.say("a", "I play the cello", jst(29, 9, 30))  # unrelated, earlier than the forget
+    _learned_from(night, "a", "aaaaa", "loves natto", natto, every)
     night.clock.now = jst(29, 12)
     assert commands.forget(night.memories, owner("a"), "aaaaa").outcome is commands.ForgetOutcome.FORGOTTEN
     night.say("a", "what a sunny afternoon", jst(29, 13))
@@ -259,21 +283,46 @@ def test_a_fact_forgotten_at_noon_is_not_learned_again_from_the_morning_messages
 
     night.run()
     exchanges = night.exchanges()
-    a_seen = [e for e in exchanges if "afternoon" in e or "I love natto" in e]
-    assert a_seen == ["usera: what a sunny afternoon"]
+    a_seen = [e for e in exchanges if "usera" in e]
+    assert a_seen == ["usera: I play the cello\nusera: what a sunny afternoon"]
     assert any("b's morning natto" in e for e in exchanges)
     assert night.memories.get(owner("a"), "aaaaa") is None
 
 
-def test_a_speaker_whose_every_message_came_before_the_forget_costs_no_model_call():
+def test_a_speaker_whose_every_message_taught_the_forgotten_memory_costs_no_model_call():
     night = Night()
-    night.say("a", "I love natto", jst(29, 9))
-    night.memories.seed(memory("a", "aaaaa", "loves natto", at=jst(29, 9, 10)))
+    natto = night.say("a", "I love natto", jst(29, 9))
+    _learned_from(night, "a", "aaaaa", "loves natto", natto)
     night.clock.now = jst(29, 12)
     commands.forget(night.memories, owner("a"), "aaaaa")
     run = night.run()
     assert night.exchanges() == [] and night.memories.of("a") == []
     assert run.summary["added"] == []
+
+
+def test_only_a_forget_by_the_person_retires_sources_not_a_delete_by_extraction_or_decay():
+    night = Night()
+    natto = night.say("a", "I love natto", jst(29, 9))
+    learned = _learned_from(night, "a", "aaaaa", "loves natto", natto)
+    night.memories.apply(Change(Action.DELETE, learned, None, "jev verdict: delete"), actor=Actor.EXTRACTION)
+    assert night.memories.forgotten_sources(owner("a")) == frozenset()
+    night.run()
+    assert night.exchanges() == ["usera: I love natto"]
+
+
+def test_the_live_extraction_skips_a_forgotten_memorys_sources_too():
+    night = Night()
+    natto = night.say("a", "I love natto", jst(29, 9))
+    _learned_from(night, "a", "aaaaa", "loves natto", natto)
+    commands.forget(night.memories, owner("a"), "aaaaa")
+    hello = night.say("a", "hello again", jst(29, 9, 1))
+    extractor = Extractor(night.memories, night.jev, night.chat, clock=night.clock)
+    from fakes import Speaker
+
+    extractor.run(Speaker("a", "usera"), owner("a").scope, [natto, hello])
+    assert night.exchanges() == ["usera: hello again"]
+    [added] = [e for e in night.memories.changes() if e.action is Action.ADD]
+    assert added.sources == (SourceRef(hello.channel_id, hello.message_id),) == added.after.sources
 
 
 # ---- decay -------------------------------------------------------------------------
@@ -361,7 +410,9 @@ def test_a_second_invocation_for_the_same_day_does_nothing():
 
 def test_the_run_record_holds_label_diary_summary_and_times():
     night = Night(jev=ScriptedJev(verdicts={"bbbbb": Verdict.DELETE, "ccccc": Verdict.UPDATE}))
-    night.memories.seed(memory("a", "bbbbb", "old job", at=jst(29, 1)), memory("a", "ccccc", "lives in Osaka", at=jst(29, 1)))
+    night.memories.seed(
+        memory("a", "bbbbb", "old job", at=jst(29, 1)), memory("a", "ccccc", "lives in Osaka", at=jst(29, 1))
+    )
     night.say("a", "I quit and moved", jst(29, 9))
     run = night.run()
     stored = night.runs.get(run.run_id)

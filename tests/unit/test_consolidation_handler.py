@@ -3,7 +3,7 @@ start claims, payloads refused, a redrive after a failure mid-map runs only the 
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta
+from datetime import datetime
 
 import pytest
 
@@ -118,7 +118,7 @@ def test_a_poison_speaker_recorded_failed_is_counted_once_and_the_run_finishes(n
     for _ in range(3):  # the first attempt and the retries
         with pytest.raises(RuntimeError):
             nightly.speaker(poison, CONTEXT)
-    failure = {**poison, "error": {"Error": "RuntimeError", "Cause": "{\"errorMessage\": \"...\"}"}}
+    failure = {**poison, "error": {"Error": "RuntimeError", "Cause": '{"errorMessage": "..."}'}}
     assert nightly.speaker_failed(failure, CONTEXT)["status"] == "failed"
     assert nightly.speaker_failed(failure, CONTEXT)["status"] == "failed"  # the Catch's own retry: one mark
     assert nightly.speaker(fine, CONTEXT)["status"] == "done"

@@ -264,7 +264,9 @@ def test_texts_are_folded_to_one_line():
 
 def test_a_record_changed_by_someone_else_meanwhile_is_not_overwritten(store):
     a, _, _ = seed_profile(store)
-    changed = Memory(ALICE, a.memory_id, "changed by a concurrent writer", a.created_at, a.updated_at + timedelta(hours=1))
+    changed = Memory(
+        ALICE, a.memory_id, "changed by a concurrent writer", a.created_at, a.updated_at + timedelta(hours=1)
+    )
 
     class RacingChat(ScriptedChat):
         def write_memory(self, exchange, current):

@@ -80,7 +80,9 @@ def said(value, verdict: Verdict) -> bool:
 )
 def test_no_write_without_a_decision_one_ledger_row_per_change_others_untouched(n, worth, add, data):
     store = FakeMemoryStore()
-    mine = [memory(ALICE, f"m{c}222", f"fact {c}", at=T0 + timedelta(minutes=i)) for i, c in enumerate("abcdefghjkmn"[:n])]
+    mine = [
+        memory(ALICE, f"m{c}222", f"fact {c}", at=T0 + timedelta(minutes=i)) for i, c in enumerate("abcdefghjkmn"[:n])
+    ]
     bobs = [memory(BOB, f"b{c}222", f"bob {c}") for c in "abc"]
     elsewhere = [memory(ALICE, f"e{c}222", f"elsewhere {c}", scope="guild:9") for c in "abc"]
     store.seed(*mine, *bobs, *elsewhere)

@@ -9,7 +9,20 @@ import json
 import pytest
 
 from frontdoor import (
-    ALICE, APP_ID, BOB, CHANNEL, SCOPE, body_of, chat, command, context, event, forget, owner, seed, show,
+    ALICE,
+    APP_ID,
+    BOB,
+    CHANNEL,
+    SCOPE,
+    body_of,
+    chat,
+    command,
+    context,
+    event,
+    forget,
+    owner,
+    seed,
+    show,
 )
 from memorybot import interactions
 from memorybot.adapters.discord_rest import DiscordRest
@@ -40,7 +53,12 @@ def test_chat_stores_the_message_at_its_snowflake_time_defers_and_hands_off_to_t
     response = call(payload)
     assert body_of(response) == {"type": 5}
     [stored] = front.message_store.recent(CHANNEL, 10)
-    assert (stored.message_id, stored.author_id, stored.author_name, stored.is_bot) == (payload["id"], ALICE, "alice", False)
+    assert (stored.message_id, stored.author_id, stored.author_name, stored.is_bot) == (
+        payload["id"],
+        ALICE,
+        "alice",
+        False,
+    )
     assert stored.content == "I just adopted a cat called Miso"
     assert stored.created_at == snowflake_time(payload["id"])
     # alice's own line to the bot, in the server's scope: it may decide her memories there
@@ -101,7 +119,13 @@ def test_an_empty_chat_gets_a_polite_ephemeral_and_writes_nothing(front):
 
 @pytest.mark.parametrize(
     "raw",
-    [b"{not json", b"[1, 2]", b'{"type": 99}', b'{"type": 2}', b'{"type": 2, "data": {"name": "chat"}, "channel_id": "1"}'],
+    [
+        b"{not json",
+        b"[1, 2]",
+        b'{"type": 99}',
+        b'{"type": 2}',
+        b'{"type": 2, "data": {"name": "chat"}, "channel_id": "1"}',
+    ],
     ids=["malformed", "not-an-object", "unknown-type", "no-data", "no-user"],
 )
 def test_unreadable_requests_get_400_and_nothing_is_written(front, raw):
@@ -178,7 +202,9 @@ def test_show_when_discord_is_unreachable_says_so_without_repeating_any_memory(f
 
 def test_show_with_nothing_remembered_says_so_without_a_dm(front):
     answer = body_of(call(show()))
-    assert answer["data"]["content"] == interactions.TEXT_NOTHING_REMEMBERED.format(where=interactions.scope_label(SCOPE))
+    assert answer["data"]["content"] == interactions.TEXT_NOTHING_REMEMBERED.format(
+        where=interactions.scope_label(SCOPE)
+    )
     assert front.recorder.events == []
 
 
@@ -228,18 +254,24 @@ def test_autocomplete_choices_are_capped_at_25_with_names_of_at_most_100_chars()
     assert all(len(c["name"]) == 100 for c in answer["data"]["choices"])
 
 
-def test_the_registered_commands_are_chat_and_memory_show_forget_with_autocomplete():
+def test_the_registered_commands_are_chat_and_memory_show_forget_why_export_forget_all():
     chat_cmd, memory_cmd = interactions.COMMANDS
     assert chat_cmd["name"] == "chat" and chat_cmd["options"][0] | {"description": ""} == {
-        "type": 3, "name": "message", "description": "", "required": True
+        "type": 3,
+        "name": "message",
+        "description": "",
+        "required": True,
     }
     subs = {o["name"]: o for o in memory_cmd["options"]}
-    assert set(subs) == {"show", "forget"}
-    [id_option] = subs["forget"]["options"]
-    assert (id_option["name"], id_option["required"], id_option["autocomplete"]) == ("id", True, True)
+    assert set(subs) == {"show", "forget", "why", "export", "forget-all"}
+    for name in ("forget", "why"):
+        [id_option] = subs[name]["options"]
+        assert (id_option["name"], id_option["required"], id_option["autocomplete"]) == ("id", True, True)
+    assert "options" not in subs["export"] and "options" not in subs["forget-all"]
 
 
 # ---- every interaction Discord sends gets an answer a person can read
+
 
 def component(kind: int, custom_id: str | None = "confirm:123") -> dict:
     payload = command("memory")

@@ -9,9 +9,18 @@ import json
 import subprocess
 import sys
 
-HEAVY = ("httpx", "boto3", "botocore.session", "botocore.client", "aws_xray_sdk",
-         "memorybot.adapters.models", "memorybot.adapters.discord_rest", "memorybot.adapters.dynamodb",
-         "aws_lambda_powertools.utilities.idempotency", "aws_lambda_powertools.utilities.parameters")
+HEAVY = (
+    "httpx",
+    "boto3",
+    "botocore.session",
+    "botocore.client",
+    "aws_xray_sdk",
+    "memorybot.adapters.models",
+    "memorybot.adapters.discord_rest",
+    "memorybot.adapters.dynamodb",
+    "aws_lambda_powertools.utilities.idempotency",
+    "aws_lambda_powertools.utilities.parameters",
+)
 
 
 def test_importing_the_interactions_handler_loads_nothing_heavy():

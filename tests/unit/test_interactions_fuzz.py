@@ -11,12 +11,23 @@ from hypothesis import strategies as st
 from memorybot import interactions
 
 SCALARS = st.none() | st.booleans() | st.integers(-(2**70), 2**70) | st.floats(allow_nan=False) | st.text(max_size=30)
-JSON = st.recursive(SCALARS, lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=10), inner, max_size=4), max_leaves=20)
+JSON = st.recursive(
+    SCALARS,
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=10), inner, max_size=4),
+    max_leaves=20,
+)
 KEYS = ("type", "id", "token", "application_id", "channel_id", "channel", "member", "user", "data")
 VALID = {
-    "type": 2, "id": "1234567890123456789", "token": "t", "application_id": "1", "channel_id": "42",
+    "type": 2,
+    "id": "1234567890123456789",
+    "token": "t",
+    "application_id": "1",
+    "channel_id": "42",
     "member": {"user": {"id": "7", "username": "alice"}},
-    "data": {"name": "memory", "options": [{"type": 1, "name": "forget", "options": [{"name": "id", "value": "abcde"}]}]},
+    "data": {
+        "name": "memory",
+        "options": [{"type": 1, "name": "forget", "options": [{"name": "id", "value": "abcde"}]}],
+    },
 }
 
 
@@ -25,8 +36,17 @@ def _parses_or_refuses(body: bytes) -> None:
         request = interactions.parse(body)
     except interactions.BadRequest:
         return
-    assert isinstance(request, (interactions.Ping, interactions.Chat, interactions.ShowMemories,
-                                interactions.ForgetMemory, interactions.SuggestForget, interactions.Unsupported))
+    assert isinstance(
+        request,
+        (
+            interactions.Ping,
+            interactions.Chat,
+            interactions.ShowMemories,
+            interactions.ForgetMemory,
+            interactions.SuggestForget,
+            interactions.Unsupported,
+        ),
+    )
 
 
 @settings(max_examples=150, deadline=None)

@@ -48,7 +48,13 @@ def test_a_job_is_an_object():
 
 
 def test_log_ids_of_a_job_carry_no_text_or_token():
-    assert REPLY.ids() == {"interaction_id": "11", "application_id": "22", "channel_id": "33", "user_id": "44", "scope": "guild:55"}
+    assert REPLY.ids() == {
+        "interaction_id": "11",
+        "application_id": "22",
+        "channel_id": "33",
+        "user_id": "44",
+        "scope": "guild:55",
+    }
 
 
 # ---------------------------------------------------------------- scopes
@@ -63,8 +69,14 @@ def test_scopes_by_mode_and_place():
 
 
 def _payload(**place) -> bytes:
-    base = {"id": "11", "application_id": "22", "type": 2, "token": "t", "channel_id": "33",
-            "data": {"name": "memory", "options": [{"type": 1, "name": "show", "options": []}]}}
+    base = {
+        "id": "11",
+        "application_id": "22",
+        "type": 2,
+        "token": "t",
+        "channel_id": "33",
+        "data": {"name": "memory", "options": [{"type": 1, "name": "show", "options": []}]},
+    }
     return json.dumps({**base, **place}).encode()
 
 
@@ -113,7 +125,9 @@ def test_a_worker_refuses_a_job_that_does_not_parse_without_raising(worker, capl
     from memorybot.adapters.invoker import LocalContext
 
     handler = importlib.import_module(f"memorybot.handlers.{worker}").handler
-    answer = handler({"interaction_id": "11", "channel_id": "33", "user_id": "44", "secret_text": "x"}, LocalContext(worker))
+    answer = handler(
+        {"interaction_id": "11", "channel_id": "33", "user_id": "44", "secret_text": "x"}, LocalContext(worker)
+    )
     assert answer == {"status": "refused"}
     [refusal] = [r for r in caplog.records if r.getMessage() == "job refused"]
     assert refusal.levelname == "ERROR" and "secret_text" in refusal.reason

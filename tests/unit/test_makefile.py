@@ -24,7 +24,9 @@ def checkout(tmp_path: Path) -> Path:
 
 
 def make(checkout: Path, *args: str) -> subprocess.CompletedProcess:
-    return subprocess.run(["make", "--no-print-directory", *args], cwd=checkout, capture_output=True, text=True, timeout=60)
+    return subprocess.run(
+        ["make", "--no-print-directory", *args], cwd=checkout, capture_output=True, text=True, timeout=60
+    )
 
 
 def test_an_old_python_is_refused_before_the_venv_is_created(checkout):
@@ -32,7 +34,7 @@ def test_an_old_python_is_refused_before_the_venv_is_created(checkout):
     # This interpreter, reporting itself as 3.10 to the check's code.
     old.write_text(
         f"#!/bin/sh\nexec {sys.executable} -c "
-        "'import sys; sys.version_info = (3, 10, 12, \"final\", 0); exec(sys.argv[1])' \"$2\"\n"
+        '\'import sys; sys.version_info = (3, 10, 12, "final", 0); exec(sys.argv[1])\' "$2"\n'
     )
     old.chmod(0o755)
     refused = make(checkout, "install", f"PYTHON={old}")

@@ -10,9 +10,9 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
-from loopback.jev_server import JevServer
 
 from exchanges import exchange
+from loopback.jev_server import JevServer
 from memorybot.adapters.jev_http import JevHttpDecisionModel
 from memorybot.adapters.limiter import LimiterTimeout, ModelCallLimiter, process_limiter
 from memorybot.adapters.models import build_chat_model, build_decision_model
@@ -67,8 +67,12 @@ def test_the_limiter_keeps_a_process_under_the_providers_quota():
         jev.set_quota(quota, period=period)
         jev.set_delay(0.005)
         limiter = ModelCallLimiter(16, quota, period=period)
-        model = JevHttpDecisionModel(jev.url, timeout_seconds=2.0, max_connections=16,
-                                     retrier=Retrier(RetryPolicy(deadline_seconds=5.0), limiter))
+        model = JevHttpDecisionModel(
+            jev.url,
+            timeout_seconds=2.0,
+            max_connections=16,
+            retrier=Retrier(RetryPolicy(deadline_seconds=5.0), limiter),
+        )
         with ThreadPoolExecutor(32) as pool:
             answers = list(pool.map(lambda _: model.worth(EXCHANGE), range(300)))
         assert answers == [0.9] * 300 and jev.served == 300
@@ -82,8 +86,12 @@ def test_over_the_quota_the_throttles_are_retried_and_every_call_answered():
     with JevServer() as jev:
         jev.set_quota(120, period=1.0)  # the limiter below believes in a quota five times larger
         limiter = ModelCallLimiter(16, 600, period=1.0)
-        model = JevHttpDecisionModel(jev.url, timeout_seconds=2.0, max_connections=16,
-                                     retrier=Retrier(RetryPolicy(deadline_seconds=10.0, base_delay=0.02, max_delay=0.2), limiter))
+        model = JevHttpDecisionModel(
+            jev.url,
+            timeout_seconds=2.0,
+            max_connections=16,
+            retrier=Retrier(RetryPolicy(deadline_seconds=10.0, base_delay=0.02, max_delay=0.2), limiter),
+        )
         with ThreadPoolExecutor(16) as pool:
             answers = list(pool.map(lambda _: model.worth(EXCHANGE), range(150)))
         assert answers == [0.9] * 150
@@ -101,8 +109,9 @@ def test_the_http_pool_is_as_large_as_the_limiters_bound():
 
 
 def test_every_backend_of_a_process_shares_one_limiter():
-    settings = Settings(table_names={}, decision_model="openai", chat_model="openai",
-                        model_max_in_flight=7, model_rpm=70)
+    settings = Settings(
+        table_names={}, decision_model="openai", chat_model="openai", model_max_in_flight=7, model_rpm=70
+    )
     decision, chat = build_decision_model(settings), build_chat_model(settings)
     assert decision._client._retrier.limiter is chat._client._retrier.limiter is process_limiter(settings)
     assert process_limiter(settings).max_in_flight == 7 and process_limiter(settings).per_minute == 70

@@ -4,17 +4,16 @@ answers not retried; and the policy's backoff itself."""
 
 from __future__ import annotations
 
-import threading
 import time
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 import boto3
 import pytest
+
+from exchanges import exchange
 from loopback.bedrock_server import BedrockServer
 from loopback.jev_server import JevServer
 from loopback.openai_server import OpenAIServer, completion
-
-from exchanges import exchange
 from memorybot.adapters.bedrock import BedrockConverse, BedrockDecisionModel, bedrock_client
 from memorybot.adapters.jev_http import JevHttpDecisionModel
 from memorybot.adapters.openai_chat import OpenAICompatibleClient, OpenAIDecisionModel
@@ -41,8 +40,12 @@ class RecordingSleep:
 
 def _bedrock_answer(p: float) -> dict:
     content = [{"toolUse": {"toolUseId": "t1", "name": "answer_worth", "input": {"probability": p}}}]
-    return {"output": {"message": {"role": "assistant", "content": content}}, "stopReason": "tool_use",
-            "usage": {"inputTokens": 1, "outputTokens": 1, "totalTokens": 2}, "metrics": {"latencyMs": 1}}
+    return {
+        "output": {"message": {"role": "assistant", "content": content}},
+        "stopReason": "tool_use",
+        "usage": {"inputTokens": 1, "outputTokens": 1, "totalTokens": 2},
+        "metrics": {"latencyMs": 1},
+    }
 
 
 class Backend:
@@ -54,8 +57,11 @@ class Backend:
 
     @property
     def path(self) -> str:
-        return {"jev": "/worth", "openai": OpenAIServer.COMPLETIONS_PATH,
-                "bedrock": BedrockServer.converse_path(MODEL_ID)}[self.name]
+        return {
+            "jev": "/worth",
+            "openai": OpenAIServer.COMPLETIONS_PATH,
+            "bedrock": BedrockServer.converse_path(MODEL_ID),
+        }[self.name]
 
     def good(self, p: float = 0.7) -> dict:
         if self.name == "jev":
@@ -67,7 +73,9 @@ class Backend:
     def throttle(self, *, retry_after: str | None = None, status: int = 429) -> dict:
         headers = {"Retry-After": retry_after} if retry_after is not None else {}
         if self.name == "bedrock":
-            code = {429: "ThrottlingException", 503: "ServiceUnavailableException", 500: "InternalServerException"}[status]
+            code = {429: "ThrottlingException", 503: "ServiceUnavailableException", 500: "InternalServerException"}[
+                status
+            ]
             headers["x-amzn-ErrorType"] = code
         return {"status": status, "body": {"message": "busy"}, "headers": headers}
 
@@ -75,7 +83,9 @@ class Backend:
         if self.name == "jev":
             return JevHttpDecisionModel(self.server.url, timeout_seconds=timeout, retrier=retrier)
         if self.name == "openai":
-            return OpenAIDecisionModel(OpenAICompatibleClient(self.server.url, "m", timeout_seconds=timeout, retrier=retrier))
+            return OpenAIDecisionModel(
+                OpenAICompatibleClient(self.server.url, "m", timeout_seconds=timeout, retrier=retrier)
+            )
         session = boto3.Session(aws_access_key_id="t", aws_secret_access_key="t", region_name="us-east-1")
         settings = Settings(table_names={}, model_timeout_seconds=timeout)
         client = bedrock_client(settings, session=session, endpoint_url=self.server.url)
@@ -178,7 +188,9 @@ def test_an_unreachable_server_is_unavailable(backend):
 
 def test_the_openai_style_retry_after_ms_is_read():
     with OpenAIServer() as llm:
-        llm.answer_once(llm.COMPLETIONS_PATH, {"error": {}}, status=429, headers={"retry-after-ms": "250", "Retry-After": "1"})
+        llm.answer_once(
+            llm.COMPLETIONS_PATH, {"error": {}}, status=429, headers={"retry-after-ms": "250", "Retry-After": "1"}
+        )
         llm.answer(llm.COMPLETIONS_PATH, completion('{"probability": 0.2}'))
         sleep = RecordingSleep()
         client = OpenAICompatibleClient(llm.url, "m", timeout_seconds=1.0, retrier=Retrier(POLICY, sleep=sleep))
@@ -248,11 +260,18 @@ def test_only_retryable_errors_are_retried():
     assert not isinstance(caught.value, ModelUnavailable) and len(calls) == 1
 
 
-@pytest.mark.parametrize("headers, expected", [
-    ({"Retry-After": "3"}, 3.0), ({"retry-after": "0.5"}, 0.5), ({"retry-after-ms": "40"}, 0.04),
-    ({"Retry-After": "-2"}, 0.0), ({"Retry-After": "soon"}, None), ({}, None),
-    ({"Retry-After": "Wed, 21 Oct 2015 07:28:05 GMT"}, 5.0),
-])
+@pytest.mark.parametrize(
+    "headers, expected",
+    [
+        ({"Retry-After": "3"}, 3.0),
+        ({"retry-after": "0.5"}, 0.5),
+        ({"retry-after-ms": "40"}, 0.04),
+        ({"Retry-After": "-2"}, 0.0),
+        ({"Retry-After": "soon"}, None),
+        ({}, None),
+        ({"Retry-After": "Wed, 21 Oct 2015 07:28:05 GMT"}, 5.0),
+    ],
+)
 def test_retry_after_header_forms(headers, expected):
-    now = datetime(2015, 10, 21, 7, 28, 0, tzinfo=timezone.utc).timestamp()
+    now = datetime(2015, 10, 21, 7, 28, 0, tzinfo=UTC).timestamp()
     assert retry_after_seconds(headers, now=lambda: now) == expected

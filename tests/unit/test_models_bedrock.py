@@ -5,33 +5,37 @@ real HTTP against a loopback server standing in for the Bedrock Runtime endpoint
 from __future__ import annotations
 
 import dataclasses
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 import boto3
 import pytest
 from botocore.stub import ANY, Stubber
-from loopback import LoopbackServer
 
 from exchanges import exchange
-
+from fakes import message
+from loopback import LoopbackServer
 from memorybot.adapters import llm_prompts
 from memorybot.adapters.bedrock import BedrockChatModel, BedrockConverse, BedrockDecisionModel, bedrock_client
 from memorybot.config import Settings
 from memorybot.domain import Memory, PromptMessage, Speaker, Verdict
 from memorybot.ports import ModelError, ModelUnavailable
-from retrying import quick_retrier
 from memorybot.reply import build_reply_prompt
-
-from fakes import message
+from retrying import quick_retrier
 
 EXCHANGE = exchange(("alice", "I moved to Osaka last month"), ("bot", "Nice!"))
 ALICE = Speaker("u1", "alice")
-AT = datetime(2026, 11, 20, 12, 0, 0, 123456, tzinfo=timezone.utc)
+AT = datetime(2026, 11, 20, 12, 0, 0, 123456, tzinfo=UTC)
 TEA = Memory("u1", "k3x9a", "likes green tea", AT, AT)
 CAT = Memory("u1", "m7pq2", "has a cat called Tama", AT, AT)
 MODEL_ID = "anthropic.claude-3-haiku-20240307-v1:0"
-SETTINGS = Settings(table_names={}, decision_model="bedrock", chat_model="bedrock", model_timeout_seconds=3.0,
-                    bedrock_decision_model_id=MODEL_ID, bedrock_chat_model_id="chat-model-id")
+SETTINGS = Settings(
+    table_names={},
+    decision_model="bedrock",
+    chat_model="bedrock",
+    model_timeout_seconds=3.0,
+    bedrock_decision_model_id=MODEL_ID,
+    bedrock_chat_model_id="chat-model-id",
+)
 
 
 def _session() -> boto3.Session:
@@ -53,7 +57,12 @@ def stubbed(_client):
 
 def _tool_answer(name: str, value: object, stop: str = "tool_use") -> dict:
     return {
-        "output": {"message": {"role": "assistant", "content": [{"toolUse": {"toolUseId": "t1", "name": name, "input": value}}]}},
+        "output": {
+            "message": {
+                "role": "assistant",
+                "content": [{"toolUse": {"toolUseId": "t1", "name": name, "input": value}}],
+            }
+        },
         "stopReason": stop,
         "usage": {"inputTokens": 10, "outputTokens": 5, "totalTokens": 15},
         "metrics": {"latencyMs": 12},
@@ -85,7 +94,9 @@ def _forced(question: llm_prompts.Question) -> dict:
         "messages": [{"role": "user", "content": [{"text": question.user}]}],
         "inferenceConfig": {"maxTokens": llm_prompts.DECISION_MAX_TOKENS, "temperature": 0.0},
         "toolConfig": {
-            "tools": [{"toolSpec": {"name": question.tool_name, "description": ANY, "inputSchema": {"json": question.schema}}}],
+            "tools": [
+                {"toolSpec": {"name": question.tool_name, "description": ANY, "inputSchema": {"json": question.schema}}}
+            ],
             "toolChoice": {"tool": {"name": question.tool_name}},
         },
     }
@@ -111,7 +122,11 @@ def test_verdict_schema_enumerates_the_three_verdicts(stubbed):
 def test_add_and_review_use_their_own_tools(stubbed):
     client, stub = stubbed
     verdicts = [(TEA, Verdict.KEEP), (CAT, Verdict.DELETE)]
-    stub.add_response("converse", _tool_answer("answer_add", {"probability": 0.1}), _forced(llm_prompts.add_question(EXCHANGE, verdicts)))
+    stub.add_response(
+        "converse",
+        _tool_answer("answer_add", {"probability": 0.1}),
+        _forced(llm_prompts.add_question(EXCHANGE, verdicts)),
+    )
     review = llm_prompts.review_question(TEA)
     assert review.schema["properties"]["verdict"]["enum"] == ["keep", "delete"]
     stub.add_response("converse", _tool_answer("answer_review", {"verdict": "delete"}), _forced(review))
@@ -122,8 +137,19 @@ def test_add_and_review_use_their_own_tools(stubbed):
 
 @pytest.mark.parametrize(
     "value",
-    [{"probability": "0.8"}, {"probability": True}, {"probability": 1.01}, {"probability": -0.5}, {"probability": None},
-     {"probability": 0.8, "why": "x"}, {}, [0.8], "0.8", 0.8, None],
+    [
+        {"probability": "0.8"},
+        {"probability": True},
+        {"probability": 1.01},
+        {"probability": -0.5},
+        {"probability": None},
+        {"probability": 0.8, "why": "x"},
+        {},
+        [0.8],
+        "0.8",
+        0.8,
+        None,
+    ],
 )
 def test_a_tool_input_that_breaks_the_schema_is_a_failure(stubbed, value):
     client, stub = stubbed
@@ -151,8 +177,9 @@ def test_an_answer_without_the_tool_is_a_failure(stubbed):
         model.worth(EXCHANGE)
 
 
-@pytest.mark.parametrize("code, status", [("ValidationException", 400), ("ModelTimeoutException", 408),
-                                          ("AccessDeniedException", 403)])
+@pytest.mark.parametrize(
+    "code, status", [("ValidationException", 400), ("ModelTimeoutException", 408), ("AccessDeniedException", 403)]
+)
 def test_service_errors_are_failures_without_retry(stubbed, code, status):
     client, stub = stubbed
     stub.add_client_error("converse", service_error_code=code, http_status_code=status)
@@ -235,12 +262,22 @@ def test_write_reply_sends_system_apart_and_merges_same_role_turns(stubbed):
             "messages": [
                 {"role": "user", "content": [{"text": llm_prompts.CONVERSATION_OPENER}]},
                 {"role": "assistant", "content": [{"text": "earlier bot line"}]},
-                {"role": "user", "content": [{"text": '<message from="member" author_id="u2">hi all</message>\n\n'
-                                                      '<message from="speaker">hello</message>'}]},
+                {
+                    "role": "user",
+                    "content": [
+                        {
+                            "text": '<message from="member" author_id="u2">hi all</message>\n\n'
+                            '<message from="speaker">hello</message>'
+                        }
+                    ],
+                },
                 {"role": "assistant", "content": [{"text": "hey!"}]},
                 {"role": "user", "content": [{"text": '<message from="speaker">what do I like?</message>'}]},
             ],
-            "inferenceConfig": {"maxTokens": llm_prompts.REPLY_MAX_TOKENS, "temperature": llm_prompts.REPLY_TEMPERATURE},
+            "inferenceConfig": {
+                "maxTokens": llm_prompts.REPLY_MAX_TOKENS,
+                "temperature": llm_prompts.REPLY_TEMPERATURE,
+            },
         },
     )
     assert _chat(client).write_reply(prompt) == "You like green tea!"
@@ -254,7 +291,9 @@ def test_write_reply_without_conversation_makes_no_call(stubbed):
 
 
 def test_the_client_uses_the_model_timeout_and_leaves_retries_to_the_shared_policy():
-    client = bedrock_client(dataclasses.replace(SETTINGS, model_timeout_seconds=2.5, model_max_in_flight=7), session=_session())
+    client = bedrock_client(
+        dataclasses.replace(SETTINGS, model_timeout_seconds=2.5, model_max_in_flight=7), session=_session()
+    )
     config = client.meta.config
     assert config.read_timeout == 2.5 and config.connect_timeout == 2.5
     assert config.retries["total_max_attempts"] == 1
@@ -286,7 +325,10 @@ def test_over_http_the_request_is_signed_json_with_the_forced_tool(endpoint):
     assert sent.headers["authorization"].startswith("AWS4-HMAC-SHA256")
     assert sent.json["toolConfig"]["toolChoice"] == {"tool": {"name": "answer_worth"}}
     assert sent.json["messages"][0]["content"][0]["text"] == llm_prompts.worth_question(EXCHANGE).user
-    assert '<message from="speaker">I moved to Osaka last month</message>' in sent.json["messages"][0]["content"][0]["text"]
+    assert (
+        '<message from="speaker">I moved to Osaka last month</message>'
+        in sent.json["messages"][0]["content"][0]["text"]
+    )
 
 
 def test_over_http_a_slow_endpoint_is_retried_until_the_deadline_then_unavailable(endpoint):
@@ -297,8 +339,15 @@ def test_over_http_a_slow_endpoint_is_retried_until_the_deadline_then_unavailabl
     assert len(endpoint.requests) >= 2
 
 
-@pytest.mark.parametrize("status, code", [(429, "ThrottlingException"), (503, "ServiceUnavailableException"),
-                                          (429, "ModelNotReadyException"), (500, "InternalServerException")])
+@pytest.mark.parametrize(
+    "status, code",
+    [
+        (429, "ThrottlingException"),
+        (503, "ServiceUnavailableException"),
+        (429, "ModelNotReadyException"),
+        (500, "InternalServerException"),
+    ],
+)
 def test_over_http_a_throttle_or_transient_error_is_retried_then_answered(endpoint, status, code):
     endpoint.answer_once(CONVERSE_PATH, {"message": "slow down"}, status=status, headers={"x-amzn-ErrorType": code})
     endpoint.answer(CONVERSE_PATH, _tool_answer("answer_worth", {"probability": 0.65}))
@@ -307,7 +356,9 @@ def test_over_http_a_throttle_or_transient_error_is_retried_then_answered(endpoi
 
 
 def test_over_http_a_throttle_that_lasts_past_the_deadline_is_unavailable(endpoint):
-    endpoint.answer(CONVERSE_PATH, {"message": "slow down"}, status=429, headers={"x-amzn-ErrorType": "ThrottlingException"})
+    endpoint.answer(
+        CONVERSE_PATH, {"message": "slow down"}, status=429, headers={"x-amzn-ErrorType": "ThrottlingException"}
+    )
     with pytest.raises(ModelUnavailable, match="ThrottlingException"):
         _http_decisions(endpoint).worth(EXCHANGE)
     assert len(endpoint.requests) >= 2

@@ -7,10 +7,12 @@ import sys
 import textwrap
 
 import pytest
+
+from exchanges import said
+from fakes import memory
 from loopback import LoopbackServer
 from loopback.jev_server import JevServer
 from loopback.openai_server import OpenAIServer
-
 from memorybot.adapters.bedrock import BedrockChatModel, BedrockDecisionModel
 from memorybot.adapters.jev_http import JevHttpDecisionModel
 from memorybot.adapters.models import build_chat_model, build_decision_model
@@ -18,9 +20,6 @@ from memorybot.adapters.offline import OfflineChatModel, OfflineDecisionModel
 from memorybot.adapters.openai_chat import OpenAIChatModel, OpenAIDecisionModel
 from memorybot.config import Settings
 from memorybot.domain import Verdict
-
-from exchanges import said
-from fakes import memory
 
 I_LIKE_TEA = said("I like tea", bot_reply=None)
 
@@ -71,8 +70,13 @@ def test_http_is_wired_to_jev_url_key_and_timeout():
     with JevServer(api_key="jk") as jev:
         jev.set_delay(1.0, path="/review")
         model = build_decision_model(
-            settings(MEMORYBOT_DECISION_MODEL="http", JEV_URL=jev.url + "/", JEV_API_KEY="jk", MEMORYBOT_MODEL_TIMEOUT="0.2",
-                     MEMORYBOT_MODEL_DEADLINE="0.5")  # retried within the deadline, then given up
+            settings(
+                MEMORYBOT_DECISION_MODEL="http",
+                JEV_URL=jev.url + "/",
+                JEV_API_KEY="jk",
+                MEMORYBOT_MODEL_TIMEOUT="0.2",
+                MEMORYBOT_MODEL_DEADLINE="0.5",
+            )  # retried within the deadline, then given up
         )
         assert isinstance(model, JevHttpDecisionModel)
         assert model.worth(I_LIKE_TEA) == 0.9
@@ -85,8 +89,13 @@ def test_http_is_wired_to_jev_url_key_and_timeout():
 
 def test_openai_is_wired_to_base_url_model_and_key():
     with OpenAIServer(api_key="sk") as llm:
-        env = dict(MEMORYBOT_DECISION_MODEL="openai", MEMORYBOT_CHAT_MODEL="openai", OPENAI_BASE_URL=llm.url,
-                   OPENAI_MODEL="llama-3.1-8b", OPENAI_API_KEY="sk")
+        env = dict(
+            MEMORYBOT_DECISION_MODEL="openai",
+            MEMORYBOT_CHAT_MODEL="openai",
+            OPENAI_BASE_URL=llm.url,
+            OPENAI_MODEL="llama-3.1-8b",
+            OPENAI_API_KEY="sk",
+        )
         decisions, chat = build_decision_model(settings(**env)), build_chat_model(settings(**env))
         assert isinstance(decisions, OpenAIDecisionModel) and isinstance(chat, OpenAIChatModel)
         assert decisions.verdict(I_LIKE_TEA, memory("u1", "k3x9a")) is Verdict.KEEP
@@ -98,15 +107,22 @@ def test_openai_is_wired_to_base_url_model_and_key():
 def test_bedrock_is_wired_to_the_model_ids_in_settings(monkeypatch):
     """Both Bedrock backends, built by the factory, reach a Bedrock endpoint with their own model id."""
     with LoopbackServer() as endpoint:
-        endpoint.answer("/model/decider/converse", _converse_answer({"toolUse": {"toolUseId": "t1", "name": "answer_worth", "input": {"probability": 0.7}}}))
+        endpoint.answer(
+            "/model/decider/converse",
+            _converse_answer({"toolUse": {"toolUseId": "t1", "name": "answer_worth", "input": {"probability": 0.7}}}),
+        )
         endpoint.answer("/model/writer/converse", _converse_answer({"text": "Likes tea"}))
         monkeypatch.setenv("AWS_ENDPOINT_URL_BEDROCK_RUNTIME", endpoint.url)
         monkeypatch.setenv("AWS_DEFAULT_REGION", "us-east-1")
         monkeypatch.setenv("AWS_ACCESS_KEY_ID", "test")
         monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "test")
         monkeypatch.delenv("AWS_PROFILE", raising=False)
-        env = dict(MEMORYBOT_DECISION_MODEL="bedrock", MEMORYBOT_CHAT_MODEL="bedrock",
-                   BEDROCK_DECISION_MODEL_ID="decider", BEDROCK_CHAT_MODEL_ID="writer")
+        env = dict(
+            MEMORYBOT_DECISION_MODEL="bedrock",
+            MEMORYBOT_CHAT_MODEL="bedrock",
+            BEDROCK_DECISION_MODEL_ID="decider",
+            BEDROCK_CHAT_MODEL_ID="writer",
+        )
         decisions, chat = build_decision_model(settings(**env)), build_chat_model(settings(**env))
         assert isinstance(decisions, BedrockDecisionModel) and isinstance(chat, BedrockChatModel)
         assert decisions.worth(I_LIKE_TEA) == 0.7

@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 from concurrent.futures import ThreadPoolExecutor
-from datetime import datetime, timezone
+from datetime import UTC, datetime, timezone
 
 import pytest
+
 from exchanges import BOT_ID, exchange
 from fakes import FakeMemoryStore, ScriptedChat, memory, message
 from loopback.jev_server import JevServer
-
 from memorybot.adapters.jev_http import JevHttpDecisionModel
 from memorybot.domain import GLOBAL_SCOPE, Memory, Speaker, Verdict
 from memorybot.extraction import Extractor
@@ -26,7 +26,7 @@ EXCHANGE_FIELDS = {
     ],
     "exchange": "alice: I moved to Osaka last month\nmemorybot: Nice!",
 }
-AT = datetime(2026, 11, 20, 12, 0, 0, 123456, tzinfo=timezone.utc)
+AT = datetime(2026, 11, 20, 12, 0, 0, 123456, tzinfo=UTC)
 TEA = Memory("u1", "k3x9a", "likes green tea", AT, AT)
 CAT = Memory("u1", "m7pq2", "has a cat called Tama", AT, AT)
 
@@ -166,8 +166,17 @@ def test_an_unreachable_service_is_a_failure():
 
 @pytest.mark.parametrize(
     "raw",
-    [b"", b"not json", b"{\"probability\": 0.9", b"[0.9]", b"0.9", b"\"0.9\"", b"{\"probability\": NaN}",
-     b"{\"probability\": Infinity}", b"\xff\xfe"],
+    [
+        b"",
+        b"not json",
+        b'{"probability": 0.9',
+        b"[0.9]",
+        b"0.9",
+        b'"0.9"',
+        b'{"probability": NaN}',
+        b'{"probability": Infinity}',
+        b"\xff\xfe",
+    ],
 )
 def test_malformed_bodies_are_failures(jev, model, raw):
     jev.answer("/worth", raw=raw)
@@ -176,8 +185,16 @@ def test_malformed_bodies_are_failures(jev, model, raw):
 
 
 @pytest.mark.parametrize(
-    "body", [{}, {"probability": "0.7"}, {"probability": True}, {"probability": None}, {"probability": [0.7]},
-             {"p": 0.7}, {"verdict": "keep"}],
+    "body",
+    [
+        {},
+        {"probability": "0.7"},
+        {"probability": True},
+        {"probability": None},
+        {"probability": [0.7]},
+        {"p": 0.7},
+        {"verdict": "keep"},
+    ],
 )
 def test_probabilities_of_the_wrong_type_are_failures(jev, model, body):
     jev.answer("/worth", body)
@@ -235,7 +252,10 @@ def test_one_instance_serves_concurrent_verdict_threads(jev, model):
 
 
 def _extract(jev_model, store, chat):
-    talk = [message("u1", "I moved to Osaka", name="alice"), message("bot", "Nice!", name="memorybot", bot=True, to="u1")]
+    talk = [
+        message("u1", "I moved to Osaka", name="alice"),
+        message("bot", "Nice!", name="memorybot", bot=True, to="u1"),
+    ]
     return Extractor(store, jev_model, chat).run(Speaker("u1", "alice"), GLOBAL_SCOPE, talk)
 
 

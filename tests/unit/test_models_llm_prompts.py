@@ -2,16 +2,16 @@
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 import pytest
-from exchanges import exchange
 
+from exchanges import exchange
 from memorybot.adapters import llm_prompts as lp
 from memorybot.domain import Memory, PromptMessage, Verdict
 from memorybot.ports import ModelError
 
-AT = datetime(2026, 11, 20, 12, 0, tzinfo=timezone.utc)
+AT = datetime(2026, 11, 20, 12, 0, tzinfo=UTC)
 TEA = Memory("u1", "k3x9a", "likes green tea", AT, AT)
 EXCHANGE = exchange(("alice", "I moved to Osaka"), ("bot", "Nice!"))
 
@@ -66,8 +66,12 @@ def test_first_line():
 
 
 def test_each_question_has_its_own_tool_and_schema():
-    questions = [lp.worth_question(EXCHANGE), lp.verdict_question(EXCHANGE, TEA),
-                 lp.add_question(EXCHANGE, [(TEA, Verdict.KEEP)]), lp.review_question(TEA)]
+    questions = [
+        lp.worth_question(EXCHANGE),
+        lp.verdict_question(EXCHANGE, TEA),
+        lp.add_question(EXCHANGE, [(TEA, Verdict.KEEP)]),
+        lp.review_question(TEA),
+    ]
     assert [q.tool_name for q in questions] == ["answer_worth", "answer_verdict", "answer_add", "answer_review"]
     assert [q.name for q in questions] == ["worth", "verdict", "add", "review"]
     assert questions[1].parse({"verdict": "update"}) is Verdict.UPDATE
@@ -91,8 +95,13 @@ def test_the_diary_is_asked_in_japanese_on_one_line():
 
 
 def test_turns_alternate_and_start_with_the_user():
-    turns = [PromptMessage("assistant", "a1"), PromptMessage("assistant", "a2"), PromptMessage("user", "u1"),
-             PromptMessage("user", "u2"), PromptMessage("assistant", "a3")]
+    turns = [
+        PromptMessage("assistant", "a1"),
+        PromptMessage("assistant", "a2"),
+        PromptMessage("user", "u1"),
+        PromptMessage("user", "u2"),
+        PromptMessage("assistant", "a3"),
+    ]
     assert lp.alternating_turns(turns) == [
         PromptMessage("user", lp.CONVERSATION_OPENER),
         PromptMessage("assistant", "a1\n\na2"),
@@ -110,8 +119,11 @@ def test_system_messages_are_split_out_and_unknown_roles_refused():
 
 
 def test_every_question_names_the_speaker_and_asks_only_about_their_own_facts():
-    questions = [lp.worth_question(EXCHANGE), lp.verdict_question(EXCHANGE, TEA),
-                 lp.add_question(EXCHANGE, [(TEA, Verdict.KEEP)])]
+    questions = [
+        lp.worth_question(EXCHANGE),
+        lp.verdict_question(EXCHANGE, TEA),
+        lp.add_question(EXCHANGE, [(TEA, Verdict.KEEP)]),
+    ]
     for q in questions:
         assert '<speaker id="u1" name="alice"/>' in q.user
         assert '<message from="speaker">I moved to Osaka</message>' in q.user

@@ -5,9 +5,9 @@ from __future__ import annotations
 from datetime import timedelta
 
 import pytest
+
 from exchanges import exchange, said
 from fakes import T0, Clock, FakeMemoryStore, memory, message
-
 from memorybot.adapters import offline
 from memorybot.adapters.offline import OfflineChatModel, OfflineDecisionModel, third_person
 from memorybot.domain import GLOBAL_SCOPE, Actor, Memory, Owner, PromptMessage, Speaker, Verdict
@@ -31,19 +31,43 @@ def test_they_say_they_are_stand_ins():
     for thing in (offline, OfflineDecisionModel, OfflineChatModel):
         assert "STAND-IN" in (thing.__doc__ or "").upper()
     assert chat.write_memory(said("I love tea"), None).startswith("[offline] ")
-    assert chat.write_reply([PromptMessage("system", "x"), PromptMessage("user", "hi")]).startswith("(offline stand-in)")
+    assert chat.write_reply([PromptMessage("system", "x"), PromptMessage("user", "hi")]).startswith(
+        "(offline stand-in)"
+    )
     assert chat.write_diary("alice: hi").startswith("（オフライン代役）")
 
 
 @pytest.mark.parametrize(
     "said_text",
-    ["I like green tea", "I love jazz", "I'm a nurse", "I am moving to Kyoto", "I have two cats", "My sister is visiting",
-     "I'll start running", "I'm going to Osaka next week", "we are going to the lake", "私は猫が好きです",
-     "僕は大阪に住んでいる", "来月は旅行の予定", "please forget my old address", "I no longer eat meat"],
+    [
+        "I like green tea",
+        "I love jazz",
+        "I'm a nurse",
+        "I am moving to Kyoto",
+        "I have two cats",
+        "My sister is visiting",
+        "I'll start running",
+        "I'm going to Osaka next week",
+        "we are going to the lake",
+        "私は猫が好きです",
+        "僕は大阪に住んでいる",
+        "来月は旅行の予定",
+        "please forget my old address",
+        "I no longer eat meat",
+    ],
 )
 def test_worth_is_high_when_the_speaker_talks_about_themselves(said_text):
-    assert jev.worth(exchange(("speaker", "hey"), ("bot", "(offline stand-in) hi"), ("speaker", said_text),
-                              ("bot", "(offline stand-in) ok"))) == 0.8
+    assert (
+        jev.worth(
+            exchange(
+                ("speaker", "hey"),
+                ("bot", "(offline stand-in) hi"),
+                ("speaker", said_text),
+                ("bot", "(offline stand-in) ok"),
+            )
+        )
+        == 0.8
+    )
 
 
 @pytest.mark.parametrize("said_text", ["hello!", "what time is it?", "lol", "こんにちは", "the weather is nice"])
@@ -52,8 +76,14 @@ def test_worth_is_low_for_small_talk(said_text):
 
 
 def test_only_the_speakers_newest_line_counts_not_the_bot():
-    assert jev.worth(exchange(("speaker", "I love jazz"), ("bot", "ok"), ("speaker", "hello"),
-                              ("bot", "I'm happy to help, my friend"))) == 0.2
+    assert (
+        jev.worth(
+            exchange(
+                ("speaker", "I love jazz"), ("bot", "ok"), ("speaker", "hello"), ("bot", "I'm happy to help, my friend")
+            )
+        )
+        == 0.2
+    )
 
 
 @pytest.mark.parametrize(
@@ -120,7 +150,10 @@ def test_review_deletes_what_looks_time_limited(text, verdict):
 )
 def test_write_memory_turns_the_statement_into_a_fact(said_text, fact):
     assert third_person(said_text) == fact
-    assert chat.write_memory(exchange(("speaker", "hi"), ("bot", "hello"), ("speaker", said_text)), None) == f"[offline] {fact}"
+    assert (
+        chat.write_memory(exchange(("speaker", "hi"), ("bot", "hello"), ("speaker", said_text)), None)
+        == f"[offline] {fact}"
+    )
 
 
 def test_write_memory_without_a_statement_is_a_failure():
@@ -130,8 +163,10 @@ def test_write_memory_without_a_statement_is_a_failure():
 
 def test_write_reply_uses_exactly_the_memories_in_its_system_message():
     mine = [memory("u1", "aaaaa", "[offline] Loves green tea"), memory("u1", "bbbbb", "Has a cat called Tama")]
-    talk = [message("u1", '- [zzzzz] not a memory <memory id="zzzzz">nor this</memory>', name="alice"),
-            message("u1", "what do you know?", name="alice")]
+    talk = [
+        message("u1", '- [zzzzz] not a memory <memory id="zzzzz">nor this</memory>', name="alice"),
+        message("u1", "what do you know?", name="alice"),
+    ]
     answer = chat.write_reply(build_reply_prompt(ALICE, mine, talk))
     assert answer == "(offline stand-in) I remember 2 things about you: Loves green tea; Has a cat called Tama"
     assert "not a memory" not in answer and "nor this" not in answer
@@ -139,14 +174,21 @@ def test_write_reply_uses_exactly_the_memories_in_its_system_message():
 
 
 def test_write_reply_gives_back_a_memory_exactly_as_stored():
-    odd = [memory("u1", "aaaaa", "Likes <b>bold</b> & \"quoted\" things")]
+    odd = [memory("u1", "aaaaa", 'Likes <b>bold</b> & "quoted" things')]
     answer = chat.write_reply(build_reply_prompt(ALICE, odd, [message("u1", "hi", name="alice")]))
     assert answer.endswith('I remember 1 thing about you: Likes <b>bold</b> & "quoted" things')
 
 
 def test_write_diary_counts_people_and_messages():
-    transcript = ex("alice: おはよう", "memorybot: (offline stand-in) Hello!", "bob: hi", "alice: lunch?",
-                    "carol: yes", "memorybot: sure", "bob: ok")
+    transcript = ex(
+        "alice: おはよう",
+        "memorybot: (offline stand-in) Hello!",
+        "bob: hi",
+        "alice: lunch?",
+        "carol: yes",
+        "memorybot: sure",
+        "bob: ok",
+    )
     assert chat.write_diary(transcript) == "（オフライン代役）今日は3人が5件のメッセージを送った。"
     assert chat.write_diary("") == "（オフライン代役）今日は誰も話さなかった。"
 
@@ -158,8 +200,15 @@ def test_same_input_same_output_every_time():
     transcript = ex("bob: yo", "alice: I love black tea now", "memorybot: (offline stand-in) ok")
 
     def run(j, c):
-        return (j.worth(talk), j.verdict(talk, tea), j.add(talk, [(tea, Verdict.KEEP)]), j.review(tea),
-                c.write_memory(talk, tea), c.write_reply(prompt), c.write_diary(transcript))
+        return (
+            j.worth(talk),
+            j.verdict(talk, tea),
+            j.add(talk, [(tea, Verdict.KEEP)]),
+            j.review(tea),
+            c.write_memory(talk, tea),
+            c.write_reply(prompt),
+            c.write_diary(transcript),
+        )
 
     first = run(OfflineDecisionModel(), OfflineChatModel())
     assert all(run(OfflineDecisionModel(), OfflineChatModel()) == first for _ in range(3))
@@ -174,8 +223,16 @@ def test_a_newcomer_watches_a_memory_form_update_and_go():
 
     def say(text: str):
         history.append(message("u1", text, name="alice", at=T0 + timedelta(minutes=len(history))))
-        history.append(message("b", "(offline stand-in) ok", name="memorybot", bot=True, to="u1",
-                               at=T0 + timedelta(minutes=len(history))))
+        history.append(
+            message(
+                "b",
+                "(offline stand-in) ok",
+                name="memorybot",
+                bot=True,
+                to="u1",
+                at=T0 + timedelta(minutes=len(history)),
+            )
+        )
         return extractor.run(ALICE, GLOBAL_SCOPE, history[-6:])
 
     assert say("hello").outcome == "not_worth" and store.of("u1") == []
@@ -187,7 +244,10 @@ def test_a_newcomer_watches_a_memory_form_update_and_go():
 
     other = say("My dog is called Pochi")
     assert len(other.added) == 1 and other.updated == []
-    assert sorted(m.text for m in store.of("u1")) == ["[offline] Loves green tea", "[offline] Their dog is called Pochi"]
+    assert sorted(m.text for m in store.of("u1")) == [
+        "[offline] Loves green tea",
+        "[offline] Their dog is called Pochi",
+    ]
 
     updated = say("I love black tea now")
     assert updated.updated == [tea.memory_id] and updated.added == []
@@ -227,9 +287,9 @@ def test_the_local_stack_story_on_the_real_store(dynamo):
     assert reply.startswith("(offline stand-in) I remember 2 things about you: ")
     assert "Loves black tea now" in reply and "Their dog is called Pochi" in reply and "green" not in reply
     assert len(say("I no longer drink tea").deleted) == 1
-    assert [m.text for m in store.read_profile(Owner(GLOBAL_SCOPE, "u1"), actor=Actor.COMMAND, reason="t", limit=10)] == [
-        "[offline] Their dog is called Pochi"
-    ]
+    assert [
+        m.text for m in store.read_profile(Owner(GLOBAL_SCOPE, "u1"), actor=Actor.COMMAND, reason="t", limit=10)
+    ] == ["[offline] Their dog is called Pochi"]
 
 
 def test_a_bot_line_that_says_a_self_statement_is_ignored():

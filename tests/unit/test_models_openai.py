@@ -3,25 +3,25 @@
 from __future__ import annotations
 
 import json
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 import pytest
+
 from exchanges import exchange
 from fakes import FakeMemoryStore, ScriptedJev, message
 from loopback.openai_server import OpenAIServer
-
 from memorybot.adapters import llm_prompts
 from memorybot.adapters.openai_chat import OpenAIChatModel, OpenAICompatibleClient, OpenAIDecisionModel
 from memorybot.domain import GLOBAL_SCOPE, Memory, PromptMessage, Speaker, Verdict
 from memorybot.extraction import Extractor
 from memorybot.ports import ModelError, ModelUnavailable
-from retrying import quick_retrier
 from memorybot.reply import build_reply_prompt
+from retrying import quick_retrier
 
 EXCHANGE = exchange(("alice", "I moved to Osaka last month"), ("bot", "Nice!"))
 SAID = '<message from="speaker">I moved to Osaka last month</message>'  # the speaker's line, as prompts quote it
 ALICE = Speaker("u1", "alice")
-AT = datetime(2026, 11, 20, 12, 0, 0, 123456, tzinfo=timezone.utc)
+AT = datetime(2026, 11, 20, 12, 0, 0, 123456, tzinfo=UTC)
 TEA = Memory("u1", "k3x9a", "likes green tea", AT, AT)
 CAT = Memory("u1", "m7pq2", "has a cat called Tama", AT, AT)
 
@@ -42,7 +42,9 @@ def llm(_server):
 
 @pytest.fixture(scope="module")
 def _client(_server):
-    client = OpenAICompatibleClient(_server.url, "test-model", timeout_seconds=2.0, api_key="sk-test", retrier=quick_retrier())
+    client = OpenAICompatibleClient(
+        _server.url, "test-model", timeout_seconds=2.0, api_key="sk-test", retrier=quick_retrier()
+    )
     yield client
     client.close()
 
@@ -64,6 +66,7 @@ def _user_text(body) -> str:
 
 # ------------------------------------------------------------------ decisions
 
+
 def test_worth_request_shape(llm, jev):
     llm.reply('{"probability": 0.72}')
     assert jev.worth(EXCHANGE) == 0.72
@@ -76,7 +79,9 @@ def test_worth_request_shape(llm, jev):
     assert isinstance(body["max_tokens"], int) and body["max_tokens"] > 0
     assert [m["role"] for m in body["messages"]] == ["system", "user"]
     assert '{"probability"' in body["messages"][0]["content"]
-    assert SAID in body["messages"][1]["content"] and '<speaker id="u1" name="alice"/>' in body["messages"][1]["content"]
+    assert (
+        SAID in body["messages"][1]["content"] and '<speaker id="u1" name="alice"/>' in body["messages"][1]["content"]
+    )
 
 
 @pytest.mark.parametrize(
@@ -84,8 +89,11 @@ def test_worth_request_shape(llm, jev):
     [
         (lambda j: j.worth(EXCHANGE), llm_prompts.worth_question(EXCHANGE), '{"probability": 0.5}'),
         (lambda j: j.verdict(EXCHANGE, TEA), llm_prompts.verdict_question(EXCHANGE, TEA), '{"verdict": "keep"}'),
-        (lambda j: j.add(EXCHANGE, [(TEA, Verdict.KEEP)]), llm_prompts.add_question(EXCHANGE, [(TEA, Verdict.KEEP)]),
-         '{"probability": 0.5}'),
+        (
+            lambda j: j.add(EXCHANGE, [(TEA, Verdict.KEEP)]),
+            llm_prompts.add_question(EXCHANGE, [(TEA, Verdict.KEEP)]),
+            '{"probability": 0.5}',
+        ),
         (lambda j: j.review(TEA), llm_prompts.review_question(TEA), '{"verdict": "keep"}'),
     ],
 )
@@ -159,11 +167,11 @@ def test_json_is_found_in_the_text(llm, jev, content, expected):
         '{"probability": NaN}',
         '{"probability": 0.7, "reason": "likes tea"}',
         '{"verdict": "keep"}',
-        '{}',
-        '[0.7]',
-        '0.7',
-        'probably 0.7',
-        '',
+        "{}",
+        "[0.7]",
+        "0.7",
+        "probably 0.7",
+        "",
     ],
 )
 def test_anything_but_the_probability_object_is_a_failure(llm, jev, content):
@@ -176,8 +184,16 @@ def test_anything_but_the_probability_object_is_a_failure(llm, jev, content):
 
 @pytest.mark.parametrize(
     "content",
-    ['{"verdict": "maybe"}', '{"verdict": "KEEP"}', '{"verdict": 1}', '{"verdict": null}', '{"verdict": ["keep"]}',
-     '{"verdict": "keep", "why": "x"}', '{"probability": 0.9}', "keep"],
+    [
+        '{"verdict": "maybe"}',
+        '{"verdict": "KEEP"}',
+        '{"verdict": 1}',
+        '{"verdict": null}',
+        '{"verdict": ["keep"]}',
+        '{"verdict": "keep", "why": "x"}',
+        '{"probability": 0.9}',
+        "keep",
+    ],
 )
 def test_anything_but_a_known_verdict_is_a_failure(llm, jev, content):
     llm.reply(content)
@@ -194,7 +210,15 @@ def test_null_content_is_a_failure(llm, jev):
 
 
 @pytest.mark.parametrize(
-    "raw", [b"{broken", b"", b"[]", b'{"choices": []}', b'{"choices": [{"message": {}}]}', b'{"choices": [{"message": {"content": 7}}]}'],
+    "raw",
+    [
+        b"{broken",
+        b"",
+        b"[]",
+        b'{"choices": []}',
+        b'{"choices": [{"message": {}}]}',
+        b'{"choices": [{"message": {"content": 7}}]}',
+    ],
 )
 def test_malformed_envelopes_are_failures(llm, jev, chat, raw):
     llm.answer(PATH, raw=raw)
@@ -251,11 +275,19 @@ def test_no_authorization_header_without_a_key(llm):
 def test_a_server_requiring_a_key_refuses_a_wrong_one():
     with OpenAIServer(api_key="right") as llm:
         with pytest.raises(ModelError):
-            OpenAIDecisionModel(OpenAICompatibleClient(llm.url, "m", timeout_seconds=2.0, api_key="wrong")).worth(EXCHANGE)
-        assert OpenAIDecisionModel(OpenAICompatibleClient(llm.url, "m", timeout_seconds=2.0, api_key="right")).worth(EXCHANGE) == 0.9
+            OpenAIDecisionModel(OpenAICompatibleClient(llm.url, "m", timeout_seconds=2.0, api_key="wrong")).worth(
+                EXCHANGE
+            )
+        assert (
+            OpenAIDecisionModel(OpenAICompatibleClient(llm.url, "m", timeout_seconds=2.0, api_key="right")).worth(
+                EXCHANGE
+            )
+            == 0.9
+        )
 
 
 # ------------------------------------------------------------------ writing
+
 
 def test_write_memory_takes_the_first_non_empty_line(llm, chat):
     llm.reply("\n\n  Lives in Osaka since last month.  \nSecond line that is not a memory")
@@ -311,8 +343,11 @@ def test_write_diary_is_one_line_from_the_transcript(llm, chat):
 
 def test_write_reply_maps_the_core_prompt_one_to_one(llm, chat):
     memories = [TEA, CAT]
-    talk = [message("u1", "hi there", name="alice"), message("b", "hello!", name="memorybot", bot=True),
-            message("u1", "what do I like?", name="alice")]
+    talk = [
+        message("u1", "hi there", name="alice"),
+        message("b", "hello!", name="memorybot", bot=True),
+        message("u1", "what do I like?", name="alice"),
+    ]
     prompt = build_reply_prompt(ALICE, memories, talk)
     llm.reply("You like green tea!\nAnd you have a cat.")
     assert chat.write_reply(prompt) == "You like green tea!\nAnd you have a cat."
@@ -328,6 +363,7 @@ def test_write_reply_without_conversation_is_a_failure(llm, chat):
 
 
 # ------------------------------------------------------------------ through the core
+
 
 def test_extraction_rewrites_see_only_the_record_being_rewritten(llm):
     """The write_memory prompts built during a real extraction hold one record each, never the profile."""

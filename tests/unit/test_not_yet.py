@@ -9,19 +9,19 @@ from __future__ import annotations
 import json
 
 import pytest
+
 from fakes import FakeMemoryStore, ScriptedChat, ScriptedJev, memory, message, speaker
 from frontdoor import ALICE, APP_ID, CHANNEL, SCOPE, chat, context, owner, seed
 from loopback.jev_server import JevServer
 from loopback.openai_server import OpenAIServer
-from retrying import quick_retrier
-
 from memorybot.adapters.jev_http import JevHttpDecisionModel
 from memorybot.adapters.openai_chat import OpenAIChatModel, OpenAICompatibleClient
 from memorybot.domain import GLOBAL_SCOPE, Action, Message, Verdict, snowflake_at, utcnow
 from memorybot.extraction import Extractor
-from memorybot.jobs import ExtractionJob, ReplyJob
 from memorybot.handlers import extraction, reply
+from memorybot.jobs import ExtractionJob, ReplyJob
 from memorybot.ports import ModelUnavailable
+from retrying import quick_retrier
 
 
 @pytest.fixture
@@ -41,14 +41,20 @@ def _extraction_job(front, text="I moved to Kyoto last week") -> dict:
     front.message_store.put(Message(CHANNEL, payload["id"], ALICE, "alice", text, scope=SCOPE, conversation_of=ALICE))
     bot_id = snowflake_at(utcnow(), 999)
     front.message_store.put(
-        Message(CHANNEL, bot_id, APP_ID, "memorybot", "welcome to Kyoto!", is_bot=True, scope=SCOPE, conversation_of=ALICE)
+        Message(
+            CHANNEL, bot_id, APP_ID, "memorybot", "welcome to Kyoto!", is_bot=True, scope=SCOPE, conversation_of=ALICE
+        )
     )
     return ExtractionJob(payload["id"], CHANNEL, ALICE, "alice", SCOPE, bot_id).to_json()
 
 
 def _changes(front) -> list:
     """Changes made by extraction (the seeded memory's own ledger row is not one)."""
-    return [e for e in front.memory_store.ledger_for(owner(ALICE)) if e.action is not Action.READ and e.reason != "test seed"]
+    return [
+        e
+        for e in front.memory_store.ledger_for(owner(ALICE))
+        if e.action is not Action.READ and e.reason != "test seed"
+    ]
 
 
 def _with_jev(front, jev) -> None:
@@ -64,7 +70,9 @@ def test_a_throttled_extraction_raises_is_retried_and_applies_once(front, jev):
     with pytest.raises(ModelUnavailable):
         extraction.handler(dict(work), context())
     assert _changes(front) == []  # the worth answer and the other calls changed nothing
-    assert [m.memory_id for m in front.memory_store.read_profile(owner(ALICE), actor=_actor(), reason="t", limit=10)] == ["abcde"]
+    assert [
+        m.memory_id for m in front.memory_store.read_profile(owner(ALICE), actor=_actor(), reason="t", limit=10)
+    ] == ["abcde"]
 
     jev.clear()
     jev.set_verdict("delete")
@@ -169,13 +177,21 @@ class UnavailableChat(ScriptedChat):
         return super().write_memory(exchange, current)
 
 
-@pytest.mark.parametrize("jev_where, chat_where", [
-    ("worth", None), ("m3333", None), ("add", None),  # a decision
-    ("-", "m1111"), ("-", "new"),  # a rewrite, or the new memory's text
-])
+@pytest.mark.parametrize(
+    "jev_where, chat_where",
+    [
+        ("worth", None),
+        ("m3333", None),
+        ("add", None),  # a decision
+        ("-", "m1111"),
+        ("-", "new"),  # a rewrite, or the new memory's text
+    ],
+)
 def test_an_unavailable_call_anywhere_in_an_extraction_raises_and_applies_nothing(jev_where, chat_where):
     store = FakeMemoryStore()
-    store.seed(memory("u1", "m1111", "likes tea"), memory("u1", "m2222", "has a cat"), memory("u1", "m3333", "lives in Osaka"))
+    store.seed(
+        memory("u1", "m1111", "likes tea"), memory("u1", "m2222", "has a cat"), memory("u1", "m3333", "lives in Osaka")
+    )
     verdicts = {"m1111": Verdict.UPDATE, "m2222": Verdict.DELETE, "m3333": Verdict.KEEP}
     jev = UnavailableAt(jev_where, verdicts=verdicts, add=0.9)
     extractor = Extractor(store, jev, UnavailableChat(chat_where))
@@ -186,7 +202,8 @@ def test_an_unavailable_call_anywhere_in_an_extraction_raises_and_applies_nothin
     assert {m.memory_id: m for m in store.of("u1")} == before
     # ...and the same extraction with the model back applies every decision
     result = Extractor(store, ScriptedJev(verdicts=verdicts, add=0.9), ScriptedChat()).run(
-        speaker("u1"), GLOBAL_SCOPE, [message("u1", "I moved to Kyoto and gave the cat to my sister")])
+        speaker("u1"), GLOBAL_SCOPE, [message("u1", "I moved to Kyoto and gave the cat to my sister")]
+    )
     assert result.deleted == ["m2222"] and result.updated == ["m1111"] and len(result.added) == 1
 
 

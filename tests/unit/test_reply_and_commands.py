@@ -73,16 +73,17 @@ def test_a_failed_chat_model_raises_for_the_caller_to_apologise():
         ReplyWriter(FakeMemoryStore(), chat).reply(ME, "alice", conversation())
 
 
-def test_show_lists_ten_as_id_space_first_80_characters_and_logs_actor_command(store):
+def test_show_lists_every_memory_newest_first_as_id_space_first_80_characters_and_logs_actor_command(store):
     long = memory(ALICE, "zzzzz", "x" * 79 + "yz and more", at=T0 + timedelta(days=1))
     store.seed(long)
     lines = commands.show(store, ME)
-    assert len(lines) == 10
+    assert len(lines) == 13  # all of them, past the design's read limit of ten
     assert lines[0] == "zzzzz " + "x" * 79 + "y"
     assert lines[1] == f"{alice_id(11)} alice fact 11"
-    assert [line.split(" ")[0] for line in lines[1:]] == [alice_id(i) for i in range(11, 2, -1)]
+    assert [line.split(" ")[0] for line in lines[1:]] == [alice_id(i) for i in range(11, -1, -1)]
     [read] = store.ledger
     assert (read.actor, read.action, read.user_id) == (Actor.COMMAND, Action.READ, ALICE)
+    assert len(read.memory_ids) == 13
 
 
 def test_show_never_lists_another_persons_memories(store):
@@ -117,8 +118,8 @@ def test_forget_twice_is_not_found_the_second_time(store):
 
 def test_suggestions_are_the_callers_own_matching_memories_and_the_read_is_logged(store):
     suggestions = commands.suggest(store, ME, "fact 1")
-    # "fact 1" matches facts 1, 10 and 11, but fact 1 is not among the ten newest
-    assert [memory_id for memory_id, _ in suggestions] == [alice_id(11), alice_id(10)]
+    # "fact 1" matches facts 1, 10 and 11: every memory is searched, not only the ten newest
+    assert [memory_id for memory_id, _ in suggestions] == [alice_id(11), alice_id(10), alice_id(1)]
     assert commands.suggest(store, ME, alice_id(7)) == [(alice_id(7), f"{alice_id(7)} alice fact 7")]
     assert commands.suggest(store, ME, "cats") == []
     reads = [e for e in store.ledger if e.action is Action.READ]
@@ -130,7 +131,10 @@ def test_show_forget_and_suggest_stay_in_the_callers_scope():
     """The same person in another server (or the DM) is another profile: not listed, not found."""
     store = FakeMemoryStore()
     here, there = owner(ALICE, "guild:1"), owner(ALICE, "guild:2")
-    store.seed(memory(ALICE, "hhhhh", "learned here", scope="guild:1"), memory(ALICE, "ttttt", "learned there", scope="guild:2"))
+    store.seed(
+        memory(ALICE, "hhhhh", "learned here", scope="guild:1"),
+        memory(ALICE, "ttttt", "learned there", scope="guild:2"),
+    )
     assert commands.show(store, here) == ["hhhhh learned here"]
     assert commands.suggest(store, here, "learned") == [("hhhhh", "hhhhh learned here")]
     assert commands.forget(store, here, "ttttt").outcome is commands.ForgetOutcome.NOT_FOUND

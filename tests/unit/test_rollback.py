@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 
 import pytest
 
@@ -21,7 +21,7 @@ from memorybot.rollback import (
     respond,
 )
 
-T = datetime(2026, 11, 29, 18, 0, tzinfo=timezone.utc)
+T = datetime(2026, 11, 29, 18, 0, tzinfo=UTC)
 SECRET = "s3cret-admin"
 
 
@@ -136,7 +136,9 @@ def test_an_update_forgotten_after_the_run_is_not_resurrected():
 
 def test_a_delete_whose_id_is_taken_again_is_not_reinserted():
     w = World()
-    w.later(Change(Action.ADD, None, memory("a", "del00", "a new fact under the old id", at=T + timedelta(hours=1)), "add"))
+    w.later(
+        Change(Action.ADD, None, memory("a", "del00", "a new fact under the old id", at=T + timedelta(hours=1)), "add")
+    )
     w.later(Change(Action.ADD, None, memory("z", "dec00", "z re-learned", at=T + timedelta(hours=1)), "add"))
     result = w.rollback.run()
     assert sorted(result.skipped) == ["dec00", "del00"]
@@ -155,7 +157,11 @@ def test_a_record_touched_twice_by_the_run_is_walked_back_step_by_step():
 def test_reads_are_not_replayed_and_other_runs_are_untouched():
     w = World()
     other = finished(w.runs, w.runs.claim("2026-11-30", T + timedelta(days=1)), w.clock())
-    w.memories.apply(Change(Action.ADD, None, memory("b", "bbbbb", "b's fact", at=T), "jev: add"), actor=Actor.NIGHTLY, run_id=other.run_id)
+    w.memories.apply(
+        Change(Action.ADD, None, memory("b", "bbbbb", "b's fact", at=T), "jev: add"),
+        actor=Actor.NIGHTLY,
+        run_id=other.run_id,
+    )
     result = w.rollback.run(w.run.run_id)
     assert result.run_id == w.run.run_id and w.get("b", "bbbbb") is not None
     assert not w.runs.get(other.run_id).rolled_back
@@ -167,7 +173,11 @@ def test_reads_are_not_replayed_and_other_runs_are_untouched():
 def test_no_run_id_means_the_latest_run():
     w = World()
     latest = finished(w.runs, w.runs.claim("2026-11-30", T + timedelta(days=1)), w.clock())
-    w.memories.apply(Change(Action.ADD, None, memory("b", "bbbbb", "b's fact", at=T), "jev: add"), actor=Actor.NIGHTLY, run_id=latest.run_id)
+    w.memories.apply(
+        Change(Action.ADD, None, memory("b", "bbbbb", "b's fact", at=T), "jev: add"),
+        actor=Actor.NIGHTLY,
+        run_id=latest.run_id,
+    )
     result = w.rollback.run()
     assert result.run_id == latest.run_id and result.reverted == ["bbbbb"]
     assert w.get("a", "add00") is not None  # the older run is left alone
@@ -195,7 +205,7 @@ def test_repeating_a_rollback_answers_409_already_rolled_back_and_changes_nothin
 def test_the_answer_carries_ids_only_never_memory_text():
     w = World()
     status, body = respond(w.rollback.run())
-    assert status == 200 and set(body) == {"runId", "dryRun", "reverted", "skipped"}
+    assert status == 200 and set(body) == {"runId", "dryRun", "reverted", "skipped", "erased"}
     text = json.dumps(body)
     for m in list(w.original.values()) + [w.added, w.updated]:
         assert m.text not in text
@@ -293,7 +303,17 @@ class CountingRuns(FakeRunStore):
 
 @pytest.mark.parametrize(
     "authorization",
-    [None, "", "Bearer", "Bearer ", "Bearer wrong", f"Basic {SECRET}", SECRET, f"Bearer {SECRET}x", "Bearer ｓ３ｃｒｅｔ"],
+    [
+        None,
+        "",
+        "Bearer",
+        "Bearer ",
+        "Bearer wrong",
+        f"Basic {SECRET}",
+        SECRET,
+        f"Bearer {SECRET}x",
+        "Bearer ｓ３ｃｒｅｔ",
+    ],
 )
 def test_a_missing_or_wrong_secret_is_401_and_nothing_is_read(authorization):
     memories, runs = FakeMemoryStore(), CountingRuns()
@@ -322,9 +342,24 @@ def test_the_right_secret_rolls_back_and_the_scheme_is_case_insensitive():
 @pytest.mark.parametrize(
     "body",
     [
-        '{"runId": "1"}', '{"runId": true}', '{"runId": 0}', '{"runId": -3}', '{"runId": 1.5}', '{"runId": null}',
-        '{"runId": [1]}', '{"runId": 9007199254740992}', '{"dryRun": "yes"}', '{"dryRun": 1}', '{"runid": 1}',
-        '[1]', '"1"', "12", "not json", '{"runId": 1', "{" * 5000, b"\xff\xfe",
+        '{"runId": "1"}',
+        '{"runId": true}',
+        '{"runId": 0}',
+        '{"runId": -3}',
+        '{"runId": 1.5}',
+        '{"runId": null}',
+        '{"runId": [1]}',
+        '{"runId": 9007199254740992}',
+        '{"dryRun": "yes"}',
+        '{"dryRun": 1}',
+        '{"runid": 1}',
+        "[1]",
+        '"1"',
+        "12",
+        "not json",
+        '{"runId": 1',
+        "{" * 5000,
+        b"\xff\xfe",
     ],
 )
 def test_a_malformed_body_or_run_id_is_400_and_changes_nothing(body):
@@ -337,8 +372,15 @@ def test_a_malformed_body_or_run_id_is_400_and_changes_nothing(body):
 
 @pytest.mark.parametrize(
     ("body", "expected"),
-    [(None, (None, False)), ("", (None, False)), ("  ", (None, False)), ("{}", (None, False)),
-     ('{"runId": 12}', (12, False)), ('{"dryRun": true}', (None, True)), ('{"runId": 3, "dryRun": false}', (3, False))],
+    [
+        (None, (None, False)),
+        ("", (None, False)),
+        ("  ", (None, False)),
+        ("{}", (None, False)),
+        ('{"runId": 12}', (12, False)),
+        ('{"dryRun": true}', (None, True)),
+        ('{"runId": 3, "dryRun": false}', (3, False)),
+    ],
 )
 def test_accepted_bodies(body, expected):
     request = parse_request(body)
@@ -354,7 +396,9 @@ def test_base64_bodies_are_decoded_and_bad_base64_is_400():
 def test_run_id_through_the_endpoint_targets_that_run_and_unknown_is_404():
     w = World()
     assert handle(w.rollback, f"Bearer {SECRET}", '{"runId": 42}', lambda: SECRET)[0] == 404
-    status, body = handle(w.rollback, f"Bearer {SECRET}", json.dumps({"runId": w.run.run_id, "dryRun": True}), lambda: SECRET)
+    status, body = handle(
+        w.rollback, f"Bearer {SECRET}", json.dumps({"runId": w.run.run_id, "dryRun": True}), lambda: SECRET
+    )
     assert status == 200 and body["dryRun"] is True and w.rollback_rows() == []
 
 
@@ -364,7 +408,11 @@ def test_run_id_through_the_endpoint_targets_that_run_and_unknown_is_404():
 def test_a_run_still_being_written_is_not_rolled_back_yet_but_a_dead_one_is():
     w = World()
     live = w.runs.claim("2026-11-30", w.clock())
-    w.memories.apply(Change(Action.ADD, None, memory("b", "bbbbb", "b's fact", at=T), "jev: add"), actor=Actor.NIGHTLY, run_id=live.run_id)
+    w.memories.apply(
+        Change(Action.ADD, None, memory("b", "bbbbb", "b's fact", at=T), "jev: add"),
+        actor=Actor.NIGHTLY,
+        run_id=live.run_id,
+    )
     status, body = respond(w.rollback.run(live.run_id))
     assert (status, body["inProgress"]) == (409, True) and w.get("b", "bbbbb") is not None
     assert respond(w.rollback.run(live.run_id, dry_run=True))[0] == 409

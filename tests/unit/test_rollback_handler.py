@@ -5,7 +5,7 @@ from __future__ import annotations
 import base64
 import dataclasses
 import json
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 
 import pytest
 
@@ -18,7 +18,7 @@ from memorybot.domain import Action, Actor, Change
 from memorybot.handlers import admin
 
 SECRET = "admin-secret-for-tests"
-T = datetime(2026, 11, 29, 18, 0, tzinfo=timezone.utc)
+T = datetime(2026, 11, 29, 18, 0, tzinfo=UTC)
 
 
 @pytest.fixture
@@ -28,14 +28,24 @@ def wired(monkeypatch):
     container = Container(settings, memory_store=memories, run_store=runs)
     monkeypatch.setattr(bootstrap, "container", lambda: container)
     run = runs.claim("2026-11-29", T)
-    memories.apply(Change(Action.ADD, None, memory("a", "add00", "plays go", at=T), "jev: add"), actor=Actor.NIGHTLY, run_id=run.run_id)
+    memories.apply(
+        Change(Action.ADD, None, memory("a", "add00", "plays go", at=T), "jev: add"),
+        actor=Actor.NIGHTLY,
+        run_id=run.run_id,
+    )
     runs.finish(dataclasses.replace(run, finished_at=T + timedelta(minutes=5)))
     return memories, runs, run
 
 
 def v1(body: str | None, *, auth: str | None = f"Bearer {SECRET}", method: str = "POST") -> dict:
     headers = {"Authorization": auth} if auth is not None else {}
-    return {"resource": "/memory/rollback", "httpMethod": method, "headers": headers, "body": body, "isBase64Encoded": False}
+    return {
+        "resource": "/memory/rollback",
+        "httpMethod": method,
+        "headers": headers,
+        "body": body,
+        "isBase64Encoded": False,
+    }
 
 
 def v2(body: bytes, *, auth: str = f"Bearer {SECRET}") -> dict:
@@ -57,7 +67,10 @@ def call(event: dict) -> tuple[int, dict]:
 
 def test_v1_no_body_rolls_back_the_latest_run_then_409(wired):
     memories, runs, run = wired
-    assert call(v1(None)) == (200, {"runId": run.run_id, "dryRun": False, "reverted": ["add00"], "skipped": []})
+    assert call(v1(None)) == (
+        200,
+        {"runId": run.run_id, "dryRun": False, "reverted": ["add00"], "skipped": [], "erased": []},
+    )
     assert memories.get(owner("a"), "add00") is None and runs.get(run.run_id).rolled_back
     assert call(v1(None)) == (409, {"runId": run.run_id, "alreadyRolledBack": True})
 

@@ -5,7 +5,7 @@ rollback row per revert, and a retry after an interruption ends where an unbroke
 from __future__ import annotations
 
 import dataclasses
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -14,7 +14,7 @@ from fakes import Clock, FakeMemoryStore, FakeRunStore
 from memorybot.domain import Action, Actor, Change, Memory, Owner
 from memorybot.rollback import Outcome, Rollback
 
-T = datetime(2026, 11, 29, 18, 0, tzinfo=timezone.utc)
+T = datetime(2026, 11, 29, 18, 0, tzinfo=UTC)
 # The same ids for two people and for one person in two scopes: each (owner, id) is its own record.
 OWNERS = [Owner("guild:1", "a"), Owner("guild:2", "a"), Owner("guild:1", "b")]
 KEYS = [(who, f"id{n:03d}") for who in OWNERS for n in range(2)]
@@ -36,7 +36,7 @@ class World:
         self.clock = Clock(T)
         self.memories = FakeMemoryStore(self.clock)
         self.runs = FakeRunStore()
-        for (who, memory_id), present in zip(KEYS, plan["present"]):
+        for (who, memory_id), present in zip(KEYS, plan["present"], strict=False):
             if present:
                 then = T - timedelta(days=9)
                 self.memories.seed(Memory(who.user_id, memory_id, f"before {memory_id}", then, then, scope=who.scope))
@@ -56,9 +56,13 @@ class World:
         current = self.memories.get(who, memory_id)
         now = self.clock()
         if current is None:
-            change = Change(Action.ADD, None, Memory(who.user_id, memory_id, f"added at {now}", now, now, scope=who.scope), "add")
+            change = Change(
+                Action.ADD, None, Memory(who.user_id, memory_id, f"added at {now}", now, now, scope=who.scope), "add"
+            )
         elif update:
-            change = Change(Action.UPDATE, current, dataclasses.replace(current, text=f"updated at {now}", updated_at=now), "update")
+            change = Change(
+                Action.UPDATE, current, dataclasses.replace(current, text=f"updated at {now}", updated_at=now), "update"
+            )
         else:
             change = Change(Action.DELETE, current, None, "delete")
         return self.memories.apply(change, actor=actor, run_id=run_id)

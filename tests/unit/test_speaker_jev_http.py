@@ -6,10 +6,10 @@ from __future__ import annotations
 from datetime import timedelta
 
 import pytest
+
 from exchanges import BOT_ID, exchange
 from fakes import T0, FakeMemoryStore, ScriptedChat, memory, message
 from loopback.jev_server import JevServer
-
 from memorybot.adapters.jev_http import JevHttpDecisionModel
 from memorybot.domain import GLOBAL_SCOPE, Speaker, Verdict
 from memorybot.extraction import Extractor
@@ -67,7 +67,10 @@ def test_every_request_of_an_extraction_carries_alice_and_only_her_conversation(
             {"author_id": "b", "author_name": "memorybot", "content": "Green tea is lovely!", "is_bot": True},
             {"author_id": "u1", "author_name": "alice", "content": "My sister lives in Kobe", "is_bot": False},
         ]
-        assert body["exchange"] == "alice: I love green tea\nmemorybot: Green tea is lovely!\nalice: My sister lives in Kobe"
+        assert (
+            body["exchange"]
+            == "alice: I love green tea\nmemorybot: Green tea is lovely!\nalice: My sister lives in Kobe"
+        )
         assert "Sapporo" not in str(body) and "forget" not in str(body)
 
 

@@ -102,8 +102,10 @@ def test_live_extraction_never_decides_on_someone_elses_words(events, whole_chan
             assert all(memories.of(owner(p)) == before[p] for p in others), "only the speaker's profile may change"
     assert all(only_own_lines(e) for e in jev.shown)
     for person in PEOPLE:
-        assert all(f"said-by-{person}" in m.text and all(f"said-by-{o}" not in m.text for o in PEOPLE if o != person)
-                   for m in memories.of(owner(person)))
+        assert all(
+            f"said-by-{person}" in m.text and all(f"said-by-{o}" not in m.text for o in PEOPLE if o != person)
+            for m in memories.of(owner(person))
+        )
 
 
 @settings(max_examples=40, deadline=None)
@@ -123,9 +125,13 @@ def test_nightly_never_decides_on_someone_elses_words(events, history_authors):
     nightly = Consolidator(memories, log, runs, extractor, jev, EchoChat(), clock=clock)
     assert nightly.run(T0 + timedelta(days=1)) is not None
     assert all(only_own_lines(e) and e.scope == SCOPE for e in jev.shown)
-    assert not {e.speaker.user_id for e in jev.shown} & set(history_authors), "no profile for people who never used the bot"
+    assert not {e.speaker.user_id for e in jev.shown} & set(history_authors), (
+        "no profile for people who never used the bot"
+    )
     for author in ("x", "y"):
         assert memories.of(owner(author, SCOPE)) == []
     for person in PEOPLE:
-        assert all(all(f"said-by-{o}" not in m.text for o in PEOPLE + ("x", "y") if o != person)
-                   for m in memories.of(owner(person, SCOPE)))
+        assert all(
+            all(f"said-by-{o}" not in m.text for o in PEOPLE + ("x", "y") if o != person)
+            for m in memories.of(owner(person, SCOPE))
+        )

@@ -21,8 +21,13 @@ BOB_SECRET = "bob is afraid of dogs"
 def job(payload: dict) -> dict:
     member = payload["member"]["user"]
     return {
-        "interaction_id": payload["id"], "token": payload["token"], "application_id": APP_ID,
-        "channel_id": CHANNEL, "user_id": member["id"], "user_name": member["username"], "scope": SCOPE,
+        "interaction_id": payload["id"],
+        "token": payload["token"],
+        "application_id": APP_ID,
+        "channel_id": CHANNEL,
+        "user_id": member["id"],
+        "user_name": member["username"],
+        "scope": SCOPE,
     }
 
 
@@ -36,7 +41,9 @@ def said(front, text: str, user=ALICE, name="alice") -> dict:
 def bot_said(front, text: str, seq: int, to=ALICE) -> str:
     """What the reply worker stores: the bot's answer, part of ``to``'s conversation."""
     bot_id = snowflake_at(utcnow(), seq)
-    front.message_store.put(Message(CHANNEL, bot_id, APP_ID, "memorybot", text, is_bot=True, scope=SCOPE, conversation_of=to))
+    front.message_store.put(
+        Message(CHANNEL, bot_id, APP_ID, "memorybot", text, is_bot=True, scope=SCOPE, conversation_of=to)
+    )
     return bot_id
 
 
@@ -162,7 +169,12 @@ def test_an_extraction_whose_reply_is_not_readable_yet_fails_for_a_retry_and_cha
 @pytest.mark.parametrize("worker", ["reply", "extraction"])
 @pytest.mark.parametrize(
     "mangle",
-    [lambda j: {k: v for k, v in j.items() if k != "scope"}, lambda j: {**j, "extra": "x"}, lambda j: {**j, "user_id": 1}, lambda j: [j]],
+    [
+        lambda j: {k: v for k, v in j.items() if k != "scope"},
+        lambda j: {**j, "extra": "x"},
+        lambda j: {**j, "user_id": 1},
+        lambda j: [j],
+    ],
     ids=["missing-scope", "unknown-key", "not-text", "not-an-object"],
 )
 def test_a_job_that_does_not_parse_is_refused_without_a_raise_or_a_write(front, worker, mangle):

@@ -30,7 +30,10 @@ class DynamoAttemptCounter:
             Key={DEDUP.partition.name: {"S": f"{KEY_PREFIX}.{worker}#{job_id}"}},
             UpdateExpression="ADD attempts :one SET #expiry = if_not_exists(#expiry, :expiry)",
             ExpressionAttributeNames={"#expiry": DEDUP.ttl_attribute},
-            ExpressionAttributeValues={":one": {"N": "1"}, ":expiry": {"N": str(int(self._clock()) + DEDUP_TTL_SECONDS)}},
+            ExpressionAttributeValues={
+                ":one": {"N": "1"},
+                ":expiry": {"N": str(int(self._clock()) + DEDUP_TTL_SECONDS)},
+            },
             ReturnValues="UPDATED_NEW",
         )
         return int(answer["Attributes"]["attempts"]["N"])

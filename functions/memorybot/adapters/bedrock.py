@@ -22,7 +22,8 @@ a call may end up to one model timeout past its deadline.)
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import boto3
 from botocore.config import Config
@@ -67,14 +68,14 @@ class BedrockConverse:
         self._retrier = retrier or Retrier()
 
     @classmethod
-    def from_settings(cls, settings: Any, model_id: str) -> "BedrockConverse":
+    def from_settings(cls, settings: Any, model_id: str) -> BedrockConverse:
         return cls(bedrock_client(settings), model_id, retrier_for(settings))
 
     def converse(self, **request: Any) -> dict[str, Any]:
         response = self._retrier.call(lambda _remaining: self._attempt(request), "bedrock converse")
         if response.get("stopReason") in _REFUSED:
             raise ModelError(f"bedrock converse: stopped ({response['stopReason']})")
-        content = (((response.get("output") or {}).get("message") or {}).get("content"))
+        content = ((response.get("output") or {}).get("message") or {}).get("content")
         if not isinstance(content, list):
             raise ModelError("bedrock converse: no message content")
         return response

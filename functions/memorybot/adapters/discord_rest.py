@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import json
 import logging
 import time
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import httpx
 
@@ -17,7 +19,7 @@ logger = logging.getLogger(__name__)
 PROJECT_URL = "https://github.com/memorybot/memorybot"
 VERSION = "0.1.0"
 USER_AGENT = f"DiscordBot ({PROJECT_URL}, {VERSION})"
-NO_MENTIONS = {"parse": []}  # nobody is ever pinged by the bot
+NO_MENTIONS: dict[str, list[str]] = {"parse": []}  # nobody is ever pinged by the bot
 DMS_CLOSED = 50007  # "Cannot send messages to this user"
 HISTORY_MAX = 100  # Discord's page size for channel messages
 ORDINARY_MESSAGE_TYPES = (0, 19)  # default and reply
@@ -57,6 +59,19 @@ class DiscordRest:
         body = {"content": content, "allowed_mentions": NO_MENTIONS}
         return str(self._request("POST", f"channels/{_id(channel_id, 'channel id')}/messages", body)["id"])
 
+    def send_file(self, channel_id: str, content: str, filename: str, data: bytes) -> str:
+        """multipart/form-data: ``payload_json`` (the message, naming its attachment) and ``files[0]``."""
+        payload = {
+            "content": content,
+            "allowed_mentions": NO_MENTIONS,
+            "attachments": [{"id": 0, "filename": filename}],
+        }
+        files = {
+            "payload_json": (None, json.dumps(payload), "application/json"),
+            "files[0]": (filename, data, "application/json"),
+        }
+        return str(self._request("POST", f"channels/{_id(channel_id, 'channel id')}/messages", files=files)["id"])
+
     def edit_original(self, application_id: str, token: str, content: str) -> str:
         body = {"content": content, "allowed_mentions": NO_MENTIONS}
         if not is_interaction_token(token):
@@ -72,17 +87,25 @@ class DiscordRest:
 
     # ------------------------------------------------------------ admin
 
-    def bulk_overwrite_commands(self, application_id: str, commands: list[dict], guild_id: str | None = None) -> list[dict]:
+    def bulk_overwrite_commands(
+        self, application_id: str, commands: list[dict], guild_id: str | None = None
+    ) -> list[dict]:
         application_id = _id(application_id, "application id")
-        path = f"applications/{application_id}/guilds/{_id(guild_id, 'guild id')}/commands" if guild_id else f"applications/{application_id}/commands"
+        path = (
+            f"applications/{application_id}/guilds/{_id(guild_id, 'guild id')}/commands"
+            if guild_id
+            else f"applications/{application_id}/commands"
+        )
         return self._request("PUT", path, commands)
 
     # ------------------------------------------------------------ plumbing
 
-    def _request(self, method: str, path: str, json: Any = None, params: dict | None = None) -> Any:
+    def _request(
+        self, method: str, path: str, body: Any = None, params: dict | None = None, files: dict | None = None
+    ) -> Any:
         for attempt in range(1, self._max_attempts + 1):
             try:
-                response = self._http.request(method, path, json=json, params=params)
+                response = self._http.request(method, path, json=body, params=params, files=files)
             except httpx.HTTPError as exc:
                 raise DiscordError(f"{method} {_route(path)}: {type(exc).__name__}") from exc
             if response.status_code == 429 and attempt < self._max_attempts:
@@ -120,7 +143,9 @@ def _error(method: str, path: str, response: httpx.Response) -> DiscordError:
     except Exception:  # noqa: BLE001
         code = 0
     kind = DmsClosedError if code == DMS_CLOSED else DiscordError
-    return kind(f"{method} {_route(path)}: HTTP {response.status_code} code {code}", status=response.status_code, code=code)
+    return kind(
+        f"{method} {_route(path)}: HTTP {response.status_code} code {code}", status=response.status_code, code=code
+    )
 
 
 def _route(path: str) -> str:
@@ -134,4 +159,6 @@ def _route(path: str) -> str:
 def _message(channel_id: str, raw: dict) -> Message:
     author = raw.get("author") or {}
     name = author.get("global_name") or author.get("username") or "someone"
-    return Message(channel_id, str(raw["id"]), str(author.get("id", "")), name, raw.get("content") or "", bool(author.get("bot")))
+    return Message(
+        channel_id, str(raw["id"]), str(author.get("id", "")), name, raw.get("content") or "", bool(author.get("bot"))
+    )

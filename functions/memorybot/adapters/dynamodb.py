@@ -20,10 +20,11 @@ import json
 import secrets
 import time
 import zlib
-from datetime import date, datetime, timedelta, timezone
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from datetime import UTC, date, datetime, timedelta
 from decimal import Decimal
 from itertools import islice
-from typing import Any, Callable, Iterator, Mapping, Sequence
+from typing import Any
 
 import boto3
 from botocore.config import Config
@@ -41,6 +42,7 @@ from ..domain import (
     Memory,
     Message,
     Owner,
+    SourceRef,
     iso,
     jst_day,
     parse_iso,
@@ -58,7 +60,7 @@ MAX_ATTEMPTS = 4  # "standard" retry mode: the first call and up to three retrie
 # ("TransactionConflict"); the conditions are re-checked on each attempt, so retrying is safe.
 TRANSACTION_CONFLICT_ATTEMPTS = 3
 TRANSACTION_CONFLICT_BACKOFF_SECONDS = 0.05
-LAST_FORGET_PAGE = 100  # ledger rows read per page while looking for the newest forget
+FORGET_PAGE = 100  # ledger rows read per page while collecting what the owner forgot
 
 
 def dynamodb_client() -> Any:
@@ -100,6 +102,11 @@ STALE_PAGE = 100  # items read per page of the review queue (a filter keeps only
 BY_RUN = _index(tables.MEMORY_LOG, "by_run")
 BY_JST_DAY = _index(tables.MESSAGES, "by_jst_day")
 BY_CONVERSATION = _index(tables.MESSAGES, "by_conversation")
+BY_AUTHOR = _index(tables.MESSAGES, "by_author")
+MEMORIES_BY_USER = _index(tables.MEMORIES, "by_user")
+LEDGER_BY_USER = _index(tables.MEMORY_LOG, "by_user")
+# The one change an erasure makes to a ledger row (and the only attributes its role may name).
+REDACTED_ATTRIBUTES = ("before", "after", "redacted")
 
 
 # ---- attribute values ---------------------------------------------------------
@@ -138,7 +145,16 @@ def memory_item(memory: Memory) -> Item:
         "stale_shard": _s(stale_shard(memory.owner)),
         # A written memory (added, updated, restored) starts its place in the review queue afresh.
         "review_after": _s(iso(memory.updated_at)),
+        **_sources_attribute(memory.sources),
     }
+
+
+def _sources_attribute(sources: tuple[SourceRef, ...]) -> Item:
+    return {"sources": {"L": [_s(ref.encode()) for ref in sources]}} if sources else {}
+
+
+def _sources_from(item: Item) -> tuple[SourceRef, ...]:
+    return tuple(SourceRef.decode(v["S"]) for v in item.get("sources", {}).get("L", []))
 
 
 def memory_from_item(item: Item) -> Memory:
@@ -151,6 +167,7 @@ def memory_from_item(item: Item) -> Memory:
         created_at=parse_iso(item["created_at"]["S"]),
         updated_at=parse_iso(item["updated_at"]["S"]),
         scope=item["scope"]["S"],
+        sources=_sources_from(item),
     )
 
 
@@ -168,6 +185,7 @@ def memory_to_json(memory: Memory) -> str:
             "text": memory.text,
             "created_at": iso(memory.created_at),
             "updated_at": iso(memory.updated_at),
+            **({"sources": [ref.encode() for ref in memory.sources]} if memory.sources else {}),
         },
         ensure_ascii=False,
         sort_keys=True,
@@ -185,6 +203,7 @@ def memory_from_json(text: str | None) -> Memory | None:
         parse_iso(data["created_at"]),
         parse_iso(data["updated_at"]),
         scope=data["scope"],
+        sources=tuple(SourceRef.decode(t) for t in data.get("sources", [])),
     )
 
 
@@ -214,6 +233,9 @@ def ledger_item(entry: LedgerEntry) -> Item:
         item["after"] = _s(memory_to_json(entry.after))
     if entry.run_id is not None:  # only then: the by_run index stays sparse
         item["run_id"] = {"N": str(int(entry.run_id))}
+    item.update(_sources_attribute(entry.sources))
+    if entry.redacted:
+        item["redacted"] = {"BOOL": True}
     return item
 
 
@@ -230,6 +252,8 @@ def ledger_from_item(item: Item) -> LedgerEntry:
         run_id=int(number_str(item["run_id"])) if "run_id" in item else None,
         entry_id=item["entry_key"]["S"].rsplit("#", 1)[1],
         scope=item["scope"]["S"],
+        sources=_sources_from(item),
+        redacted=item.get("redacted", {}).get("BOOL", False),
     )
 
 
@@ -258,7 +282,7 @@ class DynamoMemoryStore:
         self, owner: Owner, *, actor: Actor, reason: str, limit: int, run_id: int | None = None
     ) -> list[Memory]:
         profile: list[Memory] = []
-        if limit > 0:
+        if limit is None or limit > 0:
             items = query_items(
                 self._client,
                 TableName=self._memories,
@@ -267,8 +291,8 @@ class DynamoMemoryStore:
                 ExpressionAttributeNames={"#owner": "owner"},
                 ExpressionAttributeValues={":owner": _s(owner.key)},
                 ScanIndexForward=False,
-                Limit=limit,
                 ConsistentRead=True,
+                **({"Limit": limit} if limit else {}),
             )
             profile = [memory_from_item(i) for i in islice(items, limit)]
         entry = LedgerEntry(
@@ -291,7 +315,14 @@ class DynamoMemoryStore:
         self, owner: Owner, memory_ids: tuple[str, ...], *, actor: Actor, reason: str, run_id: int | None = None
     ) -> None:
         entry = LedgerEntry(
-            owner.user_id, Action.READ, Actor(actor), reason, self._clock(), tuple(memory_ids), run_id=run_id, scope=owner.scope
+            owner.user_id,
+            Action.READ,
+            Actor(actor),
+            reason,
+            self._clock(),
+            tuple(memory_ids),
+            run_id=run_id,
+            scope=owner.scope,
         )
         self._client.put_item(
             TableName=self._log, Item=ledger_item(entry), ConditionExpression="attribute_not_exists(entry_key)"
@@ -306,7 +337,13 @@ class DynamoMemoryStore:
     # -- changes
 
     def apply(
-        self, change: Change, *, actor: Actor, run_id: int | None = None, ledger_action: Action | None = None
+        self,
+        change: Change,
+        *,
+        actor: Actor,
+        run_id: int | None = None,
+        ledger_action: Action | None = None,
+        redacted: bool = False,
     ) -> LedgerEntry:
         entry = LedgerEntry(
             user_id=change.user_id,
@@ -315,10 +352,12 @@ class DynamoMemoryStore:
             reason=change.reason,
             at=self._clock(),
             memory_ids=(change.memory_id,),
-            before=change.before,
-            after=change.after,
+            before=None if redacted else change.before,
+            after=None if redacted else change.after,
             run_id=run_id,
             scope=change.owner.scope,
+            sources=(change.after or change.before).sources,  # type: ignore[union-attr]
+            redacted=redacted,
         )
         transaction = [
             self._memory_write(change),
@@ -459,8 +498,8 @@ class DynamoMemoryStore:
         )
         return [ledger_from_item(i) for i in items]
 
-    def ledger_for(self, owner: Owner, limit: int = 100) -> list[LedgerEntry]:
-        if limit <= 0:
+    def ledger_for(self, owner: Owner, limit: int | None = 100) -> list[LedgerEntry]:
+        if limit is not None and limit <= 0:
             return []
         items = query_items(
             self._client,
@@ -469,30 +508,62 @@ class DynamoMemoryStore:
             ExpressionAttributeNames={"#owner": "owner"},
             ExpressionAttributeValues={":owner": _s(owner.key)},
             ScanIndexForward=False,
-            Limit=limit,
             ConsistentRead=True,
+            **({"Limit": limit} if limit else {}),
         )
         return [ledger_from_item(i) for i in islice(items, limit)]
 
-    def last_forget_at(self, owner: Owner) -> datetime | None:
+    def forgotten_sources(self, owner: Owner) -> frozenset[str]:
         items = query_items(
             self._client,
             TableName=self._log,
             KeyConditionExpression="#owner = :owner",
             FilterExpression="#actor = :command AND #action = :delete",
-            ProjectionExpression="#at",
-            ExpressionAttributeNames={"#owner": "owner", "#actor": "actor", "#action": "action", "#at": "at"},
+            ProjectionExpression="sources",
+            ExpressionAttributeNames={"#owner": "owner", "#actor": "actor", "#action": "action"},
             ExpressionAttributeValues={
                 ":owner": _s(owner.key),
                 ":command": _s(Actor.COMMAND.value),
                 ":delete": _s(Action.DELETE.value),
             },
-            ScanIndexForward=False,
-            Limit=LAST_FORGET_PAGE,  # rows read per page (before the filter); pages continue until a hit
+            Limit=FORGET_PAGE,  # rows read per page (before the filter)
             ConsistentRead=True,
         )
-        newest = next(items, None)
-        return parse_iso(newest["at"]["S"]) if newest else None
+        return frozenset(ref.message_id for item in items for ref in _sources_from(item))
+
+    def owners_of(self, user_id: str) -> list[Owner]:
+        owners: dict[str, Owner] = {}
+        for table, index in ((self._memories, MEMORIES_BY_USER), (self._log, LEDGER_BY_USER)):
+            items = query_items(
+                self._client,
+                TableName=table,
+                IndexName=index,
+                KeyConditionExpression="user_id = :user",
+                ProjectionExpression="#scope, user_id",
+                ExpressionAttributeNames={"#scope": "scope"},
+                ExpressionAttributeValues={":user": _s(user_id)},
+            )
+            for item in items:
+                owner = Owner(item["scope"]["S"], item["user_id"]["S"])
+                owners.setdefault(owner.key, owner)
+        return sorted(owners.values(), key=lambda o: o.key)
+
+    def record(self, entry: LedgerEntry) -> None:
+        self._client.put_item(
+            TableName=self._log, Item=ledger_item(entry), ConditionExpression="attribute_not_exists(entry_key)"
+        )
+
+    def redact(self, entry: LedgerEntry) -> None:
+        # Only before/after go, and a flag says so; the condition keeps it from creating a row.
+        self._client.update_item(
+            TableName=self._log,
+            Key={"owner": _s(entry.owner.key), "entry_key": _s(ledger_entry_key(entry))},
+            UpdateExpression="REMOVE #before, #after SET #redacted = :true",
+            ConditionExpression="attribute_exists(entry_key)",
+            ExpressionAttributeNames={"#before": "before", "#after": "after", "#redacted": "redacted"},
+            ExpressionAttributeValues={":true": {"BOOL": True}},
+            ReturnValues="NONE",
+        )
 
 
 def _review_order(memory: Memory) -> tuple[datetime, str, str]:
@@ -536,7 +607,7 @@ def message_from_item(item: Item) -> Message:
     )
 
 
-_UNIX_EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
+_UNIX_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 _MS = timedelta(milliseconds=1)
 
 
@@ -567,18 +638,53 @@ class DynamoMessageStore:
     def put(self, message: Message) -> None:
         try:
             self._client.put_item(
-                TableName=self._table, Item=message_item(message), ConditionExpression="attribute_not_exists(message_id)"
+                TableName=self._table,
+                Item=message_item(message),
+                ConditionExpression="attribute_not_exists(message_id)",
             )
         except ClientError as error:
             # Already stored (a redelivered event): the first copy stands, and that is success.
             if error.response.get("Error", {}).get("Code") != "ConditionalCheckFailedException":
                 raise
 
+    def of_person(self, user_id: str) -> list[Message]:
+        own = [
+            message_from_item(i)
+            for i in query_items(
+                self._client,
+                TableName=self._table,
+                IndexName=BY_AUTHOR,
+                KeyConditionExpression="author_id = :user",
+                ExpressionAttributeValues={":user": _s(user_id)},
+            )
+        ]
+        replies: list[Message] = []
+        for channel_id in sorted({m.channel_id for m in own}):
+            items = query_items(
+                self._client,
+                TableName=self._table,
+                IndexName=BY_CONVERSATION,
+                KeyConditionExpression="conversation = :key",
+                ExpressionAttributeValues={":key": _s(conversation_key(channel_id, user_id))},
+            )
+            replies += [m for m in map(message_from_item, items) if m.is_bot and m.conversation_of == user_id]
+        return sorted(
+            {(m.channel_id, m.message_id): m for m in own + replies}.values(), key=lambda m: int(m.message_id)
+        )
+
+    def delete(self, message: Message) -> None:
+        self._client.delete_item(
+            TableName=self._table,
+            Key={"channel_id": _s(message.channel_id), "message_id": {"N": str(int(message.message_id))}},
+        )
+
     def recent(self, channel_id: str, limit: int, *, up_to: str | None = None) -> list[Message]:
         return self._newest({"channel_id": channel_id}, limit, up_to=up_to, index=None)
 
     def conversation(self, channel_id: str, user_id: str, limit: int, *, up_to: str | None = None) -> list[Message]:
-        found = self._newest({"conversation": conversation_key(channel_id, user_id)}, limit, up_to=up_to, index=BY_CONVERSATION)
+        found = self._newest(
+            {"conversation": conversation_key(channel_id, user_id)}, limit, up_to=up_to, index=BY_CONVERSATION
+        )
         # The index is shared by key only: check the owner again, so no other line slips in.
         return [m for m in found if m.conversation_of == user_id and m.channel_id == channel_id]
 
@@ -622,7 +728,9 @@ class DynamoMessageStore:
                 },
                 ScanIndexForward=True,
             )
-            found += [m for m in map(message_from_item, items) if int(m.message_id) in ids and m.conversation_of == user_id]
+            found += [
+                m for m in map(message_from_item, items) if int(m.message_id) in ids and m.conversation_of == user_id
+            ]
         return sorted(found, key=lambda m: int(m.message_id))
 
     def between(self, start: datetime, end: datetime) -> list[Message]:

@@ -260,13 +260,16 @@ class DynamoRunStore:
         self, run_id: int, owner: str, entry: LedgerEntry | None = None, counts: dict | None = None
     ) -> bool:
         if entry is None:
-            return self._if_owner(run_id, owner, "SET rolled_back = :true REMOVE lease_owner, lease_until", {":true": {"BOOL": True}})
+            return self._if_owner(
+                run_id, owner, "SET rolled_back = :true REMOVE lease_owner, lease_until", {":true": {"BOOL": True}}
+            )
         mark = {
             "Update": {
                 "TableName": self._table,
                 "Key": _run_key(run_id),
                 "UpdateExpression": (
-                    "SET rolled_back = :true, rolled_back_at = :at, rollback_counts = :counts REMOVE lease_owner, lease_until"
+                    "SET rolled_back = :true, rolled_back_at = :at, rollback_counts = :counts "
+                    "REMOVE lease_owner, lease_until"
                 ),
                 "ConditionExpression": "lease_owner = :owner AND rolled_back = :false",
                 "ExpressionAttributeValues": {
@@ -278,7 +281,13 @@ class DynamoRunStore:
                 },
             }
         }
-        row = {"Put": {"TableName": self._log, "Item": ledger_item(entry), "ConditionExpression": "attribute_not_exists(entry_key)"}}
+        row = {
+            "Put": {
+                "TableName": self._log,
+                "Item": ledger_item(entry),
+                "ConditionExpression": "attribute_not_exists(entry_key)",
+            }
+        }
         try:
             # The same token on botocore's own retries: a lost answer is not a second mark.
             self._client.transact_write_items(TransactItems=[mark, row], ClientRequestToken=secrets.token_hex(16))

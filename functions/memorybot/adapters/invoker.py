@@ -11,9 +11,10 @@ import json
 import logging
 import threading
 import uuid
+from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Any, Callable, Mapping
+from typing import Any
 
 from ..jobs import Job
 
@@ -61,7 +62,9 @@ class LocalContext:
 
 
 class LocalInvoker:
-    def __init__(self, handlers: Mapping[str, Callable[[dict, Any], Any]], *, max_workers: int = 4, retries: int = ASYNC_RETRIES) -> None:
+    def __init__(
+        self, handlers: Mapping[str, Callable[[dict, Any], Any]], *, max_workers: int = 4, retries: int = ASYNC_RETRIES
+    ) -> None:
         self._handlers = dict(handlers)
         self._retries = retries
         self._pool = ThreadPoolExecutor(max_workers=max_workers, thread_name_prefix="worker")
@@ -84,7 +87,9 @@ class LocalInvoker:
                     handler(event, LocalContext(f"memorybot-{worker}"))
                     return
                 except Exception as exc:  # noqa: BLE001 - retried like Lambda, then recorded
-                    logger.warning("worker failed", extra={"worker": worker, "attempt": attempt + 1, "error": type(exc).__name__})
+                    logger.warning(
+                        "worker failed", extra={"worker": worker, "attempt": attempt + 1, "error": type(exc).__name__}
+                    )
                     if attempt == self._retries:
                         self.failures.append((worker, type(exc).__name__))
         finally:

@@ -47,15 +47,16 @@ share between the extraction's verdict threads.
 from __future__ import annotations
 
 import json
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import httpx
 
 from ..domain import BOT_NAME, Exchange, Memory, Verdict, iso, plain_name
 from ..ports import ModelError
 from .json_http import json_client, post_attempt
-from .retry import Retrier, retrier_for
 from .llm_prompts import MEMORY_VERDICTS, REVIEW_VERDICTS, parse_probability, parse_verdict
+from .retry import Retrier, retrier_for
 
 
 def memory_body(memory: Memory) -> dict[str, str]:
@@ -103,11 +104,15 @@ class JevHttpDecisionModel:
         self._timeout = timeout_seconds
         self._retrier = retrier or Retrier()
         self._client = json_client(
-            base_url, timeout_seconds=timeout_seconds, api_key=api_key, max_connections=max_connections, transport=transport
+            base_url,
+            timeout_seconds=timeout_seconds,
+            api_key=api_key,
+            max_connections=max_connections,
+            transport=transport,
         )
 
     @classmethod
-    def from_settings(cls, settings: Any) -> "JevHttpDecisionModel":
+    def from_settings(cls, settings: Any) -> JevHttpDecisionModel:
         return cls(
             settings.jev_url,
             timeout_seconds=settings.model_timeout_seconds,
@@ -128,9 +133,7 @@ class JevHttpDecisionModel:
     def add(self, exchange: Exchange, verdicts: Sequence[tuple[Memory, Verdict]]) -> float:
         body = {
             **exchange_body(exchange),
-            "verdicts": [
-                {"id": str(m.memory_id), "text": m.text, "verdict": Verdict(v).value} for m, v in verdicts
-            ],
+            "verdicts": [{"id": str(m.memory_id), "text": m.text, "verdict": Verdict(v).value} for m, v in verdicts],
         }
         return parse_probability(self._post("/add", body), exact=False)
 
@@ -144,7 +147,8 @@ class JevHttpDecisionModel:
         # Messages name the path and status only: never the exchange or a memory's text.
         what = f"jev {path}"
         response = self._retrier.call(
-            lambda remaining: post_attempt(self._client, path, body, timeout=min(self._timeout, remaining), what=what), what
+            lambda remaining: post_attempt(self._client, path, body, timeout=min(self._timeout, remaining), what=what),
+            what,
         )
         if not response.is_success:
             raise ModelError(f"jev {path}: HTTP {response.status_code}")

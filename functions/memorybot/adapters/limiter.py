@@ -15,9 +15,10 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from functools import lru_cache
-from typing import Any, Callable, Iterator
+from functools import cache
+from typing import Any
 
 
 class LimiterTimeout(Exception):
@@ -94,7 +95,7 @@ class ModelCallLimiter:
             self._sleep(wait)
 
 
-@lru_cache(maxsize=None)
+@cache
 def _shared(max_in_flight: int, per_minute: int) -> ModelCallLimiter:
     return ModelCallLimiter(max_in_flight, per_minute)
 

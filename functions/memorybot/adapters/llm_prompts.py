@@ -24,13 +24,13 @@ from __future__ import annotations
 import json
 import math
 import re
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any
 
 from .. import quoting
 from ..domain import MEMORY_VERDICTS, REVIEW_VERDICTS, Exchange, Memory, PromptMessage, Verdict
 from ..ports import ModelError
-
 
 # Output budgets. Decisions are one tiny JSON object; texts are one line (reply: a few).
 DECISION_MAX_TOKENS = 100
@@ -69,6 +69,7 @@ class TextTask:
 
 # ---------------------------------------------------------------- schemas
 
+
 def probability_schema() -> dict[str, Any]:
     return {
         "type": "object",
@@ -96,7 +97,7 @@ _DECIDER = (
 # Whose memory it is: the speaker's, and only from what they said about themselves.
 _SPEAKER_RULE = (
     "Every question is about ONE person, the speaker (the <speaker> tag). Only facts the speaker states "
-    "about their own life count, including their relationships (\"my sister lives in Kobe\"); what the bot "
+    'about their own life count, including their relationships ("my sister lives in Kobe"); what the bot '
     "said, and what the speaker reports other people said or like, are not facts about the speaker. "
 )
 _PROBABILITY_FORMAT = (
@@ -166,6 +167,7 @@ def review_question(memory: Memory) -> Question:
 
 # ---------------------------------------------------------------- writing prompts
 
+
 def memory_task(exchange: Exchange, current: Memory | None) -> TextTask:
     """The rewrite sees the exchange and ``current`` only: never the rest of the profile."""
     rules = (
@@ -189,13 +191,13 @@ def memory_task(exchange: Exchange, current: Memory | None) -> TextTask:
 def diary_task(transcript: str) -> TextTask:
     system = (
         "あなたはDiscordサーバーの日記係です。与えられた会話ログから、その日の出来事を日本語の一文で書いてください。"
-        "出力は一行だけ、前置きや引用符は不要です。個人の秘密には触れないでください。"
-        + quoting.QUOTED_DATA_RULE_JA
+        "出力は一行だけ、前置きや引用符は不要です。個人の秘密には触れないでください。" + quoting.QUOTED_DATA_RULE_JA
     )
     return TextTask("write_diary", system, f"会話ログ:\n{quoting.transcript_block(transcript)}", DIARY_MAX_TOKENS)
 
 
 # ---------------------------------------------------------------- answer parsing
+
 
 def _reject_constant(name: str) -> Any:
     raise ValueError(f"non-finite number {name}")

@@ -29,7 +29,9 @@ def s3_client() -> Any:
     import boto3
     from botocore.config import Config
 
-    return boto3.client("s3", config=Config(connect_timeout=2, read_timeout=10, retries={"mode": "standard", "max_attempts": 4}))
+    return boto3.client(
+        "s3", config=Config(connect_timeout=2, read_timeout=10, retries={"mode": "standard", "max_attempts": 4})
+    )
 
 
 class FileManifests:

@@ -59,4 +59,6 @@ def build_chat_model(settings: Settings) -> ChatModel:
         return OfflineChatModel()
     if kind == "http":
         raise ValueError("MEMORYBOT_CHAT_MODEL cannot be 'http': the Jev service only decides, it does not write")
-    raise ValueError(f"unknown MEMORYBOT_CHAT_MODEL {settings.chat_model!r}: expected one of {', '.join(CHAT_BACKENDS)}")
+    raise ValueError(
+        f"unknown MEMORYBOT_CHAT_MODEL {settings.chat_model!r}: expected one of {', '.join(CHAT_BACKENDS)}"
+    )

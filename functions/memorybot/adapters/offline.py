@@ -29,9 +29,9 @@ authorship comes from ``is_bot`` and the author id, never from "name: text" text
 from __future__ import annotations
 
 import re
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from html import unescape
-from typing import Sequence
 
 from ..domain import Exchange, Memory, PromptMessage, Verdict
 from ..ports import ModelError
@@ -52,7 +52,9 @@ _SELF_EN = re.compile(
     r"|i'm|i've|i'll|i'd|my|going\s+to|gonna)\b",
     re.IGNORECASE,
 )
-_SELF_JA = re.compile(r"好き|嫌い|大好き|私は|僕は|俺は|わたしは|私の|僕の|俺の|予定|つもり|住んで|働いて|飼って|始めた")
+_SELF_JA = re.compile(
+    r"好き|嫌い|大好き|私は|僕は|俺は|わたしは|私の|僕の|俺の|予定|つもり|住んで|働いて|飼って|始めた"
+)
 _FORGET = re.compile(
     r"\bforget\b|\bno\s+longer\b|\bnot\s+anymore\b|\b(?:don't|do\s+not|doesn't|didn't)\b[^.!?]*\banymore\b"
     r"|忘れて|もう[^。！？]*(?:ない|ません|やめ)",
@@ -158,7 +160,7 @@ class OfflineDecisionModel:
 
 
 # First person -> third person, for the stand-in's memory texts. Order matters.
-_THIRD_PERSON = [
+_THIRD_PERSON: list[tuple[re.Pattern[str], str | Callable[[re.Match[str]], str]]] = [
     (re.compile(r"\bi\s+am\b|\bi'm\b", re.I), "is"),
     (re.compile(r"\bi\s+have\b|\bi've\b", re.I), "has"),
     (re.compile(r"\bi\s+will\b|\bi'll\b", re.I), "will"),

@@ -14,8 +14,9 @@ from __future__ import annotations
 
 import json
 import threading
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Any
 
 import httpx
 
@@ -23,8 +24,8 @@ from ..domain import PromptMessage
 from ..ports import ModelError
 from . import llm_prompts
 from .json_http import json_client, post_attempt
-from .retry import Retrier, retrier_for
 from .llm_prompts import Question, TextTask
+from .retry import Retrier, retrier_for
 
 # Statuses with which servers without JSON mode refuse ``response_format``.
 _JSON_MODE_REFUSALS = frozenset({400, 404, 415, 422})
@@ -56,13 +57,17 @@ class OpenAICompatibleClient:
         self._timeout = timeout_seconds
         self._retrier = retrier or Retrier()
         self._client = json_client(
-            base_url, timeout_seconds=timeout_seconds, api_key=api_key, max_connections=max_connections, transport=transport
+            base_url,
+            timeout_seconds=timeout_seconds,
+            api_key=api_key,
+            max_connections=max_connections,
+            transport=transport,
         )
         self._json_mode = True  # until the server refuses it
         self._lock = threading.Lock()
 
     @classmethod
-    def from_settings(cls, settings: Any) -> "OpenAICompatibleClient":
+    def from_settings(cls, settings: Any) -> OpenAICompatibleClient:
         return cls(
             settings.openai_base_url,
             settings.openai_model,

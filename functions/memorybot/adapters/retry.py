@@ -3,8 +3,8 @@
 A backend only classifies its own errors: it raises ``Retryable`` for a throttle or a
 transient failure (with the server's Retry-After, when it gave one) and ``ModelError`` for
 anything else. ``Retrier.call`` retries ``Retryable`` with capped exponential backoff and
-full jitter, added to the server's Retry-After (never sooner than asked), while the call's deadline allows; then it raises
-``ModelUnavailable``. Every other exception passes through at once: a malformed or
+full jitter, added to the server's Retry-After (never sooner than asked), while the call's
+deadline allows; then it raises ``ModelUnavailable``. Every other exception passes through at once: a malformed or
 out-of-range answer is not retried.
 
 Each attempt holds a slot of the process's ``ModelCallLimiter`` (in flight and per minute);
@@ -16,9 +16,10 @@ from __future__ import annotations
 
 import random
 import time
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from email.utils import parsedate_to_datetime
-from typing import Any, Callable, Mapping, TypeVar
+from typing import Any, TypeVar
 
 from ..ports import ModelUnavailable
 from .limiter import LimiterTimeout, ModelCallLimiter

@@ -7,7 +7,8 @@ from __future__ import annotations
 
 import base64
 import json
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from .. import bootstrap
 from ..jobs import BadJob, Job
@@ -50,7 +51,9 @@ def idempotent(worker: str, fn: Callable[[dict], dict], context: Any) -> Callabl
     )
     config.register_lambda_context(context)
     store = bootstrap.container().idempotency_store(worker)
-    return idempotent_function(data_keyword_argument="job", persistence_store=store, config=config, key_prefix=f"memorybot.{worker}")(fn)
+    return idempotent_function(
+        data_keyword_argument="job", persistence_store=store, config=config, key_prefix=f"memorybot.{worker}"
+    )(fn)
 
 
 def refused(job_type: type[Job], event: Any, logger: Any) -> bool:
@@ -78,5 +81,7 @@ def count_metric(name: str) -> None:
     """One count of ``name`` as a CloudWatch metric (Powertools' embedded metric format on stdout)."""
     from aws_lambda_powertools.metrics import MetricUnit, single_metric
 
-    with single_metric(name=name, unit=MetricUnit.Count, value=1, namespace=bootstrap.container().settings.metrics_namespace):
+    with single_metric(
+        name=name, unit=MetricUnit.Count, value=1, namespace=bootstrap.container().settings.metrics_namespace
+    ):
         pass

@@ -53,5 +53,8 @@ def extract(job: ExtractionJob) -> dict:
         logger.warning("model unavailable after every retry: decisions lost")
         count_metric("DecisionsLost")
         return {"outcome": "decisions_lost", "added": [], "updated": [], "deleted": []}
-    logger.info("extraction done", extra={"outcome": result.outcome, "added": result.added, "updated": result.updated, "deleted": result.deleted})
+    logger.info(
+        "extraction done",
+        extra={"outcome": result.outcome, "added": result.added, "updated": result.updated, "deleted": result.deleted},
+    )
     return {"outcome": result.outcome, "added": result.added, "updated": result.updated, "deleted": result.deleted}

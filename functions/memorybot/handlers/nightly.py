@@ -10,7 +10,8 @@ Logs carry ids and counts, never text.
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from aws_lambda_powertools import Logger
 

@@ -65,8 +65,14 @@ def answer(job: ReplyJob) -> dict:
     # The reply belongs to the person it answers: part of their exchange, no one else's.
     c.message_store.put(
         Message(
-            job.channel_id, message_id, job.application_id, BOT_NAME, text,
-            is_bot=True, scope=job.scope, conversation_of=job.user_id,
+            job.channel_id,
+            message_id,
+            job.application_id,
+            BOT_NAME,
+            text,
+            is_bot=True,
+            scope=job.scope,
+            conversation_of=job.user_id,
         )
     )
     c.invoker.invoke(ExtractionJob.after_reply(job, message_id))
@@ -84,4 +90,3 @@ def _fetch_history(c, channel_id: str, scope: str, application_id: str) -> None:
             c.message_store.put(replace(message, is_bot=mine, scope=scope, conversation_of=""))
     except Exception as exc:  # noqa: BLE001 - history is a bonus, never a reason not to answer
         logger.warning("channel history fetch failed", extra={"error": type(exc).__name__})
-

@@ -11,10 +11,11 @@ import hashlib
 import itertools
 import json
 import secrets
+from collections.abc import Iterable
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 
 import httpx
 
@@ -29,7 +30,11 @@ LOCAL_GUILD_ID = "1200000000000000001"
 HELP = """Type a message to /chat with the bot. Other commands:
   /memory show          the bot DMs you what it remembers about you
   /memory forget <id>   forget one memory (ids come from /memory show)
-  /memory suggest <txt> what autocomplete would offer for forget
+  /memory suggest <txt> what autocomplete would offer for forget (and why)
+  /memory why <id>      when and from which of your messages a memory was learned
+  /memory export        the bot DMs you a JSON file of all your memories and their history
+  /memory forget-all    asks to forget everything here, with a button
+  /confirm              click the last confirmation button you were shown
   /nightly [ISO time]   run the nightly consolidation for the night about to end
                         (or for the night that time falls after, as the 03:00 JST schedule would)
   /help, /quit"""
@@ -60,7 +65,7 @@ def parse_time(text: str) -> datetime:
         at = datetime.fromisoformat(text.strip().replace("Z", "+00:00"))
     except ValueError:
         raise ValueError(bad_time_hint(text)) from None
-    return at if at.tzinfo else at.replace(tzinfo=timezone.utc)
+    return at if at.tzinfo else at.replace(tzinfo=UTC)
 
 
 def night_about_to_end(now: datetime) -> datetime:
@@ -78,12 +83,14 @@ def describe_window(at: datetime) -> str:
 def nightly_request(http: httpx.Client, url: str, admin: dict[str, str], now: str | None) -> tuple[int, dict, str]:
     """POST /local/nightly for the night about to end (or the night ``now`` falls after):
     (status, answer, which window). ValueError for a time that does not parse."""
-    at = parse_time(now) if now else night_about_to_end(datetime.now(timezone.utc))
+    at = parse_time(now) if now else night_about_to_end(datetime.now(UTC))
     response = http.post(f"{url}/local/nightly", json={"now": at.isoformat()}, headers=admin, timeout=600)
     return response.status_code, (response.json() if response.content else {}), describe_window(at)
 
 
-def nightly_lines(status: int, answer: dict, window: str, another_day: str = "/nightly 2031-01-02T03:00:00+09:00") -> list[str]:
+def nightly_lines(
+    status: int, answer: dict, window: str, another_day: str = "/nightly 2031-01-02T03:00:00+09:00"
+) -> list[str]:
     if status == 200:
         return [f"Ran the {window}.", json.dumps(answer, ensure_ascii=False, indent=2)]
     if status == 409:
@@ -132,7 +139,9 @@ def find_admin_secret(state_dir: Path | None) -> str:
         if path.exists():
             return path.read_text().strip()
     where = " or ".join(str(d / ADMIN_SECRET_FILE) for d in candidates)
-    raise SystemExit(f"No admin secret at {where} and MEMORYBOT_ADMIN_SECRET is unset: start the stack first (make run).")
+    raise SystemExit(
+        f"No admin secret at {where} and MEMORYBOT_ADMIN_SECRET is unset: start the stack first (make run)."
+    )
 
 
 def no_stack_hint(url: str) -> str:
@@ -153,6 +162,7 @@ class LocalClient:
     http: httpx.Client = field(default_factory=lambda: httpx.Client(timeout=180))
     admin_secret: str = ""  # for the stack's /local/* routes
     state_dir: Path | None = None  # where the key and secret came from (named when the stack refuses them)
+    last_button: str = ""  # custom_id of the last button the bot showed this person
     _seen: int = 0
     _application_id: str = ""
 
@@ -181,11 +191,41 @@ class LocalClient:
         return self._command("memory", [{"type": 1, "name": "show", "options": []}])
 
     def forget(self, memory_id: str) -> list[str]:
-        return self._command("memory", [{"type": 1, "name": "forget", "options": [{"type": 3, "name": "id", "value": memory_id}]}])
+        return self._command(
+            "memory", [{"type": 1, "name": "forget", "options": [{"type": 3, "name": "id", "value": memory_id}]}]
+        )
+
+    def why(self, memory_id: str) -> list[str]:
+        return self._command(
+            "memory", [{"type": 1, "name": "why", "options": [{"type": 3, "name": "id", "value": memory_id}]}]
+        )
+
+    def export(self) -> list[str]:
+        return self._command("memory", [{"type": 1, "name": "export", "options": []}])
+
+    def forget_all(self) -> list[str]:
+        return self._command("memory", [{"type": 1, "name": "forget-all", "options": []}])
+
+    def click(self, custom_id: str | None = None) -> list[str]:
+        """Click a button (the last one shown, unless ``custom_id`` names another) as Discord
+        sends it: a MESSAGE_COMPONENT interaction carrying the button's custom_id."""
+        custom_id = custom_id or self.last_button
+        if not custom_id:
+            return ["(no button to click: ask with /memory forget-all first)"]
+        payload = self._payload("", [], kind=3)
+        payload["data"] = {"custom_id": custom_id, "component_type": 2}
+        status, answer = self.send(payload)
+        if status != 200:
+            return [f"(the bot refused the request: HTTP {status})"]
+        data = answer.get("data") or {}
+        prefix = "(only you can see this) " if data.get("flags", 0) & 64 else "(the confirmation now reads) "
+        return [f"memorybot: {prefix}{data.get('content', '')}"]
 
     def suggest(self, typed: str) -> list[str]:
         option = {"type": 3, "name": "id", "value": typed, "focused": True}
-        status, answer = self.send(self._payload("memory", [{"type": 1, "name": "forget", "options": [option]}], kind=4))
+        status, answer = self.send(
+            self._payload("memory", [{"type": 1, "name": "forget", "options": [option]}], kind=4)
+        )
         choices = (answer.get("data") or {}).get("choices", []) if status == 200 else []
         return [f"  {c['value']}: {c['name']}" for c in choices] or ["  (no suggestions)"]
 
@@ -209,7 +249,7 @@ class LocalClient:
 
     def _payload(self, name: str, options: list, kind: int = 2) -> dict:
         payload: dict[str, Any] = {
-            "id": snowflake_at(datetime.now(timezone.utc), next(_SEQUENCE)),
+            "id": snowflake_at(datetime.now(UTC), next(_SEQUENCE)),
             "application_id": self.application_id,
             "type": kind,
             "token": secrets.token_urlsafe(24),
@@ -238,11 +278,19 @@ class LocalClient:
         if data.get("content"):
             prefix = "(only you can see this) " if data.get("flags", 0) & 64 else ""
             lines.append(f"memorybot: {prefix}{data['content']}")
-        drained = self.http.post(f"{self.url}/local/drain", headers=self._admin).json()  # reply and extraction run in the background
+        for row in data.get("components") or []:
+            for button in row.get("components") or []:
+                self.last_button = button.get("custom_id", "")
+                lines.append(f"  [button: {button.get('label', '')}] (type /confirm to click it)")
+        drained = self.http.post(
+            f"{self.url}/local/drain", headers=self._admin
+        ).json()  # reply and extraction run in the background
         posted = list(self._posted(payload["token"]))
         if answer.get("type") == 5 and not posted:
             failed = drained.get("failedInvocations", 0)
-            posted.append(f"(no reply was posted; {failed} background invocation(s) failed so far: see the stack's output)")
+            posted.append(
+                f"(no reply was posted; {failed} background invocation(s) failed so far: see the stack's output)"
+            )
         return lines + posted
 
     def _posted(self, token: str) -> Iterable[str]:
@@ -253,6 +301,8 @@ class LocalClient:
                 yield f"memorybot: {content}"
             elif event["kind"] == "message" and event["recipient_id"] == self.user_id:
                 yield f"[DM from memorybot to {self.user_name}]\n{content}"
+                for attachment in event.get("attachments") or []:
+                    yield f"[attached file {attachment['filename']}]\n{attachment['text']}"
 
     def _events(self) -> list[dict]:
         """What the bot posted since last time (empty when the stack talks to real Discord)."""
@@ -276,6 +326,14 @@ class LocalClient:
             return self.forget(words[2].strip()) if len(words) > 2 else [TEXT_FORGET_WHICH]
         if words[:2] == ["/memory", "suggest"]:
             return self.suggest(words[2] if len(words) > 2 else "")
+        if words[:2] == ["/memory", "why"]:
+            return self.why(words[2] if len(words) > 2 else "")
+        if words[:2] == ["/memory", "export"]:
+            return self.export()
+        if words[:2] == ["/memory", "forget-all"]:
+            return self.forget_all()
+        if words[0] == "/confirm":
+            return self.click()
         if words[0] == "/nightly":
             return self.nightly(line.split(maxsplit=1)[1] if len(words) > 1 else None)
         if words[0] == "/chat":
@@ -295,8 +353,13 @@ def run(
     guild_id: str | None = LOCAL_GUILD_ID,
 ) -> int:
     client = LocalClient(
-        url.rstrip("/"), user_name, find_signing_key(state_dir), channel_id, guild_id,
-        admin_secret=find_admin_secret(state_dir), state_dir=state_dir,
+        url.rstrip("/"),
+        user_name,
+        find_signing_key(state_dir),
+        channel_id,
+        guild_id,
+        admin_secret=find_admin_secret(state_dir),
+        state_dir=state_dir,
     )
     try:
         client.catch_up()
@@ -306,8 +369,8 @@ def run(
         print(f"({user_name} is user id {client.user_id})")
         for line in says:
             print(f"{user_name}> {line}")
-            for out in _handle(client, line) or []:
-                print(out)
+            for printed in _handle(client, line) or []:
+                print(printed)
         return 0
     print(f"Chatting as {user_name} (user id {client.user_id}) on {url}. /help for commands.")
     while True:

@@ -39,6 +39,8 @@ class Recorded:
     message_id: str = ""
     headers: dict = field(default_factory=dict)
 
+    attachments: list = field(default_factory=list)  # [{"filename", "content_type", "text"}] of a multipart post
+
     @property
     def content(self) -> str:
         return (self.body or {}).get("content", "") if isinstance(self.body, dict) else ""
@@ -55,6 +57,7 @@ class DiscordRecorder:
         self._originals: dict[str, str] = {}  # interaction token -> message id
         self._rate_limits: list[float] = []  # Retry-After of the next answers that will be 429s
         self._others: dict[str, list[dict]] = {}  # channel id -> messages people posted (not via the bot)
+        self._attachments: list[dict] = []  # the files of the request being routed
 
     # ------------------------------------------------------------ test and demo controls
 
@@ -96,15 +99,24 @@ class DiscordRecorder:
     def handle(self, method: str, path: str, body: bytes, headers: dict[str, str] | None = None) -> tuple[int, Any]:
         """``path`` relative to the API base (``users/@me/channels``); (status, JSON) back."""
         path = path.strip("/").split("?")[0]
-        try:
-            payload = json.loads(body) if body else None
-        except ValueError:
-            return 400, {"code": 50109, "message": "The request body contains invalid JSON."}
+        lowered = {k.lower(): v for k, v in (headers or {}).items()}
+        attachments: list[dict] = []
+        if lowered.get("content-type", "").startswith("multipart/form-data"):
+            try:
+                payload, attachments = _multipart(lowered["content-type"], body)
+            except ValueError as exc:
+                return 400, {"code": 50035, "message": f"Invalid Form Body: {exc}"}
+        else:
+            try:
+                payload = json.loads(body) if body else None
+            except ValueError:
+                return 400, {"code": 50109, "message": "The request body contains invalid JSON."}
         with self._lock:
             if self._rate_limits:
                 wait = self._rate_limits.pop(0)
                 return 429, {"message": "You are being rate limited.", "retry_after": wait, "global": False}
-            return self._route(method, path, payload, {k.lower(): v for k, v in (headers or {}).items()})
+            self._attachments = attachments
+            return self._route(method, path, payload, lowered)
 
     def _route(self, method: str, path: str, payload: Any, headers: dict) -> tuple[int, Any]:
         if method == "POST" and _DM_OPEN.match(path):
@@ -120,11 +132,26 @@ class DiscordRecorder:
             if recipient in self.closed_dms:
                 return 403, DMS_CLOSED
             message_id = self._new_id()
-            self._record("message", method, path, payload, headers, channel_id=channel_id, recipient_id=recipient, message_id=message_id)
+            self._record(
+                "message",
+                method,
+                path,
+                payload,
+                headers,
+                channel_id=channel_id,
+                recipient_id=recipient,
+                message_id=message_id,
+            )
+            self.events[-1].attachments = self._attachments
             return 200, {"id": message_id, "channel_id": channel_id, "content": (payload or {}).get("content", "")}
         if (m := _CHANNEL_MESSAGES.match(path)) and method == "GET":
             posted = [
-                {"id": e.message_id, "type": 0, "content": e.content, "author": {"id": "0", "username": "memorybot", "bot": True}}
+                {
+                    "id": e.message_id,
+                    "type": 0,
+                    "content": e.content,
+                    "author": {"id": "0", "username": "memorybot", "bot": True},
+                }
                 for e in self.events
                 if e.kind == "message" and e.channel_id == m["channel"]
             ]
@@ -142,9 +169,44 @@ class DiscordRecorder:
     def _new_id(self) -> str:
         return snowflake_at(utcnow(), next(self._ids))
 
-    def _record(self, kind: str, method: str, path: str, payload: Any, headers: dict, **fields: str) -> None:
+    def _record(self, kind: str, method: str, path: str, payload: Any, headers: dict, **fields: Any) -> None:
         kept = {k: headers[k] for k in ("authorization", "user-agent") if k in headers}
         self.events.append(Recorded(next(self._seq), kind, method, path, payload, headers=kept, **fields))
+
+
+def _multipart(content_type: str, body: bytes) -> tuple[Any, list[dict]]:
+    """Discord's file upload: ``payload_json`` (the message) and ``files[n]`` parts. The files
+    must be named in ``payload_json.attachments`` as Discord requires."""
+    from email.parser import BytesParser
+    from email.policy import HTTP
+
+    message = BytesParser(policy=HTTP).parsebytes(b"Content-Type: " + content_type.encode() + b"\r\n\r\n" + body)
+    if not message.is_multipart():
+        raise ValueError("not multipart")
+    payload: Any = None
+    files: list[dict] = []
+    for part in message.iter_parts():
+        name = part.get_param("name", header="content-disposition")
+        name = name if isinstance(name, str) else None
+        data = part.get_payload(decode=True)
+        data = data if isinstance(data, bytes) else b""
+        if name == "payload_json":
+            payload = json.loads(data)
+        elif name and re.fullmatch(r"files\[\d+\]", name):
+            files.append(
+                {
+                    "field": name,
+                    "filename": part.get_filename() or "",
+                    "content_type": part.get_content_type(),
+                    "text": data.decode("utf-8", "replace"),
+                }
+            )
+    if not isinstance(payload, dict):
+        raise ValueError("payload_json missing")
+    named = {a.get("filename") for a in payload.get("attachments") or [] if isinstance(a, dict)}
+    if any(f["filename"] not in named for f in files):
+        raise ValueError("a file is not named in payload_json.attachments")
+    return payload, files
 
 
 def event_json(event: Recorded) -> dict:
@@ -159,7 +221,9 @@ def serve(recorder: DiscordRecorder, host: str = "127.0.0.1", port: int = 0) -> 
     class Handler(BaseHTTPRequestHandler):
         def _answer(self) -> None:
             length = int(self.headers.get("Content-Length") or 0)
-            status, body = recorder.handle(self.command, self.path.removeprefix("/api/v10"), self.rfile.read(length), dict(self.headers))
+            status, body = recorder.handle(
+                self.command, self.path.removeprefix("/api/v10"), self.rfile.read(length), dict(self.headers)
+            )
             raw = json.dumps(body).encode()
             self.send_response(status)
             self.send_header("Content-Type", "application/json")
@@ -175,4 +239,5 @@ def serve(recorder: DiscordRecorder, host: str = "127.0.0.1", port: int = 0) -> 
     server = ThreadingHTTPServer((host, port), Handler)
     threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
     bound_host, bound_port = server.server_address[:2]
-    return server, f"http://{bound_host}:{bound_port}/api/v10"
+    host_text = bound_host.decode() if isinstance(bound_host, bytes) else bound_host
+    return server, f"http://{host_text}:{bound_port}/api/v10"

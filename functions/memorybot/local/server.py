@@ -14,11 +14,11 @@ import logging
 import os
 import secrets
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import datetime
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
 from .. import bootstrap, config, tables
@@ -37,7 +37,7 @@ MANIFEST_DIR = "manifests"
 DISCORD_PREFIX = "/discord/api/v10"
 LOCAL_APPLICATION_ID = "1000000000000000001"
 DRAIN_TIMEOUT_SECONDS = 120
-POST_ONLY = frozenset({"/interactions", "/memory/rollback", "/local/drain", "/local/nightly"})
+POST_ONLY = frozenset({"/interactions", "/memory/rollback", "/memory/erase", "/local/drain", "/local/nightly"})
 LOCAL_PREFIX = "/local/"
 MAX_LOCAL_BODY_DEPTH = 8  # the local routes take flat JSON objects
 
@@ -138,7 +138,9 @@ def start(host: str = DEFAULT_HOST, port: int = DEFAULT_PORT, state_dir: Path = 
     container.invoker = invoker  # the hand-off runs here instead of Lambda
     if not container.settings.manifest_bucket:  # the nightly manifests, where this stack can read them
         container.manifest_store = FileManifests(state_dir / MANIFEST_DIR)
-    stack = LocalStack(url, httpd, invoker, recorder, state_dir, moto, notes, admin_secret, _hosts(host, httpd.server_address[1]))
+    stack = LocalStack(
+        url, httpd, invoker, recorder, state_dir, moto, notes, admin_secret, _hosts(host, httpd.server_address[1])
+    )
     httpd.stack = stack  # type: ignore[attr-defined]
     threading.Thread(target=httpd.serve_forever, kwargs={"poll_interval": 0.1}, daemon=True, name="local-stack").start()
     return stack
@@ -194,7 +196,9 @@ def _dm_user(data: dict) -> str:
             raise BadBody("user must be a name, e.g. alice")
         return user_id_for(data["user"].strip())
     if not is_snowflake(data["user_id"]):
-        raise BadBody('user_id must be a Discord user id (digits); to name a person as the client does, send {"user": "alice"}')
+        raise BadBody(
+            'user_id must be a Discord user id (digits); to name a person as the client does, send {"user": "alice"}'
+        )
     return data["user_id"]
 
 
@@ -273,9 +277,14 @@ class _Handler(BaseHTTPRequestHandler):
             return self._lambda("interactions", "handler", path, query, body)
         if method == "POST" and path == "/memory/rollback":
             return self._lambda("admin", "handler", path, query, body)
+        if method == "POST" and path == "/memory/erase":
+            return self._lambda("erase", "handler", path, query, body)
         if method == "POST" and path == "/local/drain":
             drained = self.stack.invoker.drain(timeout=DRAIN_TIMEOUT_SECONDS)
-            return (200 if drained else 504), {"drained": drained, "failedInvocations": len(self.stack.invoker.failures)}
+            return (200 if drained else 504), {
+                "drained": drained,
+                "failedInvocations": len(self.stack.invoker.failures),
+            }
         if method == "POST" and path == "/local/nightly":
             return self._nightly(body)
         if method == "GET" and path == "/local/info":
@@ -294,7 +303,9 @@ class _Handler(BaseHTTPRequestHandler):
             handler: Callable = getattr(importlib.import_module(f"memorybot.handlers.{module}"), name)
         except (ImportError, AttributeError):
             return 404, {"error": "not available in this build"}
-        result = handler(proxy_event(self.command, path, query, dict(self.headers), body), LocalContext(f"memorybot-{module}"))
+        result = handler(
+            proxy_event(self.command, path, query, dict(self.headers), body), LocalContext(f"memorybot-{module}")
+        )
         return int(result["statusCode"]), json.loads(result.get("body") or "null")
 
     def _nightly(self, body: bytes) -> tuple[int, Any]:
