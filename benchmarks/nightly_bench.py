@@ -1,4 +1,6 @@
-"""Nightly run wall time for 100 and 1,000 active speakers at a simulated model latency L.
+"""Nightly run wall time for 100 and 1,000 active speakers at a model latency L, through the real
+adapters: the OpenAI-compatible backend over HTTP to a loopback model server that holds each call
+for L, under the process's model-call limiter (MEMORYBOT_MODEL_MAX_IN_FLIGHT's default).
 
 Every speaker had a busy day: 30 messages (five chunks, the cap) and ten memories; Jev
 keeps every memory and wants an add each time, so each chunk costs 1 worth + 10
@@ -17,6 +19,10 @@ import threading
 import time
 from datetime import UTC, datetime, timedelta
 
+from memorybot.adapters.limiter import ModelCallLimiter
+from memorybot.adapters.openai_chat import OpenAIChatModel, OpenAICompatibleClient, OpenAIDecisionModel
+from memorybot.adapters.retry import Retrier
+from memorybot.config import Settings
 from memorybot.consolidation import (
     CHUNK_MESSAGES,
     CHUNKS_PER_SPEAKER,
@@ -25,53 +31,18 @@ from memorybot.consolidation import (
     Consolidator,
     max_model_calls,
 )
-from memorybot.domain import JST, Action, LedgerEntry, Memory, Owner, Verdict
+from memorybot.domain import JST, Action, LedgerEntry, Memory, Owner
 from memorybot.extraction import Extractor
 from memorybot.ports import ConflictError
 from tests.fakes import FakeMessageStore, FakeRunStore, message
+from tests.loopback.openai_server import OpenAIServer
 
 LATENCY = 0.02  # seconds per simulated model call
 SPEAKER_COUNTS = (100, 1000)
 MEMORIES_PER_SPEAKER = 10
 STALE_RECORDS = 25
 NOW = datetime(2026, 11, 30, 3, 0, tzinfo=JST)
-
-
-class SlowJev:
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self.calls = 0
-
-    def _wait(self) -> None:
-        with self._lock:
-            self.calls += 1
-        time.sleep(LATENCY)
-
-    def worth(self, exchange):
-        self._wait()
-        return 0.9
-
-    def verdict(self, exchange, memory):
-        self._wait()
-        return Verdict.KEEP
-
-    def add(self, exchange, verdicts):
-        self._wait()
-        return 0.9
-
-    def review(self, memory):
-        self._wait()
-        return Verdict.KEEP
-
-
-class SlowChat(SlowJev):
-    def write_memory(self, exchange, current):
-        self._wait()
-        return "a new fact"
-
-    def write_diary(self, transcript):
-        self._wait()
-        return "にぎやかな一日だった。"
+MAX_IN_FLIGHT = Settings.model_max_in_flight  # the deployed default
 
 
 class PerUserStore:
@@ -131,11 +102,14 @@ class PerUserStore:
     def ledger_for(self, owner, limit=100):
         return [e for e in reversed(self.ledger) if e.owner == owner][:limit]
 
+    def log_read(self, owner, memory_ids, *, actor, reason, run_id=None):
+        pass  # the ledger is not what this benchmark times
+
     def forgotten_sources(self, owner):
         return frozenset()
 
 
-def one_night(speakers: int) -> tuple[float, int]:
+def one_night(llm: OpenAIServer, speakers: int) -> tuple[float, int]:
     memories, messages = PerUserStore(), FakeMessageStore()
     start = NOW - timedelta(hours=23)
     day_start = datetime(2026, 11, 20, tzinfo=UTC)
@@ -147,35 +121,46 @@ def one_night(speakers: int) -> tuple[float, int]:
     old = NOW - STALE_AFTER - timedelta(days=1)
     for k in range(STALE_RECORDS):
         memories.seed(Memory("quiet", f"q{k:04d}", f"old {k}", old, old))
-    jev, chat = SlowJev(), SlowChat()
+    # Jev keeps every memory and wants an add each time (the stand-in's default answers).
+    llm.clear()
+    llm.set_delay(LATENCY)
+    client = OpenAICompatibleClient(
+        llm.url,
+        "stand-in",
+        timeout_seconds=8.0,
+        max_connections=MAX_IN_FLIGHT,
+        retrier=Retrier(limiter=ModelCallLimiter(MAX_IN_FLIGHT)),
+    )
+    jev, chat = OpenAIDecisionModel(client), OpenAIChatModel(client)
     extractor = Extractor(memories, jev, chat)
     consolidator = Consolidator(memories, messages, FakeRunStore(), extractor, jev, chat)
     started = time.perf_counter()
     run = consolidator.run(NOW)
     elapsed = time.perf_counter() - started
-    calls = jev.calls + chat.calls
+    client.close()
+    calls = llm.served
     assert run is not None and run.summary["model_calls"] == calls <= max_model_calls(speakers)
     return elapsed, calls
 
 
 def main() -> None:
     print(
-        f"L = {LATENCY * 1000:.0f} ms per model call; {SPEAKER_CONCURRENCY} speakers at a time; "
+        f"L = {LATENCY * 1000:.0f} ms per model call, real adapters over loopback HTTP, {MAX_IN_FLIGHT} calls in flight "
+        f"at most; {SPEAKER_CONCURRENCY} speakers at a time; "
         f"{CHUNKS_PER_SPEAKER} chunks and {MEMORIES_PER_SPEAKER} memories per speaker"
     )
     print(
         f"{'speakers':>9} {'calls':>7} {'bound':>7} {'wall (s)':>9} {'sequential (s)':>15} {'speedup':>8} {'wall / L':>9}"
     )
-    for speakers in SPEAKER_COUNTS:
-        elapsed, calls = one_night(speakers)
+    with OpenAIServer() as llm:
+        nights = [(speakers, *one_night(llm, speakers)) for speakers in SPEAKER_COUNTS]
+    for speakers, elapsed, calls in nights:
         sequential = calls * LATENCY
         print(
             f"{speakers:>9} {calls:>7} {max_model_calls(speakers):>7} {elapsed:>9.2f} {sequential:>15.1f} "
             f"{sequential / elapsed:>7.1f}x {elapsed / LATENCY:>9.0f}"
         )
-    print(
-        "critical path per speaker: 5 chunks x 4 L = 20 L; ideal wall ~ ceil(speakers / concurrency) x 20 L + reviews"
-    )
+    print("critical path per speaker: 5 chunks x 4 L = 20 L; with the limiter, ideal wall ~ calls x L / max in flight")
 
 
 if __name__ == "__main__":
