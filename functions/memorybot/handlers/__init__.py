@@ -85,3 +85,30 @@ def count_metric(name: str) -> None:
         name=name, unit=MetricUnit.Count, value=1, namespace=bootstrap.container().settings.metrics_namespace
     ):
         pass
+
+
+ADMIN_SECRET = "MEMORYBOT_ADMIN_SECRET"
+
+
+def admin_endpoint(
+    event: dict, logger: Any, what: str, handle: Callable[..., tuple[int, dict]], use_case: Callable[[Any], Any]
+) -> tuple[int, dict]:
+    """One admin route (rollback, erase): POST only; ``handle`` checks the Bearer admin secret
+    before it reads anything; any failure is a 503 the operator may simply retry (every step of
+    both use cases is conditional or idempotent)."""
+    method = event.get("httpMethod") or (event.get("requestContext") or {}).get("http", {}).get("method") or "POST"
+    if method.upper() != "POST":
+        return 405, {"error": "method not allowed"}
+    headers = {str(k).lower(): v for k, v in (event.get("headers") or {}).items()}
+    container = bootstrap.container()
+    try:
+        return handle(
+            use_case(container),
+            headers.get("authorization"),
+            event.get("body"),
+            lambda: container.settings.secret(ADMIN_SECRET),
+            base64_encoded=bool(event.get("isBase64Encoded")),
+        )
+    except Exception as exc:  # noqa: BLE001 - answered 503: retried by the operator
+        logger.warning(f"{what} failed", extra={"error": type(exc).__name__})
+        return 503, {"error": f"{what} interrupted; retry the request"}
