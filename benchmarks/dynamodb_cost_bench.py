@@ -150,8 +150,8 @@ def extraction_only() -> None:
 
     from memorybot.adapters.dynamodb import DynamoMemoryStore
     from memorybot.config import Settings
-    from memorybot.domain import GLOBAL_SCOPE, Action, Actor, Change, Verdict
-    from memorybot.extraction import Extractor
+    from memorybot.core.domain import GLOBAL_SCOPE, Action, Actor, Change, Verdict
+    from memorybot.core.extraction import Extractor
     from memorybot.local import moto_dynamo
     from tests.fakes import T0, Clock, ScriptedChat, ScriptedJev, memory, message, speaker
 

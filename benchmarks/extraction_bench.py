@@ -16,8 +16,8 @@ from datetime import timedelta
 from memorybot.adapters.limiter import ModelCallLimiter
 from memorybot.adapters.openai_chat import OpenAIChatModel, OpenAICompatibleClient, OpenAIDecisionModel
 from memorybot.adapters.retry import Retrier
-from memorybot.domain import GLOBAL_SCOPE
-from memorybot.extraction import Extractor
+from memorybot.core.domain import GLOBAL_SCOPE
+from memorybot.core.extraction import Extractor
 from tests.fakes import T0, FakeMemoryStore, memory, message, speaker
 from tests.loopback.openai_server import OpenAIServer
 

@@ -124,8 +124,8 @@ _sequence = iter(range(1, 10**9))
 def setup() -> tuple[dict[str, str], object]:
     """moto on loopback with fresh tables, and a key pair: the environment a function would have."""
     global SIGNING_KEY
+    from memorybot.discord.signature import new_key_pair
     from memorybot.local import moto_dynamo
-    from memorybot.signature import new_key_pair
 
     logging.getLogger("werkzeug").setLevel(logging.ERROR)  # moto's request lines
     moto = moto_dynamo.start()
@@ -144,7 +144,7 @@ def setup() -> tuple[dict[str, str], object]:
 
 
 def _signed(payload: dict) -> dict:
-    from memorybot.signature import sign
+    from memorybot.discord.signature import sign
 
     body = json.dumps(payload).encode()
     return {
@@ -162,7 +162,7 @@ def ping_event() -> dict:
 def chat_event() -> dict:
     from datetime import datetime
 
-    from memorybot.domain import snowflake_at
+    from memorybot.core.domain import snowflake_at
 
     return _signed(
         {

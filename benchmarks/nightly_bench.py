@@ -23,7 +23,7 @@ from memorybot.adapters.limiter import ModelCallLimiter
 from memorybot.adapters.openai_chat import OpenAIChatModel, OpenAICompatibleClient, OpenAIDecisionModel
 from memorybot.adapters.retry import Retrier
 from memorybot.config import Settings
-from memorybot.consolidation import (
+from memorybot.core.consolidation import (
     CHUNK_MESSAGES,
     CHUNKS_PER_SPEAKER,
     SPEAKER_CONCURRENCY,
@@ -31,9 +31,9 @@ from memorybot.consolidation import (
     Consolidator,
     max_model_calls,
 )
-from memorybot.domain import JST, Action, LedgerEntry, Memory, Owner
-from memorybot.extraction import Extractor
-from memorybot.ports import ConflictError
+from memorybot.core.domain import JST, Action, LedgerEntry, Memory, Owner
+from memorybot.core.extraction import Extractor
+from memorybot.core.ports import ConflictError
 from tests.fakes import FakeMessageStore, FakeRunStore, message
 from tests.loopback.openai_server import OpenAIServer
 

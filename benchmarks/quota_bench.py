@@ -30,9 +30,9 @@ from benchmarks.nightly_bench import PerUserStore
 from memorybot.adapters.limiter import ModelCallLimiter
 from memorybot.adapters.openai_chat import OpenAIChatModel, OpenAICompatibleClient, OpenAIDecisionModel
 from memorybot.adapters.retry import Retrier, RetryPolicy
-from memorybot.domain import GLOBAL_SCOPE, Actor, Memory, PromptMessage
-from memorybot.extraction import Extractor
-from memorybot.ports import ModelUnavailable
+from memorybot.core.domain import GLOBAL_SCOPE, Actor, Memory, PromptMessage
+from memorybot.core.extraction import Extractor
+from memorybot.core.ports import ModelUnavailable
 from tests.fakes import message
 from tests.fakes import speaker as speaker_named
 from tests.loopback.openai_server import OpenAIServer

@@ -20,7 +20,7 @@ from aws_cdk import aws_stepfunctions as sfn
 from aws_cdk import aws_stepfunctions_tasks as tasks
 from constructs import Construct
 
-from memorybot.domain import NIGHTLY_EXECUTION_TIMEOUT
+from memorybot.core.domain import NIGHTLY_EXECUTION_TIMEOUT
 
 if TYPE_CHECKING:
     from .stack import MemoryBotStack

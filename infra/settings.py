@@ -7,7 +7,7 @@ from dataclasses import dataclass, fields
 from typing import Any
 
 from memorybot.config import DEFAULT_DISCORD_API_BASE, Settings
-from memorybot.domain import ScopeMode
+from memorybot.core.domain import ScopeMode
 
 # The functions' own defaults are the single source for model ids.
 _DEFAULT_MODEL_ID: dict[str, Any] = {f.name: f.default for f in fields(Settings)}

@@ -13,8 +13,8 @@ from memorybot import bootstrap
 from memorybot.adapters.discord_rest import DiscordRest
 from memorybot.bootstrap import Container
 from memorybot.config import Settings
+from memorybot.discord.signature import Verifier
 from memorybot.local import discord_recorder, moto_dynamo
-from memorybot.signature import Verifier
 
 _prefixes = itertools.count(1)
 

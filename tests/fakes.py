@@ -10,7 +10,7 @@ import threading
 from collections.abc import Callable, Sequence
 from datetime import UTC, datetime, timedelta
 
-from memorybot.domain import (
+from memorybot.core.domain import (
     GLOBAL_SCOPE,
     NIGHTLY_MAX_DURATION,
     Action,
@@ -27,7 +27,7 @@ from memorybot.domain import (
     jst_day,
     snowflake_at,
 )
-from memorybot.ports import ConflictError, ModelError, RollbackClaim
+from memorybot.core.ports import ConflictError, ModelError, RollbackClaim
 
 T0 = datetime(2026, 11, 20, 12, 0, tzinfo=UTC)
 

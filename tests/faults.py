@@ -13,9 +13,9 @@ from typing import Any
 
 from memorybot.adapters.dynamodb import ledger_from_item, memory_from_item
 from memorybot.config import Settings
-from memorybot.domain import Action, LedgerEntry, Memory, Owner
+from memorybot.core.domain import Action, LedgerEntry, Memory, Owner
+from memorybot.core.ports import ModelError
 from memorybot.local import moto_dynamo
-from memorybot.ports import ModelError
 
 _prefixes = itertools.count(1)
 

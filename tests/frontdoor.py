@@ -9,8 +9,8 @@ from datetime import UTC, datetime
 from typing import Any
 
 from memorybot.adapters.invoker import LocalContext
-from memorybot.domain import Action, Actor, Change, Memory, Owner, snowflake_at
-from memorybot.signature import new_key_pair, sign
+from memorybot.core.domain import Action, Actor, Change, Memory, Owner, snowflake_at
+from memorybot.discord.signature import new_key_pair, sign
 
 SIGNING_KEY, PUBLIC_KEY = new_key_pair()
 APP_ID = "900000000000000001"

@@ -63,7 +63,7 @@ class Container:
 
     @cached_property
     def extractor(self):
-        from .extraction import Extractor
+        from .core.extraction import Extractor
 
         return Extractor(
             self.memory_store, self.decision_model, self.chat_model, concurrency=self.settings.model_concurrency
@@ -76,13 +76,13 @@ class Container:
             from .adapters.manifests import S3Manifests, s3_client
 
             return S3Manifests(s3_client(), self.settings.manifest_bucket)
-        from .consolidation import InMemoryManifests
+        from .core.consolidation import InMemoryManifests
 
         return InMemoryManifests()
 
     @cached_property
     def consolidator(self):
-        from .consolidation import Consolidator
+        from .core.consolidation import Consolidator
 
         return Consolidator(
             self.memory_store,
@@ -97,19 +97,19 @@ class Container:
 
     @cached_property
     def rollback(self):
-        from .rollback import Rollback
+        from .core.rollback import Rollback
 
         return Rollback(self.memory_store, self.run_store)
 
     @cached_property
     def erasure(self):
-        from .erasure import Erasure
+        from .core.erasure import Erasure
 
         return Erasure(self.memory_store, self.message_store)
 
     @cached_property
     def reply_writer(self):
-        from .reply import ReplyWriter
+        from .core.reply import ReplyWriter
 
         return ReplyWriter(self.memory_store, self.chat_model)
 
@@ -117,7 +117,7 @@ class Container:
 
     @cached_property
     def signature_verifier(self):
-        from .signature import Verifier
+        from .discord.signature import Verifier
 
         return Verifier(self.settings.secret("DISCORD_PUBLIC_KEY"))
 

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 
 from . import tables
-from .domain import ScopeMode
+from .core.domain import ScopeMode
 
 DEFAULT_DISCORD_API_BASE = "https://discord.com/api/v10"
 SECRET_CACHE_SECONDS = 300

@@ -13,7 +13,7 @@ import httpx
 import pytest
 from stack_process import StackProcess
 
-from memorybot.interactions import TEXT_DM_FAILED, TEXT_DM_SENT
+from memorybot.discord.interactions import TEXT_DM_FAILED, TEXT_DM_SENT
 from memorybot.local.client import TEXT_FORGET_WHICH, LocalClient, StackRefused, find_admin_secret, find_signing_key
 
 

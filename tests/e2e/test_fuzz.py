@@ -19,8 +19,8 @@ from fakes import memory
 from faults import scan
 from memorybot.adapters.dynamodb import DynamoMemoryStore
 from memorybot.config import Settings
-from memorybot.domain import Action, Actor, Change
-from memorybot.signature import new_key_pair, sign
+from memorybot.core.domain import Action, Actor, Change
+from memorybot.discord.signature import new_key_pair, sign
 
 REQUESTS_PER_ENDPOINT = 1200
 ADMIN_SECRET = "fuzz-admin-secret-0123456789"

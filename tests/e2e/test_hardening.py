@@ -9,9 +9,9 @@ import httpx
 import pytest
 from stack_process import StackProcess
 
-from memorybot.interactions import TEXT_DM_SENT
+from memorybot.discord.interactions import TEXT_DM_SENT
+from memorybot.discord.signature import sign
 from memorybot.local.client import LocalClient, StackRefused, find_admin_secret, find_signing_key
-from memorybot.signature import sign
 
 
 def send_raw(url: str, key: str, body: bytes, headers: dict | None = None) -> httpx.Response:

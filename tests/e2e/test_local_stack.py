@@ -8,9 +8,9 @@ import time
 
 import httpx
 
-from memorybot.interactions import TEXT_DM_FAILED, TEXT_DM_SENT, TEXT_NOTHING_REMEMBERED, scope_label
+from memorybot.discord.interactions import TEXT_DM_FAILED, TEXT_DM_SENT, TEXT_NOTHING_REMEMBERED, scope_label
+from memorybot.discord.signature import new_key_pair, sign
 from memorybot.local.client import LOCAL_GUILD_ID, user_id_for
-from memorybot.signature import new_key_pair, sign
 
 
 def events(url: str, admin: dict, after: int = 0) -> list[dict]:

@@ -15,7 +15,7 @@ import pytest
 from stack_process import StackProcess
 
 from loopback.jev_server import JevServer
-from memorybot.domain import JST, is_memory_id
+from memorybot.core.domain import JST, is_memory_id
 from memorybot.local.client import LocalClient, find_signing_key
 
 MARKERS = ("zanzibarmarker", "quokkamarker", "pelicanmarker")

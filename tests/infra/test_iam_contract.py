@@ -23,19 +23,20 @@ from fakes import ScriptedChat, ScriptedJev, memory
 from frontdoor import ALICE, BOB, CHANNEL, PUBLIC_KEY, SCOPE, chat, click, event, export, forget, forget_all, show, why
 from iam_contract import Need, Policy, Recorder, check, key_needs, lambda_client, policies
 from infra.stack import FUNCTIONS, LEDGER_ACTIONS_ALLOWED, LEDGER_REDACTION_ATTRIBUTES, LEDGER_REDACTOR
-from memorybot import bootstrap, nightly_steps, tables
+from memorybot import bootstrap, tables
 from memorybot.adapters.discord_rest import DiscordRest
 from memorybot.adapters.dynamodb import DynamoMemoryStore, DynamoMessageStore
 from memorybot.adapters.invoker import LambdaInvoker, LocalContext
 from memorybot.bootstrap import Container
 from memorybot.config import Settings
-from memorybot.consolidation import STALE_AFTER, InMemoryManifests, window_for
-from memorybot.domain import Action, Actor, Change, Message, SourceRef, snowflake_at, utcnow
-from memorybot.interactions import forget_all_button
-from memorybot.jobs import ExtractionJob, ReplyJob
+from memorybot.core import nightly_steps
+from memorybot.core.consolidation import STALE_AFTER, InMemoryManifests, window_for
+from memorybot.core.domain import Action, Actor, Change, Message, SourceRef, snowflake_at, utcnow
+from memorybot.core.jobs import ExtractionJob, ReplyJob
+from memorybot.core.nightly_jobs import RunPlan
+from memorybot.discord.interactions import forget_all_button
+from memorybot.discord.signature import Verifier
 from memorybot.local import discord_recorder, moto_dynamo
-from memorybot.nightly_jobs import RunPlan
-from memorybot.signature import Verifier
 
 ADMIN_SECRET = "iam-contract-admin-secret"
 WORKERS = {"reply": "Reply", "extraction": "Extraction"}  # the hand-offs, by callee function name

@@ -10,7 +10,7 @@ import pytest
 
 from infra.nightly import MANIFEST_EXPIRY
 from infra.settings import StackConfig
-from memorybot.domain import NIGHTLY_EXECUTION_TIMEOUT
+from memorybot.core.domain import NIGHTLY_EXECUTION_TIMEOUT
 
 
 def _resolve(part, synth) -> str:

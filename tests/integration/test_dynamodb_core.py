@@ -10,9 +10,9 @@ import pytest
 from fakes import T0, Clock, ScriptedChat, ScriptedJev, memory, message, owner, speaker
 from memorybot.adapters.dynamodb import DynamoMemoryStore
 from memorybot.adapters.dynamodb_runs import DynamoRunStore
-from memorybot.domain import GLOBAL_SCOPE, Action, Actor, Change, Verdict
-from memorybot.extraction import Extractor
-from memorybot.rollback import Outcome, Rollback
+from memorybot.core.domain import GLOBAL_SCOPE, Action, Actor, Change, Verdict
+from memorybot.core.extraction import Extractor
+from memorybot.core.rollback import Outcome, Rollback
 
 
 @pytest.fixture

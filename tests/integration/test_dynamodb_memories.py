@@ -11,10 +11,11 @@ import pytest
 from botocore.exceptions import ClientError
 
 from fakes import T0, Clock, memory, owner
-from memorybot import commands, tables
+from memorybot import tables
 from memorybot.adapters.dynamodb import DynamoMemoryStore, dynamodb_client, ledger_item, stale_shard
-from memorybot.domain import Action, Actor, Change, LedgerEntry, Memory, SourceRef, iso
-from memorybot.ports import ConflictError
+from memorybot.core import commands
+from memorybot.core.domain import Action, Actor, Change, LedgerEntry, Memory, SourceRef, iso
+from memorybot.core.ports import ConflictError
 
 
 @pytest.fixture

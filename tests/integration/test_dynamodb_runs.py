@@ -12,10 +12,10 @@ import pytest
 from fakes import Clock, memory, owner
 from memorybot.adapters.dynamodb import DynamoMemoryStore
 from memorybot.adapters.dynamodb_runs import DynamoRunStore
-from memorybot.consolidation import run_record
-from memorybot.domain import NIGHTLY_MAX_DURATION, RUN_LEDGER_OWNER, Action, Actor, Change, Memory, iso
-from memorybot.ports import RollbackClaim
-from memorybot.rollback import Outcome, Rollback, respond
+from memorybot.core.consolidation import run_record
+from memorybot.core.domain import NIGHTLY_MAX_DURATION, RUN_LEDGER_OWNER, Action, Actor, Change, Memory, iso
+from memorybot.core.ports import RollbackClaim
+from memorybot.core.rollback import Outcome, Rollback, respond
 
 T = datetime(2026, 11, 29, 18, 0, tzinfo=UTC)
 LEASE = timedelta(minutes=2)

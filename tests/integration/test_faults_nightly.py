@@ -35,9 +35,9 @@ from faults import (
 from memorybot.adapters.dynamodb import DynamoMemoryStore, DynamoMessageStore, message_item
 from memorybot.adapters.dynamodb_runs import DynamoRunStore
 from memorybot.adapters.offline import OFFLINE_MEMORY_LABEL, OfflineChatModel, OfflineDecisionModel, third_person
-from memorybot.consolidation import Consolidator
-from memorybot.domain import JST, NIGHTLY_MAX_DURATION, Action, Actor, Change, Exchange, LedgerEntry
-from memorybot.extraction import Extractor
+from memorybot.core.consolidation import Consolidator
+from memorybot.core.domain import JST, NIGHTLY_MAX_DURATION, Action, Actor, Change, Exchange, LedgerEntry
+from memorybot.core.extraction import Extractor
 
 
 def jst(day: int, hour: int, minute: int = 0) -> datetime:

@@ -30,8 +30,8 @@ from faults import (
 )
 from memorybot.adapters.dynamodb import DynamoMemoryStore
 from memorybot.adapters.dynamodb_runs import DynamoRunStore
-from memorybot.domain import JST, RUN_LEDGER_OWNER, Action, Actor, Change, Memory, Owner
-from memorybot.rollback import ROLLBACK_LEASE, Outcome, Rollback
+from memorybot.core.domain import JST, RUN_LEDGER_OWNER, Action, Actor, Change, Memory, Owner
+from memorybot.core.rollback import ROLLBACK_LEASE, Outcome, Rollback
 
 # Profiles in one server; oscar is alice's namesake id in ANOTHER server: never the run's.
 ALICE, BOB, OSCAR = owner("alice", "guild:1"), owner("bob", "guild:1"), owner("alice", "guild:2")

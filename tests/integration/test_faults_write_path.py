@@ -24,8 +24,8 @@ from faults import (
     fresh_tables,
 )
 from memorybot.adapters.dynamodb import DynamoMemoryStore
-from memorybot.domain import GLOBAL_SCOPE, Action, Actor, Change, Verdict
-from memorybot.extraction import Extractor
+from memorybot.core.domain import GLOBAL_SCOPE, Action, Actor, Change, Verdict
+from memorybot.core.extraction import Extractor
 
 ALICE, BOB = "alice", "bob"
 KEEP, UPDATE, DELETE = "kkkkk", "uuuuu", "ddddd"

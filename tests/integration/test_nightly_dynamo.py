@@ -9,13 +9,14 @@ from datetime import datetime, timedelta
 import pytest
 
 from fakes import Clock, ScriptedChat, ScriptedJev, memory, message, owner
-from memorybot import bootstrap, commands
+from memorybot import bootstrap
 from memorybot.adapters.dynamodb import DynamoMemoryStore, DynamoMessageStore
 from memorybot.adapters.invoker import LocalContext
 from memorybot.bootstrap import Container
 from memorybot.config import Settings
-from memorybot.consolidation import DECAY_READ_REASON, STALE_AFTER, STALE_REVIEWS_PER_NIGHT, window_for
-from memorybot.domain import JST, Action, Actor, Change, SourceRef, Verdict, parse_iso
+from memorybot.core import commands
+from memorybot.core.consolidation import DECAY_READ_REASON, STALE_AFTER, STALE_REVIEWS_PER_NIGHT, window_for
+from memorybot.core.domain import JST, Action, Actor, Change, SourceRef, Verdict, parse_iso
 from memorybot.handlers import admin, nightly
 
 SECRET = "nightly-admin-secret"

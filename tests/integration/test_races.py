@@ -15,12 +15,12 @@ import pytest
 
 from fakes import T0, Clock, ScriptedChat, ScriptedJev, memory, message, owner, speaker
 from faults import Snapshot, assert_every_change_has_exactly_one_ledger_row
-from memorybot import commands
 from memorybot.adapters.dynamodb import DynamoMemoryStore
 from memorybot.adapters.dynamodb_runs import DynamoRunStore
-from memorybot.domain import GLOBAL_SCOPE, Action, Actor, Change, Verdict
-from memorybot.extraction import Extractor
-from memorybot.rollback import Outcome, Rollback
+from memorybot.core import commands
+from memorybot.core.domain import GLOBAL_SCOPE, Action, Actor, Change, Verdict
+from memorybot.core.extraction import Extractor
+from memorybot.core.rollback import Outcome, Rollback
 
 ALICE = "alice"
 IDS = ["aaaaa", "bbbbb", "ccccc", "ddddd", "eeeee"]

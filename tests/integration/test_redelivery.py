@@ -24,10 +24,21 @@ from memorybot.adapters.invoker import LocalContext, LocalInvoker
 from memorybot.adapters.offline import OfflineChatModel, OfflineDecisionModel
 from memorybot.bootstrap import Container
 from memorybot.config import Settings
-from memorybot.consolidation import STALE_AFTER, window_for
-from memorybot.domain import GLOBAL_SCOPE, JST, Action, Actor, Change, Message, Owner, parse_iso, snowflake_at, utcnow
+from memorybot.core.consolidation import STALE_AFTER, window_for
+from memorybot.core.domain import (
+    GLOBAL_SCOPE,
+    JST,
+    Action,
+    Actor,
+    Change,
+    Message,
+    Owner,
+    parse_iso,
+    snowflake_at,
+    utcnow,
+)
+from memorybot.core.jobs import ExtractionJob, ReplyJob
 from memorybot.handlers import admin, extraction, nightly, reply
-from memorybot.jobs import ExtractionJob, ReplyJob
 
 DELIVERIES = [2, 3]
 SECRET = "redelivery-admin-secret"

@@ -11,8 +11,8 @@ import pytest
 
 from fakes import T0, Clock, FakeMemoryStore, FakeMessageStore, memory, message, owner
 from memorybot.adapters.dynamodb import DynamoMemoryStore, DynamoMessageStore
-from memorybot.domain import Action, Actor, Change, SourceRef
-from memorybot.ports import ConflictError
+from memorybot.core.domain import Action, Actor, Change, SourceRef
+from memorybot.core.ports import ConflictError
 
 IMPLEMENTATIONS = ("fake", "dynamodb")
 

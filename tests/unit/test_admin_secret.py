@@ -6,7 +6,7 @@ import hmac
 
 import pytest
 
-from memorybot import rollback
+from memorybot.core import rollback
 
 SECRET = "s3cret-admin-token"
 

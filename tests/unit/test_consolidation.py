@@ -19,8 +19,8 @@ from fakes import (
     message,
     owner,
 )
-from memorybot import commands
-from memorybot.consolidation import (
+from memorybot.core import commands
+from memorybot.core.consolidation import (
     CHUNK_MESSAGES,
     CHUNKS_PER_SPEAKER,
     DIARY_MESSAGES,
@@ -33,8 +33,8 @@ from memorybot.consolidation import (
     run_record,
     window_for,
 )
-from memorybot.domain import JST, Action, Actor, Change, SourceRef, Verdict
-from memorybot.extraction import Extractor
+from memorybot.core.domain import JST, Action, Actor, Change, SourceRef, Verdict
+from memorybot.core.extraction import Extractor
 
 NOW = datetime(2026, 11, 30, 3, 0, tzinfo=JST)  # the alarm: covers 2026-11-29 03:00 .. 2026-11-30 03:00 JST
 

@@ -12,9 +12,9 @@ from memorybot import bootstrap
 from memorybot.adapters.invoker import LocalContext
 from memorybot.bootstrap import Container
 from memorybot.config import Settings
-from memorybot.domain import JST
+from memorybot.core.domain import JST
+from memorybot.core.jobs import BadJob
 from memorybot.handlers import nightly
-from memorybot.jobs import BadJob
 
 CONTEXT = LocalContext("memorybot-nightly")
 

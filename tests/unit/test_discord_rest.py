@@ -6,8 +6,8 @@ import pytest
 
 from frontdoor import ALICE, APP_ID, CHANNEL
 from memorybot.adapters.discord_rest import USER_AGENT, DiscordRest
-from memorybot.interactions import COMMANDS
-from memorybot.ports import DiscordError, DmsClosedError
+from memorybot.core.ports import DiscordError, DmsClosedError
+from memorybot.discord.interactions import COMMANDS
 
 
 @pytest.fixture

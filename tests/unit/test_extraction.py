@@ -8,8 +8,8 @@ from datetime import timedelta
 import pytest
 
 from fakes import T0, Clock, FakeMemoryStore, ScriptedChat, ScriptedJev, memory, message, owner, speaker
-from memorybot.domain import GLOBAL_SCOPE, Action, Actor, Exchange, Memory, Verdict
-from memorybot.extraction import Extractor
+from memorybot.core.domain import GLOBAL_SCOPE, Action, Actor, Exchange, Memory, Verdict
+from memorybot.core.extraction import Extractor
 
 ALICE, BOB = "100", "200"
 SCOPE = GLOBAL_SCOPE

@@ -13,9 +13,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from fakes import T0, Clock, FakeMemoryStore, memory, message, owner, speaker
-from memorybot.domain import GLOBAL_SCOPE, WORTH_THRESHOLD, Action, Memory, Verdict
-from memorybot.extraction import Extractor
-from memorybot.ports import ModelError
+from memorybot.core.domain import GLOBAL_SCOPE, WORTH_THRESHOLD, Action, Memory, Verdict
+from memorybot.core.extraction import Extractor
+from memorybot.core.ports import ModelError
 
 ALICE, BOB = "100", "200"
 FAIL = ModelError("injected")

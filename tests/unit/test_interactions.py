@@ -24,9 +24,9 @@ from frontdoor import (
     seed,
     show,
 )
-from memorybot import interactions
 from memorybot.adapters.discord_rest import DiscordRest
-from memorybot.domain import GLOBAL_SCOPE, Action, Actor, ScopeMode, snowflake_time
+from memorybot.core.domain import GLOBAL_SCOPE, Action, Actor, ScopeMode, snowflake_time
+from memorybot.discord import interactions
 from memorybot.handlers.interactions import handler
 
 SECRET = "allergic to penicillin, keeps it quiet"

@@ -6,9 +6,9 @@ import json
 
 import pytest
 
-from memorybot import interactions
-from memorybot.domain import DM_SCOPE, GLOBAL_SCOPE, ScopeMode, scope_for
-from memorybot.jobs import BadJob, ExtractionJob, ReplyJob
+from memorybot.core.domain import DM_SCOPE, GLOBAL_SCOPE, ScopeMode, scope_for
+from memorybot.core.jobs import BadJob, ExtractionJob, ReplyJob
+from memorybot.discord import interactions
 
 REPLY = ReplyJob("11", "tok", "22", "33", "44", "alice", "guild:55")
 

@@ -19,7 +19,7 @@ from memorybot.adapters.jev_http import JevHttpDecisionModel
 from memorybot.adapters.openai_chat import OpenAICompatibleClient, OpenAIDecisionModel
 from memorybot.adapters.retry import Retrier, Retryable, RetryPolicy, retry_after_seconds
 from memorybot.config import Settings
-from memorybot.ports import ModelError, ModelUnavailable
+from memorybot.core.ports import ModelError, ModelUnavailable
 
 EXCHANGE = exchange(("alice", "I moved to Osaka last month"))
 MODEL_ID = "test-model"

@@ -17,9 +17,9 @@ from loopback import LoopbackServer
 from memorybot.adapters import llm_prompts
 from memorybot.adapters.bedrock import BedrockChatModel, BedrockConverse, BedrockDecisionModel, bedrock_client
 from memorybot.config import Settings
-from memorybot.domain import Memory, PromptMessage, Speaker, Verdict
-from memorybot.ports import ModelError, ModelUnavailable
-from memorybot.reply import build_reply_prompt
+from memorybot.core.domain import Memory, PromptMessage, Speaker, Verdict
+from memorybot.core.ports import ModelError, ModelUnavailable
+from memorybot.core.reply import build_reply_prompt
 from retrying import quick_retrier
 
 EXCHANGE = exchange(("alice", "I moved to Osaka last month"), ("bot", "Nice!"))

@@ -11,9 +11,9 @@ from exchanges import BOT_ID, exchange
 from fakes import FakeMemoryStore, ScriptedChat, memory, message
 from loopback.jev_server import JevServer
 from memorybot.adapters.jev_http import JevHttpDecisionModel
-from memorybot.domain import GLOBAL_SCOPE, Memory, Speaker, Verdict
-from memorybot.extraction import Extractor
-from memorybot.ports import ModelError, ModelUnavailable
+from memorybot.core.domain import GLOBAL_SCOPE, Memory, Speaker, Verdict
+from memorybot.core.extraction import Extractor
+from memorybot.core.ports import ModelError, ModelUnavailable
 from retrying import quick_retrier
 
 EXCHANGE = exchange(("alice", "I moved to Osaka last month"), ("bot", "Nice!"))

@@ -8,8 +8,8 @@ import pytest
 
 from exchanges import exchange
 from memorybot.adapters import llm_prompts as lp
-from memorybot.domain import Memory, PromptMessage, Verdict
-from memorybot.ports import ModelError
+from memorybot.core.domain import Memory, PromptMessage, Verdict
+from memorybot.core.ports import ModelError
 
 AT = datetime(2026, 11, 20, 12, 0, tzinfo=UTC)
 TEA = Memory("u1", "k3x9a", "likes green tea", AT, AT)

@@ -12,10 +12,10 @@ from fakes import FakeMemoryStore, ScriptedJev, message
 from loopback.openai_server import OpenAIServer
 from memorybot.adapters import llm_prompts
 from memorybot.adapters.openai_chat import OpenAIChatModel, OpenAICompatibleClient, OpenAIDecisionModel
-from memorybot.domain import GLOBAL_SCOPE, Memory, PromptMessage, Speaker, Verdict
-from memorybot.extraction import Extractor
-from memorybot.ports import ModelError, ModelUnavailable
-from memorybot.reply import build_reply_prompt
+from memorybot.core.domain import GLOBAL_SCOPE, Memory, PromptMessage, Speaker, Verdict
+from memorybot.core.extraction import Extractor
+from memorybot.core.ports import ModelError, ModelUnavailable
+from memorybot.core.reply import build_reply_prompt
 from retrying import quick_retrier
 
 EXCHANGE = exchange(("alice", "I moved to Osaka last month"), ("bot", "Nice!"))

@@ -16,11 +16,11 @@ from loopback.jev_server import JevServer
 from loopback.openai_server import OpenAIServer
 from memorybot.adapters.jev_http import JevHttpDecisionModel
 from memorybot.adapters.openai_chat import OpenAIChatModel, OpenAICompatibleClient
-from memorybot.domain import GLOBAL_SCOPE, Action, Message, Verdict, snowflake_at, utcnow
-from memorybot.extraction import Extractor
+from memorybot.core.domain import GLOBAL_SCOPE, Action, Message, Verdict, snowflake_at, utcnow
+from memorybot.core.extraction import Extractor
+from memorybot.core.jobs import ExtractionJob, ReplyJob
+from memorybot.core.ports import ModelUnavailable
 from memorybot.handlers import extraction, reply
-from memorybot.jobs import ExtractionJob, ReplyJob
-from memorybot.ports import ModelUnavailable
 from retrying import quick_retrier
 
 
@@ -208,6 +208,6 @@ def test_an_unavailable_call_anywhere_in_an_extraction_raises_and_applies_nothin
 
 
 def _actor():
-    from memorybot.domain import Actor
+    from memorybot.core.domain import Actor
 
     return Actor.REPLY

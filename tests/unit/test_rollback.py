@@ -9,9 +9,9 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from fakes import Clock, FakeMemoryStore, FakeRunStore, memory, owner
-from memorybot.domain import Action, Actor, Change, Memory
-from memorybot.ports import RollbackClaim
-from memorybot.rollback import (
+from memorybot.core.domain import Action, Actor, Change, Memory
+from memorybot.core.ports import RollbackClaim
+from memorybot.core.rollback import (
     ROLLBACK_LEASE,
     BadRequest,
     Outcome,

@@ -14,7 +14,7 @@ from memorybot import bootstrap
 from memorybot.adapters.invoker import LocalContext
 from memorybot.bootstrap import Container
 from memorybot.config import Settings
-from memorybot.domain import Action, Actor, Change
+from memorybot.core.domain import Action, Actor, Change
 from memorybot.handlers import admin
 
 SECRET = "admin-secret-for-tests"

@@ -11,8 +11,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from fakes import Clock, FakeMemoryStore, FakeRunStore
-from memorybot.domain import Action, Actor, Change, Memory, Owner
-from memorybot.rollback import Outcome, Rollback
+from memorybot.core.domain import Action, Actor, Change, Memory, Owner
+from memorybot.core.rollback import Outcome, Rollback
 
 T = datetime(2026, 11, 29, 18, 0, tzinfo=UTC)
 # The same ids for two people and for one person in two scopes: each (owner, id) is its own record.

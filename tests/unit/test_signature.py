@@ -9,8 +9,8 @@ import time
 import pytest
 
 from frontdoor import PUBLIC_KEY, SIGNING_KEY, body_of, chat, context, event
+from memorybot.discord.signature import REPLAY_WINDOW_SECONDS, SignatureError, Verifier, new_key_pair, sign
 from memorybot.handlers import interactions as interactions_handler
-from memorybot.signature import REPLAY_WINDOW_SECONDS, SignatureError, Verifier, new_key_pair, sign
 
 BODY = b'{"type":1}'
 

@@ -8,8 +8,8 @@ import pytest
 from exchanges import exchange
 from fakes import memory, message
 from memorybot.adapters import llm_prompts as lp
-from memorybot.domain import Speaker, Verdict, plain_name
-from memorybot.reply import build_reply_prompt
+from memorybot.core.domain import Speaker, Verdict, plain_name
+from memorybot.core.reply import build_reply_prompt
 
 TEA = memory("u1", "k3x9a", "likes tea")
 

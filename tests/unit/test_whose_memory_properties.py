@@ -14,9 +14,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from fakes import T0, Clock, FakeMemoryStore, FakeMessageStore, FakeRunStore, message, owner, speaker
-from memorybot.consolidation import Consolidator
-from memorybot.domain import EXCHANGE_MESSAGES, Actor, Exchange, Verdict
-from memorybot.extraction import Extractor
+from memorybot.core.consolidation import Consolidator
+from memorybot.core.domain import EXCHANGE_MESSAGES, Actor, Exchange, Verdict
+from memorybot.core.extraction import Extractor
 
 ADD, DEL = "ZEBRAADD", "ZEBRADEL"
 PEOPLE = ("a", "b", "c")

@@ -10,9 +10,9 @@ import pytest
 
 from frontdoor import ALICE, APP_ID, BOB, CHANNEL, SCOPE, chat, context, event, owner, seed
 from memorybot.adapters.invoker import LocalInvoker
-from memorybot.domain import Action, Actor, Message, snowflake_at, utcnow
+from memorybot.core.domain import Action, Actor, Message, snowflake_at, utcnow
+from memorybot.core.jobs import ExtractionJob, ReplyJob
 from memorybot.handlers import extraction, interactions, reply
-from memorybot.jobs import ExtractionJob, ReplyJob
 
 ALICE_SECRET = "alice is training for the Osaka marathon"
 BOB_SECRET = "bob is afraid of dogs"

@@ -30,8 +30,8 @@ from botocore.config import Config
 from botocore.exceptions import BotoCoreError, ClientError, ConnectionClosedError, ReadTimeoutError
 from botocore.exceptions import ConnectionError as BotoConnectionError
 
-from ..domain import PromptMessage
-from ..ports import ModelError
+from ..core.domain import PromptMessage
+from ..core.ports import ModelError
 from . import llm_prompts
 from .llm_prompts import Question, TextTask
 from .retry import Retrier, Retryable, retrier_for, retry_after_seconds

@@ -10,9 +10,9 @@ from typing import Any
 
 import httpx
 
-from ..discord_formats import is_interaction_token, is_snowflake
-from ..domain import Message
-from ..ports import DiscordError, DmsClosedError
+from ..core.domain import Message
+from ..core.ports import DiscordError, DmsClosedError
+from ..discord.formats import is_interaction_token, is_snowflake
 
 logger = logging.getLogger(__name__)
 

@@ -32,7 +32,7 @@ from botocore.exceptions import ClientError
 
 from .. import tables
 from ..config import Settings
-from ..domain import (
+from ..core.domain import (
     DISCORD_EPOCH_MS,
     JST,
     Action,
@@ -49,7 +49,7 @@ from ..domain import (
     snowflake_time,
     utcnow,
 )
-from ..ports import ConflictError
+from ..core.ports import ConflictError
 
 Item = dict[str, Any]  # one DynamoDB item in the low-level client's typed form
 

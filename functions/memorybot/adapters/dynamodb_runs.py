@@ -26,8 +26,8 @@ from botocore.exceptions import ClientError
 
 from .. import tables
 from ..config import Settings
-from ..domain import NIGHTLY_MAX_DURATION, LedgerEntry, NightlyRun, iso, parse_iso
-from ..ports import RollbackClaim
+from ..core.domain import NIGHTLY_MAX_DURATION, LedgerEntry, NightlyRun, iso, parse_iso
+from ..core.ports import RollbackClaim
 from .dynamodb import ledger_item
 
 CLAIM_ATTEMPTS = 5  # another claim for a different day moved the counter: read it again

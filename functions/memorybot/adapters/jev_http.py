@@ -52,8 +52,8 @@ from typing import Any
 
 import httpx
 
-from ..domain import BOT_NAME, Exchange, Memory, Verdict, iso, plain_name
-from ..ports import ModelError
+from ..core.domain import BOT_NAME, Exchange, Memory, Verdict, iso, plain_name
+from ..core.ports import ModelError
 from .json_http import json_client, post_attempt
 from .llm_prompts import MEMORY_VERDICTS, REVIEW_VERDICTS, parse_probability, parse_verdict
 from .retry import Retrier, retrier_for

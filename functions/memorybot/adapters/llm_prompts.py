@@ -12,7 +12,7 @@ from="speaker">`` / ``<message from="bot">``), never by a nickname, and ask only
 facts the speaker stated about themselves.
 
 Injection: message, memory and transcript text is quoted data, escaped inside its tag
-(see ``memorybot.quoting``), and each system prompt says so.
+(see ``memorybot.core.quoting``), and each system prompt says so.
 
 Privacy: a memory rewrite prompt holds the exchange and the one record being
 rewritten, never the rest of the profile. Error messages carry no memory or
@@ -28,9 +28,9 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from .. import quoting
-from ..domain import MEMORY_VERDICTS, REVIEW_VERDICTS, Exchange, Memory, PromptMessage, Verdict
-from ..ports import ModelError
+from ..core import quoting
+from ..core.domain import MEMORY_VERDICTS, REVIEW_VERDICTS, Exchange, Memory, PromptMessage, Verdict
+from ..core.ports import ModelError
 
 # Output budgets. Decisions are one tiny JSON object; texts are one line (reply: a few).
 DECISION_MAX_TOKENS = 100

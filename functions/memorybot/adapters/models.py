@@ -10,7 +10,7 @@ model (or uses the offline stand-ins) never imports httpx or boto3.
 from __future__ import annotations
 
 from ..config import Settings
-from ..ports import ChatModel, DecisionModel
+from ..core.ports import ChatModel, DecisionModel
 
 DECISION_BACKENDS = ("http", "bedrock", "openai", "offline")
 CHAT_BACKENDS = ("bedrock", "openai", "offline")

@@ -33,8 +33,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from html import unescape
 
-from ..domain import Exchange, Memory, PromptMessage, Verdict
-from ..ports import ModelError
+from ..core.domain import Exchange, Memory, PromptMessage, Verdict
+from ..core.ports import ModelError
 
 OFFLINE_MEMORY_LABEL = "[offline]"
 OFFLINE_REPLY_LABEL = "(offline stand-in)"

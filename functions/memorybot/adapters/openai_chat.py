@@ -20,8 +20,8 @@ from typing import Any
 
 import httpx
 
-from ..domain import PromptMessage
-from ..ports import ModelError
+from ..core.domain import PromptMessage
+from ..core.ports import ModelError
 from . import llm_prompts
 from .json_http import json_client, post_attempt
 from .llm_prompts import Question, TextTask

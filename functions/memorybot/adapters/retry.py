@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from email.utils import parsedate_to_datetime
 from typing import Any, TypeVar
 
-from ..ports import ModelUnavailable
+from ..core.ports import ModelUnavailable
 from .limiter import LimiterTimeout, ModelCallLimiter
 
 T = TypeVar("T")

@@ -11,7 +11,7 @@ from collections.abc import Callable
 from typing import Any
 
 from .. import bootstrap
-from ..jobs import BadJob, Job
+from ..core.jobs import BadJob, Job
 
 
 def log_core_with(logger: Any) -> None:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from aws_lambda_powertools import Logger
 
-from .. import rollback
+from ..core import rollback
 from . import admin_endpoint, http_response, log_core_with
 
 logger = Logger(service="memorybot-admin")

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from aws_lambda_powertools import Logger
 
-from .. import erasure
+from ..core import erasure
 from . import admin_endpoint, http_response, log_core_with
 
 logger = Logger(service="memorybot-erase")

@@ -11,9 +11,9 @@ from __future__ import annotations
 from aws_lambda_powertools import Logger
 
 from .. import bootstrap
-from ..domain import EXCHANGE_MESSAGES, Actor, Speaker
-from ..jobs import ExtractionJob
-from ..ports import ModelUnavailable
+from ..core.domain import EXCHANGE_MESSAGES, Actor, Speaker
+from ..core.jobs import ExtractionJob
+from ..core.ports import ModelUnavailable
 from . import count_metric, idempotent, log_core_with, refused, retries_spent
 
 logger = Logger(service="memorybot-extraction")

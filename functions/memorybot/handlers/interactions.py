@@ -7,8 +7,9 @@ from __future__ import annotations
 
 from aws_lambda_powertools import Logger
 
-from .. import bootstrap, interactions
-from ..signature import SignatureError
+from .. import bootstrap
+from ..discord import interactions
+from ..discord.signature import SignatureError
 from . import http_request, http_response, log_core_with
 
 logger = Logger(service="memorybot-interactions")

@@ -15,9 +15,10 @@ from typing import Any
 
 from aws_lambda_powertools import Logger
 
-from .. import bootstrap, nightly_steps
-from ..domain import NIGHTLY_EXECUTION_TIMEOUT
-from ..jobs import BadJob
+from .. import bootstrap
+from ..core import nightly_steps
+from ..core.domain import NIGHTLY_EXECUTION_TIMEOUT
+from ..core.jobs import BadJob
 from . import log_core_with
 
 logger = Logger(service="memorybot-nightly")

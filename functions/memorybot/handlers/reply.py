@@ -13,9 +13,9 @@ from dataclasses import replace
 from aws_lambda_powertools import Logger
 
 from .. import bootstrap
-from ..domain import BOT_NAME, Message, Owner, snowflake_at, utcnow
-from ..jobs import ExtractionJob, ReplyJob
-from ..ports import ModelUnavailable
+from ..core.domain import BOT_NAME, Message, Owner, snowflake_at, utcnow
+from ..core.jobs import ExtractionJob, ReplyJob
+from ..core.ports import ModelUnavailable
 from . import idempotent, log_core_with, refused, retries_spent
 
 logger = Logger(service="memorybot-reply")

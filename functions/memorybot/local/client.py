@@ -19,9 +19,9 @@ from typing import Any
 
 import httpx
 
-from ..consolidation import WINDOW, window_for
-from ..domain import JST, snowflake_at
-from ..signature import sign
+from ..core.consolidation import WINDOW, window_for
+from ..core.domain import JST, snowflake_at
+from ..discord.signature import sign
 from .server import ADMIN_SECRET_FILE, DEFAULT_HOST, DEFAULT_PORT, SIGNING_KEY_FILE, STATE_DIR
 
 DEFAULT_URL = f"http://{DEFAULT_HOST}:{DEFAULT_PORT}"

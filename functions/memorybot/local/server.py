@@ -24,7 +24,7 @@ from urllib.parse import parse_qs, urlsplit
 from .. import bootstrap, config, tables
 from ..adapters.invoker import LocalContext, LocalInvoker
 from ..adapters.manifests import FileManifests
-from ..domain import utcnow
+from ..core.domain import utcnow
 from . import moto_dynamo
 from .discord_recorder import DiscordRecorder, event_json
 
@@ -186,7 +186,7 @@ def _required(data: dict, *names: str) -> dict:
 def _dm_user(data: dict) -> str:
     """The Discord user id a DM control names: ``user`` is a name as the terminal client takes it
     (``--user alice``), ``user_id`` a Discord user id."""
-    from ..discord_formats import is_snowflake
+    from ..discord.formats import is_snowflake
     from .client import user_id_for
 
     if ("user" in data) == ("user_id" in data):
@@ -264,7 +264,7 @@ class _Handler(BaseHTTPRequestHandler):
         if (self.headers.get("Host") or "").lower() not in self.stack.allowed_hosts:
             return 403, {"error": "forbidden host"}
         if path.startswith(LOCAL_PREFIX):
-            from ..rollback import authorized
+            from ..core.rollback import authorized
 
             if not authorized(self.headers.get("Authorization"), self.stack.admin_secret):
                 return 401, {"error": "unauthorized: send Authorization: Bearer <admin secret>"}
@@ -310,8 +310,8 @@ class _Handler(BaseHTTPRequestHandler):
 
     def _nightly(self, body: bytes) -> tuple[int, Any]:
         try:
-            from ..consolidation import run_record, window_for
-            from ..nightly_steps import scheduled_time
+            from ..core.consolidation import run_record, window_for
+            from ..core.nightly_steps import scheduled_time
         except ImportError:
             return 404, {"error": "not available in this build"}
         requested = _local_body(body, {"now": str})

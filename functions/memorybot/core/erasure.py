@@ -16,7 +16,7 @@ import logging
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from .discord_formats import is_snowflake
+from ..discord.formats import is_snowflake
 from .domain import Action, Actor, Change, LedgerEntry, Owner, utcnow
 from .ports import ConflictError, MemoryStore, MessageStore
 from .rollback import BadRequest, authorized

@@ -15,11 +15,11 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any, Protocol
 
-from . import commands
-from .discord_formats import is_interaction_token, is_snowflake
-from .domain import DM_SCOPE, GLOBAL_SCOPE, Message, Owner, ScopeMode, scope_for
-from .jobs import ReplyJob
-from .ports import AsyncInvoker, DiscordApi, MemoryStore, MessageStore
+from ..core import commands
+from ..core.domain import DM_SCOPE, GLOBAL_SCOPE, Message, Owner, ScopeMode, scope_for
+from ..core.jobs import ReplyJob
+from ..core.ports import AsyncInvoker, DiscordApi, MemoryStore, MessageStore
+from .formats import is_interaction_token, is_snowflake
 
 logger = logging.getLogger(__name__)
 

@@ -1,0 +1,1 @@
+"""The Discord edge: interaction payloads in, answers out; request signatures; Discord's id formats."""
