@@ -5,12 +5,22 @@ requests per minute (above it: 429 with Retry-After and retry-after-ms). Decisio
 both go to it (one model, one quota), through ``OpenAIDecisionModel``/``OpenAIChatModel``,
 the shared retry policy and a ``ModelCallLimiter`` configured with RPM = Q.
 
-1. A night: SPEAKERS busy speakers, each one chunk through the real per-speaker step
-   (``Extractor.run`` with actor nightly) with MEMORIES memories (keep all, add one: 1 worth +
-   MEMORIES verdicts + 1 add + 1 text calls), MAP_CONCURRENCY speakers at a time (what a
-   Map state would run), one process and one limiter. Printed: decisions lost (speakers whose
-   extraction raised ModelUnavailable), wall ÷ (model calls ÷ Q) (1.0 is the quota's own
-   floor), peak calls in flight (limiter and server) against the configured limit.
+1. A night: SPEAKERS busy speakers (``MEMORYBOT_BENCH_SPEAKERS``, default 1,000), each with
+   six messages inside the night's window (one chunk) and MEMORIES memories (keep all, add one:
+   1 worth + MEMORIES verdicts + 1 add + 1 text calls), through the nightly state machine's own
+   steps (``nightly_steps``): claim, plan (the manifest), then every ``map_items`` payload (a
+   ``SpeakerTask``, as the Distributed Map's ItemSelector makes it) through ``speaker``, the
+   real per-speaker step (the speaker's lines read by id, newest-first chunks, the extraction
+   with actor nightly, the (run, speaker) mark), MAP_CONCURRENCY at a time (the map's
+   MaxConcurrency, context ``nightly_max_concurrency``'s default), with the map's Retry
+   mirrored (a step raising ModelUnavailable is run again after 30 s x 2^n with full jitter,
+   capped at 5 minutes, up to 4 times, other errors twice, the waits scaled down like
+   LAMBDA_RETRY_DELAY) and its Catch (``speaker_failed``); then review (the diary) and finish.
+   One process and one limiter: every child shares it, as in the in-process run (deployed,
+   each child is a Lambda instance with its own). Printed: decisions lost (speakers whose mark
+   is failed, missing, or counts model calls without a usable answer), wall ÷ (model calls ÷ Q)
+   over the whole night from claim to finish (1.0 is the quota's own floor), peak calls in
+   flight (limiter and server) against the configured limit.
 2. The live path: LIVE_TURNS /chat turns at once, each its own instance (own limiter, as
    separate Lambda instances are) against the same quota: the reply, then its extraction; an
    extraction that raises ModelUnavailable is run again after LAMBDA_RETRY_DELAY (Lambda's
@@ -20,6 +30,8 @@ the shared retry policy and a ``ModelCallLimiter`` configured with RPM = Q.
 
 from __future__ import annotations
 
+import os
+import random
 import statistics
 import threading
 import time
@@ -27,26 +39,40 @@ from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime, timedelta
 
 from benchmarks.nightly_bench import PerUserStore
+from infra.settings import StackConfig
 from memorybot.adapters.limiter import ModelCallLimiter
 from memorybot.adapters.openai_chat import OpenAIChatModel, OpenAICompatibleClient, OpenAIDecisionModel
 from memorybot.adapters.retry import Retrier, RetryPolicy
-from memorybot.core.domain import GLOBAL_SCOPE, Actor, Memory, PromptMessage
+from memorybot.core import nightly_steps
+from memorybot.core.consolidation import CHUNK_MESSAGES, SPEAKER_DONE, Consolidator, speaker_mark, window_for
+from memorybot.core.domain import GLOBAL_SCOPE, JST, Actor, Memory, PromptMessage, iso
 from memorybot.core.extraction import Extractor
+from memorybot.core.jobs import BadJob
+from memorybot.core.nightly_jobs import NightlyStart, RunPlan
 from memorybot.core.ports import ModelUnavailable
-from tests.fakes import message
+from tests.fakes import FakeMessageStore, FakeRunStore, message
 from tests.fakes import speaker as speaker_named
 from tests.loopback.openai_server import OpenAIServer
 
 L = 0.020  # seconds per model call
 Q = 12_000  # model requests per minute
 MAX_IN_FLIGHT = 32  # MEMORYBOT_MODEL_MAX_IN_FLIGHT
-SPEAKERS = 1_000
+SPEAKERS = int(os.environ.get("MEMORYBOT_BENCH_SPEAKERS", "1000"))
 MEMORIES = 5
-MAP_CONCURRENCY = 40
+MAP_CONCURRENCY = StackConfig.nightly_max_concurrency  # the Distributed Map's MaxConcurrency
+# The map's Retry of a speaker's step (infra/nightly.py): ModelUnavailable 4 times after 30 s x 2^n
+# with full jitter, capped at 5 minutes; anything else twice after 5 s x 2^n; BadJob never.
+# The waits are scaled down as LAMBDA_RETRY_DELAY is (1/60).
+MAP_THROTTLED_RETRIES = 4
+MAP_OTHER_RETRIES = 2
+MAP_THROTTLED_INTERVAL = 0.5
+MAP_THROTTLED_MAX_DELAY = 5.0
+MAP_OTHER_INTERVAL = 5.0 / 60
 LIVE_TURNS = 100
 LAMBDA_RETRY_DELAY = 1.0  # Lambda waits 1 and then 2 minutes; scaled down
 POLICY = RetryPolicy(deadline_seconds=60.0)
 DAY = datetime(2026, 11, 20, tzinfo=UTC)
+NIGHT = datetime(2026, 11, 30, 3, 0, tzinfo=JST)  # the alarm; its window is the 24 hours before
 
 
 def _backends(url: str, limiter: ModelCallLimiter) -> tuple[OpenAIDecisionModel, OpenAIChatModel]:
@@ -56,44 +82,84 @@ def _backends(url: str, limiter: ModelCallLimiter) -> tuple[OpenAIDecisionModel,
     return OpenAIDecisionModel(client), OpenAIChatModel(client)
 
 
-def _seed(store: PerUserStore, speaker: str) -> list:
+def _seed(store: PerUserStore, speaker: str, at: datetime = DAY + timedelta(hours=10)) -> list:
     for k in range(MEMORIES):
         store.seed(Memory(speaker, f"m{k:04d}", f"fact {k}", DAY, DAY))
-    return [message(speaker, f"message {i} about my week", at=DAY + timedelta(hours=10, seconds=i)) for i in range(6)]
+    return [message(speaker, f"message {i} about my week", at=at + timedelta(seconds=i)) for i in range(CHUNK_MESSAGES)]
+
+
+def _map_child(consolidator: Consolidator, item: dict, retried: list[str]) -> dict:
+    """One child of the Distributed Map: the speaker step, its Retry (scaled down), then its Catch."""
+    throttled = other = 0
+    while True:
+        try:
+            return nightly_steps.speaker(consolidator, item)
+        except BadJob:
+            error = "BadJob"
+            break
+        except ModelUnavailable:
+            error = "ModelUnavailable"
+            if throttled == MAP_THROTTLED_RETRIES:
+                break
+            time.sleep(random.uniform(0, min(MAP_THROTTLED_INTERVAL * 2**throttled, MAP_THROTTLED_MAX_DELAY)))
+            throttled += 1
+        except Exception as exc:  # noqa: BLE001 - the Retry on States.ALL
+            error = type(exc).__name__
+            if other == MAP_OTHER_RETRIES:
+                break
+            time.sleep(MAP_OTHER_INTERVAL * 2**other)
+            other += 1
+        retried.append(error)
+    return nightly_steps.speaker_failed(consolidator, {**item, "error": {"Error": error, "Cause": ""}})
 
 
 def night(llm: OpenAIServer) -> None:
     llm.clear()
     llm.set_delay(L)
     llm.set_quota(Q)
-    store = PerUserStore()
-    chunks = {f"s{n}": _seed(store, f"s{n}") for n in range(SPEAKERS)}
+    memories, messages, runs = PerUserStore(), FakeMessageStore(), FakeRunStore()
+    window = window_for(NIGHT)
+    for n in range(SPEAKERS):
+        for said in _seed(memories, f"s{n}", at=window.start + timedelta(hours=1, seconds=n * 10)):
+            messages.put(said)
     limiter = ModelCallLimiter(MAX_IN_FLIGHT, Q)
     jev, chat = _backends(llm.url, limiter)
-    extractor = Extractor(store, jev, chat)
-    lost = []
-
-    def speaker(item):
-        speaker_id, messages = item
-        try:
-            return extractor.run(speaker_named(speaker_id), GLOBAL_SCOPE, messages, actor=Actor.NIGHTLY, run_id=1)
-        except ModelUnavailable:
-            lost.append(speaker_id)
-            return None
+    consolidator = Consolidator(memories, messages, runs, Extractor(memories, jev, chat), jev, chat)
+    retried: list[str] = []
 
     started = time.perf_counter()
+    claimed = nightly_steps.claim(consolidator, NightlyStart(iso(NIGHT)).to_json())
+    planned = RunPlan.from_json(nightly_steps.plan(consolidator, claimed))
+    items = nightly_steps.map_items(consolidator, planned)
     with ThreadPoolExecutor(MAP_CONCURRENCY) as pool:
-        results = list(pool.map(speaker, chunks.items()))
+        answers = list(pool.map(lambda item: _map_child(consolidator, item, retried), items))
+    nightly_steps.review(consolidator, planned.to_json())
+    nightly_steps.finish(consolidator, planned.to_json())
     wall = time.perf_counter() - started
+
+    run = runs.get(planned.run_id)
+    assert run is not None and run.finished_at is not None
+    marks = [runs.step_mark(planned.run_id, speaker_mark(f"{i['scope']}#{i['user_id']}")) for i in items]
+    failed = [m for m in marks if m is None or m.get("status") != SPEAKER_DONE]
+    no_decision = [m for m in marks if m is not None and m.get("failures", 0) > 0]
+    lost = len(failed) + len(no_decision)
     calls = llm.served
-    no_decision = sum(r.failures for r in results if r is not None)
     floor = calls / (Q / 60)
     print(
-        f"night: {SPEAKERS} speakers x 1 chunk, {MEMORIES} memories each; L = {L * 1000:.0f} ms, "
-        f"Q = {Q:,}/min, limiter {MAX_IN_FLIGHT} in flight and {Q:,}/min, {MAP_CONCURRENCY} speakers at a time"
+        f"night: {len(items)} speakers through the map's speaker step, 1 chunk and {MEMORIES} memories each; "
+        f"L = {L * 1000:.0f} ms, Q = {Q:,}/min, limiter {MAX_IN_FLIGHT} in flight and {Q:,}/min, "
+        f"MaxConcurrency {MAP_CONCURRENCY}"
     )
-    print(f"  model calls {calls:,}, throttled answers {llm.throttled}, calls without a usable answer {no_decision}")
-    print(f"  decisions lost {len(lost)} (goal 0)")
+    print(
+        f"  model calls {calls:,}, throttled answers {llm.throttled}, "
+        f"calls without a usable answer {sum(m.get('failures', 0) for m in marks if m is not None)}; "
+        f"speaker steps run again by the map's Retry {len(retried)}"
+    )
+    print(
+        f"  decisions lost {lost} (goal 0): speakers failed {len(failed)} "
+        f"(run record: {len(run.summary['failed_speakers'])}), with no decision {len(no_decision)}; "
+        f"steps answered done {sum(a['status'] == SPEAKER_DONE for a in answers)}"
+    )
     print(f"  wall {wall:.1f} s; calls / Q = {floor:.1f} s; wall / (calls / Q) = {wall / floor:.2f} (goal <= 1.2)")
     print(
         f"  peak calls in flight: limiter {limiter.peak_in_flight}, server {llm.peak_in_flight} (limit {MAX_IN_FLIGHT})"
