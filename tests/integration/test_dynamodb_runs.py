@@ -12,10 +12,10 @@ import pytest
 from fakes import Clock, memory, owner
 from memorybot.adapters.dynamodb import DynamoMemoryStore
 from memorybot.adapters.dynamodb_runs import DynamoRunStore
-from memorybot.core.consolidation import run_record
+from memorybot.admin_api import rollback_answer, run_record
 from memorybot.core.domain import NIGHTLY_MAX_DURATION, RUN_LEDGER_OWNER, Action, Actor, Change, Memory, iso
 from memorybot.core.ports import RollbackClaim
-from memorybot.core.rollback import Outcome, Rollback, respond
+from memorybot.core.rollback import Outcome, Rollback
 
 T = datetime(2026, 11, 29, 18, 0, tzinfo=UTC)
 LEASE = timedelta(minutes=2)
@@ -204,7 +204,7 @@ def test_rollback_on_dynamodb_undoes_the_run_and_logs_each_revert(dynamo):
     assert run.rolled_back and run.rollback_counts == {"reverted": 4, "skipped": 0}
     [own] = w.run_rows()  # the rollback's own row, committed with the mark, at the same time
     assert own.action is Action.ROLLBACK and own.at == run.rolled_back_at and "4 reverted, 0 skipped" in own.reason
-    assert respond(Rollback(w.memories, w.runs).run(w.run.run_id)) == (
+    assert rollback_answer(Rollback(w.memories, w.runs).run(w.run.run_id)) == (
         409,
         {"runId": w.run.run_id, "alreadyRolledBack": True},
     )
@@ -235,7 +235,7 @@ def test_concurrent_rollbacks_of_one_run_on_real_threads_apply_exactly_once(dyna
 
     def roll(_):
         barrier.wait()
-        return respond(Rollback(w.memories, w.runs).run(w.run.run_id))
+        return rollback_answer(Rollback(w.memories, w.runs).run(w.run.run_id))
 
     with ThreadPoolExecutor(contenders) as pool:
         answers = list(pool.map(roll, range(contenders)))

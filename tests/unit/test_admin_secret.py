@@ -6,7 +6,7 @@ import hmac
 
 import pytest
 
-from memorybot.core import rollback
+from memorybot import admin_api
 
 SECRET = "s3cret-admin-token"
 
@@ -19,9 +19,9 @@ def test_the_comparison_is_hmac_compare_digest_on_the_whole_token(monkeypatch):
         seen.append((a, b))
         return real(a, b)
 
-    monkeypatch.setattr(rollback.hmac, "compare_digest", recording)
-    assert rollback.authorized(f"Bearer {SECRET}", SECRET)
-    assert not rollback.authorized(f"Bearer {SECRET[:-1]}", SECRET)
+    monkeypatch.setattr(admin_api.hmac, "compare_digest", recording)
+    assert admin_api.authorized(f"Bearer {SECRET}", SECRET)
+    assert not admin_api.authorized(f"Bearer {SECRET[:-1]}", SECRET)
     # every candidate token, right or wrong, went through the constant-time comparison
     assert seen == [(SECRET.encode(), SECRET.encode()), (SECRET[:-1].encode(), SECRET.encode())]
 
@@ -41,9 +41,9 @@ def test_the_comparison_is_hmac_compare_digest_on_the_whole_token(monkeypatch):
     ],
 )
 def test_anything_but_the_exact_bearer_token_is_refused(header):
-    assert not rollback.authorized(header, SECRET)
+    assert not admin_api.authorized(header, SECRET)
 
 
 def test_with_no_secret_configured_nobody_is_authorized():
-    assert not rollback.authorized("Bearer ", "")
-    assert not rollback.authorized("Bearer anything", "")
+    assert not admin_api.authorized("Bearer ", "")
+    assert not admin_api.authorized("Bearer anything", "")

@@ -19,6 +19,7 @@ from fakes import (
     message,
     owner,
 )
+from memorybot.admin_api import run_record
 from memorybot.core import commands
 from memorybot.core.consolidation import (
     CHUNK_MESSAGES,
@@ -30,7 +31,6 @@ from memorybot.core.consolidation import (
     by_speaker,
     chunks,
     max_model_calls,
-    run_record,
     window_for,
 )
 from memorybot.core.domain import JST, Action, Actor, Change, SourceRef, Verdict

@@ -16,6 +16,7 @@ from loopback.jev_server import JevServer
 from loopback.openai_server import OpenAIServer
 from memorybot.adapters.jev_http import JevHttpDecisionModel
 from memorybot.adapters.openai_chat import OpenAIChatModel, OpenAICompatibleClient
+from memorybot.core import conversation
 from memorybot.core.domain import GLOBAL_SCOPE, Action, Message, Verdict, snowflake_at, utcnow
 from memorybot.core.extraction import Extractor
 from memorybot.core.jobs import ExtractionJob, ReplyJob
@@ -135,7 +136,7 @@ def test_the_apology_comes_only_when_lambdas_retries_are_spent(front, llm):
             reply.handler(dict(work), context())
         assert front.recorder.of_kind("edit") == []
     assert reply.handler(dict(work), context())["status"] == "apologised"
-    assert [e.body["content"] for e in front.recorder.of_kind("edit")] == [reply.APOLOGY]
+    assert [e.body["content"] for e in front.recorder.of_kind("edit")] == [conversation.APOLOGY]
     assert front.invoker.calls == []
 
 

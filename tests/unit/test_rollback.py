@@ -9,17 +9,19 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from fakes import Clock, FakeMemoryStore, FakeRunStore, memory, owner
+from memorybot.admin_api import ROLLBACK, BadRequest, json_object, rollback_answer, rollback_request
 from memorybot.core.domain import Action, Actor, Change, Memory
 from memorybot.core.ports import RollbackClaim
-from memorybot.core.rollback import (
-    ROLLBACK_LEASE,
-    BadRequest,
-    Outcome,
-    Rollback,
-    handle,
-    parse_request,
-    respond,
-)
+from memorybot.core.rollback import ROLLBACK_LEASE, Outcome, Rollback
+
+
+def handle(rollback, authorization, body, admin_secret):
+    return ROLLBACK.answer(rollback, authorization, body, admin_secret)
+
+
+def parse_request(body, *, base64_encoded=False):
+    return rollback_request(json_object(body, ROLLBACK.fields, base64_encoded=base64_encoded))
+
 
 T = datetime(2026, 11, 29, 18, 0, tzinfo=UTC)
 SECRET = "s3cret-admin"
@@ -186,25 +188,25 @@ def test_no_run_id_means_the_latest_run():
 def test_unknown_run_and_no_run_at_all_are_not_found():
     w = World()
     assert w.rollback.run(99).outcome is Outcome.NOT_FOUND
-    assert respond(w.rollback.run(99))[0] == 404
+    assert rollback_answer(w.rollback.run(99))[0] == 404
     empty = Rollback(FakeMemoryStore(), FakeRunStore())
-    assert respond(empty.run())[0] == 404
-    assert respond(empty.run(dry_run=True))[0] == 404
+    assert rollback_answer(empty.run())[0] == 404
+    assert rollback_answer(empty.run(dry_run=True))[0] == 404
 
 
 def test_repeating_a_rollback_answers_409_already_rolled_back_and_changes_nothing():
     w = World()
-    assert respond(w.rollback.run())[0] == 200
+    assert rollback_answer(w.rollback.run())[0] == 200
     ledger = list(w.memories.ledger)
-    status, body = respond(w.rollback.run(w.run.run_id))
+    status, body = rollback_answer(w.rollback.run(w.run.run_id))
     assert (status, body["alreadyRolledBack"]) == (409, True)
     assert w.memories.ledger == ledger
-    assert respond(w.rollback.run(w.run.run_id, dry_run=True))[0] == 409
+    assert rollback_answer(w.rollback.run(w.run.run_id, dry_run=True))[0] == 409
 
 
 def test_the_answer_carries_ids_only_never_memory_text():
     w = World()
-    status, body = respond(w.rollback.run())
+    status, body = rollback_answer(w.rollback.run())
     assert status == 200 and set(body) == {"runId", "dryRun", "reverted", "skipped", "erased"}
     text = json.dumps(body)
     for m in list(w.original.values()) + [w.added, w.updated]:
@@ -225,7 +227,7 @@ def test_a_dry_run_previews_exactly_what_the_rollback_then_does_and_changes_noth
     assert preview.outcome is Outcome.PREVIEW
     assert w.memories.rows == rows and w.memories.ledger == ledger
     assert not w.runs.get(w.run.run_id).rolled_back and w.runs.leases == {}
-    status, body = respond(preview)
+    status, body = rollback_answer(preview)
     assert status == 200 and body["dryRun"] is True
 
     done = w.rollback.run()
@@ -262,7 +264,7 @@ def test_a_crashed_rollbacks_lease_expires_and_a_retry_then_finishes():
     w = World()
     now = w.clock()
     assert w.runs.claim_rollback(w.run.run_id, "crashed-owner", now, ROLLBACK_LEASE) is RollbackClaim.CLAIMED
-    status, body = respond(w.rollback.run())
+    status, body = rollback_answer(w.rollback.run())
     assert (status, body.get("inProgress")) == (409, True)
     assert w.rollback_rows() == []
 
@@ -277,7 +279,7 @@ def test_a_second_rollback_while_the_first_is_applying_is_refused():
 
     def second_arrives(change):
         if not answers:
-            answers.append(respond(w.rollback.run(w.run.run_id)))
+            answers.append(rollback_answer(w.rollback.run(w.run.run_id)))
         return False
 
     w.memories.fail_apply = second_arrives
@@ -413,9 +415,9 @@ def test_a_run_still_being_written_is_not_rolled_back_yet_but_a_dead_one_is():
         actor=Actor.NIGHTLY,
         run_id=live.run_id,
     )
-    status, body = respond(w.rollback.run(live.run_id))
+    status, body = rollback_answer(w.rollback.run(live.run_id))
     assert (status, body["inProgress"]) == (409, True) and w.get("b", "bbbbb") is not None
-    assert respond(w.rollback.run(live.run_id, dry_run=True))[0] == 409
+    assert rollback_answer(w.rollback.run(live.run_id, dry_run=True))[0] == 409
     w.clock.now += timedelta(minutes=16)  # longer than a nightly function can live: it died
     assert w.rollback.run(live.run_id).reverted == ["bbbbb"]
 

@@ -10,6 +10,7 @@ import pytest
 
 from frontdoor import ALICE, APP_ID, BOB, CHANNEL, SCOPE, chat, context, event, owner, seed
 from memorybot.adapters.invoker import LocalInvoker
+from memorybot.core import conversation
 from memorybot.core.domain import Action, Actor, Message, snowflake_at, utcnow
 from memorybot.core.jobs import ExtractionJob, ReplyJob
 from memorybot.handlers import extraction, interactions, reply
@@ -99,7 +100,7 @@ def test_when_the_model_fails_the_reply_is_a_polite_apology_and_nothing_is_extra
     work = said(front, "hello there")
     assert reply.handler(work, context())["status"] == "apologised"
     [edit] = front.recorder.of_kind("edit")
-    assert edit.body["content"] == reply.APOLOGY
+    assert edit.body["content"] == conversation.APOLOGY
     assert edit.body["allowed_mentions"] == {"parse": []}
     assert front.invoker.calls == []
     assert [m.is_bot for m in front.message_store.recent(CHANNEL, 10)] == [False]
@@ -109,7 +110,7 @@ def test_an_empty_model_answer_is_treated_as_a_failure(front):
     front.chat_model.reply_answer = "   "
     work = said(front, "hello there")
     assert reply.handler(work, context())["status"] == "apologised"
-    assert [e.body["content"] for e in front.recorder.of_kind("edit")] == [reply.APOLOGY]
+    assert [e.body["content"] for e in front.recorder.of_kind("edit")] == [conversation.APOLOGY]
     assert front.invoker.calls == []
 
 
@@ -161,7 +162,7 @@ def test_extraction_finds_its_exchange_even_after_a_busy_channel_moved_on(front)
 def test_an_extraction_whose_reply_is_not_readable_yet_fails_for_a_retry_and_changes_nothing(front):
     work = said(front, "I moved to Kyoto last week")
     not_yet = snowflake_at(utcnow(), 996)  # the reply is posted but not (yet) in the conversation index
-    with pytest.raises(extraction.ExchangeNotReadable):
+    with pytest.raises(conversation.ExchangeNotReadable):
         extraction.handler(extraction_job(work, not_yet), context())
     assert front.decision_model.calls == [] and front.memory_store.ledger_for(owner(ALICE)) == []
 

@@ -43,7 +43,6 @@ from .domain import (
     Owner,
     Speaker,
     Verdict,
-    iso,
     jst_day,
     one_line,
     plain_name,
@@ -462,18 +461,3 @@ class InMemoryManifests:
 
     def read(self, key: str) -> list[dict]:
         return json.loads(json.dumps(self._data[key]))
-
-
-def run_record(run: NightlyRun) -> dict:
-    """The run as JSON-ready data (for the local stack's answer and the handler's result)."""
-    return {
-        "runId": run.run_id,
-        "dayLabel": run.day_label,
-        "startedAt": iso(run.started_at),
-        "finishedAt": iso(run.finished_at) if run.finished_at else None,
-        "diary": run.diary,
-        "summary": run.summary,
-        "rolledBack": run.rolled_back,
-        "rolledBackAt": iso(run.rolled_back_at) if run.rolled_back_at else None,
-        "rollback": run.rollback_counts or None,
-    }

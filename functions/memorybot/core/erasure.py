@@ -1,4 +1,4 @@
-"""Erasure for operators: ``POST /memory/erase {"userId": "...", "dryRun": bool}``.
+"""Erasure for operators (``POST /memory/erase``, read by ``admin_api``): one person, every scope.
 
 Deletes the person's memories in every scope (each delete with its ledger row, written
 without text), deletes their stored messages (their own lines and the bot's replies to them),
@@ -11,20 +11,16 @@ Answers carry counts and ids only, never text.
 
 from __future__ import annotations
 
-import json
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from ..discord.formats import is_snowflake
 from .domain import Action, Actor, Change, LedgerEntry, Owner, utcnow
 from .ports import ConflictError, MemoryStore, MessageStore
-from .rollback import BadRequest, authorized
 
 logger = logging.getLogger(__name__)
 
 ERASURE_SCOPE = "erasure"  # the erasure's own row: Owner(ERASURE_SCOPE, user).key, never a real scope
-_BODY_KEYS = frozenset({"userId", "dryRun"})
 DELETE_ATTEMPTS = 3
 
 
@@ -43,16 +39,6 @@ class ErasureResult:
     ledger_rows: int = 0
     messages: int = 0
     scopes: int = 0
-
-    def answer(self) -> dict:
-        return {
-            "userId": self.user_id,
-            "dryRun": self.dry_run,
-            "scopes": self.scopes,
-            "memoriesDeleted": self.memories,
-            "ledgerRowsRedacted": self.ledger_rows,
-            "messagesDeleted": self.messages,
-        }
 
 
 class Erasure:
@@ -97,7 +83,16 @@ class Erasure:
                     scope=ERASURE_SCOPE,
                 )
             )
-        logger.info("erasure answered", extra={"user_id": user_id, **result.answer()})
+        logger.info(
+            "erasure done",
+            extra={
+                "user_id": user_id,
+                "dry_run": dry_run,
+                "memories": memories,
+                "ledger_rows": rows,
+                "messages": len(stored),
+            },
+        )
         return result
 
     def _delete(self, owner: Owner, memory_id: str) -> None:
@@ -113,50 +108,3 @@ class Erasure:
             except ConflictError:
                 continue
         raise ConflictError(memory_id)
-
-
-def parse_request(body: str | bytes | None, *, base64_encoded: bool = False) -> EraseRequest:
-    """``{"userId": "<snowflake>", "dryRun": bool}``, nothing else."""
-    import base64
-    import binascii
-
-    if body is None:
-        raise BadRequest("body must name userId")
-    try:
-        raw = base64.b64decode(body, validate=True) if base64_encoded else body
-        text = raw.decode("utf-8") if isinstance(raw, bytes) else raw
-        data = json.loads(text)
-    except (binascii.Error, UnicodeDecodeError, ValueError, RecursionError) as exc:
-        raise BadRequest("body is not valid JSON") from exc
-    if not isinstance(data, dict):
-        raise BadRequest("body must be a JSON object")
-    if set(data) - _BODY_KEYS:
-        raise BadRequest("unknown field in body")
-    user_id = data.get("userId")
-    if not isinstance(user_id, str) or not is_snowflake(user_id):
-        raise BadRequest("userId must be a Discord user id (a string of digits)")
-    dry_run = data.get("dryRun", False)
-    if not isinstance(dry_run, bool):
-        raise BadRequest("dryRun must be true or false")
-    return EraseRequest(user_id, dry_run)
-
-
-def handle(
-    erasure: Erasure,
-    authorization: str | None,
-    body: str | bytes | None,
-    admin_secret: Callable[[], str],
-    *,
-    base64_encoded: bool = False,
-) -> tuple[int, dict]:
-    """Authorise first (nothing is read before), parse, erase, answer with counts."""
-    if not authorization or not authorized(authorization, admin_secret()):
-        return 401, {"error": "unauthorized"}
-    try:
-        request = parse_request(body, base64_encoded=base64_encoded)
-    except BadRequest as exc:
-        return 400, {"error": str(exc)}
-    result = erasure.run(request.user_id, dry_run=request.dry_run)
-    if not result.found:
-        return 404, {"error": "no such user"}
-    return 200, result.answer()

@@ -122,25 +122,40 @@ class Extractor:
 
         result = self._result(Outcome.DONE, calls)
         now = self._clock()
-        for memory, verdict in zip(profile, verdicts, strict=False):
-            if verdict is Verdict.DELETE:
-                self._apply(
-                    Change(Action.DELETE, memory, None, "jev verdict: delete"), actor, run_id, result, result.deleted
-                )
+        changes = [
+            Change(Action.DELETE, memory, None, "jev verdict: delete")
+            for memory, verdict in zip(profile, verdicts, strict=False)
+            if verdict is Verdict.DELETE
+        ]
         for memory in profile:
             text = texts.get(memory.memory_id)
             if text is not None and text != memory.text:
                 after = replace(memory, text=text, updated_at=now, sources=exchange.sources)
-                self._apply(
-                    Change(Action.UPDATE, memory, after, "jev verdict: update"), actor, run_id, result, result.updated
-                )
+                changes.append(Change(Action.UPDATE, memory, after, "jev verdict: update"))
+        for change in changes:
+            if not self._apply(change, actor, run_id):
+                result.conflicts += 1
+            elif change.action is Action.DELETE:
+                result.deleted.append(change.memory_id)
+            else:
+                result.updated.append(change.memory_id)
         if add_text is not None:
-            self._add(exchange, add_text, now, actor, run_id, result)
+            added = self._add(exchange, add_text, now, actor, run_id)
+            if added is None:
+                result.conflicts += 1
+            else:
+                result.added.append(added)
         return result
 
     def _judge(
-        self, exchange: Exchange, memory: Memory, calls: decisions.CallCounter, pool, rewrites: dict
+        self,
+        exchange: Exchange,
+        memory: Memory,
+        calls: decisions.CallCounter,
+        pool: ThreadPoolExecutor,
+        rewrites: dict[str, Future[str | None]],
     ) -> Verdict | None:
+        """Jev's verdict on one memory; an update's rewrite starts at once, into ``rewrites``."""
         verdict = calls.ask("verdict", lambda: self._jev.verdict(exchange, memory), decisions.verdict)
         if verdict is Verdict.UPDATE:
             rewrites[memory.memory_id] = pool.submit(
@@ -148,7 +163,14 @@ class Extractor:
             )
         return verdict
 
-    def _maybe_add(self, exchange, profile, verdicts, calls: decisions.CallCounter) -> str | None:
+    def _maybe_add(
+        self,
+        exchange: Exchange,
+        profile: Sequence[Memory],
+        verdicts: Sequence[Verdict | None],
+        calls: decisions.CallCounter,
+    ) -> str | None:
+        """The new memory's text, when Jev wants one (and judged the profile it would join)."""
         if profile:
             seen = [(m, v) for m, v in zip(profile, verdicts, strict=False) if v is not None]
             if not seen:
@@ -158,27 +180,24 @@ class Extractor:
                 return None
         return calls.ask("write_memory", lambda: self._chat.write_memory(exchange, None), decisions.memory_text)
 
-    def _add(self, exchange: Exchange, text, now, actor, run_id, result: ExtractionResult) -> None:
+    def _add(self, exchange: Exchange, text: str, now: datetime, actor: Actor, run_id: int | None) -> str | None:
+        """The new memory's id; None when every fresh id collided (counted as a conflict)."""
         for _ in range(ADD_ID_ATTEMPTS):
             memory = Memory(
                 exchange.speaker.user_id, self._new_id(), text, now, now, scope=exchange.scope, sources=exchange.sources
             )
-            try:
-                self._memories.apply(Change(Action.ADD, None, memory, "jev: add"), actor=actor, run_id=run_id)
-            except ConflictError:
-                continue
-            result.added.append(memory.memory_id)
-            return
-        result.conflicts += 1
+            if self._apply(Change(Action.ADD, None, memory, "jev: add"), actor, run_id):
+                return memory.memory_id
+        return None
 
-    def _apply(self, change: Change, actor: Actor, run_id, result: ExtractionResult, applied: list[str]) -> None:
+    def _apply(self, change: Change, actor: Actor, run_id: int | None) -> bool:
+        """False when the record changed since it was read: the change is dropped, never forced."""
         try:
             self._memories.apply(change, actor=actor, run_id=run_id)
         except ConflictError:
             logger.info("change dropped: record changed since read", extra={"memory_id": change.memory_id})
-            result.conflicts += 1
-            return
-        applied.append(change.memory_id)
+            return False
+        return True
 
     @staticmethod
     def _result(outcome: Outcome, calls: decisions.CallCounter) -> ExtractionResult:

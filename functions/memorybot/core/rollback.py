@@ -20,10 +20,6 @@ Answers carry memory ids only, never memory text.
 
 from __future__ import annotations
 
-import base64
-import binascii
-import hmac
-import json
 import logging
 import secrets
 from collections import Counter
@@ -41,8 +37,6 @@ logger = logging.getLogger(__name__)
 # short enough that a retry after a crash is not kept waiting long.
 ROLLBACK_LEASE = timedelta(minutes=2)
 REVERSIBLE = (Action.ADD, Action.UPDATE, Action.DELETE)
-_BODY_KEYS = frozenset({"runId", "dryRun"})
-MAX_RUN_ID = 2**53 - 1  # the largest integer every JSON client reads exactly
 
 
 class Outcome(str, Enum):
@@ -211,93 +205,10 @@ def _unique(ids: list[str]) -> list[str]:
     return list(dict.fromkeys(ids))
 
 
-# ---- the admin endpoint, independent of the transport -------------------------
-
-
-class BadRequest(ValueError):
-    """The body is not one the endpoint accepts (the message is safe to show)."""
+# ---- the operator's request (``admin_api`` reads it from HTTP)
 
 
 @dataclass(frozen=True)
 class RollbackRequest:
     run_id: int | None = None  # None: the latest run
     dry_run: bool = False
-
-
-def authorized(authorization: str | None, admin_secret: str) -> bool:
-    """``Authorization: Bearer <secret>``, compared in constant time; no secret set: nobody."""
-    if not admin_secret or not authorization:
-        return False
-    scheme, _, token = authorization.strip().partition(" ")
-    if scheme.lower() != "bearer":
-        return False
-    return hmac.compare_digest(token.strip().encode("utf-8"), admin_secret.encode("utf-8"))
-
-
-def parse_request(body: str | bytes | None, *, base64_encoded: bool = False) -> RollbackRequest:
-    """No body or ``{}``: the latest run. ``{"runId": n, "dryRun": bool}``, nothing else."""
-    if body is None:
-        return RollbackRequest()
-    try:
-        raw = base64.b64decode(body, validate=True) if base64_encoded else body
-        text = raw.decode("utf-8") if isinstance(raw, bytes) else raw
-    except (binascii.Error, UnicodeDecodeError, ValueError) as exc:
-        raise BadRequest("body is not valid UTF-8") from exc
-    if not text.strip():
-        return RollbackRequest()
-    try:
-        data = json.loads(text)
-    except (ValueError, RecursionError) as exc:
-        raise BadRequest("body is not valid JSON") from exc
-    if not isinstance(data, dict):
-        raise BadRequest("body must be a JSON object")
-    unknown = set(data) - _BODY_KEYS
-    if unknown:
-        # A typo such as "runid" must not silently roll back the latest run instead.
-        raise BadRequest("unknown field in body")
-    run_id = data.get("runId")
-    if "runId" in data and (isinstance(run_id, bool) or not isinstance(run_id, int) or not 1 <= run_id <= MAX_RUN_ID):
-        raise BadRequest("runId must be a positive integer")
-    dry_run = data.get("dryRun", False)
-    if not isinstance(dry_run, bool):
-        raise BadRequest("dryRun must be true or false")
-    return RollbackRequest(run_id, dry_run)
-
-
-def respond(result: RollbackResult) -> tuple[int, dict]:
-    """HTTP status and JSON body for a result: ids only, never memory text."""
-    if result.outcome is Outcome.NOT_FOUND:
-        return 404, {"error": "no such run" if result.run_id is not None else "no nightly run yet"}
-    if result.outcome is Outcome.ALREADY:
-        return 409, {"runId": result.run_id, "alreadyRolledBack": True}
-    if result.outcome is Outcome.BUSY:
-        return 409, {"runId": result.run_id, "alreadyRolledBack": False, "inProgress": True}
-    return 200, {
-        "runId": result.run_id,
-        "dryRun": result.outcome is Outcome.PREVIEW,
-        "reverted": result.reverted,
-        "skipped": result.skipped,
-        # Rows an erasure redacted: skipped, and nothing can restore them.
-        "erased": result.erased,
-    }
-
-
-def handle(
-    rollback: Rollback,
-    authorization: str | None,
-    body: str | bytes | None,
-    admin_secret: Callable[[], str],
-    *,
-    base64_encoded: bool = False,
-) -> tuple[int, dict]:
-    """The whole endpoint: authorise first (nothing is read before), parse, roll back, answer.
-
-    ``admin_secret`` is called only when a credential was sent at all.
-    """
-    if not authorization or not authorized(authorization, admin_secret()):
-        return 401, {"error": "unauthorized"}
-    try:
-        request = parse_request(body, base64_encoded=base64_encoded)
-    except BadRequest as exc:
-        return 400, {"error": str(exc)}
-    return respond(rollback.run(request.run_id, dry_run=request.dry_run))

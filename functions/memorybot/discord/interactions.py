@@ -15,8 +15,8 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any, Protocol
 
-from ..core import commands
-from ..core.domain import DM_SCOPE, GLOBAL_SCOPE, Message, Owner, ScopeMode, scope_for
+from ..core import commands, conversation
+from ..core.domain import DM_SCOPE, GLOBAL_SCOPE, Owner, ScopeMode, scope_for
 from ..core.jobs import ReplyJob
 from ..core.ports import AsyncInvoker, DiscordApi, MemoryStore, MessageStore
 from .formats import is_interaction_token, is_snowflake
@@ -502,20 +502,6 @@ def _chat(request: Chat, deps: Dependencies) -> dict:
     if not request.text:
         return ephemeral(TEXT_EMPTY_CHAT)
     caller = request.caller
-    # The interaction id is a snowflake: the message's time is the time in it.
-    # Part of the caller's own conversation with the bot: it may decide their memories.
-    deps.message_store.put(
-        Message(
-            caller.channel_id,
-            request.interaction_id,
-            caller.user_id,
-            caller.user_name,
-            request.text,
-            is_bot=False,
-            scope=caller.scope,
-            conversation_of=caller.user_id,
-        )
-    )
     job = ReplyJob(
         request.interaction_id,
         request.token,
@@ -525,14 +511,8 @@ def _chat(request: Chat, deps: Dependencies) -> dict:
         caller.user_name,
         caller.scope,
     )
-    try:
-        deps.invoker.invoke(job)
-    except Exception as exc:  # noqa: BLE001 - the person gets an answer either way
-        logger.error(
-            "reply hand-off failed", extra={"interaction_id": request.interaction_id, "error": type(exc).__name__}
-        )
-        return ephemeral(TEXT_BUSY)
-    return {"type": DEFERRED_CHANNEL_MESSAGE}
+    handed_on = conversation.hear(deps, job, request.text)
+    return {"type": DEFERRED_CHANNEL_MESSAGE} if handed_on else ephemeral(TEXT_BUSY)
 
 
 def _show(request: ShowMemories, deps: Dependencies) -> dict:

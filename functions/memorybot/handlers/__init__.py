@@ -8,10 +8,13 @@ from __future__ import annotations
 import base64
 import json
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .. import bootstrap
 from ..core.jobs import BadJob, Job
+
+if TYPE_CHECKING:
+    from ..admin_api import AdminRoute
 
 
 def log_core_with(logger: Any) -> None:
@@ -90,19 +93,17 @@ def count_metric(name: str) -> None:
 ADMIN_SECRET = "MEMORYBOT_ADMIN_SECRET"
 
 
-def admin_endpoint(
-    event: dict, logger: Any, what: str, handle: Callable[..., tuple[int, dict]], use_case: Callable[[Any], Any]
-) -> tuple[int, dict]:
-    """One admin route (rollback, erase): POST only; ``handle`` checks the Bearer admin secret
-    before it reads anything; any failure is a 503 the operator may simply retry (every step of
-    both use cases is conditional or idempotent)."""
+def admin_endpoint(event: dict, logger: Any, route: AdminRoute, use_case: Callable[[Any], Any]) -> tuple[int, dict]:
+    """One admin route (``admin_api``: rollback, erase): POST only; the Bearer admin secret is
+    checked before anything is read; any failure is a 503 the operator may simply retry (every
+    step of both use cases is conditional or idempotent)."""
     method = event.get("httpMethod") or (event.get("requestContext") or {}).get("http", {}).get("method") or "POST"
     if method.upper() != "POST":
         return 405, {"error": "method not allowed"}
     headers = {str(k).lower(): v for k, v in (event.get("headers") or {}).items()}
     container = bootstrap.container()
     try:
-        return handle(
+        return route.answer(
             use_case(container),
             headers.get("authorization"),
             event.get("body"),
@@ -110,5 +111,5 @@ def admin_endpoint(
             base64_encoded=bool(event.get("isBase64Encoded")),
         )
     except Exception as exc:  # noqa: BLE001 - answered 503: retried by the operator
-        logger.warning(f"{what} failed", extra={"error": type(exc).__name__})
-        return 503, {"error": f"{what} interrupted; retry the request"}
+        logger.warning(f"{route.name} failed", extra={"error": type(exc).__name__})
+        return 503, {"error": f"{route.name} interrupted; retry the request"}

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from aws_lambda_powertools import Logger
 
-from ..core import rollback
+from .. import admin_api
 from . import admin_endpoint, http_response, log_core_with
 
 logger = Logger(service="memorybot-admin")
@@ -17,6 +17,6 @@ log_core_with(logger)
 
 @logger.inject_lambda_context(clear_state=True)
 def handler(event: dict, context) -> dict:
-    status, answer = admin_endpoint(event, logger, "rollback", rollback.handle, lambda c: c.rollback)
+    status, answer = admin_endpoint(event, logger, admin_api.ROLLBACK, lambda c: c.rollback)
     logger.info("rollback answered", extra={"status": status, "run_id": answer.get("runId")})
     return http_response(status, answer)

@@ -1,4 +1,4 @@
-"""The extraction worker: after the reply, decide what (if anything) to remember.
+"""The extraction worker: an ``ExtractionJob`` in, ``conversation.extract`` out.
 
 Invoked asynchronously by the reply worker; idempotent on the interaction id. A model that
 stays throttled or unreachable is "not yet": the job raises before applying anything and
@@ -11,18 +11,12 @@ from __future__ import annotations
 from aws_lambda_powertools import Logger
 
 from .. import bootstrap
-from ..core.domain import EXCHANGE_MESSAGES, Actor, Speaker
+from ..core import conversation
 from ..core.jobs import ExtractionJob
-from ..core.ports import ModelUnavailable
 from . import count_metric, idempotent, log_core_with, refused, retries_spent
 
 logger = Logger(service="memorybot-extraction")
 log_core_with(logger)
-
-
-class ExchangeNotReadable(Exception):
-    """The bot's reply is not yet visible in the conversation index (a GSI is eventually
-    consistent): fail, and Lambda's async retry reads it again a little later."""
 
 
 @logger.inject_lambda_context(clear_state=True)
@@ -34,27 +28,13 @@ def handler(event: dict, context) -> dict:
 
 
 def _extract(job: dict) -> dict:
-    return extract(ExtractionJob.from_json(job))
-
-
-def extract(job: ExtractionJob) -> dict:
-    """The extraction use case: the person's own exchange (their lines and the bot's replies
-    to them, up to this reply), their profile in this scope, Jev's decisions."""
-    c = bootstrap.container()
-    messages = c.message_store.conversation(job.channel_id, job.user_id, EXCHANGE_MESSAGES, up_to=job.up_to_message_id)
-    if not messages or messages[-1].message_id != job.up_to_message_id:
-        raise ExchangeNotReadable(job.up_to_message_id)
-    try:
-        result = c.extractor.run(Speaker(job.user_id, job.user_name), job.scope, messages, actor=Actor.EXTRACTION)
-    except ModelUnavailable:
-        if not retries_spent("extraction", job.interaction_id):
-            logger.warning("model unavailable: extraction left for Lambda's retry")
-            raise
-        logger.warning("model unavailable after every retry: decisions lost")
-        count_metric("DecisionsLost")
-        return {"outcome": "decisions_lost", "added": [], "updated": [], "deleted": []}
-    logger.info(
-        "extraction done",
-        extra={"outcome": result.outcome, "added": result.added, "updated": result.updated, "deleted": result.deleted},
+    extraction_job = ExtractionJob.from_json(job)
+    result = conversation.extract(
+        bootstrap.container(),
+        extraction_job,
+        give_up=lambda: retries_spent("extraction", extraction_job.interaction_id),
     )
-    return {"outcome": result.outcome, "added": result.added, "updated": result.updated, "deleted": result.deleted}
+    if result.outcome == conversation.DECISIONS_LOST:
+        count_metric("DecisionsLost")
+    logger.info("extraction done", extra=result.to_json())  # memory ids only
+    return result.to_json()

@@ -157,19 +157,14 @@ def _hosts(host: str, port: int) -> frozenset[str]:
 
 def _local_body(body: bytes, fields: dict[str, type]) -> dict:
     """A local route's JSON object: only ``fields``, each of its type (all optional here)."""
-    if not body.strip():
-        return {}
+    from ..admin_api import BadRequest, json_object
+
     if body.count(b"[") + body.count(b"{") > MAX_LOCAL_BODY_DEPTH * 4:
         raise BadBody("body is not a small JSON object")
     try:
-        data = json.loads(body)
-    except (ValueError, UnicodeDecodeError, RecursionError):
-        raise BadBody("body is not valid JSON") from None
-    if not isinstance(data, dict):
-        raise BadBody("body must be a JSON object")
-    unknown = set(data) - set(fields)
-    if unknown:
-        raise BadBody(f"unknown field(s): {', '.join(sorted(unknown))}; expected {', '.join(fields)}")
+        data = json_object(body, frozenset(fields)) or {}
+    except BadRequest as exc:
+        raise BadBody(str(exc)) from None
     for name, kind in fields.items():
         if name in data and not isinstance(data[name], kind):
             raise BadBody(f"{name} must be a {kind.__name__}")
@@ -264,7 +259,7 @@ class _Handler(BaseHTTPRequestHandler):
         if (self.headers.get("Host") or "").lower() not in self.stack.allowed_hosts:
             return 403, {"error": "forbidden host"}
         if path.startswith(LOCAL_PREFIX):
-            from ..core.rollback import authorized
+            from ..admin_api import authorized
 
             if not authorized(self.headers.get("Authorization"), self.stack.admin_secret):
                 return 401, {"error": "unauthorized: send Authorization: Bearer <admin secret>"}
@@ -310,8 +305,9 @@ class _Handler(BaseHTTPRequestHandler):
 
     def _nightly(self, body: bytes) -> tuple[int, Any]:
         try:
-            from ..core.consolidation import run_record, window_for
-            from ..core.nightly_steps import scheduled_time
+            from ..admin_api import run_record
+            from ..core.consolidation import window_for
+            from ..core.nightly_steps import run_in_process, scheduled_time
         except ImportError:
             return 404, {"error": "not available in this build"}
         requested = _local_body(body, {"now": str})
@@ -322,10 +318,9 @@ class _Handler(BaseHTTPRequestHandler):
             except ValueError:
                 raise BadBody('now must be an ISO 8601 time, e.g. "2026-11-20T18:00:00Z"') from None
         self.stack.invoker.drain(timeout=DRAIN_TIMEOUT_SECONDS)  # let pending extractions land first
-        consolidator = bootstrap.container().consolidator
         # The state machine's steps, in its order, with its payloads, in this process.
         try:
-            run = consolidator.run(now)
+            run = run_in_process(bootstrap.container().consolidator, now or utcnow())
         except Exception as exc:  # noqa: BLE001 - deployed, the failed execution is redriven; here, ask again
             return 503, {"status": "incomplete", "error": type(exc).__name__, "retry": "POST /local/nightly again"}
         if run is None:

@@ -1,0 +1,190 @@
+"""The operator's HTTP edge: ``POST /memory/rollback`` and ``POST /memory/erase``.
+
+Each route checks the Bearer admin secret before it reads anything, turns the JSON body into
+the core's typed request, runs the use case, and answers (HTTP status, JSON) with ids and
+counts, never memory text. The Lambda handlers and the local stack answer through here; the
+core's use cases know nothing of HTTP.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import hmac
+import json
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, Generic, TypeVar
+
+from .core.domain import NightlyRun, iso
+from .core.erasure import EraseRequest, Erasure, ErasureResult
+from .core.rollback import Outcome, Rollback, RollbackRequest, RollbackResult
+from .discord.formats import is_snowflake
+
+MAX_RUN_ID = 2**53 - 1  # the largest integer every JSON client reads exactly
+
+
+class BadRequest(ValueError):
+    """The body is not one the route accepts (the message is safe to show)."""
+
+
+def authorized(authorization: str | None, admin_secret: str) -> bool:
+    """``Authorization: Bearer <secret>``, compared in constant time; no secret set: nobody."""
+    if not admin_secret or not authorization:
+        return False
+    scheme, _, token = authorization.strip().partition(" ")
+    if scheme.lower() != "bearer":
+        return False
+    return hmac.compare_digest(token.strip().encode("utf-8"), admin_secret.encode("utf-8"))
+
+
+def json_object(body: str | bytes | None, fields: frozenset[str], *, base64_encoded: bool = False) -> dict | None:
+    """The body as a JSON object with no field outside ``fields``; None when there is no body.
+
+    An unknown field is refused rather than ignored: a typo such as "runid" must not silently
+    act on the latest run instead.
+    """
+    if body is None:
+        return None
+    try:
+        raw = base64.b64decode(body, validate=True) if base64_encoded else body
+        text = raw.decode("utf-8") if isinstance(raw, bytes) else raw
+    except (binascii.Error, UnicodeDecodeError, ValueError) as exc:
+        raise BadRequest("body is not valid UTF-8") from exc
+    if not text.strip():
+        return None
+    try:
+        data = json.loads(text)
+    except (ValueError, RecursionError) as exc:
+        raise BadRequest("body is not valid JSON") from exc
+    if not isinstance(data, dict):
+        raise BadRequest("body must be a JSON object")
+    unknown = set(data) - fields
+    if unknown:
+        raise BadRequest(f"unknown field(s): {', '.join(sorted(unknown))}; expected {', '.join(sorted(fields))}")
+    return data
+
+
+def _dry_run(data: dict) -> bool:
+    dry_run = data.get("dryRun", False)
+    if not isinstance(dry_run, bool):
+        raise BadRequest("dryRun must be true or false")
+    return dry_run
+
+
+# ---- rollback
+
+
+ROLLBACK_FIELDS = frozenset({"runId", "dryRun"})
+
+
+def rollback_request(data: dict | None) -> RollbackRequest:
+    """No body or ``{}``: the latest run. ``{"runId": n, "dryRun": bool}``, nothing else."""
+    if data is None:
+        return RollbackRequest()
+    run_id = data.get("runId")
+    if "runId" in data and (isinstance(run_id, bool) or not isinstance(run_id, int) or not 1 <= run_id <= MAX_RUN_ID):
+        raise BadRequest("runId must be a positive integer")
+    return RollbackRequest(run_id, _dry_run(data))
+
+
+def rollback_answer(result: RollbackResult) -> tuple[int, dict]:
+    if result.outcome is Outcome.NOT_FOUND:
+        return 404, {"error": "no such run" if result.run_id is not None else "no nightly run yet"}
+    if result.outcome is Outcome.ALREADY:
+        return 409, {"runId": result.run_id, "alreadyRolledBack": True}
+    if result.outcome is Outcome.BUSY:
+        return 409, {"runId": result.run_id, "alreadyRolledBack": False, "inProgress": True}
+    return 200, {
+        "runId": result.run_id,
+        "dryRun": result.outcome is Outcome.PREVIEW,
+        "reverted": result.reverted,
+        "skipped": result.skipped,
+        # Rows an erasure redacted: skipped, and nothing can restore them.
+        "erased": result.erased,
+    }
+
+
+# ---- erasure
+
+
+ERASE_FIELDS = frozenset({"userId", "dryRun"})
+
+
+def erase_request(data: dict | None) -> EraseRequest:
+    """``{"userId": "<snowflake>", "dryRun": bool}``, nothing else."""
+    user_id = (data or {}).get("userId")
+    if not isinstance(user_id, str) or not is_snowflake(user_id):
+        raise BadRequest("userId must be a Discord user id (a string of digits)")
+    return EraseRequest(user_id, _dry_run(data or {}))
+
+
+def erasure_answer(result: ErasureResult) -> tuple[int, dict]:
+    if not result.found:
+        return 404, {"error": "no such user"}
+    return 200, {
+        "userId": result.user_id,
+        "dryRun": result.dry_run,
+        "scopes": result.scopes,
+        "memoriesDeleted": result.memories,
+        "ledgerRowsRedacted": result.ledger_rows,
+        "messagesDeleted": result.messages,
+    }
+
+
+# ---- the routes
+
+UseCase = TypeVar("UseCase")
+Request = TypeVar("Request")
+
+
+@dataclass(frozen=True)
+class AdminRoute(Generic[UseCase, Request]):
+    """One admin route: its body's fields, the typed request they make, and how the use case answers it."""
+
+    name: str
+    fields: frozenset[str]
+    parse: Callable[[dict | None], Request]
+    run: Callable[[UseCase, Request], tuple[int, dict]]
+
+    def answer(
+        self,
+        use_case: UseCase,
+        authorization: str | None,
+        body: str | bytes | None,
+        admin_secret: Callable[[], str],
+        *,
+        base64_encoded: bool = False,
+    ) -> tuple[int, dict]:
+        """Authorise first (nothing is read before; ``admin_secret`` is fetched only when a
+        credential was sent at all), parse, run, answer."""
+        if not authorization or not authorized(authorization, admin_secret()):
+            return 401, {"error": "unauthorized"}
+        try:
+            request = self.parse(json_object(body, self.fields, base64_encoded=base64_encoded))
+        except BadRequest as exc:
+            return 400, {"error": str(exc)}
+        return self.run(use_case, request)
+
+
+ROLLBACK: AdminRoute[Rollback, RollbackRequest] = AdminRoute(
+    "rollback", ROLLBACK_FIELDS, rollback_request, lambda r, q: rollback_answer(r.run(q.run_id, dry_run=q.dry_run))
+)
+ERASE: AdminRoute[Erasure, EraseRequest] = AdminRoute(
+    "erasure", ERASE_FIELDS, erase_request, lambda e, q: erasure_answer(e.run(q.user_id, dry_run=q.dry_run))
+)
+
+
+def run_record(run: NightlyRun) -> dict[str, Any]:
+    """A nightly run as the operator sees it (the local stack's ``/local/nightly`` answer)."""
+    return {
+        "runId": run.run_id,
+        "dayLabel": run.day_label,
+        "startedAt": iso(run.started_at),
+        "finishedAt": iso(run.finished_at) if run.finished_at else None,
+        "diary": run.diary,
+        "summary": run.summary,
+        "rolledBack": run.rolled_back,
+        "rolledBackAt": iso(run.rolled_back_at) if run.rolled_back_at else None,
+        "rollback": run.rollback_counts or None,
+    }

@@ -1,0 +1,182 @@
+"""A conversation with the bot, one use case per step, each over typed dependencies:
+
+- ``hear``: a person's ``/chat`` line joins their conversation and the reply is handed on
+  (the interactions function, inside Discord's 3 seconds);
+- ``answer``: the reply job, the channel's recent log as context and only the speaker's
+  memories in the prompt, then the exchange handed to extraction (the reply worker);
+- ``extract``: the person's own exchange up to that reply, Jev's decisions on their profile
+  (the extraction worker).
+
+A model that stays throttled or unreachable is "not yet": the use case raises
+``ModelUnavailable`` so that the worker's retry runs it again, unless ``give_up()`` says the
+retries are spent; only then does the design's rule apply (an apology, or no decision).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING, Protocol
+
+from .domain import BOT_NAME, EXCHANGE_MESSAGES, Actor, Message, Owner, Speaker, snowflake_at, utcnow
+from .jobs import ExtractionJob, ReplyJob
+from .ports import AsyncInvoker, DiscordApi, MessageStore, ModelUnavailable
+
+if TYPE_CHECKING:  # the interactions function imports this module: keep its cold start lean
+    from .extraction import Extractor
+    from .reply import ReplyWriter
+
+logger = logging.getLogger(__name__)
+
+CONVERSATION_MESSAGES = 20  # the recent channel log the reply prompt sees
+REPLY_MAX_CHARS = 2000  # Discord's message limit
+APOLOGY = "Sorry, I couldn't think of an answer just now. Please try again in a moment."
+
+
+class ExchangeNotReadable(Exception):
+    """The bot's reply is not yet visible in the conversation index (a GSI is eventually
+    consistent): fail, and the worker's retry reads it again a little later."""
+
+
+# ---- hear: the /chat line
+
+
+class HearDeps(Protocol):
+    @property
+    def message_store(self) -> MessageStore: ...
+
+    @property
+    def invoker(self) -> AsyncInvoker: ...
+
+
+def hear(deps: HearDeps, job: ReplyJob, text: str) -> bool:
+    """Store the person's line and hand the reply on; False when the hand-off failed (the
+    person is told so; the line stays, as part of their conversation)."""
+    # The interaction id is a snowflake: the message's time is the time in it.
+    # Part of the caller's own conversation with the bot: it may decide their memories.
+    deps.message_store.put(
+        Message(
+            job.channel_id,
+            job.interaction_id,
+            job.user_id,
+            job.user_name,
+            text,
+            is_bot=False,
+            scope=job.scope,
+            conversation_of=job.user_id,
+        )
+    )
+    try:
+        deps.invoker.invoke(job)
+    except Exception as exc:  # noqa: BLE001 - the person gets an answer either way
+        logger.error("reply hand-off failed", extra={"interaction_id": job.interaction_id, "error": type(exc).__name__})
+        return False
+    return True
+
+
+# ---- answer: the reply job
+
+
+class ReplyDeps(HearDeps, Protocol):
+    @property
+    def reply_writer(self) -> ReplyWriter: ...
+
+    @property
+    def discord(self) -> DiscordApi: ...
+
+
+def answer(deps: ReplyDeps, job: ReplyJob, *, fetch_history: bool, give_up: Callable[[], bool]) -> dict:
+    """The reply in the channel, then the exchange handed to extraction; the apology when the
+    chat model failed (or stayed unavailable through every retry)."""
+    if fetch_history:
+        _fetch_history(deps, job)
+    conversation = deps.message_store.recent(job.channel_id, CONVERSATION_MESSAGES)
+    try:
+        text = deps.reply_writer.reply(Owner(job.scope, job.user_id), job.user_name, conversation)
+        text = text.strip()[:REPLY_MAX_CHARS]
+    except ModelUnavailable:
+        if not give_up():
+            logger.warning("reply model unavailable: left for the worker's retry")
+            raise
+        logger.warning("reply model unavailable after every retry")
+        text = ""
+    except Exception as exc:  # noqa: BLE001 - the model failed: apologise, remember nothing
+        logger.warning("reply model failed", extra={"error": type(exc).__name__})
+        text = ""
+    if not text:
+        deps.discord.edit_original(job.application_id, job.token, APOLOGY)
+        return {"status": "apologised"}
+    message_id = deps.discord.edit_original(job.application_id, job.token, text) or snowflake_at(utcnow())
+    # The reply belongs to the person it answers: part of their exchange, no one else's.
+    deps.message_store.put(
+        Message(
+            job.channel_id,
+            message_id,
+            job.application_id,
+            BOT_NAME,
+            text,
+            is_bot=True,
+            scope=job.scope,
+            conversation_of=job.user_id,
+        )
+    )
+    deps.invoker.invoke(ExtractionJob.after_reply(job, message_id))
+    return {"status": "replied", "message_id": message_id}
+
+
+def _fetch_history(deps: ReplyDeps, job: ReplyJob) -> None:
+    """Other people's ordinary messages join the log (needs the Message Content intent): context
+    for replies and the diary, never part of anyone's conversation with the bot. Only this
+    bot's own lines count as the bot's: another bot's words are someone else's."""
+    try:
+        for message in deps.discord.recent_channel_messages(job.channel_id, CONVERSATION_MESSAGES):
+            mine = message.is_bot and message.author_id == job.application_id
+            # same id twice changes nothing
+            deps.message_store.put(replace(message, is_bot=mine, scope=job.scope, conversation_of=""))
+    except Exception as exc:  # noqa: BLE001 - history is a bonus, never a reason not to answer
+        logger.warning("channel history fetch failed", extra={"error": type(exc).__name__})
+
+
+# ---- extract: the extraction job
+
+
+class ExtractDeps(Protocol):
+    @property
+    def message_store(self) -> MessageStore: ...
+
+    @property
+    def extractor(self) -> Extractor: ...
+
+
+@dataclass(frozen=True)
+class Extracted:
+    outcome: str
+    added: list[str]
+    updated: list[str]
+    deleted: list[str]
+
+    def to_json(self) -> dict:
+        return {"outcome": self.outcome, "added": self.added, "updated": self.updated, "deleted": self.deleted}
+
+
+DECISIONS_LOST = "decisions_lost"
+
+
+def extract(deps: ExtractDeps, job: ExtractionJob, *, give_up: Callable[[], bool]) -> Extracted:
+    """The person's own exchange (their lines and the bot's replies to them, up to this reply),
+    their profile in this scope, Jev's decisions."""
+    messages = deps.message_store.conversation(
+        job.channel_id, job.user_id, EXCHANGE_MESSAGES, up_to=job.up_to_message_id
+    )
+    if not messages or messages[-1].message_id != job.up_to_message_id:
+        raise ExchangeNotReadable(job.up_to_message_id)
+    try:
+        result = deps.extractor.run(Speaker(job.user_id, job.user_name), job.scope, messages, actor=Actor.EXTRACTION)
+    except ModelUnavailable:
+        if not give_up():
+            logger.warning("model unavailable: extraction left for the worker's retry")
+            raise
+        logger.warning("model unavailable after every retry: decisions lost")
+        return Extracted(DECISIONS_LOST, [], [], [])
+    return Extracted(result.outcome, result.added, result.updated, result.deleted)
