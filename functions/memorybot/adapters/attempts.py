@@ -13,6 +13,7 @@ import time
 from typing import Any
 
 from ..tables import DEDUP, DEDUP_TTL_SECONDS
+from .dynamodb_items import int_of, n, s
 
 KEY_PREFIX = "memorybot.unavailable"  # beside Powertools' "memorybot.<worker>#..." idempotency keys
 
@@ -27,13 +28,13 @@ class DynamoAttemptCounter:
         """Count one more unavailable attempt of the job; the count including this one."""
         answer = self._client.update_item(
             TableName=self._table,
-            Key={DEDUP.partition.name: {"S": f"{KEY_PREFIX}.{worker}#{job_id}"}},
+            Key={DEDUP.partition.name: s(f"{KEY_PREFIX}.{worker}#{job_id}")},
             UpdateExpression="ADD attempts :one SET #expiry = if_not_exists(#expiry, :expiry)",
             ExpressionAttributeNames={"#expiry": DEDUP.ttl_attribute},
             ExpressionAttributeValues={
-                ":one": {"N": "1"},
-                ":expiry": {"N": str(int(self._clock()) + DEDUP_TTL_SECONDS)},
+                ":one": n(1),
+                ":expiry": n(int(self._clock()) + DEDUP_TTL_SECONDS),
             },
             ReturnValues="UPDATED_NEW",
         )
-        return int(answer["Attributes"]["attempts"]["N"])
+        return int_of(answer["Attributes"]["attempts"])

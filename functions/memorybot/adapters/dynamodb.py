@@ -9,20 +9,19 @@ the caller passed (or, for ``apply``, the owner of the Change), so no method can
 another person's rows, or the same person's rows in another scope. ``stale`` is the one
 cross-owner read, for the nightly review.
 
-The item (de)serialisers and ``query_items`` are public so the other DynamoDB
-adapters can reuse them.
+The typed attribute values, paging, conditional writes and the "did it commit after
+all?" read-back come from ``dynamodb_items``; the memory and ledger (de)serialisers here
+are public so the run store (a rollback's own ledger row) and the tests can reuse them.
 """
 
 from __future__ import annotations
 
 import heapq
 import json
-import secrets
 import time
 import zlib
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from datetime import UTC, date, datetime, timedelta
-from decimal import Decimal
 from itertools import islice
 from typing import Any
 
@@ -50,8 +49,27 @@ from ..core.domain import (
     utcnow,
 )
 from ..core.ports import ConflictError
-
-Item = dict[str, Any]  # one DynamoDB item in the low-level client's typed form
+from .dynamodb_items import (
+    REASON_CONDITION_FAILED,
+    REASON_CONFLICT,
+    Item,
+    bool_of,
+    cancellation_code,
+    conditional_write,
+    flag,
+    get_item,
+    int_of,
+    n,
+    number_str,
+    optional_str,
+    optional_time,
+    query_items,
+    s,
+    s_list,
+    str_list_of,
+    str_of,
+    transact_or_find_committed,
+)
 
 CONNECT_TIMEOUT_SECONDS = 2
 READ_TIMEOUT_SECONDS = 5
@@ -77,17 +95,6 @@ def dynamodb_client() -> Any:
     return boto3.client("dynamodb", config=config)
 
 
-def query_items(client: Any, **request: Any) -> Iterator[Item]:
-    """Every item a Query returns, page after page, fetched lazily (stop early by not iterating)."""
-    while True:
-        page = client.query(**request)
-        yield from page.get("Items", [])
-        last = page.get("LastEvaluatedKey")
-        if not last:
-            return
-        request = {**request, "ExclusiveStartKey": last}
-
-
 def _index(spec: tables.TableSpec, name: str) -> str:
     """An index name, checked against the table spec at import time."""
     if not any(i.name == name for i in spec.local_indexes + spec.global_indexes):
@@ -109,22 +116,6 @@ LEDGER_BY_USER = _index(tables.MEMORY_LOG, "by_user")
 REDACTED_ATTRIBUTES = ("before", "after", "redacted")
 
 
-# ---- attribute values ---------------------------------------------------------
-
-
-def _s(value: str) -> dict[str, str]:
-    return {"S": value}
-
-
-def number_str(attribute: Mapping[str, str]) -> str:
-    """A DynamoDB Number as the plain digits of an integer.
-
-    Exact for 20-digit snowflakes (DynamoDB keeps 38 significant digits); never
-    goes through float.
-    """
-    return str(int(Decimal(attribute["N"])))
-
-
 # ---- memories -----------------------------------------------------------------
 
 
@@ -135,32 +126,31 @@ def stale_shard(owner: Owner) -> str:
 
 def memory_item(memory: Memory) -> Item:
     return {
-        "owner": _s(memory.owner.key),
-        "scope": _s(memory.scope),
-        "user_id": _s(memory.user_id),
-        "memory_id": _s(memory.memory_id),
-        "text": _s(memory.text),
-        "created_at": _s(iso(memory.created_at)),
-        "updated_at": _s(iso(memory.updated_at)),
-        "stale_shard": _s(stale_shard(memory.owner)),
+        "owner": s(memory.owner.key),
+        "scope": s(memory.scope),
+        "user_id": s(memory.user_id),
+        "memory_id": s(memory.memory_id),
+        "text": s(memory.text),
+        "created_at": s(iso(memory.created_at)),
+        "updated_at": s(iso(memory.updated_at)),
+        "stale_shard": s(stale_shard(memory.owner)),
         # A written memory (added, updated, restored) starts its place in the review queue afresh.
-        "review_after": _s(iso(memory.updated_at)),
+        "review_after": s(iso(memory.updated_at)),
         **_sources_attribute(memory.sources),
     }
 
 
 def _sources_attribute(sources: tuple[SourceRef, ...]) -> Item:
-    return {"sources": {"L": [_s(ref.encode()) for ref in sources]}} if sources else {}
+    return {"sources": s_list(ref.encode() for ref in sources)} if sources else {}
 
 
 def _sources_from(item: Item) -> tuple[SourceRef, ...]:
-    return tuple(SourceRef.decode(v["S"]) for v in item.get("sources", {}).get("L", []))
+    return tuple(SourceRef.decode(text) for text in str_list_of(item, "sources"))
 
 
 def memory_from_item(item: Item) -> Memory:
-    reviewed = item.get("reviewed_at", {}).get("S")
     return Memory(
-        reviewed_at=parse_iso(reviewed) if reviewed else None,
+        reviewed_at=optional_time(item, "reviewed_at"),
         user_id=item["user_id"]["S"],
         memory_id=item["memory_id"]["S"],
         text=item["text"]["S"],
@@ -172,7 +162,7 @@ def memory_from_item(item: Item) -> Memory:
 
 
 def memory_key(owner: Owner, memory_id: str) -> Item:
-    return {"owner": _s(owner.key), "memory_id": _s(memory_id)}
+    return {"owner": s(owner.key), "memory_id": s(memory_id)}
 
 
 def memory_to_json(memory: Memory) -> str:
@@ -217,25 +207,25 @@ def ledger_entry_key(entry: LedgerEntry) -> str:
 
 def ledger_item(entry: LedgerEntry) -> Item:
     item: Item = {
-        "owner": _s(entry.owner.key),
-        "scope": _s(entry.scope),
-        "user_id": _s(entry.user_id),
-        "entry_key": _s(ledger_entry_key(entry)),
-        "action": _s(Action(entry.action).value),
-        "actor": _s(Actor(entry.actor).value),
-        "reason": _s(entry.reason),
-        "memory_ids": {"L": [_s(m) for m in entry.memory_ids]},
-        "at": _s(iso(entry.at)),
+        "owner": s(entry.owner.key),
+        "scope": s(entry.scope),
+        "user_id": s(entry.user_id),
+        "entry_key": s(ledger_entry_key(entry)),
+        "action": s(Action(entry.action).value),
+        "actor": s(Actor(entry.actor).value),
+        "reason": s(entry.reason),
+        "memory_ids": s_list(entry.memory_ids),
+        "at": s(iso(entry.at)),
     }
     if entry.before is not None:
-        item["before"] = _s(memory_to_json(entry.before))
+        item["before"] = s(memory_to_json(entry.before))
     if entry.after is not None:
-        item["after"] = _s(memory_to_json(entry.after))
+        item["after"] = s(memory_to_json(entry.after))
     if entry.run_id is not None:  # only then: the by_run index stays sparse
-        item["run_id"] = {"N": str(int(entry.run_id))}
+        item["run_id"] = n(entry.run_id)
     item.update(_sources_attribute(entry.sources))
     if entry.redacted:
-        item["redacted"] = {"BOOL": True}
+        item["redacted"] = flag(True)
     return item
 
 
@@ -244,27 +234,17 @@ def ledger_from_item(item: Item) -> LedgerEntry:
         user_id=item["user_id"]["S"],
         action=Action(item["action"]["S"]),
         actor=Actor(item["actor"]["S"]),
-        reason=item.get("reason", {}).get("S", ""),
+        reason=str_of(item, "reason"),
         at=parse_iso(item["at"]["S"]),
-        memory_ids=tuple(v["S"] for v in item.get("memory_ids", {}).get("L", [])),
-        before=memory_from_json(item.get("before", {}).get("S")),
-        after=memory_from_json(item.get("after", {}).get("S")),
-        run_id=int(number_str(item["run_id"])) if "run_id" in item else None,
+        memory_ids=str_list_of(item, "memory_ids"),
+        before=memory_from_json(optional_str(item, "before")),
+        after=memory_from_json(optional_str(item, "after")),
+        run_id=int_of(item["run_id"]) if "run_id" in item else None,
         entry_id=item["entry_key"]["S"].rsplit("#", 1)[1],
         scope=item["scope"]["S"],
         sources=_sources_from(item),
-        redacted=item.get("redacted", {}).get("BOOL", False),
+        redacted=bool_of(item, "redacted"),
     )
-
-
-def _cancellation_code(error: ClientError, position: int) -> str | None:
-    """Why item ``position`` of a cancelled transaction was cancelled, if it was."""
-    if error.response.get("Error", {}).get("Code") != "TransactionCanceledException":
-        return None
-    reasons = error.response.get("CancellationReasons") or []
-    if position >= len(reasons):
-        return None
-    return reasons[position].get("Code")
 
 
 class DynamoMemoryStore:
@@ -289,7 +269,7 @@ class DynamoMemoryStore:
                 IndexName=BY_UPDATED,
                 KeyConditionExpression="#owner = :owner",
                 ExpressionAttributeNames={"#owner": "owner"},
-                ExpressionAttributeValues={":owner": _s(owner.key)},
+                ExpressionAttributeValues={":owner": s(owner.key)},
                 ScanIndexForward=False,
                 ConsistentRead=True,
                 **({"Limit": limit} if limit else {}),
@@ -329,9 +309,7 @@ class DynamoMemoryStore:
         )
 
     def get(self, owner: Owner, memory_id: str) -> Memory | None:
-        item = self._client.get_item(
-            TableName=self._memories, Key=memory_key(owner, memory_id), ConsistentRead=True
-        ).get("Item")
+        item = get_item(self._client, self._memories, memory_key(owner, memory_id))
         return memory_from_item(item) if item else None
 
     # -- changes
@@ -371,34 +349,28 @@ class DynamoMemoryStore:
         ]
         for attempt in range(1, TRANSACTION_CONFLICT_ATTEMPTS + 1):
             try:
-                # A token per attempt: botocore's own retries of this call resend the same
-                # token, so a commit whose answer was lost is not reported as a conflict.
-                self._client.transact_write_items(TransactItems=transaction, ClientRequestToken=secrets.token_hex(16))
+                # Any other failure, or no answer at all, may hide a commit: the ledger row,
+                # written in the same transaction, tells (a fresh token per attempt).
+                transact_or_find_committed(
+                    self._client, transaction, refused=_change_refused, committed=lambda: self._committed(entry)
+                )
                 return entry
             except ClientError as error:
-                code = _cancellation_code(error, 0)
-                if code == "ConditionalCheckFailed":
+                code = cancellation_code(error, 0)
+                if code == REASON_CONDITION_FAILED:
                     raise ConflictError(change.memory_id) from error
-                if code == "TransactionConflict":
+                if code == REASON_CONFLICT:
                     if attempt < TRANSACTION_CONFLICT_ATTEMPTS:
                         time.sleep(TRANSACTION_CONFLICT_BACKOFF_SECONDS * attempt)
                         continue
                     # Still contended: someone else keeps changing the record; drop ours.
                     raise ConflictError(change.memory_id) from error
-                if self._committed(entry):
-                    return entry
-                raise
-            except Exception:
-                # No answer (a timeout, a dropped connection): the change may have committed.
-                # Its ledger row, written in the same transaction, tells.
-                if self._committed(entry):
-                    return entry
                 raise
         raise AssertionError("unreachable")
 
     def _committed(self, entry: LedgerEntry) -> bool:
-        key = {"owner": _s(entry.owner.key), "entry_key": _s(ledger_entry_key(entry))}
-        return "Item" in self._client.get_item(TableName=self._log, Key=key, ConsistentRead=True)
+        key = {"owner": s(entry.owner.key), "entry_key": s(ledger_entry_key(entry))}
+        return get_item(self._client, self._log, key) is not None
 
     def _memory_write(self, change: Change) -> Item:
         """The Put or Delete of the memory, conditioned on the record being exactly ``change.before``."""
@@ -415,9 +387,9 @@ class DynamoMemoryStore:
             "ConditionExpression": "#text = :text AND updated_at = :updated AND created_at = :created",
             "ExpressionAttributeNames": {"#text": "text"},
             "ExpressionAttributeValues": {
-                ":text": _s(before.text),
-                ":updated": _s(iso(before.updated_at)),
-                ":created": _s(iso(before.created_at)),
+                ":text": s(before.text),
+                ":updated": s(iso(before.updated_at)),
+                ":created": s(iso(before.created_at)),
             },
         }
         if change.after is None:
@@ -445,7 +417,7 @@ class DynamoMemoryStore:
                 IndexName=REVIEW_QUEUE,
                 KeyConditionExpression="stale_shard = :shard",
                 FilterExpression="updated_at < :cutoff",
-                ExpressionAttributeValues={":shard": _s(str(shard)), ":cutoff": _s(cutoff)},
+                ExpressionAttributeValues={":shard": s(str(shard)), ":cutoff": s(cutoff)},
                 ScanIndexForward=True,
                 Limit=STALE_PAGE,
             )
@@ -457,7 +429,7 @@ class DynamoMemoryStore:
                 IndexName=STALE,
                 KeyConditionExpression="stale_shard = :shard AND updated_at < :cutoff",
                 FilterExpression="attribute_not_exists(review_after)",
-                ExpressionAttributeValues={":shard": _s(str(shard)), ":cutoff": _s(cutoff)},
+                ExpressionAttributeValues={":shard": s(str(shard)), ":cutoff": s(cutoff)},
                 ScanIndexForward=True,
                 Limit=STALE_PAGE,
             )
@@ -467,23 +439,21 @@ class DynamoMemoryStore:
         return list(islice(heapq.merge(*queues, key=_review_order), limit))
 
     def mark_reviewed(self, memory: Memory, at: datetime) -> None:
-        try:
-            self._client.update_item(
-                TableName=self._memories,
-                Key=memory_key(memory.owner, memory.memory_id),
-                UpdateExpression="SET reviewed_at = :at, review_after = :at",
-                ConditionExpression="#text = :text AND updated_at = :updated AND created_at = :created",
-                ExpressionAttributeNames={"#text": "text"},
-                ExpressionAttributeValues={
-                    ":at": _s(iso(at)),
-                    ":text": _s(memory.text),
-                    ":updated": _s(iso(memory.updated_at)),
-                    ":created": _s(iso(memory.created_at)),
-                },
-            )
-        except ClientError as error:
-            if error.response.get("Error", {}).get("Code") != "ConditionalCheckFailedException":
-                raise  # changed or deleted meanwhile: its own write placed it in the queue
+        # A failed condition means changed or deleted meanwhile: its own write placed it in the queue.
+        conditional_write(
+            self._client.update_item,
+            TableName=self._memories,
+            Key=memory_key(memory.owner, memory.memory_id),
+            UpdateExpression="SET reviewed_at = :at, review_after = :at",
+            ConditionExpression="#text = :text AND updated_at = :updated AND created_at = :created",
+            ExpressionAttributeNames={"#text": "text"},
+            ExpressionAttributeValues={
+                ":at": s(iso(at)),
+                ":text": s(memory.text),
+                ":updated": s(iso(memory.updated_at)),
+                ":created": s(iso(memory.created_at)),
+            },
+        )
 
     # -- the ledger
 
@@ -493,7 +463,7 @@ class DynamoMemoryStore:
             TableName=self._log,
             IndexName=BY_RUN,
             KeyConditionExpression="run_id = :run",
-            ExpressionAttributeValues={":run": {"N": str(int(run_id))}},
+            ExpressionAttributeValues={":run": n(run_id)},
             ScanIndexForward=False,
         )
         return [ledger_from_item(i) for i in items]
@@ -506,7 +476,7 @@ class DynamoMemoryStore:
             TableName=self._log,
             KeyConditionExpression="#owner = :owner",
             ExpressionAttributeNames={"#owner": "owner"},
-            ExpressionAttributeValues={":owner": _s(owner.key)},
+            ExpressionAttributeValues={":owner": s(owner.key)},
             ScanIndexForward=False,
             ConsistentRead=True,
             **({"Limit": limit} if limit else {}),
@@ -522,9 +492,9 @@ class DynamoMemoryStore:
             ProjectionExpression="sources",
             ExpressionAttributeNames={"#owner": "owner", "#actor": "actor", "#action": "action"},
             ExpressionAttributeValues={
-                ":owner": _s(owner.key),
-                ":command": _s(Actor.COMMAND.value),
-                ":delete": _s(Action.DELETE.value),
+                ":owner": s(owner.key),
+                ":command": s(Actor.COMMAND.value),
+                ":delete": s(Action.DELETE.value),
             },
             Limit=FORGET_PAGE,  # rows read per page (before the filter)
             ConsistentRead=True,
@@ -541,7 +511,7 @@ class DynamoMemoryStore:
                 KeyConditionExpression="user_id = :user",
                 ProjectionExpression="#scope, user_id",
                 ExpressionAttributeNames={"#scope": "scope"},
-                ExpressionAttributeValues={":user": _s(user_id)},
+                ExpressionAttributeValues={":user": s(user_id)},
             )
             for item in items:
                 owner = Owner(item["scope"]["S"], item["user_id"]["S"])
@@ -557,13 +527,19 @@ class DynamoMemoryStore:
         # Only before/after go, and a flag says so; the condition keeps it from creating a row.
         self._client.update_item(
             TableName=self._log,
-            Key={"owner": _s(entry.owner.key), "entry_key": _s(ledger_entry_key(entry))},
+            Key={"owner": s(entry.owner.key), "entry_key": s(ledger_entry_key(entry))},
             UpdateExpression="REMOVE #before, #after SET #redacted = :true",
             ConditionExpression="attribute_exists(entry_key)",
             ExpressionAttributeNames={"#before": "before", "#after": "after", "#redacted": "redacted"},
-            ExpressionAttributeValues={":true": {"BOOL": True}},
+            ExpressionAttributeValues={":true": flag(True)},
             ReturnValues="NONE",
         )
+
+
+def _change_refused(error: ClientError) -> bool:
+    """The memory's own write was turned down: the record changed since read, or another
+    transaction holds it. Then nothing committed, so there is nothing to look for."""
+    return cancellation_code(error, 0) in (REASON_CONDITION_FAILED, REASON_CONFLICT)
 
 
 def _review_order(memory: Memory) -> tuple[datetime, str, str]:
@@ -577,20 +553,23 @@ def conversation_key(channel_id: str, user_id: str) -> str:
     return f"{channel_id}#{user_id}"
 
 
+def message_key(message: Message) -> Item:
+    return {"channel_id": s(message.channel_id), "message_id": n(message.message_id)}
+
+
 def message_item(message: Message) -> Item:
     item: Item = {
-        "channel_id": _s(message.channel_id),
-        "message_id": {"N": str(int(message.message_id))},
-        "jst_day": _s(jst_day(message.created_at)),
-        "author_id": _s(message.author_id),
-        "author_name": _s(message.author_name),
-        "content": _s(message.content),
-        "is_bot": {"BOOL": bool(message.is_bot)},
-        "scope": _s(message.scope),
+        **message_key(message),
+        "jst_day": s(jst_day(message.created_at)),
+        "author_id": s(message.author_id),
+        "author_name": s(message.author_name),
+        "content": s(message.content),
+        "is_bot": flag(message.is_bot),
+        "scope": s(message.scope),
     }
     if message.conversation_of:  # only then: by_conversation stays sparse
-        item["conversation_of"] = _s(message.conversation_of)
-        item["conversation"] = _s(conversation_key(message.channel_id, message.conversation_of))
+        item["conversation_of"] = s(message.conversation_of)
+        item["conversation"] = s(conversation_key(message.channel_id, message.conversation_of))
     return item
 
 
@@ -599,11 +578,11 @@ def message_from_item(item: Item) -> Message:
         channel_id=item["channel_id"]["S"],
         message_id=number_str(item["message_id"]),
         author_id=item["author_id"]["S"],
-        author_name=item.get("author_name", {}).get("S", ""),
-        content=item.get("content", {}).get("S", ""),
-        is_bot=item.get("is_bot", {}).get("BOOL", False),
+        author_name=str_of(item, "author_name"),
+        content=str_of(item, "content"),
+        is_bot=bool_of(item, "is_bot"),
         scope=item["scope"]["S"],
-        conversation_of=item.get("conversation_of", {}).get("S", ""),
+        conversation_of=str_of(item, "conversation_of"),
     )
 
 
@@ -636,16 +615,14 @@ class DynamoMessageStore:
         self._table = settings.table(tables.MESSAGES)
 
     def put(self, message: Message) -> None:
-        try:
-            self._client.put_item(
-                TableName=self._table,
-                Item=message_item(message),
-                ConditionExpression="attribute_not_exists(message_id)",
-            )
-        except ClientError as error:
-            # Already stored (a redelivered event): the first copy stands, and that is success.
-            if error.response.get("Error", {}).get("Code") != "ConditionalCheckFailedException":
-                raise
+        # A failed condition means already stored (a redelivered event): the first copy stands,
+        # and that is success.
+        conditional_write(
+            self._client.put_item,
+            TableName=self._table,
+            Item=message_item(message),
+            ConditionExpression="attribute_not_exists(message_id)",
+        )
 
     def of_person(self, user_id: str) -> list[Message]:
         own = [
@@ -655,28 +632,17 @@ class DynamoMessageStore:
                 TableName=self._table,
                 IndexName=BY_AUTHOR,
                 KeyConditionExpression="author_id = :user",
-                ExpressionAttributeValues={":user": _s(user_id)},
+                ExpressionAttributeValues={":user": s(user_id)},
             )
         ]
-        replies: list[Message] = []
-        for channel_id in sorted({m.channel_id for m in own}):
-            items = query_items(
-                self._client,
-                TableName=self._table,
-                IndexName=BY_CONVERSATION,
-                KeyConditionExpression="conversation = :key",
-                ExpressionAttributeValues={":key": _s(conversation_key(channel_id, user_id))},
-            )
-            replies += [m for m in map(message_from_item, items) if m.is_bot and m.conversation_of == user_id]
+        channels = sorted({m.channel_id for m in own})
+        replies = [m for channel_id in channels for m in self._conversation_lines(channel_id, user_id) if m.is_bot]
         return sorted(
             {(m.channel_id, m.message_id): m for m in own + replies}.values(), key=lambda m: int(m.message_id)
         )
 
     def delete(self, message: Message) -> None:
-        self._client.delete_item(
-            TableName=self._table,
-            Key={"channel_id": _s(message.channel_id), "message_id": {"N": str(int(message.message_id))}},
-        )
+        self._client.delete_item(TableName=self._table, Key=message_key(message))
 
     def recent(self, channel_id: str, limit: int, *, up_to: str | None = None) -> list[Message]:
         return self._newest({"channel_id": channel_id}, limit, up_to=up_to, index=None)
@@ -693,9 +659,9 @@ class DynamoMessageStore:
         if limit <= 0:
             return []
         [(name, value)] = key.items()
-        condition, values = f"{name} = :key", {":key": _s(value)}
+        condition, values = f"{name} = :key", {":key": s(value)}
         if up_to is not None:
-            condition, values = condition + " AND message_id <= :up_to", {**values, ":up_to": {"N": str(int(up_to))}}
+            condition, values = condition + " AND message_id <= :up_to", {**values, ":up_to": n(up_to)}
         # A global index cannot be read consistently; the table can.
         where = {"IndexName": index} if index else {"ConsistentRead": True}
         items = query_items(
@@ -714,24 +680,33 @@ class DynamoMessageStore:
         wanted: dict[str, set[int]] = {}
         for channel_id, message_id in refs:
             wanted.setdefault(channel_id, set()).add(int(message_id))
-        found: list[Message] = []
-        for channel_id, ids in wanted.items():
-            items = query_items(
-                self._client,
-                TableName=self._table,
-                IndexName=BY_CONVERSATION,
-                KeyConditionExpression="conversation = :key AND message_id BETWEEN :low AND :high",
-                ExpressionAttributeValues={
-                    ":key": _s(conversation_key(channel_id, user_id)),
-                    ":low": {"N": str(min(ids))},
-                    ":high": {"N": str(max(ids))},
-                },
-                ScanIndexForward=True,
-            )
-            found += [
-                m for m in map(message_from_item, items) if int(m.message_id) in ids and m.conversation_of == user_id
-            ]
+        found = [
+            m
+            for channel_id, ids in wanted.items()
+            for m in self._conversation_lines(channel_id, user_id, between=(min(ids), max(ids)))
+            if int(m.message_id) in ids
+        ]
         return sorted(found, key=lambda m: int(m.message_id))
+
+    def _conversation_lines(
+        self, channel_id: str, user_id: str, *, between: tuple[int, int] | None = None
+    ) -> Iterator[Message]:
+        """The lines of the person's own conversation with the bot in one channel (by_conversation),
+        with message ids in ``between`` (inclusive) if given, in id order."""
+        condition, values = "conversation = :key", {":key": s(conversation_key(channel_id, user_id))}
+        if between is not None:
+            condition += " AND message_id BETWEEN :low AND :high"
+            values |= {":low": n(between[0]), ":high": n(between[1])}
+        items = query_items(
+            self._client,
+            TableName=self._table,
+            IndexName=BY_CONVERSATION,
+            KeyConditionExpression=condition,
+            ExpressionAttributeValues=values,
+            ScanIndexForward=True,
+        )
+        # The index is shared by key only: check the owner again, so no other line slips in.
+        return (m for m in map(message_from_item, items) if m.conversation_of == user_id)
 
     def between(self, start: datetime, end: datetime) -> list[Message]:
         low = _first_snowflake_at_or_after(start)
@@ -747,7 +722,7 @@ class DynamoMessageStore:
                 TableName=self._table,
                 IndexName=BY_JST_DAY,
                 KeyConditionExpression="jst_day = :day AND message_id BETWEEN :low AND :high",
-                ExpressionAttributeValues={":day": _s(day), ":low": {"N": str(low)}, ":high": {"N": str(high)}},
+                ExpressionAttributeValues={":day": s(day), ":low": n(low), ":high": n(high)},
                 ScanIndexForward=True,
             )
             found.extend(message_from_item(i) for i in items)

@@ -17,9 +17,9 @@ no gaps.
 from __future__ import annotations
 
 import json
-import secrets
 from dataclasses import replace
 from datetime import datetime, timedelta
+from functools import partial
 from typing import Any
 
 from botocore.exceptions import ClientError
@@ -29,50 +29,58 @@ from ..config import Settings
 from ..core.domain import NIGHTLY_MAX_DURATION, LedgerEntry, NightlyRun, iso, parse_iso
 from ..core.ports import RollbackClaim
 from .dynamodb import ledger_item
+from .dynamodb_items import (
+    TRANSACTION_CANCELED,
+    TRANSACTION_CONFLICT,
+    Item,
+    bool_of,
+    conditional_write,
+    error_code,
+    flag,
+    get_item,
+    int_of,
+    n,
+    optional_time,
+    s,
+    str_of,
+    transact,
+    transact_or_find_committed,
+)
 
 CLAIM_ATTEMPTS = 5  # another claim for a different day moved the counter: read it again
 COUNTER_KEY = "counter"
 
 
-def _s(value: str) -> dict[str, str]:
-    return {"S": value}
-
-
-def _n(value: int) -> dict[str, str]:
-    return {"N": str(int(value))}
-
-
 def _run_key(run_id: int) -> dict[str, dict[str, str]]:
-    return {"run_key": _s(f"run#{int(run_id)}")}
+    return {"run_key": s(f"run#{int(run_id)}")}
 
 
 def _mark_key(run_id: int, name: str) -> dict[str, dict[str, str]]:
-    return {"run_key": _s(f"run#{int(run_id)}#{name}")}
+    return {"run_key": s(f"run#{int(run_id)}#{name}")}
 
 
 def _day_key(day_label: str) -> dict[str, dict[str, str]]:
-    return {"run_key": _s(f"day#{day_label}")}
+    return {"run_key": s(f"day#{day_label}")}
 
 
-def _code(error: ClientError) -> str:
-    return error.response.get("Error", {}).get("Code", "")
+def _claim_refused(error: ClientError) -> bool:
+    """The claim was turned down (the day was claimed meanwhile, or the counter moved on):
+    nothing committed, and the next attempt reads the table again."""
+    return error_code(error) in (TRANSACTION_CANCELED, TRANSACTION_CONFLICT)
 
 
-def run_from_item(item: dict[str, Any]) -> NightlyRun:
-    finished = item.get("finished_at", {}).get("S")
-    worked_until = item.get("worked_until", {}).get("S")
-    rolled_back_at = item.get("rolled_back_at", {}).get("S")
+def run_from_item(item: Item) -> NightlyRun:
     return NightlyRun(
-        run_id=int(item["run_id"]["N"]),
+        run_id=int_of(item["run_id"]),
         day_label=item["day_label"]["S"],
         started_at=parse_iso(item["started_at"]["S"]),
-        finished_at=parse_iso(finished) if finished else None,
-        diary=item.get("diary", {}).get("S", ""),
-        summary=json.loads(item.get("summary", {}).get("S", "{}")),
-        rolled_back=item.get("rolled_back", {}).get("BOOL", False),
-        rolled_back_at=parse_iso(rolled_back_at) if rolled_back_at else None,
-        rollback_counts=json.loads(item.get("rollback_counts", {}).get("S", "{}")),
-        worked_until=parse_iso(worked_until) if worked_until else None,
+        finished_at=optional_time(item, "finished_at"),
+        diary=str_of(item, "diary"),
+        summary=json.loads(str_of(item, "summary", "{}")),
+        rolled_back=bool_of(item, "rolled_back"),
+        rolled_back_at=optional_time(item, "rolled_back_at"),
+        rollback_counts=json.loads(str_of(item, "rollback_counts", "{}")),
+        worked_until=optional_time(item, "worked_until"),
     )
 
 
@@ -89,51 +97,45 @@ class DynamoRunStore:
         for _ in range(CLAIM_ATTEMPTS):
             day = self._get(_day_key(day_label))
             if day is not None:
-                return self._take_over(int(day["run_id"]["N"]), started_at, until)
+                return self._take_over(int_of(day["run_id"]), started_at, until)
             last = self._last_run_id()
             run = NightlyRun(last + 1, day_label, started_at, worked_until=until)
             counter_update = {
                 "Update": {
                     "TableName": self._table,
-                    "Key": {"run_key": _s(COUNTER_KEY)},
+                    "Key": {"run_key": s(COUNTER_KEY)},
                     "UpdateExpression": "SET last_run_id = :next",
                     # The first run creates the counter; later ones move it on from what was read.
                     "ConditionExpression": "attribute_not_exists(last_run_id) OR last_run_id = :last",
-                    "ExpressionAttributeValues": {":next": _n(run.run_id), ":last": _n(last)},
+                    "ExpressionAttributeValues": {":next": n(run.run_id), ":last": n(last)},
                 }
             }
+            claim = [
+                self._put_new({**_day_key(day_label), "run_id": n(run.run_id)}),
+                counter_update,
+                self._put_new(
+                    {
+                        **_run_key(run.run_id),
+                        "run_id": n(run.run_id),
+                        "day_label": s(day_label),
+                        "started_at": s(iso(started_at)),
+                        "worked_until": s(iso(until)),
+                        "rolled_back": flag(False),
+                    }
+                ),
+            ]
             try:
-                self._client.transact_write_items(
-                    TransactItems=[
-                        self._put_new({**_day_key(day_label), "run_id": _n(run.run_id)}),
-                        counter_update,
-                        self._put_new(
-                            {
-                                **_run_key(run.run_id),
-                                "run_id": _n(run.run_id),
-                                "day_label": _s(day_label),
-                                "started_at": _s(iso(started_at)),
-                                "worked_until": _s(iso(until)),
-                                "rolled_back": {"BOOL": False},
-                            }
-                        ),
-                    ],
-                    # botocore may resend after a lost answer: the same token makes that a no-op
-                    # instead of a "day already claimed" that would orphan this run.
-                    ClientRequestToken=secrets.token_hex(16),
+                # botocore may resend after a lost answer: the same token makes that a no-op
+                # instead of a "day already claimed" that would orphan this run. Any other
+                # failure, or no answer at all, may hide a commit: if it did commit, the run
+                # is ours; otherwise every retry would find the day taken.
+                transact_or_find_committed(
+                    self._client, claim, refused=_claim_refused, committed=partial(self._claimed_by, run)
                 )
                 return run
             except ClientError as error:
-                if _code(error) in ("TransactionCanceledException", "TransactionConflictException"):
+                if _claim_refused(error):
                     continue  # the day was claimed meanwhile (checked at the top) or the counter moved on
-                if self._claimed_by(run):
-                    return run
-                raise
-            except Exception:
-                # No answer (a timeout, a dropped connection): the claim may have committed.
-                # If it did, the run is ours; otherwise every retry would find the day taken.
-                if self._claimed_by(run):
-                    return run
                 raise
         raise RuntimeError("could not claim the nightly day: the run counter kept moving")
 
@@ -143,7 +145,7 @@ class DynamoRunStore:
         stored = self._get(_run_key(run.run_id))
         return (
             day is not None
-            and int(day["run_id"]["N"]) == run.run_id
+            and int_of(day["run_id"]) == run.run_id
             and stored is not None
             and stored["started_at"]["S"] == iso(run.started_at)
         )
@@ -154,45 +156,39 @@ class DynamoRunStore:
         if run is None or run.finished_at or run.rolled_back or run.in_progress(now):
             return None
         seen = (
-            ("worked_until = :seen", {":seen": _s(iso(run.worked_until))})
+            ("worked_until = :seen", {":seen": s(iso(run.worked_until))})
             if run.worked_until
             else ("attribute_not_exists(worked_until)", {})
         )
-        try:
-            self._client.update_item(
-                TableName=self._table,
-                Key=_run_key(run_id),
-                UpdateExpression="SET worked_until = :until",
-                # Exactly one of several retries takes it over: the state read must still hold.
-                ConditionExpression=f"attribute_not_exists(finished_at) AND rolled_back = :false AND {seen[0]}",
-                ExpressionAttributeValues={":until": _s(iso(until)), ":false": {"BOOL": False}, **seen[1]},
-            )
-        except ClientError as error:
-            if _code(error) != "ConditionalCheckFailedException":
-                raise
-            return None
-        return replace(run, worked_until=until)
+        taken = conditional_write(
+            self._client.update_item,
+            TableName=self._table,
+            Key=_run_key(run_id),
+            UpdateExpression="SET worked_until = :until",
+            # Exactly one of several retries takes it over: the state read must still hold.
+            ConditionExpression=f"attribute_not_exists(finished_at) AND rolled_back = :false AND {seen[0]}",
+            ExpressionAttributeValues={":until": s(iso(until)), ":false": flag(False), **seen[1]},
+        )
+        return replace(run, worked_until=until) if taken else None
 
     def release(self, run_id: int) -> None:
-        try:
-            self._client.update_item(
-                TableName=self._table,
-                Key=_run_key(run_id),
-                UpdateExpression="REMOVE worked_until",
-                ConditionExpression="attribute_exists(run_key) AND attribute_not_exists(finished_at)",
-            )
-        except ClientError as error:
-            if _code(error) != "ConditionalCheckFailedException":
-                raise
+        # A failed condition means no such run, or finished already: nothing to give back.
+        conditional_write(
+            self._client.update_item,
+            TableName=self._table,
+            Key=_run_key(run_id),
+            UpdateExpression="REMOVE worked_until",
+            ConditionExpression="attribute_exists(run_key) AND attribute_not_exists(finished_at)",
+        )
 
     def finish(self, run: NightlyRun) -> None:
         values = {
-            ":diary": _s(run.diary),
-            ":summary": _s(json.dumps(run.summary, ensure_ascii=False, sort_keys=True)),
+            ":diary": s(run.diary),
+            ":summary": s(json.dumps(run.summary, ensure_ascii=False, sort_keys=True)),
         }
         expression = "SET diary = :diary, summary = :summary"
         if run.finished_at is not None:
-            values[":finished"] = _s(iso(run.finished_at))
+            values[":finished"] = s(iso(run.finished_at))
             expression += ", finished_at = :finished REMOVE worked_until"
         self._client.update_item(
             TableName=self._table,
@@ -207,15 +203,12 @@ class DynamoRunStore:
         return json.loads(item["result"]["S"]) if item else None
 
     def mark_step(self, run_id: int, name: str, result: dict) -> dict:
-        try:
-            self._client.put_item(
-                TableName=self._table,
-                Item={**_mark_key(run_id, name), "result": _s(json.dumps(result, ensure_ascii=False, sort_keys=True))},
-                ConditionExpression="attribute_not_exists(run_key)",
-            )
-        except ClientError as error:
-            if _code(error) != "ConditionalCheckFailedException":
-                raise
+        if not conditional_write(
+            self._client.put_item,
+            TableName=self._table,
+            Item={**_mark_key(run_id, name), "result": s(json.dumps(result, ensure_ascii=False, sort_keys=True))},
+            ConditionExpression="attribute_not_exists(run_key)",
+        ):
             # Marked already (an earlier attempt, or this one's answer lost): the first mark stands.
             return self.step_mark(run_id, name) or result
         return json.loads(json.dumps(result))
@@ -231,26 +224,24 @@ class DynamoRunStore:
     # -- the rollback lease
 
     def claim_rollback(self, run_id: int, owner: str, now: datetime, lease: timedelta) -> RollbackClaim:
-        try:
-            self._client.update_item(
-                TableName=self._table,
-                Key=_run_key(run_id),
-                UpdateExpression="SET lease_owner = :owner, lease_until = :until",
-                ConditionExpression=(
-                    "attribute_exists(run_key) AND rolled_back = :false"
-                    " AND (attribute_not_exists(lease_until) OR lease_until < :now OR lease_owner = :owner)"
-                ),
-                ExpressionAttributeValues={
-                    ":owner": _s(owner),
-                    ":until": _s(iso(now + lease)),
-                    ":now": _s(iso(now)),
-                    ":false": {"BOOL": False},
-                },
-            )
+        if conditional_write(
+            self._client.update_item,
+            TableName=self._table,
+            Key=_run_key(run_id),
+            UpdateExpression="SET lease_owner = :owner, lease_until = :until",
+            ConditionExpression=(
+                "attribute_exists(run_key) AND rolled_back = :false"
+                " AND (attribute_not_exists(lease_until) OR lease_until < :now OR lease_owner = :owner)"
+            ),
+            ExpressionAttributeValues={
+                ":owner": s(owner),
+                ":until": s(iso(now + lease)),
+                ":now": s(iso(now)),
+                ":false": flag(False),
+            },
+        ):
             return RollbackClaim.CLAIMED
-        except ClientError as error:
-            if _code(error) != "ConditionalCheckFailedException":
-                raise
+        # Not taken: say why.
         run = self.get(run_id)
         if run is None:
             return RollbackClaim.MISSING
@@ -261,7 +252,7 @@ class DynamoRunStore:
     ) -> bool:
         if entry is None:
             return self._if_owner(
-                run_id, owner, "SET rolled_back = :true REMOVE lease_owner, lease_until", {":true": {"BOOL": True}}
+                run_id, owner, "SET rolled_back = :true REMOVE lease_owner, lease_until", {":true": flag(True)}
             )
         mark = {
             "Update": {
@@ -273,11 +264,11 @@ class DynamoRunStore:
                 ),
                 "ConditionExpression": "lease_owner = :owner AND rolled_back = :false",
                 "ExpressionAttributeValues": {
-                    ":true": {"BOOL": True},
-                    ":false": {"BOOL": False},
-                    ":owner": _s(owner),
-                    ":at": _s(iso(entry.at)),
-                    ":counts": _s(json.dumps(counts or {}, sort_keys=True)),
+                    ":true": flag(True),
+                    ":false": flag(False),
+                    ":owner": s(owner),
+                    ":at": s(iso(entry.at)),
+                    ":counts": s(json.dumps(counts or {}, sort_keys=True)),
                 },
             }
         }
@@ -290,10 +281,11 @@ class DynamoRunStore:
         }
         try:
             # The same token on botocore's own retries: a lost answer is not a second mark.
-            self._client.transact_write_items(TransactItems=[mark, row], ClientRequestToken=secrets.token_hex(16))
+            # (A failure without an answer raises: the operator's retry finds the run marked, or not.)
+            transact(self._client, [mark, row])
             return True
         except ClientError as error:
-            if _code(error) != "TransactionCanceledException":
+            if error_code(error) != TRANSACTION_CANCELED:
                 raise
             run = self.get(run_id)  # marked by this very request (an answer lost, then retried)?
             return bool(run and run.rolled_back and run.rolled_back_at == entry.at)
@@ -304,26 +296,21 @@ class DynamoRunStore:
     # -- helpers
 
     def _if_owner(self, run_id: int, owner: str, expression: str, values: dict) -> bool:
-        try:
-            self._client.update_item(
-                TableName=self._table,
-                Key=_run_key(run_id),
-                UpdateExpression=expression,
-                ConditionExpression="lease_owner = :owner AND rolled_back = :false",
-                ExpressionAttributeValues={**values, ":owner": _s(owner), ":false": {"BOOL": False}},
-            )
-            return True
-        except ClientError as error:
-            if _code(error) != "ConditionalCheckFailedException":
-                raise
-            return False
+        return conditional_write(
+            self._client.update_item,
+            TableName=self._table,
+            Key=_run_key(run_id),
+            UpdateExpression=expression,
+            ConditionExpression="lease_owner = :owner AND rolled_back = :false",
+            ExpressionAttributeValues={**values, ":owner": s(owner), ":false": flag(False)},
+        )
 
-    def _put_new(self, item: dict[str, Any]) -> dict[str, Any]:
+    def _put_new(self, item: Item) -> Item:
         return {"Put": {"TableName": self._table, "Item": item, "ConditionExpression": "attribute_not_exists(run_key)"}}
 
-    def _get(self, key: dict[str, Any]) -> dict[str, Any] | None:
-        return self._client.get_item(TableName=self._table, Key=key, ConsistentRead=True).get("Item")
+    def _get(self, key: Item) -> Item | None:
+        return get_item(self._client, self._table, key)
 
     def _last_run_id(self) -> int:
-        item = self._get({"run_key": _s(COUNTER_KEY)})
-        return int(item["last_run_id"]["N"]) if item else 0
+        item = self._get({"run_key": s(COUNTER_KEY)})
+        return int_of(item["last_run_id"]) if item else 0
