@@ -77,7 +77,10 @@ KEY_ADMIN_ACTIONS = (
 # skeleton stays). Its UpdateItem is conditioned to name only these attributes (the key, the
 # two texts and the flag) and to return nothing; no role may delete a ledger row.
 LEDGER_REDACTOR = "Erase"
-LEDGER_REDACTION_ATTRIBUTES = ("owner", "entry_key", "before", "after", "redacted")
+LEDGER_REDACTION_ATTRIBUTES = (
+    *(key.name for key in (tables.MEMORY_LOG.partition, tables.MEMORY_LOG.sort) if key),
+    *tables.MEMORY_LOG_REDACTED,
+)
 
 
 @dataclass(frozen=True)

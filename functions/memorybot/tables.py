@@ -120,6 +120,10 @@ MEMORY_LOG = TableSpec(
     ),
 )
 
+# The one change an erasure makes to a ledger row: before/after go and a flag says so (the
+# skeleton stays). The erase function's policy may name only these and the key.
+MEMORY_LOG_REDACTED = ("before", "after", "redacted")
+
 # message_id is the Discord snowflake, a number, so it orders by time. by_conversation is
 # sparse: conversation = "<channel_id>#<user_id>" only on a person's /chat messages and the
 # bot's replies to them, so one query reads exactly that person's exchange.

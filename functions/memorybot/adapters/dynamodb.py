@@ -112,8 +112,6 @@ BY_CONVERSATION = _index(tables.MESSAGES, "by_conversation")
 BY_AUTHOR = _index(tables.MESSAGES, "by_author")
 MEMORIES_BY_USER = _index(tables.MEMORIES, "by_user")
 LEDGER_BY_USER = _index(tables.MEMORY_LOG, "by_user")
-# The one change an erasure makes to a ledger row (and the only attributes its role may name).
-REDACTED_ATTRIBUTES = ("before", "after", "redacted")
 
 
 # ---- memories -----------------------------------------------------------------
