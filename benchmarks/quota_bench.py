@@ -60,6 +60,7 @@ MAX_IN_FLIGHT = 32  # MEMORYBOT_MODEL_MAX_IN_FLIGHT
 SPEAKERS = int(os.environ.get("MEMORYBOT_BENCH_SPEAKERS", "1000"))
 MEMORIES = 5
 MAP_CONCURRENCY = StackConfig.nightly_max_concurrency  # the Distributed Map's MaxConcurrency
+DEPLOYED_RPM = StackConfig.model_rpm  # 0: no per-minute bound in the instance
 # The map's Retry of a speaker's step (infra/nightly.py): ModelUnavailable 4 times after 30 s x 2^n
 # with full jitter, capped at 5 minutes; anything else twice after 5 s x 2^n; BadJob never.
 # The waits are scaled down as LAMBDA_RETRY_DELAY is (1/60).
@@ -113,7 +114,10 @@ def _map_child(consolidator: Consolidator, item: dict, retried: list[str]) -> di
     return nightly_steps.speaker_failed(consolidator, {**item, "error": {"Error": error, "Cause": ""}})
 
 
-def night(llm: OpenAIServer) -> None:
+def night(llm: OpenAIServer, *, per_instance: bool = False) -> None:
+    """``per_instance``: each map child its own instance, as deployed (its own limiter with the
+    deployed defaults: MAX_IN_FLIGHT and no per-minute bound), so only the model's 429s and the
+    retries keep the whole map within Q; otherwise one limiter with RPM = Q shared by all."""
     llm.clear()
     llm.set_delay(L)
     llm.set_quota(Q)
@@ -126,13 +130,25 @@ def night(llm: OpenAIServer) -> None:
     jev, chat = _backends(llm.url, limiter)
     consolidator = Consolidator(memories, messages, runs, Extractor(memories, jev, chat), jev, chat)
     retried: list[str] = []
+    instances = threading.local()
+    limiters: list[ModelCallLimiter] = []
+
+    def child_consolidator() -> Consolidator:
+        if not per_instance:
+            return consolidator
+        if not hasattr(instances, "consolidator"):  # one warm instance per map slot
+            own = ModelCallLimiter(MAX_IN_FLIGHT, DEPLOYED_RPM)
+            limiters.append(own)
+            j, c = _backends(llm.url, own)
+            instances.consolidator = Consolidator(memories, messages, runs, Extractor(memories, j, c), j, c)
+        return instances.consolidator
 
     started = time.perf_counter()
     claimed = nightly_steps.claim(consolidator, NightlyStart(iso(NIGHT)).to_json())
     planned = RunPlan.from_json(nightly_steps.plan(consolidator, claimed))
     items = nightly_steps.map_items(consolidator, planned)
     with ThreadPoolExecutor(MAP_CONCURRENCY) as pool:
-        answers = list(pool.map(lambda item: _map_child(consolidator, item, retried), items))
+        answers = list(pool.map(lambda item: _map_child(child_consolidator(), item, retried), items))
     nightly_steps.review(consolidator, planned.to_json())
     nightly_steps.finish(consolidator, planned.to_json())
     wall = time.perf_counter() - started
@@ -147,8 +163,12 @@ def night(llm: OpenAIServer) -> None:
     floor = calls / (Q / 60)
     print(
         f"night: {len(items)} speakers through the map's speaker step, 1 chunk and {MEMORIES} memories each; "
-        f"L = {L * 1000:.0f} ms, Q = {Q:,}/min, limiter {MAX_IN_FLIGHT} in flight and {Q:,}/min, "
-        f"MaxConcurrency {MAP_CONCURRENCY}"
+        f"L = {L * 1000:.0f} ms, Q = {Q:,}/min, MaxConcurrency {MAP_CONCURRENCY}, "
+        + (
+            f"each child its own instance: limiter {MAX_IN_FLIGHT} in flight, no per-minute bound (deployed defaults)"
+            if per_instance
+            else f"one limiter {MAX_IN_FLIGHT} in flight and {Q:,}/min shared by every child"
+        )
     )
     print(
         f"  model calls {calls:,}, throttled answers {llm.throttled}, "
@@ -161,9 +181,14 @@ def night(llm: OpenAIServer) -> None:
         f"steps answered done {sum(a['status'] == SPEAKER_DONE for a in answers)}"
     )
     print(f"  wall {wall:.1f} s; calls / Q = {floor:.1f} s; wall / (calls / Q) = {wall / floor:.2f} (goal <= 1.2)")
-    print(
-        f"  peak calls in flight: limiter {limiter.peak_in_flight}, server {llm.peak_in_flight} (limit {MAX_IN_FLIGHT})"
-    )
+    if per_instance:
+        peak = max((own.peak_in_flight for own in limiters), default=0)
+        print(f"  peak calls in flight: per instance {peak} (limit {MAX_IN_FLIGHT}), server {llm.peak_in_flight}")
+    else:
+        print(
+            f"  peak calls in flight: limiter {limiter.peak_in_flight}, server {llm.peak_in_flight} "
+            f"(limit {MAX_IN_FLIGHT})"
+        )
 
 
 def live(llm: OpenAIServer) -> None:
@@ -223,6 +248,7 @@ def live(llm: OpenAIServer) -> None:
 def main() -> None:
     with OpenAIServer(default_verdict="keep", default_probability=0.9, default_text="a new fact") as llm:
         night(llm)
+        night(llm, per_instance=True)
         live(llm)
 
 
