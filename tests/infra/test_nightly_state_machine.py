@@ -1,6 +1,7 @@
-"""The nightly state machine's definition, read from the synthesized template (nothing here runs
-a Distributed Map: moto stores state machines without running them; the local stack runs the
-same steps in process, see tests/unit/test_nightly_steps.py)."""
+"""The nightly state machine's definition, read from the synthesized template. The same definition
+is executed (its Distributed Map included) by moto's Step Functions interpreter over the real step
+handlers in tests/infra/test_nightly_execution.py; the local stack runs the same steps in process
+(POST /local/nightly, see tests/e2e/test_nightly_e2e.py)."""
 
 from __future__ import annotations
 
