@@ -150,7 +150,7 @@ def one_night(llm: OpenAIServer, speakers: int) -> tuple[float, float, int]:
     elapsed, cpu = time.perf_counter() - started, time.process_time() - cpu_started
     client.close()
     calls = llm.served
-    assert run is not None and run.summary["model_calls"] == calls <= max_model_calls(speakers)
+    assert run is not None and run.summary.model_calls == calls <= max_model_calls(speakers)
     return elapsed, cpu, calls
 
 

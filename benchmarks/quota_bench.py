@@ -177,7 +177,7 @@ def night(llm: OpenAIServer, *, per_instance: bool = False) -> None:
     )
     print(
         f"  decisions lost {lost} (goal 0): speakers failed {len(failed)} "
-        f"(run record: {len(run.summary['failed_speakers'])}), with no decision {len(no_decision)}; "
+        f"(run record: {len(run.summary.failed_speakers)}), with no decision {len(no_decision)}; "
         f"steps answered done {sum(a['status'] == SPEAKER_DONE for a in answers)}"
     )
     print(f"  wall {wall:.1f} s; calls / Q = {floor:.1f} s; wall / (calls / Q) = {wall / floor:.2f} (goal <= 1.2)")

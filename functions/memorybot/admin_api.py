@@ -183,7 +183,7 @@ def run_record(run: NightlyRun) -> dict[str, Any]:
         "startedAt": iso(run.started_at),
         "finishedAt": iso(run.finished_at) if run.finished_at else None,
         "diary": run.diary,
-        "summary": run.summary,
+        "summary": run.summary.to_dict(),
         "rolledBack": run.rolled_back,
         "rolledBackAt": iso(run.rolled_back_at) if run.rolled_back_at else None,
         "rollback": run.rollback_counts or None,

@@ -267,7 +267,7 @@ def nightly_finish_scenario(h: Harness) -> None:
     assert finished["status"] == "done", finished
     assert h.call("NightlyFinish", dict(NIGHTLY["plan"])) == finished  # finished once
     run = h.containers["NightlyFinish"].run_store.get(finished["run_id"])
-    assert "sta2z" in run.summary["decayed"], run.summary
+    assert "sta2z" in run.summary.decayed, run.summary
 
 
 def admin_scenario(h: Harness) -> None:

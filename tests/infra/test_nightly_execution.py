@@ -266,8 +266,8 @@ def test_the_synthesized_state_machine_runs_the_night(aws, synth, monkeypatch):
 
     run = night.container.run_store.get(finished["run_id"])
     assert run.finished_at is not None and run.diary == ScriptedChat().diary_answer
-    assert run.summary["speakers"] == 3 and run.summary["failed_speakers"] == []
-    assert run.summary["model_calls"] >= 3 and len(run.summary["added"]) == 3
+    assert run.summary.speakers == 3 and run.summary.failed_speakers == []
+    assert run.summary.model_calls >= 3 and len(run.summary.added) == 3
     assert _added_by(night, run.run_id) == {owner(p, SCOPE): 1 for p in "abc"}
 
     # each step ran once; the map's children got the ItemSelector's payload, one per manifest entry
@@ -306,7 +306,7 @@ def test_a_poison_speaker_is_retried_then_recorded_failed_and_the_night_goes_on(
     assert described["status"] == "SUCCEEDED", described
     run = night.container.run_store.get(json.loads(described["output"])["run_id"])
     assert run.finished_at is not None
-    assert run.summary["speakers"] == 3 and run.summary["failed_speakers"] == [f"{SCOPE}#p"]
+    assert run.summary.speakers == 3 and run.summary.failed_speakers == [f"{SCOPE}#p"]
     assert _added_by(night, run.run_id) == {owner("a", SCOPE): 1, owner("b", SCOPE): 1}
 
     speaker, failed = night.step("ConsolidateSpeaker"), night.step("RecordSpeakerFailed")

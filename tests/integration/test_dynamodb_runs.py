@@ -13,7 +13,7 @@ from fakes import Clock, memory, owner
 from memorybot.adapters.dynamodb import DynamoMemoryStore
 from memorybot.adapters.dynamodb_runs import DynamoRunStore
 from memorybot.admin_api import rollback_answer, run_record
-from memorybot.core.domain import NIGHTLY_MAX_DURATION, RUN_LEDGER_OWNER, Action, Actor, Change, Memory, iso
+from memorybot.core.domain import NIGHTLY_MAX_DURATION, RUN_LEDGER_OWNER, Action, Actor, Change, Memory, RunSummary, iso
 from memorybot.core.ports import RollbackClaim
 from memorybot.core.rollback import Outcome, Rollback
 
@@ -68,15 +68,7 @@ def test_concurrent_claims_of_different_days_get_distinct_ids_without_gaps(runs,
 
 def test_finish_stores_diary_summary_and_times(runs):
     run = runs.claim("2026-11-29", T)
-    summary = {
-        "added": ["abcde"],
-        "updated": [],
-        "deleted": [],
-        "decayed": ["fghjk"],
-        "failures": 1,
-        "model_calls": 9,
-        "conflicts": 0,
-    }
+    summary = RunSummary(added=["abcde"], decayed=["fghjk"], failures=1, model_calls=9, failed_speakers=["guild:1#2"])
     finished = replace(run, finished_at=T + timedelta(minutes=3), diary="静かな一日だった。", summary=summary)
     runs.finish(finished)
     assert runs.get(run.run_id) == replace(finished, worked_until=None)

@@ -253,7 +253,7 @@ def clean(moto_server):
     assert assert_invariants(before, after) == CLEAN_CHANGES
     assert profiles(after) == clean_profiles()
     assert_day_done_once(day, after)
-    assert run.summary["failures"] == 0 and run.summary["failed_speakers"] == [] and run.diary
+    assert run.summary.failures == 0 and run.summary.failed_speakers == [] and run.diary
     return requests, model_calls, len([e for e in after.ledger if e.action is Action.READ and e not in before.ledger])
 
 
@@ -301,8 +301,8 @@ def test_a_failure_at_every_dynamodb_request_keeps_the_invariants_and_the_retry_
             # its retry (the state machine's Retry; nothing is counted twice: the checks below), a
             # decay step by leaving the record stale for the next night, on record as a failure.
             absorbed.append(k)
-            assert run.summary["failed_speakers"] == [], f"fault at request {k}: one retry must absorb it"
-            if run.summary["failures"] == 0:
+            assert run.summary.failed_speakers == [], f"fault at request {k}: one retry must absorb it"
+            if run.summary.failures == 0:
                 assert failed_op in ("Query", "GetItem", "PutItem", "TransactWriteItems"), (k, failed_op)
             assert day.consolidator().run(NOW) is None
             final = day.snapshot()
@@ -377,7 +377,7 @@ def test_a_failure_at_every_model_call_changes_only_what_was_decided(moto_server
         after = day.snapshot()
         made = assert_invariants(before, after, adds_judged_without(calls.failed))
         [(name, args)] = calls.failed
-        assert run.finished_at is not None and run.summary["failures"] == 1
+        assert run.finished_at is not None and run.summary.failures == 1
 
         # What the failed call decided must be missing; what it could not affect must be there.
         must_miss: set[tuple] = set()
@@ -436,8 +436,8 @@ def test_random_combinations_of_request_and_model_faults(moto_server, clean, dat
         # A model fault is on record, unless a store fault made the speaker's step run again:
         # the retry redoes the chunk, and its own answers replace the failed attempt's.
         if calls.failed and not hit:
-            assert run.summary["failures"] >= 1
-        assert hit or calls.failed or run.summary["failures"] == 0
+            assert run.summary.failures >= 1
+        assert hit or calls.failed or run.summary.failures == 0
         final, finished = after, run
     else:
         retried = day.consolidator().run(NOW)
@@ -450,10 +450,10 @@ def test_random_combinations_of_request_and_model_faults(moto_server, clean, dat
         final, finished = day.snapshot(), retried
         assert_every_change_has_exactly_one_ledger_row(after, final)
         assert_invariants(before, final, adds_judged_without(calls.failed))
-    if finished.summary.get("failed_speakers"):
+    if finished.summary.failed_speakers:
         # A speaker is recorded failed only once its step and both of its retries failed: three
         # store faults in its requests. The run finished anyway; the invariants above still hold.
-        assert len(hit) >= 3 and len(finished.summary["failed_speakers"]) == 1
+        assert len(hit) >= 3 and len(finished.summary.failed_speakers) == 1
     elif not calls.failed:
         # Only store faults: the same profiles as a clean run (decay by the next night at the latest).
         assert_day_done_once(day, final, extra)

@@ -30,7 +30,7 @@ from faults import (
 )
 from memorybot.adapters.dynamodb import DynamoMemoryStore
 from memorybot.adapters.dynamodb_runs import DynamoRunStore
-from memorybot.core.domain import JST, RUN_LEDGER_OWNER, Action, Actor, Change, Memory, Owner
+from memorybot.core.domain import JST, RUN_LEDGER_OWNER, Action, Actor, Change, Memory, Owner, RunSummary
 from memorybot.core.rollback import ROLLBACK_LEASE, Outcome, Rollback
 
 # Profiles in one server; oscar is alice's namesake id in ANOTHER server: never the run's.
@@ -104,7 +104,7 @@ def new_world(moto_server) -> World:
     change(Action.UPDATE, (BOB, "bbbb2"), "Has a cat and a dog", "jev verdict: update")
     change(Action.DELETE, (ALICE, "aaaa4"), None, "nightly decay: jev review delete")
     change(Action.DELETE, (BOB, "bbbb3"), None, "nightly decay: jev review delete")
-    runs.finish(replace(run, finished_at=clock(), worked_until=None, summary={"added": ["aaaa5", "bbbb5"]}))
+    runs.finish(replace(run, finished_at=clock(), worked_until=None, summary=RunSummary(added=["aaaa5", "bbbb5"])))
     # After the run, a later extraction changes bob's new memory: the rollback must leave it.
     later = current[(BOB, "bbbb5")]
     memories.apply(

@@ -110,8 +110,8 @@ def test_the_scheduled_run_end_to_end_then_its_rollback(deployed):
     assert answer["status"] == "done" and answer["dayLabel"] == "2026-11-29"
     run = d.container.run_store.get(answer["runId"])
     assert run.finished_at is not None and run.diary == ScriptedChat().diary_answer
-    assert len(run.summary["added"]) == 2 and run.summary["speakers"] == 2
-    assert run.summary["decayed"] == [f"z{i:04d}"[-5:] for i in range(STALE_REVIEWS_PER_NIGHT)]
+    assert len(run.summary.added) == 2 and run.summary.speakers == 2
+    assert run.summary.decayed == [f"z{i:04d}"[-5:] for i in range(STALE_REVIEWS_PER_NIGHT)]
     exchanges = "\n".join(e.render() for e in d.jev.asked("worth"))
     assert (
         "violin" in exchanges and "dog" in exchanges and "next night" not in exchanges and "exciting" not in exchanges
@@ -141,7 +141,7 @@ def test_the_scheduled_run_end_to_end_then_its_rollback(deployed):
     assert d.rollback(secret="wrong")[0] == 401
     status, body = d.rollback()
     assert status == 200 and body["runId"] == run.run_id and body["skipped"] == []
-    assert sorted(body["reverted"]) == sorted(run.summary["added"] + run.summary["decayed"])
+    assert sorted(body["reverted"]) == sorted(run.summary.added + run.summary.decayed)
     assert d.memories.read_profile(owner("a", SCOPE), actor=Actor.COMMAND, reason="test", limit=10) == []
     assert (
         len(d.memories.read_profile(owner("z"), actor=Actor.COMMAND, reason="test", limit=100))

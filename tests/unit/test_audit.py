@@ -39,5 +39,5 @@ def test_a_person_whose_read_row_cannot_be_written_is_not_reviewed_tonight():
     night.jev.default_review = Verdict.DELETE
     run = night.run()
     assert night.jev.asked("review") == ["cccc2"]  # u1's text never reached the model unlogged
-    assert run.summary["decayed"] == ["cccc2"] and run.summary["failures"] >= 1
+    assert run.summary.decayed == ["cccc2"] and run.summary.failures >= 1
     assert (owner("u1"), "aaaa2") in night.memories.rows

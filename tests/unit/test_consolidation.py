@@ -145,7 +145,7 @@ def test_the_run_feeds_each_speakers_newest_five_chunks_to_extraction_with_actor
     assert {e.actor for e in reads} == {Actor.NIGHTLY} and {e.run_id for e in reads} == {run.run_id}
     adds = night.memories.changes()
     assert adds and all(e.actor is Actor.NIGHTLY and e.run_id == run.run_id for e in adds)
-    assert run.summary["chunks"] == CHUNKS_PER_SPEAKER + 1 and run.summary["speakers"] == 2
+    assert run.summary.chunks == CHUNKS_PER_SPEAKER + 1 and run.summary.speakers == 2
 
 
 def test_bot_messages_are_not_considered():
@@ -156,7 +156,7 @@ def test_bot_messages_are_not_considered():
     run = night.run()
     assert owner("bot") not in by_speaker(night.messages.between(jst(29, 3), jst(30, 3)))
     assert len(night.exchanges()) == 1 and "BOT" not in night.exchanges()[0]
-    assert night.memories.of("bot") == [] and run.summary["speakers"] == 1
+    assert night.memories.of("bot") == [] and run.summary.speakers == 1
     ((_, diary_transcript),) = [s for s in night.chat.seen if s[0] == "write_diary"]
     assert "BOT" not in diary_transcript
 
@@ -170,7 +170,7 @@ def test_channel_history_decides_no_ones_memories_but_reaches_the_diary():
     run = night.run()
     assert owner("h") not in by_speaker(night.messages.between(jst(29, 3), jst(30, 3)))
     assert night.exchanges() == ["usera: I play the cello"]
-    assert night.memories.of("h") == [] and run.summary["speakers"] == 1
+    assert night.memories.of("h") == [] and run.summary.speakers == 1
     (transcript,) = [s for q, s in night.chat.seen if q == "write_diary"]
     assert "HISTORY-I-am-a-pilot" in transcript
 
@@ -180,7 +180,7 @@ def test_one_person_in_two_scopes_is_two_speakers_each_learned_in_its_own_scope(
     night.say("a", "SERVER-ONE-cello", jst(29, 10), scope="guild:1")
     night.say("a", "SERVER-TWO-violin", jst(29, 10, 1), scope="guild:2")
     run = night.run()
-    assert run.summary["speakers"] == 2
+    assert run.summary.speakers == 2
     assert sorted(night.exchanges()) == ["usera: SERVER-ONE-cello", "usera: SERVER-TWO-violin"]
     one, two = night.memories.of(owner("a", "guild:1")), night.memories.of(owner("a", "guild:2"))
     assert len(one) == 1 and len(two) == 1 and night.memories.of("a") == []
@@ -209,8 +209,8 @@ def test_a_poison_speaker_is_recorded_failed_once_and_the_run_finishes():
     assert [m.user_id for m in night.memories.of("a")] == ["a"]
     assert [m.user_id for m in night.memories.of("c")] == ["c"]
     assert night.memories.of("b") == []
-    assert run.summary["failed_speakers"] == [owner("b").key]  # once, however many attempts
-    assert len(run.summary["added"]) == 2 and run.summary["speakers"] == 3
+    assert run.summary.failed_speakers == [owner("b").key]  # once, however many attempts
+    assert len(run.summary.added) == 2 and run.summary.speakers == 3
     assert night.runs.step_mark(run.run_id, f"speaker#{owner('b').key}")["status"] == "failed"
     night.memories.fail_apply = lambda change: False
     assert night.run(NOW + timedelta(minutes=2)) is None  # finished: a second start does nothing
@@ -231,9 +231,9 @@ def test_a_speaker_whose_forget_lookup_failed_once_is_retried_within_the_run():
 
     night.memories.forgotten_sources = flaky
     run = night.run()
-    assert failed and run.finished_at is not None and run.summary["failed_speakers"] == []
+    assert failed and run.finished_at is not None and run.summary.failed_speakers == []
     assert len(night.memories.of("b")) == 1 and len(night.memories.of("a")) == 1
-    json.dumps(run.summary)  # plain JSON
+    json.dumps(run.summary.to_dict())  # plain JSON
 
 
 def test_a_failed_diary_call_leaves_the_diary_empty_and_the_run_goes_on():
@@ -241,8 +241,8 @@ def test_a_failed_diary_call_leaves_the_diary_empty_and_the_run_goes_on():
     night.chat.fail.add("write_diary")
     night.say("a", "hello", jst(29, 9))
     run = night.run()
-    assert run.diary == "" and run.summary["added"] and run.finished_at is not None
-    assert run.summary["failures"] == 1
+    assert run.diary == "" and run.summary.added and run.finished_at is not None
+    assert run.summary.failures == 1
 
 
 def test_the_diary_is_written_from_the_last_30_messages_of_the_window():
@@ -297,7 +297,7 @@ def test_a_speaker_whose_every_message_taught_the_forgotten_memory_costs_no_mode
     commands.forget(night.memories, owner("a"), "aaaaa")
     run = night.run()
     assert night.exchanges() == [] and night.memories.of("a") == []
-    assert run.summary["added"] == []
+    assert run.summary.added == []
 
 
 def test_only_a_forget_by_the_person_retires_sources_not_a_delete_by_extraction_or_decay():
@@ -347,8 +347,8 @@ def test_decay_reviews_the_20_oldest_and_deletes_only_on_an_explicit_delete():
 
     reviewed = night.jev.asked("review")
     assert sorted(reviewed) == ids[:STALE_REVIEWS_PER_NIGHT]
-    assert run.summary["decayed"] == ids[:STALE_REVIEWS_PER_NIGHT]  # oldest first
-    assert run.summary["deleted"] == []  # extraction's deletes are a separate list
+    assert run.summary.decayed == ids[:STALE_REVIEWS_PER_NIGHT]  # oldest first
+    assert run.summary.deleted == []  # extraction's deletes are a separate list
     remaining = sorted(m.memory_id for m in night.memories.rows.values())
     assert remaining == sorted(ids[STALE_REVIEWS_PER_NIGHT:] + ["fresh"])
     deletes = [e for e in night.memories.changes() if e.action is Action.DELETE]
@@ -365,10 +365,10 @@ def test_a_failed_or_ambiguous_review_keeps_the_record_and_it_is_reviewed_again_
     night.jev.fail.add(ids[0])  # the call raises
     night.jev.reviews = {ids[1]: "maybe", ids[2]: Verdict.UPDATE, ids[3]: Verdict.KEEP}  # not allowed / keep
     run = night.run()
-    assert run.summary["decayed"] == []
+    assert run.summary.decayed == []
     assert sorted(m.memory_id for m in night.memories.rows.values()) == ids
     assert night.memories.changes() == []
-    assert run.summary["failures"] == 3  # raised, unknown verdict, verdict not allowed in a review
+    assert run.summary.failures == 3  # raised, unknown verdict, verdict not allowed in a review
 
     night.run(NOW + timedelta(days=1))
     assert sorted(night.jev.asked("review")) == sorted(ids * 2)
@@ -387,7 +387,7 @@ def test_a_stale_record_changed_meanwhile_is_not_decayed():
 
     night.memories.fail_apply = touch_first
     run = night.run()
-    assert run.summary["decayed"] == [] and run.summary["conflicts"] == 1
+    assert run.summary.decayed == [] and run.summary.conflicts == 1
     assert night.memories.rows[(owner("old0"), memory_id)].text == "touched" != original.text
 
 
@@ -420,8 +420,8 @@ def test_the_run_record_holds_label_diary_summary_and_times():
     assert stored.started_at <= stored.finished_at
     assert stored.diary == ScriptedChat().diary_answer
     summary = stored.summary
-    assert summary["deleted"] == ["bbbbb"] and summary["updated"] == ["ccccc"] and len(summary["added"]) == 1
-    assert summary["decayed"] == [] and summary["model_calls"] == night.model_calls()
+    assert summary.deleted == ["bbbbb"] and summary.updated == ["ccccc"] and len(summary.added) == 1
+    assert summary.decayed == [] and summary.model_calls == night.model_calls()
     record = json.loads(json.dumps(run_record(stored), ensure_ascii=False))
     assert record["runId"] == run.run_id and record["dayLabel"] == "2026-11-29" and record["rolledBack"] is False
 
@@ -430,7 +430,7 @@ def test_a_quiet_night_still_records_a_run_and_reviews_stale_records():
     night = Night()
     _stale(night, 2)
     run = night.run()
-    assert run.diary == "" and run.summary["speakers"] == 0
+    assert run.diary == "" and run.summary.speakers == 0
     assert len(night.jev.asked("review")) == 2 and night.chat.seen == []
 
 
@@ -461,7 +461,7 @@ def test_model_calls_stay_within_the_bound_on_a_busy_day():
     bound = max_model_calls(speakers)
     assert actual <= bound
     assert actual == bound  # every cap reached: the bound is tight, not loose arithmetic
-    assert run.summary["model_calls"] == actual
+    assert run.summary.model_calls == actual
     uncapped = speakers * -(-per_speaker // CHUNK_MESSAGES) * 23 + 25 + 1
     assert uncapped > bound
 
@@ -486,8 +486,8 @@ def test_a_run_whose_worker_failed_is_taken_over_by_the_retry_and_keeps_what_it_
     assert resumed.run_id == abandoned.run_id and resumed.finished_at is not None
     assert list(night.runs.runs) == [abandoned.run_id]
     summary = resumed.summary
-    assert "sssss" in summary["decayed"] and len(summary["added"]) >= 2
-    assert set(first_changes) <= set(summary["added"] + summary["decayed"])
+    assert "sssss" in summary.decayed and len(summary.added) >= 2
+    assert set(first_changes) <= set(summary.added + summary.decayed)
     assert night.run(NOW + timedelta(minutes=3)) is None  # finished now: nothing more
 
 

@@ -87,7 +87,7 @@ def test_the_steps_in_order_finish_the_run_through_their_handlers(night):
     finished = nightly.finish(plan, CONTEXT)
     run = night.run_store.get(plan["run_id"])
     assert finished == {"run_id": plan["run_id"], "day_label": "2026-11-29", "status": "done"}
-    assert run.finished_at is not None and len(run.summary["added"]) == 3 and run.summary["failed_speakers"] == []
+    assert run.finished_at is not None and len(run.summary.added) == 3 and run.summary.failed_speakers == []
 
 
 def test_a_redrive_after_a_failure_mid_map_runs_only_the_remaining_speakers(night):
@@ -107,8 +107,8 @@ def test_a_redrive_after_a_failure_mid_map_runs_only_the_remaining_speakers(nigh
     assert len(night.decision_model.asked("worth")) == asked + 2  # only the remaining two asked the model
     nightly.review(plan, CONTEXT)
     run = night.run_store.get(nightly.finish(plan, CONTEXT)["run_id"])
-    assert sorted(run.summary["added"]) == sorted({m.memory_id for m in night.memory_store.rows.values()})
-    assert len(run.summary["added"]) == 4 and run.summary["failed_speakers"] == []
+    assert sorted(run.summary.added) == sorted({m.memory_id for m in night.memory_store.rows.values()})
+    assert len(run.summary.added) == 4 and run.summary.failed_speakers == []
 
 
 def test_a_poison_speaker_recorded_failed_is_counted_once_and_the_run_finishes(night):
@@ -126,6 +126,6 @@ def test_a_poison_speaker_recorded_failed_is_counted_once_and_the_run_finishes(n
     nightly.finish(plan, CONTEXT)
     run = night.run_store.get(plan["run_id"])
     assert run.finished_at is not None
-    assert run.summary["failed_speakers"] == [f"global#{poison['user_id']}"] and len(run.summary["added"]) == 1
+    assert run.summary.failed_speakers == [f"global#{poison['user_id']}"] and len(run.summary.added) == 1
     assert nightly.speaker(poison, CONTEXT)["status"] == "failed"  # a later redrive does not redo it
     assert nightly.finish(plan, CONTEXT)["status"] == "done" and night.run_store.get(plan["run_id"]) == run

@@ -26,7 +26,7 @@ from botocore.exceptions import ClientError
 
 from .. import tables
 from ..config import Settings
-from ..core.domain import NIGHTLY_MAX_DURATION, LedgerEntry, NightlyRun, iso, parse_iso
+from ..core.domain import NIGHTLY_MAX_DURATION, LedgerEntry, NightlyRun, RunSummary, iso, parse_iso
 from ..core.ports import RollbackClaim
 from .dynamodb import ledger_item
 from .dynamodb_items import (
@@ -76,7 +76,7 @@ def run_from_item(item: Item) -> NightlyRun:
         started_at=parse_iso(item["started_at"]["S"]),
         finished_at=optional_time(item, "finished_at"),
         diary=str_of(item, "diary"),
-        summary=json.loads(str_of(item, "summary", "{}")),
+        summary=RunSummary.saved(json.loads(str_of(item, "summary", "{}"))),
         rolled_back=bool_of(item, "rolled_back"),
         rolled_back_at=optional_time(item, "rolled_back_at"),
         rollback_counts=json.loads(str_of(item, "rollback_counts", "{}")),
@@ -184,7 +184,7 @@ class DynamoRunStore:
     def finish(self, run: NightlyRun) -> None:
         values = {
             ":diary": s(run.diary),
-            ":summary": s(json.dumps(run.summary, ensure_ascii=False, sort_keys=True)),
+            ":summary": s(json.dumps(run.summary.to_dict(), ensure_ascii=False, sort_keys=True)),
         }
         expression = "SET diary = :diary, summary = :summary"
         if run.finished_at is not None:

@@ -24,23 +24,24 @@ import json
 import logging
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import asdict, dataclass, field, fields, replace
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
 
 from . import decisions
 from .domain import (
     BOT_NAME,
+    DECAY_REASON,
     JST,
     NIGHTLY_MAX_DURATION,
     PROFILE_LIMIT,
     Action,
     Actor,
     Change,
-    LedgerEntry,
     Memory,
     Message,
     NightlyRun,
     Owner,
+    RunSummary,
     Speaker,
     Verdict,
     jst_day,
@@ -67,7 +68,6 @@ DIARY_MESSAGES = 30  # the diary is written from the last 30 messages
 # each speaker's chunks stay sequential (they read and write the same profile).
 SPEAKER_CONCURRENCY = 32
 REVIEW_CONCURRENCY = 10
-DECAY_REASON = "nightly decay: jev review delete"
 DECAY_READ_REASON = "nightly decay review"
 
 
@@ -136,42 +136,6 @@ def transcript(messages: Sequence[Message]) -> str:
     return "\n".join(
         f"{BOT_NAME if m.is_bot else plain_name(m.author_name, m.author_id)}: {one_line(m.content)}" for m in messages
     )
-
-
-@dataclass
-class RunSummary:
-    """The JSON summary stored with the run. Ids only: no memory or message text."""
-
-    added: list[str] = field(default_factory=list)
-    updated: list[str] = field(default_factory=list)
-    deleted: list[str] = field(default_factory=list)
-    decayed: list[str] = field(default_factory=list)  # removed by the decay pass, not extraction
-    failures: int = 0  # model calls that gave no usable answer
-    # Speakers (owner keys) whose step still failed after its retries: recorded, never redone.
-    failed_speakers: list[str] = field(default_factory=list)
-    model_calls: int = 0
-    conflicts: int = 0  # changes dropped because the record changed since it was read
-    speakers: int = 0
-    chunks: int = 0
-
-    @classmethod
-    def saved(cls, data: dict) -> RunSummary:
-        known = {f.name for f in fields(cls)}
-        return cls(**{k: v for k, v in data.items() if k in known})
-
-    def carry_over(self, entries: Sequence[LedgerEntry]) -> None:
-        """The run's changes, from its ledger rows: each counted once, whichever attempt of a
-        step made it (a retried speaker's first, interrupted attempt included)."""
-        for entry in sorted(entries, key=lambda e: e.at):
-            if entry.action is Action.ADD:
-                self.added += entry.memory_ids
-            elif entry.action is Action.UPDATE:
-                self.updated += entry.memory_ids
-            elif entry.action is Action.DELETE:
-                (self.decayed if entry.reason == DECAY_REASON else self.deleted).extend(entry.memory_ids)
-
-    def to_dict(self) -> dict:
-        return asdict(self)
 
 
 class SpeakerNotReady(Exception):
@@ -436,7 +400,7 @@ class Consolidator:
         summary.conflicts += review.get("conflicts", 0)
         summary.failed_speakers.sort()
         finished = replace(
-            run, finished_at=self._clock(), worked_until=None, diary=review.get("diary", ""), summary=summary.to_dict()
+            run, finished_at=self._clock(), worked_until=None, diary=review.get("diary", ""), summary=summary
         )
         self._runs.finish(finished)
         logger.info(

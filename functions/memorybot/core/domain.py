@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import secrets
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from datetime import UTC, datetime, timedelta, timezone
 from enum import Enum
 
@@ -360,6 +360,46 @@ class LedgerEntry:
 RUN_LEDGER_OWNER = "nightly-runs"
 
 
+# The reason on a decay pass's deletes: the run summary counts them apart from extraction's.
+DECAY_REASON = "nightly decay: jev review delete"
+
+
+@dataclass
+class RunSummary:
+    """What a nightly run did, stored with the run as JSON. Ids and counts only: no memory or message text."""
+
+    added: list[str] = field(default_factory=list)
+    updated: list[str] = field(default_factory=list)
+    deleted: list[str] = field(default_factory=list)
+    decayed: list[str] = field(default_factory=list)  # removed by the decay pass, not extraction
+    failures: int = 0  # model calls that gave no usable answer
+    # Speakers (owner keys) whose step still failed after its retries: recorded, never redone.
+    failed_speakers: list[str] = field(default_factory=list)
+    model_calls: int = 0
+    conflicts: int = 0  # changes dropped because the record changed since it was read
+    speakers: int = 0
+    chunks: int = 0
+
+    @classmethod
+    def saved(cls, data: dict) -> RunSummary:
+        known = {f.name for f in fields(cls)}
+        return cls(**{k: v for k, v in data.items() if k in known})
+
+    def carry_over(self, entries: Sequence[LedgerEntry]) -> None:
+        """The run's changes, from its ledger rows: each counted once, whichever attempt of a
+        step made it (a retried speaker's first, interrupted attempt included)."""
+        for entry in sorted(entries, key=lambda e: e.at):
+            if entry.action is Action.ADD:
+                self.added += entry.memory_ids
+            elif entry.action is Action.UPDATE:
+                self.updated += entry.memory_ids
+            elif entry.action is Action.DELETE:
+                (self.decayed if entry.reason == DECAY_REASON else self.deleted).extend(entry.memory_ids)
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
 @dataclass(frozen=True)
 class NightlyRun:
     run_id: int
@@ -367,7 +407,7 @@ class NightlyRun:
     started_at: datetime
     finished_at: datetime | None = None
     diary: str = ""
-    summary: dict = field(default_factory=dict)
+    summary: RunSummary = field(default_factory=lambda: RunSummary())
     rolled_back: bool = False
     rolled_back_at: datetime | None = None
     rollback_counts: dict = field(default_factory=dict)  # {"reverted": n, "skipped": m}
