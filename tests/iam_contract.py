@@ -4,8 +4,9 @@ Every function runs through its real handler (the module named by its ``Function
 with its own boto3 clients, as each Lambda has its own. botocore's event hooks record each
 request (operation and parameters) before it is sent; ``required`` maps a request to the
 IAM actions and resources it needs (a transaction needs the action of each of its items;
-a Query on an index needs the index's ARN, not the table's). ``Policy`` reads a function's
-statements from the synthesized template and names resources the same way.
+a Query on an index needs the index's ARN, not the table's; an object request needs the
+object's ARN, a listing the bucket's). ``Policy`` reads a function's statements from the
+synthesized template and names resources the same way.
 
 moto does not enforce IAM, so without this a missing grant shows up only in a real deploy.
 """
@@ -25,10 +26,25 @@ from faults import InjectedFault
 from memorybot import tables
 from memorybot.local import moto_dynamo
 
-# The services whose requests the contract follows: every DynamoDB request and every
-# asynchronous hand-off (Lambda Invoke). Logs, X-Ray, secrets and Bedrock are granted by
-# the stack from the FunctionSpec and pinned by tests/infra/test_stack.py.
-SERVICES = ("dynamodb", "lambda")
+# The services whose requests the contract follows: every DynamoDB request, every
+# asynchronous hand-off (Lambda Invoke) and every S3 request (the nightly manifest). Logs,
+# X-Ray, secrets and Bedrock are granted by the stack from the FunctionSpec and pinned by
+# tests/infra/test_stack.py.
+SERVICES = ("dynamodb", "lambda", "s3")
+
+# The buckets a function is given, by the environment variable that names it -> the bucket's
+# logical name in the contract (as tables.ALL_TABLES names the tables).
+BUCKET_ENV = {"MEMORYBOT_MANIFEST_BUCKET": "manifests"}
+
+# S3 operations -> the action IAM checks, on the object (arn:aws:s3:::<bucket>/<key>) or, for a
+# listing, on the bucket (arn:aws:s3:::<bucket>). HeadObject is authorised as GetObject.
+_S3_OBJECT = {
+    "PutObject": "PutObject",
+    "GetObject": "GetObject",
+    "HeadObject": "GetObject",
+    "DeleteObject": "DeleteObject",
+}
+_S3_BUCKET = {"ListObjectsV2": "ListBucket", "ListObjects": "ListBucket", "HeadBucket": "ListBucket"}
 
 # DynamoDB operations whose action is simply dynamodb:<operation> on TableName (and IndexName).
 _SINGLE_TABLE = {"GetItem", "PutItem", "UpdateItem", "DeleteItem", "Query", "Scan", "DescribeTable"}
@@ -44,7 +60,9 @@ _TRANSACT_WRITE = {
 @dataclass(frozen=True)
 class Need:
     action: str  # "dynamodb:PutItem"
-    resource: str  # "dynamodb:<logical table>", "dynamodb:<logical table>/index/<index>", "lambda:<Function>"
+    # "dynamodb:<logical table>", "dynamodb:<logical table>/index/<index>", "lambda:<Function>",
+    # "s3:<logical bucket>" (the bucket's ARN), "s3:<logical bucket>/<key>" (an object's ARN)
+    resource: str
 
 
 @dataclass(frozen=True)
@@ -55,8 +73,11 @@ class AwsRequest:
     params: dict
 
 
-def required(request: AwsRequest, logical_tables: dict[str, str]) -> list[Need]:
-    """The (action, resource) pairs IAM checks for one request. ``logical_tables``: physical -> logical."""
+def required(
+    request: AwsRequest, logical_tables: dict[str, str], logical_buckets: dict[str, str] | None = None
+) -> list[Need]:
+    """The (action, resource) pairs IAM checks for one request. ``logical_tables`` and
+    ``logical_buckets``: physical name -> logical name."""
 
     def table(name: str, index: str | None = None) -> str:
         logical = logical_tables.get(name, f"<unknown table {name}>")
@@ -67,6 +88,15 @@ def required(request: AwsRequest, logical_tables: dict[str, str]) -> list[Need]:
         if op == "Invoke":
             return [Need("lambda:InvokeFunction", f"lambda:{params['FunctionName']}")]
         return [Need(f"lambda:{op}", f"lambda:{params.get('FunctionName', '*')}")]
+    if request.service == "s3":
+        bucket = "s3:" + (logical_buckets or {}).get(
+            params.get("Bucket", ""), f"<unknown bucket {params.get('Bucket')}>"
+        )
+        if op in _S3_OBJECT:
+            return [Need(f"s3:{_S3_OBJECT[op]}", f"{bucket}/{params['Key']}")]
+        if op in _S3_BUCKET:
+            return [Need(f"s3:{_S3_BUCKET[op]}", bucket)]
+        return [Need(f"s3:{op}", "s3:*")]  # anything else: named, and surely not granted
     if op in _SINGLE_TABLE:
         return [Need(f"dynamodb:{op}", table(params["TableName"], params.get("IndexName")))]
     if op in ("BatchGetItem", "BatchWriteItem"):
@@ -89,7 +119,10 @@ _TABLE_WRITES = {"dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:DeleteItem
 
 
 def key_needs(request: AwsRequest, logical_tables: dict[str, str], keys: dict[str, str]) -> list[Need]:
-    """The key actions a request needs. ``keys``: logical table name -> its key's contract name."""
+    """The key actions a request needs. ``keys``: logical table name -> its key's contract name.
+    (The manifest bucket is encrypted with S3's own key: no KMS grant is involved.)"""
+    if request.service != "dynamodb":
+        return []
     needs = []
     for need in required(request, logical_tables):
         key = keys.get(need.resource.removeprefix("dynamodb:").split("/")[0])
@@ -150,6 +183,21 @@ def table_ids(template: dict, any_function_id: str) -> dict[str, str]:
     return {env[spec.env_var]["Ref"]: spec.logical_name for spec in tables.ALL_TABLES}
 
 
+def bucket_ids(template: dict, function_ids: dict[str, str]) -> dict[str, str]:
+    """Bucket logical id -> logical bucket name, through the env vars the functions get
+    (one bucket per variable, whichever functions are given it)."""
+    found: dict[str, str] = {}
+    for fid in function_ids.values():
+        env = template["Resources"][fid]["Properties"]["Environment"]["Variables"]
+        for var, logical in BUCKET_ENV.items():
+            if var in env:
+                bucket_id = env[var]["Ref"]
+                assert found.get(bucket_id, logical) == logical, f"{bucket_id} is named by two variables"
+                found[bucket_id] = logical
+    assert len(set(found.values())) == len(found), f"one variable names two buckets: {found}"
+    return found
+
+
 def _resource_name(resource: Any, names: dict[str, str]) -> str:
     """A template resource expression in the contract's naming; anything else as JSON."""
     if isinstance(resource, dict) and "Fn::GetAtt" in resource:
@@ -172,6 +220,7 @@ def policies(template: dict, function_names: list[str]) -> dict[str, Policy]:
     ids = function_ids(template, function_names)
     names = {tid: f"dynamodb:{logical}" for tid, logical in table_ids(template, next(iter(ids.values()))).items()}
     names.update({fid: f"lambda:{name}" for name, fid in ids.items()})
+    names.update({bid: f"s3:{logical}" for bid, logical in bucket_ids(template, ids).items()})
     names.update({rid: f"kms:{rid}" for rid, r in template["Resources"].items() if r["Type"] == "AWS::KMS::Key"})
     found = {}
     for name, fid in ids.items():
@@ -209,13 +258,18 @@ class Verdict:
         return sorted({f"{f}: {n.action} on {n.resource} (for {op})" for f, n, op in self.denied})
 
 
-def check(requests: list[AwsRequest], policies: dict[str, Policy], logical_tables: dict[str, str]) -> Verdict:
+def check(
+    requests: list[AwsRequest],
+    policies: dict[str, Policy],
+    logical_tables: dict[str, str],
+    logical_buckets: dict[str, str] | None = None,
+) -> Verdict:
     verdict = Verdict()
     used: dict[str, set[Need]] = {name: set() for name in policies}
     for request in requests:
         verdict.checked += 1
         policy = policies[request.function]
-        for need in required(request, logical_tables):
+        for need in required(request, logical_tables, logical_buckets):
             if policy.allows(need):
                 used[request.function].add(need)
             else:
@@ -275,6 +329,20 @@ class Recorder:
         """Make the function's next ``operation`` take effect and its answer be lost."""
         with self._lock:
             self._faults.append((function, operation, "lose", self._seen.get((function, operation), 0) + nth_from_now))
+
+
+def s3_client(recorder: Recorder | None, function: str, endpoint: str) -> Any:
+    """A real botocore S3 client on moto's server, recorded as ``function``'s (None: not recorded)."""
+    from botocore.config import Config
+
+    client = boto3.client(
+        "s3",
+        endpoint_url=endpoint,
+        region_name=moto_dynamo.LOCAL_REGION,
+        config=Config(s3={"addressing_style": "path"}),
+        **moto_dynamo.LOCAL_CREDENTIALS,
+    )
+    return recorder.attach(client, function) if recorder else client
 
 
 def lambda_client(recorder: Recorder, function: str, invocations: list[tuple[str, dict]]) -> Any:

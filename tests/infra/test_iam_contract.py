@@ -20,17 +20,19 @@ from typing import Any
 import pytest
 
 from fakes import ScriptedChat, ScriptedJev, memory
+from faults import InjectedFault
 from frontdoor import ALICE, BOB, CHANNEL, PUBLIC_KEY, SCOPE, chat, click, event, export, forget, forget_all, show, why
-from iam_contract import Need, Policy, Recorder, check, key_needs, lambda_client, policies
+from iam_contract import BUCKET_ENV, Need, Policy, Recorder, check, key_needs, lambda_client, policies, s3_client
 from infra.stack import FUNCTIONS, LEDGER_ACTIONS_ALLOWED, LEDGER_REDACTION_ATTRIBUTES, LEDGER_REDACTOR
 from memorybot import bootstrap, tables
 from memorybot.adapters.discord_rest import DiscordRest
 from memorybot.adapters.dynamodb import DynamoMemoryStore, DynamoMessageStore
 from memorybot.adapters.invoker import LambdaInvoker, LocalContext
+from memorybot.adapters.manifests import S3Manifests
 from memorybot.bootstrap import Container
 from memorybot.config import Settings
 from memorybot.core import nightly_steps
-from memorybot.core.consolidation import STALE_AFTER, InMemoryManifests, window_for
+from memorybot.core.consolidation import STALE_AFTER, manifest_key, window_for
 from memorybot.core.domain import Action, Actor, Change, Message, SourceRef, snowflake_at, utcnow
 from memorybot.core.jobs import ExtractionJob, ReplyJob
 from memorybot.core.nightly_jobs import RunPlan
@@ -40,18 +42,28 @@ from memorybot.local import discord_recorder, moto_dynamo
 
 ADMIN_SECRET = "iam-contract-admin-secret"
 WORKERS = {"reply": "Reply", "extraction": "Extraction"}  # the hand-offs, by callee function name
+MANIFESTS = BUCKET_ENV["MEMORYBOT_MANIFEST_BUCKET"]  # the manifest bucket's logical name
 _prefixes = itertools.count(1)
 
 
 class Harness:
     """One container (so one set of AWS clients) per function, as each Lambda has its own;
-    the process's container is the calling function's while its handler runs."""
+    the process's container is the calling function's while its handler runs.
+
+    Every function's manifests are the real ``S3Manifests`` on one moto bucket, through an S3
+    client of its own: whatever a function reads or writes there is recorded as its request
+    (deployed, only the functions whose environment names the bucket have it: see
+    test_a_function_that_uses_the_manifest_bucket_is_given_it)."""
 
     def __init__(self, moto_server: Any, discord_base: str, recorder: Recorder) -> None:
         seed_client = moto_server.client()
-        names = moto_dynamo.create_tables(seed_client, f"iam{next(_prefixes)}-")
+        prefix = f"iam{next(_prefixes)}-"
+        names = moto_dynamo.create_tables(seed_client, prefix)
+        self.bucket = f"{prefix}{MANIFESTS}"
+        s3_client(None, "", moto_server.endpoint).create_bucket(Bucket=self.bucket)
         self.settings = Settings(
             table_names=names,
+            manifest_bucket=self.bucket,
             discord_api_base=discord_base,
             reply_function_name=WORKERS["reply"],
             extraction_function_name=WORKERS["extraction"],
@@ -60,6 +72,7 @@ class Harness:
             nightly_speaker_concurrency=1,
         )
         self.logical_tables = {physical: logical for logical, physical in names.items()}
+        self.logical_buckets = {self.bucket: MANIFESTS}
         self.recorder = recorder
         # Setup and inspection go through clients no function owns: they are not recorded.
         self.memories = DynamoMemoryStore(seed_client, self.settings)
@@ -67,8 +80,16 @@ class Harness:
         self.jev, self.chat = ScriptedJev(), ScriptedChat(reply="nice to meet you")
         self.invocations: list[tuple[str, dict]] = []
         self.current: str | None = None
-        self.manifests = InMemoryManifests()  # one store for every step, as one bucket is
         self.containers = {spec.name: self._container(moto_server, spec.name, discord_base) for spec in FUNCTIONS}
+        # The Distributed Map's ItemReader reads the manifest with the state machine's role, not a
+        # function's: its reads are not recorded (its grant is pinned by test_nightly_state_machine.py).
+        self.state_machine = Container(
+            self.settings,
+            dynamodb_client=seed_client,
+            decision_model=self.jev,
+            chat_model=self.chat,
+            manifest_store=S3Manifests(s3_client(None, "", moto_server.endpoint), self.bucket),
+        )
 
     def _container(self, moto_server: Any, function: str, base: str) -> Container:
         return Container(
@@ -80,7 +101,7 @@ class Harness:
             discord=DiscordRest(base, "contract-token", sleep=lambda s: None),
             discord_interactive=DiscordRest(base, "contract-token", timeout=1.0, max_attempts=1),
             signature_verifier=Verifier(PUBLIC_KEY),
-            manifest_store=self.manifests,
+            manifest_store=S3Manifests(s3_client(self.recorder, function, moto_server.endpoint), self.bucket),
         )
 
     def container(self) -> Container:
@@ -188,7 +209,7 @@ def extraction_scenario(h: Harness) -> None:
 
 
 # The nightly steps, in the state machine's order: each scenario hands its answer to the next.
-# (The manifest is kept in process here: S3 grants are pinned by tests/infra/test_nightly_state_machine.py.)
+# The manifest is a real object in moto's S3: the plan writes it, the finish reads it.
 NIGHTLY: dict[str, Any] = {}
 
 
@@ -216,8 +237,12 @@ def nightly_plan_scenario(h: Harness) -> None:
                 conversation_of=who,
             )
         )
-    planned = h.call("NightlyPlan", dict(NIGHTLY["claimed"]))
+    h.recorder.lose_answer("NightlyPlan", "PutObject")  # the manifest is written, the answer lost: Retry
+    with pytest.raises(InjectedFault):
+        h.call("NightlyPlan", dict(NIGHTLY["claimed"]))
+    planned = h.call("NightlyPlan", dict(NIGHTLY["claimed"]))  # the same key, written again whole
     assert planned["speakers"] == 2, planned
+    assert planned["manifest"] == manifest_key(planned["run_id"])
     NIGHTLY["plan"] = planned
 
 
@@ -225,7 +250,8 @@ def nightly_speaker_scenario(h: Harness) -> None:
     gone = memory(BOB, "dog2e", "Is afraid of dogs", at=utcnow(), scope=SCOPE)
     h.memories.apply(Change(Action.ADD, None, gone, "seed"), actor=Actor.EXTRACTION)
     h.jev.verdicts = {gone.memory_id: "delete"}
-    items = nightly_steps.map_items(h.containers["NightlySpeaker"].consolidator, RunPlan.from_json(NIGHTLY["plan"]))
+    items = nightly_steps.map_items(h.state_machine.consolidator, RunPlan.from_json(NIGHTLY["plan"]))
+    assert len(items) == NIGHTLY["plan"]["speakers"]
     NIGHTLY["items"] = items
     h.recorder.fail("NightlySpeaker", "Query")  # a first attempt that fails: the map's Retry runs it again
     with pytest.raises(Exception):
@@ -263,6 +289,9 @@ def nightly_review_scenario(h: Harness) -> None:
 
 
 def nightly_finish_scenario(h: Harness) -> None:
+    h.recorder.fail("NightlyFinish", "GetObject")  # the manifest's read fails: Retry
+    with pytest.raises(InjectedFault):
+        h.call("NightlyFinish", dict(NIGHTLY["plan"]))
     finished = h.call("NightlyFinish", dict(NIGHTLY["plan"]))
     assert finished["status"] == "done", finished
     assert h.call("NightlyFinish", dict(NIGHTLY["plan"])) == finished  # finished once
@@ -362,7 +391,7 @@ def test_every_function_has_a_scenario():
 
 def test_every_aws_request_of_every_function_is_allowed_by_its_role(recorded, role_policies):
     recorder, harness = recorded
-    verdict = check(recorder.requests, role_policies, harness.logical_tables)
+    verdict = check(recorder.requests, role_policies, harness.logical_tables, harness.logical_buckets)
     assert verdict.denial_lines() == []
     assert {r.function for r in recorder.requests} == set(SCENARIOS)
     print(f"IAM contract: {verdict.checked} AWS requests checked")
@@ -371,7 +400,7 @@ def test_every_aws_request_of_every_function_is_allowed_by_its_role(recorded, ro
 
 def test_every_grant_is_exercised_or_says_why_not(recorded, role_policies):
     recorder, harness = recorded
-    verdict = check(recorder.requests, role_policies, harness.logical_tables)
+    verdict = check(recorder.requests, role_policies, harness.logical_tables, harness.logical_buckets)
     unused = {
         name: sorted(f"{n.action} on {n.resource}" for n in needs) for name, needs in verdict.unused.items() if needs
     }
@@ -381,36 +410,127 @@ def test_every_grant_is_exercised_or_says_why_not(recorded, role_policies):
     assert unused == justified
 
 
+def _without_grant(template: dict, function: str, action: str, resource_type: str, resource_prefix: str) -> dict:
+    """A copy of ``template`` whose ``function`` role no longer has ``action`` in the one statement
+    that grants it on the resource (of ``resource_type``, logical id ``resource_prefix``...)."""
+    template = copy.deepcopy(template)
+    resources = template["Resources"]
+    [function_id] = [
+        k for k, v in resources.items() if k.startswith(f"{function}Function") and v["Type"] == "AWS::Lambda::Function"
+    ]
+    role_id = resources[function_id]["Properties"]["Role"]["Fn::GetAtt"][0]
+    [target_id] = [k for k, v in resources.items() if v["Type"] == resource_type and k.startswith(resource_prefix)]
+    removed = 0
+    for resource in resources.values():
+        if resource["Type"] != "AWS::IAM::Policy" or {"Ref": role_id} not in resource["Properties"]["Roles"]:
+            continue
+        document = resource["Properties"]["PolicyDocument"]
+        for statement in document["Statement"]:
+            actions = statement["Action"] if isinstance(statement["Action"], list) else [statement["Action"]]
+            if target_id in json.dumps(statement["Resource"]) and action in actions:
+                statement["Action"] = [a for a in actions if a != action]
+                removed += 1
+        document["Statement"] = [st for st in document["Statement"] if st["Action"]]
+    assert removed == 1
+    return template
+
+
 def test_negative_control_a_removed_grant_fails_the_check_naming_function_action_and_resource(recorded, synth):
     recorder, harness = recorded
-    template = copy.deepcopy(synth.template)
     names = [spec.name for spec in FUNCTIONS]
     target = Need("dynamodb:GetItem", f"dynamodb:{tables.MEMORY_LOG.logical_name}")
-    before = policies(template, names)["Interactions"]
-    assert before.allows(target)
-    removed = 0
-    role_id = template["Resources"][
-        next(
-            k
-            for k in template["Resources"]
-            if k.startswith("InteractionsFunction") and template["Resources"][k]["Type"] == "AWS::Lambda::Function"
-        )
-    ]["Properties"]["Role"]["Fn::GetAtt"][0]
-    for resource in template["Resources"].values():
-        if resource["Type"] == "AWS::IAM::Policy" and {"Ref": role_id} in resource["Properties"]["Roles"]:
-            for statement in resource["Properties"]["PolicyDocument"]["Statement"]:
-                resources = json.dumps(statement["Resource"])
-                log_id = next(
-                    k
-                    for k, v in template["Resources"].items()
-                    if v["Type"] == "AWS::DynamoDB::Table" and k.startswith("MemoryLog")
-                )
-                if log_id in resources and "dynamodb:GetItem" in statement["Action"]:
-                    statement["Action"] = [a for a in statement["Action"] if a != "dynamodb:GetItem"]
-                    removed += 1
-    assert removed == 1
-    verdict = check(recorder.requests, policies(template, names), harness.logical_tables)
+    assert policies(synth.template, names)["Interactions"].allows(target)
+    template = _without_grant(synth.template, "Interactions", "dynamodb:GetItem", "AWS::DynamoDB::Table", "MemoryLog")
+    verdict = check(recorder.requests, policies(template, names), harness.logical_tables, harness.logical_buckets)
     assert verdict.denial_lines() == ["Interactions: dynamodb:GetItem on dynamodb:memory_log (for GetItem)"]
+
+
+def test_negative_control_the_plan_without_put_object_is_denied_writing_the_manifest(recorded, synth):
+    recorder, harness = recorded
+    names = [spec.name for spec in FUNCTIONS]
+    manifest = f"s3:{MANIFESTS}/{NIGHTLY['plan']['manifest']}"
+    assert policies(synth.template, names)["NightlyPlan"].allows(Need("s3:PutObject", manifest))
+    template = _without_grant(synth.template, "NightlyPlan", "s3:PutObject", "AWS::S3::Bucket", "NightlyManifests")
+    verdict = check(recorder.requests, policies(template, names), harness.logical_tables, harness.logical_buckets)
+    assert verdict.denial_lines() == [f"NightlyPlan: s3:PutObject on {manifest} (for PutObject)"]
+
+
+def test_negative_control_an_s3_grant_no_request_uses_is_unused(recorded, synth):
+    """The plan given s3:GetObject as well (nothing it runs reads the manifest): an unused grant."""
+    recorder, harness = recorded
+    names = [spec.name for spec in FUNCTIONS]
+    template = copy.deepcopy(synth.template)
+    [bucket_id] = synth.of_type("AWS::S3::Bucket")
+    widened = 0
+    for resource in template["Resources"].values():
+        if resource["Type"] != "AWS::IAM::Policy":
+            continue
+        for statement in resource["Properties"]["PolicyDocument"]["Statement"]:
+            if statement["Action"] == "s3:PutObject" and bucket_id in json.dumps(statement["Resource"]):
+                statement["Action"] = ["s3:GetObject", "s3:PutObject"]
+                widened += 1
+    assert widened == 1  # the plan's statement, the only one that writes the manifest
+    verdict = check(recorder.requests, policies(template, names), harness.logical_tables, harness.logical_buckets)
+    assert verdict.denial_lines() == []
+    assert {name: needs for name, needs in verdict.unused.items() if needs} == {
+        "NightlyPlan": {Need("s3:GetObject", f"s3:{MANIFESTS}/*")}
+    }
+
+
+def test_the_manifest_requests_are_recorded_the_plan_writes_and_the_finish_reads(recorded):
+    recorder, harness = recorded
+    s3 = sorted(
+        {(r.function, r.operation, r.params["Bucket"], r.params["Key"]) for r in recorder.requests if r.service == "s3"}
+    )
+    key = NIGHTLY["plan"]["manifest"]
+    assert s3 == [
+        ("NightlyFinish", "GetObject", harness.bucket, key),
+        ("NightlyPlan", "PutObject", harness.bucket, key),
+    ]
+
+
+def test_a_function_that_uses_the_manifest_bucket_is_given_it(recorded, synth):
+    """The harness gives every function the bucket; deployed, a function has it only through its
+    environment: each function that made an S3 request must be given the bucket its grant is on."""
+    recorder, _ = recorded
+    [bucket_id] = synth.of_type("AWS::S3::Bucket")
+    users = {r.function for r in recorder.requests if r.service == "s3"}
+    given = {
+        spec.name
+        for spec in FUNCTIONS
+        if next(
+            v
+            for k, v in synth.resources.items()
+            if k.startswith(f"{spec.name}Function") and v["Type"] == "AWS::Lambda::Function"
+        )["Properties"]["Environment"]["Variables"].get("MEMORYBOT_MANIFEST_BUCKET")
+        == {"Ref": bucket_id}
+    }
+    assert users == given == {"NightlyPlan", "NightlyFinish"}
+
+
+def test_the_state_machines_manifest_read_is_its_own_roles_not_a_functions(synth, role_policies):
+    """The Distributed Map's ItemReader reads the manifest with the state machine's role: outside
+    the contract (not a function's request), so never judged used or unused here."""
+    [(_, machine)] = synth.of_type("AWS::StepFunctions::StateMachine").items()
+    machine_role = machine["Properties"]["RoleArn"]["Fn::GetAtt"][0]
+    function_roles = {
+        v["Properties"]["Role"]["Fn::GetAtt"][0]
+        for v in synth.of_type("AWS::Lambda::Function").values()
+        if "Role" in v["Properties"]
+    }
+    assert machine_role not in function_roles
+    reads = [
+        st
+        for p in synth.of_type("AWS::IAM::Policy").values()
+        if {"Ref": machine_role} in p["Properties"]["Roles"]
+        for st in p["Properties"]["PolicyDocument"]["Statement"]
+        if "s3:GetObject" in (st["Action"] if isinstance(st["Action"], list) else [st["Action"]])
+    ]
+    assert reads, "the state machine reads the manifest"
+    readers = {
+        name for name, policy in role_policies.items() if any("s3:GetObject" in s.actions for s in policy.statements)
+    }
+    assert readers == {"NightlyFinish"}
 
 
 def test_the_ledger_is_append_only_but_for_one_conditioned_redaction_by_the_erase_function(synth, role_policies):
@@ -491,7 +611,7 @@ def _personal_keys(template: dict) -> dict[str, str]:
 def test_with_personal_data_encrypted_every_request_is_still_allowed_and_every_grant_used(recorded, encrypted_template):
     recorder, harness = recorded
     encrypted = policies(encrypted_template, [spec.name for spec in FUNCTIONS])
-    verdict = check(recorder.requests, encrypted, harness.logical_tables)
+    verdict = check(recorder.requests, encrypted, harness.logical_tables, harness.logical_buckets)
     assert verdict.denial_lines() == []
     assert {name: needs for name, needs in verdict.unused.items() if needs} == {}
 
