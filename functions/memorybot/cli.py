@@ -110,10 +110,11 @@ def _local(args: argparse.Namespace) -> int:
 
 def _chat(args: argparse.Namespace) -> int:
     from .local import client
+    from .local.people import dm_channel_for
 
     if args.dm:
         return client.run(
-            args.url, args.user, args.say, args.state_dir, args.channel or client.dm_channel_for(args.user), None
+            args.url, args.user, args.say, args.state_dir, args.channel or dm_channel_for(args.user), None
         )
     channel = args.channel or client.LOCAL_CHANNEL_ID
     return client.run(args.url, args.user, args.say, args.state_dir, channel, args.guild or client.LOCAL_GUILD_ID)

@@ -10,7 +10,8 @@ import httpx
 
 from memorybot.discord.interactions import TEXT_DM_FAILED, TEXT_DM_SENT, TEXT_NOTHING_REMEMBERED, scope_label
 from memorybot.discord.signature import new_key_pair, sign
-from memorybot.local.client import LOCAL_GUILD_ID, user_id_for
+from memorybot.local.client import LOCAL_GUILD_ID
+from memorybot.local.people import user_id_for
 
 
 def events(url: str, admin: dict, after: int = 0) -> list[dict]:

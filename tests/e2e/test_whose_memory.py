@@ -24,7 +24,8 @@ from loopback import Answer, LoopbackServer, Recorded
 from loopback.openai_server import OpenAIServer
 from memorybot.core.consolidation import window_for
 from memorybot.core.domain import iso, utcnow
-from memorybot.local.client import LocalClient, find_admin_secret, find_signing_key, user_id_for
+from memorybot.local.client import LocalClient, find_admin_secret, find_signing_key
+from memorybot.local.people import user_id_for
 
 ADD, DEL = "ZEBRAADD", "ZEBRADEL"
 CHAT_DELAY_SECONDS = 0.3  # every chat-model call: replies land after the other person spoke

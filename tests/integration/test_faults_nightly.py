@@ -38,6 +38,7 @@ from memorybot.adapters.offline import OFFLINE_MEMORY_LABEL, OfflineChatModel, O
 from memorybot.core.consolidation import Consolidator
 from memorybot.core.domain import JST, NIGHTLY_MAX_DURATION, Action, Actor, Change, Exchange, LedgerEntry
 from memorybot.core.extraction import Extractor
+from memorybot.core.nightly_steps import run_in_process
 
 
 def jst(day: int, hour: int, minute: int = 0) -> datetime:
@@ -236,7 +237,7 @@ def assert_day_done_once(day: Day, final: Snapshot, extra: set[tuple] = frozense
     if profiles(final) != expected:
         # The next night (no messages) reviews what is still stale: then nothing decayed is left.
         day.faults.reset()
-        following = day.consolidator().run(NOW + timedelta(days=1))
+        following = run_in_process(day.consolidator(), NOW + timedelta(days=1))
         assert following is not None and following.run_id == 2
         assert profiles(day.snapshot()) == expected
 
@@ -247,7 +248,7 @@ def clean(moto_server):
     day = new_day(moto_server)
     before = day.snapshot()
     calls = CallFaults()
-    run = day.consolidator(calls.wrap(OfflineDecisionModel()), calls.wrap(OfflineChatModel())).run(NOW)
+    run = run_in_process(day.consolidator(calls.wrap(OfflineDecisionModel()), calls.wrap(OfflineChatModel())), NOW)
     requests, model_calls = day.faults.count, calls.count
     after = day.snapshot()
     assert assert_invariants(before, after) == CLEAN_CHANGES
@@ -282,7 +283,7 @@ def test_a_failure_at_every_dynamodb_request_keeps_the_invariants_and_the_retry_
         before = day.snapshot()
         day.faults.reset({k})
         try:
-            run = day.consolidator().run(NOW)
+            run = run_in_process(day.consolidator(), NOW)
         except Exception:  # noqa: BLE001 - the injected fault, or the run reporting itself incomplete
             run = None
         failed_op = day.faults.operations[k - 1]
@@ -292,7 +293,7 @@ def test_a_failure_at_every_dynamodb_request_keeps_the_invariants_and_the_retry_
         if run is None:
             stopped.append(k)
             # The worker gave the run up: the scheduler's retry takes it over and finishes it.
-            retried = day.consolidator().run(NOW)
+            retried = run_in_process(day.consolidator(), NOW)
             assert retried is not None and retried.run_id == 1, f"fault at request {k}: the retry did not take over"
             final = day.snapshot()
             assert_every_change_has_exactly_one_ledger_row(after, final)
@@ -304,7 +305,7 @@ def test_a_failure_at_every_dynamodb_request_keeps_the_invariants_and_the_retry_
             assert run.summary.failed_speakers == [], f"fault at request {k}: one retry must absorb it"
             if run.summary.failures == 0:
                 assert failed_op in ("Query", "GetItem", "PutItem", "TransactWriteItems"), (k, failed_op)
-            assert day.consolidator().run(NOW) is None
+            assert run_in_process(day.consolidator(), NOW) is None
             final = day.snapshot()
             assert final == after
         assert_day_done_once(day, final)
@@ -320,7 +321,7 @@ def test_a_lost_answer_at_every_write_of_the_run_converges(moto_server, clean):
     and what it left must still be finished by the retry."""
     day = new_day(moto_server)
     lost = LostAnswers(day.client)
-    day.consolidator().run(NOW)
+    run_in_process(day.consolidator(), NOW)
     writes = lost.writes()
     claim = writes[0]  # the day's claim: see the next test
     assert lost.operations[claim - 1] == "TransactWriteItems"
@@ -330,14 +331,14 @@ def test_a_lost_answer_at_every_write_of_the_run_converges(moto_server, clean):
         lost = LostAnswers(day.client)
         lost.fail_at = {k}
         try:
-            run = day.consolidator().run(NOW)
+            run = run_in_process(day.consolidator(), NOW)
         except Exception:  # noqa: BLE001 - the lost answer, or the run reporting itself incomplete
             run = None
         after = day.snapshot()
         assert_invariants(before, after)
         lost.reset()
         if run is None:  # the scheduler retries a failed run
-            retried = day.consolidator().run(NOW)
+            retried = run_in_process(day.consolidator(), NOW)
             if retried is None:  # only if the lost answer was the one storing the finished run
                 assert "finished_at" in next(i for i in day.runs() if i["run_key"]["S"] == "run#1"), f"lost answer {k}"
         final = day.snapshot()
@@ -348,14 +349,14 @@ def test_a_lost_answer_at_every_write_of_the_run_converges(moto_server, clean):
 def test_a_lost_answer_to_the_days_claim_does_not_lose_the_day(moto_server):
     day = new_day(moto_server)
     lost = LostAnswers(day.client)
-    day.consolidator().run(NOW)
+    run_in_process(day.consolidator(), NOW)
     claim = lost.writes()[0]
     assert lost.operations[claim - 1] == "TransactWriteItems"
     day = new_day(moto_server)
     before = day.snapshot()
     lost = LostAnswers(day.client)
     lost.fail_at = {claim}
-    run = day.consolidator().run(NOW)  # the claim committed: the worker finds that it did, and goes on
+    run = run_in_process(day.consolidator(), NOW)  # the claim committed: the worker finds that it did, and goes on
     assert run is not None and run.run_id == 1 and run.finished_at is not None
     after = day.snapshot()
     assert_invariants(before, after)
@@ -373,7 +374,7 @@ def test_a_failure_at_every_model_call_changes_only_what_was_decided(moto_server
         day = new_day(moto_server)
         before = day.snapshot()
         calls = CallFaults({k})
-        run = day.consolidator(calls.wrap(OfflineDecisionModel()), calls.wrap(OfflineChatModel())).run(NOW)
+        run = run_in_process(day.consolidator(calls.wrap(OfflineDecisionModel()), calls.wrap(OfflineChatModel())), NOW)
         after = day.snapshot()
         made = assert_invariants(before, after, adds_judged_without(calls.failed))
         [(name, args)] = calls.failed
@@ -406,7 +407,7 @@ def test_a_failure_at_every_model_call_changes_only_what_was_decided(moto_server
         if name != "write_diary":
             assert run.diary
         # The day is finished: the scheduler's retry changes nothing.
-        assert day.consolidator().run(NOW) is None and day.snapshot() == after
+        assert run_in_process(day.consolidator(), NOW) is None and day.snapshot() == after
 
 
 @settings(
@@ -422,7 +423,7 @@ def test_random_combinations_of_request_and_model_faults(moto_server, clean, dat
     day.faults.reset(request_faults)
     calls = CallFaults(model_faults)
     try:
-        run = day.consolidator(calls.wrap(OfflineDecisionModel()), calls.wrap(OfflineChatModel())).run(NOW)
+        run = run_in_process(day.consolidator(calls.wrap(OfflineDecisionModel()), calls.wrap(OfflineChatModel())), NOW)
     except Exception:  # noqa: BLE001 - the injected fault, or the run reporting itself incomplete
         run = None
     after = day.snapshot()
@@ -440,12 +441,12 @@ def test_random_combinations_of_request_and_model_faults(moto_server, clean, dat
         assert hit or calls.failed or run.summary.failures == 0
         final, finished = after, run
     else:
-        retried = day.consolidator().run(NOW)
+        retried = run_in_process(day.consolidator(), NOW)
         if retried is None:
             # The failed run could not be given up either (its release request failed too): it
             # is taken over once its worker's time limit has passed.
             day.clock.now += NIGHTLY_MAX_DURATION
-            retried = day.consolidator().run(NOW)
+            retried = run_in_process(day.consolidator(), NOW)
         assert retried is not None and retried.run_id == 1 and retried.finished_at is not None
         final, finished = day.snapshot(), retried
         assert_every_change_has_exactly_one_ledger_row(after, final)

@@ -35,6 +35,7 @@ from memorybot.core.consolidation import (
 )
 from memorybot.core.domain import JST, Action, Actor, Change, SourceRef, Verdict
 from memorybot.core.extraction import Extractor
+from memorybot.core.nightly_steps import run_in_process
 
 NOW = datetime(2026, 11, 30, 3, 0, tzinfo=JST)  # the alarm: covers 2026-11-29 03:00 .. 2026-11-30 03:00 JST
 
@@ -65,7 +66,7 @@ class Night:
         return said
 
     def run(self, now: datetime = NOW):
-        return self.consolidator.run(now)
+        return run_in_process(self.consolidator, now)
 
     def exchanges(self) -> list[str]:
         return [exchange.render() for exchange in self.jev.asked("worth")]

@@ -17,6 +17,7 @@ from fakes import T0, Clock, FakeMemoryStore, FakeMessageStore, FakeRunStore, me
 from memorybot.core.consolidation import Consolidator
 from memorybot.core.domain import EXCHANGE_MESSAGES, Actor, Exchange, Verdict
 from memorybot.core.extraction import Extractor
+from memorybot.core.nightly_steps import run_in_process
 
 ADD, DEL = "ZEBRAADD", "ZEBRADEL"
 PEOPLE = ("a", "b", "c")
@@ -123,7 +124,7 @@ def test_nightly_never_decides_on_someone_elses_words(events, history_authors):
         log.put(message(author, f"I love {ADD} channel-only {turn} said-by-{author}", at=at, to="", scope=SCOPE))
     extractor = Extractor(memories, jev, EchoChat(), clock=clock)
     nightly = Consolidator(memories, log, runs, extractor, jev, EchoChat(), clock=clock)
-    assert nightly.run(T0 + timedelta(days=1)) is not None
+    assert run_in_process(nightly, T0 + timedelta(days=1)) is not None
     assert all(only_own_lines(e) and e.scope == SCOPE for e in jev.shown)
     assert not {e.speaker.user_id for e in jev.shown} & set(history_authors), (
         "no profile for people who never used the bot"

@@ -165,8 +165,8 @@ class Consolidator:
     speakers (a manifest of ids), one speaker's chunks, the decay review and diary, finish.
 
     Deployed, a Step Functions state machine runs them (one Lambda per step, the speakers in a
-    Distributed Map); ``run`` runs the same steps in process, in the same order, with the same
-    payloads (``nightly_steps``), for the local stack and the tests.
+    Distributed Map); ``nightly_steps.run_in_process`` runs the same steps in process, in the
+    same order, with the same payloads, for the local stack and the tests.
     """
 
     def __init__(
@@ -195,16 +195,6 @@ class Consolidator:
     @property
     def runs(self) -> RunStore:
         return self._runs
-
-    def run(self, now: datetime | None = None) -> NightlyRun | None:
-        """Every step in process; None if that JST day's run is done or under way.
-
-        A step that fails gives the run up (released), so that the next call takes it over and
-        goes on where it stopped, as a redrive of the state machine does.
-        """
-        from . import nightly_steps
-
-        return nightly_steps.run_in_process(self, now or self._clock())
 
     # ---- step 1: claim the JST day
 

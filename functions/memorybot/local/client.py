@@ -7,7 +7,6 @@ answers only you can see.
 
 from __future__ import annotations
 
-import hashlib
 import itertools
 import json
 import secrets
@@ -22,6 +21,7 @@ import httpx
 from ..core.consolidation import WINDOW, window_for
 from ..core.domain import JST, snowflake_at
 from ..discord.signature import sign
+from .people import user_id_for
 from .server import ADMIN_SECRET_FILE, DEFAULT_HOST, DEFAULT_PORT, SIGNING_KEY_FILE, STATE_DIR
 
 DEFAULT_URL = f"http://{DEFAULT_HOST}:{DEFAULT_PORT}"
@@ -104,16 +104,6 @@ def nightly_lines(
 # One sequence for every client in this process: two people typing in the same millisecond
 # still get distinct interaction ids, as they would from Discord.
 _SEQUENCE = itertools.count(secrets.randbelow(1 << 20))
-
-
-def user_id_for(name: str) -> str:
-    """A stable snowflake-sized id per name, so the same name is the same person across runs."""
-    return str(int(hashlib.sha256(name.encode()).hexdigest()[:15], 16) + 10**17)
-
-
-def dm_channel_for(name: str) -> str:
-    """The person's DM channel with the bot: one per person, stable across runs."""
-    return user_id_for(f"dm:{name}")
 
 
 def find_signing_key(state_dir: Path | None) -> str:

@@ -182,7 +182,7 @@ def _dm_user(data: dict) -> str:
     """The Discord user id a DM control names: ``user`` is a name as the terminal client takes it
     (``--user alice``), ``user_id`` a Discord user id."""
     from ..discord.formats import is_snowflake
-    from .client import user_id_for
+    from .people import user_id_for
 
     if ("user" in data) == ("user_id" in data):
         raise BadBody('give one of "user" (a name, as in chat --user alice) or "user_id" (a Discord user id)')
