@@ -123,7 +123,7 @@ def _chat(args: argparse.Namespace) -> int:
 def _register(args: argparse.Namespace) -> int:
     from .adapters.discord_rest import DiscordRest
     from .config import settings
-    from .discord.interactions import COMMANDS
+    from .discord.requests import COMMANDS
 
     config = settings()
     token, app_id = config.secret("DISCORD_BOT_TOKEN"), config.discord_application_id

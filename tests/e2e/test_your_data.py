@@ -18,7 +18,7 @@ from stack_process import StackProcess
 from loopback.jev_server import JevServer
 from memorybot.core.consolidation import window_for
 from memorybot.core.domain import is_memory_id, iso, utcnow
-from memorybot.discord.interactions import FORGET_ALL_BUTTON
+from memorybot.discord.requests import FORGET_ALL_BUTTON
 from memorybot.local.client import LocalClient, find_signing_key
 
 ADMIN_SECRET = "your-data-admin-secret-7"

@@ -36,7 +36,7 @@ from memorybot.core.consolidation import STALE_AFTER, manifest_key, window_for
 from memorybot.core.domain import Action, Actor, Change, Message, SourceRef, snowflake_at, utcnow
 from memorybot.core.jobs import ExtractionJob, ReplyJob
 from memorybot.core.nightly_jobs import RunPlan
-from memorybot.discord.interactions import forget_all_button
+from memorybot.discord.requests import forget_all_button
 from memorybot.discord.signature import Verifier
 from memorybot.local import discord_recorder, moto_dynamo
 

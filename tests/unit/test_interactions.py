@@ -26,7 +26,7 @@ from frontdoor import (
 )
 from memorybot.adapters.discord_rest import DiscordRest
 from memorybot.core.domain import GLOBAL_SCOPE, Action, Actor, ScopeMode, snowflake_time
-from memorybot.discord import interactions
+from memorybot.discord import interactions, requests
 from memorybot.handlers.interactions import handler
 
 SECRET = "allergic to penicillin, keeps it quiet"
@@ -255,7 +255,7 @@ def test_autocomplete_choices_are_capped_at_25_with_names_of_at_most_100_chars()
 
 
 def test_the_registered_commands_are_chat_and_memory_show_forget_why_export_forget_all():
-    chat_cmd, memory_cmd = interactions.COMMANDS
+    chat_cmd, memory_cmd = requests.COMMANDS
     assert chat_cmd["name"] == "chat" and chat_cmd["options"][0] | {"description": ""} == {
         "type": 3,
         "name": "message",

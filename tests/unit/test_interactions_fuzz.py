@@ -8,7 +8,7 @@ import json
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from memorybot.discord import interactions
+from memorybot.discord import requests
 
 SCALARS = st.none() | st.booleans() | st.integers(-(2**70), 2**70) | st.floats(allow_nan=False) | st.text(max_size=30)
 JSON = st.recursive(
@@ -33,18 +33,18 @@ VALID = {
 
 def _parses_or_refuses(body: bytes) -> None:
     try:
-        request = interactions.parse(body)
-    except interactions.BadRequest:
+        request = requests.parse(body)
+    except requests.BadRequest:
         return
     assert isinstance(
         request,
         (
-            interactions.Ping,
-            interactions.Chat,
-            interactions.ShowMemories,
-            interactions.ForgetMemory,
-            interactions.SuggestForget,
-            interactions.Unsupported,
+            requests.Ping,
+            requests.Chat,
+            requests.ShowMemories,
+            requests.ForgetMemory,
+            requests.SuggestForget,
+            requests.Unsupported,
         ),
     )
 

@@ -8,7 +8,7 @@ import pytest
 
 from memorybot.core.domain import DM_SCOPE, GLOBAL_SCOPE, ScopeMode, scope_for
 from memorybot.core.jobs import BadJob, ExtractionJob, ReplyJob
-from memorybot.discord import interactions
+from memorybot.discord import interactions, requests
 
 REPLY = ReplyJob("11", "tok", "22", "33", "44", "alice", "guild:55")
 
@@ -93,9 +93,9 @@ USER = {"id": "44", "username": "alice"}
     ],
 )
 def test_an_interaction_names_its_scope(place, scope):
-    request = interactions.parse(_payload(**place), ScopeMode.GUILD)
+    request = requests.parse(_payload(**place), ScopeMode.GUILD)
     assert request.caller.scope == scope and request.caller.owner.user_id == "44"
-    assert interactions.parse(_payload(**place), ScopeMode.GLOBAL).caller.scope == GLOBAL_SCOPE
+    assert requests.parse(_payload(**place), ScopeMode.GLOBAL).caller.scope == GLOBAL_SCOPE
 
 
 @pytest.mark.parametrize(
@@ -107,8 +107,8 @@ def test_an_interaction_names_its_scope(place, scope):
     ],
 )
 def test_an_interaction_whose_owner_is_unknown_is_refused(place):
-    with pytest.raises(interactions.BadRequest):
-        interactions.parse(_payload(**place), ScopeMode.GUILD)
+    with pytest.raises(requests.BadRequest):
+        requests.parse(_payload(**place), ScopeMode.GUILD)
 
 
 def test_show_says_which_scope_it_lists():

@@ -1,0 +1,341 @@
+"""Discord interaction payloads in, typed requests out: the only module that reads their shape.
+
+``parse`` turns one verified request body into one of the requests below (a ``Caller`` says
+who is asking and in which scope their memories live); anything it cannot read is a
+``BadRequest``, answered with a 400 before anything is read or written.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any
+
+from ..core.domain import Owner, ScopeMode, scope_for
+from .formats import is_interaction_token, is_snowflake
+
+# Discord's numbers.
+PING, APPLICATION_COMMAND, MESSAGE_COMPONENT, AUTOCOMPLETE, MODAL_SUBMIT = 1, 2, 3, 4, 5
+CONTEXT_BOT_DM = 1  # interaction context types: 0 guild, 1 the bot's DM, 2 a group DM / private channel
+CHANNEL_TYPE_DM = 1
+CUSTOM_ID_MAX_CHARS = 100
+SUBCOMMAND = 1
+STRING_OPTION = 3
+MESSAGE_MAX_CHARS = 2000
+MAX_JSON_DEPTH = 32  # Discord's payloads nest about 8 deep
+
+# The commands `memorybot register-commands` installs (bulk overwrite).
+COMMANDS: list[dict[str, Any]] = [
+    {
+        "name": "chat",
+        "description": "Talk to memorybot",
+        "type": 1,
+        "options": [
+            {"type": STRING_OPTION, "name": "message", "description": "What you want to say", "required": True}
+        ],
+    },
+    {
+        "name": "memory",
+        "description": "What memorybot remembers about you",
+        "type": 1,
+        "options": [
+            {"type": SUBCOMMAND, "name": "show", "description": "DM me everything you remember about me here"},
+            {
+                "type": SUBCOMMAND,
+                "name": "forget",
+                "description": "Forget one of my memories",
+                "options": [
+                    {
+                        "type": STRING_OPTION,
+                        "name": "id",
+                        "description": "The memory's id",
+                        "required": True,
+                        "autocomplete": True,
+                    }
+                ],
+            },
+            {
+                "type": SUBCOMMAND,
+                "name": "why",
+                "description": "When and from which of my messages you learned a memory",
+                "options": [
+                    {
+                        "type": STRING_OPTION,
+                        "name": "id",
+                        "description": "The memory's id",
+                        "required": True,
+                        "autocomplete": True,
+                    }
+                ],
+            },
+            {
+                "type": SUBCOMMAND,
+                "name": "export",
+                "description": "DM me a JSON file of all my memories and their history",
+            },
+            {"type": SUBCOMMAND, "name": "forget-all", "description": "Forget everything you remember about me here"},
+        ],
+    },
+]
+
+
+class BadRequest(Exception):
+    """The body is not an interaction this bot can read (answered with 400)."""
+
+
+@dataclass(frozen=True)
+class Caller:
+    user_id: str
+    user_name: str
+    channel_id: str
+    scope: str  # where this conversation's memories live (domain.scope_for)
+
+    @property
+    def owner(self) -> Owner:
+        return Owner(self.scope, self.user_id)
+
+
+@dataclass(frozen=True)
+class Ping:
+    pass
+
+
+@dataclass(frozen=True)
+class Chat:
+    interaction_id: str
+    token: str
+    application_id: str
+    caller: Caller
+    text: str
+
+
+@dataclass(frozen=True)
+class ShowMemories:
+    caller: Caller
+    interaction_id: str = ""  # a replay of the same interaction sends no second DM
+
+
+@dataclass(frozen=True)
+class ForgetMemory:
+    caller: Caller
+    memory_id: str
+
+
+@dataclass(frozen=True)
+class SuggestForget:
+    caller: Caller
+    typed: str
+
+
+@dataclass(frozen=True)
+class WhyMemory:
+    caller: Caller
+    memory_id: str
+
+
+@dataclass(frozen=True)
+class ExportMemories:
+    caller: Caller
+    interaction_id: str
+
+
+@dataclass(frozen=True)
+class ForgetAllAsk:
+    caller: Caller
+
+
+@dataclass(frozen=True)
+class ForgetAllConfirm:
+    caller: Caller  # who clicked
+    requester: str  # who asked (from the button's custom_id)
+    asked_at: int  # unix seconds (from the button's custom_id)
+
+
+@dataclass(frozen=True)
+class UnknownComponent:
+    """A button click or form submit the bot does not act on: answered politely, nothing changes."""
+
+    custom_id: str
+
+
+@dataclass(frozen=True)
+class Unsupported:
+    what: str
+    autocomplete: bool = False  # an autocomplete request must be answered with (no) choices
+
+
+Request = (
+    Ping
+    | Chat
+    | ShowMemories
+    | ForgetMemory
+    | SuggestForget
+    | WhyMemory
+    | ExportMemories
+    | ForgetAllAsk
+    | ForgetAllConfirm
+    | UnknownComponent
+    | Unsupported
+)
+
+# The forget-all button: "memory-forget-all:<requester id>:<unix seconds asked>". Discord sends
+# the custom_id of the message the bot posted, so it is the bot's own word on who asked and when.
+FORGET_ALL_BUTTON = "memory-forget-all"
+FORGET_ALL_TTL = timedelta(minutes=15)
+_FORGET_ALL_ID = re.compile(rf"^{FORGET_ALL_BUTTON}:([0-9]{{1,20}}):([0-9]{{1,12}})$")
+
+
+def _text(value: Any, what: str) -> str:
+    if isinstance(value, int) and not isinstance(value, bool):
+        return str(value)
+    if not isinstance(value, str) or not value:
+        raise BadRequest(f"missing {what}")
+    return value
+
+
+_JSON_STRING = re.compile(rb'"(?:[^"\\]|\\.)*"', re.DOTALL)
+_JSON_BRACKETS = re.compile(rb"[\[\]{}]")
+
+
+def _nesting(body: bytes) -> int:
+    """How deeply the JSON text nests (outside strings), without parsing it: a deep body is
+    refused before the parser's recursion could fail on it."""
+    depth = deepest = 0
+    for bracket in _JSON_BRACKETS.findall(_JSON_STRING.sub(b"", body if isinstance(body, bytes) else body.encode())):
+        depth += 1 if bracket in (b"[", b"{") else -1
+        deepest = max(deepest, depth)
+    return deepest
+
+
+def _object(value: Any) -> dict:
+    return value if isinstance(value, dict) else {}
+
+
+def _snowflake(value: Any, what: str) -> str:
+    text = _text(value, what)
+    if not is_snowflake(text):  # ASCII digits only, at most 2**64 - 1
+        raise BadRequest(f"malformed {what}")
+    return text
+
+
+def _token(value: Any) -> str:
+    text = _text(value, "token")
+    if not is_interaction_token(text):  # it goes into the webhook URL
+        raise BadRequest("malformed token")
+    return text
+
+
+def _caller(payload: dict, scope_mode: ScopeMode) -> Caller:
+    member = _object(payload.get("member"))
+    user = member.get("user") or payload.get("user")  # guild: member.user; DM: user
+    if not isinstance(user, dict):
+        raise BadRequest("missing user")
+    name = member.get("nick") or user.get("global_name") or user.get("username") or "someone"
+    channel = payload.get("channel_id") or _object(payload.get("channel")).get("id")
+    channel_id = _snowflake(channel, "channel id")
+    guild_id = _snowflake(payload["guild_id"], "guild id") if payload.get("guild_id") is not None else None
+    if member and guild_id is None:
+        raise BadRequest("guild interaction without a guild id")  # its scope would be unknown
+    bot_dm = payload.get("context") == CONTEXT_BOT_DM or _object(payload.get("channel")).get("type") == CHANNEL_TYPE_DM
+    scope = scope_for(scope_mode, guild_id=guild_id, channel_id=channel_id, bot_dm=bot_dm)
+    return Caller(_snowflake(user.get("id"), "user id"), str(name), channel_id, scope)
+
+
+def _options(data: dict) -> list[dict]:
+    options = data.get("options") or []
+    if not isinstance(options, list) or not all(isinstance(o, dict) for o in options):
+        raise BadRequest("malformed options")
+    return options
+
+
+def _option(options: list[dict], name: str) -> dict | None:
+    return next((o for o in options if o.get("name") == name), None)
+
+
+def parse(body: bytes, scope_mode: ScopeMode = ScopeMode.GUILD) -> Request:
+    if _nesting(body) > MAX_JSON_DEPTH:
+        raise BadRequest("JSON nested too deeply")
+    try:
+        payload = json.loads(body)
+    except (ValueError, UnicodeDecodeError, RecursionError):
+        raise BadRequest("malformed JSON") from None
+    if not isinstance(payload, dict):
+        raise BadRequest("not an object")
+    kind = payload.get("type")
+    if isinstance(kind, bool) or not isinstance(kind, int):  # 2.0 and true are not interaction types
+        raise BadRequest("unknown interaction type")
+    if kind == PING:
+        return Ping()
+    if kind == MODAL_SUBMIT:
+        return _unknown_form(payload)
+    if kind not in (APPLICATION_COMMAND, AUTOCOMPLETE, MESSAGE_COMPONENT):
+        raise BadRequest("unknown interaction type")
+    data = payload.get("data")
+    if not isinstance(data, dict):
+        raise BadRequest("missing data")
+    caller = _caller(payload, scope_mode)
+    if kind == MESSAGE_COMPONENT:
+        return _component(caller, data)
+    command, options = data.get("name"), _options(data)
+    if command == "chat" and kind == APPLICATION_COMMAND:
+        message = _option(options, "message") or {}  # a missing option is an empty chat
+        return Chat(
+            _snowflake(payload.get("id"), "interaction id"),
+            _token(payload.get("token")),
+            _snowflake(payload.get("application_id"), "application id"),
+            caller,
+            _string_option(message).strip()[:MESSAGE_MAX_CHARS],
+        )
+    if command == "memory" and options:
+        sub = options[0]
+        sub_options = _options(sub)
+        if sub.get("name") == "show" and kind == APPLICATION_COMMAND:
+            return ShowMemories(caller, _snowflake(payload.get("id"), "interaction id"))
+        if sub.get("name") in ("forget", "why"):
+            typed = _string_option(_option(sub_options, "id") or {})
+            if kind == AUTOCOMPLETE:
+                return SuggestForget(caller, typed)
+            return ForgetMemory(caller, typed) if sub.get("name") == "forget" else WhyMemory(caller, typed)
+        if sub.get("name") == "export" and kind == APPLICATION_COMMAND:
+            return ExportMemories(caller, _snowflake(payload.get("id"), "interaction id"))
+        if sub.get("name") == "forget-all" and kind == APPLICATION_COMMAND:
+            return ForgetAllAsk(caller)
+    return Unsupported(str(command), autocomplete=kind == AUTOCOMPLETE)
+
+
+def _unknown_form(payload: dict) -> Request:
+    """A modal submit (5): Discord shows "This interaction failed" unless it gets an answer, so
+    every well-formed one gets a readable one. The bot shows no forms of its own."""
+    data = payload.get("data")
+    if not isinstance(data, dict) or not isinstance(data.get("custom_id"), str):
+        raise BadRequest("component without a custom_id")
+    custom_id = data["custom_id"]
+    # Components the bot acts on are recognised above this line, by their custom_id.
+    # Fallback: anything else (an old message's button, a form from another version).
+    return UnknownComponent(custom_id[:100])
+
+
+def _component(caller: Caller, data: dict) -> Request:
+    custom_id = data.get("custom_id")
+    if not isinstance(custom_id, str) or not custom_id or len(custom_id) > CUSTOM_ID_MAX_CHARS:
+        raise BadRequest("malformed custom_id")
+    match = _FORGET_ALL_ID.match(custom_id)
+    if match is None:
+        return UnknownComponent(custom_id)
+    return ForgetAllConfirm(caller, match[1], int(match[2]))
+
+
+def forget_all_button(requester: str, asked_at: datetime) -> str:
+    return f"{FORGET_ALL_BUTTON}:{requester}:{int(asked_at.timestamp())}"
+
+
+def _string_option(option: dict) -> str:
+    """A string option's value; missing is empty, any other type is not what Discord sends."""
+    value = option.get("value")
+    if value is None:
+        return ""
+    if not isinstance(value, str):
+        raise BadRequest("option value is not a string")
+    return value
