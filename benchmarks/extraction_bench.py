@@ -13,9 +13,8 @@ import statistics
 import time
 from datetime import timedelta
 
+from benchmarks.stand_in import stand_in_client, stand_in_models
 from memorybot.adapters.limiter import ModelCallLimiter
-from memorybot.adapters.openai_chat import OpenAIChatModel, OpenAICompatibleClient, OpenAIDecisionModel
-from memorybot.adapters.retry import Retrier
 from memorybot.core.domain import GLOBAL_SCOPE
 from memorybot.core.extraction import Extractor
 from tests.fakes import T0, FakeMemoryStore, memory, message, speaker
@@ -34,14 +33,8 @@ def one_run(llm: OpenAIServer, latency: float) -> tuple[float, int]:
     store.seed(
         *(memory("u1", f"m{c}222", f"fact {c}", at=T0 + timedelta(minutes=i)) for i, c in enumerate("abcdefghjk"))
     )
-    client = OpenAICompatibleClient(
-        llm.url,
-        "stand-in",
-        timeout_seconds=8.0,
-        max_connections=MAX_IN_FLIGHT,
-        retrier=Retrier(limiter=ModelCallLimiter(MAX_IN_FLIGHT)),
-    )
-    extractor = Extractor(store, OpenAIDecisionModel(client), OpenAIChatModel(client))
+    client = stand_in_client(llm.url, ModelCallLimiter(MAX_IN_FLIGHT))
+    extractor = Extractor(store, *stand_in_models(client))
     started = time.perf_counter()
     result = extractor.run(
         speaker("u1", "alice"), GLOBAL_SCOPE, [message("u1", "I moved to Osaka last week", name="alice")]

@@ -21,9 +21,8 @@ import time
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 
+from benchmarks.stand_in import stand_in_client, stand_in_models
 from memorybot.adapters.limiter import ModelCallLimiter
-from memorybot.adapters.openai_chat import OpenAIChatModel, OpenAICompatibleClient, OpenAIDecisionModel
-from memorybot.adapters.retry import Retrier
 from memorybot.config import Settings
 from memorybot.core.consolidation import (
     CHUNK_MESSAGES,
@@ -135,14 +134,8 @@ def one_night(llm: OpenAIServer, speakers: int) -> tuple[float, float, int]:
     # Jev keeps every memory and wants an add each time (the stand-in's default answers).
     llm.clear()
     llm.set_delay(LATENCY)
-    client = OpenAICompatibleClient(
-        llm.url,
-        "stand-in",
-        timeout_seconds=8.0,
-        max_connections=MAX_IN_FLIGHT,
-        retrier=Retrier(limiter=ModelCallLimiter(MAX_IN_FLIGHT)),
-    )
-    jev, chat = OpenAIDecisionModel(client), OpenAIChatModel(client)
+    client = stand_in_client(llm.url, ModelCallLimiter(MAX_IN_FLIGHT))
+    jev, chat = stand_in_models(client)
     extractor = Extractor(memories, jev, chat)
     consolidator = Consolidator(memories, messages, FakeRunStore(), extractor, jev, chat)
     started, cpu_started = time.perf_counter(), time.process_time()

@@ -39,10 +39,11 @@ from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime, timedelta
 
 from benchmarks.nightly_bench import PerUserStore
+from benchmarks.stand_in import stand_in_client, stand_in_models
 from infra.settings import StackConfig
 from memorybot.adapters.limiter import ModelCallLimiter
-from memorybot.adapters.openai_chat import OpenAIChatModel, OpenAICompatibleClient, OpenAIDecisionModel
-from memorybot.adapters.retry import Retrier, RetryPolicy
+from memorybot.adapters.openai_chat import OpenAIChatModel, OpenAIDecisionModel
+from memorybot.adapters.retry import RetryPolicy
 from memorybot.core import nightly_steps
 from memorybot.core.consolidation import CHUNK_MESSAGES, SPEAKER_DONE, Consolidator, speaker_mark, window_for
 from memorybot.core.domain import GLOBAL_SCOPE, JST, Actor, Memory, PromptMessage, iso
@@ -77,10 +78,7 @@ NIGHT = datetime(2026, 11, 30, 3, 0, tzinfo=JST)  # the alarm; its window is the
 
 
 def _backends(url: str, limiter: ModelCallLimiter) -> tuple[OpenAIDecisionModel, OpenAIChatModel]:
-    client = OpenAICompatibleClient(
-        url, "stand-in", timeout_seconds=8.0, max_connections=limiter.max_in_flight, retrier=Retrier(POLICY, limiter)
-    )
-    return OpenAIDecisionModel(client), OpenAIChatModel(client)
+    return stand_in_models(stand_in_client(url, limiter, POLICY))
 
 
 def _seed(store: PerUserStore, speaker: str, at: datetime = DAY + timedelta(hours=10)) -> list:

@@ -99,6 +99,27 @@ def event(
     }
 
 
+def admin_event(path: str, body: dict | None, secret: str) -> dict:
+    """An API Gateway proxy event (v1) of an operator's POST to an admin route, with the Bearer secret."""
+    return {
+        "httpMethod": "POST",
+        "path": path,
+        "headers": {"Authorization": f"Bearer {secret}"},
+        "body": json.dumps(body) if body is not None else None,
+        "isBase64Encoded": False,
+    }
+
+
+# EventBridge's event for the 18:00 UTC rule (03:00 JST).
+SCHEDULE = {
+    "version": "0",
+    "detail-type": "Scheduled Event",
+    "source": "aws.events",
+    "time": "2026-11-29T18:00:00Z",
+    "detail": {},
+}
+
+
 def context(name: str = "memorybot-test") -> LocalContext:
     return LocalContext(name)
 

@@ -21,7 +21,22 @@ import pytest
 
 from fakes import ScriptedChat, ScriptedJev, memory
 from faults import InjectedFault
-from frontdoor import ALICE, BOB, CHANNEL, PUBLIC_KEY, SCOPE, chat, click, event, export, forget, forget_all, show, why
+from frontdoor import (
+    ALICE,
+    BOB,
+    CHANNEL,
+    PUBLIC_KEY,
+    SCOPE,
+    admin_event,
+    chat,
+    click,
+    event,
+    export,
+    forget,
+    forget_all,
+    show,
+    why,
+)
 from iam_contract import BUCKET_ENV, Need, Policy, Recorder, check, key_needs, lambda_client, policies, s3_client
 from infra.stack import FUNCTIONS, LEDGER_ACTIONS_ALLOWED, LEDGER_REDACTION_ATTRIBUTES, LEDGER_REDACTOR
 from memorybot import bootstrap, tables
@@ -301,14 +316,7 @@ def nightly_finish_scenario(h: Harness) -> None:
 
 def admin_scenario(h: Harness) -> None:
     def rollback(payload: dict) -> tuple[int, dict]:
-        request = {
-            "httpMethod": "POST",
-            "path": "/memory/rollback",
-            "isBase64Encoded": False,
-            "headers": {"Authorization": f"Bearer {ADMIN_SECRET}"},
-            "body": json.dumps(payload),
-        }
-        response = h.call("Admin", request)
+        response = h.call("Admin", admin_event("/memory/rollback", payload, ADMIN_SECRET))
         return response["statusCode"], body(response)
 
     status, preview = rollback({"dryRun": True})
@@ -321,14 +329,7 @@ def admin_scenario(h: Harness) -> None:
 
 def erase_scenario(h: Harness) -> None:
     def erase(payload: dict) -> tuple[int, dict]:
-        request = {
-            "httpMethod": "POST",
-            "path": "/memory/erase",
-            "isBase64Encoded": False,
-            "headers": {"Authorization": f"Bearer {ADMIN_SECRET}"},
-            "body": json.dumps(payload),
-        }
-        response = h.call(LEDGER_REDACTOR, request)
+        response = h.call(LEDGER_REDACTOR, admin_event("/memory/erase", payload, ADMIN_SECRET))
         return response["statusCode"], body(response)
 
     said = Message(CHANNEL, snowflake_at(utcnow(), 7), BOB, "bob", "I keep bees", scope=SCOPE, conversation_of=BOB)

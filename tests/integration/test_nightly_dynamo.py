@@ -9,6 +9,7 @@ from datetime import datetime, timedelta
 import pytest
 
 from fakes import Clock, ScriptedChat, ScriptedJev, memory, message, owner
+from frontdoor import SCHEDULE, admin_event
 from memorybot import bootstrap
 from memorybot.adapters.dynamodb import DynamoMemoryStore, DynamoMessageStore
 from memorybot.adapters.invoker import LocalContext
@@ -20,13 +21,6 @@ from memorybot.core.domain import JST, Action, Actor, Change, SourceRef, Verdict
 from memorybot.handlers import admin, nightly
 
 SECRET = "nightly-admin-secret"
-SCHEDULE = {
-    "version": "0",
-    "detail-type": "Scheduled Event",
-    "source": "aws.events",
-    "time": "2026-11-29T18:00:00Z",
-    "detail": {},
-}
 
 
 def jst(day: int, hour: int, minute: int = 0) -> datetime:
@@ -67,14 +61,7 @@ class Deployed:
         return {"status": finished["status"], "runId": finished["run_id"], "dayLabel": finished["day_label"]}
 
     def rollback(self, body: dict | None = None, secret: str = SECRET) -> tuple[int, dict]:
-        event = {
-            "httpMethod": "POST",
-            "path": "/memory/rollback",
-            "headers": {"Authorization": f"Bearer {secret}"},
-            "body": json.dumps(body) if body is not None else None,
-            "isBase64Encoded": False,
-        }
-        response = admin.handler(event, LocalContext("memorybot-admin"))
+        response = admin.handler(admin_event("/memory/rollback", body, secret), LocalContext("memorybot-admin"))
         return response["statusCode"], json.loads(response["body"])
 
 

@@ -17,7 +17,7 @@ import pytest
 
 from fakes import Clock, memory, message
 from faults import InjectedFault, RequestFaults, Snapshot, assert_every_change_has_exactly_one_ledger_row, fresh_tables
-from frontdoor import ALICE, APP_ID, BOB, CHANNEL, SCOPE, chat
+from frontdoor import ALICE, APP_ID, BOB, CHANNEL, SCHEDULE, SCOPE, admin_event, chat
 from memorybot import bootstrap
 from memorybot.adapters.dynamodb import DynamoMemoryStore, DynamoMessageStore
 from memorybot.adapters.invoker import LocalContext, LocalInvoker
@@ -215,14 +215,6 @@ def test_an_extraction_job_that_failed_at_any_request_is_retried_to_one_set_of_c
 
 # ---- the nightly function -----------------------------------------------------------
 
-SCHEDULE = {
-    "version": "0",
-    "detail-type": "Scheduled Event",
-    "source": "aws.events",
-    "time": "2026-11-29T18:00:00Z",
-    "detail": {},
-}
-
 
 def jst(day: int, hour: int, minute: int = 0) -> datetime:
     return datetime(2026, 11, day, hour, minute, tzinfo=JST)
@@ -338,14 +330,7 @@ def test_a_failed_execution_is_redriven_once_and_later_starts_do_nothing(night):
 
 
 def rollback_request(body: dict | None = None) -> tuple[int, dict]:
-    event = {
-        "httpMethod": "POST",
-        "path": "/memory/rollback",
-        "headers": {"Authorization": f"Bearer {SECRET}"},
-        "body": json.dumps(body) if body is not None else None,
-        "isBase64Encoded": False,
-    }
-    response = admin.handler(event, LocalContext("memorybot-admin"))
+    response = admin.handler(admin_event("/memory/rollback", body, SECRET), LocalContext("memorybot-admin"))
     return response["statusCode"], json.loads(response["body"])
 
 

@@ -36,5 +36,6 @@ def _extract(job: dict) -> dict:
     )
     if result.outcome == conversation.DECISIONS_LOST:
         count_metric("DecisionsLost")
-    logger.info("extraction done", extra=result.to_json())  # memory ids only
-    return result.to_json()
+    answer = result.to_json()  # memory ids only
+    logger.info("extraction done", extra=answer)
+    return answer
