@@ -58,7 +58,7 @@ def test_starts_never_exceed_the_per_minute_bound_in_any_window():
     busiest = max(sum(1 for s in starts if t <= s < t + period) for t in starts)
     assert busiest <= per_minute
     # and it is a bound, not a brake: 50 starts need 1 burst + 49 refills at 19 a second
-    assert elapsed < (50 - 1) / 19 + 0.5
+    assert elapsed < (50 - 1) / 19 + 1.5  # with slack for a busy machine
 
 
 def test_the_limiter_keeps_a_process_under_the_providers_quota():
