@@ -12,10 +12,11 @@ the shared retry policy and a ``ModelCallLimiter`` configured with RPM = Q.
    ``SpeakerTask``, as the Distributed Map's ItemSelector makes it) through ``speaker``, the
    real per-speaker step (the speaker's lines read by id, newest-first chunks, the extraction
    with actor nightly, the (run, speaker) mark), MAP_CONCURRENCY at a time (the map's
-   MaxConcurrency, context ``nightly_max_concurrency``'s default), with the map's Retry
-   mirrored (a step raising ModelUnavailable is run again after 30 s x 2^n with full jitter,
-   capped at 5 minutes, up to 4 times, other errors twice, the waits scaled down like
-   LAMBDA_RETRY_DELAY) and its Catch (``speaker_failed``); then review (the diary) and finish.
+   MaxConcurrency, context ``nightly_max_concurrency``'s default), each as ``map_child``: the
+   map's Retry as deployed (``SPEAKER_RETRY``: a step raising ModelUnavailable is run again
+   after 30 s x 2^n with full jitter, capped at 5 minutes, up to 4 times, other errors twice;
+   the waits scaled down like LAMBDA_RETRY_DELAY) and its Catch (``speaker_failed``); then
+   review (the diary) and finish.
    One process and one limiter: every child shares it, as in the in-process run (deployed,
    each child is a Lambda instance with its own). Printed: decisions lost (speakers whose mark
    is failed, missing, or counts model calls without a usable answer), wall ÷ (model calls ÷ Q)
@@ -31,7 +32,6 @@ the shared retry policy and a ``ModelCallLimiter`` configured with RPM = Q.
 from __future__ import annotations
 
 import os
-import random
 import statistics
 import threading
 import time
@@ -48,7 +48,6 @@ from memorybot.core import nightly_steps
 from memorybot.core.consolidation import CHUNK_MESSAGES, SPEAKER_DONE, Consolidator, speaker_mark, window_for
 from memorybot.core.domain import GLOBAL_SCOPE, JST, Actor, Memory, PromptMessage, iso
 from memorybot.core.extraction import Extractor
-from memorybot.core.jobs import BadJob
 from memorybot.core.nightly_jobs import NightlyStart, RunPlan
 from memorybot.core.ports import ModelUnavailable
 from tests.fakes import FakeMessageStore, FakeRunStore, message
@@ -62,14 +61,9 @@ SPEAKERS = int(os.environ.get("MEMORYBOT_BENCH_SPEAKERS", "1000"))
 MEMORIES = 5
 MAP_CONCURRENCY = StackConfig.nightly_max_concurrency  # the Distributed Map's MaxConcurrency
 DEPLOYED_RPM = StackConfig.model_rpm  # 0: no per-minute bound in the instance
-# The map's Retry of a speaker's step (infra/nightly.py): ModelUnavailable 4 times after 30 s x 2^n
-# with full jitter, capped at 5 minutes; anything else twice after 5 s x 2^n; BadJob never.
-# The waits are scaled down as LAMBDA_RETRY_DELAY is (1/60).
-MAP_THROTTLED_RETRIES = 4
-MAP_OTHER_RETRIES = 2
-MAP_THROTTLED_INTERVAL = 0.5
-MAP_THROTTLED_MAX_DELAY = 5.0
-MAP_OTHER_INTERVAL = 5.0 / 60
+# The map's Retry of a speaker's step is nightly_steps.SPEAKER_RETRY, as deployed; its waits are
+# scaled down as LAMBDA_RETRY_DELAY is (1/60).
+MAP_WAIT_SCALE = 1 / 60
 LIVE_TURNS = 100
 LAMBDA_RETRY_DELAY = 1.0  # Lambda waits 1 and then 2 minutes; scaled down
 POLICY = RetryPolicy(deadline_seconds=60.0)
@@ -87,31 +81,6 @@ def _seed(store: PerUserStore, speaker: str, at: datetime = DAY + timedelta(hour
     return [message(speaker, f"message {i} about my week", at=at + timedelta(seconds=i)) for i in range(CHUNK_MESSAGES)]
 
 
-def _map_child(consolidator: Consolidator, item: dict, retried: list[str]) -> dict:
-    """One child of the Distributed Map: the speaker step, its Retry (scaled down), then its Catch."""
-    throttled = other = 0
-    while True:
-        try:
-            return nightly_steps.speaker(consolidator, item)
-        except BadJob:
-            error = "BadJob"
-            break
-        except ModelUnavailable:
-            error = "ModelUnavailable"
-            if throttled == MAP_THROTTLED_RETRIES:
-                break
-            time.sleep(random.uniform(0, min(MAP_THROTTLED_INTERVAL * 2**throttled, MAP_THROTTLED_MAX_DELAY)))
-            throttled += 1
-        except Exception as exc:  # noqa: BLE001 - the Retry on States.ALL
-            error = type(exc).__name__
-            if other == MAP_OTHER_RETRIES:
-                break
-            time.sleep(MAP_OTHER_INTERVAL * 2**other)
-            other += 1
-        retried.append(error)
-    return nightly_steps.speaker_failed(consolidator, {**item, "error": {"Error": error, "Cause": ""}})
-
-
 def night(llm: OpenAIServer, *, per_instance: bool = False) -> None:
     """``per_instance``: each map child its own instance, as deployed (its own limiter with the
     deployed defaults: MAX_IN_FLIGHT and no per-minute bound), so only the model's 429s and the
@@ -127,7 +96,12 @@ def night(llm: OpenAIServer, *, per_instance: bool = False) -> None:
     limiter = ModelCallLimiter(MAX_IN_FLIGHT, Q)
     jev, chat = _backends(llm.url, limiter)
     consolidator = Consolidator(memories, messages, runs, Extractor(memories, jev, chat), jev, chat)
-    retried: list[str] = []
+    retried: list[float] = []
+
+    def retry_wait(seconds: float) -> None:
+        retried.append(seconds)
+        time.sleep(seconds * MAP_WAIT_SCALE)
+
     instances = threading.local()
     limiters: list[ModelCallLimiter] = []
 
@@ -146,7 +120,7 @@ def night(llm: OpenAIServer, *, per_instance: bool = False) -> None:
     planned = RunPlan.from_json(nightly_steps.plan(consolidator, claimed))
     items = nightly_steps.map_items(consolidator, planned)
     with ThreadPoolExecutor(MAP_CONCURRENCY) as pool:
-        answers = list(pool.map(lambda item: _map_child(child_consolidator(), item, retried), items))
+        answers = list(pool.map(lambda item: nightly_steps.map_child(child_consolidator(), item, retry_wait), items))
     nightly_steps.review(consolidator, planned.to_json())
     nightly_steps.finish(consolidator, planned.to_json())
     wall = time.perf_counter() - started

@@ -21,15 +21,25 @@ from aws_cdk import aws_stepfunctions_tasks as tasks
 from constructs import Construct
 
 from memorybot.core.domain import NIGHTLY_EXECUTION_TIMEOUT
+from memorybot.core.nightly_steps import (
+    CLAIM_RETRY,
+    FINISH_RETRY,
+    PLAN_RETRY,
+    REFUSED_ERRORS,
+    REVIEW_RETRY,
+    SPEAKER_FAILED_RETRY,
+    SPEAKER_RETRY,
+    THROTTLED_ERRORS,
+    StepRetry,
+)
 
 if TYPE_CHECKING:
     from .stack import MemoryBotStack
 
 # A failed execution can be redriven for 14 days; its manifest must still be there.
 MANIFEST_EXPIRY = Duration.days(15)
-# What a model that stays throttled raises (after its own in-call retries), and Lambda's own throttle.
-THROTTLED = ["ModelUnavailable", "Lambda.TooManyRequestsException"]
-REFUSED = ["BadJob"]  # a payload that does not parse: retrying cannot help
+# Lambda's own throttle is retried as a throttled model is.
+LAMBDA_THROTTLED = "Lambda.TooManyRequestsException"
 
 
 def manifest_bucket(stack: MemoryBotStack) -> s3.Bucket:
@@ -58,17 +68,27 @@ def _invoke(scope: Construct, state_id: str, function, payload: sfn.TaskInput | 
     )
 
 
-def _retry(task: tasks.LambdaInvoke, *, throttle_attempts: int, other_attempts: int) -> tasks.LambdaInvoke:
-    task.add_retry(errors=REFUSED, max_attempts=0)
+def _names(errors: tuple[type[Exception], ...]) -> list[str]:
+    return [e.__name__ for e in errors]  # Lambda reports a handler's exception by its class name
+
+
+def _retry(task: tasks.LambdaInvoke, retry: StepRetry) -> tasks.LambdaInvoke:
+    """The state's Retry as ``nightly_steps`` defines it (and runs it in process)."""
+    task.add_retry(errors=_names(REFUSED_ERRORS), max_attempts=0)
     task.add_retry(
-        errors=THROTTLED,
-        interval=Duration.seconds(30),
-        backoff_rate=2,
-        max_attempts=throttle_attempts,
-        max_delay=Duration.minutes(5),
+        errors=[*_names(THROTTLED_ERRORS), LAMBDA_THROTTLED],
+        interval=Duration.seconds(retry.throttle_interval),
+        backoff_rate=retry.backoff_rate,
+        max_attempts=retry.throttled,
+        max_delay=Duration.seconds(retry.throttle_max_delay),
         jitter_strategy=sfn.JitterType.FULL,
     )
-    task.add_retry(errors=["States.ALL"], interval=Duration.seconds(5), backoff_rate=2, max_attempts=other_attempts)
+    task.add_retry(
+        errors=["States.ALL"],
+        interval=Duration.seconds(retry.other_interval),
+        backoff_rate=retry.backoff_rate,
+        max_attempts=retry.other,
+    )
     return task
 
 
@@ -83,16 +103,11 @@ class NightlyRun(Construct):
                 f["NightlyClaim"],
                 sfn.TaskInput.from_object({"time": sfn.JsonPath.string_at("$.time")}),
             ),
-            throttle_attempts=3,
-            other_attempts=2,
+            CLAIM_RETRY,
         )
-        plan = _retry(_invoke(self, "PlanSpeakers", f["NightlyPlan"]), throttle_attempts=3, other_attempts=2)
-        speaker = _retry(
-            _invoke(self, "ConsolidateSpeaker", f["NightlySpeaker"]), throttle_attempts=4, other_attempts=2
-        )
-        failed = _retry(
-            _invoke(self, "RecordSpeakerFailed", f["NightlySpeakerFailed"]), throttle_attempts=3, other_attempts=3
-        )
+        plan = _retry(_invoke(self, "PlanSpeakers", f["NightlyPlan"]), PLAN_RETRY)
+        speaker = _retry(_invoke(self, "ConsolidateSpeaker", f["NightlySpeaker"]), SPEAKER_RETRY)
+        failed = _retry(_invoke(self, "RecordSpeakerFailed", f["NightlySpeakerFailed"]), SPEAKER_FAILED_RETRY)
         # After its retries a speaker is recorded failed (the error's name only) and the map goes on.
         speaker.add_catch(failed, errors=["States.ALL"], result_path="$.error")
         self.speakers = sfn.DistributedMap(
@@ -113,8 +128,8 @@ class NightlyRun(Construct):
             result_path=sfn.JsonPath.DISCARD,  # the results are the speakers' marks, not the state
         )
         self.speakers.item_processor(speaker)
-        review = _retry(_invoke(self, "ReviewAndDiary", f["NightlyReview"]), throttle_attempts=4, other_attempts=2)
-        finish = _retry(_invoke(self, "FinishRun", f["NightlyFinish"]), throttle_attempts=3, other_attempts=3)
+        review = _retry(_invoke(self, "ReviewAndDiary", f["NightlyReview"]), REVIEW_RETRY)
+        finish = _retry(_invoke(self, "FinishRun", f["NightlyFinish"]), FINISH_RETRY)
         claimed = (
             sfn.Choice(self, "Claimed?")
             .when(

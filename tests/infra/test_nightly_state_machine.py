@@ -11,6 +11,7 @@ import pytest
 
 from infra.nightly import MANIFEST_EXPIRY
 from infra.settings import StackConfig
+from memorybot.core import nightly_steps
 from memorybot.core.domain import NIGHTLY_EXECUTION_TIMEOUT
 
 
@@ -96,6 +97,39 @@ def test_a_speaker_is_retried_with_backoff_on_throttling_then_recorded_failed(sy
     assert catch == {"ErrorEquals": ["States.ALL"], "ResultPath": "$.error", "Next": "RecordSpeakerFailed"}
     failed = processor["States"]["RecordSpeakerFailed"]
     assert failed["End"] is True and _function_of(synth, failed).startswith("NightlySpeakerFailedFunction")
+
+
+@pytest.mark.parametrize(
+    ("state", "retry"),
+    [
+        ("ClaimDay", nightly_steps.CLAIM_RETRY),
+        ("PlanSpeakers", nightly_steps.PLAN_RETRY),
+        ("ConsolidateSpeaker", nightly_steps.SPEAKER_RETRY),
+        ("RecordSpeakerFailed", nightly_steps.SPEAKER_FAILED_RETRY),
+        ("ReviewAndDiary", nightly_steps.REVIEW_RETRY),
+        ("FinishRun", nightly_steps.FINISH_RETRY),
+    ],
+)
+def test_each_states_retry_is_the_one_the_in_process_run_follows(machine, state, retry):
+    _, definition = machine
+    states = {**definition["States"], **definition["States"]["Speakers"]["ItemProcessor"]["States"]}
+    assert states[state]["Retry"] == [
+        {"ErrorEquals": ["BadJob"], "MaxAttempts": 0},
+        {
+            "ErrorEquals": ["ModelUnavailable", "Lambda.TooManyRequestsException"],
+            "IntervalSeconds": retry.throttle_interval,
+            "MaxAttempts": retry.throttled,
+            "BackoffRate": retry.backoff_rate,
+            "MaxDelaySeconds": retry.throttle_max_delay,
+            "JitterStrategy": "FULL",
+        },
+        {
+            "ErrorEquals": ["States.ALL"],
+            "IntervalSeconds": retry.other_interval,
+            "MaxAttempts": retry.other,
+            "BackoffRate": retry.backoff_rate,
+        },
+    ]
 
 
 def test_logging_tracing_and_its_own_role(synth, machine):

@@ -35,7 +35,9 @@ from memorybot.core.consolidation import (
 )
 from memorybot.core.domain import JST, Action, Actor, Change, SourceRef, Verdict
 from memorybot.core.extraction import Extractor
-from memorybot.core.nightly_steps import run_in_process
+from memorybot.core.jobs import BadJob
+from memorybot.core.nightly_steps import SPEAKER_RETRY, StepRetry, run_in_process, with_retries
+from memorybot.core.ports import ModelUnavailable
 
 NOW = datetime(2026, 11, 30, 3, 0, tzinfo=JST)  # the alarm: covers 2026-11-29 03:00 .. 2026-11-30 03:00 JST
 
@@ -215,6 +217,65 @@ def test_a_poison_speaker_is_recorded_failed_once_and_the_run_finishes():
     assert night.runs.step_mark(run.run_id, f"speaker#{owner('b').key}")["status"] == "failed"
     night.memories.fail_apply = lambda change: False
     assert night.run(NOW + timedelta(minutes=2)) is None  # finished: a second start does nothing
+
+
+def test_a_speaker_whose_model_stays_throttled_gets_the_maps_throttle_retries_then_is_recorded_failed():
+    asked = []
+
+    class ThrottledForB(ScriptedJev):
+        def worth(self, exchange):
+            if "b says" in exchange.render():
+                asked.append(exchange)
+                raise ModelUnavailable("throttled")
+            return super().worth(exchange)
+
+    night = Night(jev=ThrottledForB())
+    for speaker in ("a", "b"):
+        night.say(speaker, f"{speaker} says something", jst(29, 9))
+    run = night.run()
+    assert len(asked) == 1 + SPEAKER_RETRY.throttled  # more than the two an ordinary failure gets
+    assert run.finished_at is not None and run.summary.failed_speakers == [owner("b").key]
+    assert [m.user_id for m in night.memories.of("a")] == ["a"] and night.memories.of("b") == []
+
+
+def _failing(*errors: Exception):
+    attempts: list[Exception] = []
+
+    def step():
+        attempts.append(errors[len(attempts)])
+        raise attempts[-1]
+
+    return step, attempts
+
+
+def test_a_steps_retry_waits_as_the_state_machine_does():
+    retry = StepRetry(throttled=5, other=2)
+    waits: list[float] = []
+    step, attempts = _failing(*[ModelUnavailable("t")] * 6)
+    with pytest.raises(ModelUnavailable):
+        with_retries(step, retry, sleep=waits.append, draw=lambda: 1.0)  # the jitter's longest draw
+    assert len(attempts) == 6 and waits == [30, 60, 120, 240, 300]  # doubled, capped at 5 minutes
+    waits.clear()
+    with pytest.raises(ModelUnavailable):
+        with_retries(_failing(*[ModelUnavailable("t")] * 6)[0], retry, sleep=waits.append, draw=lambda: 0.25)
+    assert waits == [7.5, 15, 30, 60, 75]  # full jitter: a share of each cap
+    waits.clear()
+    step, attempts = _failing(RuntimeError("a"), RuntimeError("b"), RuntimeError("c"))
+    with pytest.raises(RuntimeError, match="c"):
+        with_retries(step, retry, sleep=waits.append)
+    assert len(attempts) == 3 and waits == [5, 10]  # no jitter on the other errors' Retry
+
+
+def test_a_steps_retry_counts_each_kind_on_its_own_and_never_retries_a_refused_payload():
+    waits: list[float] = []
+    step, attempts = _failing(RuntimeError("x"), ModelUnavailable("t"), RuntimeError("y"), RuntimeError("z"))
+    with pytest.raises(RuntimeError, match="z"):
+        with_retries(step, StepRetry(throttled=1, other=2), sleep=waits.append, draw=lambda: 1.0)
+    assert waits == [5, 30, 10]  # the throttle's retry did not spend one of the others'
+    step, attempts = _failing(BadJob("no run_id"))
+    with pytest.raises(BadJob):
+        with_retries(step, SPEAKER_RETRY, sleep=waits.append)
+    assert len(attempts) == 1
 
 
 def test_a_speaker_whose_forget_lookup_failed_once_is_retried_within_the_run():

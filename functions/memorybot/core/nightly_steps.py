@@ -11,12 +11,16 @@ failing after its attempts is recorded failed) -> review -> finish.
 from __future__ import annotations
 
 import logging
+import random
+from collections.abc import Callable
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import Any, TypeVar
 
 from . import decisions
 from .consolidation import Consolidator
 from .domain import NIGHTLY_MAX_DURATION, NightlyRun, Owner, iso, parse_iso
+from .jobs import BadJob
 from .nightly_jobs import (
     ALREADY_CLAIMED,
     CLAIMED,
@@ -27,11 +31,84 @@ from .nightly_jobs import (
     SpeakerFailure,
     SpeakerTask,
 )
+from .ports import ModelUnavailable
 
 logger = logging.getLogger(__name__)
 
-# The state machine's retries of one speaker's step (besides the first attempt), in process too.
-SPEAKER_RETRIES = 2
+T = TypeVar("T")
+
+# What each state's Retry does with an error, by its name: a payload that does not parse is never
+# retried; a model that stays throttled after its own in-call retries backs off; anything else is
+# retried a few times more quickly.
+REFUSED_ERRORS: tuple[type[Exception], ...] = (BadJob,)
+THROTTLED_ERRORS: tuple[type[Exception], ...] = (ModelUnavailable,)
+
+
+@dataclass(frozen=True)
+class StepRetry:
+    """One state's Retry, defined once: ``infra/nightly.py`` renders it into the state machine and
+    ``with_retries`` follows it in process. Counts are retries after the first attempt; a throttle
+    waits ``throttle_interval * backoff_rate**n`` capped at ``throttle_max_delay``, with full jitter."""
+
+    throttled: int
+    other: int
+    throttle_interval: int = 30
+    throttle_max_delay: int = 300
+    other_interval: int = 5
+    backoff_rate: float = 2.0
+
+    def wait(self, error: Exception, throttled: int, other: int, draw: Callable[[], float]) -> float | None:
+        """The wait before the next attempt after ``error`` (``throttled`` and ``other`` retries
+        already spent), or None when the Retry gives up."""
+        if isinstance(error, REFUSED_ERRORS):
+            return None
+        if isinstance(error, THROTTLED_ERRORS):
+            if throttled >= self.throttled:
+                return None
+            return draw() * min(self.throttle_interval * self.backoff_rate**throttled, self.throttle_max_delay)
+        if other >= self.other:
+            return None
+        return self.other_interval * self.backoff_rate**other
+
+
+CLAIM_RETRY = StepRetry(throttled=3, other=2)
+PLAN_RETRY = StepRetry(throttled=3, other=2)
+SPEAKER_RETRY = StepRetry(throttled=4, other=2)
+SPEAKER_FAILED_RETRY = StepRetry(throttled=3, other=3)
+REVIEW_RETRY = StepRetry(throttled=4, other=2)
+FINISH_RETRY = StepRetry(throttled=3, other=3)
+
+
+def no_wait(_seconds: float) -> None:
+    """The in-process run retries at once: its waits are the state machine's, for a real quota."""
+
+
+def with_retries(
+    step: Callable[[], T],
+    retry: StepRetry,
+    *,
+    sleep: Callable[[float], None] = no_wait,
+    draw: Callable[[], float] = random.random,
+    ids: dict[str, Any] | None = None,
+) -> T:
+    """``step`` under ``retry`` as the state machine runs it; the last error once it gives up."""
+    throttled = other = 0
+    while True:
+        try:
+            return step()
+        except Exception as exc:
+            wait = retry.wait(exc, throttled, other, draw)
+            logger.warning(
+                "nightly step failed",
+                extra={**(ids or {}), "attempt": throttled + other + 1, "error": type(exc).__name__},
+            )
+            if wait is None:
+                raise
+            if isinstance(exc, THROTTLED_ERRORS):
+                throttled += 1
+            else:
+                other += 1
+            sleep(wait)
 
 
 def scheduled_time(raw: str) -> datetime:
@@ -88,17 +165,12 @@ def map_items(c: Consolidator, planned: RunPlan) -> list[dict]:
     return [{"run_id": planned.run_id, **entry} for entry in c.manifests.read(planned.manifest)]
 
 
-def _speaker_with_retries(c: Consolidator, item: dict) -> dict:
-    for attempt in range(SPEAKER_RETRIES + 1):
-        try:
-            return speaker(c, item)
-        except Exception as exc:  # noqa: BLE001 - as the map's Retry, then its Catch
-            error = type(exc).__name__
-            logger.warning(
-                "nightly speaker step failed",
-                extra={"run_id": item.get("run_id"), "attempt": attempt + 1, "error": error},
-            )
-    return speaker_failed(c, {**item, "error": {"Error": error, "Cause": ""}})
+def map_child(c: Consolidator, item: dict, sleep: Callable[[float], None] = no_wait) -> dict:
+    """One child of the Distributed Map: the speaker step under its Retry, then its Catch."""
+    try:
+        return with_retries(lambda: speaker(c, item), SPEAKER_RETRY, sleep=sleep, ids={"run_id": item.get("run_id")})
+    except Exception as exc:  # noqa: BLE001 - the Catch on States.ALL
+        return speaker_failed(c, {**item, "error": {"Error": type(exc).__name__, "Cause": ""}})
 
 
 def run_in_process(c: Consolidator, now: datetime) -> NightlyRun | None:
@@ -107,9 +179,7 @@ def run_in_process(c: Consolidator, now: datetime) -> NightlyRun | None:
         return None
     try:
         planned = RunPlan.from_json(plan(c, claimed.to_json()))
-        decisions.concurrently(
-            lambda item: _speaker_with_retries(c, item), map_items(c, planned), c.speaker_concurrency
-        )
+        decisions.concurrently(lambda item: map_child(c, item), map_items(c, planned), c.speaker_concurrency)
         reviewed = RunPlan.from_json(review(c, planned.to_json()))
         # The finish step's own use case: its answer is the run itself (no read after it that could fail).
         finished = c.finish(reviewed.run_id, reviewed.manifest)
