@@ -12,9 +12,11 @@ from __future__ import annotations
 
 import logging
 import random
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
+from enum import Enum
 from typing import Any, TypeVar
 
 from . import decisions
@@ -44,6 +46,20 @@ REFUSED_ERRORS: tuple[type[Exception], ...] = (BadJob,)
 THROTTLED_ERRORS: tuple[type[Exception], ...] = (ModelUnavailable,)
 
 
+class ErrorKind(Enum):
+    """How a state's Retry treats an error; each kind counts its retries on its own, as Step Functions' retriers do."""
+
+    REFUSED = "refused"
+    THROTTLED = "throttled"
+    OTHER = "other"
+
+    @classmethod
+    def of(cls, error: Exception) -> ErrorKind:
+        if isinstance(error, REFUSED_ERRORS):
+            return cls.REFUSED
+        return cls.THROTTLED if isinstance(error, THROTTLED_ERRORS) else cls.OTHER
+
+
 @dataclass(frozen=True)
 class StepRetry:
     """One state's Retry, defined once: ``infra/nightly.py`` renders it into the state machine and
@@ -57,18 +73,14 @@ class StepRetry:
     other_interval: int = 5
     backoff_rate: float = 2.0
 
-    def wait(self, error: Exception, throttled: int, other: int, draw: Callable[[], float]) -> float | None:
-        """The wait before the next attempt after ``error`` (``throttled`` and ``other`` retries
-        already spent), or None when the Retry gives up."""
-        if isinstance(error, REFUSED_ERRORS):
-            return None
-        if isinstance(error, THROTTLED_ERRORS):
-            if throttled >= self.throttled:
-                return None
-            return draw() * min(self.throttle_interval * self.backoff_rate**throttled, self.throttle_max_delay)
-        if other >= self.other:
-            return None
-        return self.other_interval * self.backoff_rate**other
+    def wait(self, kind: ErrorKind, spent: int, draw: Callable[[], float]) -> float | None:
+        """The wait before the next attempt after an error of ``kind`` (``spent``: the retries
+        this kind has had already; each kind counts its own), or None when the Retry gives up."""
+        if kind is ErrorKind.THROTTLED and spent < self.throttled:
+            return draw() * min(self.throttle_interval * self.backoff_rate**spent, self.throttle_max_delay)
+        if kind is ErrorKind.OTHER and spent < self.other:
+            return self.other_interval * self.backoff_rate**spent
+        return None
 
 
 CLAIM_RETRY = StepRetry(throttled=3, other=2)
@@ -92,22 +104,20 @@ def with_retries(
     ids: dict[str, Any] | None = None,
 ) -> T:
     """``step`` under ``retry`` as the state machine runs it; the last error once it gives up."""
-    throttled = other = 0
+    spent: Counter[ErrorKind] = Counter()
     while True:
         try:
             return step()
         except Exception as exc:
-            wait = retry.wait(exc, throttled, other, draw)
+            kind = ErrorKind.of(exc)
+            wait = retry.wait(kind, spent[kind], draw)
             logger.warning(
                 "nightly step failed",
-                extra={**(ids or {}), "attempt": throttled + other + 1, "error": type(exc).__name__},
+                extra={**(ids or {}), "attempt": spent.total() + 1, "error": type(exc).__name__},
             )
             if wait is None:
                 raise
-            if isinstance(exc, THROTTLED_ERRORS):
-                throttled += 1
-            else:
-                other += 1
+            spent[kind] += 1
             sleep(wait)
 
 
