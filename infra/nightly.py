@@ -33,6 +33,8 @@ from memorybot.core.nightly_steps import (
     StepRetry,
 )
 
+from .alarms import on_any
+
 if TYPE_CHECKING:
     from .stack import MemoryBotStack
 
@@ -158,21 +160,15 @@ class NightlyRun(Construct):
 
     def alarms(self) -> list[cloudwatch.Alarm]:
         five_minutes = Duration.minutes(5)
-        found = []
-        for name, metric in (
-            ("Failed", self.state_machine.metric_failed(period=five_minutes, statistic="Sum")),
-            ("TimedOut", self.state_machine.metric_timed_out(period=five_minutes, statistic="Sum")),
-        ):
-            found.append(
-                cloudwatch.Alarm(
-                    self,
-                    f"Executions{name}Alarm",
-                    alarm_description=f"memorybot nightly run: execution {name.lower()} (redrive it: see the README)",
-                    metric=metric,
-                    threshold=1,
-                    evaluation_periods=1,
-                    comparison_operator=cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
-                    treat_missing_data=cloudwatch.TreatMissingData.NOT_BREACHING,
-                )
+        return [
+            on_any(
+                self,
+                f"Executions{name}Alarm",
+                f"memorybot nightly run: execution {name.lower()} (redrive it: see the README)",
+                metric,
             )
-        return found
+            for name, metric in (
+                ("Failed", self.state_machine.metric_failed(period=five_minutes, statistic="Sum")),
+                ("TimedOut", self.state_machine.metric_timed_out(period=five_minutes, statistic="Sum")),
+            )
+        ]

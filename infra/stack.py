@@ -26,6 +26,7 @@ from memorybot import tables
 from memorybot.config import SECRET_KEYS
 
 from . import nightly
+from .alarms import on_any
 from .code_asset import function_code
 from .layer import LayerTarget, layer_code
 from .settings import StackConfig
@@ -746,28 +747,16 @@ class MemoryBotStack(Stack):
                 ("Errors", function.metric_errors(period=five_minutes, statistic="Sum")),
                 ("Throttles", function.metric_throttles(period=five_minutes, statistic="Sum")),
             ):
-                alarm = cloudwatch.Alarm(
-                    self,
-                    f"{name}{metric_name}Alarm",
-                    alarm_description=f"memorybot {name} function: {metric_name.lower()}",
-                    metric=metric,
-                    threshold=1,
-                    evaluation_periods=1,
-                    comparison_operator=cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
-                    treat_missing_data=cloudwatch.TreatMissingData.NOT_BREACHING,
+                self.alarms.append(
+                    on_any(
+                        self, f"{name}{metric_name}Alarm", f"memorybot {name} function: {metric_name.lower()}", metric
+                    )
                 )
-                self.alarms.append(alarm)
-        dead_letters = cloudwatch.Alarm(
+        dead_letters = on_any(
             self,
             "DeadLettersAlarm",
-            alarm_description="memorybot: failed asynchronous work is waiting in the dead-letter queue",
-            metric=self.dead_letters.metric_approximate_number_of_messages_visible(
-                period=five_minutes, statistic="Maximum"
-            ),
-            threshold=1,
-            evaluation_periods=1,
-            comparison_operator=cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
-            treat_missing_data=cloudwatch.TreatMissingData.NOT_BREACHING,
+            "memorybot: failed asynchronous work is waiting in the dead-letter queue",
+            self.dead_letters.metric_approximate_number_of_messages_visible(period=five_minutes, statistic="Maximum"),
         )
         self.alarms.append(dead_letters)
         self.alarms.append(self._decisions_lost_alarm())
@@ -785,15 +774,11 @@ class MemoryBotStack(Stack):
             period=Duration.minutes(5),
             statistic="Sum",
         )
-        return cloudwatch.Alarm(
+        return on_any(
             self,
             "DecisionsLostAlarm",
-            alarm_description="memorybot: exchanges not learned because the model stayed throttled or unreachable",
-            metric=lost,
-            threshold=1,
-            evaluation_periods=1,
-            comparison_operator=cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
-            treat_missing_data=cloudwatch.TreatMissingData.NOT_BREACHING,
+            "memorybot: exchanges not learned because the model stayed throttled or unreachable",
+            lost,
         )
 
 
