@@ -15,6 +15,7 @@ from .domain import (
     Action,
     Actor,
     Change,
+    Embedding,
     Exchange,
     LedgerEntry,
     Memory,
@@ -226,6 +227,16 @@ class ChatModel(Protocol):
 
     def write_diary(self, transcript: str) -> str:
         """One line, in Japanese."""
+
+
+class EmbeddingModel(Protocol):
+    """Turns texts into L2-normalised vectors for relevance (selection.py). Failures raise; the
+    core then ranks lexically and stores the memory without a vector."""
+
+    model_id: str  # what it stamps on the vectors it makes: vectors of different models never compare
+
+    def embed(self, texts: Sequence[str]) -> list[Embedding]:
+        """One embedding per text, in order."""
 
 
 class DiscordError(Exception):
