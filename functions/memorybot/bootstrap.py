@@ -104,6 +104,7 @@ class Container:
             self.chat_model,
             manifests=self.manifest_store,
             speaker_concurrency=self.settings.nightly_speaker_concurrency,
+            embeddings=self.embedding_model,
         )
 
     @cached_property

@@ -38,7 +38,9 @@ class BedrockServer(LoopbackServer):
             body = json.loads(request.body)
             text, dimensions = body["inputText"], int(body.get("dimensions", 1024))
         except (ValueError, KeyError, TypeError):
-            return Answer(400, {"message": "Malformed input request"}, headers={"x-amzn-ErrorType": "ValidationException"})
+            return Answer(
+                400, {"message": "Malformed input request"}, headers={"x-amzn-ErrorType": "ValidationException"}
+            )
         if dimensions not in (256, 512, 1024) or not text:
             return Answer(400, {"message": "invalid dimensions"}, headers={"x-amzn-ErrorType": "ValidationException"})
         vector = OfflineEmbeddingModel(dimensions).embed_one(text).vector

@@ -74,7 +74,8 @@ def test_titan_refuses_a_size_it_does_not_make():
 
 
 @pytest.mark.parametrize(
-    "status, code", [(429, "ThrottlingException"), (503, "ServiceUnavailableException"), (500, "InternalServerException")]
+    "status, code",
+    [(429, "ThrottlingException"), (503, "ServiceUnavailableException"), (500, "InternalServerException")],
 )
 def test_titan_throttles_and_transient_errors_are_retried(bedrock, status, code):
     path = BedrockServer.invoke_path(TITAN)
