@@ -136,7 +136,7 @@ FUNCTIONS = (
         timeout=Duration.seconds(90),
         tables={
             "messages": access("PutItem", "Query"),
-            "memories": access(indexes=("by_updated",)),
+            "memories": access("Query"),  # the person's whole profile (one partition), for relevance selection
             "memory_log": access("PutItem"),
             "dedup": access(*IDEMPOTENCY_ACTIONS),
         },
@@ -150,7 +150,7 @@ FUNCTIONS = (
         timeout=Duration.minutes(5),
         tables={
             "messages": access(indexes=("by_conversation",)),  # the person's own exchange, nothing else
-            "memories": access("PutItem", "DeleteItem", indexes=("by_updated",)),
+            "memories": access("PutItem", "DeleteItem", "Query"),  # Query: the whole profile, for selection
             # Query: the sources of the memories the person forgot, never learned from again
             "memory_log": access("PutItem", "GetItem", "Query"),
             "dedup": access(*IDEMPOTENCY_ACTIONS),
@@ -182,7 +182,7 @@ FUNCTIONS = (
         timeout=Duration.minutes(5),
         tables={
             "messages": access(indexes=("by_conversation",)),  # the speaker's own lines, by id
-            "memories": access("PutItem", "DeleteItem", indexes=("by_updated",)),
+            "memories": access("PutItem", "DeleteItem", "Query"),  # Query: the whole profile, for selection
             # Query: the sources of the speaker's forgotten memories; GetItem: a change whose answer was lost
             "memory_log": access("PutItem", "GetItem", "Query"),
             "nightly_runs": access("GetItem", "PutItem"),  # the speaker's mark: checked first, written once
@@ -200,13 +200,14 @@ FUNCTIONS = (
     ),
     FunctionSpec(
         "NightlyReview",
-        "Nightly step: the stale review (decay) and the diary",
+        "Nightly step: the stale review (decay), the vector backfill and the diary",
         memory_mb=512,
         timeout=Duration.minutes(5),
         tables={
             "messages": access(indexes=("by_jst_day",)),  # the diary's last 30 lines
-            # DeleteItem: a decay; UpdateItem: the review mark of a kept record
-            "memories": access("DeleteItem", "UpdateItem", indexes=("stale", "review_queue")),
+            # DeleteItem: a decay; UpdateItem: the review mark of a kept record, and a backfilled vector;
+            # Scan: the vector backfill's bounded pass (a few pages a night, from where the last stopped)
+            "memories": access("DeleteItem", "UpdateItem", "Scan", indexes=("stale", "review_queue")),
             "memory_log": access("PutItem", "GetItem"),
             "nightly_runs": access("GetItem", "PutItem"),
         },
@@ -445,6 +446,9 @@ class MemoryBotStack(Stack):
             "MEMORYBOT_CHAT_MODEL": c.chat_model,
             "BEDROCK_DECISION_MODEL_ID": c.bedrock_decision_model_id,
             "BEDROCK_CHAT_MODEL_ID": c.bedrock_chat_model_id,
+            "MEMORYBOT_EMBEDDING_MODEL": c.embedding_model,
+            "MEMORYBOT_EMBEDDING_DIMENSIONS": str(c.embedding_dimensions),
+            "BEDROCK_EMBEDDING_MODEL_ID": c.bedrock_embedding_model_id,
             "DISCORD_API_BASE": c.discord_api_base,
             "DISCORD_APPLICATION_ID": c.discord_application_id,
             "MEMORYBOT_FETCH_CHANNEL_HISTORY": "true" if c.fetch_channel_history else "false",

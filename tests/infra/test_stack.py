@@ -338,7 +338,9 @@ def test_index_access_is_named_not_wildcarded(synth):
 
 def test_bedrock_only_for_the_model_callers_and_only_the_configured_models(synth):
     env = function(synth, "Reply")["Environment"]["Variables"]
-    model_ids = {env["BEDROCK_CHAT_MODEL_ID"], env["BEDROCK_DECISION_MODEL_ID"]}
+    model_ids = {env["BEDROCK_CHAT_MODEL_ID"], env["BEDROCK_DECISION_MODEL_ID"], env["BEDROCK_EMBEDDING_MODEL_ID"]}
+    assert env["BEDROCK_EMBEDDING_MODEL_ID"] == "amazon.titan-embed-text-v2:0"
+    assert (env["MEMORYBOT_EMBEDDING_MODEL"], env["MEMORYBOT_EMBEDDING_DIMENSIONS"]) == ("bedrock", "256")
     for name in FUNCTION_NAMES:
         bedrock = [
             s for s in policy_statements(synth, name) if any(a.startswith("bedrock:") for a in _list(s["Action"]))
