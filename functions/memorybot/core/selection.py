@@ -150,20 +150,30 @@ def _ranks(scores: Sequence[float | None]) -> list[int | None]:
 
 
 def fuse_rrf(lexical: Sequence[float], semantic: Sequence[float | None]) -> list[float]:
-    lex_ranks, sem_ranks = _ranks(lexical), _ranks(semantic)
-    return [
-        (1.0 / (RRF_K + lr) if lr else 0.0) + (1.0 / (RRF_K + sr) if sr else 0.0)
-        for lr, sr in zip(lex_ranks, sem_ranks, strict=True)
-    ]
+    """Sum of 1 / (k + rank) over the two rankings. A memory with no comparable vector (None)
+    takes its lexical rank in the semantic list too, so that a missing vector (an import not yet
+    backfilled) is not a penalty against memories that have one."""
+    lex_ranks = _ranks(lexical)
+    sem_ranks = _ranks([s if s is not None else 0.0 for s in semantic])
+    scores = []
+    for lr, sr, sem in zip(lex_ranks, sem_ranks, semantic, strict=True):
+        lex = 1.0 / (RRF_K + lr) if lr else 0.0
+        if sem is None:
+            scores.append(2 * lex)
+        else:
+            scores.append(lex + (1.0 / (RRF_K + sr) if sr else 0.0))
+    return scores
 
 
 def fuse_weighted(lexical: Sequence[float], semantic: Sequence[float | None]) -> list[float]:
-    """Lexical scaled to [0, 1] by the best score, plus the (positive part of the) cosine."""
+    """Lexical scaled to [0, 1] by the best score, plus the positive part of the cosine; a memory
+    with no comparable vector takes its scaled lexical score for both parts."""
     top = max(lexical, default=0.0) or 1.0
-    return [
-        (1.0 - SEMANTIC_WEIGHT) * (lex / top) + SEMANTIC_WEIGHT * max(sem or 0.0, 0.0)
-        for lex, sem in zip(lexical, semantic, strict=True)
-    ]
+    scores = []
+    for lex, sem in zip(lexical, semantic, strict=True):
+        scaled = lex / top
+        scores.append((1.0 - SEMANTIC_WEIGHT) * scaled + SEMANTIC_WEIGHT * (scaled if sem is None else max(sem, 0.0)))
+    return scores
 
 
 _FUSERS: dict[Fusion, Callable[[Sequence[float], Sequence[float | None]], list[float]]] = {
