@@ -449,6 +449,7 @@ class MemoryBotStack(Stack):
             "DISCORD_APPLICATION_ID": c.discord_application_id,
             "MEMORYBOT_FETCH_CHANNEL_HISTORY": "true" if c.fetch_channel_history else "false",
             "MEMORYBOT_MEMORY_SCOPE": c.memory_scope,
+            "MEMORYBOT_LEDGER_READ_RETENTION_DAYS": str(c.ledger_read_retention_days),
         }
         env.update(self._model_quota_environment())
         if c.jev_url:

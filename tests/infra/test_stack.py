@@ -101,7 +101,7 @@ def test_tables_are_on_demand_with_point_in_time_recovery(synth):
         assert props["PointInTimeRecoverySpecification"] == {"PointInTimeRecoveryEnabled": True}
 
 
-def test_data_tables_survive_stack_deletion_and_only_the_dedup_ledger_expires(synth):
+def test_data_tables_survive_stack_deletion_and_only_dedup_and_the_ledgers_read_rows_expire(synth):
     ids = table_ids(synth)
     for spec in tables.ALL_TABLES:
         table = synth.resources[ids[spec.logical_name]]
@@ -116,6 +116,12 @@ def test_data_tables_survive_stack_deletion_and_only_the_dedup_ledger_expires(sy
         else:
             assert ttl is None, f"{spec.logical_name} must never expire"
     assert tables.DEDUP.ttl_attribute == "expiration"
+    # memory_log: TTL on, but only read rows carry the attribute (tests/integration/test_ledger_retention.py).
+    expiring = {spec.logical_name for spec in tables.ALL_TABLES if spec.ttl_attribute}
+    assert expiring == {"dedup", "memory_log"}
+    functions = synth.of_type("AWS::Lambda::Function").values()
+    retention = {f["Properties"]["Environment"]["Variables"]["MEMORYBOT_LEDGER_READ_RETENTION_DAYS"] for f in functions}
+    assert retention == {"400"}
 
 
 # -- functions and the layer ----------------------------------------------------------------
