@@ -130,6 +130,18 @@ def _scope_mode(value: str) -> ScopeMode:
         raise ValueError(f"MEMORYBOT_MEMORY_SCOPE must be one of: {choices}") from None
 
 
+# A Bedrock cross-region inference profile is named "<geography>.<base model id>".
+INFERENCE_PROFILE_GEOGRAPHIES = ("us", "eu", "apac", "jp", "au", "ca", "us-gov", "global")
+
+
+def inference_profile_base(model_id: str) -> str | None:
+    """The base model of a cross-region inference profile id; None for a model id or an ARN."""
+    geography, _, base = model_id.partition(".")
+    if model_id.startswith("arn:") or geography not in INFERENCE_PROFILE_GEOGRAPHIES or not base:
+        return None
+    return base
+
+
 # The stack creates these three secrets.
 SECRET_KEYS = ("DISCORD_PUBLIC_KEY", "DISCORD_BOT_TOKEN", "MEMORYBOT_ADMIN_SECRET")
 # Only needed with the http or openai model backends; read the same way (plain locally,

@@ -201,6 +201,7 @@ def test_code_asset_holds_only_the_package_with_every_handler(synth):
     leftovers = [p for p in folder.rglob("*") if "egg-info" in p.name]
     assert leftovers == []
     assert not (folder / "memorybot" / "local").exists()  # the local stack needs moto: not deployed
+    assert not (folder / "memorybot" / "ops").exists()  # `memorybot doctor` runs on the operator's machine
     assert _zipped_size(folder) < CODE_GOAL_BYTES
 
 

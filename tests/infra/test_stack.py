@@ -426,6 +426,22 @@ def test_outputs_are_the_interactions_and_rollback_urls(synth):
         assert "execute-api" in json.dumps(outputs[output]["Value"])
 
 
+def test_the_template_has_what_memorybot_doctor_reads(synth):
+    """The doctor's tests run against a minimal stack in moto (tests/doctor_world.py); this ties
+    what it reads to the real template: the outputs, the functions' environment, one schedule."""
+    from memorybot.ops import doctor
+
+    assert set(doctor.OUTPUTS) <= set(synth.template["Outputs"])
+    environments = [
+        f["Properties"]["Environment"]["Variables"] for f in synth.of_type("AWS::Lambda::Function").values()
+    ]
+    named = {key for env in environments for key in env if key.endswith(doctor.SECRET_NAME_SUFFIX)}
+    assert {key + doctor.SECRET_NAME_SUFFIX for key in SECRET_KEYS} <= named
+    read = {*doctor.MODEL_BACKENDS.values(), *doctor.BEDROCK_MODEL_IDS.values(), doctor.APPLICATION_ID}
+    assert all(read <= set(env) for env in environments)
+    assert len(synth.of_type("AWS::Events::Rule")) == 1
+
+
 # -- schedule and asynchronous invocations --------------------------------------------------
 
 
