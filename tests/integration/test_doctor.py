@@ -240,3 +240,24 @@ def test_the_discord_api_base_comes_from_the_environment_too(world, capsys, monk
     monkeypatch.setenv("DISCORD_API_BASE", world.discord_url)
     assert cli.main(["doctor", "--stack-name", world.stack_name, "--region", world.region]) == 0
     assert world.discord.calls
+
+
+def test_a_resource_gone_from_under_the_stack_is_its_failed_line_and_the_other_checks_still_run(world):
+    world.healthy()
+    events = world.client("events")
+    [rule] = [r["Name"] for r in events.list_rules()["Rules"] if r["Name"].startswith(world.stack_name + "-")]
+    events.remove_targets(Rule=rule, Ids=[t["Id"] for t in events.list_targets_by_rule(Rule=rule)["Targets"]])
+    events.delete_rule(Name=rule)
+    checks = diagnose(world)
+    assert failed(checks) == {"nightly schedule"}
+    assert checks["nightly schedule"].detail == "DescribeRule failed (ResourceNotFoundException)"
+    assert checks["alarm topic"].status == OK
+
+
+def test_discord_unreachable_is_a_failed_line_not_a_crash(world):
+    world.healthy()
+    closed = "http://127.0.0.1:9/api/v10"  # the discard port: nothing listens there
+    checks = doctor.diagnose(world.session(), world.stack_name, discord_api_base=closed)
+    by_name = {c.name: c for c in checks}
+    assert by_name["bot token"].status == FAIL and "unreachable" in by_name["bot token"].detail
+    assert by_name["public key"].status == SKIP and by_name["nightly schedule"].status == OK

@@ -105,9 +105,25 @@ def diagnose(
     checks += secret_checks
     checks += _discord(deployed, secrets, discord_api_base, guild_id, http)
     checks += _models(session, deployed, region)
-    checks += _schedule(session, deployed)
-    checks += _alarm_topic(session, deployed)
+    checks += _refused_as_a_check("nightly schedule", lambda: _schedule(session, deployed))
+    checks += _refused_as_a_check("alarm topic", lambda: _alarm_topic(session, deployed))
     return checks
+
+
+def _refused_as_a_check(name: str, section: Callable[[], list[Check]]) -> list[Check]:
+    """A section whose AWS call failed (the operator's credentials may not read it, or the
+    resource was removed outside the stack) is that section's failed line; the others still run."""
+    from botocore.exceptions import ClientError
+
+    try:
+        return section()
+    except ClientError as exc:
+        operation, code = getattr(exc, "operation_name", "a call"), _code(exc)
+        if "AccessDenied" in code or "Unauthorized" in code:
+            fix = "let your credentials read it (docs/deploy-doctor.md lists the read-only permissions)"
+        else:
+            fix = "it was changed outside the stack: npx cdk deploy puts it back"
+        return [Check(name, FAIL, f"{operation} failed ({code})", fix)]
 
 
 # ---- AWS: the stack ----------------------------------------------------------------------
@@ -140,11 +156,18 @@ def _stack(session: Any, stack_name: str, region: str) -> tuple[Deployed | None,
         for resource in page["StackResourceSummaries"]:
             if resource.get("PhysicalResourceId"):
                 deployed.resources.setdefault(resource["ResourceType"], []).append(resource["PhysicalResourceId"])
+    checks += _refused_as_a_check("functions", lambda: _read_environment(session, deployed))
+    return deployed, checks
+
+
+def _read_environment(session: Any, deployed: Deployed) -> list[Check]:
+    """The functions' environment names the secrets and the models (merged: each function has
+    the common variables and the names of its own secrets)."""
     lambda_client = session.client("lambda")
     for function in deployed.of_type("AWS::Lambda::Function"):
         configuration = lambda_client.get_function_configuration(FunctionName=function)
         deployed.environment.update(configuration.get("Environment", {}).get("Variables", {}))
-    return deployed, checks
+    return []
 
 
 # ---- AWS: the secrets --------------------------------------------------------------------
@@ -219,12 +242,16 @@ def _discord(
             Check(name, SKIP, "needs a valid bot token") for name in names[1:]
         ]
     checks = [Check("bot token", OK, f"valid: bot {me.get('username', '?')} ({me.get('id', '?')})")]
-    status, application = discord.get("applications/@me")
-    if status != 200 or not isinstance(application, dict):
-        fix = "the token must be this application's bot token"
-        return checks + [Check("application", FAIL, f"GET /applications/@me answered HTTP {status}", fix)]
-    checks += _application(deployed, secrets, application)
-    checks.append(_commands(discord, str(application.get("id", "")), guild_id))
+    try:
+        status, application = discord.get("applications/@me")
+        if status != 200 or not isinstance(application, dict):
+            fix = "the token must be this application's bot token"
+            return checks + [Check("application", FAIL, f"GET /applications/@me answered HTTP {status}", fix)]
+        checks += _application(deployed, secrets, application)
+        checks.append(_commands(discord, str(application.get("id", "")), guild_id))
+    except httpx.HTTPError as exc:
+        fix = f"check the network, or the Discord API base ({api_base})"
+        checks.append(Check("application", FAIL, f"Discord unreachable ({type(exc).__name__})", fix))
     return checks
 
 
