@@ -148,7 +148,8 @@ def test_commands_not_registered_or_registered_differently_fail(world):
     checks = diagnose(world)
     assert failed(checks) == {"slash commands"}
     assert "missing /chat, /memory" in checks["slash commands"].detail
-    assert checks["slash commands"].fix == "memorybot register-commands"
+    register = f"DISCORD_APPLICATION_ID={APPLICATION_ID} DISCORD_BOT_TOKEN_SECRET_NAME={world.prefix}/discord-bot-token"
+    assert checks["slash commands"].fix == register + " memorybot register-commands"
     # An older definition of /memory (no `why`): it differs.
     older = [c if c["name"] != "memory" else {**c, "options": c["options"][:2]} for c in COMMANDS]
     world.register_commands(older)

@@ -248,7 +248,8 @@ def _discord(
             fix = "the token must be this application's bot token"
             return checks + [Check("application", FAIL, f"GET /applications/@me answered HTTP {status}", fix)]
         checks += _application(deployed, secrets, application)
-        checks.append(_commands(discord, str(application.get("id", "")), guild_id))
+        token_secret = deployed.environment.get("DISCORD_BOT_TOKEN" + SECRET_NAME_SUFFIX, "")
+        checks.append(_commands(discord, str(application.get("id", "")), guild_id, token_secret))
     except httpx.HTTPError as exc:
         fix = f"check the network, or the Discord API base ({api_base})"
         checks.append(Check("application", FAIL, f"Discord unreachable ({type(exc).__name__})", fix))
@@ -301,10 +302,14 @@ def _normal(options: Iterable[dict] | None) -> list[dict]:
     return sorted(shaped, key=lambda o: str(o["name"]))
 
 
-def _commands(discord: DiscordReader, app_id: str, guild_id: str | None) -> Check:
+def _commands(discord: DiscordReader, app_id: str, guild_id: str | None, token_secret: str) -> Check:
     where = f"guild {guild_id}" if guild_id else "global"
     path = f"applications/{app_id}/guilds/{guild_id}/commands" if guild_id else f"applications/{app_id}/commands"
-    register = "memorybot register-commands" + (f" --guild {guild_id}" if guild_id else "")
+    # As the README registers them: the application's id and the bot token's secret name.
+    register = (
+        f"DISCORD_APPLICATION_ID={app_id} DISCORD_BOT_TOKEN_SECRET_NAME={token_secret} memorybot register-commands"
+    )
+    register += f" --guild {guild_id}" if guild_id else ""
     status, registered = discord.get(path)
     if status != 200 or not isinstance(registered, list):
         return Check("slash commands", FAIL, f"cannot be listed ({where}: HTTP {status})", register)
