@@ -112,8 +112,9 @@ class MemoryStore(Protocol):
 
 
 class MessageStore(Protocol):
-    def put(self, message: Message) -> None:
-        """Store one message; storing the same message id again changes nothing."""
+    def put(self, message: Message) -> bool:
+        """Store one message; storing the same message id again changes nothing. True when this
+        call stored it, False when that id was stored already (a redelivery, a replay)."""
 
     def recent(self, channel_id: str, limit: int, *, up_to: str | None = None) -> list[Message]:
         """The channel's newest ``limit`` messages (with ids up to ``up_to``, if given), oldest first."""
