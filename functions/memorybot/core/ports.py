@@ -131,7 +131,8 @@ class MessageStore(Protocol):
         person's own conversation with the bot, oldest first."""
 
     def of_person(self, user_id: str) -> list[Message]:
-        """Every stored message the person wrote, and the bot's replies in their conversations."""
+        """Every stored message the person wrote, and the bot's replies to them in every channel
+        (found by the person they answer, even when none of the person's own lines is left)."""
 
     def delete(self, message: Message) -> None:
         """Delete one stored message (erasure)."""

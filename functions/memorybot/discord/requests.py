@@ -323,7 +323,7 @@ def _component(caller: Caller, data: dict) -> Request:
         raise BadRequest("malformed custom_id")
     match = _FORGET_ALL_ID.match(custom_id)
     if match is None:
-        return UnknownComponent(valid_unicode(custom_id))
+        return UnknownComponent(valid_unicode(custom_id))  # logged: keep it encodable
     return ForgetAllConfirm(caller, match[1], int(match[2]))
 
 
