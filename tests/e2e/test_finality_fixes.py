@@ -24,7 +24,7 @@ ADMIN_SECRET = "finality-admin-secret-3"
 ADMIN = {"Authorization": f"Bearer {ADMIN_SECRET}"}
 PREFIX = "finality-"
 COMPLETIONS = OpenAIServer.COMPLETIONS_PATH
-HELD_SECONDS = 3.0  # how long the slow chat model holds a reply open
+HELD_SECONDS = 4.0  # how long (under the model timeout, 8 s) the slow chat model holds a reply open
 _channels = itertools.count(1700000000000000001)
 
 
@@ -128,6 +128,7 @@ def test_an_erasure_finds_the_bots_reply_stored_after_an_earlier_erasure(stack):
     hold_a_reply_open(stack, una, "I keep three beehives on my roof")
     first = stack.erase(una.user_id)
     assert first.status_code == 200, first.text
+    assert stack.stored_about(una.user_id) == []  # her line is gone; the reply is still at the model
     stack.llm.set_delay(0.0)
     stack.drain()  # the reply posts and is stored after the erasure, with no line of hers left
     assert [e for e in stack.events() if e["kind"] == "edit"], "the reply was posted"
