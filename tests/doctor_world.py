@@ -95,6 +95,7 @@ class DoctorWorld:
         alarm_email: str | None = "ops@example.com",
         decision_model: str = "bedrock",
         model_id: str = MODEL_ID,
+        application_id: str = "",
     ) -> None:
         resources: dict[str, Any] = {
             "Role": {
@@ -127,7 +128,7 @@ class DoctorWorld:
                 "MEMORYBOT_CHAT_MODEL": "bedrock",
                 "BEDROCK_DECISION_MODEL_ID": model_id,
                 "BEDROCK_CHAT_MODEL_ID": model_id,
-                "DISCORD_APPLICATION_ID": "",
+                "DISCORD_APPLICATION_ID": application_id,
             }
             environment.update({f"{key}_SECRET_NAME": self.secret_name(key) for key in keys})
             resources[f"{name}Function"] = {
@@ -168,9 +169,9 @@ class DoctorWorld:
         finally:
             rest.close()
 
-    def healthy(self) -> DoctorWorld:
+    def healthy(self, **deploy_options: Any) -> DoctorWorld:
         """Everything an operator does after `cdk deploy` (README, Deploy), done right."""
-        self.deploy()
+        self.deploy(**deploy_options)
         self.put_secret("DISCORD_PUBLIC_KEY", PUBLIC_KEY)
         self.put_secret("DISCORD_BOT_TOKEN", BOT_TOKEN)
         self.discord.bot_token = BOT_TOKEN

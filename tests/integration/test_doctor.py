@@ -133,6 +133,18 @@ def test_a_public_key_of_another_application_fails(world):
     assert PUBLIC_KEY not in checks["public key"].line()  # key values are not printed
 
 
+def test_an_application_id_in_the_stack_must_be_the_tokens_application(world):
+    world.healthy(application_id="300000000000000003")
+    checks = diagnose(world)
+    assert failed(checks) == {"application id"}
+    assert "300000000000000003" in checks["application id"].detail and APPLICATION_ID in checks["application id"].fix
+
+
+def test_the_stacks_own_application_id_passes(world):
+    world.healthy(application_id=APPLICATION_ID)
+    assert failed(diagnose(world)) == set()
+
+
 @pytest.mark.parametrize("url", [None, "https://elsewhere.example/interactions"])
 def test_an_interactions_url_not_pointing_at_this_stack_fails(world, url):
     world.healthy()
