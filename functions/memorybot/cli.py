@@ -7,6 +7,7 @@ import argparse
 import shutil
 import sys
 from pathlib import Path
+from typing import Any
 
 DEFAULT_STATE_DIR = Path(".memorybot")
 
@@ -180,6 +181,25 @@ def _nightly(args: argparse.Namespace) -> int:
     return 0 if status == 200 else 1
 
 
+# Answers after which the same request is simply sent again: the admin routes' throttle (429),
+# an interrupted import (503) or one cut by API Gateway's 29 s (504). Safe, as every row is
+# imported once whatever the number of attempts.
+IMPORT_RETRY_STATUSES = frozenset({429, 502, 503, 504})
+IMPORT_ATTEMPTS = 6
+IMPORT_BACKOFF_SECONDS = 1.0  # doubled after each answer, up to 10 s
+
+
+def _post_import(http: Any, url: str, body: dict, headers: dict) -> Any:
+    import time
+
+    for attempt in range(IMPORT_ATTEMPTS):
+        response = http.post(url, json=body, headers=headers)
+        if response.status_code not in IMPORT_RETRY_STATUSES or attempt == IMPORT_ATTEMPTS - 1:
+            return response
+        time.sleep(min(IMPORT_BACKOFF_SECONDS * 2**attempt, 10.0))
+    raise AssertionError("unreachable")
+
+
 # Rows per request: 100 rows of at most 500 characters (4 bytes each in UTF-8) and a 64-character
 # id stay far below the route's byte limit, and half its row limit.
 IMPORT_BATCH_ROWS = 100
@@ -223,7 +243,7 @@ def _import(args: argparse.Namespace) -> int:
                 totals = {"imported": 0, "unchanged": 0}
                 for batch in batches:
                     body = {"memories": [raw for _, raw in batch], "dryRun": dry_run}
-                    response = http.post(url, json=body, headers=headers)
+                    response = _post_import(http, url, body, headers)
                     answer = response.json() if response.content else {}
                     if response.status_code != 200:
                         print(_import_refusal(args, response.status_code, answer, batch, done), file=sys.stderr)
