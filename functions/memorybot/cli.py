@@ -238,7 +238,7 @@ def _import(args: argparse.Namespace) -> int:
     done = 0
     totals = {}
     try:
-        with httpx.Client(timeout=60) as http:
+        with httpx.Client(timeout=120) as http:  # moto, locally, is slow with transactions
             for dry_run in (True,) if args.dry_run else (True, False):
                 totals = {"imported": 0, "unchanged": 0}
                 for batch in batches:
