@@ -185,6 +185,39 @@ def main() -> None:
             print(f"{n:>8} {old:>11.1f} {lex:>9.1f} {both:>15.1f} {seq:>16.1f} {wait:>25}")
 
         print()
+        print("the read's client-side CPU, as a Lambda pays it whatever DynamoDB's speed (median ms, 256-d)")
+        from botocore.parsers import create_parser
+
+        from memorybot.adapters.dynamodb import memory_from_item
+
+        parser = create_parser("json")
+        captured: list = []
+        client.meta.events.register(
+            "before-parse.dynamodb.Query",
+            lambda operation_model, response_dict, **_: captured.append((operation_model, dict(response_dict))),
+        )
+        for n in SIZES:
+            captured.clear()
+            store.read_selected(owners[(n, 256)], lambda p: p[:10], actor=Actor.REPLY, reason="bench")
+            parse_ms, convert_ms, size = [], [], 0
+            for _ in range(REPEATS):
+                parse_total = convert_total = 0.0
+                for operation, response in captured:
+                    began = time.perf_counter()
+                    parsed = parser.parse(response, operation.output_shape)
+                    middle = time.perf_counter()
+                    [memory_from_item(i) for i in parsed["Items"]]
+                    parse_total += (middle - began) * 1000
+                    convert_total += (time.perf_counter() - middle) * 1000
+                parse_ms.append(parse_total)
+                convert_ms.append(convert_total)
+            size = sum(len(r["body"]) for _, r in captured)
+            print(
+                f"{n:>8} memories: {size / 1e6:5.2f} MB, botocore parse {statistics.median(parse_ms):6.1f} ms,"
+                f" items to memories {statistics.median(convert_ms):6.1f} ms"
+            )
+
+        print()
         print("ranking CPU (core/selection.py, pure Python), median ms")
         model = OfflineEmbeddingModel(256)
         for n in SIZES:
