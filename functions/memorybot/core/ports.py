@@ -109,7 +109,11 @@ class MemoryStore(Protocol):
 
     def forgotten_sources(self, owner: Owner) -> frozenset[str]:
         """The ids of the messages every memory the owner forgot (by command) was learned from:
-        never used to learn again."""
+        never used to learn again. One small read, whatever the length of the owner's history:
+        ``apply`` records a forget's sources (a delete with actor command) with the delete."""
+
+    def erase_forgotten_sources(self, owner: Owner) -> None:
+        """Remove the owner's record of forgotten sources (erasure only: it is personal data)."""
 
     def owners_of(self, user_id: str) -> list[Owner]:
         """Every scope in which the person has memories or ledger rows (export, erasure)."""
