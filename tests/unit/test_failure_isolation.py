@@ -20,13 +20,14 @@ from loopback.openai_server import OpenAIServer
 from memorybot.adapters.jev_http import JevHttpDecisionModel
 from memorybot.adapters.openai_chat import OpenAIChatModel, OpenAICompatibleClient
 from memorybot.adapters.retry import Retrier, RetryBudget, RetryPolicy
+from memorybot.core import conversation
 from memorybot.core.consolidation import STALE_AFTER, Consolidator
 from memorybot.core.domain import GLOBAL_SCOPE, JST, Action, Actor, Message, Verdict, snowflake_at, utcnow
 from memorybot.core.extraction import Extractor, Outcome
-from memorybot.core.jobs import ExtractionJob
+from memorybot.core.jobs import ExtractionJob, ReplyJob
 from memorybot.core.nightly_steps import run_in_process
 from memorybot.core.ports import ModelUnavailable
-from memorybot.handlers import extraction
+from memorybot.handlers import extraction, reply
 
 DEPLOYED = RetryPolicy()  # the deployed parameters: 60 s deadline for throttles, 3 quick attempts otherwise
 
@@ -120,6 +121,24 @@ def test_a_throttled_turn_is_still_not_yet_and_applies_once_the_quota_allows(fro
     jev.set_verdict("delete")
     again = extraction.handler(dict(work), context())
     assert again["deleted"] == ["abcde"] and len(again["added"]) == 1
+
+
+def test_a_failing_chat_model_gets_the_apology_at_once_not_after_lambdas_retries(front):
+    with OpenAIServer() as llm:
+        llm.answer(llm.COMPLETIONS_PATH, {"error": {"message": "internal"}}, status=503)
+        client = OpenAICompatibleClient(llm.url, "m", timeout_seconds=1.0, retrier=deployed_retrier())
+        front.chat_model = OpenAIChatModel(client)
+        payload = chat("hello there", user=ALICE, user_name="alice")
+        front.message_store.put(
+            Message(CHANNEL, payload["id"], ALICE, "alice", "hello there", scope=SCOPE, conversation_of=ALICE)
+        )
+        job = ReplyJob(payload["id"], payload["token"], APP_ID, CHANNEL, ALICE, "alice", SCOPE).to_json()
+        started = time.monotonic()
+        assert reply.handler(job, context())["status"] == "apologised"  # no raise: no Lambda retry
+        assert time.monotonic() - started < 3.0
+        assert len(llm.requests_to(llm.COMPLETIONS_PATH)) == 3
+        assert [e.body["content"] for e in front.recorder.of_kind("edit")] == [conversation.APOLOGY]
+        assert front.invoker.calls == []  # nothing to extract from
 
 
 # ---- the nightly review and the diary over HTTP
