@@ -153,7 +153,7 @@ class Retrier:
         transient = 0  # transient failures so far
         paid = 0  # the cost of the last retry, given back if the call then succeeds
         n = 0
-        for n in range(policy.max_attempts):  # noqa: B007 - n names the attempts in the error
+        for n in range(policy.max_attempts):
             remaining = policy.deadline_seconds if deadline is None else deadline - self._clock()
             if remaining <= 0:
                 break
