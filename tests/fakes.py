@@ -53,6 +53,7 @@ class FakeMemoryStore:
         self.clock = clock or Clock()
         self._lock = threading.Lock()
         self.fail_apply: Callable[[Change], bool] = lambda change: False
+        self.markers: set[tuple[Owner, str]] = set()  # add_once's keys
 
     # helpers for tests
     def seed(self, *memories: Memory) -> None:
@@ -137,6 +138,33 @@ class FakeMemoryStore:
                 self.forgotten.setdefault(change.owner, set()).update(ref.message_id for ref in entry.sources)
             return entry
 
+    def add_once(self, memory: Memory, once, *, actor, reason, import_id=None):
+        with self._lock:
+            if (memory.owner, once) in self.markers:
+                return None
+            if (memory.owner, memory.memory_id) in self.rows:
+                raise ConflictError(memory.memory_id)
+            self.rows[(memory.owner, memory.memory_id)] = memory
+            self.markers.add((memory.owner, once))
+            entry = LedgerEntry(
+                memory.user_id,
+                Action.ADD,
+                actor,
+                reason,
+                self.clock(),
+                (memory.memory_id,),
+                None,
+                memory,
+                scope=memory.scope,
+                sources=memory.sources,
+                import_id=import_id,
+            )
+            self.ledger.append(entry)
+            return entry
+
+    def has_marker(self, owner: Owner, once):
+        return (owner, once) in self.markers
+
     def stale(self, updated_before, limit):
         old = sorted(
             (m for m in self.rows.values() if m.updated_at < updated_before),
@@ -188,8 +216,12 @@ class FakeMessageStore:
     def __init__(self) -> None:
         self.rows: dict[tuple[str, str], Message] = {}
 
-    def put(self, message: Message) -> None:
-        self.rows.setdefault((message.channel_id, message.message_id), message)
+    def put(self, message: Message) -> bool:
+        key = (message.channel_id, message.message_id)
+        if key in self.rows:
+            return False
+        self.rows[key] = message
+        return True
 
     def recent(self, channel_id, limit, *, up_to=None):
         mine = sorted(

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import heapq
 import json
+import secrets
 import time
 import zlib
 from collections.abc import Callable, Iterator, Sequence
@@ -114,6 +115,7 @@ BY_RUN = _index(tables.MEMORY_LOG, "by_run")
 BY_JST_DAY = _index(tables.MESSAGES, "by_jst_day")
 BY_CONVERSATION = _index(tables.MESSAGES, "by_conversation")
 BY_AUTHOR = _index(tables.MESSAGES, "by_author")
+BY_CONVERSATION_OF = _index(tables.MESSAGES, "by_conversation_of")
 MEMORIES_BY_USER = _index(tables.MEMORIES, "by_user")
 LEDGER_BY_USER = _index(tables.MEMORY_LOG, "by_user")
 
@@ -165,6 +167,16 @@ def memory_from_item(item: Item) -> Memory:
 
 def memory_key(owner: Owner, memory_id: str) -> Item:
     return {"owner": s(owner.key), "memory_id": s(memory_id)}
+
+
+# An import marker (``add_once``) lives beside the owner's memories under this sort-key prefix:
+# never a memory id (those are five characters of MEMORY_ID_ALPHABET), and with no index
+# attribute (updated_at, user_id, stale_shard), so no profile read, export or review sees it.
+MARKER_PREFIX = "once#"
+
+
+def marker_key(owner: Owner, once: str) -> Item:
+    return memory_key(owner, MARKER_PREFIX + once)
 
 
 def memory_to_json(memory: Memory) -> str:
@@ -228,6 +240,8 @@ def ledger_item(entry: LedgerEntry) -> Item:
     item.update(_sources_attribute(entry.sources))
     if entry.redacted:
         item["redacted"] = flag(True)
+    if entry.import_id is not None:
+        item["import_id"] = s(entry.import_id)
     return item
 
 
@@ -246,6 +260,7 @@ def ledger_from_item(item: Item) -> LedgerEntry:
         scope=item["scope"]["S"],
         sources=_sources_from(item),
         redacted=bool_of(item, "redacted"),
+        import_id=optional_str(item, "import_id"),
     )
 
 
@@ -422,6 +437,63 @@ class DynamoMemoryStore:
             }
         return {"Put": {"TableName": self._memories, "Item": memory_item(change.after), **unchanged}}
 
+    def add_once(
+        self, memory: Memory, once: str, *, actor: Actor, reason: str, import_id: str | None = None
+    ) -> LedgerEntry | None:
+        entry = LedgerEntry(
+            memory.user_id,
+            Action.ADD,
+            Actor(actor),
+            reason,
+            self._clock(),
+            (memory.memory_id,),
+            after=memory,
+            scope=memory.scope,
+            sources=memory.sources,
+            import_id=import_id,
+        )
+        absent = "attribute_not_exists(memory_id)"
+        transaction = [
+            {"Put": {"TableName": self._memories, "Item": memory_item(memory), "ConditionExpression": absent}},
+            # The marker: the one conditional write that makes the add happen once per key.
+            {
+                "Put": {
+                    "TableName": self._memories,
+                    "Item": {**marker_key(memory.owner, once), "at": s(iso(entry.at))},
+                    "ConditionExpression": absent,
+                }
+            },
+            {
+                "Put": {
+                    "TableName": self._log,
+                    "Item": ledger_item(entry),
+                    "ConditionExpression": "attribute_not_exists(entry_key)",
+                }
+            },
+        ]
+        for attempt in range(1, TRANSACTION_CONFLICT_ATTEMPTS + 1):
+            try:
+                transact_or_find_committed(
+                    self._client, transaction, refused=_add_once_refused, committed=lambda: self._committed(entry)
+                )
+                return entry
+            except ClientError as error:
+                if cancellation_code(error, 1) == REASON_CONDITION_FAILED:
+                    return None  # added by an earlier (or a concurrent) call with the same key
+                if cancellation_code(error, 0) == REASON_CONDITION_FAILED:
+                    raise ConflictError(memory.memory_id) from error
+                if REASON_CONFLICT in (cancellation_code(error, 0), cancellation_code(error, 1)):
+                    # A concurrent call holds the marker: once it commits, the retry finds it.
+                    if attempt < TRANSACTION_CONFLICT_ATTEMPTS:
+                        time.sleep(TRANSACTION_CONFLICT_BACKOFF_SECONDS * attempt)
+                        continue
+                    raise ConflictError(memory.memory_id) from error
+                raise
+        raise AssertionError("unreachable")
+
+    def has_marker(self, owner: Owner, once: str) -> bool:
+        return get_item(self._client, self._memories, marker_key(owner, once)) is not None
+
     # -- the nightly review (every user)
 
     def stale(self, updated_before: datetime, limit: int) -> list[Memory]:
@@ -557,6 +629,11 @@ def _change_refused(error: ClientError) -> bool:
     return cancellation_code(error, 0) in (REASON_CONDITION_FAILED, REASON_CONFLICT)
 
 
+def _add_once_refused(error: ClientError) -> bool:
+    """The memory's or the marker's write was turned down: nothing committed."""
+    return any(cancellation_code(error, i) in (REASON_CONDITION_FAILED, REASON_CONFLICT) for i in (0, 1))
+
+
 def _review_order(memory: Memory) -> tuple[datetime, str, str]:
     return (memory.review_after, memory.owner.key, memory.memory_id)
 
@@ -629,32 +706,38 @@ class DynamoMessageStore:
         self._client = client
         self._table = settings.table(tables.MESSAGES)
 
-    def put(self, message: Message) -> None:
-        # A failed condition means already stored (a redelivered event): the first copy stands,
-        # and that is success.
-        conditional_write(
+    def put(self, message: Message) -> bool:
+        # A failed condition means already stored (a redelivered event or a replayed /chat): the
+        # first copy stands, and that is success. The write carries a token of this call, so that
+        # botocore's retry of a put whose answer was lost finds its own copy and still says "stored".
+        token = secrets.token_hex(8)
+        return conditional_write(
             self._client.put_item,
             TableName=self._table,
-            Item=message_item(message),
-            ConditionExpression="attribute_not_exists(message_id)",
+            Item={**message_item(message), "stored_by": s(token)},
+            ConditionExpression="attribute_not_exists(message_id) OR stored_by = :mine",
+            ExpressionAttributeValues={":mine": s(token)},
         )
 
     def of_person(self, user_id: str) -> list[Message]:
-        own = [
-            message_from_item(i)
-            for i in query_items(
-                self._client,
-                TableName=self._table,
-                IndexName=BY_AUTHOR,
-                KeyConditionExpression="author_id = :user",
-                ExpressionAttributeValues={":user": s(user_id)},
-            )
-        ]
-        channels = sorted({m.channel_id for m in own})
-        replies = [m for channel_id in channels for m in self._conversation_lines(channel_id, user_id) if m.is_bot]
+        own = self._by_person(BY_AUTHOR, "author_id", user_id)
+        # The bot's replies by the person they answer, not through the channels of the person's
+        # own lines: a reply stored after those lines were erased is still found.
+        conversations = [m for m in self._by_person(BY_CONVERSATION_OF, "conversation_of", user_id) if m.is_bot]
         return sorted(
-            {(m.channel_id, m.message_id): m for m in own + replies}.values(), key=lambda m: int(m.message_id)
+            {(m.channel_id, m.message_id): m for m in own + conversations}.values(), key=lambda m: int(m.message_id)
         )
+
+    def _by_person(self, index: str, attribute: str, user_id: str) -> list[Message]:
+        items = query_items(
+            self._client,
+            TableName=self._table,
+            IndexName=index,
+            KeyConditionExpression=f"{attribute} = :user",
+            ExpressionAttributeValues={":user": s(user_id)},
+        )
+        # The index is shared by key only: check the person again, so no other line slips in.
+        return [m for m in map(message_from_item, items) if getattr(m, attribute) == user_id]
 
     def delete(self, message: Message) -> None:
         self._client.delete_item(TableName=self._table, Key=message_key(message))

@@ -89,6 +89,20 @@ class MemoryStore(Protocol):
         Raises ConflictError, and changes nothing, if it is not.
         """
 
+    def add_once(
+        self, memory: Memory, once: str, *, actor: Actor, reason: str, import_id: str | None = None
+    ) -> LedgerEntry | None:
+        """Add ``memory`` with its ledger row (keeping ``import_id``) and the owner's marker
+        ``once``, in one transaction, unless the owner has that marker already: then nothing is
+        written and the answer is None. Of concurrent calls with the same marker, exactly one adds.
+
+        The marker outlives the memory (a forgotten memory is not added again by the same key).
+        Raises ConflictError, writing nothing, if the owner has a memory under ``memory``'s id.
+        """
+
+    def has_marker(self, owner: Owner, once: str) -> bool:
+        """Whether ``add_once`` wrote the owner's marker ``once`` (a dry run's check; unlogged)."""
+
     def stale(self, updated_before: datetime, limit: int) -> list[Memory]:
         """Memories of any owner, in any scope, not updated since ``updated_before``, least recently
         reviewed first: by ``review_after`` = the later of their update and their last review."""
@@ -126,8 +140,9 @@ class MemoryStore(Protocol):
 
 
 class MessageStore(Protocol):
-    def put(self, message: Message) -> None:
-        """Store one message; storing the same message id again changes nothing."""
+    def put(self, message: Message) -> bool:
+        """Store one message; storing the same message id again changes nothing. True when this
+        call stored it, False when that id was stored already (a redelivery, a replay)."""
 
     def recent(self, channel_id: str, limit: int, *, up_to: str | None = None) -> list[Message]:
         """The channel's newest ``limit`` messages (with ids up to ``up_to``, if given), oldest first."""
@@ -144,7 +159,8 @@ class MessageStore(Protocol):
         person's own conversation with the bot, oldest first."""
 
     def of_person(self, user_id: str) -> list[Message]:
-        """Every stored message the person wrote, and the bot's replies in their conversations."""
+        """Every stored message the person wrote, and the bot's replies to them in every channel
+        (found by the person they answer, even when none of the person's own lines is left)."""
 
     def delete(self, message: Message) -> None:
         """Delete one stored message (erasure)."""
