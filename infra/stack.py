@@ -23,7 +23,7 @@ from aws_cdk import aws_sqs as sqs
 from constructs import Construct
 
 from memorybot import tables
-from memorybot.config import SECRET_KEYS
+from memorybot.config import SECRET_KEYS, inference_profile_base
 
 from . import nightly
 from .alarms import on_any
@@ -269,7 +269,6 @@ _RETENTION = {
     180: logs.RetentionDays.SIX_MONTHS,
     365: logs.RetentionDays.ONE_YEAR,
 }
-_GEO_PREFIXES = ("us", "eu", "apac", "jp", "au", "ca", "us-gov", "global")
 
 
 class MemoryBotStack(Stack):
@@ -452,6 +451,7 @@ class MemoryBotStack(Stack):
             "DISCORD_APPLICATION_ID": c.discord_application_id,
             "MEMORYBOT_FETCH_CHANNEL_HISTORY": "true" if c.fetch_channel_history else "false",
             "MEMORYBOT_MEMORY_SCOPE": c.memory_scope,
+            "MEMORYBOT_LEDGER_READ_RETENTION_DAYS": str(c.ledger_read_retention_days),
         }
         env.update(self._model_quota_environment())
         if c.jev_url:
@@ -585,8 +585,7 @@ class MemoryBotStack(Stack):
         """Base model ids reached through a cross-region inference profile (granted in every region)."""
         bases = []
         for model_id in self.config.bedrock_model_ids:
-            geo, _, base = model_id.partition(".")
-            if not model_id.startswith("arn:") and geo in _GEO_PREFIXES and base:
+            if base := inference_profile_base(model_id):
                 bases.append(base)
         return tuple(dict.fromkeys(bases))
 
@@ -596,8 +595,7 @@ class MemoryBotStack(Stack):
             if model_id.startswith("arn:"):
                 resources.append(model_id)
                 continue
-            geo, _, base = model_id.partition(".")
-            if geo in _GEO_PREFIXES and base:
+            if base := inference_profile_base(model_id):
                 # A cross-region inference profile, and the model in every region it may route to.
                 resources.append(
                     f"arn:{self.partition}:bedrock:{self.region}:{self.account}:inference-profile/{model_id}"

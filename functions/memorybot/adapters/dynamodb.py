@@ -120,6 +120,15 @@ MEMORIES_BY_USER = _index(tables.MEMORIES, "by_user")
 LEDGER_BY_USER = _index(tables.MEMORY_LOG, "by_user")
 
 
+def _ttl_attribute(spec: tables.TableSpec) -> str:
+    if not spec.ttl_attribute:
+        raise LookupError(f"{spec.logical_name} has no TTL attribute")
+    return spec.ttl_attribute
+
+
+LEDGER_EXPIRY = _ttl_attribute(tables.MEMORY_LOG)  # only on read rows
+
+
 # ---- memories -----------------------------------------------------------------
 
 
@@ -219,7 +228,11 @@ def ledger_entry_key(entry: LedgerEntry) -> str:
     return f"{iso(entry.at)}#{entry.entry_id}"
 
 
-def ledger_item(entry: LedgerEntry) -> Item:
+def ledger_item(entry: LedgerEntry, *, read_retention_days: int = 0) -> Item:
+    """The row of ``entry``; a read row expires ``read_retention_days`` after it was made (0: never).
+
+    Only reads expire: change rows are what rollback, export and ``/memory why`` stand on.
+    """
     item: Item = {
         "owner": s(entry.owner.key),
         "scope": s(entry.scope),
@@ -242,6 +255,9 @@ def ledger_item(entry: LedgerEntry) -> Item:
         item["redacted"] = flag(True)
     if entry.import_id is not None:
         item["import_id"] = s(entry.import_id)
+    if entry.action is Action.READ and read_retention_days > 0:
+        expires = entry.at + timedelta(days=read_retention_days)
+        item[LEDGER_EXPIRY] = n(int(expires.timestamp()))  # DynamoDB TTL: epoch seconds
     return item
 
 
@@ -271,6 +287,7 @@ class DynamoMemoryStore:
         self._client = client
         self._memories = settings.table(tables.MEMORIES)
         self._log = settings.table(tables.MEMORY_LOG)
+        self._read_retention_days = settings.ledger_read_retention_days
         self._clock = clock
 
     # -- reads of one person's profile
@@ -304,7 +321,9 @@ class DynamoMemoryStore:
         )
         # A read without its ledger row must not be used: a failed put raises here.
         self._client.put_item(
-            TableName=self._log, Item=ledger_item(entry), ConditionExpression="attribute_not_exists(entry_key)"
+            TableName=self._log,
+            Item=ledger_item(entry, read_retention_days=self._read_retention_days),
+            ConditionExpression="attribute_not_exists(entry_key)",
         )
         return profile
 
@@ -322,7 +341,9 @@ class DynamoMemoryStore:
             scope=owner.scope,
         )
         self._client.put_item(
-            TableName=self._log, Item=ledger_item(entry), ConditionExpression="attribute_not_exists(entry_key)"
+            TableName=self._log,
+            Item=ledger_item(entry, read_retention_days=self._read_retention_days),
+            ConditionExpression="attribute_not_exists(entry_key)",
         )
 
     def get(self, owner: Owner, memory_id: str) -> Memory | None:
@@ -607,7 +628,9 @@ class DynamoMemoryStore:
 
     def record(self, entry: LedgerEntry) -> None:
         self._client.put_item(
-            TableName=self._log, Item=ledger_item(entry), ConditionExpression="attribute_not_exists(entry_key)"
+            TableName=self._log,
+            Item=ledger_item(entry, read_retention_days=self._read_retention_days),
+            ConditionExpression="attribute_not_exists(entry_key)",
         )
 
     def redact(self, entry: LedgerEntry) -> None:
