@@ -104,7 +104,8 @@ def test_with_jev_answering_503_to_everything_a_turn_makes_nine_calls_and_gives_
     assert last["outcome"] == "decisions_lost" and _changes(front) == []
     # 3 attempts of "worth" per invocation, 3 invocations (async_retries = 2): 9 calls in all
     assert jev.questions() == ["worth"] * 3 * (front.settings.async_retries + 1)
-    assert max(durations) < 3.0  # each invocation: 3 attempts and 2 backoffs (< 0.75 s of waits)
+    # each invocation: 3 attempts and 2 backoffs (< 0.75 s of waits); seconds, not the old 60 s deadline
+    assert max(durations) < 5.0
 
 
 def test_a_throttled_turn_is_still_not_yet_and_applies_once_the_quota_allows(front, jev):
@@ -135,7 +136,7 @@ def test_a_failing_chat_model_gets_the_apology_at_once_not_after_lambdas_retries
         job = ReplyJob(payload["id"], payload["token"], APP_ID, CHANNEL, ALICE, "alice", SCOPE).to_json()
         started = time.monotonic()
         assert reply.handler(job, context())["status"] == "apologised"  # no raise: no Lambda retry
-        assert time.monotonic() - started < 3.0
+        assert time.monotonic() - started < 5.0  # not Lambda's retries, minutes apart
         assert len(llm.requests_to(llm.COMPLETIONS_PATH)) == 3
         assert [e.body["content"] for e in front.recorder.of_kind("edit")] == [conversation.APOLOGY]
         assert front.invoker.calls == []  # nothing to extract from
