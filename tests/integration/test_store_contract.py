@@ -131,8 +131,24 @@ def test_the_forgotten_sources_are_those_of_memories_deleted_by_command_of_that_
     forgot = memories.apply(Change(Action.DELETE, m2, None, "forget"), actor=Actor.COMMAND)
     assert memories.forgotten_sources(owner("a")) == {"102", "103"}
     assert memories.forgotten_sources(owner("a", "guild:9")) == frozenset()
-    memories.redact(forgot)  # an erasure keeps the ids: forgetting still sticks after it
+    memories.redact(forgot)  # redacting the row keeps the ids: forgetting still sticks after it
     assert memories.forgotten_sources(owner("a")) == {"102", "103"}
+    m3 = add(memories, sourced(memory("a", "f3222"), "103", "104")).after
+    memories.apply(Change(Action.DELETE, m3, None, "forget"), actor=Actor.COMMAND)
+    assert memories.forgotten_sources(owner("a")) == {"102", "103", "104"}
+
+
+def test_the_record_of_forgotten_sources_is_found_by_the_persons_id_and_erased_with_them(memories):
+    m = add(memories, sourced(memory("a", "f1222", scope="guild:1"), "101")).after
+    memories.apply(Change(Action.DELETE, m, None, "forget"), actor=Actor.COMMAND)
+    other = add(memories, sourced(memory("b", "f2222", scope="guild:1"), "201")).after
+    memories.apply(Change(Action.DELETE, other, None, "forget"), actor=Actor.COMMAND)
+    assert owner("a", "guild:1") in memories.owners_of("a")
+    assert memories.read_profile(owner("a", "guild:1"), actor=Actor.COMMAND, reason="t", limit=None) == []
+    memories.erase_forgotten_sources(owner("a", "guild:1"))
+    assert memories.forgotten_sources(owner("a", "guild:1")) == frozenset()
+    assert memories.forgotten_sources(owner("b", "guild:1")) == {"201"}  # only that person's
+    memories.erase_forgotten_sources(owner("a", "guild:1"))  # nothing left: no error
 
 
 def test_a_message_stored_twice_is_stored_once(messages):
@@ -324,9 +340,13 @@ def test_concurrent_add_once_with_one_key_adds_exactly_once(memories, request):
     assert changes(memories, owner("alice", "dm")) == [entry]
 
 
-def test_the_whole_profile_read_and_the_backfill_skip_import_markers(memories):
+def test_the_whole_profile_read_and_the_backfill_skip_what_is_not_a_memory(memories):
+    """Import markers and the forgotten sources live beside the memories; neither is one."""
     imported(memories, memory("alice", "impo2", "an imported fact"), once="src-1")
     add(memories, memory("alice", "plain", "a fact"))
+    gone = add(memories, sourced(memory("alice", "gone2", "forgotten"), "m1")).after
+    memories.apply(Change(Action.DELETE, gone, None, "forget"), actor=Actor.COMMAND)
+    assert memories.forgotten_sources(owner("alice")) == {"m1"}
     profile = memories.read_selected(owner("alice"), lambda p: p, actor=Actor.REPLY, reason="t")
     assert sorted(m.memory_id for m in profile) == ["impo2", "plain"]
     found, _ = memories.without_embedding("model-a", 10)
