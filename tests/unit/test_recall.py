@@ -251,3 +251,16 @@ def test_the_nightly_backfill_gives_vectors_within_its_bound_and_goes_on_next_ni
     assert second.summary.embedded == 30 and second.summary.embedding_cursor == ""
     assert all(m.embedding is not None and m.embedding.model == embeddings.model_id for m in memories.rows.values())
     assert not memories.changes()  # a vector is no change of the memory: no ledger rows
+
+
+def test_a_query_embedding_that_does_not_come_back_in_time_leaves_lexical_relevance(monkeypatch):
+    from memorybot.core import recall
+
+    monkeypatch.setattr(recall, "QUERY_EMBEDDING_WAIT_SECONDS", 0.05)
+    release = threading.Event()
+    slow = GatedEmbeddings(release)  # never released while the reply waits
+    store = FakeMemoryStore()
+    twelve(store, OfflineEmbeddingModel())
+    ReplyWriter(store, ScriptedChat(), slow).reply(ME, "alice", [said("I went hiking")])
+    release.set()
+    assert reads(store)[0][0] == "m00xx"  # ranked by its words

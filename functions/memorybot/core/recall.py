@@ -19,9 +19,10 @@ from .selection import select
 logger = logging.getLogger(__name__)
 
 REPLY_QUERY_LINES = 3  # the new message and the speaker's two lines before it
-# A query embedding is waited for at most this long (the adapter's own timeout and retries
-# usually end it sooner): past it the reply goes on with lexical relevance.
-QUERY_EMBEDDING_WAIT_SECONDS = 10.0
+# A query embedding is waited for at most this long once the profile is loaded (it usually
+# arrives first: it started before the read). A throttled one is not worth a slower reply:
+# past this, that turn is ranked lexically.
+QUERY_EMBEDDING_WAIT_SECONDS = 2.0
 
 
 def reply_query(conversation: Sequence[Message], user_id: str) -> str:
