@@ -7,6 +7,7 @@ import itertools
 
 import pytest
 
+import hypothesis_profiles  # noqa: F401 - loads the Hypothesis profile before any test module is imported
 from fakes import ScriptedChat, ScriptedJev
 from frontdoor import PUBLIC_KEY, RecordingInvoker
 from memorybot import bootstrap

@@ -8,12 +8,14 @@ AWS credentials.
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import shutil
 import subprocess
 import sys
 import tempfile
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -77,9 +79,8 @@ def _cdk_cli() -> Path | None:
     return CDK_CLI if CDK_CLI.exists() else None
 
 
-@pytest.fixture(scope="session")
-def synth(tmp_path_factory) -> Synth:
-    outdir = tmp_path_factory.mktemp("cdk.out")
+def _synthesize(outdir: Path) -> str:
+    """Synthesize the app into ``outdir``; returns how ("cdk-cli" or "app-command")."""
     env = _subprocess_env()
     cli = _cdk_cli()
     if cli:
@@ -90,6 +91,33 @@ def synth(tmp_path_factory) -> Synth:
         env["CDK_OUTDIR"] = str(outdir)
     result = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
     assert result.returncode == 0, f"synth failed via {via}:\n{result.stdout[-4000:]}\n{result.stderr[-8000:]}"
+    return via
+
+
+def shared_by_workers(tmp_path_factory, name: str, build: Callable[[Path], str]) -> tuple[Path, str]:
+    """(folder, what ``build`` returned), built once per test run.
+
+    With parallel workers (pytest-xdist) each worker has its own session, so a session fixture
+    would run once per worker: the first worker to ask builds into a folder of the run's shared
+    temporary root, under a lock, and the others wait for it and read it (the synth is the
+    suite's most expensive fixture)."""
+    if not os.environ.get("PYTEST_XDIST_WORKER"):
+        outdir = tmp_path_factory.mktemp(name)
+        return outdir, build(outdir)
+    root = tmp_path_factory.getbasetemp().parent  # shared by the run's workers
+    outdir, done = root / name, root / f"{name}.done"
+    with open(root / f"{name}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes, even if the build failed
+        if not done.exists():
+            shutil.rmtree(outdir, ignore_errors=True)
+            outdir.mkdir()
+            done.write_text(build(outdir))
+    return outdir, done.read_text()
+
+
+@pytest.fixture(scope="session")
+def synth(tmp_path_factory) -> Synth:
+    outdir, via = shared_by_workers(tmp_path_factory, "cdk.out", _synthesize)
     template = json.loads((outdir / f"{STACK_NAME}.template.json").read_text())
     return Synth(outdir=outdir, template=template, via=via)
 
