@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import functools
+import os
 import shutil
 import signal
 import sys
@@ -148,8 +149,8 @@ def _local(args: argparse.Namespace) -> int:
     print(f"  Interactions endpoint: {stack.url}/interactions")
     print(f"  Chat with it from this folder: {command_name()} chat --user alice --url {stack.url}{state}")
     print("  Stop it with Ctrl-C (its data goes with it).")
-    # `kill` (SIGTERM) stops it as cleanly as Ctrl-C, so its note does not outlive it.
-    signal.signal(signal.SIGTERM, _interrupt)
+    # `kill` (SIGTERM) still ends it at once, as it always did, but not before its note is gone.
+    signal.signal(signal.SIGTERM, lambda *_: _terminated(note))
     try:
         threading.Event().wait()
     except KeyboardInterrupt:
@@ -160,8 +161,12 @@ def _local(args: argparse.Namespace) -> int:
     return 0
 
 
-def _interrupt(*_: object) -> None:
-    raise KeyboardInterrupt
+def _terminated(note: Path | None) -> None:
+    from .local import running
+
+    running.remove_note(note)
+    sys.stdout.flush()
+    os._exit(0)  # no drain: moto's data is meant to go with the process
 
 
 def port_taken_hint(host: str, port: int, exc: OSError) -> str:

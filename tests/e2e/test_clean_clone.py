@@ -215,3 +215,15 @@ def test_rollback_with_no_stack_running_says_so(tmp_path):
     (tmp_path / "admin_secret").write_text("x\n")
     nobody = memorybot("rollback", "--url", "127.0.0.1:9", "--state-dir", str(tmp_path))
     assert nobody.returncode == 1 and "No local stack answers at http://127.0.0.1:9" in nobody.stderr
+
+
+def test_a_stacks_note_is_there_while_it_runs_and_gone_when_it_is_stopped(tmp_path):
+    state_dir = tmp_path / ".memorybot"
+    state_dir.mkdir()
+    running = StackProcess(state_dir, {})
+    note = running.runtime_dir / f"{running.url.rsplit(':', 1)[1]}.json"
+    try:
+        assert json.loads(note.read_text())["stateDir"] == str(state_dir.resolve())
+    finally:
+        running.stop()  # SIGTERM, as `kill` sends
+    assert running.process.returncode == 0 and not note.exists()
