@@ -246,7 +246,15 @@ def _operator(args: argparse.Namespace) -> int:
     from .local.operator import Operator
     from .local.people import user_id_for
 
-    secret = client.find_admin_secret(client.resolve_state_dir(args.state_dir, args.url))
+    try:
+        secret = client.find_admin_secret(client.resolve_state_dir(args.state_dir, args.url))
+    except SystemExit:
+        print(
+            "No admin secret: for a deployed stack set MEMORYBOT_ADMIN_SECRET; for a local one run this from "
+            "the folder it was started in, or pass its --state-dir.",
+            file=sys.stderr,
+        )
+        return 1
     complain = functools.partial(print, file=sys.stderr)
     try:
         with httpx.Client(timeout=120) as http:

@@ -49,9 +49,11 @@ def client_for(stack, name: str) -> LocalClient:
 
 
 def memorybot(
-    *args: str, cwd: Path | None = None, runtime_dir: Path | None = None, answer: str = ""
+    *args: str, cwd: Path | None = None, runtime_dir: Path | None = None, answer: str = "", home: Path | None = None
 ) -> subprocess.CompletedProcess:
     env = {k: v for k, v in os.environ.items() if not k.startswith(SCRUBBED_PREFIXES)}
+    if home:  # a home folder with no .memorybot of its own
+        env["HOME"] = str(home)
     if runtime_dir:
         env["MEMORYBOT_RUNTIME_DIR"] = str(runtime_dir)
     return subprocess.run(
@@ -121,7 +123,9 @@ def test_the_client_started_from_another_folder_finds_the_running_stack(stack, t
 
 def test_without_a_note_the_client_says_the_stack_runs_elsewhere_not_to_start_one(stack, tmp_path):
     url, _, _ = stack
-    lost = memorybot("chat", "--user", "jo", "--url", url, "--say", "hi", cwd=tmp_path, runtime_dir=tmp_path / "none")
+    lost = memorybot(
+        "chat", "--user", "jo", "--url", url, "--say", "hi", cwd=tmp_path, runtime_dir=tmp_path / "none", home=tmp_path
+    )
     assert lost.returncode == 1 and "Traceback" not in lost.stderr
     assert f"A stack answers at {url}" in lost.stderr and "--state-dir" in lost.stderr
     assert "make run" not in lost.stderr
@@ -227,3 +231,10 @@ def test_a_stacks_note_is_there_while_it_runs_and_gone_when_it_is_stopped(tmp_pa
     finally:
         running.stop()  # SIGTERM, as `kill` sends
     assert running.process.returncode == 0 and not note.exists()
+
+
+def test_an_operator_command_without_any_secret_says_where_to_get_one(tmp_path):
+    lost = memorybot("erase", "--url", "https://example.invalid/prod", "--user-id", "123456789012345678",
+                     cwd=tmp_path, runtime_dir=tmp_path / "none", home=tmp_path)  # fmt: skip
+    assert lost.returncode == 1 and "Traceback" not in lost.stderr
+    assert "set MEMORYBOT_ADMIN_SECRET" in lost.stderr and "--state-dir" in lost.stderr
