@@ -32,7 +32,9 @@ def _user_name(text: str) -> str:
 
 
 def _snowflake(text: str) -> str:
-    if not (text.isascii() and text.isdigit() and 15 <= len(text) <= 20):
+    from .discord.formats import is_snowflake  # the rule the stack applies, checked before sending
+
+    if not is_snowflake(text):
         raise argparse.ArgumentTypeError(
             f"{text!r} is not a Discord id: give its digits (e.g. 1200000000000000001), or leave it out "
             "for the one local server and channel"

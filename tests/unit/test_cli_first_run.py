@@ -22,7 +22,7 @@ def test_plain_memorybot_prints_the_help_and_exits_zero(capsys):
 
 
 @pytest.mark.parametrize("option", ["--guild", "--channel"])
-@pytest.mark.parametrize("value", ["abc", "12", "1200000000000000001x", "-1"])
+@pytest.mark.parametrize("value", ["abc", "1200000000000000001x", "-1", "", "99999999999999999999999"])
 def test_a_guild_or_channel_that_is_not_a_discord_id_is_refused_with_the_reason(option, value, capsys):
     with pytest.raises(SystemExit) as refused:
         cli.main(["chat", "--user", "alice", option, value])
