@@ -46,7 +46,8 @@ REASONS: dict[str, Any] = {
     ),
     "AwsSolutions-APIG4": (
         "Discord cannot present IAM or Cognito credentials: /interactions authenticates each request by its "
-        "Ed25519 signature, and /memory/rollback by the admin secret compared in constant time, in the function."
+        "Ed25519 signature, and the admin routes (/memory/rollback, erase, import) by the admin secret compared "
+        "in constant time, in the function."
     ),
     "AwsSolutions-COG4": "No end users sign in: see AwsSolutions-APIG4 for how each route authenticates its caller.",
     "AwsSolutions-IAM4[Policy::arn:<AWS::Partition>:iam::aws:policy/service-role/AmazonAPIGatewayPushToCloudWatchLogs]": (
@@ -286,7 +287,7 @@ def acknowledge_nist_findings(stack: MemoryBotStack) -> None:
     for name, function in stack.functions.items():
         _ack(_role(function).node.find_child("DefaultPolicy"), "NIST.800.53.R5-IAMNoInlinePolicy")
         # Every step of the nightly state machine shares one reason per rule.
-        # The admin routes (rollback, erase) share theirs.
+        # The admin routes (rollback and import, erase) share theirs.
         kind = "Nightly" if name.startswith("Nightly") else "Admin" if name == "Erase" else name
         if _cfn(function).reserved_concurrent_executions is None:
             _ack(function, "NIST.800.53.R5-LambdaConcurrency", REASONS["NIST.800.53.R5-LambdaConcurrency"][kind])

@@ -227,11 +227,13 @@ FUNCTIONS = (
     ),
     FunctionSpec(
         "Admin",
-        "Admin rollback of a nightly run (admin secret)",
+        "Admin rollback of a nightly run and operator import (admin secret)",
         memory_mb=512,
         timeout=Duration.seconds(29),  # API Gateway's own limit
         tables={
+            # rollback: reverts; import: each memory with its marker (PutItem), a dry run's marker check (GetItem)
             "memories": access("GetItem", "PutItem", "DeleteItem"),
+            # the rows of both; GetItem finds a change whose answer was lost
             "memory_log": access("PutItem", "GetItem", indexes=("by_run",)),
             "nightly_runs": access("GetItem", "UpdateItem"),  # the lease and the rolled-back mark
         },
@@ -638,7 +640,7 @@ class MemoryBotStack(Stack):
             self,
             "Api",
             rest_api_name=f"{c.stack_name}-api",
-            description="memorybot: Discord interactions and the admin rollback",
+            description="memorybot: Discord interactions and the admin routes",
             endpoint_types=[apigw.EndpointType.REGIONAL],
             cloud_watch_role=True,  # execution logs (errors only) need the account's logging role
             cloud_watch_role_removal_policy=RemovalPolicy.RETAIN,
@@ -668,7 +670,7 @@ class MemoryBotStack(Stack):
                         throttling_rate_limit=c.rollback_rate_limit,
                         throttling_burst_limit=c.rollback_burst_limit,
                     )
-                    for path in ("/memory/rollback/POST", "/memory/erase/POST")
+                    for path in ("/memory/rollback/POST", "/memory/erase/POST", "/memory/import/POST")
                 },
             ),
         )
@@ -679,6 +681,7 @@ class MemoryBotStack(Stack):
         rollback = memory.add_resource("rollback")
         rollback.add_method("POST", apigw.LambdaIntegration(self.functions["Admin"], proxy=True))
         self._erase_route(api, memory)
+        self._import_route(api, memory)
         CfnOutput(
             self,
             "InteractionsUrl",
@@ -701,6 +704,17 @@ class MemoryBotStack(Stack):
             "EraseUrl",
             value=api.url_for_path("/memory/erase"),
             description='POST {"userId": ...} with Authorization: Bearer <admin secret> to erase one person',
+        )
+
+    def _import_route(self, api: apigw.RestApi, memory: apigw.Resource) -> None:
+        # The admin function serves it: the same secret, and the same table actions as a rollback.
+        imports = memory.add_resource("import")
+        imports.add_method("POST", apigw.LambdaIntegration(self.functions["Admin"], proxy=True))
+        CfnOutput(
+            self,
+            "ImportUrl",
+            value=api.url_for_path("/memory/import"),
+            description='POST {"memories": [...]} or an export file with Authorization: Bearer <admin secret>',
         )
 
     def _schedule(self) -> None:

@@ -383,13 +383,15 @@ def test_three_post_routes_with_proxy_integrations_to_the_right_functions(synth)
         integration = props["Integration"]
         assert integration["Type"] == "AWS_PROXY" and integration["IntegrationHttpMethod"] == "POST"
         routes[paths[props["ResourceId"]["Ref"]]] = json.dumps(integration["Uri"])
-    assert set(routes) == {"interactions", "rollback", "erase"}
+    assert set(routes) == {"interactions", "rollback", "erase", "import"}
     assert logical_id(synth, "InteractionsFunction", "AWS::Lambda::Function") in routes["interactions"]
     assert logical_id(synth, "AdminFunction", "AWS::Lambda::Function") in routes["rollback"]
+    assert logical_id(synth, "AdminFunction", "AWS::Lambda::Function") in routes["import"]
     assert logical_id(synth, "EraseFunction", "AWS::Lambda::Function") in routes["erase"]
     parent = {k: v["Properties"]["ParentId"] for k, v in synth.of_type("AWS::ApiGateway::Resource").items()}
-    [rollback_id] = [k for k, p in paths.items() if p == "rollback"]
-    assert paths[parent[rollback_id]["Ref"]] == "memory"
+    for route in ("rollback", "import"):
+        [route_id] = [k for k, p in paths.items() if p == route]
+        assert paths[parent[route_id]["Ref"]] == "memory"
     # Raw bodies: no binary media types or request templates that would rewrite them.
     [api] = synth.of_type("AWS::ApiGateway::RestApi").values()
     assert "BinaryMediaTypes" not in api["Properties"]
@@ -402,7 +404,7 @@ def test_stage_throttles_logs_access_and_never_logs_bodies(synth, template):
     everything = settings["/*"]
     assert everything["ThrottlingRateLimit"] == 10 and everything["ThrottlingBurstLimit"] == 20
     assert everything["LoggingLevel"] == "ERROR" and everything["DataTraceEnabled"] is False
-    for admin_route in ("/~1memory~1rollback", "/~1memory~1erase"):
+    for admin_route in ("/~1memory~1rollback", "/~1memory~1erase", "/~1memory~1import"):
         limited = settings[admin_route]
         assert limited["HttpMethod"] == "POST" and limited["ThrottlingRateLimit"] == 1, admin_route
     access = props["AccessLogSetting"]
@@ -416,7 +418,8 @@ def test_outputs_are_the_interactions_and_rollback_urls(synth):
     outputs = synth.template["Outputs"]
     assert json.dumps(outputs["InteractionsUrl"]["Value"]).endswith('/interactions"]]}')
     assert json.dumps(outputs["RollbackUrl"]["Value"]).endswith('/memory/rollback"]]}')
-    for output in ("InteractionsUrl", "RollbackUrl"):
+    assert json.dumps(outputs["ImportUrl"]["Value"]).endswith('/memory/import"]]}')
+    for output in ("InteractionsUrl", "RollbackUrl", "ImportUrl"):
         assert "execute-api" in json.dumps(outputs[output]["Value"])
 
 
