@@ -23,7 +23,7 @@ from aws_cdk import aws_sqs as sqs
 from constructs import Construct
 
 from memorybot import tables
-from memorybot.config import SECRET_KEYS
+from memorybot.config import SECRET_KEYS, inference_profile_base
 
 from . import nightly
 from .alarms import on_any
@@ -119,9 +119,10 @@ FUNCTIONS = (
         timeout=Duration.seconds(10),
         tables={
             "messages": access("PutItem"),  # /chat stores the message
-            # /memory show, why and the autocomplete read the profile; forget reads and deletes one;
-            # export finds the person's scopes (by_user)
-            "memories": access("GetItem", "DeleteItem", indexes=("by_updated", "by_user")),
+            # /memory show, why and the autocomplete read the profile; forget reads and deletes one,
+            # and adds its sources to the owner's forgotten-sources item (UpdateItem, same transaction);
+            # export finds the person's scopes (by_user) and reads that item
+            "memories": access("GetItem", "DeleteItem", "UpdateItem", indexes=("by_updated", "by_user")),
             # read rows and the forget's row; GetItem finds a forget whose answer was lost;
             # export reads the person's rows (Query) in every scope they have rows in (by_user)
             "memory_log": access("PutItem", "GetItem", "Query", indexes=("by_user",)),
@@ -150,9 +151,9 @@ FUNCTIONS = (
         timeout=Duration.minutes(5),
         tables={
             "messages": access(indexes=("by_conversation",)),  # the person's own exchange, nothing else
-            "memories": access("PutItem", "DeleteItem", indexes=("by_updated",)),
-            # Query: the sources of the memories the person forgot, never learned from again
-            "memory_log": access("PutItem", "GetItem", "Query"),
+            # GetItem: the sources of the memories the person forgot (one item), never learned from again
+            "memories": access("GetItem", "PutItem", "DeleteItem", indexes=("by_updated",)),
+            "memory_log": access("PutItem", "GetItem"),
             "dedup": access(*IDEMPOTENCY_ACTIONS),
         },
         bedrock=True,
@@ -182,9 +183,9 @@ FUNCTIONS = (
         timeout=Duration.minutes(5),
         tables={
             "messages": access(indexes=("by_conversation",)),  # the speaker's own lines, by id
-            "memories": access("PutItem", "DeleteItem", indexes=("by_updated",)),
-            # Query: the sources of the speaker's forgotten memories; GetItem: a change whose answer was lost
-            "memory_log": access("PutItem", "GetItem", "Query"),
+            # GetItem: the sources of the speaker's forgotten memories (one item)
+            "memories": access("GetItem", "PutItem", "DeleteItem", indexes=("by_updated",)),
+            "memory_log": access("PutItem", "GetItem"),  # GetItem: a change whose answer was lost
             "nightly_runs": access("GetItem", "PutItem"),  # the speaker's mark: checked first, written once
         },
         bedrock=True,
@@ -268,7 +269,6 @@ _RETENTION = {
     180: logs.RetentionDays.SIX_MONTHS,
     365: logs.RetentionDays.ONE_YEAR,
 }
-_GEO_PREFIXES = ("us", "eu", "apac", "jp", "au", "ca", "us-gov", "global")
 
 
 class MemoryBotStack(Stack):
@@ -451,6 +451,7 @@ class MemoryBotStack(Stack):
             "DISCORD_APPLICATION_ID": c.discord_application_id,
             "MEMORYBOT_FETCH_CHANNEL_HISTORY": "true" if c.fetch_channel_history else "false",
             "MEMORYBOT_MEMORY_SCOPE": c.memory_scope,
+            "MEMORYBOT_LEDGER_READ_RETENTION_DAYS": str(c.ledger_read_retention_days),
         }
         env.update(self._model_quota_environment())
         if c.jev_url:
@@ -584,8 +585,7 @@ class MemoryBotStack(Stack):
         """Base model ids reached through a cross-region inference profile (granted in every region)."""
         bases = []
         for model_id in self.config.bedrock_model_ids:
-            geo, _, base = model_id.partition(".")
-            if not model_id.startswith("arn:") and geo in _GEO_PREFIXES and base:
+            if base := inference_profile_base(model_id):
                 bases.append(base)
         return tuple(dict.fromkeys(bases))
 
@@ -595,8 +595,7 @@ class MemoryBotStack(Stack):
             if model_id.startswith("arn:"):
                 resources.append(model_id)
                 continue
-            geo, _, base = model_id.partition(".")
-            if geo in _GEO_PREFIXES and base:
+            if base := inference_profile_base(model_id):
                 # A cross-region inference profile, and the model in every region it may route to.
                 resources.append(
                     f"arn:{self.partition}:bedrock:{self.region}:{self.account}:inference-profile/{model_id}"

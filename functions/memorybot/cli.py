@@ -1,5 +1,5 @@
 """`memorybot`: run the local stack, chat with it, register the slash commands, run a nightly,
-import memories (operators)."""
+import memories (operators), check a deployed stack (doctor)."""
 
 from __future__ import annotations
 
@@ -139,6 +139,17 @@ def main(argv: list[str] | None = None) -> int:
         help="where to find the local stack's admin secret (MEMORYBOT_ADMIN_SECRET, if set, is used instead)",
     )
 
+    doctor = sub.add_parser(
+        "doctor", help="check a deployed stack and its Discord application (read-only: changes nothing)"
+    )
+    doctor.add_argument("--stack-name", default="MemoryBot", help="the CloudFormation stack (context stack_name)")
+    doctor.add_argument("--region", default=None, help="the stack's region (default: AWS_REGION or your profile's)")
+    doctor.add_argument("--profile", default=None, help="an AWS CLI profile (default: the usual credential chain)")
+    doctor.add_argument("--guild", default=None, help="check the commands registered for this guild, not global ones")
+    doctor.add_argument(
+        "--discord-api-base", default=None, help="the Discord API base URL (default: DISCORD_API_BASE or Discord's)"
+    )
+
     args = parser.parse_args(argv)
     if args.command is None:  # plain `memorybot`: what it can do, not a usage error
         parser.print_help()
@@ -151,6 +162,7 @@ def main(argv: list[str] | None = None) -> int:
         "rollback": _operator,
         "erase": _operator,
         "import": _import,
+        "doctor": _doctor,
     }
     return commands[args.command](args)
 
@@ -385,6 +397,24 @@ def _import_refusal(args: argparse.Namespace, status: int, answer: dict, batch: 
     if done:
         return f"{message}\n{done} rows were imported before this; run the same command again to finish."
     return f"{message}; nothing was imported"
+
+
+def _doctor(args: argparse.Namespace) -> int:
+    import os
+
+    from botocore.exceptions import BotoCoreError
+
+    from .config import DEFAULT_DISCORD_API_BASE
+    from .ops import doctor
+
+    api_base = args.discord_api_base or os.environ.get("DISCORD_API_BASE") or DEFAULT_DISCORD_API_BASE
+    try:
+        return doctor.run(
+            args.stack_name, region=args.region, profile=args.profile, discord_api_base=api_base, guild_id=args.guild
+        )
+    except BotoCoreError as exc:  # no credentials, no region, AWS unreachable: before any check could run
+        print(f"Cannot reach AWS: {exc}. Check your credentials (aws sts get-caller-identity) and --region.")
+        return 2
 
 
 if __name__ == "__main__":

@@ -101,7 +101,7 @@ def test_tables_are_on_demand_with_point_in_time_recovery(synth):
         assert props["PointInTimeRecoverySpecification"] == {"PointInTimeRecoveryEnabled": True}
 
 
-def test_data_tables_survive_stack_deletion_and_only_the_dedup_ledger_expires(synth):
+def test_data_tables_survive_stack_deletion_and_only_dedup_and_the_ledgers_read_rows_expire(synth):
     ids = table_ids(synth)
     for spec in tables.ALL_TABLES:
         table = synth.resources[ids[spec.logical_name]]
@@ -116,6 +116,12 @@ def test_data_tables_survive_stack_deletion_and_only_the_dedup_ledger_expires(sy
         else:
             assert ttl is None, f"{spec.logical_name} must never expire"
     assert tables.DEDUP.ttl_attribute == "expiration"
+    # memory_log: TTL on, but only read rows carry the attribute (tests/integration/test_ledger_retention.py).
+    expiring = {spec.logical_name for spec in tables.ALL_TABLES if spec.ttl_attribute}
+    assert expiring == {"dedup", "memory_log"}
+    functions = synth.of_type("AWS::Lambda::Function").values()
+    retention = {f["Properties"]["Environment"]["Variables"]["MEMORYBOT_LEDGER_READ_RETENTION_DAYS"] for f in functions}
+    assert retention == {"400"}
 
 
 # -- functions and the layer ----------------------------------------------------------------
@@ -235,7 +241,7 @@ IDEMPOTENCY = _dynamodb("PutItem", "UpdateItem", "DeleteItem")
 TABLE_ACCESS = {
     "Interactions": {
         "messages": _dynamodb("PutItem"),
-        "memories": _dynamodb("GetItem", "DeleteItem", "Query"),
+        "memories": _dynamodb("GetItem", "DeleteItem", "UpdateItem", "Query"),  # UpdateItem: a forget's sources
         "memory_log": _dynamodb("PutItem", "GetItem", "Query"),  # Query: export
         "dedup": IDEMPOTENCY,
     },
@@ -247,16 +253,16 @@ TABLE_ACCESS = {
     },
     "Extraction": {
         "messages": _dynamodb("Query"),
-        "memories": _dynamodb("PutItem", "DeleteItem", "Query"),
-        "memory_log": _dynamodb("PutItem", "GetItem", "Query"),  # Query: the forgotten sources
+        "memories": _dynamodb("GetItem", "PutItem", "DeleteItem", "Query"),  # GetItem: the forgotten sources
+        "memory_log": _dynamodb("PutItem", "GetItem"),
         "dedup": IDEMPOTENCY,
     },
     "NightlyClaim": {"nightly_runs": _dynamodb("GetItem", "PutItem", "UpdateItem")},
     "NightlyPlan": {"messages": _dynamodb("Query")},
     "NightlySpeaker": {
         "messages": _dynamodb("Query"),
-        "memories": _dynamodb("PutItem", "DeleteItem", "Query"),
-        "memory_log": _dynamodb("PutItem", "GetItem", "Query"),
+        "memories": _dynamodb("GetItem", "PutItem", "DeleteItem", "Query"),
+        "memory_log": _dynamodb("PutItem", "GetItem"),
         "nightly_runs": _dynamodb("GetItem", "PutItem"),
     },
     "NightlySpeakerFailed": {"nightly_runs": _dynamodb("GetItem", "PutItem")},
@@ -421,6 +427,22 @@ def test_outputs_are_the_interactions_and_rollback_urls(synth):
     assert json.dumps(outputs["ImportUrl"]["Value"]).endswith('/memory/import"]]}')
     for output in ("InteractionsUrl", "RollbackUrl", "ImportUrl"):
         assert "execute-api" in json.dumps(outputs[output]["Value"])
+
+
+def test_the_template_has_what_memorybot_doctor_reads(synth):
+    """The doctor's tests run against a minimal stack in moto (tests/doctor_world.py); this ties
+    what it reads to the real template: the outputs, the functions' environment, one schedule."""
+    from memorybot.ops import doctor
+
+    assert set(doctor.OUTPUTS) <= set(synth.template["Outputs"])
+    environments = [
+        f["Properties"]["Environment"]["Variables"] for f in synth.of_type("AWS::Lambda::Function").values()
+    ]
+    named = {key for env in environments for key in env if key.endswith(doctor.SECRET_NAME_SUFFIX)}
+    assert {key + doctor.SECRET_NAME_SUFFIX for key in SECRET_KEYS} <= named
+    read = {*doctor.MODEL_BACKENDS.values(), *doctor.BEDROCK_MODEL_IDS.values(), doctor.APPLICATION_ID}
+    assert all(read <= set(env) for env in environments)
+    assert len(synth.of_type("AWS::Events::Rule")) == 1
 
 
 # -- schedule and asynchronous invocations --------------------------------------------------
