@@ -9,7 +9,7 @@ profile holds ``limit`` memories or fewer it is all of them, most recently updat
   suffix stripping); Han, Hiragana and Katakana runs into character bigrams, since Japanese
   has no spaces between words and bigrams are the usual dictionary-free answer.
 - semantic: cosine similarity of L2-normalised vectors, only between vectors of the same model
-  (``Embedding.model``); a memory without one is ranked by its lexical score alone.
+  (``Embedding.model``); a memory without one takes its lexical rank for both (see fuse_rrf).
 - fused by reciprocal rank fusion (see docs/relevance.md for why not a weighted score).
 
 Ties, and a query that matches nothing, fall back to recency. Pure standard library: it runs in
