@@ -20,7 +20,7 @@ from memorybot import tables
 from .function_specs import FunctionSpec
 from .grants import grant_function
 from .layer import LayerTarget, layer_code
-from .secrets import secret_name
+from .secrets_manager import secret_name
 from .settings import StackConfig
 
 if TYPE_CHECKING:

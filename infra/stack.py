@@ -6,7 +6,7 @@ template's order. tests/infra/test_logical_ids.py pins the ids of everything tha
 
     personal_data_key.py  the customer-managed key of the personal-data tables (optional)
     dynamodb_tables.py    the tables of memorybot.tables
-    secrets.py            the Discord and admin secrets
+    secrets_manager.py    the Discord and admin secrets
     function_specs.py     what each function is and may touch (its grants, declared once)
     functions.py          the layer, the functions with their logs and roles, the async wiring
     grants.py             a function's IAM statements, from its spec
@@ -30,7 +30,7 @@ from .function_specs import FUNCTIONS, LEDGER_REDACTOR
 from .grants import LEDGER_ACTIONS_ALLOWED, LEDGER_REDACTION_ATTRIBUTES, cross_region_models
 from .nightly import NIGHTLY_SCHEDULE
 from .personal_data_key import personal_data_key
-from .secrets import build_secrets, secret_name
+from .secrets_manager import build_secrets, secret_name
 from .settings import StackConfig
 
 # Where the tests and tools have always found them.
