@@ -58,9 +58,10 @@ FUNCTIONS = (
         timeout=Duration.seconds(10),
         tables={
             "messages": access("PutItem"),  # /chat stores the message
-            # /memory show, why and the autocomplete read the profile; forget reads and deletes one;
-            # export finds the person's scopes (by_user)
-            "memories": access("GetItem", "DeleteItem", indexes=("by_updated", "by_user")),
+            # /memory show, why and the autocomplete read the profile; forget reads and deletes one,
+            # and adds its sources to the owner's forgotten-sources item (UpdateItem, same transaction);
+            # export finds the person's scopes (by_user) and reads that item
+            "memories": access("GetItem", "DeleteItem", "UpdateItem", indexes=("by_updated", "by_user")),
             # read rows and the forget's row; GetItem finds a forget whose answer was lost;
             # export reads the person's rows (Query) in every scope they have rows in (by_user)
             "memory_log": access("PutItem", "GetItem", "Query", indexes=("by_user",)),
@@ -89,9 +90,9 @@ FUNCTIONS = (
         timeout=Duration.minutes(5),
         tables={
             "messages": access(indexes=("by_conversation",)),  # the person's own exchange, nothing else
-            "memories": access("PutItem", "DeleteItem", indexes=("by_updated",)),
-            # Query: the sources of the memories the person forgot, never learned from again
-            "memory_log": access("PutItem", "GetItem", "Query"),
+            # GetItem: the sources of the memories the person forgot (one item), never learned from again
+            "memories": access("GetItem", "PutItem", "DeleteItem", indexes=("by_updated",)),
+            "memory_log": access("PutItem", "GetItem"),
             "dedup": access(*IDEMPOTENCY_ACTIONS),
         },
         bedrock=True,
@@ -121,9 +122,9 @@ FUNCTIONS = (
         timeout=Duration.minutes(5),
         tables={
             "messages": access(indexes=("by_conversation",)),  # the speaker's own lines, by id
-            "memories": access("PutItem", "DeleteItem", indexes=("by_updated",)),
-            # Query: the sources of the speaker's forgotten memories; GetItem: a change whose answer was lost
-            "memory_log": access("PutItem", "GetItem", "Query"),
+            # GetItem: the sources of the speaker's forgotten memories (one item)
+            "memories": access("GetItem", "PutItem", "DeleteItem", indexes=("by_updated",)),
+            "memory_log": access("PutItem", "GetItem"),  # GetItem: a change whose answer was lost
             "nightly_runs": access("GetItem", "PutItem"),  # the speaker's mark: checked first, written once
         },
         bedrock=True,

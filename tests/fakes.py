@@ -49,6 +49,7 @@ class FakeMemoryStore:
     def __init__(self, clock: Callable[[], datetime] | None = None) -> None:
         self.rows: dict[tuple[Owner, str], Memory] = {}
         self.ledger: list[LedgerEntry] = []
+        self.forgotten: dict[Owner, set[str]] = {}  # as the real store: recorded with each forget
         self.clock = clock or Clock()
         self._lock = threading.Lock()
         self.fail_apply: Callable[[Change], bool] = lambda change: False
@@ -133,6 +134,8 @@ class FakeMemoryStore:
                 redacted=redacted,
             )
             self.ledger.append(entry)
+            if entry.action is Action.DELETE and entry.actor is Actor.COMMAND and entry.sources:
+                self.forgotten.setdefault(change.owner, set()).update(ref.message_id for ref in entry.sources)
             return entry
 
     def add_once(self, memory: Memory, once, *, actor, reason, import_id=None):
@@ -183,17 +186,18 @@ class FakeMemoryStore:
         return sorted((e for e in self.ledger if e.owner == owner), key=lambda e: e.at, reverse=True)[:limit]
 
     def forgotten_sources(self, owner: Owner):
-        return frozenset(
-            ref.message_id
-            for e in self.ledger
-            if e.owner == owner and e.actor is Actor.COMMAND and e.action is Action.DELETE
-            for ref in e.sources
-        )
+        return frozenset(self.forgotten.get(owner, ()))
+
+    def erase_forgotten_sources(self, owner: Owner):
+        with self._lock:
+            self.forgotten.pop(owner, None)
 
     def owners_of(self, user_id):
-        found = {o for (o, _) in self.rows if o.user_id == user_id} | {
-            e.owner for e in self.ledger if e.user_id == user_id
-        }
+        found = (
+            {o for (o, _) in self.rows if o.user_id == user_id}
+            | {e.owner for e in self.ledger if e.user_id == user_id}
+            | {o for o in self.forgotten if o.user_id == user_id}
+        )
         return sorted(found, key=lambda o: o.key)
 
     def record(self, entry):

@@ -29,7 +29,8 @@ class Settings:
     nightly_speaker_concurrency: int = 32  # speakers consolidated at once (x model_concurrency threads)
     # The process's model limiter (adapters/limiter.py): requests open at once (HTTP pools are
     # sized to it) and started per minute (0: no per-minute bound); and how long one call may
-    # keep retrying throttles and transient failures before it is "not yet" (ModelUnavailable).
+    # keep retrying throttles before it is "not yet" (ModelUnavailable). Server errors and
+    # timeouts get a few quick retries only (adapters/retry.py).
     model_max_in_flight: int = 32
     model_rpm: int = 0
     model_deadline_seconds: float = 60.0

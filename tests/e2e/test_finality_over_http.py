@@ -16,6 +16,7 @@ from stack_process import StackProcess
 from loopback.jev_server import JevServer
 from loopback.openai_server import OpenAIServer
 from memorybot.core.commands import FORGET_ALL_COUNT_REASON
+from memorybot.core.domain import is_memory_id
 from memorybot.discord.interactions import TEXT_FORGET_ALL_EXPIRED
 from memorybot.discord.requests import FORGET_ALL_BUTTON
 from memorybot.local.client import LocalClient, find_signing_key
@@ -175,7 +176,12 @@ def test_a_display_name_with_lone_surrogates_is_stored_cleaned_not_refused(stack
 
 
 def memory_ids(stack: Stack, user_id: str) -> set[str]:
-    return {i["memory_id"]["S"] for i in stack.scan("memories") if i.get("user_id", {}).get("S") == user_id}
+    """The person's memories (not the other items beside them: the record of forgotten sources)."""
+    return {
+        i["memory_id"]["S"]
+        for i in stack.scan("memories")
+        if i.get("user_id", {}).get("S") == user_id and is_memory_id(i["memory_id"]["S"])
+    }
 
 
 def test_the_forget_all_confirmation_works_once(stack):

@@ -152,7 +152,11 @@ def body(response: dict) -> Any:
 
 def interactions_scenario(h: Harness) -> None:
     kept = memory(ALICE, "kept2", "Loves hiking in the Alps", at=utcnow(), scope=SCOPE)
-    gone = memory(ALICE, "g2ne3", "Has an exam on Friday", at=utcnow(), scope=SCOPE)
+    # learned from one of Alice's messages: forgetting it records that message as forgotten
+    gone = replace(
+        memory(ALICE, "g2ne3", "Has an exam on Friday", at=utcnow(), scope=SCOPE),
+        sources=(SourceRef(CHANNEL, snowflake_at(utcnow(), 3)),),
+    )
     for m in (kept, gone):
         h.memories.apply(Change(Action.ADD, None, m, "seed"), actor=Actor.EXTRACTION)
     said = chat("My sister Yuki lives in Osaka")

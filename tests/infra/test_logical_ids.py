@@ -43,4 +43,3 @@ def test_every_resource_that_holds_data_keeps_its_logical_id(encrypted_template)
         "a stateful resource's logical id changed, appeared or went: a deployed stack would replace it "
         f"(lose its data). Missing: {sorted(set(PINNED) - set(stateful))}; new: {sorted(set(stateful) - set(PINNED))}"
     )
-

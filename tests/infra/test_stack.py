@@ -241,7 +241,7 @@ IDEMPOTENCY = _dynamodb("PutItem", "UpdateItem", "DeleteItem")
 TABLE_ACCESS = {
     "Interactions": {
         "messages": _dynamodb("PutItem"),
-        "memories": _dynamodb("GetItem", "DeleteItem", "Query"),
+        "memories": _dynamodb("GetItem", "DeleteItem", "UpdateItem", "Query"),  # UpdateItem: a forget's sources
         "memory_log": _dynamodb("PutItem", "GetItem", "Query"),  # Query: export
         "dedup": IDEMPOTENCY,
     },
@@ -253,16 +253,16 @@ TABLE_ACCESS = {
     },
     "Extraction": {
         "messages": _dynamodb("Query"),
-        "memories": _dynamodb("PutItem", "DeleteItem", "Query"),
-        "memory_log": _dynamodb("PutItem", "GetItem", "Query"),  # Query: the forgotten sources
+        "memories": _dynamodb("GetItem", "PutItem", "DeleteItem", "Query"),  # GetItem: the forgotten sources
+        "memory_log": _dynamodb("PutItem", "GetItem"),
         "dedup": IDEMPOTENCY,
     },
     "NightlyClaim": {"nightly_runs": _dynamodb("GetItem", "PutItem", "UpdateItem")},
     "NightlyPlan": {"messages": _dynamodb("Query")},
     "NightlySpeaker": {
         "messages": _dynamodb("Query"),
-        "memories": _dynamodb("PutItem", "DeleteItem", "Query"),
-        "memory_log": _dynamodb("PutItem", "GetItem", "Query"),
+        "memories": _dynamodb("GetItem", "PutItem", "DeleteItem", "Query"),
+        "memory_log": _dynamodb("PutItem", "GetItem"),
         "nightly_runs": _dynamodb("GetItem", "PutItem"),
     },
     "NightlySpeakerFailed": {"nightly_runs": _dynamodb("GetItem", "PutItem")},

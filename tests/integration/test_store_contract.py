@@ -131,8 +131,24 @@ def test_the_forgotten_sources_are_those_of_memories_deleted_by_command_of_that_
     forgot = memories.apply(Change(Action.DELETE, m2, None, "forget"), actor=Actor.COMMAND)
     assert memories.forgotten_sources(owner("a")) == {"102", "103"}
     assert memories.forgotten_sources(owner("a", "guild:9")) == frozenset()
-    memories.redact(forgot)  # an erasure keeps the ids: forgetting still sticks after it
+    memories.redact(forgot)  # redacting the row keeps the ids: forgetting still sticks after it
     assert memories.forgotten_sources(owner("a")) == {"102", "103"}
+    m3 = add(memories, sourced(memory("a", "f3222"), "103", "104")).after
+    memories.apply(Change(Action.DELETE, m3, None, "forget"), actor=Actor.COMMAND)
+    assert memories.forgotten_sources(owner("a")) == {"102", "103", "104"}
+
+
+def test_the_record_of_forgotten_sources_is_found_by_the_persons_id_and_erased_with_them(memories):
+    m = add(memories, sourced(memory("a", "f1222", scope="guild:1"), "101")).after
+    memories.apply(Change(Action.DELETE, m, None, "forget"), actor=Actor.COMMAND)
+    other = add(memories, sourced(memory("b", "f2222", scope="guild:1"), "201")).after
+    memories.apply(Change(Action.DELETE, other, None, "forget"), actor=Actor.COMMAND)
+    assert owner("a", "guild:1") in memories.owners_of("a")
+    assert memories.read_profile(owner("a", "guild:1"), actor=Actor.COMMAND, reason="t", limit=None) == []
+    memories.erase_forgotten_sources(owner("a", "guild:1"))
+    assert memories.forgotten_sources(owner("a", "guild:1")) == frozenset()
+    assert memories.forgotten_sources(owner("b", "guild:1")) == {"201"}  # only that person's
+    memories.erase_forgotten_sources(owner("a", "guild:1"))  # nothing left: no error
 
 
 def test_a_message_stored_twice_is_stored_once(messages):

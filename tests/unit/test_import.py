@@ -4,6 +4,7 @@ contract's happy path, every bad input, idempotency, the ledger rows and the dry
 from __future__ import annotations
 
 import base64
+import dataclasses
 import json
 import threading
 from datetime import timedelta
@@ -23,6 +24,7 @@ from memorybot.core.domain import (
     Change,
     Owner,
     ScopeMode,
+    SourceRef,
     is_memory_id,
     iso,
     parse_iso,
@@ -205,6 +207,19 @@ def test_an_export_file_is_accepted_as_it_is_and_restores_every_scope(memories):
         assert (restored.text, restored.created_at, restored.updated_at) == (m.text, m.created_at, m.updated_at)
     assert {e.import_id for e in memories.changes()} == {"abcde", "fghjk"}  # the export's ids, on the ledger
     assert post(exported | {"dryRun": True})[1] == {"imported": 0, "unchanged": 2, "dryRun": True}
+
+
+def test_an_export_that_lists_forgotten_messages_imports_its_memories_and_nothing_forgotten(memories):
+    source = FakeMemoryStore()
+    kept = memory(ALICE, "abcde", "Plays the cello", scope=GUILD)
+    gone = dataclasses.replace(memory(ALICE, "fghjk", "Keeps bees", scope=GUILD), sources=(SourceRef("c1", "77"),))
+    for m in (kept, gone):
+        source.apply(Change(Action.ADD, None, m, "jev: add"), actor=Actor.EXTRACTION)
+    source.apply(Change(Action.DELETE, gone, None, "user asked to forget"), actor=Actor.COMMAND)
+    exported = json.loads(json.dumps(commands.export(source, ALICE)))
+    assert exported["scopes"][0]["forgottenSourceMessageIds"] == ["77"]
+    assert post(exported) == (200, {"imported": 1, "unchanged": 0, "dryRun": False})
+    assert [m.text for m in memories.of(owner(ALICE, GUILD))] == ["Plays the cello"]
 
 
 def test_an_export_with_a_field_the_import_does_not_know_is_refused_naming_where(memories):

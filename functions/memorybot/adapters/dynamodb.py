@@ -79,7 +79,11 @@ MAX_ATTEMPTS = 4  # "standard" retry mode: the first call and up to three retrie
 # ("TransactionConflict"); the conditions are re-checked on each attempt, so retrying is safe.
 TRANSACTION_CONFLICT_ATTEMPTS = 3
 TRANSACTION_CONFLICT_BACKOFF_SECONDS = 0.05
-FORGET_PAGE = 100  # ledger rows read per page while collecting what the owner forgot
+# The owner's forgotten sources: one item in the memories table beside the owner's memories,
+# under a sort key no memory id can take (ids are five lowercase letters and digits). It has no
+# updated_at and no stale_shard, so no profile, review or stale index ever lists it; it has
+# user_id and scope, so by_user finds it for export and erasure.
+FORGOTTEN_KEY = "#forgotten"
 
 
 def dynamodb_client() -> Any:
@@ -381,6 +385,9 @@ class DynamoMemoryStore:
                 }
             },
         ]
+        if entry.action is Action.DELETE and entry.actor is Actor.COMMAND and entry.sources:
+            # A forget by the person: its sources never teach again, recorded with the delete.
+            transaction.append(self._forgotten_write(change.owner, entry.sources))
         for attempt in range(1, TRANSACTION_CONFLICT_ATTEMPTS + 1):
             try:
                 # Any other failure, or no answer at all, may hide a commit: the ledger row,
@@ -401,6 +408,21 @@ class DynamoMemoryStore:
                     raise ConflictError(change.memory_id) from error
                 raise
         raise AssertionError("unreachable")
+
+    def _forgotten_write(self, owner: Owner, sources: tuple[SourceRef, ...]) -> Item:
+        return {
+            "Update": {
+                "TableName": self._memories,
+                "Key": memory_key(owner, FORGOTTEN_KEY),
+                "UpdateExpression": "ADD forgotten :ids SET #scope = :scope, user_id = :user",
+                "ExpressionAttributeNames": {"#scope": "scope"},
+                "ExpressionAttributeValues": {
+                    ":ids": {"SS": sorted({ref.message_id for ref in sources})},
+                    ":scope": s(owner.scope),
+                    ":user": s(owner.user_id),
+                },
+            }
+        }
 
     def _committed(self, entry: LedgerEntry) -> bool:
         key = {"owner": s(entry.owner.key), "entry_key": s(ledger_entry_key(entry))}
@@ -575,22 +597,17 @@ class DynamoMemoryStore:
         return [ledger_from_item(i) for i in islice(items, limit)]
 
     def forgotten_sources(self, owner: Owner) -> frozenset[str]:
-        items = query_items(
-            self._client,
-            TableName=self._log,
-            KeyConditionExpression="#owner = :owner",
-            FilterExpression="#actor = :command AND #action = :delete",
-            ProjectionExpression="sources",
-            ExpressionAttributeNames={"#owner": "owner", "#actor": "actor", "#action": "action"},
-            ExpressionAttributeValues={
-                ":owner": s(owner.key),
-                ":command": s(Actor.COMMAND.value),
-                ":delete": s(Action.DELETE.value),
-            },
-            Limit=FORGET_PAGE,  # rows read per page (before the filter)
+        # One consistent GetItem, whatever the length of the person's history.
+        item = self._client.get_item(
+            TableName=self._memories,
+            Key=memory_key(owner, FORGOTTEN_KEY),
+            ProjectionExpression="forgotten",
             ConsistentRead=True,
-        )
-        return frozenset(ref.message_id for item in items for ref in _sources_from(item))
+        ).get("Item")
+        return frozenset(item["forgotten"]["SS"]) if item and "forgotten" in item else frozenset()
+
+    def erase_forgotten_sources(self, owner: Owner) -> None:
+        self._client.delete_item(TableName=self._memories, Key=memory_key(owner, FORGOTTEN_KEY))
 
     def owners_of(self, user_id: str) -> list[Owner]:
         owners: dict[str, Owner] = {}

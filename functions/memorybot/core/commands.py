@@ -86,6 +86,8 @@ def export(memories: MemoryStore, user_id: str) -> dict:
                 "scope": owner.scope,
                 "memories": [_memory_json(m) for m in profile],
                 "ledger": [_entry_json(e) for e in changes],
+                # the messages of theirs never learned from again, because they forgot what was
+                "forgottenSourceMessageIds": sorted(memories.forgotten_sources(owner)),
             }
         )
     return {"userId": user_id, "scopes": scopes}

@@ -8,8 +8,9 @@ The body is either a list of rows::
      "dryRun": false}
 
 or an export file as ``/memory export`` writes it (``{"userId", "scopes": [{"scope", "memories",
-"ledger"}]}``): its memories are the rows (their export id is the source id), its ledger is
-history of the other deployment and is not imported.
+"ledger", "forgottenSourceMessageIds"}]}``): its memories are the rows (their export id is the
+source id), its ledger (and the ids of messages it no longer learns from) is history of the
+other deployment and is not imported.
 
 Every row is checked before anything is written: one bad row (or a scope this deployment
 does not use) refuses the whole request, naming the row and the field. Each imported
@@ -61,7 +62,8 @@ ROW_FIELDS = frozenset({"userId", "scope", "text", "createdAt", "updatedAt", "id
 REQUIRED_ROW_FIELDS = ("userId", "scope", "text", "createdAt")
 BODY_FIELDS = frozenset({"memories", "dryRun", "userId", "scopes"})
 # An export file (core/commands.py export): what each of its scopes and memories carries.
-EXPORT_SCOPE_FIELDS = frozenset({"scope", "memories", "ledger"})
+# Its ledger and its list of forgotten message ids are left out, as rows are all an import adds.
+EXPORT_SCOPE_FIELDS = frozenset({"scope", "memories", "ledger", "forgottenSourceMessageIds"})
 EXPORT_MEMORY_FIELDS = frozenset({"id", "text", "createdAt", "updatedAt", "sourceMessageIds"})
 
 

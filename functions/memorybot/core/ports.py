@@ -31,8 +31,18 @@ class ModelError(Exception):
     """A model call failed: error, timeout, or an answer that does not fit the contract."""
 
 
+class ModelFailed(ModelError):
+    """The service kept failing (server errors, timeouts, no connection) through the call's few
+    quick retries: the call has failed, "no answer", like any other ``ModelError``.
+
+    The core gives it the design's rule for a failed call (a verdict's record is left untouched,
+    a review keeps the memory...); only where nothing has been decided yet (extraction's "worth")
+    is it "not yet" instead.
+    """
+
+
 class ModelUnavailable(ModelError):
-    """No answer yet: the model stayed throttled or unreachable through every retry of the call.
+    """No answer yet: the model stayed throttled ("slow down") through every retry of the call.
 
     "Not yet", not "no": the core does not turn it into "no decision" but lets it through, so
     that the job fails before applying anything and runs again later.
@@ -113,7 +123,11 @@ class MemoryStore(Protocol):
 
     def forgotten_sources(self, owner: Owner) -> frozenset[str]:
         """The ids of the messages every memory the owner forgot (by command) was learned from:
-        never used to learn again."""
+        never used to learn again. One small read, whatever the length of the owner's history:
+        ``apply`` records a forget's sources (a delete with actor command) with the delete."""
+
+    def erase_forgotten_sources(self, owner: Owner) -> None:
+        """Remove the owner's record of forgotten sources (erasure only: it is personal data)."""
 
     def owners_of(self, user_id: str) -> list[Owner]:
         """Every scope in which the person has memories or ledger rows (export, erasure)."""
