@@ -30,7 +30,7 @@ from .function_specs import FUNCTIONS, LEDGER_REDACTOR
 from .grants import LEDGER_ACTIONS_ALLOWED, LEDGER_REDACTION_ATTRIBUTES, cross_region_models
 from .nightly import NIGHTLY_SCHEDULE
 from .personal_data_key import personal_data_key
-from .secrets_manager import build_secrets, secret_name
+from .secrets_manager import build_secrets
 from .settings import StackConfig
 
 # Where the tests and tools have always found them.
@@ -71,6 +71,3 @@ class MemoryBotStack(Stack):
     def cross_region_models(self) -> tuple[str, ...]:
         """Base model ids reached through a cross-region inference profile (granted in every region)."""
         return cross_region_models(self.config)
-
-    def secret_name(self, key: str) -> str:
-        return secret_name(self.config, key)
