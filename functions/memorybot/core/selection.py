@@ -1,0 +1,223 @@
+"""Which memories a reader sees: the ten most relevant to what the person is saying.
+
+One rule for the reply prompt, the live extraction and the nightly extraction. While a
+profile holds ``limit`` memories or fewer it is all of them, most recently updated first
+(the design's behaviour). Past that, memories are ranked by relevance to the query:
+
+- lexical: BM25 over tokens, computed over the profile itself (the profile is the corpus).
+  Latin-script text is split into lowercased words (NFKC, a short English stop list, light
+  suffix stripping); Han, Hiragana and Katakana runs into character bigrams, since Japanese
+  has no spaces between words and bigrams are the usual dictionary-free answer.
+- semantic: cosine similarity of L2-normalised vectors, only between vectors of the same model
+  (``Embedding.model``); a memory without one is ranked by its lexical score alone.
+- fused by reciprocal rank fusion (see docs/relevance.md for why not a weighted score).
+
+Ties, and a query that matches nothing, fall back to recency. Pure standard library: it runs in
+the Lambda path, where numpy's import would cost more than the arithmetic on ~2,000 short texts.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import unicodedata
+from collections import Counter
+from collections.abc import Callable, Sequence
+from enum import Enum
+
+from .domain import PROFILE_LIMIT, Embedding, Memory
+
+# BM25's usual constants (Robertson et al.): term-frequency saturation and length normalisation.
+BM25_K1 = 1.2
+BM25_B = 0.75
+# Reciprocal rank fusion's constant (Cormack et al. 2009): damps the head of each list so that
+# one ranker alone cannot decide the top.
+RRF_K = 60
+# The weighted alternative (kept for measurement): share of the semantic score.
+SEMANTIC_WEIGHT = 0.5
+
+# A few words that carry no fact: without them "my" and "i" would match every memory.
+STOPWORDS = frozenset(
+    """a an the and or but if of to in on at by for with from as is are was were be been being am do does did
+    i me my mine myself you your yours he him his she her hers it its we us our they them their theirs
+    this that these those there here what which who whom whose when where why how not no so too very just
+    can could will would should shall may might must have has had having get got about into over than then
+    also really like s t m re ve ll d""".split()
+)
+
+_CJK_RANGES = (
+    (0x3040, 0x309F),  # Hiragana
+    (0x30A0, 0x30FF),  # Katakana
+    (0x31F0, 0x31FF),  # Katakana phonetic extensions
+    (0x3400, 0x4DBF),  # CJK extension A
+    (0x4E00, 0x9FFF),  # CJK unified ideographs
+    (0xF900, 0xFAFF),  # CJK compatibility ideographs
+    (0x20000, 0x2FA1F),  # CJK extensions B.. and compatibility supplement
+)
+_WORD = re.compile(r"[^\W_]+")  # "i'm" -> "i", "m": clitics fall to the stop list
+
+
+def is_cjk(ch: str) -> bool:
+    code = ord(ch)
+    return any(lo <= code <= hi for lo, hi in _CJK_RANGES) or ch == "ー"  # the long-vowel mark joins katakana
+
+
+def _stem(word: str) -> str:
+    """Light English suffix stripping (plurals, -ing, -ed, a final e), the same on both sides of a
+    comparison: "hikes", "hiking", "hiked" and "hike" all become "hik". Nothing clever."""
+    if len(word) <= 3 or not word.isascii():
+        return word
+    stripped = False
+    if word.endswith("ies") and len(word) >= 7:
+        word = word[:-3] + "y"
+    elif word.endswith("sses"):
+        word = word[:-2]
+    elif word.endswith("s") and not word.endswith(("ss", "us", "is")):
+        word = word[:-1]
+    elif word.endswith("ing") and len(word) >= 6:
+        word, stripped = word[:-3], True
+    elif word.endswith("ed") and len(word) >= 5:
+        word, stripped = word[:-2], True
+    if stripped and len(word) >= 3 and word[-1] == word[-2] and word[-1] not in "lsz":
+        word = word[:-1]  # running -> run, planned -> plan
+    if word.endswith("e") and len(word) >= 4:
+        word = word[:-1]
+    return word
+
+
+def tokens(text: str) -> list[str]:
+    """The terms of a text: Latin-script words, and character bigrams of CJK runs."""
+    text = unicodedata.normalize("NFKC", text).casefold()
+    out: list[str] = []
+    run: list[str] = []
+    rest: list[str] = []
+
+    def flush_run() -> None:
+        if len(run) == 1:
+            out.append(run[0])
+        else:
+            out.extend(run[i] + run[i + 1] for i in range(len(run) - 1))
+        run.clear()
+
+    for ch in text:
+        if is_cjk(ch):
+            run.append(ch)
+            rest.append(" ")
+        else:
+            if run:
+                flush_run()
+            rest.append(ch)
+    if run:
+        flush_run()
+    for match in _WORD.finditer("".join(rest)):
+        word = match.group()
+        if word in STOPWORDS:
+            continue
+        stemmed = _stem(word)
+        if stemmed and stemmed not in STOPWORDS:
+            out.append(stemmed)
+    return out
+
+
+def bm25_scores(documents: Sequence[Sequence[str]], query: Sequence[str]) -> list[float]:
+    """BM25 of each tokenised document against the query terms (each distinct term once)."""
+    n = len(documents)
+    if not n or not query:
+        return [0.0] * n
+    counts = [Counter(doc) for doc in documents]
+    avg_len = sum(len(doc) for doc in documents) / n or 1.0
+    terms = set(query)
+    df = {t: sum(1 for c in counts if t in c) for t in terms}
+    idf = {t: math.log(1.0 + (n - df[t] + 0.5) / (df[t] + 0.5)) for t in terms if df[t]}
+    scores = []
+    for doc, c in zip(documents, counts, strict=True):
+        norm = BM25_K1 * (1.0 - BM25_B + BM25_B * len(doc) / avg_len)
+        scores.append(sum(idf[t] * c[t] * (BM25_K1 + 1.0) / (c[t] + norm) for t in idf if t in c))
+    return scores
+
+
+def cosine(a: Sequence[float], b: Sequence[float]) -> float:
+    """Dot product: both vectors are L2-normalised."""
+    return math.fsum(x * y for x, y in zip(a, b, strict=False))
+
+
+def semantic_scores(memories: Sequence[Memory], query_embedding: Embedding | None) -> list[float | None]:
+    """Cosine per memory; None where there is nothing comparable (no vector, or another model's)."""
+    if query_embedding is None:
+        return [None] * len(memories)
+    model, q = query_embedding.model, query_embedding.vector
+    return [cosine(m.embedding.vector, q) if m.embedding and m.embedding.model == model else None for m in memories]
+
+
+class Fusion(str, Enum):
+    RRF = "rrf"
+    WEIGHTED = "weighted"
+
+
+FUSION = Fusion.RRF
+
+
+def _ranks(scores: Sequence[float | None]) -> list[int | None]:
+    """1-based rank of each positive score (equal scores share a rank); None for none."""
+    ordered = sorted({s for s in scores if s is not None and s > 0}, reverse=True)
+    place = {s: i + 1 for i, s in enumerate(ordered)}
+    return [place[s] if s is not None and s > 0 else None for s in scores]
+
+
+def fuse_rrf(lexical: Sequence[float], semantic: Sequence[float | None]) -> list[float]:
+    lex_ranks, sem_ranks = _ranks(lexical), _ranks(semantic)
+    return [
+        (1.0 / (RRF_K + lr) if lr else 0.0) + (1.0 / (RRF_K + sr) if sr else 0.0)
+        for lr, sr in zip(lex_ranks, sem_ranks, strict=True)
+    ]
+
+
+def fuse_weighted(lexical: Sequence[float], semantic: Sequence[float | None]) -> list[float]:
+    """Lexical scaled to [0, 1] by the best score, plus the (positive part of the) cosine."""
+    top = max(lexical, default=0.0) or 1.0
+    return [
+        (1.0 - SEMANTIC_WEIGHT) * (lex / top) + SEMANTIC_WEIGHT * max(sem or 0.0, 0.0)
+        for lex, sem in zip(lexical, semantic, strict=True)
+    ]
+
+
+_FUSERS: dict[Fusion, Callable[[Sequence[float], Sequence[float | None]], list[float]]] = {
+    Fusion.RRF: fuse_rrf,
+    Fusion.WEIGHTED: fuse_weighted,
+}
+
+
+def _newest_first(memories: Sequence[Memory]) -> list[Memory]:
+    return sorted(memories, key=lambda m: (m.updated_at, m.memory_id), reverse=True)
+
+
+def rank(
+    memories: Sequence[Memory],
+    query: str,
+    *,
+    query_embedding: Embedding | None = None,
+    fusion: Fusion = FUSION,
+) -> list[Memory]:
+    """Every memory, most relevant first; equal relevance (no signal included) by recency."""
+    ordered = _newest_first(memories)
+    lexical = bm25_scores([tokens(m.text) for m in ordered], tokens(query))
+    semantic = semantic_scores(ordered, query_embedding)
+    if any(s is not None for s in semantic):
+        scores = _FUSERS[fusion](lexical, semantic)
+    else:
+        scores = lexical
+    # sorted() is stable: equal scores keep the newest-first order.
+    return [m for _, m in sorted(zip(scores, ordered, strict=True), key=lambda pair: -pair[0])]
+
+
+def select(
+    memories: Sequence[Memory],
+    query: str,
+    *,
+    limit: int = PROFILE_LIMIT,
+    query_embedding: Embedding | None = None,
+) -> list[Memory]:
+    """Up to ``limit`` memories: all of them (newest first) when they fit, else the most relevant."""
+    if len(memories) <= limit:
+        return _newest_first(memories)
+    return rank(memories, query, query_embedding=query_embedding)[:limit]
