@@ -390,6 +390,9 @@ class RunSummary:
     conflicts: int = 0  # changes dropped because the record changed since it was read
     speakers: int = 0
     chunks: int = 0
+    embedded: int = 0  # memories given a vector by the embedding backfill
+    # Where the backfill's pass over the memories stopped (keys only): the next night goes on from there.
+    embedding_cursor: str = ""
 
     @classmethod
     def saved(cls, data: dict) -> RunSummary:
