@@ -511,7 +511,8 @@ JA_MONTHS = [
 # ---------------------------------------------------------------- templates
 # Per kind: fact texts (the memory as the bot wrote it), questions (what the person asks the bot),
 # re-mentions (the person saying the fact again). Fields: n/a/c = the item's name/alt/class;
-# p/r/ra = a person's name/relation/relation alt; m/s = month/season; pn/sp/spa = pet name/species/alt; y = age.
+# p/r/ra = a person's name/relation/relation alt; m/s = month/season; pn/sp/spa = pet name/species/alt;
+# y/yo = an age ("3" / "3 years old").
 T = dict[str, dict[str, list[str]]]
 EN_T: T = {
     "food_like": {
@@ -648,7 +649,7 @@ EN_T: T = {
         "re": ["My little {spa} {pn} knocked everything off the table again", "{pn} my {sp} says hi"],
     },
     "pet_age": {
-        "fact": ["{pn} the {sp} is {y} years old"],
+        "fact": ["{pn} the {sp} is {yo}"],
         "q": ["How old is my {spa} now?", "What age is {pn}?", "When was {pn} born, roughly?"],
         "re": ["My {spa} just turned {y}", "{pn} is already {y}, time flies"],
     },
@@ -891,7 +892,10 @@ def _candidates(lang: Lang, rng: random.Random, facts: int) -> list[Candidate]:
         species = rng.choice(v["species"])
         pet = {"pn": pet_name, "sp": species["n"], "spa": species["a"], "c": species["c"]}
         out.append(Candidate("pet", pet_name, pet))
-        out.append(Candidate("pet_age", pet_name, {**pet, "y": str(rng.randint(1, 15))}))
+        age = rng.randint(1, 15)
+        out.append(
+            Candidate("pet_age", pet_name, {**pet, "y": str(age), "yo": f"{age} year{'s' if age > 1 else ''} old"})
+        )
         out.append(Candidate("pet_health", pet_name, {**pet, **item(rng.choice(v["pet_health"])), "c": "health"}))
     # The people in their life: enough of them that the profile can reach its size. A relation
     # flagged 1 (mother, partner, boss ...) is somebody's only one.

