@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import json
 import random
+import re
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -87,7 +88,7 @@ rock climbing | bouldering; climbing walls at the gym | sport
 trail running | jogging on mountain paths; off-road runs | exercise
 knitting | making scarves from yarn; needlework | craft
 chess | online blitz; the royal game | board game
-baking sourdough | making bread from a starter; loaves | baking
+baking sourdough | making bread from a starter; bread baking | baking
 birdwatching | spotting warblers with binoculars; birding | outdoor pastime
 photography | shooting film; taking pictures | art
 the cello | bowing a string instrument; cello lessons | music
@@ -193,16 +194,16 @@ EN_NAMES = {
     Hamid Joel Lars Nils Pedro""".split(),
 }
 EN_SITUATIONS = _items("""
-is expecting a baby | pregnant; has a baby on the way | family news
-got engaged | engaged to be married; planning a wedding | big news
-broke a leg | fractured shin; leg in a cast | injury
+is expecting a baby | a baby on the way; the pregnancy | family news
+got engaged | the engagement; the wedding plans | big news
+broke a leg | a fractured shin; the leg in a cast | injury
 is studying for the bar exam | law exam prep; the bar | exams
-is job hunting | looking for work; between jobs | career
-just moved house | new flat; changed address | move
-started university | first year at uni; freshman | studies
-is in hospital | admitted to a ward; recovering on a ward | health
-retired this year | stopped working; finished their career | career
-adopted a puppy | got a new dog; brought home a rescue pup | new pet
+is job hunting | the job search; being between jobs | career
+just moved house | a new flat; the change of address | move
+started university | the first year at uni; freshman life | studies
+is in hospital | a hospital stay; the time on a ward | health
+retired this year | retirement; the end of their career | career
+adopted a puppy | a new dog; the rescue pup | new pet
 """)
 EN_SELF_SITUATIONS = _items("""
 Is training for a half marathon | running the 21 km race; race training | running
@@ -424,15 +425,15 @@ JA_NAMES = {
     ジョン 陸 聡 一郎 圭 達也 雄大 日向 孝 慎也 大樹 潤 勇気 康介 俊 航 正人 哲也 亮太 剛 貴之 晴人""".split(),
 }
 JA_SITUATIONS = _items("""
-もうすぐ親になる | 赤ちゃんが生まれる; おめでた | 家族のこと
-婚約した | 結婚が決まった; 入籍の予定 | お祝い
+もうすぐ親になる | 出産予定; おめでた | 家族のこと
+婚約した | 結婚の話; 入籍の予定 | お祝い
 足を骨折した | 脚のけが; ギプス | 怪我
 司法試験の勉強中 | 法律の試験; 受験勉強 | 試験
 就職活動中 | 仕事探し; 就活 | 仕事
 引っ越したばかり | 新居; 新しい家 | 住まい
-大学に入学した | 新入生; 大学生になった | 学校
-入院している | 病院にいる; 入院生活 | 体調
-定年退職した | 仕事を辞めた; 退職 | 仕事
+大学に入学した | 新入生; 大学生活 | 学校
+入院している | 入院中; 入院生活 | 体調
+定年退職した | リタイア; 退職 | 仕事
 子犬を迎えた | 新しいワンちゃん; 保護犬 | ペット
 """)
 JA_SELF_SITUATIONS = _items("""
@@ -537,13 +538,13 @@ EN_T: T = {
         ],
     },
     "hobby": {
-        "fact": ["Does {n} most weekends", "Has been into {n} for years", "Spends free time on {n}"],
+        "fact": ["Spends most weekends on {n}", "Has been into {n} for years", "Spends free time on {n}"],
         "q": [
             "What {c} do I usually spend my Saturdays on?",
             "Am I the kind of person who likes {a}?",
             "How long have I been doing {n} now?",
         ],
-        "re": ["I went {a} again this weekend, I never get tired of it", "My Sundays are still all about {n}"],
+        "re": ["Spent the weekend on {a} again, I never get tired of it", "My Sundays are still all about {n}"],
     },
     "hobby_new": {
         "fact": ["Recently took up {n}", "Started {n} a few weeks ago"],
@@ -609,9 +610,9 @@ EN_T: T = {
         "q": [
             "Which {c} do I already have at home?",
             "Do I own {a} already?",
-            "Is my {n} still working fine?",
+            "Should I replace {n}, or is mine still fine?",
         ],
-        "re": ["I use {a} every day now", "My {n} has been great so far"],
+        "re": ["I use {a} every day now", "Really glad I got {n}, it has been great"],
     },
     "job": {
         "fact": ["Works as a {n}", "Is a {n}"],
@@ -629,14 +630,14 @@ EN_T: T = {
         "re": ["My {ra} {p} still {a}", "{p} is still working as a {n}"],
     },
     "person_hobby": {
-        "fact": ["{R} {p} is really into {n}", "{R} {p} does {n}"],
+        "fact": ["{R} {p} is really into {n}", "{R} {p} spends weekends on {n}"],
         "q": ["What does {p} do for fun?", "Who do I know that loves {a}?", "Which {c} is my {ra} into?"],
-        "re": ["{p} dragged me along to {a} again", "My {ra} still does {n} every week"],
+        "re": ["{p} roped me into {a} again", "My {ra} still spends every week on {n}"],
     },
     "person_situation": {
         "fact": ["{R} {p} {n}"],
-        "q": ["Any {c} from {p} lately?", "Which {ra} of mine is {a}?", "How is {p} doing these days?"],
-        "re": ["My {ra} {p} is {a}, I told you", "So {p} {n}, remember?"],
+        "q": ["Any {c} from {p} lately?", "Which {ra} of mine was dealing with {a}?", "How is {p} doing these days?"],
+        "re": ["Big news about my {ra} {p}: {a}", "So {p} {n}, remember?"],
     },
     "birthday": {
         "fact": ["{R} {p}'s birthday is in {m}"],
@@ -896,7 +897,7 @@ def _candidates(lang: Lang, rng: random.Random, facts: int) -> list[Candidate]:
         out.append(
             Candidate("pet_age", pet_name, {**pet, "y": str(age), "yo": f"{age} year{'s' if age > 1 else ''} old"})
         )
-        out.append(Candidate("pet_health", pet_name, {**pet, **item(rng.choice(v["pet_health"])), "c": "health"}))
+        out.append(Candidate("pet_health", pet_name, {**pet, **item(rng.choice(v["pet_health"]))}))
     # The people in their life: enough of them that the profile can reach its size. A relation
     # flagged 1 (mother, partner, boss ...) is somebody's only one.
     cast = max(4, (facts * 11 // 10 - len(out)) // 5 + 1)
@@ -920,11 +921,14 @@ def _candidates(lang: Lang, rng: random.Random, facts: int) -> list[Candidate]:
     return out
 
 
+_A_BEFORE_VOWEL = re.compile(r"\b([Aa]) (?=[aeioAEIO])")  # "a electrician" -> "an electrician" ("a used car" stays)
+
+
 def _render(template: str, ctx: dict[str, Any], rng: random.Random) -> str:
     fields = {k: rng.choice(val) if isinstance(val, list) else val for k, val in ctx.items()}
     # Capitalised variants for a field at the start of an English sentence.
     fields.update({k.upper(): str(val)[:1].upper() + str(val)[1:] for k, val in list(fields.items())})
-    text = template.format(**fields)
+    text = _A_BEFORE_VOWEL.sub(r"\1n ", template.format(**fields))
     return text[:1].upper() + text[1:]
 
 
