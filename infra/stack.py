@@ -247,8 +247,8 @@ FUNCTIONS = (
             "memories": access("GetItem", "DeleteItem", indexes=("by_updated", "by_user")),
             # UpdateItem: the redaction, granted apart and conditioned (see _grant_ledger_redaction)
             "memory_log": access("PutItem", "GetItem", "Query", indexes=("by_user",)),
-            # their own lines (by_author) and the bot's replies to them (by_conversation)
-            "messages": access("DeleteItem", indexes=("by_author", "by_conversation")),
+            # their own lines (by_author) and the bot's replies to them (by_conversation_of)
+            "messages": access("DeleteItem", indexes=("by_author", "by_conversation_of")),
         },
         secrets=("MEMORYBOT_ADMIN_SECRET",),
     ),

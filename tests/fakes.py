@@ -209,8 +209,12 @@ class FakeMessageStore:
     def __init__(self) -> None:
         self.rows: dict[tuple[str, str], Message] = {}
 
-    def put(self, message: Message) -> None:
-        self.rows.setdefault((message.channel_id, message.message_id), message)
+    def put(self, message: Message) -> bool:
+        key = (message.channel_id, message.message_id)
+        if key in self.rows:
+            return False
+        self.rows[key] = message
+        return True
 
     def recent(self, channel_id, limit, *, up_to=None):
         mine = sorted(

@@ -308,7 +308,7 @@ INDEX_QUERIES = {
         ("memories", "by_user"),
         ("memory_log", "by_user"),
         ("messages", "by_author"),
-        ("messages", "by_conversation"),
+        ("messages", "by_conversation_of"),
     },
 }
 

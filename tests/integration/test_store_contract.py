@@ -137,9 +137,25 @@ def test_the_forgotten_sources_are_those_of_memories_deleted_by_command_of_that_
 
 def test_a_message_stored_twice_is_stored_once(messages):
     said = message("alice", "hello", channel="c1")
-    messages.put(said)
-    messages.put(dataclasses.replace(said, content="changed"))
+    assert messages.put(said) is True
+    assert messages.put(dataclasses.replace(said, content="changed")) is False  # the first copy stands
     assert messages.recent("c1", 10) == [said]
+
+
+def test_of_person_is_their_own_lines_and_every_reply_to_them_even_with_their_lines_gone(messages):
+    at = iter(T0 + timedelta(seconds=n) for n in range(20))
+    mine = message("a", "mine", at=next(at), channel="c1")
+    to_me = message("bot", "to a", at=next(at), channel="c1", bot=True, to="a")
+    to_me_elsewhere = message("bot", "to a in c2", at=next(at), channel="c2", bot=True, to="a")
+    to_them = message("bot", "to b", at=next(at), channel="c1", bot=True, to="b")
+    history = message("a", "said in the channel", at=next(at), channel="c3", to="")
+    for m in (mine, to_me, to_me_elsewhere, to_them, history):
+        messages.put(m)
+    assert messages.of_person("a") == [mine, to_me, to_me_elsewhere, history]
+    messages.delete(mine)
+    messages.delete(history)
+    assert messages.of_person("a") == [to_me, to_me_elsewhere]  # found by the person they answer
+    assert messages.of_person("b") == [to_them]
 
 
 def test_recent_is_the_channels_newest_oldest_first_up_to_an_id(messages):

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import heapq
 import json
+import secrets
 import time
 import zlib
 from collections.abc import Callable, Iterator, Sequence
@@ -112,6 +113,7 @@ BY_RUN = _index(tables.MEMORY_LOG, "by_run")
 BY_JST_DAY = _index(tables.MESSAGES, "by_jst_day")
 BY_CONVERSATION = _index(tables.MESSAGES, "by_conversation")
 BY_AUTHOR = _index(tables.MESSAGES, "by_author")
+BY_CONVERSATION_OF = _index(tables.MESSAGES, "by_conversation_of")
 MEMORIES_BY_USER = _index(tables.MEMORIES, "by_user")
 LEDGER_BY_USER = _index(tables.MEMORY_LOG, "by_user")
 
@@ -725,32 +727,38 @@ class DynamoMessageStore:
         self._client = client
         self._table = settings.table(tables.MESSAGES)
 
-    def put(self, message: Message) -> None:
-        # A failed condition means already stored (a redelivered event): the first copy stands,
-        # and that is success.
-        conditional_write(
+    def put(self, message: Message) -> bool:
+        # A failed condition means already stored (a redelivered event or a replayed /chat): the
+        # first copy stands, and that is success. The write carries a token of this call, so that
+        # botocore's retry of a put whose answer was lost finds its own copy and still says "stored".
+        token = secrets.token_hex(8)
+        return conditional_write(
             self._client.put_item,
             TableName=self._table,
-            Item=message_item(message),
-            ConditionExpression="attribute_not_exists(message_id)",
+            Item={**message_item(message), "stored_by": s(token)},
+            ConditionExpression="attribute_not_exists(message_id) OR stored_by = :mine",
+            ExpressionAttributeValues={":mine": s(token)},
         )
 
     def of_person(self, user_id: str) -> list[Message]:
-        own = [
-            message_from_item(i)
-            for i in query_items(
-                self._client,
-                TableName=self._table,
-                IndexName=BY_AUTHOR,
-                KeyConditionExpression="author_id = :user",
-                ExpressionAttributeValues={":user": s(user_id)},
-            )
-        ]
-        channels = sorted({m.channel_id for m in own})
-        replies = [m for channel_id in channels for m in self._conversation_lines(channel_id, user_id) if m.is_bot]
+        own = self._by_person(BY_AUTHOR, "author_id", user_id)
+        # The bot's replies by the person they answer, not through the channels of the person's
+        # own lines: a reply stored after those lines were erased is still found.
+        conversations = [m for m in self._by_person(BY_CONVERSATION_OF, "conversation_of", user_id) if m.is_bot]
         return sorted(
-            {(m.channel_id, m.message_id): m for m in own + replies}.values(), key=lambda m: int(m.message_id)
+            {(m.channel_id, m.message_id): m for m in own + conversations}.values(), key=lambda m: int(m.message_id)
         )
+
+    def _by_person(self, index: str, attribute: str, user_id: str) -> list[Message]:
+        items = query_items(
+            self._client,
+            TableName=self._table,
+            IndexName=index,
+            KeyConditionExpression=f"{attribute} = :user",
+            ExpressionAttributeValues={":user": s(user_id)},
+        )
+        # The index is shared by key only: check the person again, so no other line slips in.
+        return [m for m in map(message_from_item, items) if getattr(m, attribute) == user_id]
 
     def delete(self, message: Message) -> None:
         self._client.delete_item(TableName=self._table, Key=message_key(message))

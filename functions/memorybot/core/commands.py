@@ -25,6 +25,15 @@ def show(memories: MemoryStore, owner: Owner) -> list[str]:
     return [m.preview() for m in profile]
 
 
+FORGET_ALL_COUNT_REASON = "memory forget-all count"
+
+
+def count(memories: MemoryStore, owner: Owner) -> int:
+    """How many memories the owner has in this scope: the number the forget-all prompt asks about.
+    The profile is read to count it, and the ledger says so (not a ``show`` nobody asked for)."""
+    return len(memories.read_profile(owner, actor=Actor.COMMAND, reason=FORGET_ALL_COUNT_REASON, limit=None))
+
+
 SUGGESTIONS = 25  # Discord's limit on autocomplete choices
 
 

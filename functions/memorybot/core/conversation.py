@@ -52,10 +52,11 @@ class HearDeps(Protocol):
 
 def hear(deps: HearDeps, job: ReplyJob, text: str) -> bool:
     """Store the person's line and hand the reply on; False when the hand-off failed (the
-    person is told so; the line stays, as part of their conversation)."""
+    person is told so; the line stays, as part of their conversation). A line already stored
+    (the same interaction replayed) is not handed on again: True, quietly."""
     # The interaction id is a snowflake: the message's time is the time in it.
     # Part of the caller's own conversation with the bot: it may decide their memories.
-    deps.message_store.put(
+    heard = deps.message_store.put(
         Message(
             job.channel_id,
             job.interaction_id,
@@ -67,6 +68,11 @@ def hear(deps: HearDeps, job: ReplyJob, text: str) -> bool:
             conversation_of=job.user_id,
         )
     )
+    if not heard:
+        # The same interaction again (a replay inside the signature's window): its reply is the
+        # first copy's. A second hand-off would only find that reply in progress and fail.
+        logger.info("chat already heard: not handed on again", extra={"interaction_id": job.interaction_id})
+        return True
     try:
         deps.invoker.invoke(job)
     except Exception as exc:  # noqa: BLE001 - the person gets an answer either way

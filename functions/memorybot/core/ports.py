@@ -139,8 +139,9 @@ class MemoryStore(Protocol):
 
 
 class MessageStore(Protocol):
-    def put(self, message: Message) -> None:
-        """Store one message; storing the same message id again changes nothing."""
+    def put(self, message: Message) -> bool:
+        """Store one message; storing the same message id again changes nothing. True when this
+        call stored it, False when that id was stored already (a redelivery, a replay)."""
 
     def recent(self, channel_id: str, limit: int, *, up_to: str | None = None) -> list[Message]:
         """The channel's newest ``limit`` messages (with ids up to ``up_to``, if given), oldest first."""
@@ -157,7 +158,8 @@ class MessageStore(Protocol):
         person's own conversation with the bot, oldest first."""
 
     def of_person(self, user_id: str) -> list[Message]:
-        """Every stored message the person wrote, and the bot's replies in their conversations."""
+        """Every stored message the person wrote, and the bot's replies to them in every channel
+        (found by the person they answer, even when none of the person's own lines is left)."""
 
     def delete(self, message: Message) -> None:
         """Delete one stored message (erasure)."""
