@@ -29,6 +29,9 @@ def decode(data: bytes) -> tuple[float, ...]:
         raise ValueError(f"unknown vector format {version}")
     codes = array("b")
     codes.frombytes(data[_HEADER.size :])
-    vector = [c * scale / 127 for c in codes]
-    norm = math.sqrt(math.fsum(x * x for x in vector))
-    return tuple(x / norm for x in vector) if norm else tuple(vector)
+    # The scale cancels out of a normalised vector: the codes, normalised, are the vector.
+    norm = math.sqrt(sum(c * c for c in codes))
+    if not norm:
+        return tuple(0.0 for _ in codes)
+    inverse = 1.0 / norm
+    return tuple(c * inverse for c in codes)

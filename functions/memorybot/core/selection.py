@@ -19,11 +19,13 @@ the Lambda path, where numpy's import would cost more than the arithmetic on ~2,
 from __future__ import annotations
 
 import math
+import operator
 import re
 import unicodedata
 from collections import Counter
 from collections.abc import Callable, Sequence
 from enum import Enum
+from functools import lru_cache
 
 from .domain import PROFILE_LIMIT, Embedding, Memory
 
@@ -45,21 +47,15 @@ STOPWORDS = frozenset(
     also really like s t m re ve ll d""".split()
 )
 
-_CJK_RANGES = (
-    (0x3040, 0x309F),  # Hiragana
-    (0x30A0, 0x30FF),  # Katakana
-    (0x31F0, 0x31FF),  # Katakana phonetic extensions
-    (0x3400, 0x4DBF),  # CJK extension A
-    (0x4E00, 0x9FFF),  # CJK unified ideographs
-    (0xF900, 0xFAFF),  # CJK compatibility ideographs
-    (0x20000, 0x2FA1F),  # CJK extensions B.. and compatibility supplement
-)
+# Hiragana, Katakana (with its phonetic extensions and the long-vowel mark), and the CJK ideographs
+# (unified, extension A, compatibility, and the supplementary planes' extensions).
+_CJK_CLASS = "\u3040-\u30ff\u31f0-\u31ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\U00020000-\U0002fa1f"
+_CJK_RUN = re.compile(f"[{_CJK_CLASS}]+")
 _WORD = re.compile(r"[^\W_]+")  # "i'm" -> "i", "m": clitics fall to the stop list
 
 
 def is_cjk(ch: str) -> bool:
-    code = ord(ch)
-    return any(lo <= code <= hi for lo, hi in _CJK_RANGES) or ch == "ー"  # the long-vowel mark joins katakana
+    return bool(_CJK_RUN.fullmatch(ch))
 
 
 def _stem(word: str) -> str:
@@ -87,36 +83,25 @@ def _stem(word: str) -> str:
 
 def tokens(text: str) -> list[str]:
     """The terms of a text: Latin-script words, and character bigrams of CJK runs."""
+    return list(_tokens(text))
+
+
+@lru_cache(maxsize=8192)  # a warm function ranks the same person's memories turn after turn
+def _tokens(text: str) -> tuple[str, ...]:
     text = unicodedata.normalize("NFKC", text).casefold()
     out: list[str] = []
-    run: list[str] = []
-    rest: list[str] = []
-
-    def flush_run() -> None:
+    for run in _CJK_RUN.findall(text):
         if len(run) == 1:
-            out.append(run[0])
+            out.append(run)
         else:
-            out.extend(run[i] + run[i + 1] for i in range(len(run) - 1))
-        run.clear()
-
-    for ch in text:
-        if is_cjk(ch):
-            run.append(ch)
-            rest.append(" ")
-        else:
-            if run:
-                flush_run()
-            rest.append(ch)
-    if run:
-        flush_run()
-    for match in _WORD.finditer("".join(rest)):
-        word = match.group()
+            out.extend(run[i : i + 2] for i in range(len(run) - 1))
+    for word in _WORD.findall(_CJK_RUN.sub(" ", text)):
         if word in STOPWORDS:
             continue
         stemmed = _stem(word)
         if stemmed and stemmed not in STOPWORDS:
             out.append(stemmed)
-    return out
+    return tuple(out)
 
 
 def bm25_scores(documents: Sequence[Sequence[str]], query: Sequence[str]) -> list[float]:
@@ -138,7 +123,7 @@ def bm25_scores(documents: Sequence[Sequence[str]], query: Sequence[str]) -> lis
 
 def cosine(a: Sequence[float], b: Sequence[float]) -> float:
     """Dot product: both vectors are L2-normalised."""
-    return math.fsum(x * y for x, y in zip(a, b, strict=False))
+    return sum(map(operator.mul, a, b))
 
 
 def semantic_scores(memories: Sequence[Memory], query_embedding: Embedding | None) -> list[float | None]:
@@ -200,7 +185,7 @@ def rank(
 ) -> list[Memory]:
     """Every memory, most relevant first; equal relevance (no signal included) by recency."""
     ordered = _newest_first(memories)
-    lexical = bm25_scores([tokens(m.text) for m in ordered], tokens(query))
+    lexical = bm25_scores([_tokens(m.text) for m in ordered], _tokens(query))
     semantic = semantic_scores(ordered, query_embedding)
     if any(s is not None for s in semantic):
         scores = _FUSERS[fusion](lexical, semantic)
