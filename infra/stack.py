@@ -23,7 +23,7 @@ from aws_cdk import aws_sqs as sqs
 from constructs import Construct
 
 from memorybot import tables
-from memorybot.config import SECRET_KEYS
+from memorybot.config import SECRET_KEYS, inference_profile_base
 
 from . import nightly
 from .alarms import on_any
@@ -227,11 +227,13 @@ FUNCTIONS = (
     ),
     FunctionSpec(
         "Admin",
-        "Admin rollback of a nightly run (admin secret)",
+        "Admin rollback of a nightly run and operator import (admin secret)",
         memory_mb=512,
         timeout=Duration.seconds(29),  # API Gateway's own limit
         tables={
+            # rollback: reverts; import: each memory with its marker (PutItem), a dry run's marker check (GetItem)
             "memories": access("GetItem", "PutItem", "DeleteItem"),
+            # the rows of both; GetItem finds a change whose answer was lost
             "memory_log": access("PutItem", "GetItem", indexes=("by_run",)),
             "nightly_runs": access("GetItem", "UpdateItem"),  # the lease and the rolled-back mark
         },
@@ -266,7 +268,6 @@ _RETENTION = {
     180: logs.RetentionDays.SIX_MONTHS,
     365: logs.RetentionDays.ONE_YEAR,
 }
-_GEO_PREFIXES = ("us", "eu", "apac", "jp", "au", "ca", "us-gov", "global")
 
 
 class MemoryBotStack(Stack):
@@ -449,6 +450,7 @@ class MemoryBotStack(Stack):
             "DISCORD_APPLICATION_ID": c.discord_application_id,
             "MEMORYBOT_FETCH_CHANNEL_HISTORY": "true" if c.fetch_channel_history else "false",
             "MEMORYBOT_MEMORY_SCOPE": c.memory_scope,
+            "MEMORYBOT_LEDGER_READ_RETENTION_DAYS": str(c.ledger_read_retention_days),
         }
         env.update(self._model_quota_environment())
         if c.jev_url:
@@ -582,8 +584,7 @@ class MemoryBotStack(Stack):
         """Base model ids reached through a cross-region inference profile (granted in every region)."""
         bases = []
         for model_id in self.config.bedrock_model_ids:
-            geo, _, base = model_id.partition(".")
-            if not model_id.startswith("arn:") and geo in _GEO_PREFIXES and base:
+            if base := inference_profile_base(model_id):
                 bases.append(base)
         return tuple(dict.fromkeys(bases))
 
@@ -593,8 +594,7 @@ class MemoryBotStack(Stack):
             if model_id.startswith("arn:"):
                 resources.append(model_id)
                 continue
-            geo, _, base = model_id.partition(".")
-            if geo in _GEO_PREFIXES and base:
+            if base := inference_profile_base(model_id):
                 # A cross-region inference profile, and the model in every region it may route to.
                 resources.append(
                     f"arn:{self.partition}:bedrock:{self.region}:{self.account}:inference-profile/{model_id}"
@@ -638,7 +638,7 @@ class MemoryBotStack(Stack):
             self,
             "Api",
             rest_api_name=f"{c.stack_name}-api",
-            description="memorybot: Discord interactions and the admin rollback",
+            description="memorybot: Discord interactions and the admin routes",
             endpoint_types=[apigw.EndpointType.REGIONAL],
             cloud_watch_role=True,  # execution logs (errors only) need the account's logging role
             cloud_watch_role_removal_policy=RemovalPolicy.RETAIN,
@@ -668,7 +668,7 @@ class MemoryBotStack(Stack):
                         throttling_rate_limit=c.rollback_rate_limit,
                         throttling_burst_limit=c.rollback_burst_limit,
                     )
-                    for path in ("/memory/rollback/POST", "/memory/erase/POST")
+                    for path in ("/memory/rollback/POST", "/memory/erase/POST", "/memory/import/POST")
                 },
             ),
         )
@@ -679,6 +679,7 @@ class MemoryBotStack(Stack):
         rollback = memory.add_resource("rollback")
         rollback.add_method("POST", apigw.LambdaIntegration(self.functions["Admin"], proxy=True))
         self._erase_route(api, memory)
+        self._import_route(api, memory)
         CfnOutput(
             self,
             "InteractionsUrl",
@@ -701,6 +702,17 @@ class MemoryBotStack(Stack):
             "EraseUrl",
             value=api.url_for_path("/memory/erase"),
             description='POST {"userId": ...} with Authorization: Bearer <admin secret> to erase one person',
+        )
+
+    def _import_route(self, api: apigw.RestApi, memory: apigw.Resource) -> None:
+        # The admin function serves it: the same secret, and the same table actions as a rollback.
+        imports = memory.add_resource("import")
+        imports.add_method("POST", apigw.LambdaIntegration(self.functions["Admin"], proxy=True))
+        CfnOutput(
+            self,
+            "ImportUrl",
+            value=api.url_for_path("/memory/import"),
+            description='POST {"memories": [...]} or an export file with Authorization: Bearer <admin secret>',
         )
 
     def _schedule(self) -> None:

@@ -53,6 +53,7 @@ class FakeMemoryStore:
         self._lock = threading.Lock()
         self.fail_apply: Callable[[Change], bool] = lambda change: False
         self.whole_profile_reads = 0
+        self.markers: set[tuple[Owner, str]] = set()  # add_once's keys
 
     # helpers for tests
     def seed(self, *memories: Memory) -> None:
@@ -158,6 +159,33 @@ class FakeMemoryStore:
             )
             self.ledger.append(entry)
             return entry
+
+    def add_once(self, memory: Memory, once, *, actor, reason, import_id=None):
+        with self._lock:
+            if (memory.owner, once) in self.markers:
+                return None
+            if (memory.owner, memory.memory_id) in self.rows:
+                raise ConflictError(memory.memory_id)
+            self.rows[(memory.owner, memory.memory_id)] = memory
+            self.markers.add((memory.owner, once))
+            entry = LedgerEntry(
+                memory.user_id,
+                Action.ADD,
+                actor,
+                reason,
+                self.clock(),
+                (memory.memory_id,),
+                None,
+                memory,
+                scope=memory.scope,
+                sources=memory.sources,
+                import_id=import_id,
+            )
+            self.ledger.append(entry)
+            return entry
+
+    def has_marker(self, owner: Owner, once):
+        return (owner, once) in self.markers
 
     def stale(self, updated_before, limit):
         old = sorted(

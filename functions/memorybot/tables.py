@@ -118,6 +118,9 @@ MEMORY_LOG = TableSpec(
         Index("by_run", Key("run_id", "N"), Key("entry_key", "S")),
         Index("by_user", Key("user_id", "S"), Key("entry_key", "S")),
     ),
+    # Only read rows carry it (the retention of reads, Settings.ledger_read_retention_days):
+    # change rows never expire.
+    ttl_attribute="expiration",
 )
 
 # The one change an erasure makes to a ledger row: before/after go and a flag says so (the

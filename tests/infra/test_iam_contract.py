@@ -42,7 +42,7 @@ from iam_contract import BUCKET_ENV, Need, Policy, Recorder, check, key_needs, l
 from infra.stack import FUNCTIONS, LEDGER_ACTIONS_ALLOWED, LEDGER_REDACTION_ATTRIBUTES, LEDGER_REDACTOR
 from memorybot import bootstrap, tables
 from memorybot.adapters.discord_rest import DiscordRest
-from memorybot.adapters.dynamodb import DynamoMemoryStore, DynamoMessageStore
+from memorybot.adapters.dynamodb import MARKER_PREFIX, DynamoMemoryStore, DynamoMessageStore
 from memorybot.adapters.invoker import LambdaInvoker, LocalContext
 from memorybot.adapters.manifests import S3Manifests
 from memorybot.bootstrap import Container
@@ -326,6 +326,26 @@ def admin_scenario(h: Harness) -> None:
     status, done = rollback({})
     assert status == 200 and done["reverted"] == preview["reverted"], done
     assert rollback({})[0] == 409
+    import_scenario(h)
+
+
+def import_scenario(h: Harness) -> None:
+    """POST /memory/import on the admin function: a dry run (marker reads), an import whose
+    first answer is lost (the ledger read-back), the same rows again (the markers refuse them)."""
+
+    def imports(payload: dict) -> tuple[int, dict]:
+        response = h.call("Admin", admin_event("/memory/import", payload, ADMIN_SECRET))
+        return response["statusCode"], body(response)
+
+    at = (utcnow() - timedelta(days=3)).isoformat()
+    rows = [
+        {"userId": ALICE, "scope": SCOPE, "text": "Plays the shamisen", "createdAt": at, "id": "legacy-1"},
+        {"userId": BOB, "scope": SCOPE, "text": "Grows bonsai", "createdAt": at, "updatedAt": at},
+    ]
+    assert imports({"memories": rows, "dryRun": True}) == (200, {"imported": 2, "unchanged": 0, "dryRun": True})
+    h.recorder.lose_answer("Admin", "TransactWriteItems")
+    assert imports({"memories": rows}) == (200, {"imported": 2, "unchanged": 0, "dryRun": False})
+    assert imports({"memories": rows}) == (200, {"imported": 0, "unchanged": 2, "dryRun": False})
 
 
 def erase_scenario(h: Harness) -> None:
@@ -588,6 +608,35 @@ def test_the_redaction_names_only_the_attributes_its_condition_allows(recorded):
         named = set(request.params["Key"]) | set(request.params.get("ExpressionAttributeNames", {}).values())
         assert named <= set(LEDGER_REDACTION_ATTRIBUTES), named
         assert request.params.get("ReturnValues", "NONE") == "NONE"
+
+
+def test_the_import_is_in_the_contract_its_marker_written_with_the_memory_and_read_by_a_dry_run(recorded):
+    """The import's requests are the admin function's: each row one transaction (the memory, its
+    marker, its ledger row), a dry run's marker read, and the read-back of a lost answer."""
+    recorder, harness = recorded
+    memories = harness.settings.table(tables.MEMORIES)
+    ledger = harness.settings.table(tables.MEMORY_LOG)
+    marker = MARKER_PREFIX
+
+    def is_marker(item: dict) -> bool:
+        return item.get("memory_id", {}).get("S", "").startswith(marker)
+
+    imports = [
+        r
+        for r in recorder.requests
+        if r.operation == "TransactWriteItems"
+        and any(is_marker(i["Put"]["Item"]) for i in r.params["TransactItems"] if "Put" in i)
+    ]
+    assert imports and {r.function for r in imports} == {"Admin"}
+    for request in imports:
+        tables_written = [next(iter(i.values()))["TableName"] for i in request.params["TransactItems"]]
+        assert tables_written == [memories, memories, ledger]
+    reads = [
+        r
+        for r in recorder.requests
+        if r.operation == "GetItem" and r.params["TableName"] == memories and is_marker(r.params["Key"])
+    ]
+    assert reads and {r.function for r in reads} == {"Admin"}
 
 
 def test_the_contract_sees_a_real_deploy_miss_before_the_fix(recorded):

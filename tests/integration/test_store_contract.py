@@ -243,3 +243,82 @@ def test_the_backfill_finds_memories_without_a_vector_of_the_model_and_sets_one_
     assert [m.memory_id for m in memories.without_embedding("model-a", 10)[0]] == ["other"]
     assert memories.get(owner("alice"), "nonee").embedding.model == "model-a"
     assert not [e for e in memories.ledger_for(owner("alice")) if e.action is not Action.ADD]  # no ledger rows
+
+
+# ---- add_once: the import's one conditional write per row
+
+
+def imported(store, m, once="k1", **kw):
+    return store.add_once(m, once, actor=Actor.IMPORT, reason="operator import", **kw)
+
+
+def test_add_once_adds_the_memory_with_its_ledger_row_keeping_the_source_id(memories):
+    m = memory("alice", "abcde", "plays the cello", scope="guild:1")
+    here = owner("alice", "guild:1")
+    assert not memories.has_marker(here, "k1")
+    entry = imported(memories, m, import_id="src 1")
+    assert memories.get(here, "abcde") == m and memories.has_marker(here, "k1")
+    assert changes(memories, here) == [entry]
+    assert (entry.action, entry.actor, entry.before, entry.after, entry.import_id) == (
+        Action.ADD,
+        Actor.IMPORT,
+        None,
+        m,
+        "src 1",
+    )
+
+
+def test_add_once_with_a_key_the_owner_has_writes_nothing_even_after_a_forget(memories):
+    here = owner("alice", "guild:1")
+    first = imported(memories, memory("alice", "abcde", scope="guild:1")).after
+    assert imported(memories, memory("alice", "fghjk", "the same row again", scope="guild:1")) is None
+    memories.apply(Change(Action.DELETE, first, None, "forget"), actor=Actor.COMMAND)
+    assert imported(memories, memory("alice", "fghjk", "the same row again", scope="guild:1")) is None
+    assert memories.get(here, "fghjk") is None and memories.get(here, "abcde") is None
+    assert [e.action for e in changes(memories, here)] == [Action.DELETE, Action.ADD]
+
+
+def test_the_marker_is_the_owners_own_and_is_no_memory(memories):
+    imported(memories, memory("alice", "abcde", scope="guild:1"))
+    for other in (owner("alice", "guild:2"), owner("bob", "guild:1")):
+        assert not memories.has_marker(other, "k1")
+    assert imported(memories, memory("bob", "abcde", scope="guild:1")) is not None  # bob's own row
+    profile = memories.read_profile(owner("alice", "guild:1"), actor=Actor.COMMAND, reason="t", limit=None)
+    assert [m.memory_id for m in profile] == ["abcde"]  # no profile read, export or erasure sees a marker
+    assert memories.owners_of("alice") == [owner("alice", "guild:1")]
+    assert [m.memory_id for m in memories.stale(T0 + timedelta(days=400), 10)] == ["abcde", "abcde"]
+
+
+def test_add_once_on_a_taken_id_conflicts_and_writes_nothing_so_another_id_can_follow(memories):
+    here = owner("alice", "guild:1")
+    taken = add(memories, memory("alice", "abcde", "already here", scope="guild:1")).after
+    with pytest.raises(ConflictError):
+        imported(memories, memory("alice", "abcde", "imported", scope="guild:1"))
+    assert memories.get(here, "abcde") == taken and not memories.has_marker(here, "k1")
+    assert len(changes(memories, here)) == 1
+    assert imported(memories, memory("alice", "fghjk", "imported", scope="guild:1")) is not None
+
+
+def test_concurrent_add_once_with_one_key_adds_exactly_once(memories, request):
+    import threading
+
+    if not isinstance(memories, FakeMemoryStore):
+        request.getfixturevalue("serialised_moto")
+    ids = ["aaaaa", "bbbbb", "ccccc", "ddddd", "eeeee", "fffff"]
+    answers = []
+    start = threading.Barrier(len(ids))
+
+    def run(memory_id: str) -> None:
+        start.wait()
+        answers.append(imported(memories, memory("alice", memory_id, "one row", scope="dm")))
+
+    threads = [threading.Thread(target=run, args=(i,)) for i in ids]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    [entry] = [a for a in answers if a is not None]
+    assert len(answers) == len(ids)
+    profile = memories.read_profile(owner("alice", "dm"), actor=Actor.COMMAND, reason="t", limit=None)
+    assert [m.memory_id for m in profile] == list(entry.memory_ids)
+    assert changes(memories, owner("alice", "dm")) == [entry]

@@ -118,6 +118,15 @@ MEMORIES_BY_USER = _index(tables.MEMORIES, "by_user")
 LEDGER_BY_USER = _index(tables.MEMORY_LOG, "by_user")
 
 
+def _ttl_attribute(spec: tables.TableSpec) -> str:
+    if not spec.ttl_attribute:
+        raise LookupError(f"{spec.logical_name} has no TTL attribute")
+    return spec.ttl_attribute
+
+
+LEDGER_EXPIRY = _ttl_attribute(tables.MEMORY_LOG)  # only on read rows
+
+
 # ---- memories -----------------------------------------------------------------
 
 
@@ -183,6 +192,16 @@ def memory_key(owner: Owner, memory_id: str) -> Item:
     return {"owner": s(owner.key), "memory_id": s(memory_id)}
 
 
+# An import marker (``add_once``) lives beside the owner's memories under this sort-key prefix:
+# never a memory id (those are five characters of MEMORY_ID_ALPHABET), and with no index
+# attribute (updated_at, user_id, stale_shard), so no profile read, export or review sees it.
+MARKER_PREFIX = "once#"
+
+
+def marker_key(owner: Owner, once: str) -> Item:
+    return memory_key(owner, MARKER_PREFIX + once)
+
+
 def memory_to_json(memory: Memory) -> str:
     """A memory as a JSON object, for the ledger's before / after state."""
     return json.dumps(
@@ -223,7 +242,11 @@ def ledger_entry_key(entry: LedgerEntry) -> str:
     return f"{iso(entry.at)}#{entry.entry_id}"
 
 
-def ledger_item(entry: LedgerEntry) -> Item:
+def ledger_item(entry: LedgerEntry, *, read_retention_days: int = 0) -> Item:
+    """The row of ``entry``; a read row expires ``read_retention_days`` after it was made (0: never).
+
+    Only reads expire: change rows are what rollback, export and ``/memory why`` stand on.
+    """
     item: Item = {
         "owner": s(entry.owner.key),
         "scope": s(entry.scope),
@@ -244,6 +267,11 @@ def ledger_item(entry: LedgerEntry) -> Item:
     item.update(_sources_attribute(entry.sources))
     if entry.redacted:
         item["redacted"] = flag(True)
+    if entry.import_id is not None:
+        item["import_id"] = s(entry.import_id)
+    if entry.action is Action.READ and read_retention_days > 0:
+        expires = entry.at + timedelta(days=read_retention_days)
+        item[LEDGER_EXPIRY] = n(int(expires.timestamp()))  # DynamoDB TTL: epoch seconds
     return item
 
 
@@ -262,6 +290,7 @@ def ledger_from_item(item: Item) -> LedgerEntry:
         scope=item["scope"]["S"],
         sources=_sources_from(item),
         redacted=bool_of(item, "redacted"),
+        import_id=optional_str(item, "import_id"),
     )
 
 
@@ -300,6 +329,7 @@ class DynamoMemoryStore:
         self._client = client
         self._memories = settings.table(tables.MEMORIES)
         self._log = settings.table(tables.MEMORY_LOG)
+        self._read_retention_days = settings.ledger_read_retention_days
         self._clock = clock
 
     # -- reads of one person's profile
@@ -333,7 +363,9 @@ class DynamoMemoryStore:
         )
         # A read without its ledger row must not be used: a failed put raises here.
         self._client.put_item(
-            TableName=self._log, Item=ledger_item(entry), ConditionExpression="attribute_not_exists(entry_key)"
+            TableName=self._log,
+            Item=ledger_item(entry, read_retention_days=self._read_retention_days),
+            ConditionExpression="attribute_not_exists(entry_key)",
         )
         return profile
 
@@ -418,7 +450,9 @@ class DynamoMemoryStore:
             scope=owner.scope,
         )
         self._client.put_item(
-            TableName=self._log, Item=ledger_item(entry), ConditionExpression="attribute_not_exists(entry_key)"
+            TableName=self._log,
+            Item=ledger_item(entry, read_retention_days=self._read_retention_days),
+            ConditionExpression="attribute_not_exists(entry_key)",
         )
 
     def get(self, owner: Owner, memory_id: str) -> Memory | None:
@@ -514,6 +548,63 @@ class DynamoMemoryStore:
                 }
             }
         return {"Put": {"TableName": self._memories, "Item": memory_item(change.after), **unchanged}}
+
+    def add_once(
+        self, memory: Memory, once: str, *, actor: Actor, reason: str, import_id: str | None = None
+    ) -> LedgerEntry | None:
+        entry = LedgerEntry(
+            memory.user_id,
+            Action.ADD,
+            Actor(actor),
+            reason,
+            self._clock(),
+            (memory.memory_id,),
+            after=memory,
+            scope=memory.scope,
+            sources=memory.sources,
+            import_id=import_id,
+        )
+        absent = "attribute_not_exists(memory_id)"
+        transaction = [
+            {"Put": {"TableName": self._memories, "Item": memory_item(memory), "ConditionExpression": absent}},
+            # The marker: the one conditional write that makes the add happen once per key.
+            {
+                "Put": {
+                    "TableName": self._memories,
+                    "Item": {**marker_key(memory.owner, once), "at": s(iso(entry.at))},
+                    "ConditionExpression": absent,
+                }
+            },
+            {
+                "Put": {
+                    "TableName": self._log,
+                    "Item": ledger_item(entry),
+                    "ConditionExpression": "attribute_not_exists(entry_key)",
+                }
+            },
+        ]
+        for attempt in range(1, TRANSACTION_CONFLICT_ATTEMPTS + 1):
+            try:
+                transact_or_find_committed(
+                    self._client, transaction, refused=_add_once_refused, committed=lambda: self._committed(entry)
+                )
+                return entry
+            except ClientError as error:
+                if cancellation_code(error, 1) == REASON_CONDITION_FAILED:
+                    return None  # added by an earlier (or a concurrent) call with the same key
+                if cancellation_code(error, 0) == REASON_CONDITION_FAILED:
+                    raise ConflictError(memory.memory_id) from error
+                if REASON_CONFLICT in (cancellation_code(error, 0), cancellation_code(error, 1)):
+                    # A concurrent call holds the marker: once it commits, the retry finds it.
+                    if attempt < TRANSACTION_CONFLICT_ATTEMPTS:
+                        time.sleep(TRANSACTION_CONFLICT_BACKOFF_SECONDS * attempt)
+                        continue
+                    raise ConflictError(memory.memory_id) from error
+                raise
+        raise AssertionError("unreachable")
+
+    def has_marker(self, owner: Owner, once: str) -> bool:
+        return get_item(self._client, self._memories, marker_key(owner, once)) is not None
 
     # -- the nightly review (every user)
 
@@ -633,7 +724,9 @@ class DynamoMemoryStore:
 
     def record(self, entry: LedgerEntry) -> None:
         self._client.put_item(
-            TableName=self._log, Item=ledger_item(entry), ConditionExpression="attribute_not_exists(entry_key)"
+            TableName=self._log,
+            Item=ledger_item(entry, read_retention_days=self._read_retention_days),
+            ConditionExpression="attribute_not_exists(entry_key)",
         )
 
     def redact(self, entry: LedgerEntry) -> None:
@@ -653,6 +746,11 @@ def _change_refused(error: ClientError) -> bool:
     """The memory's own write was turned down: the record changed since read, or another
     transaction holds it. Then nothing committed, so there is nothing to look for."""
     return cancellation_code(error, 0) in (REASON_CONDITION_FAILED, REASON_CONFLICT)
+
+
+def _add_once_refused(error: ClientError) -> bool:
+    """The memory's or the marker's write was turned down: nothing committed."""
+    return any(cancellation_code(error, i) in (REASON_CONDITION_FAILED, REASON_CONFLICT) for i in (0, 1))
 
 
 def _review_order(memory: Memory) -> tuple[datetime, str, str]:

@@ -114,6 +114,8 @@ def _entry_json(entry: LedgerEntry) -> dict:
         "after": _memory_json(entry.after),
         "sourceMessageIds": [ref.message_id for ref in entry.sources],
         "redacted": entry.redacted,
+        # An imported memory's id in the system it came from (POST /memory/import).
+        **({"importId": entry.import_id} if entry.import_id is not None else {}),
     }
 
 

@@ -106,6 +106,20 @@ class MemoryStore(Protocol):
         Raises ConflictError, and changes nothing, if it is not.
         """
 
+    def add_once(
+        self, memory: Memory, once: str, *, actor: Actor, reason: str, import_id: str | None = None
+    ) -> LedgerEntry | None:
+        """Add ``memory`` with its ledger row (keeping ``import_id``) and the owner's marker
+        ``once``, in one transaction, unless the owner has that marker already: then nothing is
+        written and the answer is None. Of concurrent calls with the same marker, exactly one adds.
+
+        The marker outlives the memory (a forgotten memory is not added again by the same key).
+        Raises ConflictError, writing nothing, if the owner has a memory under ``memory``'s id.
+        """
+
+    def has_marker(self, owner: Owner, once: str) -> bool:
+        """Whether ``add_once`` wrote the owner's marker ``once`` (a dry run's check; unlogged)."""
+
     def stale(self, updated_before: datetime, limit: int) -> list[Memory]:
         """Memories of any owner, in any scope, not updated since ``updated_before``, least recently
         reviewed first: by ``review_after`` = the later of their update and their last review."""

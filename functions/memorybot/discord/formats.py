@@ -10,14 +10,12 @@ from __future__ import annotations
 
 import re
 
-MAX_SNOWFLAKE = 2**64 - 1  # snowflakes are unsigned 64-bit integers
-_SNOWFLAKE = re.compile(r"[0-9]{1,20}", re.ASCII)
+from ..core.domain import MAX_SNOWFLAKE, is_snowflake
+
+__all__ = ["MAX_SNOWFLAKE", "is_interaction_token", "is_snowflake"]
+
 # Interaction tokens are URL-safe base64 text: letters, digits, "-" and "_" (no dots, no slashes).
 _TOKEN = re.compile(r"[A-Za-z0-9_-]{1,500}", re.ASCII)
-
-
-def is_snowflake(text: object) -> bool:
-    return isinstance(text, str) and _SNOWFLAKE.fullmatch(text) is not None and int(text) <= MAX_SNOWFLAKE
 
 
 def is_interaction_token(text: object) -> bool:
