@@ -21,13 +21,15 @@ from memorybot.core.domain import (
     Message,
     NightlyRun,
     Owner,
+    Person,
+    PersonCheck,
     PromptMessage,
     Speaker,
     Verdict,
     jst_day,
     snowflake_at,
 )
-from memorybot.core.ports import ConflictError, ModelError, RollbackClaim
+from memorybot.core.ports import ConflictError, ModelError, PersonRefused, RollbackClaim
 
 T0 = datetime(2026, 11, 20, 12, 0, tzinfo=UTC)
 
@@ -45,13 +47,73 @@ class Clock:
             return self.now
 
 
+class FakePeopleStore:
+    """``ports.PeopleStore`` in memory; its ledger rows go to the memory store's ledger (one table deployed)."""
+
+    def __init__(self, ledger_to: FakeMemoryStore | None = None) -> None:
+        self.people: dict[str, Person] = {}
+        self.ledger_to = ledger_to
+        self._lock = threading.RLock()
+
+    def get(self, user_id: str) -> Person:
+        return self.people.get(user_id, Person(user_id))
+
+    def allows(self, check: PersonCheck | None) -> bool:
+        return check is None or check.allows(self.get(check.user_id))
+
+    def _set(self, user_id: str, **changes) -> None:
+        self.people[user_id] = dataclasses.replace(self.get(user_id), **changes)
+
+    def _row(self, entry: LedgerEntry) -> None:
+        if self.ledger_to is not None:
+            self.ledger_to.record(entry)
+
+    def pause(self, user_id, entry):
+        with self._lock:
+            if self.get(user_id).paused:
+                return False
+            self._set(user_id, paused_at=entry.at)
+            self._row(entry)
+            return True
+
+    def resume(self, user_id, entry):
+        with self._lock:
+            if not self.get(user_id).paused:
+                return False
+            self._set(user_id, paused_at=None, resumed_at=entry.at)
+            self._row(entry)
+            return True
+
+    def claim_notice(self, user_id, scope):
+        with self._lock:
+            person = self.get(user_id)
+            if scope in person.noticed:
+                return False
+            self._set(user_id, noticed=person.noticed | {scope})
+            return True
+
+    def release_notice(self, user_id, scope):
+        with self._lock:
+            self._set(user_id, noticed=self.get(user_id).noticed - {scope})
+
+    def forgot_all(self, user_id, scope, at):
+        with self._lock:
+            stamps = dict(self.get(user_id).forgot_all_at) | {scope: at}
+            self._set(user_id, forgot_all_at=tuple(sorted(stamps.items())))
+
+    def erased(self, user_id, at):
+        with self._lock:
+            self.people[user_id] = Person(user_id, erased_at=at)
+
+
 class FakeMemoryStore:
-    def __init__(self, clock: Callable[[], datetime] | None = None) -> None:
+    def __init__(self, clock: Callable[[], datetime] | None = None, people: FakePeopleStore | None = None) -> None:
         self.rows: dict[tuple[Owner, str], Memory] = {}
         self.ledger: list[LedgerEntry] = []
         self.clock = clock or Clock()
         self._lock = threading.Lock()
         self.fail_apply: Callable[[Change], bool] = lambda change: False
+        self.people = people  # whose records a change's check reads (None: every check passes)
 
     # helpers for tests
     def seed(self, *memories: Memory) -> None:
@@ -67,10 +129,12 @@ class FakeMemoryStore:
         return [e for e in self.ledger if e.action is not Action.READ]
 
     # the port
-    def read_profile(self, owner: Owner, *, actor, reason, limit, run_id=None):
+    def read_profile(self, owner: Owner, *, actor, reason, limit, run_id=None, unused_if=None):
         assert isinstance(owner, Owner), "profiles are read by Owner (scope and user)"
         with self._lock:
             profile = self.of(owner)[:limit]
+            if unused_if is not None and unused_if():
+                return []
             self.ledger.append(
                 LedgerEntry(
                     owner.user_id,
@@ -104,10 +168,12 @@ class FakeMemoryStore:
         assert isinstance(owner, Owner), "memories are read by Owner (scope and user)"
         return self.rows.get((owner, memory_id))
 
-    def apply(self, change: Change, *, actor, run_id=None, ledger_action=None, redacted=False):
+    def apply(self, change: Change, *, actor, run_id=None, ledger_action=None, redacted=False, check=None):
         with self._lock:
             if self.fail_apply(change):
                 raise RuntimeError("injected store failure")
+            if self.people is not None and not self.people.allows(check):
+                raise PersonRefused(change.memory_id)
             key = (change.owner, change.memory_id)
             if self.rows.get(key) != change.before:
                 raise ConflictError(change.memory_id)
@@ -181,11 +247,15 @@ class FakeMemoryStore:
 
 
 class FakeMessageStore:
-    def __init__(self) -> None:
+    def __init__(self, people: FakePeopleStore | None = None) -> None:
         self.rows: dict[tuple[str, str], Message] = {}
+        self.people = people
 
-    def put(self, message: Message) -> None:
+    def put(self, message: Message, *, check=None) -> bool:
+        if self.people is not None and not self.people.allows(check):
+            return False
         self.rows.setdefault((message.channel_id, message.message_id), message)
+        return True
 
     def recent(self, channel_id, limit, *, up_to=None):
         mine = sorted(
@@ -426,6 +496,7 @@ __all__ = [
     "Clock",
     "FakeMemoryStore",
     "FakeMessageStore",
+    "FakePeopleStore",
     "FakeRunStore",
     "ScriptedJev",
     "ScriptedChat",

@@ -44,6 +44,12 @@ class Container:
         return DynamoMessageStore(self.dynamodb_client, self.settings)
 
     @cached_property
+    def people_store(self):
+        from .adapters.dynamodb_people import DynamoPeopleStore
+
+        return DynamoPeopleStore(self.dynamodb_client, self.settings)
+
+    @cached_property
     def run_store(self):
         from .adapters.dynamodb_runs import DynamoRunStore
 
@@ -66,7 +72,11 @@ class Container:
         from .core.extraction import Extractor
 
         return Extractor(
-            self.memory_store, self.decision_model, self.chat_model, concurrency=self.settings.model_concurrency
+            self.memory_store,
+            self.decision_model,
+            self.chat_model,
+            concurrency=self.settings.model_concurrency,
+            people=self.people_store,
         )
 
     @cached_property
@@ -105,13 +115,13 @@ class Container:
     def erasure(self):
         from .core.erasure import Erasure
 
-        return Erasure(self.memory_store, self.message_store)
+        return Erasure(self.memory_store, self.message_store, self.people_store)
 
     @cached_property
     def reply_writer(self):
         from .core.reply import ReplyWriter
 
-        return ReplyWriter(self.memory_store, self.chat_model)
+        return ReplyWriter(self.memory_store, self.chat_model, self.people_store)
 
     # ---- the Discord front door and the workers
 

@@ -36,11 +36,13 @@ from ..core.domain import (
     JST,
     Action,
     Actor,
+    Basis,
     Change,
     LedgerEntry,
     Memory,
     Message,
     Owner,
+    PersonCheck,
     SourceRef,
     iso,
     jst_day,
@@ -48,7 +50,7 @@ from ..core.domain import (
     snowflake_time,
     utcnow,
 )
-from ..core.ports import ConflictError
+from ..core.ports import ConflictError, PersonRefused
 from .dynamodb_items import (
     REASON_CONDITION_FAILED,
     REASON_CONFLICT,
@@ -79,6 +81,7 @@ MAX_ATTEMPTS = 4  # "standard" retry mode: the first call and up to three retrie
 TRANSACTION_CONFLICT_ATTEMPTS = 3
 TRANSACTION_CONFLICT_BACKOFF_SECONDS = 0.05
 FORGET_PAGE = 100  # ledger rows read per page while collecting what the owner forgot
+PERSON_CHECK_POSITION = 2  # in a change's transaction: the memory, its ledger row, the person's check
 
 
 def dynamodb_client() -> Any:
@@ -195,6 +198,41 @@ def memory_from_json(text: str | None) -> Memory | None:
     )
 
 
+# ---- the person's check (the people table), in the transaction of every write of their data ----
+
+FORGOT_ALL_PREFIX = "forgot_all_at:"
+
+
+def forgot_all_attribute(scope: str) -> str:
+    return f"{FORGOT_ALL_PREFIX}{scope}"
+
+
+def person_key(user_id: str) -> Item:
+    return {"user_id": s(user_id)}
+
+
+def person_check_item(table: str, check: PersonCheck) -> Item:
+    """The ConditionCheck of a transaction that writes the person's data: ``PersonCheck.allows``
+    as a condition expression (an absent record allows everything)."""
+    names = {"#erased": "erased_at"}
+    parts = ["(attribute_not_exists(#erased) OR #erased < :since)"]
+    if check.basis is Basis.LEARN:
+        names |= {"#paused": "paused_at", "#resumed": "resumed_at"}
+        parts += ["attribute_not_exists(#paused)", "(attribute_not_exists(#resumed) OR #resumed < :since)"]
+    elif check.basis is Basis.RESTORE:
+        names["#forgot"] = forgot_all_attribute(check.scope)
+        parts.append("(attribute_not_exists(#forgot) OR #forgot < :since)")
+    return {
+        "ConditionCheck": {
+            "TableName": table,
+            "Key": person_key(check.user_id),
+            "ConditionExpression": " AND ".join(parts),
+            "ExpressionAttributeNames": names,
+            "ExpressionAttributeValues": {":since": s(iso(check.since))},
+        }
+    }
+
+
 # ---- the ledger (memory_log) ----------------------------------------------------
 
 
@@ -252,12 +290,20 @@ class DynamoMemoryStore:
         self._client = client
         self._memories = settings.table(tables.MEMORIES)
         self._log = settings.table(tables.MEMORY_LOG)
+        self._people = settings.table(tables.PEOPLE)
         self._clock = clock
 
     # -- reads of one person's profile
 
     def read_profile(
-        self, owner: Owner, *, actor: Actor, reason: str, limit: int, run_id: int | None = None
+        self,
+        owner: Owner,
+        *,
+        actor: Actor,
+        reason: str,
+        limit: int,
+        run_id: int | None = None,
+        unused_if: Callable[[], bool] | None = None,
     ) -> list[Memory]:
         profile: list[Memory] = []
         if limit is None or limit > 0:
@@ -273,6 +319,8 @@ class DynamoMemoryStore:
                 **({"Limit": limit} if limit else {}),
             )
             profile = [memory_from_item(i) for i in islice(items, limit)]
+        if unused_if is not None and unused_if():
+            return []  # read, never used: no row
         entry = LedgerEntry(
             owner.user_id,
             Action.READ,
@@ -320,6 +368,7 @@ class DynamoMemoryStore:
         run_id: int | None = None,
         ledger_action: Action | None = None,
         redacted: bool = False,
+        check: PersonCheck | None = None,
     ) -> LedgerEntry:
         entry = LedgerEntry(
             user_id=change.user_id,
@@ -345,6 +394,8 @@ class DynamoMemoryStore:
                 }
             },
         ]
+        if check is not None:  # last, so the memory's own write stays at position 0
+            transaction.append(person_check_item(self._people, check))
         for attempt in range(1, TRANSACTION_CONFLICT_ATTEMPTS + 1):
             try:
                 # Any other failure, or no answer at all, may hide a commit: the ledger row,
@@ -354,6 +405,8 @@ class DynamoMemoryStore:
                 )
                 return entry
             except ClientError as error:
+                if check is not None and cancellation_code(error, PERSON_CHECK_POSITION) == REASON_CONDITION_FAILED:
+                    raise PersonRefused(change.memory_id) from error
                 code = cancellation_code(error, 0)
                 if code == REASON_CONDITION_FAILED:
                     raise ConflictError(change.memory_id) from error
@@ -536,8 +589,11 @@ class DynamoMemoryStore:
 
 def _change_refused(error: ClientError) -> bool:
     """The memory's own write was turned down: the record changed since read, or another
-    transaction holds it. Then nothing committed, so there is nothing to look for."""
-    return cancellation_code(error, 0) in (REASON_CONDITION_FAILED, REASON_CONFLICT)
+    transaction holds it; or the person's record refused it. Then nothing committed, so there
+    is nothing to look for."""
+    return cancellation_code(error, 0) in (REASON_CONDITION_FAILED, REASON_CONFLICT) or (
+        cancellation_code(error, PERSON_CHECK_POSITION) == REASON_CONDITION_FAILED
+    )
 
 
 def _review_order(memory: Memory) -> tuple[datetime, str, str]:
@@ -611,16 +667,32 @@ class DynamoMessageStore:
     def __init__(self, client: Any, settings: Settings) -> None:
         self._client = client
         self._table = settings.table(tables.MESSAGES)
+        self._people = settings.table(tables.PEOPLE)
 
-    def put(self, message: Message) -> None:
-        # A failed condition means already stored (a redelivered event): the first copy stands,
-        # and that is success.
-        conditional_write(
-            self._client.put_item,
-            TableName=self._table,
-            Item=message_item(message),
-            ConditionExpression="attribute_not_exists(message_id)",
-        )
+    def put(self, message: Message, *, check: PersonCheck | None = None) -> bool:
+        # A failed condition on the message means already stored (a redelivered event): the first
+        # copy stands, and that is success.
+        put = {
+            "TableName": self._table,
+            "Item": message_item(message),
+            "ConditionExpression": "attribute_not_exists(message_id)",
+        }
+        if check is None:
+            conditional_write(self._client.put_item, **put)
+            return True
+        try:
+            transact_or_find_committed(
+                self._client,
+                [{"Put": put}, person_check_item(self._people, check)],
+                refused=lambda error: any(cancellation_code(error, i) == REASON_CONDITION_FAILED for i in (0, 1)),
+                committed=lambda: get_item(self._client, self._table, message_key(message)) is not None,
+            )
+        except ClientError as error:
+            if cancellation_code(error, 1) == REASON_CONDITION_FAILED:
+                return False  # the person's record refuses it (erased since the job started)
+            if cancellation_code(error, 0) != REASON_CONDITION_FAILED:
+                raise
+        return True
 
     def of_person(self, user_id: str) -> list[Message]:
         own = [

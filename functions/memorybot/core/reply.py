@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 
 from . import quoting
 from .decisions import render_memories
-from .domain import PROFILE_LIMIT, Actor, Memory, Message, Owner, PromptMessage, Speaker
-from .ports import ChatModel, MemoryStore
+from .domain import PROFILE_LIMIT, Actor, Memory, Message, Owner, Person, PromptMessage, Speaker
+from .ports import ChatModel, MemoryStore, PeopleStore
 
 PERSONA = (
     "You are memorybot, a friendly member of a Discord server. Answer briefly and in the "
@@ -44,15 +45,37 @@ def build_reply_prompt(
 
 
 class ReplyWriter:
-    def __init__(self, memories: MemoryStore, chat_model: ChatModel) -> None:
+    def __init__(self, memories: MemoryStore, chat_model: ChatModel, people: PeopleStore | None = None) -> None:
         self._memories = memories
         self._chat = chat_model
+        self._people = people
 
     def prompt_for(self, owner: Owner, speaker_name: str, conversation: Sequence[Message]) -> list[PromptMessage]:
         """Only this owner's memories (this person, this scope) reach the prompt."""
-        memories = self._memories.read_profile(owner, actor=Actor.REPLY, reason="reply prompt", limit=PROFILE_LIMIT)
-        return build_reply_prompt(Speaker(owner.user_id, speaker_name), memories, conversation)
+        return self.read(owner, speaker_name, conversation)[1]
+
+    def read(
+        self, owner: Owner, speaker_name: str, conversation: Sequence[Message]
+    ) -> tuple[Person, list[PromptMessage]]:
+        """The person's record and the prompt. The record is read alongside the profile, not
+        before it (no extra round trip): a paused person's memories are read, never used, and
+        no read row is written for them."""
+        if self._people is None:
+            person, memories = Person(owner.user_id), self._profile(owner)
+        else:
+            with ThreadPoolExecutor(max_workers=1) as pool:
+                record = pool.submit(self._people.get, owner.user_id)
+                memories = self._profile(owner, unused_if=lambda: record.result().paused)
+                person = record.result()
+        return person, build_reply_prompt(Speaker(owner.user_id, speaker_name), memories, conversation)
+
+    def _profile(self, owner: Owner, **kw) -> list[Memory]:
+        return self._memories.read_profile(owner, actor=Actor.REPLY, reason="reply prompt", limit=PROFILE_LIMIT, **kw)
+
+    def write(self, owner: Owner, speaker_name: str, conversation: Sequence[Message]) -> tuple[str, Person]:
+        """The chat model's answer and the person's record; raises if the model fails (the caller apologises)."""
+        person, prompt = self.read(owner, speaker_name, conversation)
+        return self._chat.write_reply(prompt), person
 
     def reply(self, owner: Owner, speaker_name: str, conversation: Sequence[Message]) -> str:
-        """The chat model's answer; raises if the model fails (the caller apologises)."""
-        return self._chat.write_reply(self.prompt_for(owner, speaker_name, conversation))
+        return self.write(owner, speaker_name, conversation)[0]

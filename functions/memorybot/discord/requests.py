@@ -76,6 +76,12 @@ COMMANDS: list[dict[str, Any]] = [
                 "description": "DM me a JSON file of all my memories and their history",
             },
             {"type": SUBCOMMAND, "name": "forget-all", "description": "Forget everything you remember about me here"},
+            {
+                "type": SUBCOMMAND,
+                "name": "pause",
+                "description": "Stop learning from me and using what you remember, everywhere (nothing is deleted)",
+            },
+            {"type": SUBCOMMAND, "name": "resume", "description": "Start learning from me again, from now on"},
         ],
     },
 ]
@@ -109,6 +115,7 @@ class Chat:
     application_id: str
     caller: Caller
     text: str
+    locale: str = ""  # the person's Discord locale (the first-use notice's language)
 
 
 @dataclass(frozen=True)
@@ -147,6 +154,16 @@ class ForgetAllAsk:
 
 
 @dataclass(frozen=True)
+class PauseMemory:
+    caller: Caller
+
+
+@dataclass(frozen=True)
+class ResumeMemory:
+    caller: Caller
+
+
+@dataclass(frozen=True)
 class ForgetAllConfirm:
     caller: Caller  # who clicked
     requester: str  # who asked (from the button's custom_id)
@@ -176,6 +193,8 @@ Request = (
     | ExportMemories
     | ForgetAllAsk
     | ForgetAllConfirm
+    | PauseMemory
+    | ResumeMemory
     | UnknownComponent
     | Unsupported
 )
@@ -287,6 +306,7 @@ def parse(body: bytes, scope_mode: ScopeMode = ScopeMode.GUILD) -> Request:
             _snowflake(payload.get("application_id"), "application id"),
             caller,
             _string_option(message).strip()[:MESSAGE_MAX_CHARS],
+            _locale(payload.get("locale")),
         )
     if command == "memory" and options:
         sub = options[0]
@@ -302,6 +322,10 @@ def parse(body: bytes, scope_mode: ScopeMode = ScopeMode.GUILD) -> Request:
             return ExportMemories(caller, _snowflake(payload.get("id"), "interaction id"))
         if sub.get("name") == "forget-all" and kind == APPLICATION_COMMAND:
             return ForgetAllAsk(caller)
+        if sub.get("name") == "pause" and kind == APPLICATION_COMMAND:
+            return PauseMemory(caller)
+        if sub.get("name") == "resume" and kind == APPLICATION_COMMAND:
+            return ResumeMemory(caller)
     return Unsupported(str(command), autocomplete=kind == AUTOCOMPLETE)
 
 
@@ -329,6 +353,14 @@ def _component(caller: Caller, data: dict) -> Request:
 
 def forget_all_button(requester: str, asked_at: datetime) -> str:
     return f"{FORGET_ALL_BUTTON}:{requester}:{int(asked_at.timestamp())}"
+
+
+_LOCALE = re.compile(r"^[A-Za-z]{2,3}(-[A-Za-z0-9]{2,8})?$")
+
+
+def _locale(value: Any) -> str:
+    """Discord's ``locale`` ("ja", "en-US", "zh-TW"); anything else is no locale (English)."""
+    return value if isinstance(value, str) and _LOCALE.match(value) else ""
 
 
 def _string_option(option: dict) -> str:

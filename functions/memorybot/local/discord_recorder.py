@@ -1,7 +1,7 @@
 """A stand-in for the Discord REST API, used by the local stack when DISCORD_API_BASE is unset.
 
-It answers the calls the bot makes (open a DM, post, fill in a deferred answer, read a
-channel, register commands) and records each one, so the terminal client can print
+It answers the calls the bot makes (open a DM, post, fill in a deferred answer, send a
+follow-up, read a channel, register commands) and records each one, so the terminal client can print
 the bot's replies and DMs and tests can inspect exactly what was posted.
 """
 
@@ -23,13 +23,14 @@ NOT_FOUND = {"code": 0, "message": "404: Not Found"}
 _DM_OPEN = re.compile(r"^users/@me/channels$")
 _CHANNEL_MESSAGES = re.compile(r"^channels/(?P<channel>[^/]+)/messages$")
 _ORIGINAL = re.compile(r"^webhooks/(?P<app>[^/]+)/(?P<token>[^/]+)/messages/@original$")
+_FOLLOW_UP = re.compile(r"^webhooks/(?P<app>[^/]+)/(?P<token>[^/]+)$")
 _COMMANDS = re.compile(r"^applications/(?P<app>[^/]+)(/guilds/(?P<guild>[^/]+))?/commands$")
 
 
 @dataclass
 class Recorded:
     seq: int
-    kind: str  # dm_open | message | edit | commands
+    kind: str  # dm_open | message | edit | followup | commands
     method: str
     path: str
     body: Any
@@ -161,6 +162,17 @@ class DiscordRecorder:
             message_id = self._originals.setdefault(m["token"], self._new_id())
             self._record("edit", method, path, payload, headers, interaction_token=m["token"], message_id=message_id)
             return 200, {"id": message_id, "content": (payload or {}).get("content", "")}
+        if (m := _FOLLOW_UP.match(path)) and method == "POST":
+            # The bot follows up only after filling in its deferred answer: before that, Discord would
+            # turn the follow-up into the answer itself. The recorder refuses such a follow-up.
+            if m["token"] not in self._originals:
+                return 400, {"code": 0, "message": "follow-up before the deferred answer was filled in"}
+            message_id = self._new_id()
+            self._record(
+                "followup", method, path, payload, headers, interaction_token=m["token"], message_id=message_id
+            )
+            body = payload or {}
+            return 200, {"id": message_id, "content": body.get("content", ""), "flags": body.get("flags", 0)}
         if (m := _COMMANDS.match(path)) and method == "PUT":
             self._record("commands", method, path, payload, headers)
             return 200, payload
