@@ -7,7 +7,16 @@ from datetime import datetime
 
 import pytest
 
-from fakes import Clock, FakeMemoryStore, FakeMessageStore, FakePeopleStore, FakeRunStore, ScriptedChat, ScriptedJev, message
+from fakes import (
+    Clock,
+    FakeMemoryStore,
+    FakeMessageStore,
+    FakePeopleStore,
+    FakeRunStore,
+    ScriptedChat,
+    ScriptedJev,
+    message,
+)
 from memorybot import bootstrap
 from memorybot.adapters.invoker import LocalContext
 from memorybot.bootstrap import Container
