@@ -1,9 +1,10 @@
 """The functions' code asset: the ``memorybot`` package, with bytecode for the runtime's Python.
 
-Only the package goes in: no metadata, caches, tests or the local stack (it needs moto). The
-asset is built by CDK local bundling (no Docker): the package is copied and compiled with an
-interpreter of the configured ``python_version`` (``bytecode.py``). Its hash covers the
-sources, the version and the recipe, so a change to any of them makes a new asset.
+Only the package goes in: no metadata, caches, tests, the local stack (it needs moto) or the
+operator tools (memorybot doctor). The asset is built by CDK local bundling (no Docker): the
+package is copied and compiled with an interpreter of the configured ``python_version``
+(``bytecode.py``). Its hash covers the sources, the version and the recipe, so a change to any
+of them makes a new asset.
 """
 
 from __future__ import annotations
@@ -18,7 +19,9 @@ from .bytecode import compile_tree
 FUNCTIONS_DIR = Path(__file__).resolve().parent.parent / "functions"
 PACKAGE = "memorybot"
 RECIPE_VERSION = "1"  # bump when the steps below change the output
-SKIPPED = ("__pycache__", "*.pyc", "*.egg-info", "local")  # memorybot/local: the local stack only
+# memorybot/local: the local stack only (it needs moto); memorybot/ops: run by operators from their own machine.
+NOT_DEPLOYED = ("local", "ops")
+SKIPPED = ("__pycache__", "*.pyc", "*.egg-info", *NOT_DEPLOYED)
 DEPLOYED_AT = "/var/task"
 
 
@@ -27,7 +30,12 @@ def _sources(root: Path = FUNCTIONS_DIR) -> list[Path]:
     files = []
     for path in sorted(package.rglob("*")):
         relative = path.relative_to(package)
-        if path.is_dir() or relative.parts[0] == "local" or "__pycache__" in relative.parts or path.suffix == ".pyc":
+        if (
+            path.is_dir()
+            or relative.parts[0] in NOT_DEPLOYED
+            or "__pycache__" in relative.parts
+            or path.suffix == ".pyc"
+        ):
             continue
         files.append(path)
     return files

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from aws_cdk import Acknowledgment, Validations
+from aws_cdk import Acknowledgment, Stack, Token, Validations
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_lambda as lambda_
 from constructs import IConstruct
@@ -46,7 +46,8 @@ REASONS: dict[str, Any] = {
     ),
     "AwsSolutions-APIG4": (
         "Discord cannot present IAM or Cognito credentials: /interactions authenticates each request by its "
-        "Ed25519 signature, and /memory/rollback by the admin secret compared in constant time, in the function."
+        "Ed25519 signature, and the admin routes (/memory/rollback, erase, import) by the admin secret compared "
+        "in constant time, in the function."
     ),
     "AwsSolutions-COG4": "No end users sign in: see AwsSolutions-APIG4 for how each route authenticates its caller.",
     "AwsSolutions-IAM4[Policy::arn:<AWS::Partition>:iam::aws:policy/service-role/AmazonAPIGatewayPushToCloudWatchLogs]": (
@@ -213,6 +214,19 @@ NIGHTLY_REASONS = {
 }
 
 
+def arn_region_and_account(stack: Stack) -> tuple[str, str]:
+    """How cdk-nag prints this stack's region and account inside an ARN.
+
+    Environment-agnostic (plain synth) they are the pseudo parameters, which cdk-nag writes
+    "<AWS::Region>" and "<AWS::AccountId>"; with a concrete environment (``cdk deploy`` sets
+    CDK_DEFAULT_ACCOUNT/REGION from the credentials) CDK writes the literal values into the ARN.
+    An acknowledgement id must match exactly, so it is built from the stack's own environment.
+    """
+    region = "<AWS::Region>" if Token.is_unresolved(stack.region) else stack.region
+    account = "<AWS::AccountId>" if Token.is_unresolved(stack.account) else stack.account
+    return region, account
+
+
 def _acknowledge_nightly(stack: MemoryBotStack) -> None:
     """The nightly state machine's findings (kept apart, so that merges stay small)."""
     bucket = stack.resolve(_cfn(stack.manifests).logical_id)
@@ -227,8 +241,9 @@ def _acknowledge_nightly(stack: MemoryBotStack) -> None:
             fid = stack.resolve(_cfn(function).logical_id)
             _ack(run.role, f"AwsSolutions-IAM5[Resource::<{fid}.Arn>:*]", NIGHTLY_REASONS["versions"])
     machine = stack.resolve(_cfn(run.state_machine).logical_id)
+    region, account = arn_region_and_account(stack)
     executions = (
-        "arn:<AWS::Partition>:states:<AWS::Region>:<AWS::AccountId>:execution:"
+        f"arn:<AWS::Partition>:states:{region}:{account}:execution:"
         f'{{"Fn::Select":[6,{{"Fn::Split":[":",{{"Ref":"{machine}"}}]}}]}}'
     )
     for suffix in (":*", "/*:*"):
@@ -286,7 +301,7 @@ def acknowledge_nist_findings(stack: MemoryBotStack) -> None:
     for name, function in stack.functions.items():
         _ack(_role(function).node.find_child("DefaultPolicy"), "NIST.800.53.R5-IAMNoInlinePolicy")
         # Every step of the nightly state machine shares one reason per rule.
-        # The admin routes (rollback, erase) share theirs.
+        # The admin routes (rollback and import, erase) share theirs.
         kind = "Nightly" if name.startswith("Nightly") else "Admin" if name == "Erase" else name
         if _cfn(function).reserved_concurrent_executions is None:
             _ack(function, "NIST.800.53.R5-LambdaConcurrency", REASONS["NIST.800.53.R5-LambdaConcurrency"][kind])

@@ -9,7 +9,7 @@ from typing import Any
 from memorybot.config import DEFAULT_DISCORD_API_BASE, Settings
 from memorybot.core.domain import ScopeMode
 
-# The functions' own defaults are the single source for model ids.
+# The functions' own defaults are the single source for model ids and the ledger's read retention.
 _DEFAULT_MODEL_ID: dict[str, Any] = {f.name: f.default for f in fields(Settings)}
 
 SUPPORTED_PYTHON = ("3.12", "3.13", "3.14")
@@ -59,6 +59,8 @@ class StackConfig:
     # its Catch before the execution fails.
     nightly_max_concurrency: int = 10
     nightly_tolerated_failure_percentage: int = 10
+    # How long memory_log keeps read rows (DynamoDB TTL on them alone); 0 keeps them for ever.
+    ledger_read_retention_days: int = _DEFAULT_MODEL_ID["ledger_read_retention_days"]
 
     def __post_init__(self) -> None:
         _check(self.architecture, SUPPORTED_ARCHITECTURES, "architecture")
@@ -70,6 +72,8 @@ class StackConfig:
             raise ValueError("context nightly_max_concurrency must be between 1 and 10000")
         if not 0 <= self.nightly_tolerated_failure_percentage <= 100:
             raise ValueError("context nightly_tolerated_failure_percentage must be between 0 and 100")
+        if self.ledger_read_retention_days < 0:
+            raise ValueError("context ledger_read_retention_days must be 0 (keep for ever) or a number of days")
         if self.decision_model == "http" and not self.jev_url:
             raise ValueError("decision_model=http needs the context value jev_url")
 

@@ -23,7 +23,7 @@ from aws_cdk import aws_sqs as sqs
 from constructs import Construct
 
 from memorybot import tables
-from memorybot.config import SECRET_KEYS
+from memorybot.config import SECRET_KEYS, inference_profile_base
 
 from . import nightly
 from .alarms import on_any
@@ -125,9 +125,10 @@ FUNCTIONS = (
             # show says when memory is paused, export includes the switch; UpdateItem: pause and
             # resume (with their ledger row), the forget-all stamp
             "people": access("ConditionCheckItem", "GetItem", "UpdateItem"),
-            # /memory show, why and the autocomplete read the profile; forget reads and deletes one;
-            # export finds the person's scopes (by_user)
-            "memories": access("GetItem", "DeleteItem", indexes=("by_updated", "by_user")),
+            # /memory show, why and the autocomplete read the profile; forget reads and deletes one,
+            # and adds its sources to the owner's forgotten-sources item (UpdateItem, same transaction);
+            # export finds the person's scopes (by_user) and reads that item
+            "memories": access("GetItem", "DeleteItem", "UpdateItem", indexes=("by_updated", "by_user")),
             # read rows and the forget's row; GetItem finds a forget whose answer was lost;
             # export reads the person's rows (Query) in every scope they have rows in (by_user)
             "memory_log": access("PutItem", "GetItem", "Query", indexes=("by_user",)),
@@ -161,9 +162,9 @@ FUNCTIONS = (
         timeout=Duration.minutes(5),
         tables={
             "messages": access(indexes=("by_conversation",)),  # the person's own exchange, nothing else
-            "memories": access("PutItem", "DeleteItem", indexes=("by_updated",)),
-            # Query: the sources of the memories the person forgot, never learned from again
-            "memory_log": access("PutItem", "GetItem", "Query"),
+            # GetItem: the sources of the memories the person forgot (one item), never learned from again
+            "memories": access("GetItem", "PutItem", "DeleteItem", indexes=("by_updated",)),
+            "memory_log": access("PutItem", "GetItem"),
             # GetItem: paused? learned from what? (before any model call); ConditionCheckItem: each
             # write checks the record again in its own transaction
             "people": access("GetItem", "ConditionCheckItem"),
@@ -196,9 +197,9 @@ FUNCTIONS = (
         timeout=Duration.minutes(5),
         tables={
             "messages": access(indexes=("by_conversation",)),  # the speaker's own lines, by id
-            "memories": access("PutItem", "DeleteItem", indexes=("by_updated",)),
-            # Query: the sources of the speaker's forgotten memories; GetItem: a change whose answer was lost
-            "memory_log": access("PutItem", "GetItem", "Query"),
+            # GetItem: the sources of the speaker's forgotten memories (one item)
+            "memories": access("GetItem", "PutItem", "DeleteItem", indexes=("by_updated",)),
+            "memory_log": access("PutItem", "GetItem"),  # GetItem: a change whose answer was lost
             "nightly_runs": access("GetItem", "PutItem"),  # the speaker's mark: checked first, written once
             "people": access("GetItem", "ConditionCheckItem"),  # as the extraction worker
         },
@@ -242,11 +243,13 @@ FUNCTIONS = (
     ),
     FunctionSpec(
         "Admin",
-        "Admin rollback of a nightly run (admin secret)",
+        "Admin rollback of a nightly run and operator import (admin secret)",
         memory_mb=512,
         timeout=Duration.seconds(29),  # API Gateway's own limit
         tables={
+            # rollback: reverts; import: each memory with its marker (PutItem), a dry run's marker check (GetItem)
             "memories": access("GetItem", "PutItem", "DeleteItem"),
+            # the rows of both; GetItem finds a change whose answer was lost
             "memory_log": access("PutItem", "GetItem", indexes=("by_run",)),
             "nightly_runs": access("GetItem", "UpdateItem"),  # the lease and the rolled-back mark
             # a restore is checked against the person's later forget-all or erasure, in its transaction
@@ -264,8 +267,8 @@ FUNCTIONS = (
             "memories": access("GetItem", "DeleteItem", indexes=("by_updated", "by_user")),
             # UpdateItem: the redaction, granted apart and conditioned (see _grant_ledger_redaction)
             "memory_log": access("PutItem", "GetItem", "Query", indexes=("by_user",)),
-            # their own lines (by_author) and the bot's replies to them (by_conversation)
-            "messages": access("DeleteItem", indexes=("by_author", "by_conversation")),
+            # their own lines (by_author) and the bot's replies to them (by_conversation_of)
+            "messages": access("DeleteItem", indexes=("by_author", "by_conversation_of")),
             # GetItem: the switch counts as the person's data; PutItem: the record becomes the erasure's marker
             "people": access("GetItem", "PutItem"),
         },
@@ -285,7 +288,6 @@ _RETENTION = {
     180: logs.RetentionDays.SIX_MONTHS,
     365: logs.RetentionDays.ONE_YEAR,
 }
-_GEO_PREFIXES = ("us", "eu", "apac", "jp", "au", "ca", "us-gov", "global")
 
 
 class MemoryBotStack(Stack):
@@ -468,6 +470,7 @@ class MemoryBotStack(Stack):
             "DISCORD_APPLICATION_ID": c.discord_application_id,
             "MEMORYBOT_FETCH_CHANNEL_HISTORY": "true" if c.fetch_channel_history else "false",
             "MEMORYBOT_MEMORY_SCOPE": c.memory_scope,
+            "MEMORYBOT_LEDGER_READ_RETENTION_DAYS": str(c.ledger_read_retention_days),
         }
         env.update(self._model_quota_environment())
         if c.jev_url:
@@ -601,8 +604,7 @@ class MemoryBotStack(Stack):
         """Base model ids reached through a cross-region inference profile (granted in every region)."""
         bases = []
         for model_id in self.config.bedrock_model_ids:
-            geo, _, base = model_id.partition(".")
-            if not model_id.startswith("arn:") and geo in _GEO_PREFIXES and base:
+            if base := inference_profile_base(model_id):
                 bases.append(base)
         return tuple(dict.fromkeys(bases))
 
@@ -612,8 +614,7 @@ class MemoryBotStack(Stack):
             if model_id.startswith("arn:"):
                 resources.append(model_id)
                 continue
-            geo, _, base = model_id.partition(".")
-            if geo in _GEO_PREFIXES and base:
+            if base := inference_profile_base(model_id):
                 # A cross-region inference profile, and the model in every region it may route to.
                 resources.append(
                     f"arn:{self.partition}:bedrock:{self.region}:{self.account}:inference-profile/{model_id}"
@@ -657,7 +658,7 @@ class MemoryBotStack(Stack):
             self,
             "Api",
             rest_api_name=f"{c.stack_name}-api",
-            description="memorybot: Discord interactions and the admin rollback",
+            description="memorybot: Discord interactions and the admin routes",
             endpoint_types=[apigw.EndpointType.REGIONAL],
             cloud_watch_role=True,  # execution logs (errors only) need the account's logging role
             cloud_watch_role_removal_policy=RemovalPolicy.RETAIN,
@@ -687,7 +688,7 @@ class MemoryBotStack(Stack):
                         throttling_rate_limit=c.rollback_rate_limit,
                         throttling_burst_limit=c.rollback_burst_limit,
                     )
-                    for path in ("/memory/rollback/POST", "/memory/erase/POST")
+                    for path in ("/memory/rollback/POST", "/memory/erase/POST", "/memory/import/POST")
                 },
             ),
         )
@@ -698,6 +699,7 @@ class MemoryBotStack(Stack):
         rollback = memory.add_resource("rollback")
         rollback.add_method("POST", apigw.LambdaIntegration(self.functions["Admin"], proxy=True))
         self._erase_route(api, memory)
+        self._import_route(api, memory)
         CfnOutput(
             self,
             "InteractionsUrl",
@@ -720,6 +722,17 @@ class MemoryBotStack(Stack):
             "EraseUrl",
             value=api.url_for_path("/memory/erase"),
             description='POST {"userId": ...} with Authorization: Bearer <admin secret> to erase one person',
+        )
+
+    def _import_route(self, api: apigw.RestApi, memory: apigw.Resource) -> None:
+        # The admin function serves it: the same secret, and the same table actions as a rollback.
+        imports = memory.add_resource("import")
+        imports.add_method("POST", apigw.LambdaIntegration(self.functions["Admin"], proxy=True))
+        CfnOutput(
+            self,
+            "ImportUrl",
+            value=api.url_for_path("/memory/import"),
+            description='POST {"memories": [...]} or an export file with Authorization: Bearer <admin secret>',
         )
 
     def _schedule(self) -> None:

@@ -110,10 +110,12 @@ class FakeMemoryStore:
     def __init__(self, clock: Callable[[], datetime] | None = None, people: FakePeopleStore | None = None) -> None:
         self.rows: dict[tuple[Owner, str], Memory] = {}
         self.ledger: list[LedgerEntry] = []
+        self.forgotten: dict[Owner, set[str]] = {}  # as the real store: recorded with each forget
         self.clock = clock or Clock()
         self._lock = threading.Lock()
         self.fail_apply: Callable[[Change], bool] = lambda change: False
         self.people = people  # whose records a change's check reads (None: every check passes)
+        self.markers: set[tuple[Owner, str]] = set()  # add_once's keys
 
     # helpers for tests
     def seed(self, *memories: Memory) -> None:
@@ -198,7 +200,36 @@ class FakeMemoryStore:
                 redacted=redacted,
             )
             self.ledger.append(entry)
+            if entry.action is Action.DELETE and entry.actor is Actor.COMMAND and entry.sources:
+                self.forgotten.setdefault(change.owner, set()).update(ref.message_id for ref in entry.sources)
             return entry
+
+    def add_once(self, memory: Memory, once, *, actor, reason, import_id=None):
+        with self._lock:
+            if (memory.owner, once) in self.markers:
+                return None
+            if (memory.owner, memory.memory_id) in self.rows:
+                raise ConflictError(memory.memory_id)
+            self.rows[(memory.owner, memory.memory_id)] = memory
+            self.markers.add((memory.owner, once))
+            entry = LedgerEntry(
+                memory.user_id,
+                Action.ADD,
+                actor,
+                reason,
+                self.clock(),
+                (memory.memory_id,),
+                None,
+                memory,
+                scope=memory.scope,
+                sources=memory.sources,
+                import_id=import_id,
+            )
+            self.ledger.append(entry)
+            return entry
+
+    def has_marker(self, owner: Owner, once):
+        return (owner, once) in self.markers
 
     def stale(self, updated_before, limit):
         old = sorted(
@@ -221,17 +252,18 @@ class FakeMemoryStore:
         return sorted((e for e in self.ledger if e.owner == owner), key=lambda e: e.at, reverse=True)[:limit]
 
     def forgotten_sources(self, owner: Owner):
-        return frozenset(
-            ref.message_id
-            for e in self.ledger
-            if e.owner == owner and e.actor is Actor.COMMAND and e.action is Action.DELETE
-            for ref in e.sources
-        )
+        return frozenset(self.forgotten.get(owner, ()))
+
+    def erase_forgotten_sources(self, owner: Owner):
+        with self._lock:
+            self.forgotten.pop(owner, None)
 
     def owners_of(self, user_id):
-        found = {o for (o, _) in self.rows if o.user_id == user_id} | {
-            e.owner for e in self.ledger if e.user_id == user_id
-        }
+        found = (
+            {o for (o, _) in self.rows if o.user_id == user_id}
+            | {e.owner for e in self.ledger if e.user_id == user_id}
+            | {o for o in self.forgotten if o.user_id == user_id}
+        )
         return sorted(found, key=lambda o: o.key)
 
     def record(self, entry):
@@ -253,8 +285,11 @@ class FakeMessageStore:
 
     def put(self, message: Message, *, check=None) -> bool:
         if self.people is not None and not self.people.allows(check):
+            raise PersonRefused(message.message_id)
+        key = (message.channel_id, message.message_id)
+        if key in self.rows:
             return False
-        self.rows.setdefault((message.channel_id, message.message_id), message)
+        self.rows[key] = message
         return True
 
     def recent(self, channel_id, limit, *, up_to=None):

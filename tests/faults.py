@@ -11,7 +11,7 @@ import threading
 from dataclasses import dataclass, field
 from typing import Any
 
-from memorybot.adapters.dynamodb import ledger_from_item, memory_from_item
+from memorybot.adapters.dynamodb import FORGOTTEN_KEY, MARKER_PREFIX, ledger_from_item, memory_from_item
 from memorybot.config import Settings
 from memorybot.core.domain import Action, LedgerEntry, Memory, Owner
 from memorybot.core.ports import ModelError
@@ -156,6 +156,8 @@ class Snapshot:
         client = _unhooked(client)
         memories = {}
         for item in scan(client, settings.table_names["memories"]):
+            if item["memory_id"]["S"].startswith(MARKER_PREFIX) or item["memory_id"]["S"] == FORGOTTEN_KEY:
+                continue  # an import marker or the forgotten sources, not a memory
             m = memory_from_item(item)
             memories[(m.owner, m.memory_id)] = m
         ledger = [ledger_from_item(i) for i in scan(client, settings.table_names["memory_log"])]

@@ -10,6 +10,7 @@ def test_every_table_is_created_with_its_indexes(dynamo):
         "by_jst_day",
         "by_conversation",
         "by_author",
+        "by_conversation_of",
     }
     ttl = client.describe_time_to_live(TableName=settings.table_names["dedup"])
     assert ttl["TimeToLiveDescription"]["AttributeName"] == "expiration"

@@ -118,6 +118,12 @@ class Container:
         return Erasure(self.memory_store, self.message_store, self.people_store)
 
     @cached_property
+    def importer(self):
+        from .core.importing import Importer
+
+        return Importer(self.memory_store, self.settings.memory_scope)
+
+    @cached_property
     def reply_writer(self):
         from .core.reply import ReplyWriter
 

@@ -1,4 +1,5 @@
-"""`memorybot`: run the local stack, chat with it, register the slash commands, run a nightly."""
+"""`memorybot`: run the local stack, chat with it, register the slash commands, run a nightly,
+import memories (operators), check a deployed stack (doctor)."""
 
 from __future__ import annotations
 
@@ -6,6 +7,7 @@ import argparse
 import shutil
 import sys
 from pathlib import Path
+from typing import Any
 
 DEFAULT_STATE_DIR = Path(".memorybot")
 
@@ -78,8 +80,43 @@ def main(argv: list[str] | None = None) -> int:
     )
     nightly.add_argument("--state-dir", type=Path, default=None, help="where to find the stack's admin secret")
 
+    imports = sub.add_parser(
+        "import",
+        help='import memories into a stack: a /memory export file, or {"memories": [rows]} (operators)',
+    )
+    imports.add_argument("file", type=Path, help="the JSON file")
+    imports.add_argument(
+        "--url", default="http://127.0.0.1:8787", help="the stack: local, or a deployed API's base URL (.../prod)"
+    )
+    imports.add_argument("--dry-run", action="store_true", help="check every row and count, write nothing")
+    imports.add_argument(
+        "--state-dir",
+        type=Path,
+        default=None,
+        help="where to find the local stack's admin secret (MEMORYBOT_ADMIN_SECRET, if set, is used instead)",
+    )
+
+    doctor = sub.add_parser(
+        "doctor", help="check a deployed stack and its Discord application (read-only: changes nothing)"
+    )
+    doctor.add_argument("--stack-name", default="MemoryBot", help="the CloudFormation stack (context stack_name)")
+    doctor.add_argument("--region", default=None, help="the stack's region (default: AWS_REGION or your profile's)")
+    doctor.add_argument("--profile", default=None, help="an AWS CLI profile (default: the usual credential chain)")
+    doctor.add_argument("--guild", default=None, help="check the commands registered for this guild, not global ones")
+    doctor.add_argument(
+        "--discord-api-base", default=None, help="the Discord API base URL (default: DISCORD_API_BASE or Discord's)"
+    )
+
     args = parser.parse_args(argv)
-    return {"local": _local, "chat": _chat, "register-commands": _register, "nightly": _nightly}[args.command](args)
+    commands = {
+        "local": _local,
+        "chat": _chat,
+        "register-commands": _register,
+        "nightly": _nightly,
+        "import": _import,
+        "doctor": _doctor,
+    }
+    return commands[args.command](args)
 
 
 def _local(args: argparse.Namespace) -> int:
@@ -168,6 +205,120 @@ def _nightly(args: argparse.Namespace) -> int:
     lines = client.nightly_lines(status, answer, window, another_day)
     print("\n".join(lines), file=sys.stdout if status == 200 else sys.stderr)
     return 0 if status == 200 else 1
+
+
+# Answers after which the same request is simply sent again: the admin routes' throttle (429),
+# an interrupted import (503) or one cut by API Gateway's 29 s (504). Safe, as every row is
+# imported once whatever the number of attempts.
+IMPORT_RETRY_STATUSES = frozenset({429, 502, 503, 504})
+IMPORT_ATTEMPTS = 6
+IMPORT_BACKOFF_SECONDS = 1.0  # doubled after each answer, up to 10 s
+
+
+def _post_import(http: Any, url: str, body: dict, headers: dict) -> Any:
+    import time
+
+    for attempt in range(IMPORT_ATTEMPTS):
+        response = http.post(url, json=body, headers=headers)
+        if response.status_code not in IMPORT_RETRY_STATUSES or attempt == IMPORT_ATTEMPTS - 1:
+            return response
+        time.sleep(min(IMPORT_BACKOFF_SECONDS * 2**attempt, 10.0))
+    raise AssertionError("unreachable")
+
+
+# Rows per request: 100 rows of at most 500 characters (4 bytes each in UTF-8) and a 64-character
+# id stay far below the route's byte limit, and half its row limit.
+IMPORT_BATCH_ROWS = 100
+
+
+def _import(args: argparse.Namespace) -> int:
+    """Check the whole file here, then every batch on the stack as a dry run (its scopes), and only
+    then import: a bad row anywhere means nothing is written. A run that stops half way can
+    simply be repeated: rows imported already count as unchanged."""
+    import json
+
+    import httpx
+
+    from .core.domain import utcnow
+    from .core.importing import BadImport, parse_import, source_rows
+    from .local import client
+
+    try:
+        data = json.loads(args.file.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        print(f"{args.file}: not a readable JSON file ({exc})", file=sys.stderr)
+        return 2
+    if not isinstance(data, dict):
+        print(f'{args.file}: expected a JSON object (an export file, or {{"memories": [...]}})', file=sys.stderr)
+        return 2
+    data.pop("dryRun", None)  # the command line decides
+    try:
+        parse_import(data, now=utcnow(), max_rows=None)
+        rows = source_rows(data)
+    except BadImport as exc:
+        print(f"{args.file}: {exc}; nothing was imported", file=sys.stderr)
+        return 2
+    url = args.url.rstrip("/") + "/memory/import"
+    headers = client.admin_headers(client.find_admin_secret(args.state_dir))
+    batches = [rows[i : i + IMPORT_BATCH_ROWS] for i in range(0, len(rows), IMPORT_BATCH_ROWS)]
+    done = 0
+    totals = {}
+    try:
+        with httpx.Client(timeout=120) as http:  # moto, locally, is slow with transactions
+            for dry_run in (True,) if args.dry_run else (True, False):
+                totals = {"imported": 0, "unchanged": 0}
+                for batch in batches:
+                    body = {"memories": [raw for _, raw in batch], "dryRun": dry_run}
+                    response = _post_import(http, url, body, headers)
+                    answer = response.json() if response.content else {}
+                    if response.status_code != 200:
+                        print(_import_refusal(args, response.status_code, answer, batch, done), file=sys.stderr)
+                        return 1
+                    totals = {k: totals[k] + answer[k] for k in totals}
+                    if not dry_run:
+                        done += len(batch)
+    except httpx.TransportError:
+        print(client.no_stack_hint(args.url.rstrip("/")), file=sys.stderr)
+        return 1
+    if args.dry_run:
+        print(f"Dry run: {totals['imported']} would be imported, {totals['unchanged']} unchanged; nothing written.")
+    else:
+        print(f"Imported {totals['imported']} memories, {totals['unchanged']} unchanged (imported before).")
+    return 0
+
+
+def _import_refusal(args: argparse.Namespace, status: int, answer: dict, batch: list, done: int) -> str:
+    from .local import client
+
+    if status == 401:
+        return client.refused_hint(args.url, args.state_dir) + " For a deployed stack, set MEMORYBOT_ADMIN_SECRET."
+    if status == 400 and isinstance(answer.get("row"), int) and 0 <= answer["row"] < len(batch):
+        where = batch[answer["row"]][0]
+        problem = str(answer.get("error", "")).split(": ", 1)[-1]
+        message = f"{args.file}: {where}.{answer.get('field')}: {problem}"
+    else:
+        message = f"{args.url}: HTTP {status}: {answer.get('error', answer)}"
+    if done:
+        return f"{message}\n{done} rows were imported before this; run the same command again to finish."
+    return f"{message}; nothing was imported"
+
+
+def _doctor(args: argparse.Namespace) -> int:
+    import os
+
+    from botocore.exceptions import BotoCoreError
+
+    from .config import DEFAULT_DISCORD_API_BASE
+    from .ops import doctor
+
+    api_base = args.discord_api_base or os.environ.get("DISCORD_API_BASE") or DEFAULT_DISCORD_API_BASE
+    try:
+        return doctor.run(
+            args.stack_name, region=args.region, profile=args.profile, discord_api_base=api_base, guild_id=args.guild
+        )
+    except BotoCoreError as exc:  # no credentials, no region, AWS unreachable: before any check could run
+        print(f"Cannot reach AWS: {exc}. Check your credentials (aws sts get-caller-identity) and --region.")
+        return 2
 
 
 if __name__ == "__main__":

@@ -29,13 +29,17 @@ class Settings:
     nightly_speaker_concurrency: int = 32  # speakers consolidated at once (x model_concurrency threads)
     # The process's model limiter (adapters/limiter.py): requests open at once (HTTP pools are
     # sized to it) and started per minute (0: no per-minute bound); and how long one call may
-    # keep retrying throttles and transient failures before it is "not yet" (ModelUnavailable).
+    # keep retrying throttles before it is "not yet" (ModelUnavailable). Server errors and
+    # timeouts get a few quick retries only (adapters/retry.py).
     model_max_in_flight: int = 32
     model_rpm: int = 0
     model_deadline_seconds: float = 60.0
     # Lambda's retries of a failed asynchronous invocation (the stack sets both from one constant):
     # a worker whose model stayed unavailable knows from it when its last attempt has come.
     async_retries: int = 2
+    # How long the ledger keeps read rows (two per turn), in days; 0 keeps them for ever. They
+    # expire through DynamoDB TTL; change rows never carry the attribute (docs/ledger-retention.md).
+    ledger_read_retention_days: int = 400
     metrics_namespace: str = "MemoryBot"
     jev_url: str = ""
     openai_base_url: str = "https://api.openai.com/v1"
@@ -89,6 +93,10 @@ class Settings:
             model_rpm=int(env.get("MEMORYBOT_MODEL_RPM", cls.model_rpm)),
             model_deadline_seconds=float(env.get("MEMORYBOT_MODEL_DEADLINE", cls.model_deadline_seconds)),
             async_retries=int(env.get("MEMORYBOT_ASYNC_RETRIES", cls.async_retries)),
+            ledger_read_retention_days=_non_negative(
+                "MEMORYBOT_LEDGER_READ_RETENTION_DAYS",
+                int(env.get("MEMORYBOT_LEDGER_READ_RETENTION_DAYS", cls.ledger_read_retention_days)),
+            ),
             metrics_namespace=env.get("POWERTOOLS_METRICS_NAMESPACE") or cls.metrics_namespace,
             jev_url=env.get("JEV_URL", "").rstrip("/"),
             openai_base_url=env.get("OPENAI_BASE_URL", "https://api.openai.com/v1").rstrip("/"),
@@ -109,12 +117,30 @@ class Settings:
         )
 
 
+def _non_negative(name: str, value: int) -> int:
+    if value < 0:
+        raise ValueError(f"{name} must be 0 (keep for ever) or a number of days")
+    return value
+
+
 def _scope_mode(value: str) -> ScopeMode:
     try:
         return ScopeMode(value.strip().lower())
     except ValueError:
         choices = ", ".join(m.value for m in ScopeMode)
         raise ValueError(f"MEMORYBOT_MEMORY_SCOPE must be one of: {choices}") from None
+
+
+# A Bedrock cross-region inference profile is named "<geography>.<base model id>".
+INFERENCE_PROFILE_GEOGRAPHIES = ("us", "eu", "apac", "jp", "au", "ca", "us-gov", "global")
+
+
+def inference_profile_base(model_id: str) -> str | None:
+    """The base model of a cross-region inference profile id; None for a model id or an ARN."""
+    geography, _, base = model_id.partition(".")
+    if model_id.startswith("arn:") or geography not in INFERENCE_PROFILE_GEOGRAPHIES or not base:
+        return None
+    return base
 
 
 # The stack creates these three secrets.

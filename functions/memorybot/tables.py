@@ -118,6 +118,9 @@ MEMORY_LOG = TableSpec(
         Index("by_run", Key("run_id", "N"), Key("entry_key", "S")),
         Index("by_user", Key("user_id", "S"), Key("entry_key", "S")),
     ),
+    # Only read rows carry it (the retention of reads, Settings.ledger_read_retention_days):
+    # change rows never expire.
+    ttl_attribute="expiration",
 )
 
 # The one change an erasure makes to a ledger row: before/after go and a flag says so (the
@@ -135,8 +138,12 @@ MESSAGES = TableSpec(
     global_indexes=(
         Index("by_jst_day", Key("jst_day", "S"), Key("message_id", "N")),
         Index("by_conversation", Key("conversation", "S"), Key("message_id", "N")),
-        # Everything one person wrote (erasure); the bot's replies to them via by_conversation.
+        # Everything one person wrote (erasure).
         Index("by_author", Key("author_id", "S"), Key("message_id", "N")),
+        # Sparse like by_conversation: every line of one person's conversations with the bot, in
+        # every channel, keyed by the person (conversation_of). The bot's replies to them are found
+        # by the person they answer, even when none of the person's own lines is left (erasure).
+        Index("by_conversation_of", Key("conversation_of", "S"), Key("message_id", "N")),
     ),
 )
 

@@ -1,7 +1,8 @@
-"""Fixtures for the CDK app's tests: one real synth per session, shared by every test.
+"""Fixtures for the CDK app's tests: one real synth per shape and session, shared by every test.
 
-The synth is the operator's ``cdk synth`` (the CLI pinned in package.json) when Node is
-present, else the cdk.json ``app`` command run the way the CLI runs it. Either way the
+The shapes are environment-agnostic (``synth``) and concrete in two regions, as ``cdk deploy``
+makes it (``synth_of``). The synth is the operator's ``cdk synth`` (the CLI pinned in
+package.json) when Node is present, else the cdk.json ``app`` command run the way the CLI runs it. Either way the
 dependency layer is really bundled (cached under build/layer), with no Docker and no
 AWS credentials.
 """
@@ -14,10 +15,13 @@ import shutil
 import subprocess
 import sys
 import tempfile
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+
+from synth_shapes import CDK_CLI, CONCRETE_ACCOUNT
 
 ROOT = Path(__file__).resolve().parents[2]
 if str(ROOT) not in sys.path:
@@ -36,7 +40,6 @@ for _key, _value in OFFLINE_ENV.items():
     os.environ.setdefault(_key, _value)
 
 STACK_NAME = "MemoryBot"
-CDK_CLI = ROOT / "node_modules" / ".bin" / "cdk"
 
 
 @dataclass
@@ -44,6 +47,7 @@ class Synth:
     outdir: Path
     template: dict
     via: str  # "cdk-cli" or "app-command"
+    region: str | None = None  # None: environment-agnostic; else the concrete account in this region
 
     @property
     def resources(self) -> dict:
@@ -60,7 +64,8 @@ class Synth:
 
 
 def _subprocess_env() -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("AWS_")}
+    # No AWS settings and no CDK environment leak in: the default synth is environment-agnostic.
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("AWS_", "CDK_DEFAULT_"))}
     env.update(OFFLINE_ENV)
     # cdk.json runs "python3": make that the interpreter running the tests.
     env["PATH"] = os.pathsep.join([str(Path(sys.executable).parent), env.get("PATH", "")])
@@ -77,10 +82,18 @@ def _cdk_cli() -> Path | None:
     return CDK_CLI if CDK_CLI.exists() else None
 
 
-@pytest.fixture(scope="session")
-def synth(tmp_path_factory) -> Synth:
-    outdir = tmp_path_factory.mktemp("cdk.out")
+def _synthesize(outdir: Path, region: str | None = None) -> Synth:
+    """One real synth, through the CDK CLI when it is installed, else the cdk.json app command.
+
+    With a region, the environment is concrete as `cdk deploy` makes it: the operator exports
+    AWS_REGION (README, Deploy) and the CLI resolves the account from the credentials and hands
+    both to the app as CDK_DEFAULT_ACCOUNT/CDK_DEFAULT_REGION. There are no credentials here, so
+    the account is given the way the CLI passes it on (it keeps a CDK_DEFAULT_ACCOUNT it could
+    not resolve itself); the region goes in as the operator sets it.
+    """
     env = _subprocess_env()
+    if region:
+        env.update(AWS_REGION=region, CDK_DEFAULT_ACCOUNT=CONCRETE_ACCOUNT)
     cli = _cdk_cli()
     if cli:
         command, via = [str(cli), "synth", "--no-notices", "--quiet", "--output", str(outdir)], "cdk-cli"
@@ -88,10 +101,32 @@ def synth(tmp_path_factory) -> Synth:
         app_command = json.loads((ROOT / "cdk.json").read_text())["app"]
         command, via = app_command.split(), "app-command"
         env["CDK_OUTDIR"] = str(outdir)
+        if region:
+            env["CDK_DEFAULT_REGION"] = region  # what the CLI would have set from AWS_REGION
     result = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
-    assert result.returncode == 0, f"synth failed via {via}:\n{result.stdout[-4000:]}\n{result.stderr[-8000:]}"
+    shape = region or "agnostic"
+    assert result.returncode == 0, f"{shape} synth failed via {via}:\n{result.stdout[-4000:]}\n{result.stderr[-8000:]}"
     template = json.loads((outdir / f"{STACK_NAME}.template.json").read_text())
-    return Synth(outdir=outdir, template=template, via=via)
+    return Synth(outdir=outdir, template=template, via=via, region=region)
+
+
+@pytest.fixture(scope="session")
+def synth(tmp_path_factory) -> Synth:
+    """The environment-agnostic synth (a plain `cdk synth` without credentials)."""
+    return _synthesize(tmp_path_factory.mktemp("cdk.out"))
+
+
+@pytest.fixture(scope="session")
+def synth_of(tmp_path_factory, synth) -> Callable[[str], Synth]:
+    """Synth of a shape ("agnostic" or a region for a concrete environment), each made once per session."""
+    made: dict[str, Synth] = {"agnostic": synth}
+
+    def of(shape: str) -> Synth:
+        if shape not in made:
+            made[shape] = _synthesize(tmp_path_factory.mktemp(f"cdk.out-{shape}"), region=shape)
+        return made[shape]
+
+    return of
 
 
 @pytest.fixture(scope="session")

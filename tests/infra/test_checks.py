@@ -14,6 +14,7 @@ from cdk_nag import AwsSolutionsChecks, NIST80053R5Checks
 
 from infra import nag
 from infra.settings import StackConfig
+from synth_shapes import CDK_CLI, CONCRETE_ACCOUNT, CONCRETE_REGIONS, SHAPES
 
 # Zipped, with bytecode for the runtime (the sources alone are about a third of it). Raised from
 # 300 KiB when the nightly steps, erasure and the data-rights commands arrived: the package, not
@@ -38,13 +39,45 @@ def _acknowledgements(construct) -> dict[str, dict[str, str]]:
 PACKS = ("AwsSolutions", "NIST.800.53.R5")
 
 
-def test_synth_passed_both_nag_packs_with_no_unacknowledged_finding(synth):
+@pytest.mark.parametrize("shape", SHAPES)
+def test_synth_passed_both_nag_packs_with_no_unacknowledged_finding(synth_of, shape):
+    """Agnostic (plain `cdk synth`) and concrete (`cdk deploy` with credentials, in two regions)."""
+    synth = synth_of(shape)
     # The app registers AwsSolutionsChecks and NIST80053R5Checks; any unacknowledged finding fails the synth.
     report = json.loads((synth.outdir / "validation-report.json").read_text())
     assert sorted(plugin["pluginName"] for plugin in report["pluginReports"]) == sorted(PACKS)
     violations = [v for plugin in report["pluginReports"] for v in plugin.get("violations", [])]
     assert violations == []
     assert all(plugin["conclusion"] == "success" for plugin in report["pluginReports"])
+    manifest = json.loads((synth.outdir / "manifest.json").read_text())
+    environment = manifest["artifacts"]["MemoryBot"]["environment"]
+    expected = f"aws://{CONCRETE_ACCOUNT}/{shape}" if synth.region else "aws://unknown-account/unknown-region"
+    assert environment == expected
+
+
+def test_a_concrete_synth_writes_the_account_and_region_where_an_agnostic_one_has_tokens(synth_of):
+    """What made the acknowledgements shape-dependent: the map's execution ARNs."""
+    executions = ":states:ap-northeast-1:123456789012:execution:"
+    assert executions in json.dumps(synth_of("ap-northeast-1").template)
+    agnostic = json.dumps(synth_of("agnostic").template)
+    assert ":states:" in agnostic and executions not in agnostic and '{"Ref": "AWS::AccountId"}' in agnostic
+
+
+def test_the_acknowledgements_follow_the_stacks_environment():
+    from aws_cdk import App, Environment
+
+    agnostic = Stack(App(), "Agnostic")
+    assert nag.arn_region_and_account(agnostic) == ("<AWS::Region>", "<AWS::AccountId>")
+    concrete = Stack(App(), "Concrete", env=Environment(account="123456789012", region="ap-northeast-1"))
+    assert nag.arn_region_and_account(concrete) == ("ap-northeast-1", "123456789012")
+
+
+@pytest.mark.skipif(not CDK_CLI.exists(), reason="the CDK CLI is not installed (run `npm ci` in the repo root)")
+def test_the_operators_cdk_cli_synthesizes_a_concrete_environment(synth_of):
+    """`cdk synth` through the pinned CLI, with AWS_REGION exported as the README says and an account."""
+    synth = synth_of(CONCRETE_REGIONS[0])
+    assert synth.via == "cdk-cli"
+    assert f":states:{CONCRETE_REGIONS[0]}:{CONCRETE_ACCOUNT}:execution:" in json.dumps(synth.template)
 
 
 def test_the_checks_are_live_an_unacknowledged_finding_fails_synth():
@@ -131,10 +164,13 @@ def test_with_personal_data_encrypted_only_the_key_actions_wildcard_is_added_to_
 # -- cfn-lint -------------------------------------------------------------------------------
 
 
-def test_cfn_lint_finds_no_errors(synth):
+@pytest.mark.parametrize("shape", SHAPES)
+def test_cfn_lint_finds_no_errors(synth_of, shape):
     from cfnlint.api import ManualArgs, lint_file
 
-    matches = lint_file(synth.outdir / "MemoryBot.template.json", config=ManualArgs(regions=["us-east-1"]))
+    synth = synth_of(shape)
+    regions = [synth.region or "us-east-1"]
+    matches = lint_file(synth.outdir / "MemoryBot.template.json", config=ManualArgs(regions=regions))
     errors = [f"{m.rule.id} {m.message}" for m in matches if m.rule.id.startswith("E")]
     assert errors == []
     # CDK puts DependsOn on each function's role next to the GetAtt; that warning is CDK's style.
@@ -165,6 +201,7 @@ def test_code_asset_holds_only_the_package_with_every_handler(synth):
     leftovers = [p for p in folder.rglob("*") if "egg-info" in p.name]
     assert leftovers == []
     assert not (folder / "memorybot" / "local").exists()  # the local stack needs moto: not deployed
+    assert not (folder / "memorybot" / "ops").exists()  # `memorybot doctor` runs on the operator's machine
     assert _zipped_size(folder) < CODE_GOAL_BYTES
 
 

@@ -23,6 +23,7 @@ from fakes import ScriptedChat, ScriptedJev, memory
 from faults import InjectedFault
 from frontdoor import (
     ALICE,
+    APP_ID,
     BOB,
     CHANNEL,
     PUBLIC_KEY,
@@ -43,7 +44,7 @@ from iam_contract import BUCKET_ENV, Need, Policy, Recorder, check, key_needs, l
 from infra.stack import FUNCTIONS, LEDGER_ACTIONS_ALLOWED, LEDGER_REDACTION_ATTRIBUTES, LEDGER_REDACTOR
 from memorybot import bootstrap, tables
 from memorybot.adapters.discord_rest import DiscordRest
-from memorybot.adapters.dynamodb import DynamoMemoryStore, DynamoMessageStore
+from memorybot.adapters.dynamodb import MARKER_PREFIX, DynamoMemoryStore, DynamoMessageStore
 from memorybot.adapters.invoker import LambdaInvoker, LocalContext
 from memorybot.adapters.manifests import S3Manifests
 from memorybot.bootstrap import Container
@@ -153,7 +154,11 @@ def body(response: dict) -> Any:
 
 def interactions_scenario(h: Harness) -> None:
     kept = memory(ALICE, "kept2", "Loves hiking in the Alps", at=utcnow(), scope=SCOPE)
-    gone = memory(ALICE, "g2ne3", "Has an exam on Friday", at=utcnow(), scope=SCOPE)
+    # learned from one of Alice's messages: forgetting it records that message as forgotten
+    gone = replace(
+        memory(ALICE, "g2ne3", "Has an exam on Friday", at=utcnow(), scope=SCOPE),
+        sources=(SourceRef(CHANNEL, snowflake_at(utcnow(), 3)),),
+    )
     for m in (kept, gone):
         h.memories.apply(Change(Action.ADD, None, m, "seed"), actor=Actor.EXTRACTION)
     said = chat("My sister Yuki lives in Osaka")
@@ -333,6 +338,26 @@ def admin_scenario(h: Harness) -> None:
     status, done = rollback({})
     assert status == 200 and done["reverted"] == preview["reverted"], done
     assert rollback({})[0] == 409
+    import_scenario(h)
+
+
+def import_scenario(h: Harness) -> None:
+    """POST /memory/import on the admin function: a dry run (marker reads), an import whose
+    first answer is lost (the ledger read-back), the same rows again (the markers refuse them)."""
+
+    def imports(payload: dict) -> tuple[int, dict]:
+        response = h.call("Admin", admin_event("/memory/import", payload, ADMIN_SECRET))
+        return response["statusCode"], body(response)
+
+    at = (utcnow() - timedelta(days=3)).isoformat()
+    rows = [
+        {"userId": ALICE, "scope": SCOPE, "text": "Plays the shamisen", "createdAt": at, "id": "legacy-1"},
+        {"userId": BOB, "scope": SCOPE, "text": "Grows bonsai", "createdAt": at, "updatedAt": at},
+    ]
+    assert imports({"memories": rows, "dryRun": True}) == (200, {"imported": 2, "unchanged": 0, "dryRun": True})
+    h.recorder.lose_answer("Admin", "TransactWriteItems")
+    assert imports({"memories": rows}) == (200, {"imported": 2, "unchanged": 0, "dryRun": False})
+    assert imports({"memories": rows}) == (200, {"imported": 0, "unchanged": 2, "dryRun": False})
 
 
 def erase_scenario(h: Harness) -> None:
@@ -342,6 +367,10 @@ def erase_scenario(h: Harness) -> None:
 
     said = Message(CHANNEL, snowflake_at(utcnow(), 7), BOB, "bob", "I keep bees", scope=SCOPE, conversation_of=BOB)
     h.messages.put(said)
+    # A reply to bob in a channel where he has no line of his own: found by the person it answers
+    # (messages.by_conversation_of), which the erase role must be allowed to query.
+    reply = Message("700000000000000077", snowflake_at(utcnow(), 8), APP_ID, "memorybot", "Bees!", True, SCOPE, BOB)
+    h.messages.put(reply)
     learned = memory(BOB, "bee2s", "Keeps bees", at=utcnow(), scope=SCOPE)
     learned = replace(learned, sources=(SourceRef(said.channel_id, said.message_id),))
     h.memories.apply(Change(Action.ADD, None, learned, "seed"), actor=Actor.EXTRACTION)
@@ -349,7 +378,7 @@ def erase_scenario(h: Harness) -> None:
     assert status == 200 and preview["memoriesDeleted"] >= 1, preview
     h.recorder.lose_answer(LEDGER_REDACTOR, "TransactWriteItems")  # a delete commits, its answer is lost
     status, done = erase({"userId": BOB})
-    assert status == 200 and done["messagesDeleted"] >= 1 and done["ledgerRowsRedacted"] >= 1, done
+    assert status == 200 and done["messagesDeleted"] >= 2 and done["ledgerRowsRedacted"] >= 1, done
     assert erase({"userId": "999999999999999999"})[0] == 404
 
 
@@ -591,6 +620,35 @@ def test_the_redaction_names_only_the_attributes_its_condition_allows(recorded):
         named = set(request.params["Key"]) | set(request.params.get("ExpressionAttributeNames", {}).values())
         assert named <= set(LEDGER_REDACTION_ATTRIBUTES), named
         assert request.params.get("ReturnValues", "NONE") == "NONE"
+
+
+def test_the_import_is_in_the_contract_its_marker_written_with_the_memory_and_read_by_a_dry_run(recorded):
+    """The import's requests are the admin function's: each row one transaction (the memory, its
+    marker, its ledger row), a dry run's marker read, and the read-back of a lost answer."""
+    recorder, harness = recorded
+    memories = harness.settings.table(tables.MEMORIES)
+    ledger = harness.settings.table(tables.MEMORY_LOG)
+    marker = MARKER_PREFIX
+
+    def is_marker(item: dict) -> bool:
+        return item.get("memory_id", {}).get("S", "").startswith(marker)
+
+    imports = [
+        r
+        for r in recorder.requests
+        if r.operation == "TransactWriteItems"
+        and any(is_marker(i["Put"]["Item"]) for i in r.params["TransactItems"] if "Put" in i)
+    ]
+    assert imports and {r.function for r in imports} == {"Admin"}
+    for request in imports:
+        tables_written = [next(iter(i.values()))["TableName"] for i in request.params["TransactItems"]]
+        assert tables_written == [memories, memories, ledger]
+    reads = [
+        r
+        for r in recorder.requests
+        if r.operation == "GetItem" and r.params["TableName"] == memories and is_marker(r.params["Key"])
+    ]
+    assert reads and {r.function for r in reads} == {"Admin"}
 
 
 def test_the_contract_sees_a_real_deploy_miss_before_the_fix(recorded):

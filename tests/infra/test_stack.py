@@ -101,7 +101,7 @@ def test_tables_are_on_demand_with_point_in_time_recovery(synth):
         assert props["PointInTimeRecoverySpecification"] == {"PointInTimeRecoveryEnabled": True}
 
 
-def test_data_tables_survive_stack_deletion_and_only_the_dedup_ledger_expires(synth):
+def test_data_tables_survive_stack_deletion_and_only_dedup_and_the_ledgers_read_rows_expire(synth):
     ids = table_ids(synth)
     for spec in tables.ALL_TABLES:
         table = synth.resources[ids[spec.logical_name]]
@@ -116,6 +116,12 @@ def test_data_tables_survive_stack_deletion_and_only_the_dedup_ledger_expires(sy
         else:
             assert ttl is None, f"{spec.logical_name} must never expire"
     assert tables.DEDUP.ttl_attribute == "expiration"
+    # memory_log: TTL on, but only read rows carry the attribute (tests/integration/test_ledger_retention.py).
+    expiring = {spec.logical_name for spec in tables.ALL_TABLES if spec.ttl_attribute}
+    assert expiring == {"dedup", "memory_log"}
+    functions = synth.of_type("AWS::Lambda::Function").values()
+    retention = {f["Properties"]["Environment"]["Variables"]["MEMORYBOT_LEDGER_READ_RETENTION_DAYS"] for f in functions}
+    assert retention == {"400"}
 
 
 # -- functions and the layer ----------------------------------------------------------------
@@ -237,7 +243,7 @@ TABLE_ACCESS = {
         "messages": _dynamodb("PutItem", "GetItem"),  # GetItem: a store whose answer was lost
         # the /chat line's check, show's and export's switch, pause/resume and the forget-all stamp
         "people": _dynamodb("ConditionCheckItem", "GetItem", "UpdateItem"),
-        "memories": _dynamodb("GetItem", "DeleteItem", "Query"),
+        "memories": _dynamodb("GetItem", "DeleteItem", "UpdateItem", "Query"),  # UpdateItem: a forget's sources
         "memory_log": _dynamodb("PutItem", "GetItem", "Query"),  # Query: export
         "dedup": IDEMPOTENCY,
     },
@@ -250,8 +256,8 @@ TABLE_ACCESS = {
     },
     "Extraction": {
         "messages": _dynamodb("Query"),
-        "memories": _dynamodb("PutItem", "DeleteItem", "Query"),
-        "memory_log": _dynamodb("PutItem", "GetItem", "Query"),  # Query: the forgotten sources
+        "memories": _dynamodb("GetItem", "PutItem", "DeleteItem", "Query"),  # GetItem: the forgotten sources
+        "memory_log": _dynamodb("PutItem", "GetItem"),
         "people": _dynamodb("GetItem", "ConditionCheckItem"),
         "dedup": IDEMPOTENCY,
     },
@@ -259,8 +265,8 @@ TABLE_ACCESS = {
     "NightlyPlan": {"messages": _dynamodb("Query")},
     "NightlySpeaker": {
         "messages": _dynamodb("Query"),
-        "memories": _dynamodb("PutItem", "DeleteItem", "Query"),
-        "memory_log": _dynamodb("PutItem", "GetItem", "Query"),
+        "memories": _dynamodb("GetItem", "PutItem", "DeleteItem", "Query"),
+        "memory_log": _dynamodb("PutItem", "GetItem"),
         "nightly_runs": _dynamodb("GetItem", "PutItem"),
         "people": _dynamodb("GetItem", "ConditionCheckItem"),
     },
@@ -315,7 +321,7 @@ INDEX_QUERIES = {
         ("memories", "by_user"),
         ("memory_log", "by_user"),
         ("messages", "by_author"),
-        ("messages", "by_conversation"),
+        ("messages", "by_conversation_of"),
     },
 }
 
@@ -390,13 +396,15 @@ def test_three_post_routes_with_proxy_integrations_to_the_right_functions(synth)
         integration = props["Integration"]
         assert integration["Type"] == "AWS_PROXY" and integration["IntegrationHttpMethod"] == "POST"
         routes[paths[props["ResourceId"]["Ref"]]] = json.dumps(integration["Uri"])
-    assert set(routes) == {"interactions", "rollback", "erase"}
+    assert set(routes) == {"interactions", "rollback", "erase", "import"}
     assert logical_id(synth, "InteractionsFunction", "AWS::Lambda::Function") in routes["interactions"]
     assert logical_id(synth, "AdminFunction", "AWS::Lambda::Function") in routes["rollback"]
+    assert logical_id(synth, "AdminFunction", "AWS::Lambda::Function") in routes["import"]
     assert logical_id(synth, "EraseFunction", "AWS::Lambda::Function") in routes["erase"]
     parent = {k: v["Properties"]["ParentId"] for k, v in synth.of_type("AWS::ApiGateway::Resource").items()}
-    [rollback_id] = [k for k, p in paths.items() if p == "rollback"]
-    assert paths[parent[rollback_id]["Ref"]] == "memory"
+    for route in ("rollback", "import"):
+        [route_id] = [k for k, p in paths.items() if p == route]
+        assert paths[parent[route_id]["Ref"]] == "memory"
     # Raw bodies: no binary media types or request templates that would rewrite them.
     [api] = synth.of_type("AWS::ApiGateway::RestApi").values()
     assert "BinaryMediaTypes" not in api["Properties"]
@@ -409,7 +417,7 @@ def test_stage_throttles_logs_access_and_never_logs_bodies(synth, template):
     everything = settings["/*"]
     assert everything["ThrottlingRateLimit"] == 10 and everything["ThrottlingBurstLimit"] == 20
     assert everything["LoggingLevel"] == "ERROR" and everything["DataTraceEnabled"] is False
-    for admin_route in ("/~1memory~1rollback", "/~1memory~1erase"):
+    for admin_route in ("/~1memory~1rollback", "/~1memory~1erase", "/~1memory~1import"):
         limited = settings[admin_route]
         assert limited["HttpMethod"] == "POST" and limited["ThrottlingRateLimit"] == 1, admin_route
     access = props["AccessLogSetting"]
@@ -423,8 +431,25 @@ def test_outputs_are_the_interactions_and_rollback_urls(synth):
     outputs = synth.template["Outputs"]
     assert json.dumps(outputs["InteractionsUrl"]["Value"]).endswith('/interactions"]]}')
     assert json.dumps(outputs["RollbackUrl"]["Value"]).endswith('/memory/rollback"]]}')
-    for output in ("InteractionsUrl", "RollbackUrl"):
+    assert json.dumps(outputs["ImportUrl"]["Value"]).endswith('/memory/import"]]}')
+    for output in ("InteractionsUrl", "RollbackUrl", "ImportUrl"):
         assert "execute-api" in json.dumps(outputs[output]["Value"])
+
+
+def test_the_template_has_what_memorybot_doctor_reads(synth):
+    """The doctor's tests run against a minimal stack in moto (tests/doctor_world.py); this ties
+    what it reads to the real template: the outputs, the functions' environment, one schedule."""
+    from memorybot.ops import doctor
+
+    assert set(doctor.OUTPUTS) <= set(synth.template["Outputs"])
+    environments = [
+        f["Properties"]["Environment"]["Variables"] for f in synth.of_type("AWS::Lambda::Function").values()
+    ]
+    named = {key for env in environments for key in env if key.endswith(doctor.SECRET_NAME_SUFFIX)}
+    assert {key + doctor.SECRET_NAME_SUFFIX for key in SECRET_KEYS} <= named
+    read = {*doctor.MODEL_BACKENDS.values(), *doctor.BEDROCK_MODEL_IDS.values(), doctor.APPLICATION_ID}
+    assert all(read <= set(env) for env in environments)
+    assert len(synth.of_type("AWS::Events::Rule")) == 1
 
 
 # -- schedule and asynchronous invocations --------------------------------------------------

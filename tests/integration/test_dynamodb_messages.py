@@ -156,3 +156,47 @@ def test_conversation_is_the_persons_own_lines_and_the_bots_replies_to_them_only
     assert store.conversation("c1", "u2", 10) == lines[2:4]
     assert store.conversation("c2", "u1", 10) == [lines[5]]
     assert store.conversation("c1", "u3", 10) == [] and store.conversation("c1", "u1", 0) == []
+
+
+def test_of_person_finds_the_bots_replies_by_the_person_they_answer_even_with_their_own_lines_gone(store):
+    """A reply stored after an erasure (the turn was in flight) or left by an interrupted one: the
+    person's own lines are gone, and a later erasure must still find every reply to them."""
+    lines = [
+        line(1, "u1", "u1"),  # alice to the bot, in c1 (erased below)
+        line(2, "bot", "u1", bot=True),  # the bot's reply to alice, in c1
+        line(3, "bot", "u1", channel="c2", bot=True),  # a reply to alice in a channel where she has no line left
+        line(4, "u2", "u2"),  # bob to the bot
+        line(5, "bot", "u2", bot=True),  # the bot's reply to bob: never alice's
+        line(6, "u1", ""),  # alice's ordinary channel message (history)
+    ]
+    for m in lines:
+        store.put(m)
+    assert store.of_person("u1") == [lines[i] for i in (0, 1, 2, 5)]
+    store.delete(lines[0])
+    store.delete(lines[5])
+    assert store.of_person("u1") == [lines[1], lines[2]]  # found by the person they answer, in both channels
+    assert store.of_person("u2") == lines[3:5]
+    assert store.of_person("u3") == []
+
+
+def test_a_put_says_whether_it_stored_the_message_and_a_retry_of_its_own_write_still_counts(store, dynamo):
+    first = line(1, "u1", "u1")
+    assert store.put(first) is True
+    assert store.put(first) is False  # the same interaction again: the first copy stands
+
+    # botocore resends a PutItem whose answer was lost: the resend finds its own copy, which is still "stored".
+    client, _ = dynamo
+    resent: list[str] = []
+
+    def resend_once(response, operation, **_):
+        if operation.name == "PutItem" and not resent:
+            resent.append(operation.name)
+            return 0  # retry at once, with the same request
+        return None
+
+    client.meta.events.register("needs-retry.dynamodb.PutItem", resend_once)
+    try:
+        assert store.put(line(2, "u1", "u1")) is True and resent == ["PutItem"]
+    finally:
+        client.meta.events.unregister("needs-retry.dynamodb.PutItem", resend_once)
+    assert store.recent("c1", 10) == [first, line(2, "u1", "u1")]

@@ -71,8 +71,8 @@ def clean_outcome(moto_server):
     client, config, store = world(moto_server)
     faults = RequestFaults(client)
     extract(store, *models())
-    # the forgotten sources (a ledger query), the profile (its read row), then the changes
-    assert faults.operations == ["Query", "Query", "PutItem"] + ["TransactWriteItems"] * 3
+    # the forgotten sources (one item), the profile (its read row), then the changes
+    assert faults.operations == ["GetItem", "Query", "PutItem"] + ["TransactWriteItems"] * 3
     return profile_texts(Snapshot.take(client, config), ALICE), faults.count
 
 

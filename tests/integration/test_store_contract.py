@@ -143,15 +143,47 @@ def test_the_forgotten_sources_are_those_of_memories_deleted_by_command_of_that_
     forgot = memories.apply(Change(Action.DELETE, m2, None, "forget"), actor=Actor.COMMAND)
     assert memories.forgotten_sources(owner("a")) == {"102", "103"}
     assert memories.forgotten_sources(owner("a", "guild:9")) == frozenset()
-    memories.redact(forgot)  # an erasure keeps the ids: forgetting still sticks after it
+    memories.redact(forgot)  # redacting the row keeps the ids: forgetting still sticks after it
     assert memories.forgotten_sources(owner("a")) == {"102", "103"}
+    m3 = add(memories, sourced(memory("a", "f3222"), "103", "104")).after
+    memories.apply(Change(Action.DELETE, m3, None, "forget"), actor=Actor.COMMAND)
+    assert memories.forgotten_sources(owner("a")) == {"102", "103", "104"}
+
+
+def test_the_record_of_forgotten_sources_is_found_by_the_persons_id_and_erased_with_them(memories):
+    m = add(memories, sourced(memory("a", "f1222", scope="guild:1"), "101")).after
+    memories.apply(Change(Action.DELETE, m, None, "forget"), actor=Actor.COMMAND)
+    other = add(memories, sourced(memory("b", "f2222", scope="guild:1"), "201")).after
+    memories.apply(Change(Action.DELETE, other, None, "forget"), actor=Actor.COMMAND)
+    assert owner("a", "guild:1") in memories.owners_of("a")
+    assert memories.read_profile(owner("a", "guild:1"), actor=Actor.COMMAND, reason="t", limit=None) == []
+    memories.erase_forgotten_sources(owner("a", "guild:1"))
+    assert memories.forgotten_sources(owner("a", "guild:1")) == frozenset()
+    assert memories.forgotten_sources(owner("b", "guild:1")) == {"201"}  # only that person's
+    memories.erase_forgotten_sources(owner("a", "guild:1"))  # nothing left: no error
 
 
 def test_a_message_stored_twice_is_stored_once(messages):
     said = message("alice", "hello", channel="c1")
-    messages.put(said)
-    messages.put(dataclasses.replace(said, content="changed"))
+    assert messages.put(said) is True
+    assert messages.put(dataclasses.replace(said, content="changed")) is False  # the first copy stands
     assert messages.recent("c1", 10) == [said]
+
+
+def test_of_person_is_their_own_lines_and_every_reply_to_them_even_with_their_lines_gone(messages):
+    at = iter(T0 + timedelta(seconds=n) for n in range(20))
+    mine = message("a", "mine", at=next(at), channel="c1")
+    to_me = message("bot", "to a", at=next(at), channel="c1", bot=True, to="a")
+    to_me_elsewhere = message("bot", "to a in c2", at=next(at), channel="c2", bot=True, to="a")
+    to_them = message("bot", "to b", at=next(at), channel="c1", bot=True, to="b")
+    history = message("a", "said in the channel", at=next(at), channel="c3", to="")
+    for m in (mine, to_me, to_me_elsewhere, to_them, history):
+        messages.put(m)
+    assert messages.of_person("a") == [mine, to_me, to_me_elsewhere, history]
+    messages.delete(mine)
+    messages.delete(history)
+    assert messages.of_person("a") == [to_me, to_me_elsewhere]  # found by the person they answer
+    assert messages.of_person("b") == [to_them]
 
 
 def test_recent_is_the_channels_newest_oldest_first_up_to_an_id(messages):
@@ -182,6 +214,85 @@ def test_between_includes_the_start_and_excludes_the_end_across_channels(message
     for m in inside + [message("a", "3", at=T0 + timedelta(days=1), channel="c1")]:
         messages.put(m)
     assert messages.between(T0, T0 + timedelta(days=1)) == inside
+
+
+# ---- add_once: the import's one conditional write per row
+
+
+def imported(store, m, once="k1", **kw):
+    return store.add_once(m, once, actor=Actor.IMPORT, reason="operator import", **kw)
+
+
+def test_add_once_adds_the_memory_with_its_ledger_row_keeping_the_source_id(memories):
+    m = memory("alice", "abcde", "plays the cello", scope="guild:1")
+    here = owner("alice", "guild:1")
+    assert not memories.has_marker(here, "k1")
+    entry = imported(memories, m, import_id="src 1")
+    assert memories.get(here, "abcde") == m and memories.has_marker(here, "k1")
+    assert changes(memories, here) == [entry]
+    assert (entry.action, entry.actor, entry.before, entry.after, entry.import_id) == (
+        Action.ADD,
+        Actor.IMPORT,
+        None,
+        m,
+        "src 1",
+    )
+
+
+def test_add_once_with_a_key_the_owner_has_writes_nothing_even_after_a_forget(memories):
+    here = owner("alice", "guild:1")
+    first = imported(memories, memory("alice", "abcde", scope="guild:1")).after
+    assert imported(memories, memory("alice", "fghjk", "the same row again", scope="guild:1")) is None
+    memories.apply(Change(Action.DELETE, first, None, "forget"), actor=Actor.COMMAND)
+    assert imported(memories, memory("alice", "fghjk", "the same row again", scope="guild:1")) is None
+    assert memories.get(here, "fghjk") is None and memories.get(here, "abcde") is None
+    assert [e.action for e in changes(memories, here)] == [Action.DELETE, Action.ADD]
+
+
+def test_the_marker_is_the_owners_own_and_is_no_memory(memories):
+    imported(memories, memory("alice", "abcde", scope="guild:1"))
+    for other in (owner("alice", "guild:2"), owner("bob", "guild:1")):
+        assert not memories.has_marker(other, "k1")
+    assert imported(memories, memory("bob", "abcde", scope="guild:1")) is not None  # bob's own row
+    profile = memories.read_profile(owner("alice", "guild:1"), actor=Actor.COMMAND, reason="t", limit=None)
+    assert [m.memory_id for m in profile] == ["abcde"]  # no profile read, export or erasure sees a marker
+    assert memories.owners_of("alice") == [owner("alice", "guild:1")]
+    assert [m.memory_id for m in memories.stale(T0 + timedelta(days=400), 10)] == ["abcde", "abcde"]
+
+
+def test_add_once_on_a_taken_id_conflicts_and_writes_nothing_so_another_id_can_follow(memories):
+    here = owner("alice", "guild:1")
+    taken = add(memories, memory("alice", "abcde", "already here", scope="guild:1")).after
+    with pytest.raises(ConflictError):
+        imported(memories, memory("alice", "abcde", "imported", scope="guild:1"))
+    assert memories.get(here, "abcde") == taken and not memories.has_marker(here, "k1")
+    assert len(changes(memories, here)) == 1
+    assert imported(memories, memory("alice", "fghjk", "imported", scope="guild:1")) is not None
+
+
+def test_concurrent_add_once_with_one_key_adds_exactly_once(memories, request):
+    import threading
+
+    if not isinstance(memories, FakeMemoryStore):
+        request.getfixturevalue("serialised_moto")
+    ids = ["aaaaa", "bbbbb", "ccccc", "ddddd", "eeeee", "fffff"]
+    answers = []
+    start = threading.Barrier(len(ids))
+
+    def run(memory_id: str) -> None:
+        start.wait()
+        answers.append(imported(memories, memory("alice", memory_id, "one row", scope="dm")))
+
+    threads = [threading.Thread(target=run, args=(i,)) for i in ids]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    [entry] = [a for a in answers if a is not None]
+    assert len(answers) == len(ids)
+    profile = memories.read_profile(owner("alice", "dm"), actor=Actor.COMMAND, reason="t", limit=None)
+    assert [m.memory_id for m in profile] == list(entry.memory_ids)
+    assert changes(memories, owner("alice", "dm")) == [entry]
 
 
 # ---- the person record and the check every writer of a person's data commits under
@@ -267,7 +378,8 @@ def test_nothing_that_started_before_an_erasure_writes_after_it(person_stores):
     for basis in Basis:
         with pytest.raises(PersonRefused):
             add(memories, memory("carol", "abcde"), check=PersonCheck("carol", started, basis, "global"))
-    assert messages.put(message("carol", "a late reply"), check=PersonCheck("carol", started, Basis.STORE)) is False
+    with pytest.raises(PersonRefused):
+        messages.put(message("carol", "a late reply"), check=PersonCheck("carol", started, Basis.STORE))
     assert [m for m in messages.recent("c1", 100) if m.author_id == "carol"] == []
     after = started + timedelta(seconds=2)  # a new conversation after the erasure is theirs again
     assert messages.put(message("carol", "hi again", at=after), check=PersonCheck("carol", after, Basis.STORE))

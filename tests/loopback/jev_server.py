@@ -10,6 +10,7 @@ verdicts are looked up by the ``memory.id`` the request carries:
         jev.set_add(0.2)                            # /add -> {"probability": 0.2}
         jev.set_review("delete", memory_id="k3x9a")
         jev.answer("/verdict", status=500)          # scripted answers win over the defaults
+        jev.fail("/verdict", "k3x9a", status=500)   # one memory's verdict (or review) always fails
         jev.questions()                             # ["worth", "verdict", ...] in arrival order
         jev.bodies("/verdict")                      # the parsed request bodies, in arrival order
         jev.clear()                                 # back to the constructor's defaults, no requests
@@ -52,6 +53,7 @@ class JevServer(LoopbackServer):
             self.worth_probability, self.add_probability, self.default_verdict, self.default_review = self._initial
             self.verdicts: dict[str, Any] = {}
             self.reviews: dict[str, Any] = {}
+            self.failing: dict[tuple[str, str], int] = {}
 
     def clear(self) -> None:
         """Also puts the default answers back to those given to the constructor."""
@@ -80,6 +82,11 @@ class JevServer(LoopbackServer):
             else:
                 self.reviews[memory_id] = verdict
 
+    def fail(self, path: str, memory_id: str, status: int = 500) -> None:
+        """Every ``path`` question about that memory is answered ``status`` (a poison record)."""
+        with self._defaults_lock:
+            self.failing[(path, memory_id)] = status
+
     def questions(self) -> list[str]:
         return [r.path.lstrip("/") for r in self.requests if r.path in PATHS]
 
@@ -97,6 +104,8 @@ class JevServer(LoopbackServer):
         memory = body.get("memory") if isinstance(body, dict) else None
         memory_id = memory.get("id") if isinstance(memory, dict) else None
         with self._defaults_lock:
+            if (request.path, memory_id) in self.failing:
+                return Answer(self.failing[(request.path, memory_id)], {"error": "failing"})
             if request.path == "/worth":
                 return Answer(body={"probability": self.worth_probability})
             if request.path == "/add":

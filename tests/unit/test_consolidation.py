@@ -15,6 +15,7 @@ from fakes import (
     FakeRunStore,
     ScriptedChat,
     ScriptedJev,
+    Speaker,
     memory,
     message,
     owner,
@@ -379,12 +380,33 @@ def test_the_live_extraction_skips_a_forgotten_memorys_sources_too():
     commands.forget(night.memories, owner("a"), "aaaaa")
     hello = night.say("a", "hello again", jst(29, 9, 1))
     extractor = Extractor(night.memories, night.jev, night.chat, clock=night.clock)
-    from fakes import Speaker
-
     extractor.run(Speaker("a", "usera"), owner("a").scope, [natto, hello])
     assert night.exchanges() == ["usera: hello again"]
     [added] = [e for e in night.memories.changes() if e.action is Action.ADD]
     assert added.sources == (SourceRef(hello.channel_id, hello.message_id),) == added.after.sources
+
+
+def test_forgetting_one_memory_retires_every_line_of_the_exchange_it_was_decided_on():
+    """What the README says forgetting drops: a memory's sources are all the person's lines of the
+    exchange (the decision model judges the exchange as a whole, not line by line), so forgetting
+    the sister also keeps the earlier line about work from ever being learned; a new line is."""
+    night = Night()
+    sony = night.say("a", "I work at Sony", jst(29, 9))
+    osaka = night.say("a", "my sister lives in Osaka", jst(29, 9, 2))
+    night.run()
+    [learned] = night.memories.of("a")
+    assert learned.sources == tuple(SourceRef(m.channel_id, m.message_id) for m in (sony, osaka))
+
+    commands.forget(night.memories, owner("a"), learned.memory_id)
+    again = night.say("a", "I still work at Sony", jst(30, 9))
+    night.jev.calls.clear()
+    night.run(NOW + timedelta(days=1))
+    assert night.exchanges() == ["usera: I still work at Sony"]  # the next night: only the new line
+    extractor = Extractor(night.memories, night.jev, night.chat, clock=night.clock)
+    night.jev.calls.clear()
+    extractor.run(Speaker("a", "usera"), owner("a").scope, [sony, osaka])  # a live extraction of the old lines
+    assert night.exchanges() == []
+    assert [m.sources for m in night.memories.of("a")] == [(SourceRef(again.channel_id, again.message_id),)]
 
 
 # ---- decay -------------------------------------------------------------------------

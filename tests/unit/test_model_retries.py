@@ -1,6 +1,7 @@
 """The shared retry policy, through each backend's real client over HTTP against loopback
-servers: a throttle then an answer, Retry-After honoured, the deadline respected, malformed
-answers not retried; and the policy's backoff itself."""
+servers: a throttle then an answer, Retry-After honoured, the deadline respected, a failing
+server failed after a few quick attempts, malformed answers not retried; and the policy's
+backoff and retry budget themselves."""
 
 from __future__ import annotations
 
@@ -17,9 +18,17 @@ from loopback.openai_server import OpenAIServer, completion
 from memorybot.adapters.bedrock import BedrockConverse, BedrockDecisionModel, bedrock_client
 from memorybot.adapters.jev_http import JevHttpDecisionModel
 from memorybot.adapters.openai_chat import OpenAICompatibleClient, OpenAIDecisionModel
-from memorybot.adapters.retry import Retrier, Retryable, RetryPolicy, retry_after_seconds
+from memorybot.adapters.retry import (
+    Retrier,
+    Retryable,
+    RetryBudget,
+    RetryPolicy,
+    Throttled,
+    Transient,
+    retry_after_seconds,
+)
 from memorybot.config import Settings
-from memorybot.core.ports import ModelError, ModelUnavailable
+from memorybot.core.ports import ModelError, ModelFailed, ModelUnavailable
 
 EXCHANGE = exchange(("alice", "I moved to Osaka last month"))
 MODEL_ID = "test-model"
@@ -152,18 +161,39 @@ def test_a_throttle_that_lasts_is_unavailable_within_the_deadline(backend):
     assert len(backend.server.requests) >= 3
 
 
-def test_a_slow_model_is_retried_only_while_the_deadline_allows(backend):
-    policy = RetryPolicy(deadline_seconds=0.5, base_delay=0.01, max_delay=0.02, max_attempts=100)
+def test_a_slow_model_fails_after_three_attempts(backend):
+    # Was "retried while the deadline allows, then unavailable": a timeout is not a throttle, so
+    # it gets a few quick retries and then the call has failed ("no answer", not "not yet").
+    policy = RetryPolicy(deadline_seconds=5.0, base_delay=0.01, max_delay=0.02, max_attempts=100)
     model = backend.warm_model(Retrier(policy), timeout=0.1)
     backend.server.set_delay(0.3)
     backend.server.answer(backend.path, backend.good())
     started = time.monotonic()
-    with pytest.raises(ModelUnavailable, match="timed out|Timeout"):
+    with pytest.raises(ModelFailed, match="timed out|Timeout"):
         model.worth(EXCHANGE)
-    # each attempt times out after 0.1 s, so 0.5 s holds at most 6 starts; ignoring the deadline
-    # would mean 100 attempts (10 s), which the bounds below catch with room for a busy machine
-    assert time.monotonic() - started < 0.5 + 1.5
-    assert 2 <= len(backend.server.requests) <= 6
+    assert len(backend.server.requests) == 3
+    assert time.monotonic() - started < 0.3 + 1.5  # three 0.1 s timeouts, far from the 5 s deadline
+
+
+@pytest.mark.parametrize("status", [500, 502, 503, 504])
+def test_a_server_error_that_lasts_fails_after_three_attempts(backend, status):
+    if backend.name == "bedrock" and status in (502, 504):
+        pytest.skip("Bedrock names its errors: InternalServerException (500), ServiceUnavailableException (503)")
+    model = backend.warm_model(Retrier(POLICY))
+    backend.server.answer(backend.path, **backend.throttle(status=status))
+    with pytest.raises(ModelFailed) as caught:
+        model.worth(EXCHANGE)
+    assert not isinstance(caught.value, ModelUnavailable)
+    assert len(backend.server.requests) == 3
+
+
+def test_a_server_error_with_retry_after_is_a_throttle(backend):
+    policy = RetryPolicy(deadline_seconds=0.4, base_delay=0.01, max_delay=0.02, max_attempts=100)
+    model = backend.warm_model(Retrier(policy))
+    backend.server.answer(backend.path, **backend.throttle(status=503, retry_after="0"))
+    with pytest.raises(ModelUnavailable):  # the server said when to come back: "not yet"
+        model.worth(EXCHANGE)
+    assert len(backend.server.requests) > 3
 
 
 @pytest.mark.parametrize("answer", [{"probability": 1.5}, {"probability": "0.7"}, {"nope": 1}])
@@ -192,12 +222,17 @@ def test_a_broken_body_is_not_retried(backend):
     assert len(backend.server.requests) == 1
 
 
-def test_an_unreachable_server_is_unavailable(backend):
+def test_an_unreachable_server_fails_after_three_attempts(backend):
+    # Was "unavailable" (not yet): a connection that fails is a transient error, not a throttle.
     url_holder = backend.server.url
     backend.server.stop()
     backend.server.url = url_holder
-    with pytest.raises(ModelUnavailable):
-        backend.model(Retrier(RetryPolicy(deadline_seconds=0.2, base_delay=0.01, max_delay=0.02))).worth(EXCHANGE)
+    calls: list[float] = []
+    retrier = Retrier(RetryPolicy(deadline_seconds=5.0, base_delay=0.01, max_delay=0.02), sleep=calls.append)
+    with pytest.raises(ModelFailed) as caught:
+        backend.model(retrier).worth(EXCHANGE)
+    assert not isinstance(caught.value, ModelUnavailable)
+    assert len(calls) == 2  # three attempts, two waits
 
 
 def test_the_openai_style_retry_after_ms_is_read():
@@ -234,7 +269,7 @@ def test_backoff_is_capped_exponential_with_full_jitter():
     retrier = Retrier(policy, clock=t.clock, sleep=t.sleep, draw=lambda: 1.0)  # the top of each jitter range
 
     def always_throttled(_remaining):
-        raise Retryable("throttled")
+        raise Throttled("throttled")
 
     with pytest.raises(ModelUnavailable, match="after 7 attempt"):
         retrier.call(always_throttled, "test")
@@ -254,7 +289,7 @@ def test_each_attempt_gets_the_rest_of_the_deadline():
     def attempt(remaining):
         seen.append(remaining)
         t.now += 3.0  # the attempt itself took 3 s
-        raise Retryable("slow")
+        raise Throttled("slow")
 
     retrier = Retrier(RetryPolicy(10.0, 1.0, 1.0, 10), clock=t.clock, sleep=t.sleep, draw=lambda: 1.0)
     with pytest.raises(ModelUnavailable):
@@ -289,3 +324,118 @@ def test_only_retryable_errors_are_retried():
 def test_retry_after_header_forms(headers, expected):
     now = datetime(2015, 10, 21, 7, 28, 0, tzinfo=UTC).timestamp()
     assert retry_after_seconds(headers, now=lambda: now) == expected
+
+
+def test_a_transient_error_is_retried_at_most_three_times_within_its_window():
+    t = FakeTime()
+    attempts: list[float] = []
+
+    def failing(_remaining):
+        attempts.append(t.now)
+        raise Transient("HTTP 500")
+
+    retrier = Retrier(RetryPolicy(60.0, 1.0, 8.0, 30), clock=t.clock, sleep=t.sleep, draw=lambda: 1.0)
+    with pytest.raises(ModelFailed, match="after 3 attempt"):
+        retrier.call(failing, "test")
+    assert attempts == [0.0, 1.0, 3.0]  # backoff 1 then 2: seconds, not the throttle's 60 s deadline
+
+    def slow_failing(_remaining):
+        attempts.append(t.now)
+        t.now += 8.0  # a model timeout each time
+        raise Transient("timed out", timed_out=True)
+
+    t.now, attempts[:] = 0.0, []
+    with pytest.raises(ModelFailed, match="no time left"):
+        retrier.call(slow_failing, "test")
+    assert attempts == [0.0, 9.0]  # a third attempt would start past the 10 s window
+
+
+def test_a_plain_retryable_is_transient():
+    calls = []
+
+    def attempt(_remaining):
+        calls.append(1)
+        raise Retryable("unclassified")
+
+    with pytest.raises(ModelFailed):
+        Retrier(POLICY, sleep=lambda _s: None).call(attempt, "test")
+    assert len(calls) == 3
+
+
+# ------------------------------------------------------------------ the retry budget
+
+
+def test_the_budget_pays_retries_and_successes_refill_it():
+    budget = RetryBudget(20, retry_cost=5, timeout_cost=10, success_refill=1)
+    assert budget.spend() == 5 and budget.spend(timed_out=True) == 10 and budget.tokens == 5
+    assert budget.spend(timed_out=True) == 0 and budget.refused == 1  # cannot pay: no retry
+    assert budget.spend() == 5 and budget.tokens == 0
+    budget.succeeded()  # an answer at the first attempt: one token back
+    assert budget.tokens == 1
+    budget.succeeded(last_retry_cost=10)  # an answer after a retry: that retry's cost back
+    assert budget.tokens == 11
+    for _ in range(30):
+        budget.succeeded()
+    assert budget.tokens == 20  # never above capacity
+
+
+def test_an_empty_budget_means_one_attempt_per_call_until_successes_refill_it():
+    t = FakeTime()
+    budget = RetryBudget(10, retry_cost=5, timeout_cost=10, success_refill=1)
+    retrier = Retrier(RetryPolicy(60.0, 0.1, 1.0, 30), budget=budget, clock=t.clock, sleep=t.sleep, draw=lambda: 1.0)
+    server = {"down": True, "attempts": 0}
+
+    def attempt(_remaining):
+        server["attempts"] += 1
+        if server["down"]:
+            raise Transient("HTTP 503")
+        return "ok"
+
+    with pytest.raises(ModelFailed, match="after 3 attempt"):
+        retrier.call(attempt, "first")  # two retries: the whole budget
+    assert server["attempts"] == 3 and budget.tokens == 0
+    for _ in range(4):
+        with pytest.raises(ModelFailed, match="budget"):
+            retrier.call(attempt, "later")
+    assert server["attempts"] == 3 + 4  # one attempt each: the service that is down is not hammered
+    server["down"] = False
+    for _ in range(5):
+        assert retrier.call(attempt, "back") == "ok"
+    assert budget.tokens == 5  # five first-attempt successes earn one retry back
+    server["down"] = True
+    with pytest.raises(ModelFailed, match="budget"):
+        retrier.call(attempt, "once more")
+    assert budget.tokens == 0
+
+
+def test_throttle_retries_are_not_charged():
+    t = FakeTime()
+    budget = RetryBudget(5, retry_cost=5)
+    retrier = Retrier(RetryPolicy(60.0, 0.1, 1.0, 30), budget=budget, clock=t.clock, sleep=t.sleep, draw=lambda: 1.0)
+    answers = iter([Throttled("429"), Throttled("429"), Throttled("429"), "ok"])
+
+    def attempt(_remaining):
+        answer = next(answers)
+        if isinstance(answer, Exception):
+            raise answer
+        return answer
+
+    assert retrier.call(attempt, "throttled") == "ok"
+    assert budget.tokens == 5 and budget.refused == 0
+
+
+def test_a_success_after_a_retry_gives_its_cost_back():
+    t = FakeTime()
+    budget = RetryBudget(100, retry_cost=5)
+    retrier = Retrier(RetryPolicy(60.0, 0.1, 1.0, 30), budget=budget, clock=t.clock, sleep=t.sleep, draw=lambda: 1.0)
+    answers = iter([Transient("500"), "ok"])
+
+    def attempt(_remaining):
+        answer = next(answers)
+        if isinstance(answer, Exception):
+            raise answer
+        return answer
+
+    budget.spend()  # someone else's retry: 95 left
+    assert retrier.call(attempt, "flaky") == "ok"
+    assert budget.tokens == 95

@@ -13,7 +13,7 @@ from loopback.jev_server import JevServer
 from memorybot.adapters.jev_http import JevHttpDecisionModel
 from memorybot.core.domain import GLOBAL_SCOPE, Memory, Speaker, Verdict
 from memorybot.core.extraction import Extractor
-from memorybot.core.ports import ModelError, ModelUnavailable
+from memorybot.core.ports import ModelError, ModelFailed, ModelUnavailable
 from retrying import quick_retrier
 
 EXCHANGE = exchange(("alice", "I moved to Osaka last month"), ("bot", "Nice!"))
@@ -150,11 +150,12 @@ def test_non_2xx_is_a_failure_even_with_a_good_body(jev, model, path, status):
         call()
 
 
-def test_a_slow_answer_times_out(jev):
+def test_a_slow_answer_times_out_and_fails_after_a_few_attempts(jev):
     jev.set_delay(2.0, path="/verdict")
     client = JevHttpDecisionModel(jev.url, timeout_seconds=0.1, retrier=quick_retrier())
-    with pytest.raises(ModelUnavailable, match="timed out"):  # retried until the deadline
+    with pytest.raises(ModelFailed, match="timed out"):  # failed, not "not yet": a timeout is no throttle
         client.verdict(EXCHANGE, TEA)
+    assert 2 <= len(jev.requests_to("/verdict")) <= 3
 
 
 def test_an_unreachable_service_is_a_failure():
@@ -291,15 +292,18 @@ def test_extraction_with_refused_verdicts_leaves_records_untouched(jev, model):
     assert store.changes() == []
 
 
-def test_extraction_with_verdicts_failing_through_every_retry_raises_and_changes_nothing(jev, model):
+def test_extraction_with_every_verdict_failing_leaves_every_record_untouched_and_adds_nothing(jev, model):
+    # Was "raises" (a 5xx was "not yet"): a failed verdict now leaves its record untouched, and
+    # with no verdict at all Jev cannot judge a duplicate, so no add is asked.
     store = FakeMemoryStore()
     store.seed(TEA, CAT)
     jev.set_verdict("delete")
     jev.answer("/verdict", status=500)
-    with pytest.raises(ModelUnavailable):
-        _extract(model, store, ScriptedChat())
+    result = _extract(model, store, ScriptedChat())
+    assert result.deleted == [] and result.added == [] and result.failures == 2
     assert set(store.of("u1")) == {TEA, CAT}
     assert store.changes() == []
+    assert len(jev.requests_to("/verdict")) == 6 and "add" not in jev.questions()  # three attempts each
 
 
 def test_missing_url_is_a_configuration_error():

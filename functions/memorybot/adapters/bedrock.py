@@ -12,12 +12,13 @@ Texts come from the reply's text blocks. The reply prompt's system message goes 
 start with a user turn, as Converse requires.
 
 The client's timeouts are ``settings.model_timeout_seconds`` and botocore itself does not
-retry: the shared policy (``retry.py``) does, through the process's limiter, for
-``ThrottlingException``, ``ServiceUnavailableException``, ``ModelNotReadyException``,
-``InternalServerException`` and connection errors or timeouts, and a call still failing at
-its deadline is ``ModelUnavailable``. Any other error, and any unusable answer, is a
-``ModelError`` at once. (Botocore's read timeout cannot shrink to the deadline's rest, so
-a call may end up to one model timeout past its deadline.)
+retry: the shared policy (``retry.py``) does, through the process's limiter.
+``ThrottlingException`` and ``ModelNotReadyException`` (the model is loading: come back later)
+are throttles, "not yet" (``ModelUnavailable``) once the deadline is spent;
+``ServiceUnavailableException``, ``InternalServerException`` and connection errors or timeouts
+are transient: a few quick retries, then the call has failed (``ModelFailed``). Any other
+error, and any unusable answer, is a ``ModelError`` at once. (Botocore's read timeout cannot
+shrink to the deadline's rest, so a call may end up to one model timeout past its deadline.)
 """
 
 from __future__ import annotations
@@ -34,14 +35,14 @@ from ..core.domain import PromptMessage
 from ..core.ports import ModelError
 from . import llm_prompts
 from .llm_prompts import Question, TextTask
-from .retry import Retrier, Retryable, retrier_for, retry_after_seconds
+from .retry import Retrier, Throttled, Transient, retrier_for, retry_after_seconds
 
 # Stop reasons after which the content is not the model's answer.
 _REFUSED = frozenset({"guardrail_intervened", "content_filtered"})
-# Throttled or failing for now: asked again under the retry policy.
-_RETRYABLE_CODES = frozenset(
-    {"ThrottlingException", "ServiceUnavailableException", "ModelNotReadyException", "InternalServerException"}
-)
+# Asked again under the retry policy: throttles until the deadline ("not yet"), transient
+# errors a few times (then the call has failed).
+_THROTTLE_CODES = frozenset({"ThrottlingException", "ModelNotReadyException"})
+_TRANSIENT_CODES = frozenset({"ServiceUnavailableException", "InternalServerException"})
 _TRANSPORT_ERRORS = (BotoConnectionError, ReadTimeoutError, ConnectionClosedError)
 
 
@@ -85,12 +86,16 @@ class BedrockConverse:
             return self._client.converse(modelId=self.model_id, **request)
         except ClientError as exc:
             code = exc.response.get("Error", {}).get("Code", "ClientError")
-            if code in _RETRYABLE_CODES:
-                headers = exc.response.get("ResponseMetadata", {}).get("HTTPHeaders", {})
-                raise Retryable(f"bedrock converse: {code}", retry_after_seconds(headers)) from exc
+            headers = exc.response.get("ResponseMetadata", {}).get("HTTPHeaders", {})
+            retry_after = retry_after_seconds(headers)
+            if code in _THROTTLE_CODES or (code in _TRANSIENT_CODES and retry_after is not None):
+                raise Throttled(f"bedrock converse: {code}", retry_after) from exc
+            if code in _TRANSIENT_CODES:
+                raise Transient(f"bedrock converse: {code}") from exc
             raise ModelError(f"bedrock converse: {code}") from exc
         except _TRANSPORT_ERRORS as exc:
-            raise Retryable(f"bedrock converse: {type(exc).__name__}") from exc
+            timed_out = isinstance(exc, ReadTimeoutError)
+            raise Transient(f"bedrock converse: {type(exc).__name__}", timed_out=timed_out) from exc
         except BotoCoreError as exc:  # bad responses, invalid parameters: not worth asking again
             raise ModelError(f"bedrock converse: {type(exc).__name__}") from exc
 

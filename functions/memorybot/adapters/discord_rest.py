@@ -12,7 +12,7 @@ import httpx
 
 from ..core.domain import Message
 from ..core.ports import DiscordError, DmsClosedError
-from ..discord.formats import is_interaction_token, is_snowflake
+from ..discord.formats import is_interaction_token, is_snowflake, valid_unicode
 
 logger = logging.getLogger(__name__)
 
@@ -167,7 +167,6 @@ def _route(path: str) -> str:
 
 def _message(channel_id: str, raw: dict) -> Message:
     author = raw.get("author") or {}
-    name = author.get("global_name") or author.get("username") or "someone"
-    return Message(
-        channel_id, str(raw["id"]), str(author.get("id", "")), name, raw.get("content") or "", bool(author.get("bot"))
-    )
+    name = valid_unicode(str(author.get("global_name") or author.get("username") or "someone"))
+    content = valid_unicode(str(raw.get("content") or ""))
+    return Message(channel_id, str(raw["id"]), str(author.get("id", "")), name, content, bool(author.get("bot")))

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import heapq
 import json
+import secrets
 import time
 import zlib
 from collections.abc import Callable, Iterator, Sequence
@@ -80,8 +81,11 @@ MAX_ATTEMPTS = 4  # "standard" retry mode: the first call and up to three retrie
 # ("TransactionConflict"); the conditions are re-checked on each attempt, so retrying is safe.
 TRANSACTION_CONFLICT_ATTEMPTS = 3
 TRANSACTION_CONFLICT_BACKOFF_SECONDS = 0.05
-FORGET_PAGE = 100  # ledger rows read per page while collecting what the owner forgot
-PERSON_CHECK_POSITION = 2  # in a change's transaction: the memory, its ledger row, the person's check
+# The owner's forgotten sources: one item in the memories table beside the owner's memories,
+# under a sort key no memory id can take (ids are five lowercase letters and digits). It has no
+# updated_at and no stale_shard, so no profile, review or stale index ever lists it; it has
+# user_id and scope, so by_user finds it for export and erasure.
+FORGOTTEN_KEY = "#forgotten"
 
 
 def dynamodb_client() -> Any:
@@ -113,8 +117,18 @@ BY_RUN = _index(tables.MEMORY_LOG, "by_run")
 BY_JST_DAY = _index(tables.MESSAGES, "by_jst_day")
 BY_CONVERSATION = _index(tables.MESSAGES, "by_conversation")
 BY_AUTHOR = _index(tables.MESSAGES, "by_author")
+BY_CONVERSATION_OF = _index(tables.MESSAGES, "by_conversation_of")
 MEMORIES_BY_USER = _index(tables.MEMORIES, "by_user")
 LEDGER_BY_USER = _index(tables.MEMORY_LOG, "by_user")
+
+
+def _ttl_attribute(spec: tables.TableSpec) -> str:
+    if not spec.ttl_attribute:
+        raise LookupError(f"{spec.logical_name} has no TTL attribute")
+    return spec.ttl_attribute
+
+
+LEDGER_EXPIRY = _ttl_attribute(tables.MEMORY_LOG)  # only on read rows
 
 
 # ---- memories -----------------------------------------------------------------
@@ -164,6 +178,16 @@ def memory_from_item(item: Item) -> Memory:
 
 def memory_key(owner: Owner, memory_id: str) -> Item:
     return {"owner": s(owner.key), "memory_id": s(memory_id)}
+
+
+# An import marker (``add_once``) lives beside the owner's memories under this sort-key prefix:
+# never a memory id (those are five characters of MEMORY_ID_ALPHABET), and with no index
+# attribute (updated_at, user_id, stale_shard), so no profile read, export or review sees it.
+MARKER_PREFIX = "once#"
+
+
+def marker_key(owner: Owner, once: str) -> Item:
+    return memory_key(owner, MARKER_PREFIX + once)
 
 
 def memory_to_json(memory: Memory) -> str:
@@ -241,7 +265,11 @@ def ledger_entry_key(entry: LedgerEntry) -> str:
     return f"{iso(entry.at)}#{entry.entry_id}"
 
 
-def ledger_item(entry: LedgerEntry) -> Item:
+def ledger_item(entry: LedgerEntry, *, read_retention_days: int = 0) -> Item:
+    """The row of ``entry``; a read row expires ``read_retention_days`` after it was made (0: never).
+
+    Only reads expire: change rows are what rollback, export and ``/memory why`` stand on.
+    """
     item: Item = {
         "owner": s(entry.owner.key),
         "scope": s(entry.scope),
@@ -262,6 +290,11 @@ def ledger_item(entry: LedgerEntry) -> Item:
     item.update(_sources_attribute(entry.sources))
     if entry.redacted:
         item["redacted"] = flag(True)
+    if entry.import_id is not None:
+        item["import_id"] = s(entry.import_id)
+    if entry.action is Action.READ and read_retention_days > 0:
+        expires = entry.at + timedelta(days=read_retention_days)
+        item[LEDGER_EXPIRY] = n(int(expires.timestamp()))  # DynamoDB TTL: epoch seconds
     return item
 
 
@@ -280,6 +313,7 @@ def ledger_from_item(item: Item) -> LedgerEntry:
         scope=item["scope"]["S"],
         sources=_sources_from(item),
         redacted=bool_of(item, "redacted"),
+        import_id=optional_str(item, "import_id"),
     )
 
 
@@ -291,6 +325,7 @@ class DynamoMemoryStore:
         self._memories = settings.table(tables.MEMORIES)
         self._log = settings.table(tables.MEMORY_LOG)
         self._people = settings.table(tables.PEOPLE)
+        self._read_retention_days = settings.ledger_read_retention_days
         self._clock = clock
 
     # -- reads of one person's profile
@@ -333,7 +368,9 @@ class DynamoMemoryStore:
         )
         # A read without its ledger row must not be used: a failed put raises here.
         self._client.put_item(
-            TableName=self._log, Item=ledger_item(entry), ConditionExpression="attribute_not_exists(entry_key)"
+            TableName=self._log,
+            Item=ledger_item(entry, read_retention_days=self._read_retention_days),
+            ConditionExpression="attribute_not_exists(entry_key)",
         )
         return profile
 
@@ -351,7 +388,9 @@ class DynamoMemoryStore:
             scope=owner.scope,
         )
         self._client.put_item(
-            TableName=self._log, Item=ledger_item(entry), ConditionExpression="attribute_not_exists(entry_key)"
+            TableName=self._log,
+            Item=ledger_item(entry, read_retention_days=self._read_retention_days),
+            ConditionExpression="attribute_not_exists(entry_key)",
         )
 
     def get(self, owner: Owner, memory_id: str) -> Memory | None:
@@ -394,18 +433,25 @@ class DynamoMemoryStore:
                 }
             },
         ]
-        if check is not None:  # last, so the memory's own write stays at position 0
+        if entry.action is Action.DELETE and entry.actor is Actor.COMMAND and entry.sources:
+            # A forget by the person: its sources never teach again, recorded with the delete.
+            transaction.append(self._forgotten_write(change.owner, entry.sources))
+        check_at = len(transaction) if check is not None else None
+        if check is not None:  # after the memory's own write (position 0) and its ledger row
             transaction.append(person_check_item(self._people, check))
         for attempt in range(1, TRANSACTION_CONFLICT_ATTEMPTS + 1):
             try:
                 # Any other failure, or no answer at all, may hide a commit: the ledger row,
                 # written in the same transaction, tells (a fresh token per attempt).
                 transact_or_find_committed(
-                    self._client, transaction, refused=_change_refused, committed=lambda: self._committed(entry)
+                    self._client,
+                    transaction,
+                    refused=lambda error: _change_refused(error, check_at),
+                    committed=lambda: self._committed(entry),
                 )
                 return entry
             except ClientError as error:
-                if check is not None and cancellation_code(error, PERSON_CHECK_POSITION) == REASON_CONDITION_FAILED:
+                if check_at is not None and cancellation_code(error, check_at) == REASON_CONDITION_FAILED:
                     raise PersonRefused(change.memory_id) from error
                 code = cancellation_code(error, 0)
                 if code == REASON_CONDITION_FAILED:
@@ -418,6 +464,21 @@ class DynamoMemoryStore:
                     raise ConflictError(change.memory_id) from error
                 raise
         raise AssertionError("unreachable")
+
+    def _forgotten_write(self, owner: Owner, sources: tuple[SourceRef, ...]) -> Item:
+        return {
+            "Update": {
+                "TableName": self._memories,
+                "Key": memory_key(owner, FORGOTTEN_KEY),
+                "UpdateExpression": "ADD forgotten :ids SET #scope = :scope, user_id = :user",
+                "ExpressionAttributeNames": {"#scope": "scope"},
+                "ExpressionAttributeValues": {
+                    ":ids": {"SS": sorted({ref.message_id for ref in sources})},
+                    ":scope": s(owner.scope),
+                    ":user": s(owner.user_id),
+                },
+            }
+        }
 
     def _committed(self, entry: LedgerEntry) -> bool:
         key = {"owner": s(entry.owner.key), "entry_key": s(ledger_entry_key(entry))}
@@ -452,6 +513,63 @@ class DynamoMemoryStore:
                 }
             }
         return {"Put": {"TableName": self._memories, "Item": memory_item(change.after), **unchanged}}
+
+    def add_once(
+        self, memory: Memory, once: str, *, actor: Actor, reason: str, import_id: str | None = None
+    ) -> LedgerEntry | None:
+        entry = LedgerEntry(
+            memory.user_id,
+            Action.ADD,
+            Actor(actor),
+            reason,
+            self._clock(),
+            (memory.memory_id,),
+            after=memory,
+            scope=memory.scope,
+            sources=memory.sources,
+            import_id=import_id,
+        )
+        absent = "attribute_not_exists(memory_id)"
+        transaction = [
+            {"Put": {"TableName": self._memories, "Item": memory_item(memory), "ConditionExpression": absent}},
+            # The marker: the one conditional write that makes the add happen once per key.
+            {
+                "Put": {
+                    "TableName": self._memories,
+                    "Item": {**marker_key(memory.owner, once), "at": s(iso(entry.at))},
+                    "ConditionExpression": absent,
+                }
+            },
+            {
+                "Put": {
+                    "TableName": self._log,
+                    "Item": ledger_item(entry),
+                    "ConditionExpression": "attribute_not_exists(entry_key)",
+                }
+            },
+        ]
+        for attempt in range(1, TRANSACTION_CONFLICT_ATTEMPTS + 1):
+            try:
+                transact_or_find_committed(
+                    self._client, transaction, refused=_add_once_refused, committed=lambda: self._committed(entry)
+                )
+                return entry
+            except ClientError as error:
+                if cancellation_code(error, 1) == REASON_CONDITION_FAILED:
+                    return None  # added by an earlier (or a concurrent) call with the same key
+                if cancellation_code(error, 0) == REASON_CONDITION_FAILED:
+                    raise ConflictError(memory.memory_id) from error
+                if REASON_CONFLICT in (cancellation_code(error, 0), cancellation_code(error, 1)):
+                    # A concurrent call holds the marker: once it commits, the retry finds it.
+                    if attempt < TRANSACTION_CONFLICT_ATTEMPTS:
+                        time.sleep(TRANSACTION_CONFLICT_BACKOFF_SECONDS * attempt)
+                        continue
+                    raise ConflictError(memory.memory_id) from error
+                raise
+        raise AssertionError("unreachable")
+
+    def has_marker(self, owner: Owner, once: str) -> bool:
+        return get_item(self._client, self._memories, marker_key(owner, once)) is not None
 
     # -- the nightly review (every user)
 
@@ -535,22 +653,17 @@ class DynamoMemoryStore:
         return [ledger_from_item(i) for i in islice(items, limit)]
 
     def forgotten_sources(self, owner: Owner) -> frozenset[str]:
-        items = query_items(
-            self._client,
-            TableName=self._log,
-            KeyConditionExpression="#owner = :owner",
-            FilterExpression="#actor = :command AND #action = :delete",
-            ProjectionExpression="sources",
-            ExpressionAttributeNames={"#owner": "owner", "#actor": "actor", "#action": "action"},
-            ExpressionAttributeValues={
-                ":owner": s(owner.key),
-                ":command": s(Actor.COMMAND.value),
-                ":delete": s(Action.DELETE.value),
-            },
-            Limit=FORGET_PAGE,  # rows read per page (before the filter)
+        # One consistent GetItem, whatever the length of the person's history.
+        item = self._client.get_item(
+            TableName=self._memories,
+            Key=memory_key(owner, FORGOTTEN_KEY),
+            ProjectionExpression="forgotten",
             ConsistentRead=True,
-        )
-        return frozenset(ref.message_id for item in items for ref in _sources_from(item))
+        ).get("Item")
+        return frozenset(item["forgotten"]["SS"]) if item and "forgotten" in item else frozenset()
+
+    def erase_forgotten_sources(self, owner: Owner) -> None:
+        self._client.delete_item(TableName=self._memories, Key=memory_key(owner, FORGOTTEN_KEY))
 
     def owners_of(self, user_id: str) -> list[Owner]:
         owners: dict[str, Owner] = {}
@@ -571,7 +684,9 @@ class DynamoMemoryStore:
 
     def record(self, entry: LedgerEntry) -> None:
         self._client.put_item(
-            TableName=self._log, Item=ledger_item(entry), ConditionExpression="attribute_not_exists(entry_key)"
+            TableName=self._log,
+            Item=ledger_item(entry, read_retention_days=self._read_retention_days),
+            ConditionExpression="attribute_not_exists(entry_key)",
         )
 
     def redact(self, entry: LedgerEntry) -> None:
@@ -587,13 +702,18 @@ class DynamoMemoryStore:
         )
 
 
-def _change_refused(error: ClientError) -> bool:
+def _change_refused(error: ClientError, check_at: int | None) -> bool:
     """The memory's own write was turned down: the record changed since read, or another
-    transaction holds it; or the person's record refused it. Then nothing committed, so there
-    is nothing to look for."""
+    transaction holds it; or the person's record (at ``check_at``) refused it. Then nothing
+    committed, so there is nothing to look for."""
     return cancellation_code(error, 0) in (REASON_CONDITION_FAILED, REASON_CONFLICT) or (
-        cancellation_code(error, PERSON_CHECK_POSITION) == REASON_CONDITION_FAILED
+        check_at is not None and cancellation_code(error, check_at) == REASON_CONDITION_FAILED
     )
+
+
+def _add_once_refused(error: ClientError) -> bool:
+    """The memory's or the marker's write was turned down: nothing committed."""
+    return any(cancellation_code(error, i) in (REASON_CONDITION_FAILED, REASON_CONFLICT) for i in (0, 1))
 
 
 def _review_order(memory: Memory) -> tuple[datetime, str, str]:
@@ -670,46 +790,55 @@ class DynamoMessageStore:
         self._people = settings.table(tables.PEOPLE)
 
     def put(self, message: Message, *, check: PersonCheck | None = None) -> bool:
-        # A failed condition on the message means already stored (a redelivered event): the first
-        # copy stands, and that is success.
+        # A failed condition means already stored (a redelivered event or a replayed /chat): the
+        # first copy stands, and that is success. The write carries a token of this call, so that
+        # botocore's retry of a put whose answer was lost finds its own copy and still says "stored".
+        token = secrets.token_hex(8)
         put = {
             "TableName": self._table,
-            "Item": message_item(message),
-            "ConditionExpression": "attribute_not_exists(message_id)",
+            "Item": {**message_item(message), "stored_by": s(token)},
+            "ConditionExpression": "attribute_not_exists(message_id) OR stored_by = :mine",
+            "ExpressionAttributeValues": {":mine": s(token)},
         }
         if check is None:
-            conditional_write(self._client.put_item, **put)
-            return True
+            return conditional_write(self._client.put_item, **put)
         try:
+            # With the person's check in the same transaction (its own token covers a retry).
             transact_or_find_committed(
                 self._client,
                 [{"Put": put}, person_check_item(self._people, check)],
                 refused=lambda error: any(cancellation_code(error, i) == REASON_CONDITION_FAILED for i in (0, 1)),
-                committed=lambda: get_item(self._client, self._table, message_key(message)) is not None,
+                committed=lambda: (
+                    (get_item(self._client, self._table, message_key(message)) or {}).get("stored_by") == s(token)
+                ),
             )
         except ClientError as error:
             if cancellation_code(error, 1) == REASON_CONDITION_FAILED:
-                return False  # the person's record refuses it (erased since the job started)
-            if cancellation_code(error, 0) != REASON_CONDITION_FAILED:
-                raise
+                raise PersonRefused(message.message_id) from error  # erased since the job began
+            if cancellation_code(error, 0) == REASON_CONDITION_FAILED:
+                return False
+            raise
         return True
 
     def of_person(self, user_id: str) -> list[Message]:
-        own = [
-            message_from_item(i)
-            for i in query_items(
-                self._client,
-                TableName=self._table,
-                IndexName=BY_AUTHOR,
-                KeyConditionExpression="author_id = :user",
-                ExpressionAttributeValues={":user": s(user_id)},
-            )
-        ]
-        channels = sorted({m.channel_id for m in own})
-        replies = [m for channel_id in channels for m in self._conversation_lines(channel_id, user_id) if m.is_bot]
+        own = self._by_person(BY_AUTHOR, "author_id", user_id)
+        # The bot's replies by the person they answer, not through the channels of the person's
+        # own lines: a reply stored after those lines were erased is still found.
+        conversations = [m for m in self._by_person(BY_CONVERSATION_OF, "conversation_of", user_id) if m.is_bot]
         return sorted(
-            {(m.channel_id, m.message_id): m for m in own + replies}.values(), key=lambda m: int(m.message_id)
+            {(m.channel_id, m.message_id): m for m in own + conversations}.values(), key=lambda m: int(m.message_id)
         )
+
+    def _by_person(self, index: str, attribute: str, user_id: str) -> list[Message]:
+        items = query_items(
+            self._client,
+            TableName=self._table,
+            IndexName=index,
+            KeyConditionExpression=f"{attribute} = :user",
+            ExpressionAttributeValues={":user": s(user_id)},
+        )
+        # The index is shared by key only: check the person again, so no other line slips in.
+        return [m for m in map(message_from_item, items) if getattr(m, attribute) == user_id]
 
     def delete(self, message: Message) -> None:
         self._client.delete_item(TableName=self._table, Key=message_key(message))

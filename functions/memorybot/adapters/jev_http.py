@@ -2,8 +2,9 @@
 
 Contract: JSON over POST to ``{JEV_URL}/worth``, ``/verdict``, ``/add`` and ``/review``,
 with ``Authorization: Bearer $JEV_API_KEY`` when a key is set. Memory ids travel as
-strings and times as fixed-width ISO 8601 UTC. Transport errors, timeouts and 429/5xx are
-retried (``retry.py``) and end as ``ModelUnavailable``; any other non-2xx status or a body
+strings and times as fixed-width ISO 8601 UTC. 429 is a throttle, retried until the deadline
+and then ``ModelUnavailable`` ("not yet"); 5xx, timeouts and transport errors get a few quick
+retries and then ``ModelFailed`` (``retry.py``); any other non-2xx status or a body
 that does not match the contract raises ``ModelError`` at once. The answer
 must hold its key with the right JSON type (a number in [0, 1], or one of the verdicts
 the question allows); extra keys are ignored, so the service can add fields.

@@ -7,10 +7,12 @@ from typing import Any
 
 import httpx
 
-from .retry import Retryable, retry_after_seconds
+from .retry import Throttled, Transient, retry_after_seconds
 
-# Throttled, or a server or gateway failing for now: asked again (Retry-After honoured).
-RETRYABLE_STATUSES = frozenset({429, 500, 502, 503, 504})
+THROTTLE_STATUS = 429  # "slow down": not yet
+# A server or gateway failing: a few quick retries, then the call has failed; with a
+# Retry-After the server says when to come back, which makes it a throttle.
+SERVER_ERROR_STATUSES = frozenset({500, 502, 503, 504})
 
 
 def json_client(
@@ -36,14 +38,19 @@ def json_client(
 
 
 def post_attempt(client: httpx.Client, path: str, body: dict[str, Any], *, timeout: float, what: str) -> httpx.Response:
-    """One POST. Transport errors, timeouts and RETRYABLE_STATUSES raise ``Retryable``; any other
+    """One POST, classified for the retry policy: 429 (or a server error with Retry-After) raises
+    ``Throttled``; another server error, a timeout or a transport error ``Transient``; any other
     response is returned for the backend to judge. Reasons name the path and status only."""
     try:
         response = client.post(path, json=body, timeout=timeout)
     except httpx.TimeoutException as exc:
-        raise Retryable(f"{what}: timed out") from exc
+        raise Transient(f"{what}: timed out", timed_out=True) from exc
     except httpx.TransportError as exc:
-        raise Retryable(f"{what}: {type(exc).__name__}") from exc
-    if response.status_code in RETRYABLE_STATUSES:
-        raise Retryable(f"{what}: HTTP {response.status_code}", retry_after_seconds(response.headers))
+        raise Transient(f"{what}: {type(exc).__name__}") from exc
+    status = response.status_code
+    if status == THROTTLE_STATUS or status in SERVER_ERROR_STATUSES:
+        retry_after = retry_after_seconds(response.headers)
+        if status == THROTTLE_STATUS or retry_after is not None:
+            raise Throttled(f"{what}: HTTP {status}", retry_after)
+        raise Transient(f"{what}: HTTP {status}")
     return response

@@ -6,8 +6,9 @@
 body names ``response_format``) is asked again without it, and not asked with it
 again; the answer is then found in the text. The answer is parsed
 strictly (see ``llm_prompts``): anything but the expected object is a ``ModelError``.
-Transport errors, timeouts and 429/5xx are retried (``retry.py``, honouring Retry-After and
-``retry-after-ms``) and end as ``ModelUnavailable``.
+429 is a throttle, retried (honouring Retry-After and ``retry-after-ms``) until the deadline and
+then ``ModelUnavailable``; 5xx, timeouts and transport errors get a few quick retries and then
+``ModelFailed`` (``retry.py``).
 """
 
 from __future__ import annotations

@@ -26,6 +26,15 @@ def show(memories: MemoryStore, owner: Owner) -> list[str]:
     return [m.preview() for m in profile]
 
 
+FORGET_ALL_COUNT_REASON = "memory forget-all count"
+
+
+def count(memories: MemoryStore, owner: Owner) -> int:
+    """How many memories the owner has in this scope: the number the forget-all prompt asks about.
+    The profile is read to count it, and the ledger says so (not a ``show`` nobody asked for)."""
+    return len(memories.read_profile(owner, actor=Actor.COMMAND, reason=FORGET_ALL_COUNT_REASON, limit=None))
+
+
 SUGGESTIONS = 25  # Discord's limit on autocomplete choices
 
 
@@ -84,6 +93,8 @@ def export(memories: MemoryStore, user_id: str, people: PeopleStore | None = Non
                 "scope": owner.scope,
                 "memories": [_memory_json(m) for m in profile],
                 "ledger": [_entry_json(e) for e in changes],
+                # the messages of theirs never learned from again, because they forgot what was
+                "forgottenSourceMessageIds": sorted(memories.forgotten_sources(owner)),
             }
         )
     return {"userId": user_id, "scopes": scopes, **({"memorySwitch": switch} if switch is not None else {})}
@@ -112,6 +123,8 @@ def _entry_json(entry: LedgerEntry) -> dict:
         "after": _memory_json(entry.after),
         "sourceMessageIds": [ref.message_id for ref in entry.sources],
         "redacted": entry.redacted,
+        # An imported memory's id in the system it came from (POST /memory/import).
+        **({"importId": entry.import_id} if entry.import_id is not None else {}),
     }
 
 

@@ -35,7 +35,7 @@ from .domain import (
     utcnow,
 )
 from .jobs import ExtractionJob, ReplyJob
-from .ports import AsyncInvoker, DiscordApi, MessageStore, ModelUnavailable, PeopleStore
+from .ports import AsyncInvoker, DiscordApi, MessageStore, ModelUnavailable, PeopleStore, PersonRefused
 
 if TYPE_CHECKING:  # the interactions function imports this module: keep its cold start lean
     from .extraction import Extractor
@@ -72,22 +72,32 @@ def stored_for(job: ReplyJob) -> PersonCheck:
 
 def hear(deps: HearDeps, job: ReplyJob, text: str) -> bool:
     """Store the person's line and hand the reply on; False when the hand-off failed (the
-    person is told so; the line stays, as part of their conversation)."""
+    person is told so; the line stays, as part of their conversation). A line already stored
+    (the same interaction replayed) is not handed on again: True, quietly."""
     # The interaction id is a snowflake: the message's time is the time in it.
     # Part of the caller's own conversation with the bot: it may decide their memories.
-    deps.message_store.put(
-        Message(
-            job.channel_id,
-            job.interaction_id,
-            job.user_id,
-            job.user_name,
-            text,
-            is_bot=False,
-            scope=job.scope,
-            conversation_of=job.user_id,
-        ),
-        check=stored_for(job),
-    )
+    try:
+        heard = deps.message_store.put(
+            Message(
+                job.channel_id,
+                job.interaction_id,
+                job.user_id,
+                job.user_name,
+                text,
+                is_bot=False,
+                scope=job.scope,
+                conversation_of=job.user_id,
+            ),
+            check=stored_for(job),
+        )
+    except PersonRefused:  # erased in the instant since they spoke: nothing kept, no reply
+        logger.info("chat not stored: the person was erased", extra={"interaction_id": job.interaction_id})
+        return False
+    if not heard:
+        # The same interaction again (a replay inside the signature's window): its reply is the
+        # first copy's. A second hand-off would only find that reply in progress and fail.
+        logger.info("chat already heard: not handed on again", extra={"interaction_id": job.interaction_id})
+        return True
     try:
         deps.invoker.invoke(job)
     except Exception as exc:  # noqa: BLE001 - the person gets an answer either way
@@ -134,20 +144,21 @@ def answer(deps: ReplyDeps, job: ReplyJob, *, fetch_history: bool, give_up: Call
         return {"status": "apologised"}
     message_id = deps.discord.edit_original(job.application_id, job.token, text) or snowflake_at(utcnow())
     # The reply belongs to the person it answers: part of their exchange, no one else's.
-    stored = deps.message_store.put(
-        Message(
-            job.channel_id,
-            message_id,
-            job.application_id,
-            BOT_NAME,
-            text,
-            is_bot=True,
-            scope=job.scope,
-            conversation_of=job.user_id,
-        ),
-        check=stored_for(job),
-    )
-    if not stored:  # erased while this turn was in flight: nothing more is kept or learned
+    try:
+        deps.message_store.put(
+            Message(
+                job.channel_id,
+                message_id,
+                job.application_id,
+                BOT_NAME,
+                text,
+                is_bot=True,
+                scope=job.scope,
+                conversation_of=job.user_id,
+            ),
+            check=stored_for(job),
+        )
+    except PersonRefused:  # erased while this turn was in flight: nothing more is kept or learned
         logger.info("reply not stored: the person was erased", extra=job.ids())
         return {"status": "replied", "message_id": message_id, "stored": False}
     if job.scope not in person.noticed:

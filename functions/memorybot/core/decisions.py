@@ -1,9 +1,11 @@
 """Asking the models, safely: every failure becomes "no answer", never a decision.
 
 Any exception, a probability that is not a real number in [0, 1], a verdict the
-question does not allow, or an empty text counts as a failure (None). Except one:
-``ModelUnavailable`` (throttled or unreachable through every retry) is "not yet", not
-"no", and is raised on, so the job fails before applying anything and is run again.
+question does not allow, or an empty text counts as a failure (None): that call's decision
+is simply not made. Except one: ``ModelUnavailable`` (throttled through every retry) is
+"not yet", not "no", and is raised on, so the job fails before applying anything and is
+run again. A question asked before anything is decided (``not_yet_if_failed``) also turns a
+failing service (``ModelFailed``) into "not yet": running the job again later costs nothing.
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ from typing import TypeVar
 
 from . import domain, quoting
 from .domain import MEMORY_TEXT_MAX_CHARS, Memory, Verdict
-from .ports import ModelUnavailable
+from .ports import ModelFailed, ModelUnavailable
 
 logger = logging.getLogger(__name__)
 
@@ -57,14 +59,23 @@ def memory_text(answer: object) -> str | None:
     return text[:MEMORY_TEXT_MAX_CHARS] or None
 
 
-def ask(question: str, call: Callable[[], T], check: Callable[[T], R | None]) -> R | None:
+def ask(
+    question: str, call: Callable[[], T], check: Callable[[T], R | None], *, not_yet_if_failed: bool = False
+) -> R | None:
     """Call a model; any exception or unusable answer is logged (by name only) and becomes None,
-    except ModelUnavailable, which is raised on."""
+    except ModelUnavailable, which is raised on (and ModelFailed, raised on as ModelUnavailable,
+    when ``not_yet_if_failed``)."""
     try:
         answer = call()
     except ModelUnavailable:
         logger.warning("model unavailable", extra={"question": question})
         raise
+    except ModelFailed as exc:
+        if not not_yet_if_failed:
+            logger.warning("model call failed", extra={"question": question, "error": type(exc).__name__})
+            return None
+        logger.warning("model failing before any decision: not yet", extra={"question": question})
+        raise ModelUnavailable(f"{question}: {exc}") from exc
     except Exception as exc:  # noqa: BLE001 - a model failure is never a decision
         logger.warning("model call failed", extra={"question": question, "error": type(exc).__name__})
         return None
@@ -82,9 +93,11 @@ class CallCounter:
         self.calls = 0
         self.failures = 0
 
-    def ask(self, question: str, call: Callable[[], T], check: Callable[[T], R | None]) -> R | None:
+    def ask(
+        self, question: str, call: Callable[[], T], check: Callable[[T], R | None], *, not_yet_if_failed: bool = False
+    ) -> R | None:
         try:
-            answer = ask(question, call, check)
+            answer = ask(question, call, check, not_yet_if_failed=not_yet_if_failed)
         except ModelUnavailable:
             with self._lock:
                 self.calls += 1

@@ -6,6 +6,7 @@ fixed-width ISO 8601 strings (see ``iso``) so that they sort as text.
 
 from __future__ import annotations
 
+import re
 import secrets
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field, fields
@@ -36,6 +37,7 @@ class Actor(str, Enum):
     EXTRACTION = "extraction"
     NIGHTLY = "nightly"
     OPERATOR = "operator"  # an erasure by the operator (POST /memory/erase)
+    IMPORT = "import"  # memories moved in by the operator (POST /memory/import)
 
 
 class Action(str, Enum):
@@ -113,6 +115,15 @@ def iso(at: datetime) -> str:
 
 def parse_iso(text: str) -> datetime:
     return datetime.fromisoformat(text.replace("Z", "+00:00")).astimezone(UTC)
+
+
+MAX_SNOWFLAKE = 2**64 - 1  # snowflakes are unsigned 64-bit integers
+_SNOWFLAKE = re.compile(r"[0-9]{1,20}", re.ASCII)
+
+
+def is_snowflake(text: object) -> bool:
+    """A Discord id as text: ASCII digits only (it may end up in a URL path), at most 64 bits."""
+    return isinstance(text, str) and _SNOWFLAKE.fullmatch(text) is not None and int(text) <= MAX_SNOWFLAKE
 
 
 def snowflake_time(snowflake: str | int) -> datetime:
@@ -356,6 +367,8 @@ class LedgerEntry:
     # before state's). Kept outside before/after, so it survives an erasure's redaction.
     sources: tuple[SourceRef, ...] = ()
     redacted: bool = False  # an erasure removed before/after: a rollback cannot restore it
+    # An imported memory's id in the system it came from (actor import): provenance, no text.
+    import_id: str | None = None
 
     @property
     def owner(self) -> Owner:

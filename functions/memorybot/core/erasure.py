@@ -3,10 +3,12 @@
 First marks the person erased (their record keeps only ``erased_at``: the memory switch and the
 notices go), so that nothing already in flight for them writes after this point: every writer
 checks that marker in its own transaction (``domain.PersonCheck``). Then deletes the person's
-memories in every scope (each delete with its ledger row, written
-without text), deletes their stored messages (their own lines and the bot's replies to them),
-and redacts the text of their ledger rows: before/after go, the skeleton (ids, actions,
-actors, times, source message ids) stays. Then one row of its own records the erasure.
+memories in every scope (each delete with its ledger row, written without text) and the record
+of which of their messages they had forgotten, deletes their stored messages (their own lines
+and the bot's replies to them), and redacts the text of their ledger rows: before/after go, the
+skeleton (ids, actions, actors, times, source message ids) stays. Then one row of its own records
+the erasure. (Dropping the forgotten record cannot let a forgotten message teach again: the
+messages it names are deleted too.)
 
 A later rollback cannot restore what was erased: it skips redacted rows and says so.
 Answers carry counts and ids only, never text.
@@ -89,6 +91,7 @@ class Erasure:
             if not dry_run:
                 for entry in texts:
                     self._memories.redact(entry)
+                self._memories.erase_forgotten_sources(owner)  # the ids of their forgotten memories' messages
         if not dry_run:
             # Read again: a line stored after the first look but before the marker is found now.
             stored = list(

@@ -114,7 +114,8 @@ class Extractor:
         check = PersonCheck(speaker.user_id, exchange.since, Basis.LEARN) if self._people is not None else None
         calls = decisions.CallCounter()
 
-        worth = calls.ask("worth", lambda: self._jev.worth(exchange), decisions.probability)
+        # Nothing is decided yet: a failing service here is "not yet" (the job runs again later).
+        worth = calls.ask("worth", lambda: self._jev.worth(exchange), decisions.probability, not_yet_if_failed=True)
         if worth is None or worth < WORTH_THRESHOLD:
             return self._result(Outcome.NO_DECISION if worth is None else Outcome.NOT_WORTH, calls)
 
@@ -126,13 +127,14 @@ class Extractor:
             run_id=run_id,
         )
 
-        with ThreadPoolExecutor(max_workers=max(1, self._concurrency)) as pool:
-            # A rewrite starts as soon as its own verdict is known, and runs while Jev
-            # decides on the add: worth, verdicts, add decision || rewrites, add text.
+        with ThreadPoolExecutor(max_workers=max(1, self._concurrency) + 1) as pool:
+            # A rewrite starts as soon as its own verdict is known, and the new memory's draft
+            # as soon as every verdict is: both run while Jev decides on the add, so the
+            # critical path is worth, verdicts, add decision (three model latencies, not four).
             rewrites: dict[str, Future[str | None]] = {}
             judged = [pool.submit(self._judge, exchange, memory, calls, pool, rewrites) for memory in profile]
             verdicts = [f.result() for f in judged]
-            add_text = self._maybe_add(exchange, profile, verdicts, calls)
+            add_text = self._maybe_add(exchange, profile, verdicts, calls, pool)
             texts = {memory_id: f.result() for memory_id, f in rewrites.items()}
 
         result = self._result(Outcome.DONE, calls)
@@ -184,16 +186,32 @@ class Extractor:
         profile: Sequence[Memory],
         verdicts: Sequence[Verdict | None],
         calls: decisions.CallCounter,
+        pool: ThreadPoolExecutor,
     ) -> str | None:
-        """The new memory's text, when Jev wants one (and judged the profile it would join)."""
-        if profile:
-            seen = [(m, v) for m, v in zip(profile, verdicts, strict=False) if v is not None]
-            if not seen:
-                return None  # Jev judged none of the profile: it cannot judge a duplicate either
+        """The new memory's text, when Jev wants one (and judged the profile it would join).
+
+        The draft is written while Jev decides, and dropped unless the answer is yes: a chat call
+        spent on a "no" buys one model latency off every turn. No decision, no write.
+        """
+
+        def draft() -> str | None:
+            return calls.ask("write_memory", lambda: self._chat.write_memory(exchange, None), decisions.memory_text)
+
+        if not profile:
+            return draft()  # nothing to duplicate: the design allows the add
+        seen = [(m, v) for m, v in zip(profile, verdicts, strict=False) if v is not None]
+        if not seen:
+            return None  # Jev judged none of the profile: it cannot judge a duplicate either
+        drafted = pool.submit(draft)
+        try:
             p = calls.ask("add", lambda: self._jev.add(exchange, seen), decisions.probability)
-            if p is None or p < ADD_THRESHOLD:
-                return None
-        return calls.ask("write_memory", lambda: self._chat.write_memory(exchange, None), decisions.memory_text)
+        except BaseException:
+            drafted.cancel()
+            raise
+        if p is None or p < ADD_THRESHOLD:
+            drafted.cancel()  # dropped: whatever it writes (or raises) is never looked at
+            return None
+        return drafted.result()
 
     def _add(
         self, exchange: Exchange, text: str, now: datetime, actor: Actor, run_id: int | None, check: PersonCheck | None

@@ -33,8 +33,18 @@ class ModelError(Exception):
     """A model call failed: error, timeout, or an answer that does not fit the contract."""
 
 
+class ModelFailed(ModelError):
+    """The service kept failing (server errors, timeouts, no connection) through the call's few
+    quick retries: the call has failed, "no answer", like any other ``ModelError``.
+
+    The core gives it the design's rule for a failed call (a verdict's record is left untouched,
+    a review keeps the memory...); only where nothing has been decided yet (extraction's "worth")
+    is it "not yet" instead.
+    """
+
+
 class ModelUnavailable(ModelError):
-    """No answer yet: the model stayed throttled or unreachable through every retry of the call.
+    """No answer yet: the model stayed throttled ("slow down") through every retry of the call.
 
     "Not yet", not "no": the core does not turn it into "no decision" but lets it through, so
     that the job fails before applying anything and runs again later.
@@ -99,6 +109,20 @@ class MemoryStore(Protocol):
         Raises ConflictError (PersonRefused for the check), and changes nothing, if not.
         """
 
+    def add_once(
+        self, memory: Memory, once: str, *, actor: Actor, reason: str, import_id: str | None = None
+    ) -> LedgerEntry | None:
+        """Add ``memory`` with its ledger row (keeping ``import_id``) and the owner's marker
+        ``once``, in one transaction, unless the owner has that marker already: then nothing is
+        written and the answer is None. Of concurrent calls with the same marker, exactly one adds.
+
+        The marker outlives the memory (a forgotten memory is not added again by the same key).
+        Raises ConflictError, writing nothing, if the owner has a memory under ``memory``'s id.
+        """
+
+    def has_marker(self, owner: Owner, once: str) -> bool:
+        """Whether ``add_once`` wrote the owner's marker ``once`` (a dry run's check; unlogged)."""
+
     def stale(self, updated_before: datetime, limit: int) -> list[Memory]:
         """Memories of any owner, in any scope, not updated since ``updated_before``, least recently
         reviewed first: by ``review_after`` = the later of their update and their last review."""
@@ -119,7 +143,11 @@ class MemoryStore(Protocol):
 
     def forgotten_sources(self, owner: Owner) -> frozenset[str]:
         """The ids of the messages every memory the owner forgot (by command) was learned from:
-        never used to learn again."""
+        never used to learn again. One small read, whatever the length of the owner's history:
+        ``apply`` records a forget's sources (a delete with actor command) with the delete."""
+
+    def erase_forgotten_sources(self, owner: Owner) -> None:
+        """Remove the owner's record of forgotten sources (erasure only: it is personal data)."""
 
     def owners_of(self, user_id: str) -> list[Owner]:
         """Every scope in which the person has memories or ledger rows (export, erasure)."""
@@ -133,8 +161,10 @@ class MemoryStore(Protocol):
 
 class MessageStore(Protocol):
     def put(self, message: Message, *, check: PersonCheck | None = None) -> bool:
-        """Store one message; storing the same message id again changes nothing. With ``check``,
-        only if the person's record allows it, in the same transaction: False when refused."""
+        """Store one message; storing the same message id again changes nothing. True when this
+        call stored it, False when that id was stored already (a redelivery, a replay). With
+        ``check``, only if the person's record allows it, in the same transaction: PersonRefused
+        (nothing stored) when it does not."""
 
     def recent(self, channel_id: str, limit: int, *, up_to: str | None = None) -> list[Message]:
         """The channel's newest ``limit`` messages (with ids up to ``up_to``, if given), oldest first."""
@@ -151,7 +181,8 @@ class MessageStore(Protocol):
         person's own conversation with the bot, oldest first."""
 
     def of_person(self, user_id: str) -> list[Message]:
-        """Every stored message the person wrote, and the bot's replies in their conversations."""
+        """Every stored message the person wrote, and the bot's replies to them in every channel
+        (found by the person they answer, even when none of the person's own lines is left)."""
 
     def delete(self, message: Message) -> None:
         """Delete one stored message (erasure)."""

@@ -10,7 +10,7 @@ import json
 import logging
 import time
 from collections.abc import Callable
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from typing import Any, Protocol
 
 from ..core import commands, consent, conversation
@@ -314,7 +314,7 @@ def _export_once(request: ExportMemories, deps: Dependencies) -> dict:
 
 def _forget_all_ask(request: ForgetAllAsk, deps: Dependencies) -> dict:
     caller = request.caller
-    count = len(commands.show(deps.memory_store, caller.owner))
+    count = commands.count(deps.memory_store, caller.owner)
     where = scope_label(caller.scope)
     if not count:
         return ephemeral(TEXT_NOTHING_REMEMBERED.format(where=where))
@@ -329,15 +329,27 @@ def _forget_all_ask(request: ForgetAllAsk, deps: Dependencies) -> dict:
     return answer
 
 
+FORGET_ALL_CLOCK_SKEW_SECONDS = 60  # a button "asked" up to a minute in the future still counts
+
+
 def _forget_all_confirm(request: ForgetAllConfirm, deps: Dependencies) -> dict:
     caller = request.caller
     if caller.user_id != request.requester:
         logger.info("forget-all refused: not the requester", extra={"user_id": caller.user_id})
         return ephemeral(TEXT_FORGET_ALL_NOT_YOURS)
-    asked = datetime.fromtimestamp(request.asked_at, UTC)
-    now = datetime.now(UTC)
-    if not asked - timedelta(minutes=1) <= now <= asked + FORGET_ALL_TTL:
+    # In whole seconds, never through a datetime: a time out of its range (year 10,000) is simply not now.
+    now = time.time()
+    if not request.asked_at - FORGET_ALL_CLOCK_SKEW_SECONDS <= now <= request.asked_at + FORGET_ALL_TTL.total_seconds():
         return ephemeral(TEXT_FORGET_ALL_EXPIRED)
+    # One button, one forget-all: a second press (or a replay) gets the first answer and deletes
+    # nothing learned since. The custom_id (who asked, when) and the scope name the button.
+    key = f"{caller.scope}:{request.requester}:{request.asked_at}"
+    answer = deps.once("forget-all", key, lambda: _forget_all_once(request, deps))
+    return answer if answer is not None else ephemeral(TEXT_BUSY)
+
+
+def _forget_all_once(request: ForgetAllConfirm, deps: Dependencies) -> dict:
+    caller = request.caller
     deleted = commands.forget_all(deps.memory_store, caller.owner, deps.people_store)
     logger.info("forget-all done", extra={"user_id": caller.user_id, "deleted": len(deleted)})
     text = TEXT_FORGET_ALL_DONE.format(count=len(deleted), where=scope_label(caller.scope))

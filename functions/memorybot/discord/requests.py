@@ -14,7 +14,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from ..core.domain import Owner, ScopeMode, scope_for
-from .formats import is_interaction_token, is_snowflake
+from .formats import is_interaction_token, is_snowflake, valid_unicode
 
 # Discord's numbers.
 PING, APPLICATION_COMMAND, MESSAGE_COMPONENT, AUTOCOMPLETE, MODAL_SUBMIT = 1, 2, 3, 4, 5
@@ -259,7 +259,7 @@ def _caller(payload: dict, scope_mode: ScopeMode) -> Caller:
         raise BadRequest("guild interaction without a guild id")  # its scope would be unknown
     bot_dm = payload.get("context") == CONTEXT_BOT_DM or _object(payload.get("channel")).get("type") == CHANNEL_TYPE_DM
     scope = scope_for(scope_mode, guild_id=guild_id, channel_id=channel_id, bot_dm=bot_dm)
-    return Caller(_snowflake(user.get("id"), "user id"), str(name), channel_id, scope)
+    return Caller(_snowflake(user.get("id"), "user id"), valid_unicode(str(name)), channel_id, scope)
 
 
 def _options(data: dict) -> list[dict]:
@@ -335,7 +335,7 @@ def _unknown_form(payload: dict) -> Request:
     data = payload.get("data")
     if not isinstance(data, dict) or not isinstance(data.get("custom_id"), str):
         raise BadRequest("component without a custom_id")
-    custom_id = data["custom_id"]
+    custom_id = valid_unicode(data["custom_id"])
     # Components the bot acts on are recognised above this line, by their custom_id.
     # Fallback: anything else (an old message's button, a form from another version).
     return UnknownComponent(custom_id[:100])
@@ -347,7 +347,7 @@ def _component(caller: Caller, data: dict) -> Request:
         raise BadRequest("malformed custom_id")
     match = _FORGET_ALL_ID.match(custom_id)
     if match is None:
-        return UnknownComponent(custom_id)
+        return UnknownComponent(valid_unicode(custom_id))  # logged: keep it encodable
     return ForgetAllConfirm(caller, match[1], int(match[2]))
 
 
@@ -370,4 +370,4 @@ def _string_option(option: dict) -> str:
         return ""
     if not isinstance(value, str):
         raise BadRequest("option value is not a string")
-    return value
+    return valid_unicode(value)

@@ -93,10 +93,21 @@ def count_metric(name: str) -> None:
 ADMIN_SECRET = "MEMORYBOT_ADMIN_SECRET"
 
 
+def event_path(event: dict) -> str:
+    """The request's path: the REST API's resource (v1), else the raw path (v2, which may carry the stage)."""
+    return str(
+        event.get("resource")
+        or event.get("path")
+        or event.get("rawPath")
+        or (event.get("requestContext") or {}).get("http", {}).get("path")
+        or ""
+    )
+
+
 def admin_endpoint(event: dict, logger: Any, route: AdminRoute, use_case: Callable[[Any], Any]) -> tuple[int, dict]:
-    """One admin route (``admin_api``: rollback, erase): POST only; the Bearer admin secret is
+    """One admin route (``admin_api``: rollback, erase, import): POST only; the Bearer admin secret is
     checked before anything is read; any failure is a 503 the operator may simply retry (every
-    step of both use cases is conditional or idempotent)."""
+    step of each use case is conditional or idempotent)."""
     method = event.get("httpMethod") or (event.get("requestContext") or {}).get("http", {}).get("method") or "POST"
     if method.upper() != "POST":
         return 405, {"error": "method not allowed"}

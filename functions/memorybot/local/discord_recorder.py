@@ -1,8 +1,11 @@
 """A stand-in for the Discord REST API, used by the local stack when DISCORD_API_BASE is unset.
 
 It answers the calls the bot makes (open a DM, post, fill in a deferred answer, send a
-follow-up, read a channel, register commands) and records each one, so the terminal client can print
-the bot's replies and DMs and tests can inspect exactly what was posted.
+follow-up, read a channel, register commands) and records each one, so the terminal client can
+print the bot's replies and DMs and tests can inspect exactly what was posted. It also answers
+what `memorybot doctor` reads: the bot user, the application (its public key and
+interactions endpoint URL) and the registered commands. With ``bot_token`` set, a request
+without that token is refused with 401, as Discord refuses a wrong one.
 """
 
 from __future__ import annotations
@@ -19,12 +22,15 @@ from ..core.domain import snowflake_at, utcnow
 
 DMS_CLOSED = {"code": 50007, "message": "Cannot send messages to this user"}
 NOT_FOUND = {"code": 0, "message": "404: Not Found"}
+UNAUTHORIZED = {"code": 0, "message": "401: Unauthorized"}
 
 _DM_OPEN = re.compile(r"^users/@me/channels$")
 _CHANNEL_MESSAGES = re.compile(r"^channels/(?P<channel>[^/]+)/messages$")
 _ORIGINAL = re.compile(r"^webhooks/(?P<app>[^/]+)/(?P<token>[^/]+)/messages/@original$")
 _FOLLOW_UP = re.compile(r"^webhooks/(?P<app>[^/]+)/(?P<token>[^/]+)$")
 _COMMANDS = re.compile(r"^applications/(?P<app>[^/]+)(/guilds/(?P<guild>[^/]+))?/commands$")
+_BOT_USER = re.compile(r"^users/@me$")
+_APPLICATION = re.compile(r"^applications/@me$")
 
 
 @dataclass
@@ -59,6 +65,16 @@ class DiscordRecorder:
         self._rate_limits: list[float] = []  # Retry-After of the next answers that will be 429s
         self._others: dict[str, list[dict]] = {}  # channel id -> messages people posted (not via the bot)
         self._attachments: list[dict] = []  # the files of the request being routed
+        self.calls: list[tuple[str, str]] = []  # (method, path) of every request, reads included
+        self.bot_token: str | None = None  # when set, only "Bot <token>" is accepted
+        self.bot_user: dict[str, Any] = {"id": "100000000000000001", "username": "memorybot", "bot": True}
+        self.application: dict[str, Any] = {
+            "id": "100000000000000001",
+            "name": "memorybot",
+            "verify_key": "",
+            "interactions_endpoint_url": None,
+        }
+        self.commands: dict[tuple[str, str | None], list[dict]] = {}  # (application, guild or None) -> registered
 
     # ------------------------------------------------------------ test and demo controls
 
@@ -113,6 +129,9 @@ class DiscordRecorder:
             except ValueError:
                 return 400, {"code": 50109, "message": "The request body contains invalid JSON."}
         with self._lock:
+            self.calls.append((method, path))
+            if self.bot_token is not None and lowered.get("authorization") != f"Bot {self.bot_token}":
+                return 401, UNAUTHORIZED
             if self._rate_limits:
                 wait = self._rate_limits.pop(0)
                 return 429, {"message": "You are being rate limited.", "retry_after": wait, "global": False}
@@ -175,7 +194,18 @@ class DiscordRecorder:
             return 200, {"id": message_id, "content": body.get("content", ""), "flags": body.get("flags", 0)}
         if (m := _COMMANDS.match(path)) and method == "PUT":
             self._record("commands", method, path, payload, headers)
+            # Discord answers with the commands as registered: each with its id and version.
+            if not isinstance(payload, list) or not all(isinstance(c, dict) for c in payload):
+                return 400, {"code": 50035, "message": "Invalid Form Body"}
+            registered = [{**c, "id": self._new_id(), "application_id": m["app"], "version": "1"} for c in payload]
+            self.commands[(m["app"], m["guild"])] = registered
             return 200, payload
+        if (m := _COMMANDS.match(path)) and method == "GET":
+            return 200, self.commands.get((m["app"], m["guild"]), [])
+        if _BOT_USER.match(path) and method == "GET":
+            return 200, dict(self.bot_user)
+        if _APPLICATION.match(path) and method == "GET":
+            return 200, dict(self.application)
         return 404, NOT_FOUND
 
     def _new_id(self) -> str:

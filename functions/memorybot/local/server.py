@@ -37,7 +37,9 @@ MANIFEST_DIR = "manifests"
 DISCORD_PREFIX = "/discord/api/v10"
 LOCAL_APPLICATION_ID = "1000000000000000001"
 DRAIN_TIMEOUT_SECONDS = 120
-POST_ONLY = frozenset({"/interactions", "/memory/rollback", "/memory/erase", "/local/drain", "/local/nightly"})
+POST_ONLY = frozenset(
+    {"/interactions", "/memory/rollback", "/memory/erase", "/memory/import", "/local/drain", "/local/nightly"}
+)
 LOCAL_PREFIX = "/local/"
 MAX_LOCAL_BODY_DEPTH = 8  # the local routes take flat JSON objects
 
@@ -121,7 +123,7 @@ def start(host: str = DEFAULT_HOST, port: int = DEFAULT_PORT, state_dir: Path = 
         notes.append(f"Signing key for the terminal client: {state_dir / SIGNING_KEY_FILE}")
     if not found.secret("MEMORYBOT_ADMIN_SECRET"):
         os.environ["MEMORYBOT_ADMIN_SECRET"] = _local_secret(state_dir, ADMIN_SECRET_FILE)
-        notes.append(f"Admin secret for POST /memory/rollback and /local/*: {state_dir / ADMIN_SECRET_FILE}")
+        notes.append(f"Admin secret for POST /memory/* and /local/*: {state_dir / ADMIN_SECRET_FILE}")
     os.environ.setdefault("DISCORD_APPLICATION_ID", LOCAL_APPLICATION_ID)
     os.environ.setdefault("DISCORD_BOT_TOKEN", "local-bot-token")
     notes.append(f"Models: decision={found.decision_model}, chat={found.chat_model}")
@@ -270,7 +272,7 @@ class _Handler(BaseHTTPRequestHandler):
             return self.stack.recorder.handle(method, path[len(DISCORD_PREFIX) :], body, dict(self.headers))
         if method == "POST" and path == "/interactions":
             return self._lambda("interactions", "handler", path, query, body)
-        if method == "POST" and path == "/memory/rollback":
+        if method == "POST" and path in ("/memory/rollback", "/memory/import"):
             return self._lambda("admin", "handler", path, query, body)
         if method == "POST" and path == "/memory/erase":
             return self._lambda("erase", "handler", path, query, body)

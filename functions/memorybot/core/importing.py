@@ -1,0 +1,309 @@
+"""Operator import (``POST /memory/import``, read by ``admin_api``): memories moved in from a
+person's ``/memory export`` file, the original system, or another bot.
+
+The body is either a list of rows::
+
+    {"memories": [{"userId": "<snowflake>", "scope": "guild:<id>" | "dm" | "channel:<id>" | "global",
+                   "text": "...", "createdAt": "<ISO 8601>", "updatedAt": "<ISO 8601>", "id": "<optional>"}],
+     "dryRun": false}
+
+or an export file as ``/memory export`` writes it (``{"userId", "scopes": [{"scope", "memories",
+"ledger", "forgottenSourceMessageIds"}]}``): its memories are the rows (their export id is the
+source id), its ledger (and the ids of messages it no longer learns from) is history of the
+other deployment and is not imported.
+
+Every row is checked before anything is written: one bad row (or a scope this deployment
+does not use) refuses the whole request, naming the row and the field. Each imported
+memory gets an id of its own and commits with its ledger row (actor ``import``, the source
+id kept) and the owner's import marker in one transaction (``MemoryStore.add_once``): the
+marker is keyed by a hash of (user, scope, source id), or of (user, scope, text, createdAt)
+for a row without one, so importing the same rows again (at once or later, after a forget
+too) writes nothing and counts them as unchanged.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+
+from .domain import (
+    DM_SCOPE,
+    GLOBAL_SCOPE,
+    MEMORY_TEXT_MAX_CHARS,
+    Actor,
+    Memory,
+    Owner,
+    ScopeMode,
+    is_snowflake,
+    iso,
+    new_memory_id,
+    one_line,
+)
+from .ports import ConflictError, MemoryStore
+
+logger = logging.getLogger(__name__)
+
+# The documented size of one request: at most this many rows and this many bytes of body (413
+# past either). Each row is one transaction, so a full request stays well inside the admin
+# function's 29 s; ``memorybot import`` splits a bigger file into requests of this size.
+MAX_IMPORT_ROWS = 200
+MAX_IMPORT_BODY_BYTES = 1024 * 1024
+SOURCE_ID_MAX_CHARS = 64
+# A time slightly ahead of this clock is another machine's clock, not a fact from the future.
+CLOCK_SKEW = timedelta(minutes=5)
+ID_ATTEMPTS = 5  # a fresh memory id that is taken already: draw another
+IMPORT_REASON = "operator import"
+
+ROW_FIELDS = frozenset({"userId", "scope", "text", "createdAt", "updatedAt", "id"})
+REQUIRED_ROW_FIELDS = ("userId", "scope", "text", "createdAt")
+BODY_FIELDS = frozenset({"memories", "dryRun", "userId", "scopes"})
+# An export file (core/commands.py export): what each of its scopes and memories carries.
+# Its ledger and its list of forgotten message ids are left out, as rows are all an import adds.
+EXPORT_SCOPE_FIELDS = frozenset({"scope", "memories", "ledger", "forgottenSourceMessageIds"})
+EXPORT_MEMORY_FIELDS = frozenset({"id", "text", "createdAt", "updatedAt", "sourceMessageIds"})
+
+
+class BadImport(ValueError):
+    """A request the import refuses, naming the row (its index among the request's rows; None
+    for the body itself) and the field. The message is safe to show: it never repeats a text."""
+
+    def __init__(self, row: int | None, field: str, problem: str, where: str = "") -> None:
+        self.row, self.field, self.problem = row, field, problem
+        self.where = where or (f"memories[{row}]" if row is not None else "")
+        super().__init__(f"{self.where}.{field}: {problem}" if self.where else f"{field}: {problem}")
+
+
+class TooManyRows(ValueError):
+    """More rows than one request may carry (413)."""
+
+
+@dataclass(frozen=True)
+class ImportRow:
+    index: int  # among the request's rows (an export file's rows in file order)
+    where: str  # where it is in the body, e.g. "memories[3]" or "scopes[0].memories[2]"
+    user_id: str
+    scope: str
+    text: str
+    created_at: datetime
+    updated_at: datetime
+    source_id: str | None = None
+
+    @property
+    def owner(self) -> Owner:
+        return Owner(self.scope, self.user_id)
+
+    @property
+    def once(self) -> str:
+        """The idempotency key: a hash of (user, scope, source id), or of (user, scope, text,
+        createdAt) without one. A hash, so that the marker holds no text."""
+        basis = ["id", self.source_id] if self.source_id is not None else ["text", self.text, iso(self.created_at)]
+        canonical = json.dumps([self.user_id, self.scope, *basis], ensure_ascii=False, separators=(",", ":"))
+        return hashlib.sha256(canonical.encode("utf-8")).hexdigest()[:32]
+
+    def memory(self, memory_id: str) -> Memory:
+        return Memory(self.user_id, memory_id, self.text, self.created_at, self.updated_at, scope=self.scope)
+
+
+@dataclass(frozen=True)
+class ImportRequest:
+    rows: tuple[ImportRow, ...]
+    dry_run: bool = False
+
+
+@dataclass(frozen=True)
+class ImportResult:
+    imported: int
+    unchanged: int
+    dry_run: bool
+
+
+# ---- reading a request
+
+
+def source_rows(data: dict) -> list[tuple[str, dict]]:
+    """The rows of a body (``{"memories": [...]}``) or of an export file, in order, each with
+    where it is, as rows of the ``memories`` form; an export's ledger is left out."""
+    if ("memories" in data) == ("scopes" in data):
+        raise BadImport(None, "memories", 'give "memories" (a list of rows) or an export file ("userId", "scopes")')
+    if "memories" in data:
+        if "userId" in data:
+            raise BadImport(None, "userId", "only an export file has a top-level userId; a row names its own")
+        rows = data["memories"]
+        if not isinstance(rows, list):
+            raise BadImport(None, "memories", "must be a list of rows")
+        return [(f"memories[{i}]", row) for i, row in enumerate(rows)]
+    return _export_rows(data)
+
+
+def _export_rows(data: dict) -> list[tuple[str, dict]]:
+    user_id, groups = data.get("userId"), data["scopes"]
+    if not is_snowflake(user_id):
+        raise BadImport(None, "userId", "must be a Discord user id (a string of digits)")
+    if not isinstance(groups, list):
+        raise BadImport(None, "scopes", "must be a list (as /memory export writes it)")
+    rows: list[tuple[str, dict]] = []
+    for i, group in enumerate(groups):
+        where = f"scopes[{i}]"
+        if not isinstance(group, dict):
+            raise BadImport(None, where, "must be an object")
+        for name in sorted(set(group) - EXPORT_SCOPE_FIELDS):
+            raise BadImport(None, f"{where}.{name}", "unknown field")
+        memories = group.get("memories", [])
+        if not isinstance(memories, list):
+            raise BadImport(None, f"{where}.memories", "must be a list")
+        for j, exported in enumerate(memories):
+            place = f"{where}.memories[{j}]"
+            if not isinstance(exported, dict):
+                raise BadImport(len(rows), "row", "must be an object", place)
+            for name in sorted(set(exported) - EXPORT_MEMORY_FIELDS):
+                raise BadImport(len(rows), name, "unknown field", place)
+            # sourceMessageIds are left out: an export names message ids without their
+            # channels, so they cannot be linked, and they are not this deployment's messages.
+            row = {"userId": user_id, "scope": group.get("scope")}
+            row |= {k: exported[k] for k in ("text", "createdAt", "updatedAt", "id") if k in exported}
+            rows.append((place, row))
+    return rows
+
+
+def parse_import(data: dict | None, *, now: datetime, max_rows: int | None = MAX_IMPORT_ROWS) -> ImportRequest:
+    """The typed request; BadImport for the first bad row or field, TooManyRows past ``max_rows``."""
+    if data is None:
+        raise BadImport(None, "memories", 'the body is empty: send {"memories": [...]} or an export file')
+    for name in sorted(set(data) - BODY_FIELDS):
+        raise BadImport(None, name, f"unknown field; expected {', '.join(sorted(BODY_FIELDS))}")
+    dry_run = data.get("dryRun", False)
+    if not isinstance(dry_run, bool):
+        raise BadImport(None, "dryRun", "must be true or false")
+    found = source_rows(data)
+    if max_rows is not None and len(found) > max_rows:
+        raise TooManyRows(f"{len(found)} rows; at most {max_rows} per request (memorybot import splits a file)")
+    return ImportRequest(tuple(parse_row(i, where, raw, now=now) for i, (where, raw) in enumerate(found)), dry_run)
+
+
+def parse_row(index: int, where: str, raw: object, *, now: datetime) -> ImportRow:
+    def bad(field: str, problem: str) -> BadImport:
+        return BadImport(index, field, problem, where)
+
+    if not isinstance(raw, dict):
+        raise bad("row", "must be an object")
+    for name in sorted(set(raw) - ROW_FIELDS):
+        raise bad(name, f"unknown field; a row has {', '.join(sorted(ROW_FIELDS))}")
+    for name in REQUIRED_ROW_FIELDS:
+        if name not in raw:
+            raise bad(name, "missing")
+    user_id = raw["userId"]
+    if not is_snowflake(user_id):
+        raise bad("userId", "must be a Discord user id (a string of digits)")
+    scope = raw["scope"]
+    if not is_scope(scope):
+        raise bad("scope", 'must be "guild:<id>", "dm", "channel:<id>" or "global"')
+    text = raw["text"]
+    if not isinstance(text, str):
+        raise bad("text", "must be a string")
+    text = one_line(text)  # a memory is one line, as extraction writes it
+    if not text:
+        raise bad("text", "is empty")
+    if len(text) > MEMORY_TEXT_MAX_CHARS:
+        raise bad("text", f"is {len(text)} characters; a memory has at most {MEMORY_TEXT_MAX_CHARS}")
+    created_at = _time(raw["createdAt"], "createdAt", bad, now)
+    updated_at = _time(raw["updatedAt"], "updatedAt", bad, now) if "updatedAt" in raw else created_at
+    if updated_at < created_at:
+        raise bad("updatedAt", "is before createdAt")
+    source_id = raw.get("id")
+    if source_id is not None and not (
+        isinstance(source_id, str) and 1 <= len(source_id) <= SOURCE_ID_MAX_CHARS and source_id.isprintable()
+    ):
+        raise bad("id", f"must be printable text of 1 to {SOURCE_ID_MAX_CHARS} characters")
+    return ImportRow(index, where, user_id, scope, text, created_at, updated_at, source_id)
+
+
+def _time(value: object, field: str, bad: Callable[[str, str], BadImport], now: datetime) -> datetime:
+    """An ISO 8601 time (no zone means UTC, as everywhere in the stack), not in the future."""
+    if not isinstance(value, str):
+        raise bad(field, 'must be an ISO 8601 time, e.g. "2026-11-20T18:00:00Z"')
+    try:
+        at = datetime.fromisoformat(value.strip())
+    except ValueError:
+        raise bad(field, 'must be an ISO 8601 time, e.g. "2026-11-20T18:00:00Z"') from None
+    at = (at if at.tzinfo else at.replace(tzinfo=UTC)).astimezone(UTC)
+    if at > now + CLOCK_SKEW:
+        raise bad(field, "is in the future")
+    return at
+
+
+def is_scope(scope: object) -> bool:
+    """A scope as ``domain.scope_for`` forms them."""
+    if not isinstance(scope, str):
+        return False
+    if scope in (GLOBAL_SCOPE, DM_SCOPE):
+        return True
+    kind, colon, ident = scope.partition(":")
+    return kind in ("guild", "channel") and bool(colon) and is_snowflake(ident)
+
+
+def scope_unused(scope: str, mode: ScopeMode) -> str | None:
+    """Why this deployment keeps no memories in ``scope`` (None: it does)."""
+    if mode is ScopeMode.GLOBAL and scope != GLOBAL_SCOPE:
+        return f'{scope} is not used here: this deployment keeps one profile per person ("global")'
+    if mode is ScopeMode.GUILD and scope == GLOBAL_SCOPE:
+        return "global is not used here: this deployment keeps memories per server (guild:<id>, dm, channel:<id>)"
+    return None
+
+
+# ---- the use case
+
+
+class Importer:
+    def __init__(
+        self,
+        memories: MemoryStore,
+        mode: ScopeMode,
+        *,
+        new_id: Callable[[], str] = new_memory_id,
+    ) -> None:
+        self._memories = memories
+        self._mode = mode
+        self._new_id = new_id
+
+    def run(self, request: ImportRequest) -> ImportResult:
+        """Every row checked against this deployment's scopes first (BadImport, nothing
+        written), then each row added once; a dry run only counts."""
+        for row in request.rows:
+            problem = scope_unused(row.scope, self._mode)
+            if problem:
+                raise BadImport(row.index, "scope", problem, row.where)
+        imported = unchanged = 0
+        seen: set[tuple[Owner, str]] = set()
+        for row in request.rows:
+            key = (row.owner, row.once)
+            if request.dry_run:
+                new = key not in seen and not self._memories.has_marker(row.owner, row.once)
+            else:
+                new = self._add(row)
+            seen.add(key)
+            imported, unchanged = (imported + 1, unchanged) if new else (imported, unchanged + 1)
+        logger.info(
+            "import done",
+            extra={"rows": len(request.rows), "imported": imported, "unchanged": unchanged, "dry_run": request.dry_run},
+        )
+        return ImportResult(imported, unchanged, request.dry_run)
+
+    def _add(self, row: ImportRow) -> bool:
+        """True when imported now, False when the owner has it from an earlier import."""
+        for _ in range(ID_ATTEMPTS):
+            try:
+                entry = self._memories.add_once(
+                    row.memory(self._new_id()),
+                    row.once,
+                    actor=Actor.IMPORT,
+                    reason=IMPORT_REASON,
+                    import_id=row.source_id,
+                )
+            except ConflictError:
+                continue  # the fresh id is one the owner has: draw another
+            return entry is not None
+        raise ConflictError(f"no free memory id after {ID_ATTEMPTS} attempts")

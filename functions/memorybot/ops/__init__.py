@@ -1,0 +1,1 @@
+"""Operator tools run from a workstation with the operator's credentials (never deployed)."""

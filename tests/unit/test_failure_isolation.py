@@ -1,0 +1,274 @@
+"""One failing call stays one record's problem, and a service that is down is given up on in
+seconds: the extraction worker (moto tables, Powertools idempotency, as deployed) and the nightly
+review and diary, through the real HTTP backends against loopback model servers. And the
+extraction's critical path: worth, verdicts, add decision (three model latencies, not four)."""
+
+from __future__ import annotations
+
+import threading
+import time
+from datetime import datetime, timedelta
+
+import pytest
+
+from fakes import T0, Clock, FakeMemoryStore, FakeMessageStore, FakeRunStore, ScriptedChat, ScriptedJev, memory
+from fakes import message as said
+from fakes import speaker as speaker_named
+from frontdoor import ALICE, APP_ID, CHANNEL, SCOPE, chat, context, owner, seed
+from loopback.jev_server import JevServer
+from loopback.openai_server import OpenAIServer
+from memorybot.adapters.jev_http import JevHttpDecisionModel
+from memorybot.adapters.openai_chat import OpenAIChatModel, OpenAICompatibleClient
+from memorybot.adapters.retry import Retrier, RetryBudget, RetryPolicy
+from memorybot.core import conversation
+from memorybot.core.consolidation import STALE_AFTER, Consolidator
+from memorybot.core.domain import GLOBAL_SCOPE, JST, Action, Actor, Message, Verdict, snowflake_at, utcnow
+from memorybot.core.extraction import Extractor, Outcome
+from memorybot.core.jobs import ExtractionJob, ReplyJob
+from memorybot.core.nightly_steps import run_in_process
+from memorybot.core.ports import ModelUnavailable
+from memorybot.handlers import extraction, reply
+
+DEPLOYED = RetryPolicy()  # the deployed parameters: 60 s deadline for throttles, 3 quick attempts otherwise
+
+
+def deployed_retrier() -> Retrier:
+    return Retrier(DEPLOYED, budget=RetryBudget())
+
+
+@pytest.fixture
+def jev():
+    with JevServer(verdict="keep", add=0.9) as server:
+        yield server
+
+
+def _extraction_job(front, text="I moved to Kyoto last week") -> dict:
+    payload = chat(text, user=ALICE, user_name="alice")
+    front.message_store.put(Message(CHANNEL, payload["id"], ALICE, "alice", text, scope=SCOPE, conversation_of=ALICE))
+    bot_id = snowflake_at(utcnow(), 999)
+    front.message_store.put(
+        Message(
+            CHANNEL, bot_id, APP_ID, "memorybot", "welcome to Kyoto!", is_bot=True, scope=SCOPE, conversation_of=ALICE
+        )
+    )
+    return ExtractionJob(payload["id"], CHANNEL, ALICE, "alice", SCOPE, bot_id).to_json()
+
+
+def _changes(front) -> list:
+    return [
+        e
+        for e in front.memory_store.ledger_for(owner(ALICE))
+        if e.action is not Action.READ and e.reason != "test seed"
+    ]
+
+
+def test_a_poison_verdict_costs_three_calls_and_the_turns_other_changes_are_applied(front, jev):
+    seed(front.memory_store, ALICE, "abcde", "lives in Osaka")
+    seed(front.memory_store, ALICE, "fghjk", "has a cat")
+    front.decision_model = JevHttpDecisionModel(jev.url, timeout_seconds=1.0, retrier=deployed_retrier())
+    jev.fail("/verdict", "abcde", status=500)  # this memory's verdict always fails
+    jev.set_verdict("delete", memory_id="fghjk")
+
+    started = time.monotonic()
+    result = extraction.handler(_extraction_job(front), context())
+    elapsed = time.monotonic() - started
+
+    assert result["outcome"] == "done" and result["deleted"] == ["fghjk"] and len(result["added"]) == 1
+    poison = [b for b in jev.bodies("/verdict") if b["memory"]["id"] == "abcde"]
+    assert len(poison) == 3  # three attempts, then that verdict has failed
+    assert front.memory_store.get(owner(ALICE), "abcde").text == "lives in Osaka"  # left untouched
+    assert sorted(e.action.value for e in _changes(front)) == ["add", "delete"]
+    # the add decision saw the verdict that was given, not the failed one
+    [add] = jev.bodies("/add")
+    assert [v["id"] for v in add["verdicts"]] == ["fghjk"]
+    assert elapsed < 5.0  # two quick backoffs (< 0.25 s and < 0.5 s), not the 60 s deadline
+
+
+def test_with_jev_answering_503_to_everything_a_turn_makes_nine_calls_and_gives_up_in_seconds(front, jev):
+    seed(front.memory_store, ALICE, "abcde", "lives in Osaka")
+    front.decision_model = JevHttpDecisionModel(jev.url, timeout_seconds=1.0, retrier=deployed_retrier())
+    jev.answer("/worth", {"error": "down"}, status=503)
+    jev.answer("/verdict", {"error": "down"}, status=503)
+    jev.answer("/add", {"error": "down"}, status=503)
+    work = _extraction_job(front)
+    durations = []
+    for _ in range(front.settings.async_retries):  # the first invocation and each Lambda retry but the last
+        started = time.monotonic()
+        with pytest.raises(ModelUnavailable):  # "worth" failed: nothing decided yet, so "not yet"
+            extraction.handler(dict(work), context())
+        durations.append(time.monotonic() - started)
+    started = time.monotonic()
+    last = extraction.handler(dict(work), context())
+    durations.append(time.monotonic() - started)
+
+    assert last["outcome"] == "decisions_lost" and _changes(front) == []
+    # 3 attempts of "worth" per invocation, 3 invocations (async_retries = 2): 9 calls in all
+    assert jev.questions() == ["worth"] * 3 * (front.settings.async_retries + 1)
+    # each invocation: 3 attempts and 2 backoffs (< 0.75 s of waits); seconds, not the old 60 s deadline
+    assert max(durations) < 5.0
+
+
+def test_a_throttled_turn_is_still_not_yet_and_applies_once_the_quota_allows(front, jev):
+    seed(front.memory_store, ALICE, "abcde", "lives in Osaka")
+    policy = RetryPolicy(deadline_seconds=0.3, base_delay=0.01, max_delay=0.05)
+    front.decision_model = JevHttpDecisionModel(jev.url, timeout_seconds=1.0, retrier=Retrier(policy))
+    jev.set_verdict("delete")
+    jev.answer("/verdict", {"error": "slow down"}, status=429)
+    work = _extraction_job(front)
+    with pytest.raises(ModelUnavailable):  # a throttled verdict: the whole turn waits, nothing lost
+        extraction.handler(dict(work), context())
+    assert _changes(front) == []
+    jev.clear()
+    jev.set_verdict("delete")
+    again = extraction.handler(dict(work), context())
+    assert again["deleted"] == ["abcde"] and len(again["added"]) == 1
+
+
+def test_a_failing_chat_model_gets_the_apology_at_once_not_after_lambdas_retries(front):
+    with OpenAIServer() as llm:
+        llm.answer(llm.COMPLETIONS_PATH, {"error": {"message": "internal"}}, status=503)
+        client = OpenAICompatibleClient(llm.url, "m", timeout_seconds=1.0, retrier=deployed_retrier())
+        front.chat_model = OpenAIChatModel(client)
+        payload = chat("hello there", user=ALICE, user_name="alice")
+        front.message_store.put(
+            Message(CHANNEL, payload["id"], ALICE, "alice", "hello there", scope=SCOPE, conversation_of=ALICE)
+        )
+        job = ReplyJob(payload["id"], payload["token"], APP_ID, CHANNEL, ALICE, "alice", SCOPE).to_json()
+        started = time.monotonic()
+        assert reply.handler(job, context())["status"] == "apologised"  # no raise: no Lambda retry
+        assert time.monotonic() - started < 5.0  # not Lambda's retries, minutes apart
+        assert len(llm.requests_to(llm.COMPLETIONS_PATH)) == 3
+        assert [e.body["content"] for e in front.recorder.of_kind("edit")] == [conversation.APOLOGY]
+        assert front.invoker.calls == []  # nothing to extract from
+
+
+# ---- the nightly review and the diary over HTTP
+
+
+NOW = datetime(2026, 11, 30, 3, 0, tzinfo=JST)  # the alarm: covers the 24 hours before it
+
+
+def _night(jev_model, chat_model) -> tuple[Consolidator, FakeMemoryStore, FakeMessageStore]:
+    clock = Clock(NOW - timedelta(hours=12))
+    memories, messages = FakeMemoryStore(clock), FakeMessageStore()
+    extractor = Extractor(memories, jev_model, chat_model, clock=clock)
+    return (
+        Consolidator(memories, messages, FakeRunStore(), extractor, jev_model, chat_model, clock=clock),
+        memories,
+        messages,
+    )
+
+
+def test_a_stale_review_that_keeps_failing_keeps_the_memory_quickly(jev):
+    model = JevHttpDecisionModel(jev.url, timeout_seconds=1.0, retrier=deployed_retrier())
+    consolidator, memories, _ = _night(model, ScriptedChat())
+    old = NOW - STALE_AFTER - timedelta(days=3)
+    memories.seed(memory("u1", "s0001", "poisoned old fact", at=old), memory("u2", "s0002", "old plan", at=old))
+    jev.fail("/review", "s0001", status=500)
+    jev.set_review("delete", memory_id="s0002")
+
+    started = time.monotonic()
+    run = run_in_process(consolidator, NOW)
+    elapsed = time.monotonic() - started
+
+    assert [m.memory_id for m in memories.rows.values()] == ["s0001"]  # kept; the other one decayed
+    assert run.summary.decayed == ["s0002"] and run.finished_at is not None
+    assert len([b for b in jev.bodies("/review") if b["memory"]["id"] == "s0001"]) == 3
+    assert elapsed < 5.0  # seconds, not the minutes of a 60 s deadline per attempt round
+
+
+def test_a_failing_diary_leaves_it_empty_and_the_run_finishes():
+    with OpenAIServer() as llm:
+        llm.answer(llm.COMPLETIONS_PATH, {"error": {"message": "internal"}}, status=500)
+        client = OpenAICompatibleClient(llm.url, "m", timeout_seconds=1.0, retrier=deployed_retrier())
+        consolidator, _, messages = _night(ScriptedJev(worth=0.0), OpenAIChatModel(client))
+        messages.put(said("u1", "what a day", at=NOW - timedelta(hours=5)))
+        started = time.monotonic()
+        run = run_in_process(consolidator, NOW)
+        assert run.diary == "" and run.finished_at is not None and run.summary.failures == 1
+        assert len(llm.requests_to(llm.COMPLETIONS_PATH)) == 3
+        assert time.monotonic() - started < 5.0
+
+
+# ---- the critical path: worth -> verdicts -> add decision
+
+L = 0.5  # seconds per model call
+
+
+class Calls:
+    """When each model call started and ended (calls run on the extractor's threads)."""
+
+    def __init__(self) -> None:
+        self.spans: list[tuple[str, float, float]] = []
+        self._lock = threading.Lock()
+
+    def take(self, name: str) -> None:
+        started = time.monotonic()
+        time.sleep(L)
+        with self._lock:
+            self.spans.append((name, started, time.monotonic()))
+
+    def depth(self) -> int:
+        """The longest chain of calls each started after the one before it ended: the model
+        latencies on the critical path, whatever the machine's load."""
+        longest: dict[int, int] = {}
+        spans = sorted(self.spans, key=lambda s: s[2])
+        for i, (_, start, _end) in enumerate(spans):
+            before = [longest[j] for j in range(i) if spans[j][2] <= start]
+            longest[i] = 1 + max(before, default=0)
+        return max(longest.values(), default=0)
+
+
+class SlowJev(ScriptedJev):
+    def __init__(self, calls: Calls, **kw) -> None:
+        super().__init__(**kw)
+        self.timing = calls
+
+    def _record(self, question, subject):
+        self.timing.take(question)
+        super()._record(question, subject)
+
+
+class SlowChat(ScriptedChat):
+    def __init__(self, calls: Calls, **kw) -> None:
+        super().__init__(**kw)
+        self.timing = calls
+
+    def _record(self, what, subject):
+        self.timing.take(what)
+        super()._record(what, subject)
+
+
+def _timed_run(store, jev, chat) -> tuple[float, object]:
+    extractor = Extractor(store, jev, chat, clock=Clock(T0 + timedelta(days=1)))
+    started = time.monotonic()
+    result = extractor.run(speaker_named("u1"), GLOBAL_SCOPE, [said("u1", "I started learning the cello")])
+    return time.monotonic() - started, result
+
+
+def test_the_turn_takes_three_model_latencies_with_the_add_drafted_while_jev_decides():
+    store = FakeMemoryStore()
+    store.seed(memory("u1", "m1111", "likes tea"), memory("u1", "m2222", "has a cat"))
+    calls = Calls()
+    jev = SlowJev(calls, verdicts={"m1111": Verdict.UPDATE}, add=0.9)
+    elapsed, result = _timed_run(store, jev, SlowChat(calls))
+    assert result.outcome is Outcome.DONE and result.updated == ["m1111"] and len(result.added) == 1
+    assert [e.actor for e in store.changes()] == [Actor.EXTRACTION, Actor.EXTRACTION]
+    # worth, verdicts (in parallel), add decision || (rewrite, draft): 3 L. Each call sleeps L, so a
+    # path of four calls in sequence can never finish under 4 L; the rest of that L is the
+    # margin a busy machine needs.
+    assert len(calls.spans) == 6 and calls.depth() == 3  # worth, 2 verdicts, add, rewrite, draft
+    assert 3 * L <= elapsed < 4 * L
+
+
+def test_a_no_to_the_add_writes_nothing_and_drops_the_draft():
+    store = FakeMemoryStore()
+    store.seed(memory("u1", "m1111", "likes tea"))
+    calls = Calls()
+    jev = SlowJev(calls, add=0.1)  # keep, and no add
+    elapsed, result = _timed_run(store, jev, SlowChat(calls, texts={None: "plays the cello"}))
+    assert result.outcome is Outcome.DONE and result.added == [] and result.updated == []
+    assert store.changes() == [] and [m.text for m in store.of("u1")] == ["likes tea"]  # no decision, no write
+    # the draft was written beside the decision, and dropped
+    assert sorted(name for name, _, _ in calls.spans) == ["add", "verdict", "worth", "write_memory"]
+    assert calls.depth() == 3 and elapsed < 4 * L
