@@ -204,8 +204,10 @@ class FakeMemoryStore:
                 self.forgotten.setdefault(change.owner, set()).update(ref.message_id for ref in entry.sources)
             return entry
 
-    def add_once(self, memory: Memory, once, *, actor, reason, import_id=None):
+    def add_once(self, memory: Memory, once, *, actor, reason, import_id=None, check=None):
         with self._lock:
+            if self.people is not None and not self.people.allows(check):
+                raise PersonRefused(memory.memory_id)
             if (memory.owner, once) in self.markers:
                 return None
             if (memory.owner, memory.memory_id) in self.rows:

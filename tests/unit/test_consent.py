@@ -294,3 +294,21 @@ def test_export_carries_the_switch_and_its_rows_apart_from_the_scopes():
     assert switch["paused"] and switch["noticeGivenIn"] == ["guild:1"]
     assert [(r["action"], r["actor"]) for r in switch["ledger"]] == [("pause", "command")]
     json.dumps(data)
+
+
+def test_an_import_running_when_the_person_is_erased_adds_nothing_for_them_after_it():
+    from memorybot.core.domain import ScopeMode, utcnow
+    from memorybot.core.importing import Importer, parse_import
+
+    people, memories, _ = stores()
+    user, other = "111111111111111111", "222222222222222222"
+    rows = [
+        {"userId": who, "scope": "guild:900000000000000001", "text": text, "createdAt": "2026-03-01T10:00:00Z"}
+        for who, text in ((user, "Plays the cello"), (other, "Keeps bees"))
+    ]
+    request = parse_import({"memories": rows}, now=utcnow())
+    started = T0 + timedelta(hours=1)
+    people.erased(user, started + timedelta(seconds=1))  # erased while the import runs
+    result = Importer(memories, ScopeMode.GUILD, clock=lambda: started).run(request)
+    assert result.imported == 1  # the other person's row only
+    assert [m.user_id for m in memories.rows.values()] == [other]

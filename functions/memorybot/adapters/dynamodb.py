@@ -515,7 +515,14 @@ class DynamoMemoryStore:
         return {"Put": {"TableName": self._memories, "Item": memory_item(change.after), **unchanged}}
 
     def add_once(
-        self, memory: Memory, once: str, *, actor: Actor, reason: str, import_id: str | None = None
+        self,
+        memory: Memory,
+        once: str,
+        *,
+        actor: Actor,
+        reason: str,
+        import_id: str | None = None,
+        check: PersonCheck | None = None,
     ) -> LedgerEntry | None:
         entry = LedgerEntry(
             memory.user_id,
@@ -548,13 +555,23 @@ class DynamoMemoryStore:
                 }
             },
         ]
+        if check is not None:  # last: the memory, the marker and the row keep their positions
+            transaction.append(person_check_item(self._people, check))
         for attempt in range(1, TRANSACTION_CONFLICT_ATTEMPTS + 1):
             try:
                 transact_or_find_committed(
-                    self._client, transaction, refused=_add_once_refused, committed=lambda: self._committed(entry)
+                    self._client,
+                    transaction,
+                    refused=lambda error: (
+                        _add_once_refused(error)
+                        or (check is not None and cancellation_code(error, 3) == REASON_CONDITION_FAILED)
+                    ),
+                    committed=lambda: self._committed(entry),
                 )
                 return entry
             except ClientError as error:
+                if check is not None and cancellation_code(error, 3) == REASON_CONDITION_FAILED:
+                    raise PersonRefused(memory.memory_id) from error
                 if cancellation_code(error, 1) == REASON_CONDITION_FAILED:
                     return None  # added by an earlier (or a concurrent) call with the same key
                 if cancellation_code(error, 0) == REASON_CONDITION_FAILED:

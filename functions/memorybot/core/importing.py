@@ -35,15 +35,18 @@ from .domain import (
     GLOBAL_SCOPE,
     MEMORY_TEXT_MAX_CHARS,
     Actor,
+    Basis,
     Memory,
     Owner,
+    PersonCheck,
     ScopeMode,
     is_snowflake,
     iso,
     new_memory_id,
     one_line,
+    utcnow,
 )
-from .ports import ConflictError, MemoryStore
+from .ports import ConflictError, MemoryStore, PersonRefused
 
 logger = logging.getLogger(__name__)
 
@@ -264,10 +267,12 @@ class Importer:
         mode: ScopeMode,
         *,
         new_id: Callable[[], str] = new_memory_id,
+        clock: Callable[[], datetime] = utcnow,
     ) -> None:
         self._memories = memories
         self._mode = mode
         self._new_id = new_id
+        self._clock = clock
 
     def run(self, request: ImportRequest) -> ImportResult:
         """Every row checked against this deployment's scopes first (BadImport, nothing
@@ -278,12 +283,13 @@ class Importer:
                 raise BadImport(row.index, "scope", problem, row.where)
         imported = unchanged = 0
         seen: set[tuple[Owner, str]] = set()
+        started = self._clock()  # a person erased after this moment gets nothing from this import
         for row in request.rows:
             key = (row.owner, row.once)
             if request.dry_run:
                 new = key not in seen and not self._memories.has_marker(row.owner, row.once)
             else:
-                new = self._add(row)
+                new = self._add(row, PersonCheck(row.owner.user_id, started, Basis.STORE))
             seen.add(key)
             imported, unchanged = (imported + 1, unchanged) if new else (imported, unchanged + 1)
         logger.info(
@@ -292,8 +298,9 @@ class Importer:
         )
         return ImportResult(imported, unchanged, request.dry_run)
 
-    def _add(self, row: ImportRow) -> bool:
-        """True when imported now, False when the owner has it from an earlier import."""
+    def _add(self, row: ImportRow, check: PersonCheck) -> bool:
+        """True when imported now, False when the owner has it from an earlier import (or was
+        erased since this import began: the erasure stands)."""
         for _ in range(ID_ATTEMPTS):
             try:
                 entry = self._memories.add_once(
@@ -302,7 +309,11 @@ class Importer:
                     actor=Actor.IMPORT,
                     reason=IMPORT_REASON,
                     import_id=row.source_id,
+                    check=check,
                 )
+            except PersonRefused:
+                logger.info("import row refused: the person was erased", extra={"user_id": row.owner.user_id})
+                return False
             except ConflictError:
                 continue  # the fresh id is one the owner has: draw another
             return entry is not None

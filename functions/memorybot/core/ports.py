@@ -110,14 +110,22 @@ class MemoryStore(Protocol):
         """
 
     def add_once(
-        self, memory: Memory, once: str, *, actor: Actor, reason: str, import_id: str | None = None
+        self,
+        memory: Memory,
+        once: str,
+        *,
+        actor: Actor,
+        reason: str,
+        import_id: str | None = None,
+        check: PersonCheck | None = None,
     ) -> LedgerEntry | None:
         """Add ``memory`` with its ledger row (keeping ``import_id``) and the owner's marker
         ``once``, in one transaction, unless the owner has that marker already: then nothing is
         written and the answer is None. Of concurrent calls with the same marker, exactly one adds.
 
         The marker outlives the memory (a forgotten memory is not added again by the same key).
-        Raises ConflictError, writing nothing, if the owner has a memory under ``memory``'s id.
+        Raises ConflictError, writing nothing, if the owner has a memory under ``memory``'s id;
+        PersonRefused, writing nothing, if ``check`` is given and the person's record refuses it.
         """
 
     def has_marker(self, owner: Owner, once: str) -> bool:
