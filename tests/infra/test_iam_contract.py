@@ -624,10 +624,12 @@ def test_the_redaction_names_only_the_attributes_its_condition_allows(recorded):
 
 def test_the_import_is_in_the_contract_its_marker_written_with_the_memory_and_read_by_a_dry_run(recorded):
     """The import's requests are the admin function's: each row one transaction (the memory, its
-    marker, its ledger row), a dry run's marker read, and the read-back of a lost answer."""
+    marker, its ledger row, the check of the person's record), a dry run's marker read, and the
+    read-back of a lost answer."""
     recorder, harness = recorded
     memories = harness.settings.table(tables.MEMORIES)
     ledger = harness.settings.table(tables.MEMORY_LOG)
+    people = harness.settings.table(tables.PEOPLE)
     marker = MARKER_PREFIX
 
     def is_marker(item: dict) -> bool:
@@ -642,7 +644,7 @@ def test_the_import_is_in_the_contract_its_marker_written_with_the_memory_and_re
     assert imports and {r.function for r in imports} == {"Admin"}
     for request in imports:
         tables_written = [next(iter(i.values()))["TableName"] for i in request.params["TransactItems"]]
-        assert tables_written == [memories, memories, ledger]
+        assert tables_written == [memories, memories, ledger, people]
     reads = [
         r
         for r in recorder.requests
