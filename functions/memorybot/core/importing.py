@@ -10,7 +10,7 @@ The body is either a list of rows::
 or an export file as ``/memory export`` writes it (``{"userId", "scopes": [{"scope", "memories",
 "ledger", "forgottenSourceMessageIds"}]}``): its memories are the rows (their export id is the
 source id), its ledger (and the ids of messages it no longer learns from) is history of the
-other deployment and is not imported.
+other deployment and is not imported; nor is its memory switch (``memorySwitch``).
 
 Every row is checked before anything is written: one bad row (or a scope this deployment
 does not use) refuses the whole request, naming the row and the field. Each imported
@@ -63,7 +63,9 @@ IMPORT_REASON = "operator import"
 
 ROW_FIELDS = frozenset({"userId", "scope", "text", "createdAt", "updatedAt", "id"})
 REQUIRED_ROW_FIELDS = ("userId", "scope", "text", "createdAt")
-BODY_FIELDS = frozenset({"memories", "dryRun", "userId", "scopes"})
+# memorySwitch: an export file's memory switch (docs/consent.md). Accepted and not imported: a
+# pause or a notice given elsewhere is the person's to give again here.
+BODY_FIELDS = frozenset({"memories", "dryRun", "userId", "scopes", "memorySwitch"})
 # An export file (core/commands.py export): what each of its scopes and memories carries.
 # Its ledger and its list of forgotten message ids are left out, as rows are all an import adds.
 EXPORT_SCOPE_FIELDS = frozenset({"scope", "memories", "ledger", "forgottenSourceMessageIds"})
