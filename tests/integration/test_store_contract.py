@@ -400,3 +400,15 @@ def test_a_restore_older_than_the_scopes_forget_all_is_refused_in_that_scope_onl
     newer = learned + timedelta(hours=2)
     add(memories, memory("dan", "fghjk", scope="guild:1"), check=PersonCheck("dan", newer, Basis.RESTORE, "guild:1"))
     assert dict(people.get("dan").forgot_all_at) == {"guild:1": learned + timedelta(hours=1)}
+
+
+def test_an_import_add_is_refused_for_a_person_erased_since_it_began(person_stores):
+    people, memories, _ = person_stores
+    began = T0 + timedelta(hours=1)
+    people.erased("erin", began + timedelta(seconds=1))
+    check = PersonCheck("erin", began, Basis.STORE)
+    with pytest.raises(PersonRefused):
+        memories.add_once(memory("erin", "abcde"), "key-1", actor=Actor.IMPORT, reason="import", check=check)
+    assert memories.get(owner("erin"), "abcde") is None and not memories.has_marker(owner("erin"), "key-1")
+    later = PersonCheck("erin", began + timedelta(seconds=2), Basis.STORE)
+    assert memories.add_once(memory("erin", "abcde"), "key-1", actor=Actor.IMPORT, reason="import", check=later)
