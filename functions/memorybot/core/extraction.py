@@ -210,12 +210,12 @@ class Extractor:
 
         if not profile:
             return draft()  # nothing to duplicate: the design allows the add
-        if any(v is None for v in verdicts):
+        seen = [(m, v) for m, v in zip(profile, verdicts, strict=True) if v is not None]
+        if len(seen) < len(profile):
             # A memory Jev could not judge may be the very fact this exchange restates: asked
             # without it, the add would duplicate it (a retried speaker step would add its own
             # earlier add again). No add this turn; the nightly run re-reads the day.
             return None
-        seen = list(zip(profile, verdicts, strict=True))
         drafted = pool.submit(draft, False)  # a draft dropped on a "no" is no failure of the turn
         try:
             p = calls.ask("add", lambda: self._jev.add(exchange, seen), decisions.probability)
