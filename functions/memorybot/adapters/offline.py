@@ -12,10 +12,12 @@ authorship comes from ``is_bot`` and the author id, never from "name: text" text
 
 - worth: 0.8 when that line says something about the speaker ("I like", "I'm", "my",
   "going to", 好き, 私は, 予定 ...) or asks to forget something; otherwise 0.2.
-- verdict: a memory is *about the line* when the line holds at least half of the memory's
-  keywords (so "Hamid moved to Oslo" is not about "Hamid works as a chef", which shares only
-  the name). Delete a memory about the line when it says "forget" / "no longer" /
-  "not anymore" (忘れて, もう...ない); update it when it is a self-statement; otherwise keep.
+- verdict: a memory is *about the line* when the line shares a keyword with it and holds all
+  of the memory's keywords but at most one (the thing that changed: "I love black tea now" is
+  about "Loves green tea"; "My brother Hamid lives in Oslo" is not about "Brother Hamid works
+  as a chef", which it shares only the person with). Delete a memory about the line when it
+  says "forget" / "no longer" / "not anymore" (忘れて, もう...ない); update it when the line is
+  a self-statement; otherwise keep.
 - add: 0.8 when the line is a self-statement and no memory shown is about it; otherwise 0.2.
 - review: delete memories that look time-limited (today, tomorrow, this week, 明日 ...).
 - write_memory: that self-statement in the third person ("I love tea"
@@ -120,11 +122,14 @@ def _keywords(text: str) -> set[str]:
 
 
 def _about(memory: Memory, said: set[str]) -> bool:
-    """The line is about this memory: it holds at least half of the memory's keywords. Each
-    verdict sees one memory, so "the best match" is out of reach; half of what the memory says
-    is a match that a line about only one of its words (a person's name, a city) does not make."""
+    """The line is about this memory: it shares a keyword with it and holds every one of the
+    memory's keywords but at most one. Saying a fact again, or changing it, repeats what the fact
+    is about and changes at most one thing (black tea for green, Oslo for Helsinki); a line that
+    only shares the person a memory is about (a name, a relation) leaves two or more out. Each
+    verdict sees one memory, so "the best match among the ten" is out of reach; this is a rule
+    one memory at a time can apply."""
     keywords = _keywords(memory.text)
-    return bool(keywords) and 2 * len(keywords & said) >= len(keywords)
+    return bool(keywords & said) and len(keywords - said) <= 1
 
 
 def _is_forget(text: str) -> bool:

@@ -8,9 +8,9 @@ profile holds ``limit`` memories or fewer it is all of them, most recently updat
   Latin-script text is split into lowercased words (NFKC, a short English stop list, light
   suffix stripping); Han, Hiragana and Katakana runs into character bigrams, since Japanese
   has no spaces between words and bigrams are the usual dictionary-free answer. Bigrams made
-  only of hiragana are mostly particles and inflections: they count for a quarter
-  (``KANA_GRAMMAR_WEIGHT``), and a bigram from hiragana into kanji or katakana, which straddles
-  a word boundary, is not a term at all (docs/relevance.md).
+  only of hiragana are mostly particles and inflections: they only break ties between memories
+  that share the same content terms (``lexical_scores``), and a bigram from hiragana into kanji
+  or katakana, which straddles a word boundary, is not a term at all (docs/relevance.md).
 - semantic: cosine similarity of L2-normalised vectors, only between vectors of the same model
   (``Embedding.model``); a memory without one takes its lexical rank for both (see fuse_rrf).
 - fused by reciprocal rank fusion (see docs/relevance.md for why not a weighted score); a
@@ -42,12 +42,6 @@ BM25_B = 0.75
 RRF_K = 60
 # The weighted alternative (kept for measurement): share of the semantic score.
 SEMANTIC_WEIGHT = 0.5
-# What a bigram made only of hiragana counts for, against 1 for any other term. Hiragana writes
-# particles and inflections (って, てい, いる, だっ), which every Japanese sentence shares and which
-# a profile of a few hundred memories is too small for IDF to silence; it also writes some
-# content (given names like さくら, native words like うなぎ), so they are weighed down, not dropped:
-# one kanji or katakana match outweighs several of them at equal rarity.
-KANA_GRAMMAR_WEIGHT = 0.25
 
 # A few words that carry no fact: without them "my" and "i" would match every memory.
 STOPWORDS = frozenset(
@@ -77,7 +71,7 @@ def _is_hiragana(ch: str) -> bool:
 
 
 def is_kana_grammar(term: str) -> bool:
-    """A term made only of hiragana: mostly particles and inflections (weighed down, see above)."""
+    """A term made only of hiragana: mostly particles and inflections (って, てい, いる, だっ)."""
     return all(map(_is_hiragana, term))
 
 
@@ -134,8 +128,7 @@ def _tokens(text: str) -> tuple[str, ...]:
 
 
 def bm25_scores(documents: Sequence[Sequence[str]], query: Sequence[str]) -> list[float]:
-    """BM25 of each tokenised document against the query terms (each distinct term once);
-    a hiragana-only bigram's part is weighed by ``KANA_GRAMMAR_WEIGHT``."""
+    """BM25 of each tokenised document against the query terms (each distinct term once)."""
     n = len(documents)
     if not n or not query:
         return [0.0] * n
@@ -143,16 +136,33 @@ def bm25_scores(documents: Sequence[Sequence[str]], query: Sequence[str]) -> lis
     avg_len = sum(len(doc) for doc in documents) / n or 1.0
     terms = set(query)
     df = {t: sum(1 for c in counts if t in c) for t in terms}
-    idf = {
-        t: math.log(1.0 + (n - df[t] + 0.5) / (df[t] + 0.5)) * (KANA_GRAMMAR_WEIGHT if is_kana_grammar(t) else 1.0)
-        for t in terms
-        if df[t]
-    }
+    idf = {t: math.log(1.0 + (n - df[t] + 0.5) / (df[t] + 0.5)) for t in terms if df[t]}
     scores = []
     for doc, c in zip(documents, counts, strict=True):
         norm = BM25_K1 * (1.0 - BM25_B + BM25_B * len(doc) / avg_len)
         scores.append(sum(idf[t] * c[t] * (BM25_K1 + 1.0) / (c[t] + norm) for t in idf if t in c))
     return scores
+
+
+def lexical_scores(documents: Sequence[Sequence[str]], query: Sequence[str]) -> list[float]:
+    """BM25 over the query's content terms, with its hiragana-only bigrams as a tie-break only.
+
+    Hiragana writes particles and inflections, which every Japanese sentence shares; a profile of
+    a few hundred memories is too small a corpus for IDF to silence them (って in 40 of 500
+    memories still weighs half as much as a name found in two). It also writes some content
+    (given names like さくら, words like うなぎ), so those bigrams are not dropped: they order
+    memories whose content terms score the same, above all those that share no content term at
+    all, and never lift a memory over one that shares more content."""
+    content = bm25_scores(documents, [t for t in query if not is_kana_grammar(t)])
+    grammar = bm25_scores(documents, [t for t in query if is_kana_grammar(t)])
+    top = max(grammar, default=0.0)
+    if not top:
+        return content
+    # Half the smallest gap between two content scores (or the smallest positive one): the
+    # grammar part, scaled below it, reorders only memories whose content scores are equal.
+    levels = sorted(set(content) | {0.0})
+    gap = min((b - a for a, b in zip(levels, levels[1:], strict=False)), default=1.0)
+    return [c + 0.5 * gap * g / top for c, g in zip(content, grammar, strict=True)]
 
 
 def cosine(a: Sequence[float], b: Sequence[float]) -> float:
@@ -246,7 +256,7 @@ def rank(
     ordered = _newest_first(memories)
     documents = [_tokens(m.text) for m in ordered]
     asked = _tokens(query)
-    lexical = bm25_scores(documents, asked)
+    lexical = lexical_scores(documents, asked)
     semantic = semantic_scores(ordered, query_embedding)
     if any(s is not None for s in semantic):
         scores = _FUSERS[fusion](lexical_evidence(documents, asked, lexical, semantic), semantic)
