@@ -8,7 +8,7 @@ Strings only: ids are Discord snowflakes, kept as text.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, fields
+from dataclasses import MISSING, dataclass, fields
 from typing import Any, ClassVar, TypeVar
 
 J = TypeVar("J", bound="Job")
@@ -30,14 +30,16 @@ class Job:
         if not isinstance(event, dict):
             raise BadJob(f"{cls.__name__}: not an object")
         names = {f.name for f in fields(cls)}
-        missing = sorted(n for n in names if n not in event)
+        # A field with a default may be absent (a job sent before the field existed).
+        required = {f.name for f in fields(cls) if f.default is MISSING}
+        missing = sorted(n for n in required if n not in event)
         unknown = sorted(k for k in event if k not in names)
         if missing or unknown:
             raise BadJob(f"{cls.__name__}: missing {missing}, unknown {unknown}")
-        wrong = sorted(n for n in names if not isinstance(event[n], str))
+        wrong = sorted(n for n in names if n in event and not isinstance(event[n], str))
         if wrong:
             raise BadJob(f"{cls.__name__}: not text: {wrong}")
-        return cls(**{n: event[n] for n in names})
+        return cls(**{n: event[n] for n in names if n in event})
 
     def ids(self) -> dict[str, str]:
         """What a log line may carry about the job: ids, never text or tokens."""
@@ -57,6 +59,7 @@ class ReplyJob(Job):
     user_id: str
     user_name: str
     scope: str
+    locale: str = ""  # the person's Discord locale ("ja", "en-US"): the first-use notice's language
 
 
 @dataclass(frozen=True)
