@@ -226,7 +226,9 @@ class NewestTenStore(FakeMemoryStore):
     """The design's read: the store hands over the ten most recently updated memories, and the
     selection, given ten or fewer, keeps them all."""
 
-    def read_selected(self, owner: Owner, choose, *, actor, reason, run_id=None):
+    def read_selected(self, owner: Owner, choose, *, actor, reason, run_id=None, unused_if=None):
+        if unused_if is not None and unused_if():
+            return []
         chosen = choose(self.of(owner)[:PROFILE_LIMIT])
         self.log_read(owner, tuple(m.memory_id for m in chosen), actor=actor, reason=reason, run_id=run_id)
         return chosen
