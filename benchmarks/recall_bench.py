@@ -17,8 +17,8 @@ paraphrase their evidence, and 15 re-mentions each (an existing fact said again 
      the ten it is shown (updates it) and otherwise adds a memory. Its duplicates are exactly the
      re-mentions whose original was not in the ten: what the read alone decides.
    - the offline stand-in Jev (adapters/offline.py): keyword rules, it recognises a re-mention only
-     when it shares a keyword (an English word of 3+ letters, a kanji/katakana run) with a memory
-     among the ten, and says "not worth keeping" unless the line reads as a self-statement.
+     when the line holds all but at most one of a memory's keywords (English words of 3+ letters,
+     kanji/katakana runs), and says "not worth keeping" unless the line reads as a self-statement.
      Its counts show what the local stack does, not what a model would.
 """
 
@@ -226,7 +226,9 @@ class NewestTenStore(FakeMemoryStore):
     """The design's read: the store hands over the ten most recently updated memories, and the
     selection, given ten or fewer, keeps them all."""
 
-    def read_selected(self, owner: Owner, choose, *, actor, reason, run_id=None):
+    def read_selected(self, owner: Owner, choose, *, actor, reason, run_id=None, unused_if=None):
+        if unused_if is not None and unused_if():
+            return []
         chosen = choose(self.of(owner)[:PROFILE_LIMIT])
         self.log_read(owner, tuple(m.memory_id for m in chosen), actor=actor, reason=reason, run_id=run_id)
         return chosen

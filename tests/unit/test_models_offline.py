@@ -111,6 +111,45 @@ def test_verdict_in_japanese():
     assert jev.verdict(said("僕はラーメンが好き", name="たろう"), cat) is Verdict.KEEP
 
 
+def test_a_line_about_one_thing_a_person_did_leaves_their_other_memories_alone():
+    """A memory is updated only when the line holds at least half of its keywords: sharing a
+    person's name (or one word of several) does not make a line about that memory."""
+    hamid_city = memory("u1", "aaaa1", "Younger brother Hamid lives in Helsinki")
+    hamid_job = memory("u1", "aaaa2", "Younger brother Hamid works as a chef")
+    hamid_hobby = memory("u1", "aaaa3", "Brother Hamid plays chess on Sundays")
+    line = said("My younger brother Hamid still lives in Helsinki, he loves it")
+    assert [jev.verdict(line, m) for m in (hamid_city, hamid_job, hamid_hobby)] == [
+        Verdict.UPDATE,
+        Verdict.KEEP,
+        Verdict.KEEP,
+    ]
+    # the same threshold decides deletion and whether a new memory is needed
+    assert jev.verdict(said("Forget that Hamid lives in Helsinki"), hamid_job) is Verdict.KEEP
+    news = said("My brother Hamid adopted a kitten")
+    assert jev.add(news, [(hamid_city, Verdict.KEEP), (hamid_job, Verdict.KEEP)]) == 0.8
+    assert jev.add(line, [(hamid_city, Verdict.UPDATE), (hamid_job, Verdict.KEEP)]) == 0.2
+
+
+def test_one_re_mention_through_the_write_path_rewrites_one_memory():
+    """Through the Extractor over a profile of twelve: the selection hands Jev the memories that
+    share words with the line; only the one the line is about is rewritten."""
+    clock = Clock()
+    store = FakeMemoryStore(clock)
+    texts = [
+        "[offline] Their brother Hamid lives in Helsinki",
+        "[offline] Their brother Hamid works as a chef",
+        "[offline] Their brother Hamid plays chess on Sundays",
+        *(f"[offline] Collects {thing}" for thing in ("stamps", "coins", "shells", "maps", "clocks", "cards")),
+        *(f"[offline] Visited {city}" for city in ("Rome", "Lima", "Oslo")),
+    ]
+    store.seed(*(memory("u1", f"m{i:04d}", text, at=T0 + timedelta(hours=i)) for i, text in enumerate(texts)))
+    extractor = Extractor(store, OfflineDecisionModel(), OfflineChatModel(), clock=clock)
+    result = extractor.run(ALICE, GLOBAL_SCOPE, [message("u1", "My brother Hamid still lives in Helsinki")])
+    assert result.updated == ["m0000"] and result.added == []
+    kept = {m.memory_id: m.text for m in store.of("u1")}
+    assert kept["m0001"] == texts[1] and kept["m0002"] == texts[2]
+
+
 def test_add_only_for_a_statement_no_memory_covers():
     tea = memory("u1", "k3x9a", "[offline] Loves green tea")
     assert jev.add(said("My dog is called Pochi"), [(tea, Verdict.KEEP)]) == 0.8

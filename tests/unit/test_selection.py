@@ -7,7 +7,7 @@ from datetime import timedelta
 from fakes import T0
 from memorybot.adapters.embeddings_offline import OfflineEmbeddingModel
 from memorybot.core.domain import Embedding, Memory
-from memorybot.core.selection import select, tokens
+from memorybot.core.selection import is_kana_grammar, select, tokens
 
 
 def profile(*texts: str, user: str = "u1") -> list[Memory]:
@@ -158,3 +158,44 @@ def test_offline_embeddings_are_deterministic_normalised_and_stamped():
     dot = sum(x * y for x, y in zip(a.vector, near.vector, strict=True))
     dot_far = sum(x * y for x, y in zip(a.vector, far.vector, strict=True))
     assert dot > 0.3 > dot_far
+
+
+def test_a_question_sharing_only_particles_does_not_outrank_a_content_word():
+    """Hiragana-only bigrams (って, てい, だっ) are mostly grammar: a memory that shares only
+    those with the question ranks below one that shares a content word (here 園芸)."""
+    grammar = "友だちっていつもそうだったっけ"  # shares only kana grammar with the question
+    content = "週末は園芸をする"  # shares 園芸, once
+    memories = profile(content, grammar, *FILLER_JA)
+    question = "前にやってたって園芸のこと、どうだったっけ？"
+    assert set(tokens(question)) & set(tokens(grammar)) <= {t for t in tokens(question) if is_kana_grammar(t)}
+    assert ids(select(memories, question))[:2] == ["m00", "m01"]
+
+
+def test_japanese_terms_keep_words_whole_and_skip_word_boundaries():
+    # 々 repeats the kanji before it: part of the word, not a break in it
+    assert "菜々" in tokens("菜々子は看護師") and "々子" in tokens("菜々子は看護師")
+    # from hiragana into kanji is where a new word starts (a particle, then a noun): no term
+    assert "の近" not in tokens("駅の近くに住んでいる") and "近く" in tokens("駅の近くに住んでいる")
+    assert is_kana_grammar("って") and not is_kana_grammar("住ん") and not is_kana_grammar("tea")
+
+
+def test_shared_kana_grammar_gives_no_lexical_rank_in_fusion():
+    """With a model's vectors, a memory sharing only hiragana-only bigrams with the question does
+    not get a lexical rank on top of its semantic one: the model's best stays first."""
+    grammar = "友だちっていつもそうだったっけ"
+    liked = "ウナギが大好物"
+    memories = profile(liked, grammar, *FILLER_JA)
+    query_vec = Embedding("model-a", (1.0, 0.0, 0.0))
+
+    def vector(memory: Memory) -> tuple[float, ...]:
+        if memory.memory_id == "m00":
+            return (1.0, 0.0, 0.0)  # the model's best
+        if memory.memory_id == "m01":
+            return (0.6, 0.8, 0.0)  # its second
+        return (0.0, 0.0, 1.0)
+
+    with_vectors = [
+        Memory(m.user_id, m.memory_id, m.text, m.created_at, m.updated_at, embedding=Embedding("model-a", vector(m)))
+        for m in memories
+    ]
+    assert ids(select(with_vectors, "前はどうだったっけ、好きな魚って何？", query_embedding=query_vec))[0] == "m00"

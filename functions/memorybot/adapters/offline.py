@@ -12,11 +12,13 @@ authorship comes from ``is_bot`` and the author id, never from "name: text" text
 
 - worth: 0.8 when that line says something about the speaker ("I like", "I'm", "my",
   "going to", 好き, 私は, 予定 ...) or asks to forget something; otherwise 0.2.
-- verdict: delete when the line shares a keyword with the memory and says "forget" /
-  "no longer" / "not anymore" (忘れて, もう...ない); update when it shares a keyword and
-  is a self-statement; otherwise keep.
-- add: 0.8 when the line is a self-statement sharing no keyword with any existing
-  memory; otherwise 0.2.
+- verdict: a memory is *about the line* when the line shares a keyword with it and holds all
+  of the memory's keywords but at most one (the thing that changed: "I love black tea now" is
+  about "Loves green tea"; "My brother Hamid lives in Oslo" is not about "Brother Hamid works
+  as a chef", which it shares only the person with). Delete a memory about the line when it
+  says "forget" / "no longer" / "not anymore" (忘れて, もう...ない); update it when the line is
+  a self-statement; otherwise keep.
+- add: 0.8 when the line is a self-statement and no memory shown is about it; otherwise 0.2.
 - review: delete memories that look time-limited (today, tomorrow, this week, 明日 ...).
 - write_memory: that self-statement in the third person ("I love tea"
   -> "[offline] Loves tea").
@@ -119,6 +121,17 @@ def _keywords(text: str) -> set[str]:
     return {w.lower() for w in _WORD.findall(text)} - _STOPWORDS
 
 
+def _about(memory: Memory, said: set[str]) -> bool:
+    """The line is about this memory: it shares a keyword with it and holds every one of the
+    memory's keywords but at most one. Saying a fact again, or changing it, repeats what the fact
+    is about and changes at most one thing (black tea for green, Oslo for Helsinki); a line that
+    only shares the person a memory is about (a name, a relation) leaves two or more out. Each
+    verdict sees one memory, so "the best match among the ten" is out of reach; this is a rule
+    one memory at a time can apply."""
+    keywords = _keywords(memory.text)
+    return bool(keywords & said) and len(keywords - said) <= 1
+
+
 def _is_forget(text: str) -> bool:
     return bool(_FORGET.search(text))
 
@@ -141,7 +154,7 @@ class OfflineDecisionModel:
 
     def verdict(self, exchange: Exchange, memory: Memory) -> Verdict:
         said = _speaker_line(exchange)
-        if said is None or not _keywords(memory.text) & _keywords(said):
+        if said is None or not _about(memory, _keywords(said)):
             return Verdict.KEEP
         if _is_forget(said):
             return Verdict.DELETE
@@ -152,7 +165,7 @@ class OfflineDecisionModel:
         if statement is None:
             return ADD_NO
         said = _keywords(statement)
-        covered = any(said & _keywords(m.text) for m, _ in verdicts)
+        covered = any(_about(m, said) for m, _ in verdicts)
         return ADD_NO if covered else ADD_YES
 
     def review(self, memory: Memory) -> Verdict:

@@ -7,10 +7,15 @@ profile holds ``limit`` memories or fewer it is all of them, most recently updat
 - lexical: BM25 over tokens, computed over the profile itself (the profile is the corpus).
   Latin-script text is split into lowercased words (NFKC, a short English stop list, light
   suffix stripping); Han, Hiragana and Katakana runs into character bigrams, since Japanese
-  has no spaces between words and bigrams are the usual dictionary-free answer.
+  has no spaces between words and bigrams are the usual dictionary-free answer. Bigrams made
+  only of hiragana are mostly particles and inflections: they only break ties between memories
+  that share the same content terms (``lexical_scores``), and a bigram from hiragana into kanji
+  or katakana, which straddles a word boundary, is not a term at all (docs/relevance.md).
 - semantic: cosine similarity of L2-normalised vectors, only between vectors of the same model
   (``Embedding.model``); a memory without one takes its lexical rank for both (see fuse_rrf).
-- fused by reciprocal rank fusion (see docs/relevance.md for why not a weighted score).
+- fused by reciprocal rank fusion (see docs/relevance.md for why not a weighted score); a
+  memory takes part in the lexical ranking only if it shares a content term with the query
+  (anything but a hiragana-only bigram), so that shared grammar alone cannot lift it.
 
 Ties, and a query that matches nothing, fall back to recency. Pure standard library: it runs in
 the Lambda path, where numpy's import would cost more than the arithmetic on ~2,000 short texts.
@@ -50,12 +55,33 @@ STOPWORDS = frozenset(
 # Hiragana, Katakana (with its phonetic extensions and the long-vowel mark), and the CJK ideographs
 # (unified, extension A, compatibility, and the supplementary planes' extensions).
 _CJK_CLASS = "\u3040-\u30ff\u31f0-\u31ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\U00020000-\U0002fa1f"
-_CJK_RUN = re.compile(f"[{_CJK_CLASS}]+")
+_CJK_CHAR = re.compile(f"[{_CJK_CLASS}]")
+# For terms, also the ideographic iteration and closing marks and ideographic zero (々, 〆, 〇),
+# which are written inside kanji words (菜々子, 時々) and would otherwise cut them in two.
+_CJK_RUN = re.compile(f"[\u3005-\u3007{_CJK_CLASS}]+")
 _WORD = re.compile(r"[^\W_]+")  # "i'm" -> "i", "m": clitics fall to the stop list
 
 
 def is_cjk(ch: str) -> bool:
-    return bool(_CJK_RUN.fullmatch(ch))
+    return bool(_CJK_CHAR.fullmatch(ch))
+
+
+def _is_hiragana(ch: str) -> bool:
+    return "\u3040" <= ch <= "\u309f"
+
+
+def is_kana_grammar(term: str) -> bool:
+    """A term made only of hiragana: mostly particles and inflections (って, てい, いる, だっ)."""
+    return all(map(_is_hiragana, term))
+
+
+def _run_terms(run: str) -> list[str]:
+    """Character bigrams of a CJK run, except those from hiragana into kanji or katakana: a
+    switch from hiragana to another script is where Japanese text starts a new word (a particle,
+    then the next word: の近, に住), so such a bigram belongs to no word."""
+    if len(run) == 1:
+        return [run]
+    return [run[i : i + 2] for i in range(len(run) - 1) if not (_is_hiragana(run[i]) and not _is_hiragana(run[i + 1]))]
 
 
 def _stem(word: str) -> str:
@@ -91,10 +117,7 @@ def _tokens(text: str) -> tuple[str, ...]:
     text = unicodedata.normalize("NFKC", text).casefold()
     out: list[str] = []
     for run in _CJK_RUN.findall(text):
-        if len(run) == 1:
-            out.append(run)
-        else:
-            out.extend(run[i : i + 2] for i in range(len(run) - 1))
+        out.extend(_run_terms(run))
     for word in _WORD.findall(_CJK_RUN.sub(" ", text)):
         if word in STOPWORDS:
             continue
@@ -119,6 +142,27 @@ def bm25_scores(documents: Sequence[Sequence[str]], query: Sequence[str]) -> lis
         norm = BM25_K1 * (1.0 - BM25_B + BM25_B * len(doc) / avg_len)
         scores.append(sum(idf[t] * c[t] * (BM25_K1 + 1.0) / (c[t] + norm) for t in idf if t in c))
     return scores
+
+
+def lexical_scores(documents: Sequence[Sequence[str]], query: Sequence[str]) -> list[float]:
+    """BM25 over the query's content terms, with its hiragana-only bigrams as a tie-break only.
+
+    Hiragana writes particles and inflections, which every Japanese sentence shares; a profile of
+    a few hundred memories is too small a corpus for IDF to silence them (って in 40 of 500
+    memories still weighs half as much as a name found in two). It also writes some content
+    (given names like さくら, words like うなぎ), so those bigrams are not dropped: they order
+    memories whose content terms score the same, above all those that share no content term at
+    all, and never lift a memory over one that shares more content."""
+    content = bm25_scores(documents, [t for t in query if not is_kana_grammar(t)])
+    grammar = bm25_scores(documents, [t for t in query if is_kana_grammar(t)])
+    top = max(grammar, default=0.0)
+    if not top:
+        return content
+    # Half the smallest gap between two content scores (or the smallest positive one): the
+    # grammar part, scaled below it, reorders only memories whose content scores are equal.
+    levels = sorted(set(content) | {0.0})
+    gap = min((b - a for a, b in zip(levels, levels[1:], strict=False)), default=1.0)
+    return [c + 0.5 * gap * g / top for c, g in zip(content, grammar, strict=True)]
 
 
 def cosine(a: Sequence[float], b: Sequence[float]) -> float:
@@ -182,6 +226,21 @@ _FUSERS: dict[Fusion, Callable[[Sequence[float], Sequence[float | None]], list[f
 }
 
 
+def lexical_evidence(
+    documents: Sequence[Sequence[str]], query: Sequence[str], lexical: Sequence[float], semantic: Sequence[float | None]
+) -> list[float]:
+    """The lexical scores fusion sees: a memory that shares only hiragana-only bigrams with the
+    query (grammar, as often as not) has no lexical rank there, and the model's rank judges it.
+    Reciprocal rank fusion gives any lexical rank as much weight as the model's, so dozens of
+    memories ranked by shared particles would outrank the model's best. A memory without a
+    comparable vector keeps its score: there, its words are all the evidence there is."""
+    content = {t for t in query if not is_kana_grammar(t)}
+    return [
+        score if sem is None or not content.isdisjoint(doc) else 0.0
+        for doc, score, sem in zip(documents, lexical, semantic, strict=True)
+    ]
+
+
 def _newest_first(memories: Sequence[Memory]) -> list[Memory]:
     return sorted(memories, key=lambda m: (m.updated_at, m.memory_id), reverse=True)
 
@@ -195,10 +254,12 @@ def rank(
 ) -> list[Memory]:
     """Every memory, most relevant first; equal relevance (no signal included) by recency."""
     ordered = _newest_first(memories)
-    lexical = bm25_scores([_tokens(m.text) for m in ordered], _tokens(query))
+    documents = [_tokens(m.text) for m in ordered]
+    asked = _tokens(query)
+    lexical = lexical_scores(documents, asked)
     semantic = semantic_scores(ordered, query_embedding)
     if any(s is not None for s in semantic):
-        scores = _FUSERS[fusion](lexical, semantic)
+        scores = _FUSERS[fusion](lexical_evidence(documents, asked, lexical, semantic), semantic)
     else:
         scores = lexical
     # sorted() is stable: equal scores keep the newest-first order.
