@@ -20,12 +20,12 @@ written alongside. The caps, not a clock, bound the work: see ``max_model_calls`
 
 from __future__ import annotations
 
-import json
 import logging
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
 from . import decisions
 from .domain import (
@@ -50,7 +50,7 @@ from .domain import (
     utcnow,
 )
 from .extraction import Extractor, not_forgotten
-from .nightly_jobs import manifest_entry
+from .nightly_jobs import ReviewMark, SpeakerMark, manifest_entry
 from .ports import ChatModel, ConflictError, DecisionModel, ManifestStore, MemoryStore, MessageStore, RunStore
 
 logger = logging.getLogger(__name__)
@@ -178,7 +178,7 @@ class Consolidator:
         decision_model: DecisionModel,
         chat_model: ChatModel,
         *,
-        manifests: ManifestStore | None = None,
+        manifests: ManifestStore,
         clock: Callable[[], datetime] = utcnow,
         speaker_concurrency: int = SPEAKER_CONCURRENCY,
     ) -> None:
@@ -188,7 +188,7 @@ class Consolidator:
         self._extractor = extractor
         self._jev = decision_model
         self._chat = chat_model
-        self.manifests: ManifestStore = manifests if manifests is not None else InMemoryManifests()
+        self.manifests = manifests
         self._clock = clock
         self.speaker_concurrency = speaker_concurrency
 
@@ -231,11 +231,11 @@ class Consolidator:
 
     # ---- step 3, once per speaker (the map)
 
-    def speaker(self, run_id: int, owner: Owner, refs: Sequence[Sequence[str]]) -> dict:
+    def speaker(self, run_id: int, owner: Owner, refs: Sequence[Sequence[str]]) -> SpeakerMark:
         """One speaker's newest chunks through the extraction path (actor nightly); its result is
         stored as the speaker's mark. A mark already there (a redrive, a retried step whose
         answer was lost) is returned as it is: nothing runs twice."""
-        done = self._runs.step_mark(run_id, speaker_mark(owner.key))
+        done = self._runs.step_mark(run_id, speaker_mark(owner.key), SpeakerMark)
         if done is not None:
             return done
         said = by_speaker(self._messages.of_conversation(owner.user_id, [(c, m) for c, m in refs])).get(owner, [])
@@ -243,20 +243,23 @@ class Consolidator:
         if messages is None:
             raise SpeakerNotReady(owner.user_id)
         speaker = Speaker(owner.user_id, messages[-1].author_name if messages else "")
-        counts = {"chunks": 0, "failures": 0, "model_calls": 0, "conflicts": 0}
+        mark = SpeakerMark(SPEAKER_DONE)
         for chunk in chunks(messages):
             outcome = self._extractor.run(speaker, owner.scope, chunk, actor=Actor.NIGHTLY, run_id=run_id)
-            counts["chunks"] += 1
-            counts["failures"] += outcome.failures
-            counts["model_calls"] += outcome.model_calls
-            counts["conflicts"] += outcome.conflicts
-        return self._runs.mark_step(run_id, speaker_mark(owner.key), {"status": SPEAKER_DONE, **counts})
+            mark = replace(
+                mark,
+                chunks=mark.chunks + 1,
+                failures=mark.failures + outcome.failures,
+                model_calls=mark.model_calls + outcome.model_calls,
+                conflicts=mark.conflicts + outcome.conflicts,
+            )
+        return self._runs.mark_step(run_id, speaker_mark(owner.key), mark)
 
-    def speaker_failed(self, run_id: int, owner: Owner, error: str) -> dict:
+    def speaker_failed(self, run_id: int, owner: Owner, error: str) -> SpeakerMark:
         """Record a speaker whose step failed after its retries. A speaker already marked (done
         by an attempt whose answer was lost) keeps that mark: a speaker is counted once."""
         logger.warning("nightly speaker failed", extra={"run_id": run_id, "speaker_id": owner.user_id, "error": error})
-        return self._runs.mark_step(run_id, speaker_mark(owner.key), {"status": SPEAKER_FAILED, "error": error[:80]})
+        return self._runs.mark_step(run_id, speaker_mark(owner.key), SpeakerMark(SPEAKER_FAILED, error=error[:80]))
 
     def _not_forgotten(self, item: tuple[Owner, list[Message]]) -> tuple[Owner, list[Message] | None]:
         """Drop exactly the messages a memory the speaker forgot was learned from; the rest stay."""
@@ -270,21 +273,21 @@ class Consolidator:
 
     # ---- step 4: the decay review and the diary
 
-    def review(self, run_id: int, now: datetime) -> dict:
+    def review(self, run_id: int, now: datetime) -> ReviewMark:
         """The stale review and the diary, once per run (its mark holds the result)."""
-        done = self._runs.step_mark(run_id, REVIEW_MARK)
+        done = self._runs.step_mark(run_id, REVIEW_MARK, ReviewMark)
         if done is not None:
             return done
         window = window_for(now)
         recent = diary_lines(self._messages.between(window.start, window.end))
         counter = decisions.CallCounter()
-        result: dict = {"failures": 0, "conflicts": 0}
+        result: dict[str, Any] = {"failures": 0, "conflicts": 0}  # the review's tally, as the mark's fields
         with ThreadPoolExecutor(max_workers=1) as diary_pool:
             diary_future = diary_pool.submit(self._diary, recent, counter)
             self._decay(now, run_id, result, counter)
             diary = diary_future.result()
         result.update(diary=diary, model_calls=counter.calls, failures=result["failures"] + counter.failures)
-        return self._runs.mark_step(run_id, REVIEW_MARK, result)
+        return self._runs.mark_step(run_id, REVIEW_MARK, ReviewMark.from_json(result))
 
     def _log_decay_reads(self, stale: list[Memory], run_id: int, result: dict) -> list[Memory]:
         """One ``read`` row per person whose stale memories are reviewed; a person whose row
@@ -374,24 +377,22 @@ class Consolidator:
         summary = RunSummary(speakers=len(keys))
         summary.carry_over(self._memories.ledger_for_run(run_id))
         marks = decisions.concurrently(
-            lambda k: self._runs.step_mark(run_id, speaker_mark(k)), keys, self.speaker_concurrency
+            lambda k: self._runs.step_mark(run_id, speaker_mark(k), SpeakerMark), keys, self.speaker_concurrency
         )
         for key, mark in zip(keys, marks, strict=False):
-            if mark is None or mark.get("status") != SPEAKER_DONE:
+            if mark is None or mark.status != SPEAKER_DONE:
                 summary.failed_speakers.append(key)  # failed, or lost by a map that tolerated it
                 continue
-            summary.chunks += mark["chunks"]
-            summary.failures += mark["failures"]
-            summary.model_calls += mark["model_calls"]
-            summary.conflicts += mark["conflicts"]
-        review = self._runs.step_mark(run_id, REVIEW_MARK) or {}
-        summary.failures += review.get("failures", 0)
-        summary.model_calls += review.get("model_calls", 0)
-        summary.conflicts += review.get("conflicts", 0)
+            summary.chunks += mark.chunks
+            summary.failures += mark.failures
+            summary.model_calls += mark.model_calls
+            summary.conflicts += mark.conflicts
+        review = self._runs.step_mark(run_id, REVIEW_MARK, ReviewMark) or ReviewMark()
+        summary.failures += review.failures
+        summary.model_calls += review.model_calls
+        summary.conflicts += review.conflicts
         summary.failed_speakers.sort()
-        finished = replace(
-            run, finished_at=self._clock(), worked_until=None, diary=review.get("diary", ""), summary=summary
-        )
+        finished = replace(run, finished_at=self._clock(), worked_until=None, diary=review.diary, summary=summary)
         self._runs.finish(finished)
         logger.info(
             "nightly run finished",
@@ -402,16 +403,3 @@ class Consolidator:
             },
         )
         return finished
-
-
-class InMemoryManifests:
-    """A manifest store in this process (the default where no S3 or file store is wired)."""
-
-    def __init__(self) -> None:
-        self._data: dict[str, list[dict]] = {}
-
-    def write(self, key: str, entries: list[dict]) -> None:
-        self._data[key] = json.loads(json.dumps(entries))
-
-    def read(self, key: str) -> list[dict]:
-        return json.loads(json.dumps(self._data[key]))

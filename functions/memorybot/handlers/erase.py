@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from aws_lambda_powertools import Logger
 
-from .. import admin_api
+from .. import admin_api, bootstrap
 from . import admin_endpoint, http_response, log_core_with
 
 logger = Logger(service="memorybot-erase")
@@ -17,6 +17,6 @@ log_core_with(logger)
 
 @logger.inject_lambda_context(clear_state=True)
 def handler(event: dict, context) -> dict:
-    status, answer = admin_endpoint(event, logger, admin_api.ERASE, lambda c: c.erasure)
+    status, answer = admin_endpoint(bootstrap.container(), event, logger, admin_api.ERASE, lambda c: c.erasure)
     logger.info("erasure answered", extra={"status": status})
     return http_response(status, answer)
