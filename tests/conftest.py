@@ -4,9 +4,11 @@ and the front door's loopback Discord and container (their helpers are in frontd
 from __future__ import annotations
 
 import itertools
+import os
 
 import pytest
 
+import hypothesis_profiles  # noqa: F401 - loads the Hypothesis profile before any test module is imported
 from fakes import ScriptedChat, ScriptedJev
 from frontdoor import PUBLIC_KEY, RecordingInvoker
 from memorybot import bootstrap
@@ -17,6 +19,14 @@ from memorybot.discord.signature import Verifier
 from memorybot.local import discord_recorder, moto_dynamo
 
 _prefixes = itertools.count(1)
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """With parallel workers, the fault-injection modules (the longest by far) are handed out
+    first, so that the other worker fills in around them instead of one of them running alone
+    at the end. A stable sort: every module keeps its tests' order, and the other modules theirs."""
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        items.sort(key=lambda item: not item.path.name.startswith("test_faults_"))
 
 
 @pytest.fixture(scope="session")

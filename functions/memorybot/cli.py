@@ -4,7 +4,10 @@ import memories (operators), check a deployed stack (doctor)."""
 from __future__ import annotations
 
 import argparse
+import functools
+import os
 import shutil
+import signal
 import sys
 from pathlib import Path
 from typing import Any
@@ -30,6 +33,26 @@ def _user_name(text: str) -> str:
     return text.strip()
 
 
+def _snowflake(text: str) -> str:
+    from .discord.formats import is_snowflake  # the rule the stack applies, checked before sending
+
+    if not is_snowflake(text):
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is not a Discord id: give its digits (e.g. 1200000000000000001), or leave it out "
+            "for the one local server and channel"
+        )
+    return text
+
+
+def _url(text: str) -> str:
+    from .local.client import normalize_url
+
+    try:
+        return normalize_url(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
 def command_name() -> str:
     """How to run this command again, as typed in this shell: `memorybot` only when it is on PATH
     (an activated venv), else the console script's path (e.g. `.venv/bin/memorybot`)."""
@@ -47,7 +70,7 @@ def command_name() -> str:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="memorybot", description="Per-person long-term memory for a Discord bot.")
-    sub = parser.add_subparsers(dest="command", required=True)
+    sub = parser.add_subparsers(dest="command")
 
     local = sub.add_parser("local", help="run the whole bot locally, in the foreground")
     local.add_argument("--host", default="127.0.0.1")
@@ -56,12 +79,15 @@ def main(argv: list[str] | None = None) -> int:
 
     chat = sub.add_parser("chat", help="a terminal client for the local stack")
     chat.add_argument("--user", required=True, type=_user_name, help="your name (the same name is the same person)")
-    chat.add_argument("--url", default="http://127.0.0.1:8787")
+    chat.add_argument("--url", type=_url, default="http://127.0.0.1:8787")
     chat.add_argument("--say", action="append", default=[], help="send this line and exit (repeatable)")
-    chat.add_argument("--channel", default=None, help="channel id (default: the one local channel)")
+    chat.add_argument("--channel", type=_snowflake, default=None, help="channel id (default: the one local channel)")
     where = chat.add_mutually_exclusive_group()
     where.add_argument(
-        "--guild", default=None, help="server id (default: the one local server); memories stay in their server"
+        "--guild",
+        type=_snowflake,
+        default=None,
+        help="server id (default: the one local server); memories stay in their server",
     )
     where.add_argument("--dm", action="store_true", help="talk in your DM with the bot (its own memory scope)")
     chat.add_argument("--state-dir", type=Path, default=None, help="where to find the local signing key")
@@ -70,7 +96,7 @@ def main(argv: list[str] | None = None) -> int:
     register.add_argument("--guild", default=None, help="a guild id: instant, for testing (default: global)")
 
     nightly = sub.add_parser("nightly", help="run the nightly consolidation on a local stack now")
-    nightly.add_argument("--url", default="http://127.0.0.1:8787")
+    nightly.add_argument("--url", type=_url, default="http://127.0.0.1:8787")
     nightly.add_argument(
         "--now",
         default=None,
@@ -79,13 +105,31 @@ def main(argv: list[str] | None = None) -> int:
     )
     nightly.add_argument("--state-dir", type=Path, default=None, help="where to find the stack's admin secret")
 
+    admin_help = (
+        "the local stack's (default) or a deployed API's base URL, e.g. https://…/prod "
+        "(set MEMORYBOT_ADMIN_SECRET for a deployed one)"
+    )
+    rollback = sub.add_parser("rollback", help="undo a nightly run: shows a dry run, then asks to confirm")
+    rollback.add_argument("--run-id", type=int, default=None, help="the run to undo (default: the latest)")
+    erase = sub.add_parser("erase", help="erase everything stored about a person: a dry run, then asks to confirm")
+    who = erase.add_mutually_exclusive_group(required=True)
+    who.add_argument("--user", type=_user_name, help="the person's name, as in chat --user (local stack)")
+    who.add_argument("--user-id", type=_snowflake, help="the person's Discord user id")
+    for admin in (rollback, erase):
+        admin.add_argument("--url", type=_url, default="http://127.0.0.1:8787", help=admin_help)
+        admin.add_argument("--state-dir", type=Path, default=None, help="where to find the local stack's admin secret")
+        admin.add_argument("--yes", action="store_true", help="skip the confirmation (the dry run is still shown)")
+
     imports = sub.add_parser(
         "import",
         help='import memories into a stack: a /memory export file, or {"memories": [rows]} (operators)',
     )
     imports.add_argument("file", type=Path, help="the JSON file")
     imports.add_argument(
-        "--url", default="http://127.0.0.1:8787", help="the stack: local, or a deployed API's base URL (.../prod)"
+        "--url",
+        type=_url,
+        default="http://127.0.0.1:8787",
+        help="the stack: local, or a deployed API's base URL (.../prod)",
     )
     imports.add_argument("--dry-run", action="store_true", help="check every row and count, write nothing")
     imports.add_argument(
@@ -107,11 +151,16 @@ def main(argv: list[str] | None = None) -> int:
     )
 
     args = parser.parse_args(argv)
+    if args.command is None:  # plain `memorybot`: what it can do, not a usage error
+        parser.print_help()
+        return 0
     commands = {
         "local": _local,
         "chat": _chat,
         "register-commands": _register,
         "nightly": _nightly,
+        "rollback": _operator,
+        "erase": _operator,
         "import": _import,
         "doctor": _doctor,
     }
@@ -121,28 +170,54 @@ def main(argv: list[str] | None = None) -> int:
 def _local(args: argparse.Namespace) -> int:
     import threading
 
-    from .local import server
+    from .local import running, server
 
     try:
         stack = server.start(args.host, args.port, args.state_dir)
     except OSError as exc:  # most often: the port is taken (another stack still running?)
-        print(
-            f"Cannot listen on {args.host}:{args.port}: {exc.strerror or exc}. Try --port 0 for any free port.",
-            file=sys.stderr,
-        )
+        print(port_taken_hint(args.host, args.port, exc), file=sys.stderr)
         return 1
-    for note in stack.notes:
-        print(f"  {note}")
+    note = running.leave_note(stack.url, args.state_dir)
+    for line in stack.notes:
+        print(f"  {line}")
     print(f"memorybot local stack ready at {stack.url}", flush=True)
     state = "" if args.state_dir == DEFAULT_STATE_DIR else f" --state-dir {args.state_dir}"
     print(f"  Interactions endpoint: {stack.url}/interactions")
     print(f"  Chat with it from this folder: {command_name()} chat --user alice --url {stack.url}{state}")
+    print("  Stop it with Ctrl-C (its data goes with it).")
+    # `kill` (SIGTERM) still ends it at once, as it always did, but not before its note is gone.
+    signal.signal(signal.SIGTERM, lambda *_: _terminated(note))
     try:
         threading.Event().wait()
     except KeyboardInterrupt:
         print("stopping")
         stack.stop()
+    finally:
+        running.remove_note(note)
     return 0
+
+
+def _terminated(note: Path | None) -> None:
+    from .local import running
+
+    running.remove_note(note)
+    sys.stdout.flush()
+    os._exit(0)  # no drain: moto's data is meant to go with the process
+
+
+def port_taken_hint(host: str, port: int, exc: OSError) -> str:
+    """Why the stack cannot start, and a way round it that works however it was started."""
+    import socket
+
+    with socket.socket() as probe:  # a port that is free now, to name in the advice
+        probe.bind((host, 0))
+        free = probe.getsockname()[1]
+    return (
+        f"Cannot listen on {host}:{port}: {exc.strerror or exc}. If another memorybot stack is running there, "
+        f"chat with it ({command_name()} chat --user alice --url http://{host}:{port}) or stop it (Ctrl-C in its "
+        f"terminal). To run a second one, pick another port: make run PORT={free} "
+        f"(or {command_name()} local --port {free}; 0 picks any free port)."
+    )
 
 
 def _chat(args: argparse.Namespace) -> int:
@@ -178,11 +253,12 @@ def _nightly(args: argparse.Namespace) -> int:
 
     from .local import client
 
-    url = args.url.rstrip("/")
+    url = args.url
+    state_dir = client.resolve_state_dir(args.state_dir, url)
     try:
         with httpx.Client() as http:
             status, answer, window = client.nightly_request(
-                http, url, client.admin_headers(client.find_admin_secret(args.state_dir)), args.now
+                http, url, client.admin_headers(client.find_admin_secret(state_dir)), args.now
             )
     except ValueError as exc:
         print(f"--now: {exc}", file=sys.stderr)
@@ -191,12 +267,40 @@ def _nightly(args: argparse.Namespace) -> int:
         print(client.no_stack_hint(url), file=sys.stderr)
         return 1
     if status == 401:
-        print(client.refused_hint(url, args.state_dir), file=sys.stderr)
+        print(client.refused_hint(url, state_dir), file=sys.stderr)
         return 1
     another_day = f"{command_name()} nightly --now 2031-01-02T03:00:00+09:00"
     lines = client.nightly_lines(status, answer, window, another_day)
     print("\n".join(lines), file=sys.stdout if status == 200 else sys.stderr)
     return 0 if status == 200 else 1
+
+
+def _operator(args: argparse.Namespace) -> int:
+    import httpx
+
+    from .local import client
+    from .local.operator import Operator
+    from .local.people import user_id_for
+
+    try:
+        secret = client.find_admin_secret(client.resolve_state_dir(args.state_dir, args.url))
+    except SystemExit:
+        print(
+            "No admin secret: for a deployed stack set MEMORYBOT_ADMIN_SECRET; for a local one run this from "
+            "the folder it was started in, or pass its --state-dir.",
+            file=sys.stderr,
+        )
+        return 1
+    complain = functools.partial(print, file=sys.stderr)
+    try:
+        with httpx.Client(timeout=120) as http:
+            operator = Operator(http, args.url, secret, complain=complain)
+            if args.command == "rollback":
+                return operator.rollback(args.run_id, yes=args.yes)
+            return operator.erase(args.user_id or user_id_for(args.user), yes=args.yes)
+    except httpx.TransportError:
+        print(client.no_stack_hint(args.url), file=sys.stderr)
+        return 1
 
 
 # Answers after which the same request is simply sent again: the admin routes' throttle (429),
@@ -251,7 +355,7 @@ def _import(args: argparse.Namespace) -> int:
         print(f"{args.file}: {exc}; nothing was imported", file=sys.stderr)
         return 2
     url = args.url.rstrip("/") + "/memory/import"
-    headers = client.admin_headers(client.find_admin_secret(args.state_dir))
+    headers = client.admin_headers(client.find_admin_secret(client.resolve_state_dir(args.state_dir, args.url)))
     batches = [rows[i : i + IMPORT_BATCH_ROWS] for i in range(0, len(rows), IMPORT_BATCH_ROWS)]
     done = 0
     totals = {}

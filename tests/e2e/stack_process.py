@@ -19,7 +19,9 @@ SCRUBBED_PREFIXES = ("DISCORD_", "MEMORYBOT_", "AWS_", "JEV_", "OPENAI_", "BEDRO
 class StackProcess:
     def __init__(self, state_dir: Path, env: dict[str, str]) -> None:
         clean = {k: v for k, v in os.environ.items() if not k.startswith(SCRUBBED_PREFIXES)}
-        clean.update({"PYTHONUNBUFFERED": "1", **env})
+        # Its note for clients in other folders goes beside its state dir, never in the developer's home.
+        self.runtime_dir = state_dir.parent / f"{state_dir.name}-running"
+        clean.update({"PYTHONUNBUFFERED": "1", "MEMORYBOT_RUNTIME_DIR": str(self.runtime_dir), **env})
         self.process = subprocess.Popen(
             [sys.executable, "-m", "memorybot.cli", "local", "--port", "0", "--state-dir", str(state_dir)],
             stdout=subprocess.PIPE,

@@ -228,7 +228,7 @@ def test_with_the_default_state_dir_the_hint_leaves_it_out(tmp_path):
         stderr=subprocess.STDOUT,
         text=True,
         cwd=tmp_path,
-        env={**env, "PYTHONUNBUFFERED": "1"},
+        env={**env, "PYTHONUNBUFFERED": "1", "MEMORYBOT_RUNTIME_DIR": str(tmp_path / "running")},
     )
     try:
         hint = next(line for line in stack.stdout if "Chat with it" in line)  # type: ignore[union-attr]

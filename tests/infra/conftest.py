@@ -9,6 +9,7 @@ AWS credentials.
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import shutil
@@ -110,10 +111,39 @@ def _synthesize(outdir: Path, region: str | None = None) -> Synth:
     return Synth(outdir=outdir, template=template, via=via, region=region)
 
 
+def shared_by_workers(tmp_path_factory, name: str, build: Callable[[Path], str]) -> tuple[Path, str]:
+    """(folder, what ``build`` returned), built once per test run.
+
+    With parallel workers (pytest-xdist) each worker has its own session, so a session fixture
+    would run once per worker: the first worker to ask builds into a folder of the run's shared
+    temporary root, under a lock, and the others wait for it and read it (the synth is the
+    suite's most expensive fixture)."""
+    if not os.environ.get("PYTEST_XDIST_WORKER"):
+        outdir = tmp_path_factory.mktemp(name)
+        return outdir, build(outdir)
+    root = tmp_path_factory.getbasetemp().parent  # shared by the run's workers
+    outdir, done = root / name, root / f"{name}.done"
+    with open(root / f"{name}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes, even if the build failed
+        if not done.exists():
+            shutil.rmtree(outdir, ignore_errors=True)
+            outdir.mkdir()
+            done.write_text(build(outdir))
+    return outdir, done.read_text()
+
+
+def _synth_once(tmp_path_factory, region: str | None = None) -> Synth:
+    """``_synthesize`` once per test run, whichever worker asks first."""
+    name = f"cdk.out-{region}" if region else "cdk.out"
+    outdir, via = shared_by_workers(tmp_path_factory, name, lambda out: _synthesize(out, region).via)
+    template = json.loads((outdir / f"{STACK_NAME}.template.json").read_text())
+    return Synth(outdir=outdir, template=template, via=via, region=region)
+
+
 @pytest.fixture(scope="session")
 def synth(tmp_path_factory) -> Synth:
     """The environment-agnostic synth (a plain `cdk synth` without credentials)."""
-    return _synthesize(tmp_path_factory.mktemp("cdk.out"))
+    return _synth_once(tmp_path_factory)
 
 
 @pytest.fixture(scope="session")
@@ -123,7 +153,7 @@ def synth_of(tmp_path_factory, synth) -> Callable[[str], Synth]:
 
     def of(shape: str) -> Synth:
         if shape not in made:
-            made[shape] = _synthesize(tmp_path_factory.mktemp(f"cdk.out-{shape}"), region=shape)
+            made[shape] = _synth_once(tmp_path_factory, region=shape)
         return made[shape]
 
     return of

@@ -32,6 +32,7 @@ from faults import (
     fresh_tables,
     scan,
 )
+from hypothesis_profiles import examples
 from memorybot.adapters.dynamodb import DynamoMemoryStore, DynamoMessageStore, message_item
 from memorybot.adapters.dynamodb_runs import DynamoRunStore
 from memorybot.adapters.manifests import InMemoryManifests
@@ -413,7 +414,9 @@ def test_a_failure_at_every_model_call_changes_only_what_was_decided(moto_server
 
 
 @settings(
-    max_examples=12, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow]
+    max_examples=examples(12),
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
 )
 @given(data=st.data())
 def test_random_combinations_of_request_and_model_faults(moto_server, clean, data):

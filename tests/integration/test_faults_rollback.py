@@ -28,6 +28,7 @@ from faults import (
     fresh_tables,
     scan,
 )
+from hypothesis_profiles import examples
 from memorybot.adapters.dynamodb import DynamoMemoryStore
 from memorybot.adapters.dynamodb_runs import DynamoRunStore
 from memorybot.core.domain import JST, RUN_LEDGER_OWNER, Action, Actor, Change, Memory, Owner, RunSummary
@@ -278,7 +279,9 @@ def test_a_failure_at_every_request_of_a_dry_run_changes_nothing(moto_server, cl
 
 
 @settings(
-    max_examples=8, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow]
+    max_examples=examples(8),
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
 )
 @given(data=st.data())
 def test_random_combinations_of_faults_over_several_attempts_converge(moto_server, clean, data):

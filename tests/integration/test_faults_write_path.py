@@ -23,6 +23,7 @@ from faults import (
     assert_every_change_has_exactly_one_ledger_row,
     fresh_tables,
 )
+from hypothesis_profiles import examples
 from memorybot.adapters.dynamodb import DynamoMemoryStore
 from memorybot.core.domain import GLOBAL_SCOPE, Action, Actor, Change, Verdict
 from memorybot.core.extraction import Extractor
@@ -128,7 +129,9 @@ def test_a_failure_at_every_model_call_changes_only_what_was_decided(moto_server
 
 
 @settings(
-    max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow]
+    max_examples=examples(25),
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
 )
 @given(
     requests=st.sets(st.integers(min_value=1, max_value=6), max_size=3),

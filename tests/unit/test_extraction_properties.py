@@ -13,6 +13,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from fakes import T0, Clock, FakeMemoryStore, memory, message, owner, speaker
+from hypothesis_profiles import examples
 from memorybot.core.domain import GLOBAL_SCOPE, WORTH_THRESHOLD, Action, Memory, Verdict
 from memorybot.core.extraction import Extractor
 from memorybot.core.ports import ModelError
@@ -71,7 +72,7 @@ def said(value, verdict: Verdict) -> bool:
     return not isinstance(value, Exception) and value in (verdict, verdict.value)
 
 
-@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(200), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     n=st.integers(min_value=0, max_value=12),
     worth=probabilities,

@@ -8,6 +8,7 @@ import json
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from hypothesis_profiles import examples
 from memorybot.discord import requests
 
 SCALARS = st.none() | st.booleans() | st.integers(-(2**70), 2**70) | st.floats(allow_nan=False) | st.text(max_size=30)
@@ -49,19 +50,19 @@ def _parses_or_refuses(body: bytes) -> None:
     )
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=examples(150), deadline=None)
 @given(JSON)
 def test_any_json_value(value):
     _parses_or_refuses(json.dumps(value).encode())
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=examples(150), deadline=None)
 @given(st.dictionaries(st.sampled_from(KEYS), JSON, max_size=len(KEYS)), st.sampled_from([1, 2, 4, 3, "2", None]))
 def test_a_valid_payload_with_fields_replaced_by_anything(replaced, kind):
     _parses_or_refuses(json.dumps({**VALID, **replaced, "type": replaced.get("type", kind)}).encode())
 
 
-@settings(max_examples=100, deadline=None)
+@settings(max_examples=examples(100), deadline=None)
 @given(st.binary(max_size=64))
 def test_arbitrary_bytes(body):
     _parses_or_refuses(body)

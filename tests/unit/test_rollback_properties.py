@@ -11,6 +11,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from fakes import Clock, FakeMemoryStore, FakeRunStore
+from hypothesis_profiles import examples
 from memorybot.core.domain import Action, Actor, Change, Memory, Owner
 from memorybot.core.rollback import Outcome, Rollback
 
@@ -85,7 +86,7 @@ class World:
         return rollback.run(self.run.run_id)
 
 
-@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(200), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(plans)
 def test_rollback_restores_what_nobody_touched_and_never_overwrites_a_later_change(plan):
     world = World(plan)

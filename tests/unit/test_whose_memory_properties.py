@@ -14,6 +14,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from fakes import T0, Clock, FakeMemoryStore, FakeMessageStore, FakeRunStore, message, owner, speaker
+from hypothesis_profiles import examples
 from memorybot.adapters.manifests import InMemoryManifests
 from memorybot.core.consolidation import Consolidator
 from memorybot.core.domain import EXCHANGE_MESSAGES, Actor, Exchange, Verdict
@@ -73,7 +74,7 @@ def only_own_lines(exchange: Exchange) -> bool:
     )
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=examples(60), deadline=None)
 @given(turns, st.booleans())
 def test_live_extraction_never_decides_on_someone_elses_words(events, whole_channel):
     """``whole_channel``: the extractor is handed the channel's whole tail instead of the
@@ -110,7 +111,7 @@ def test_live_extraction_never_decides_on_someone_elses_words(events, whole_chan
         )
 
 
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=examples(40), deadline=None)
 @given(turns, st.lists(st.sampled_from(("x", "y")), max_size=5))
 def test_nightly_never_decides_on_someone_elses_words(events, history_authors):
     clock = Clock(T0)

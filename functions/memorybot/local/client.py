@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import httpx
 
@@ -22,6 +23,7 @@ from ..core.consolidation import WINDOW, window_for
 from ..core.domain import JST, snowflake_at
 from ..discord.signature import sign
 from .people import user_id_for
+from .running import state_dir_for
 from .server import ADMIN_SECRET_FILE, DEFAULT_HOST, DEFAULT_PORT, SIGNING_KEY_FILE, STATE_DIR
 
 DEFAULT_URL = f"http://{DEFAULT_HOST}:{DEFAULT_PORT}"
@@ -39,11 +41,45 @@ HELP = """Type a message to /chat with the bot. Other commands:
                         (or for the night that time falls after, as the 03:00 JST schedule would)
   /help, /quit"""
 TEXT_FORGET_WHICH = "Which memory? Give its id: /memory forget <id> (ids come from /memory show)."
+TEXT_WHY_WHICH = "Which memory? Give its id: /memory why <id> (ids come from /memory show)."
 TEXT_UNKNOWN_COMMAND = "Unknown command {command}: /help lists the commands (to say it to the bot: /chat {command})."
 
 
 class StackRefused(SystemExit):
     """The stack answered 401: this client holds another stack's key or secret."""
+
+
+def memory_id_typed(text: str) -> str:
+    """The id in what a person typed after /memory forget or why: the bare id, or the
+    ``id:<id>`` form Discord's own command shows and the bot's DM teaches."""
+    text = text.strip()
+    if text[:3].lower() == "id:":
+        text = text[3:].strip()
+    return text
+
+
+def normalize_url(text: str) -> str:
+    """A stack's URL as typed: ``127.0.0.1:8787`` means http://127.0.0.1:8787; ValueError (the
+    message names the form) for anything that is not an http(s) address."""
+    text = text.strip()
+    if "://" not in text:
+        text = "http://" + text
+    text = text.rstrip("/")
+    parts = urlsplit(text)
+    try:
+        parts.port  # noqa: B018 - raises ValueError for a port that is not a number
+    except ValueError:
+        parts = parts._replace(netloc="")
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise ValueError(f"{text!r} is not a stack's address: give e.g. http://127.0.0.1:8787")
+    return text
+
+
+def resolve_state_dir(state_dir: Path | None, url: str) -> Path | None:
+    """The folder to read the key and secret from: the one given, else the one the stack running
+    at ``url`` left a note of (so the client works from any folder), else None (this folder's
+    .memorybot, then the home folder's)."""
+    return state_dir or state_dir_for(url)
 
 
 def refused_hint(url: str, state_dir: Path | None) -> str:
@@ -138,6 +174,21 @@ def no_stack_hint(url: str) -> str:
     return f"No local stack answers at {url}: start it with `make run` first (or pass the --url it printed)."
 
 
+def stack_answers(url: str) -> bool:
+    try:
+        httpx.get(f"{url}/local/info", timeout=5)
+    except httpx.HTTPError:
+        return False
+    return True
+
+
+def elsewhere_hint(url: str) -> str:
+    return (
+        f"A stack answers at {url}, but its signing key is not in this folder's {STATE_DIR} and it left no note "
+        "of its folder: run this from the folder it was started in, or pass --state-dir <that folder>/.memorybot."
+    )
+
+
 def admin_headers(secret: str) -> dict[str, str]:
     return {"Authorization": f"Bearer {secret}"} if secret else {}
 
@@ -153,6 +204,7 @@ class LocalClient:
     admin_secret: str = ""  # for the stack's /local/* routes
     state_dir: Path | None = None  # where the key and secret came from (named when the stack refuses them)
     last_button: str = ""  # custom_id of the last button the bot showed this person
+    refusals: int = 0  # requests the bot refused (a --say run then exits 1)
     _seen: int = 0
     _application_id: str = ""
 
@@ -206,7 +258,7 @@ class LocalClient:
         payload["data"] = {"custom_id": custom_id, "component_type": 2}
         status, answer = self.send(payload)
         if status != 200:
-            return [f"(the bot refused the request: HTTP {status})"]
+            return [self._refusal(status, answer)]
         data = answer.get("data") or {}
         prefix = "(only you can see this) " if data.get("flags", 0) & 64 else "(the confirmation now reads) "
         return [f"memorybot: {prefix}{data.get('content', '')}"]
@@ -232,6 +284,11 @@ class LocalClient:
     @property
     def _admin(self) -> dict[str, str]:
         return admin_headers(self.admin_secret)
+
+    def _refusal(self, status: int, answer: dict) -> str:
+        self.refusals += 1
+        reason = answer.get("error") if isinstance(answer, dict) else None
+        return f"(the bot refused the request: HTTP {status}{f': {reason}' if reason else ''})"
 
     def _check_refused(self, status: int) -> None:
         if status == 401:
@@ -263,7 +320,7 @@ class LocalClient:
         lines: list[str] = []
         self._check_refused(status)
         if status != 200:
-            return [f"(the bot refused the request: HTTP {status})"]
+            return [self._refusal(status, answer)]
         data = answer.get("data") or {}
         if data.get("content"):
             prefix = "(only you can see this) " if data.get("flags", 0) & 64 else ""
@@ -313,11 +370,13 @@ class LocalClient:
         if words[:2] == ["/memory", "show"]:
             return self.show()
         if words[:2] == ["/memory", "forget"]:
-            return self.forget(words[2].strip()) if len(words) > 2 else [TEXT_FORGET_WHICH]
+            memory_id = memory_id_typed(words[2] if len(words) > 2 else "")
+            return self.forget(memory_id) if memory_id else [TEXT_FORGET_WHICH]
         if words[:2] == ["/memory", "suggest"]:
             return self.suggest(words[2] if len(words) > 2 else "")
         if words[:2] == ["/memory", "why"]:
-            return self.why(words[2] if len(words) > 2 else "")
+            memory_id = memory_id_typed(words[2] if len(words) > 2 else "")
+            return self.why(memory_id) if memory_id else [TEXT_WHY_WHICH]
         if words[:2] == ["/memory", "export"]:
             return self.export()
         if words[:2] == ["/memory", "forget-all"]:
@@ -342,14 +401,16 @@ def run(
     channel_id: str = LOCAL_CHANNEL_ID,
     guild_id: str | None = LOCAL_GUILD_ID,
 ) -> int:
+    url = url.rstrip("/")
+    state_dir = resolve_state_dir(state_dir, url)
+    try:
+        signing_key, admin_secret = find_signing_key(state_dir), find_admin_secret(state_dir)
+    except SystemExit:
+        if stack_answers(url):
+            raise SystemExit(elsewhere_hint(url)) from None
+        raise
     client = LocalClient(
-        url.rstrip("/"),
-        user_name,
-        find_signing_key(state_dir),
-        channel_id,
-        guild_id,
-        admin_secret=find_admin_secret(state_dir),
-        state_dir=state_dir,
+        url, user_name, signing_key, channel_id, guild_id, admin_secret=admin_secret, state_dir=state_dir
     )
     try:
         client.catch_up()
@@ -361,7 +422,7 @@ def run(
             print(f"{user_name}> {line}")
             for printed in _handle(client, line) or []:
                 print(printed)
-        return 0
+        return 1 if client.refusals else 0
     print(f"Chatting as {user_name} (user id {client.user_id}) on {url}. /help for commands.")
     while True:
         try:
