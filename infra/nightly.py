@@ -1,4 +1,4 @@
-"""The nightly run on Step Functions: its manifest bucket, its state machine and its alarms.
+"""The nightly run on Step Functions: its manifest bucket, its state machine, its schedule and its alarms.
 
 claim the JST day -> (already claimed: done) -> plan (a manifest of speakers and message ids in
 S3) -> a Distributed Map over the manifest, one child per speaker (retried with backoff on a
@@ -13,6 +13,8 @@ from typing import TYPE_CHECKING
 
 from aws_cdk import Duration, RemovalPolicy
 from aws_cdk import aws_cloudwatch as cloudwatch
+from aws_cdk import aws_events as events
+from aws_cdk import aws_events_targets as targets
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_logs as logs
 from aws_cdk import aws_s3 as s3
@@ -34,10 +36,13 @@ from memorybot.core.nightly_steps import (
 )
 
 from .alarms import on_any
+from .functions import ASYNC_RETRIES
 
 if TYPE_CHECKING:
     from .stack import MemoryBotStack
 
+NIGHTLY_SCHEDULE = "cron(0 18 * * ? *)"  # 03:00 JST
+NIGHTLY_MAX_EVENT_AGE = Duration.hours(2)
 # A failed execution can be redriven for 14 days; its manifest must still be there.
 MANIFEST_EXPIRY = Duration.days(15)
 # Lambda's own throttle is retried as a throttled model is.
@@ -172,3 +177,23 @@ class NightlyRun(Construct):
                 ("TimedOut", self.state_machine.metric_timed_out(period=five_minutes, statistic="Sum")),
             )
         ]
+
+
+def schedule(stack: MemoryBotStack, run: NightlyRun) -> events.Rule:
+    """Starts the run at 03:00 JST; a start that cannot be delivered goes to the dead-letter queue."""
+    return events.Rule(
+        stack,
+        "NightlySchedule",
+        description="memorybot nightly consolidation at 03:00 JST",
+        schedule=events.Schedule.expression(NIGHTLY_SCHEDULE),
+        targets=[
+            targets.SfnStateMachine(
+                run.state_machine,
+                # The schedule's own time: a late start still names the same JST day.
+                input=events.RuleTargetInput.from_object({"time": events.EventField.time}),
+                retry_attempts=ASYNC_RETRIES,
+                max_event_age=NIGHTLY_MAX_EVENT_AGE,
+                dead_letter_queue=stack.dead_letters,
+            )
+        ],
+    )

@@ -39,7 +39,7 @@ _worlds = itertools.count(1)
 # botocore would otherwise parse again for each new session (most of a check's time here).
 _LOADER = botocore.loaders.create_loader()
 
-# Which function reads which secret, as in infra/stack.py FUNCTIONS.
+# Which function reads which secret, as in infra/function_specs.py FUNCTIONS.
 FUNCTION_SECRETS = {
     "Interactions": ("DISCORD_PUBLIC_KEY", "DISCORD_BOT_TOKEN"),
     "Reply": ("DISCORD_BOT_TOKEN",),

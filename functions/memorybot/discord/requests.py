@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -266,43 +267,72 @@ def parse(body: bytes, scope_mode: ScopeMode = ScopeMode.GUILD) -> Request:
     kind = payload.get("type")
     if isinstance(kind, bool) or not isinstance(kind, int):  # 2.0 and true are not interaction types
         raise BadRequest("unknown interaction type")
-    if kind == PING:
-        return Ping()
-    if kind == MODAL_SUBMIT:
-        return _unknown_form(payload)
-    if kind not in (APPLICATION_COMMAND, AUTOCOMPLETE, MESSAGE_COMPONENT):
+    by_type = _BY_TYPE.get(kind)
+    if by_type is None:
         raise BadRequest("unknown interaction type")
+    return by_type(payload, scope_mode)
+
+
+@dataclass(frozen=True)
+class _Command:
+    """A slash command or its autocomplete, read as far as every command needs."""
+
+    payload: dict
+    kind: int  # APPLICATION_COMMAND or AUTOCOMPLETE
+    caller: Caller
+    options: list[dict]  # the command's options; for a subcommand, the subcommand's own
+
+
+def _data(payload: dict) -> dict:
     data = payload.get("data")
     if not isinstance(data, dict):
         raise BadRequest("missing data")
+    return data
+
+
+def _command(payload: dict, scope_mode: ScopeMode) -> Request:
+    data = _data(payload)
     caller = _caller(payload, scope_mode)
-    if kind == MESSAGE_COMPONENT:
-        return _component(caller, data)
-    command, options = data.get("name"), _options(data)
-    if command == "chat" and kind == APPLICATION_COMMAND:
-        message = _option(options, "message") or {}  # a missing option is an empty chat
-        return Chat(
-            _snowflake(payload.get("id"), "interaction id"),
-            _token(payload.get("token")),
-            _snowflake(payload.get("application_id"), "application id"),
-            caller,
-            _string_option(message).strip()[:MESSAGE_MAX_CHARS],
-        )
-    if command == "memory" and options:
-        sub = options[0]
-        sub_options = _options(sub)
-        if sub.get("name") == "show" and kind == APPLICATION_COMMAND:
-            return ShowMemories(caller, _snowflake(payload.get("id"), "interaction id"))
-        if sub.get("name") in ("forget", "why"):
-            typed = _string_option(_option(sub_options, "id") or {})
-            if kind == AUTOCOMPLETE:
-                return SuggestForget(caller, typed)
-            return ForgetMemory(caller, typed) if sub.get("name") == "forget" else WhyMemory(caller, typed)
-        if sub.get("name") == "export" and kind == APPLICATION_COMMAND:
-            return ExportMemories(caller, _snowflake(payload.get("id"), "interaction id"))
-        if sub.get("name") == "forget-all" and kind == APPLICATION_COMMAND:
-            return ForgetAllAsk(caller)
-    return Unsupported(str(command), autocomplete=kind == AUTOCOMPLETE)
+    name, kind = data.get("name"), payload["type"]
+    command = _Command(payload, kind, caller, _options(data))
+    handler = _COMMANDS.get((name, kind)) if isinstance(name, str) else None
+    request = handler(command) if handler is not None else None
+    return request if request is not None else Unsupported(str(name), autocomplete=kind == AUTOCOMPLETE)
+
+
+def _memory(command: _Command) -> Request | None:
+    """/memory <subcommand>: None (unsupported) for a subcommand this bot does not have."""
+    if not command.options:
+        return None
+    sub = command.options[0]
+    sub_command = replace(command, options=_options(sub))
+    name = sub.get("name")
+    handler = _MEMORY_SUBCOMMANDS.get((name, command.kind)) if isinstance(name, str) else None
+    return handler(sub_command) if handler is not None else None
+
+
+def _chat(command: _Command) -> Request:
+    message = _option(command.options, "message") or {}  # a missing option is an empty chat
+    return Chat(
+        _interaction_id(command),
+        _token(command.payload.get("token")),
+        _snowflake(command.payload.get("application_id"), "application id"),
+        command.caller,
+        _string_option(message).strip()[:MESSAGE_MAX_CHARS],
+    )
+
+
+def _interaction_id(command: _Command) -> str:
+    return _snowflake(command.payload.get("id"), "interaction id")
+
+
+def _memory_id(command: _Command) -> str:
+    return _string_option(_option(command.options, "id") or {})
+
+
+def _component_interaction(payload: dict, scope_mode: ScopeMode) -> Request:
+    data = _data(payload)
+    return _component(_caller(payload, scope_mode), data)
 
 
 def _unknown_form(payload: dict) -> Request:
@@ -339,3 +369,28 @@ def _string_option(option: dict) -> str:
     if not isinstance(value, str):
         raise BadRequest("option value is not a string")
     return valid_unicode(value)
+
+
+# What each interaction type is read as (anything else is refused); pings and forms need no caller.
+_BY_TYPE: dict[int, Callable[[dict, ScopeMode], Request]] = {
+    PING: lambda _payload, _scope_mode: Ping(),
+    MODAL_SUBMIT: lambda payload, _scope_mode: _unknown_form(payload),
+    APPLICATION_COMMAND: _command,
+    AUTOCOMPLETE: _command,
+    MESSAGE_COMPONENT: _component_interaction,
+}
+# (command name, interaction type) -> its request; a pair not here is Unsupported.
+_COMMANDS: dict[tuple[str, int], Callable[[_Command], Request | None]] = {
+    ("chat", APPLICATION_COMMAND): _chat,
+    ("memory", APPLICATION_COMMAND): _memory,
+    ("memory", AUTOCOMPLETE): _memory,
+}
+_MEMORY_SUBCOMMANDS: dict[tuple[str, int], Callable[[_Command], Request]] = {
+    ("show", APPLICATION_COMMAND): lambda c: ShowMemories(c.caller, _interaction_id(c)),
+    ("forget", APPLICATION_COMMAND): lambda c: ForgetMemory(c.caller, _memory_id(c)),
+    ("forget", AUTOCOMPLETE): lambda c: SuggestForget(c.caller, _memory_id(c)),
+    ("why", APPLICATION_COMMAND): lambda c: WhyMemory(c.caller, _memory_id(c)),
+    ("why", AUTOCOMPLETE): lambda c: SuggestForget(c.caller, _memory_id(c)),
+    ("export", APPLICATION_COMMAND): lambda c: ExportMemories(c.caller, _interaction_id(c)),
+    ("forget-all", APPLICATION_COMMAND): lambda c: ForgetAllAsk(c.caller),
+}

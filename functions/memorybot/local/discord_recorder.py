@@ -14,6 +14,7 @@ import itertools
 import json
 import re
 import threading
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -50,6 +51,16 @@ class Recorded:
     @property
     def content(self) -> str:
         return (self.body or {}).get("content", "") if isinstance(self.body, dict) else ""
+
+
+@dataclass(frozen=True)
+class Call:
+    """One routed request: its method, the route's match on its path, its JSON body and headers."""
+
+    method: str
+    match: re.Match[str]
+    payload: Any
+    headers: dict
 
 
 class DiscordRecorder:
@@ -138,70 +149,90 @@ class DiscordRecorder:
             return self._route(method, path, payload, lowered)
 
     def _route(self, method: str, path: str, payload: Any, headers: dict) -> tuple[int, Any]:
-        if method == "POST" and _DM_OPEN.match(path):
-            user_id = str((payload or {}).get("recipient_id", ""))
-            if not user_id:
-                return 400, {"code": 50035, "message": "Invalid Form Body"}
-            channel_id = self.dm_channels.setdefault(user_id, self._new_id())
-            self._record("dm_open", method, path, payload, headers, channel_id=channel_id, recipient_id=user_id)
-            return 200, {"id": channel_id, "type": 1, "recipients": [{"id": user_id}]}
-        if (m := _CHANNEL_MESSAGES.match(path)) and method == "POST":
-            channel_id = m["channel"]
-            recipient = next((u for u, c in self.dm_channels.items() if c == channel_id), "")
-            if recipient in self.closed_dms:
-                return 403, DMS_CLOSED
-            message_id = self._new_id()
-            self._record(
-                "message",
-                method,
-                path,
-                payload,
-                headers,
-                channel_id=channel_id,
-                recipient_id=recipient,
-                message_id=message_id,
-            )
-            self.events[-1].attachments = self._attachments
-            return 200, {"id": message_id, "channel_id": channel_id, "content": (payload or {}).get("content", "")}
-        if (m := _CHANNEL_MESSAGES.match(path)) and method == "GET":
-            posted = [
-                {
-                    "id": e.message_id,
-                    "type": 0,
-                    "content": e.content,
-                    "author": {"id": "0", "username": "memorybot", "bot": True},
-                }
-                for e in self.events
-                if e.kind == "message" and e.channel_id == m["channel"]
-            ]
-            everything = posted + self._others.get(m["channel"], [])
-            return 200, sorted(everything, key=lambda raw: int(raw["id"]), reverse=True)  # newest first, like Discord
-        if (m := _ORIGINAL.match(path)) and method == "PATCH":
-            message_id = self._originals.setdefault(m["token"], self._new_id())
-            self._record("edit", method, path, payload, headers, interaction_token=m["token"], message_id=message_id)
-            return 200, {"id": message_id, "content": (payload or {}).get("content", "")}
-        if (m := _COMMANDS.match(path)) and method == "PUT":
-            self._record("commands", method, path, payload, headers)
-            # Discord answers with the commands as registered: each with its id and version.
-            if not isinstance(payload, list) or not all(isinstance(c, dict) for c in payload):
-                return 400, {"code": 50035, "message": "Invalid Form Body"}
-            registered = [{**c, "id": self._new_id(), "application_id": m["app"], "version": "1"} for c in payload]
-            self.commands[(m["app"], m["guild"])] = registered
-            return 200, payload
-        if (m := _COMMANDS.match(path)) and method == "GET":
-            return 200, self.commands.get((m["app"], m["guild"]), [])
-        if _BOT_USER.match(path) and method == "GET":
-            return 200, dict(self.bot_user)
-        if _APPLICATION.match(path) and method == "GET":
-            return 200, dict(self.application)
+        for (route_method, pattern), answer in _ROUTES.items():
+            if method == route_method and (match := pattern.match(path)):
+                return answer(self, Call(method, match, payload, headers))
         return 404, NOT_FOUND
+
+    def _open_dm(self, call: Call) -> tuple[int, Any]:
+        user_id = str((call.payload or {}).get("recipient_id", ""))
+        if not user_id:
+            return 400, {"code": 50035, "message": "Invalid Form Body"}
+        channel_id = self.dm_channels.setdefault(user_id, self._new_id())
+        self._record("dm_open", call, channel_id=channel_id, recipient_id=user_id)
+        return 200, {"id": channel_id, "type": 1, "recipients": [{"id": user_id}]}
+
+    def _post_message(self, call: Call) -> tuple[int, Any]:
+        channel_id = call.match["channel"]
+        recipient = next((u for u, c in self.dm_channels.items() if c == channel_id), "")
+        if recipient in self.closed_dms:
+            return 403, DMS_CLOSED
+        message_id = self._new_id()
+        self._record("message", call, channel_id=channel_id, recipient_id=recipient, message_id=message_id)
+        self.events[-1].attachments = self._attachments
+        return 200, {"id": message_id, "channel_id": channel_id, "content": (call.payload or {}).get("content", "")}
+
+    def _read_channel(self, call: Call) -> tuple[int, Any]:
+        channel_id = call.match["channel"]
+        posted = [
+            {
+                "id": e.message_id,
+                "type": 0,
+                "content": e.content,
+                "author": {"id": "0", "username": "memorybot", "bot": True},
+            }
+            for e in self.events
+            if e.kind == "message" and e.channel_id == channel_id
+        ]
+        everything = posted + self._others.get(channel_id, [])
+        return 200, sorted(everything, key=lambda raw: int(raw["id"]), reverse=True)  # newest first, like Discord
+
+    def _edit_original(self, call: Call) -> tuple[int, Any]:
+        token = call.match["token"]
+        message_id = self._originals.setdefault(token, self._new_id())
+        self._record("edit", call, interaction_token=token, message_id=message_id)
+        return 200, {"id": message_id, "content": (call.payload or {}).get("content", "")}
+
+    def _register_commands(self, call: Call) -> tuple[int, Any]:
+        payload, m = call.payload, call.match
+        self._record("commands", call)
+        # Discord answers with the commands as registered: each with its id and version.
+        if not isinstance(payload, list) or not all(isinstance(c, dict) for c in payload):
+            return 400, {"code": 50035, "message": "Invalid Form Body"}
+        registered = [{**c, "id": self._new_id(), "application_id": m["app"], "version": "1"} for c in payload]
+        self.commands[(m["app"], m["guild"])] = registered
+        return 200, payload
+
+    def _read_commands(self, call: Call) -> tuple[int, Any]:
+        return 200, self.commands.get((call.match["app"], call.match["guild"]), [])
+
+    def _read_bot_user(self, _call: Call) -> tuple[int, Any]:
+        return 200, dict(self.bot_user)
+
+    def _read_application(self, _call: Call) -> tuple[int, Any]:
+        return 200, dict(self.application)
 
     def _new_id(self) -> str:
         return snowflake_at(utcnow(), next(self._ids))
 
-    def _record(self, kind: str, method: str, path: str, payload: Any, headers: dict, **fields: Any) -> None:
-        kept = {k: headers[k] for k in ("authorization", "user-agent") if k in headers}
-        self.events.append(Recorded(next(self._seq), kind, method, path, payload, headers=kept, **fields))
+    def _record(self, kind: str, call: Call, **fields: Any) -> None:
+        kept = {k: call.headers[k] for k in ("authorization", "user-agent") if k in call.headers}
+        self.events.append(
+            Recorded(next(self._seq), kind, call.method, call.match.string, call.payload, headers=kept, **fields)
+        )
+
+
+# (method, path pattern) -> the answer; any other request is a 404, as Discord's.
+_ROUTES: dict[tuple[str, re.Pattern[str]], Callable[[DiscordRecorder, Call], tuple[int, Any]]] = {
+    ("POST", _DM_OPEN): DiscordRecorder._open_dm,
+    ("POST", _CHANNEL_MESSAGES): DiscordRecorder._post_message,
+    ("GET", _CHANNEL_MESSAGES): DiscordRecorder._read_channel,
+    ("PATCH", _ORIGINAL): DiscordRecorder._edit_original,
+    ("PUT", _COMMANDS): DiscordRecorder._register_commands,
+    ("GET", _COMMANDS): DiscordRecorder._read_commands,
+    ("GET", _BOT_USER): DiscordRecorder._read_bot_user,
+    ("GET", _APPLICATION): DiscordRecorder._read_application,
+}
 
 
 def _multipart(content_type: str, body: bytes) -> tuple[Any, list[dict]]:

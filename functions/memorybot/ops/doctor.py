@@ -27,9 +27,9 @@ from ..discord.requests import COMMANDS
 
 OK, FAIL, WARN, SKIP = "ok", "FAIL", "warn", "skip"
 
-OUTPUTS = ("InteractionsUrl", "RollbackUrl", "EraseUrl")  # the stack's CfnOutputs (infra/stack.py)
+OUTPUTS = ("InteractionsUrl", "RollbackUrl", "EraseUrl")  # the stack's CfnOutputs (infra/api.py)
 HEALTHY_STACK = ("CREATE_COMPLETE", "UPDATE_COMPLETE", "IMPORT_COMPLETE")
-# The functions' environment, as the stack writes it (infra/stack.py _environment).
+# The functions' environment, as the stack writes it (infra/functions.py environment).
 MODEL_BACKENDS = {"decision": "MEMORYBOT_DECISION_MODEL", "chat": "MEMORYBOT_CHAT_MODEL"}
 BEDROCK_MODEL_IDS = {"decision": "BEDROCK_DECISION_MODEL_ID", "chat": "BEDROCK_CHAT_MODEL_ID"}
 APPLICATION_ID = "DISCORD_APPLICATION_ID"

@@ -1,0 +1,197 @@
+"""What each function is and may touch: one spec per function, the one place its grants are declared.
+
+The stack builds a function, its role and its policy from its spec (functions.py, grants.py);
+tests/infra/test_iam_contract.py holds the table grants to exactly the requests the code makes.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from aws_cdk import Duration
+
+# DynamoDB access per function and table, action by action: exactly the requests the function's
+# code makes (tests/infra/test_iam_contract.py records them and fails on any miss or any unused
+# grant). A transaction needs the action of each of its items (Put -> PutItem, ...).
+# Nothing may Scan, and nothing batches.
+# Powertools idempotency on the dedup table: a conditional put (a duplicate gets the stored record
+# back in the same answer, so no GetItem), the result stored by update, the record given back by
+# delete when the work raised.
+IDEMPOTENCY_ACTIONS = ("PutItem", "UpdateItem", "DeleteItem")
+# The one function that may change a ledger row: the erase function redacts a person's rows
+# (grants.py, grant_ledger_redaction).
+LEDGER_REDACTOR = "Erase"
+
+
+@dataclass(frozen=True)
+class TableAccess:
+    actions: tuple[str, ...] = ()  # on the table itself, e.g. "GetItem", "Query"
+    indexes: tuple[str, ...] = ()  # the indexes the function queries (dynamodb:Query on each)
+
+
+def access(*actions: str, indexes: tuple[str, ...] = ()) -> TableAccess:
+    return TableAccess(tuple(actions), tuple(indexes))
+
+
+@dataclass(frozen=True)
+class FunctionSpec:
+    name: str  # construct id, and the module under memorybot.handlers
+    description: str
+    memory_mb: int
+    timeout: Duration
+    tables: dict[str, TableAccess]  # logical table name -> what the function does there
+    secrets: tuple[str, ...] = ()  # keys of SECRET_KEYS
+    bedrock: bool = False
+    entry: str = ""  # "module.function" under memorybot.handlers; default "<name lower>.handler"
+    manifests: tuple[str, ...] = ()  # on the nightly manifest bucket's objects: "PutObject", "GetObject"
+
+    @property
+    def handler(self) -> str:
+        return f"memorybot.handlers.{self.entry or self.name.lower() + '.handler'}"
+
+
+FUNCTIONS = (
+    FunctionSpec(
+        "Interactions",
+        "Discord interactions: verify, answer within 3 s, hand /chat to the reply worker",
+        memory_mb=512,  # more memory is more CPU: a faster cold start
+        timeout=Duration.seconds(10),
+        tables={
+            "messages": access("PutItem"),  # /chat stores the message
+            # /memory show, why and the autocomplete read the profile; forget reads and deletes one,
+            # and adds its sources to the owner's forgotten-sources item (UpdateItem, same transaction);
+            # export finds the person's scopes (by_user) and reads that item
+            "memories": access("GetItem", "DeleteItem", "UpdateItem", indexes=("by_updated", "by_user")),
+            # read rows and the forget's row; GetItem finds a forget whose answer was lost;
+            # export reads the person's rows (Query) in every scope they have rows in (by_user)
+            "memory_log": access("PutItem", "GetItem", "Query", indexes=("by_user",)),
+            "dedup": access(*IDEMPOTENCY_ACTIONS),  # a replayed /memory show sends no second DM
+        },
+        secrets=("DISCORD_PUBLIC_KEY", "DISCORD_BOT_TOKEN"),
+    ),
+    FunctionSpec(
+        "Reply",
+        "Reply worker: memories + channel log -> chat model -> Discord followup",
+        memory_mb=512,
+        timeout=Duration.seconds(90),
+        tables={
+            "messages": access("PutItem", "Query"),
+            "memories": access(indexes=("by_updated",)),
+            "memory_log": access("PutItem"),
+            "dedup": access(*IDEMPOTENCY_ACTIONS),
+        },
+        secrets=("DISCORD_BOT_TOKEN",),  # its Discord client carries the token (channel history)
+        bedrock=True,
+    ),
+    FunctionSpec(
+        "Extraction",
+        "Extraction worker: decide, rewrite and log memory changes after a reply",
+        memory_mb=512,
+        timeout=Duration.minutes(5),
+        tables={
+            "messages": access(indexes=("by_conversation",)),  # the person's own exchange, nothing else
+            # GetItem: the sources of the memories the person forgot (one item), never learned from again
+            "memories": access("GetItem", "PutItem", "DeleteItem", indexes=("by_updated",)),
+            "memory_log": access("PutItem", "GetItem"),
+            "dedup": access(*IDEMPOTENCY_ACTIONS),
+        },
+        bedrock=True,
+    ),
+    # The nightly run: one thin Lambda per state of the state machine (nightly.py, NightlyRun).
+    FunctionSpec(
+        "NightlyClaim",
+        "Nightly step: claim the JST day (03:00 JST)",
+        memory_mb=256,
+        timeout=Duration.seconds(30),
+        tables={"nightly_runs": access("GetItem", "PutItem", "UpdateItem")},  # the claim's transaction and a takeover
+        entry="nightly.claim",
+    ),
+    FunctionSpec(
+        "NightlyPlan",
+        "Nightly step: the day's speakers and their message ids, written as the map's manifest",
+        memory_mb=512,
+        timeout=Duration.minutes(2),
+        tables={"messages": access(indexes=("by_jst_day",))},
+        entry="nightly.plan",
+        manifests=("PutObject",),
+    ),
+    FunctionSpec(
+        "NightlySpeaker",
+        "Nightly step: one speaker's newest chunks through the extraction path",
+        memory_mb=512,
+        timeout=Duration.minutes(5),
+        tables={
+            "messages": access(indexes=("by_conversation",)),  # the speaker's own lines, by id
+            # GetItem: the sources of the speaker's forgotten memories (one item)
+            "memories": access("GetItem", "PutItem", "DeleteItem", indexes=("by_updated",)),
+            "memory_log": access("PutItem", "GetItem"),  # GetItem: a change whose answer was lost
+            "nightly_runs": access("GetItem", "PutItem"),  # the speaker's mark: checked first, written once
+        },
+        bedrock=True,
+        entry="nightly.speaker",
+    ),
+    FunctionSpec(
+        "NightlySpeakerFailed",
+        "Nightly step: record a speaker that failed after its retries",
+        memory_mb=256,
+        timeout=Duration.seconds(30),
+        tables={"nightly_runs": access("GetItem", "PutItem")},
+        entry="nightly.speaker_failed",
+    ),
+    FunctionSpec(
+        "NightlyReview",
+        "Nightly step: the stale review (decay) and the diary",
+        memory_mb=512,
+        timeout=Duration.minutes(5),
+        tables={
+            "messages": access(indexes=("by_jst_day",)),  # the diary's last 30 lines
+            # DeleteItem: a decay; UpdateItem: the review mark of a kept record
+            "memories": access("DeleteItem", "UpdateItem", indexes=("stale", "review_queue")),
+            "memory_log": access("PutItem", "GetItem"),
+            "nightly_runs": access("GetItem", "PutItem"),
+        },
+        bedrock=True,
+        entry="nightly.review",
+    ),
+    FunctionSpec(
+        "NightlyFinish",
+        "Nightly step: the run record (summary, decayed, model calls, failed speakers)",
+        memory_mb=512,
+        timeout=Duration.minutes(2),
+        tables={
+            "memory_log": access(indexes=("by_run",)),  # the run's changes, each once
+            "nightly_runs": access("GetItem", "UpdateItem"),
+        },
+        entry="nightly.finish",
+        manifests=("GetObject",),
+    ),
+    FunctionSpec(
+        "Admin",
+        "Admin rollback of a nightly run and operator import (admin secret)",
+        memory_mb=512,
+        timeout=Duration.seconds(29),  # API Gateway's own limit
+        tables={
+            # rollback: reverts; import: each memory with its marker (PutItem), a dry run's marker check (GetItem)
+            "memories": access("GetItem", "PutItem", "DeleteItem"),
+            # the rows of both; GetItem finds a change whose answer was lost
+            "memory_log": access("PutItem", "GetItem", indexes=("by_run",)),
+            "nightly_runs": access("GetItem", "UpdateItem"),  # the lease and the rolled-back mark
+        },
+        secrets=("MEMORYBOT_ADMIN_SECRET",),
+    ),
+    FunctionSpec(
+        LEDGER_REDACTOR,
+        "Erasure of one person (admin secret): memories, messages, and the text of their ledger rows",
+        memory_mb=512,
+        timeout=Duration.seconds(29),  # API Gateway's own limit
+        tables={
+            # every scope (by_user), each profile (by_updated), each memory deleted with its row
+            "memories": access("GetItem", "DeleteItem", indexes=("by_updated", "by_user")),
+            # UpdateItem: the redaction, granted apart and conditioned (see grants.grant_ledger_redaction)
+            "memory_log": access("PutItem", "GetItem", "Query", indexes=("by_user",)),
+            # their own lines (by_author) and the bot's replies to them (by_conversation_of)
+            "messages": access("DeleteItem", indexes=("by_author", "by_conversation_of")),
+        },
+        secrets=("MEMORYBOT_ADMIN_SECRET",),
+    ),
+)
