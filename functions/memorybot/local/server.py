@@ -55,6 +55,7 @@ class LocalStack:
     invoker: LocalInvoker
     recorder: DiscordRecorder | None
     state_dir: Path
+    container: bootstrap.Container  # the one this stack built (and installed for its handlers)
     moto: moto_dynamo.MotoDynamo | None = None
     notes: list[str] = field(default_factory=list)
     admin_secret: str = ""  # the local routes' bearer secret: the same as rollback's
@@ -142,7 +143,16 @@ def start(host: str = DEFAULT_HOST, port: int = DEFAULT_PORT, state_dir: Path = 
     admin_secret = container.settings.secret("MEMORYBOT_ADMIN_SECRET")
     tables.create_tables(container.dynamodb_client, dict(container.settings.table_names))
     stack = LocalStack(
-        url, httpd, invoker, recorder, state_dir, moto, notes, admin_secret, _hosts(host, httpd.server_address[1])
+        url,
+        httpd,
+        invoker,
+        recorder,
+        state_dir,
+        container,
+        moto,
+        notes,
+        admin_secret,
+        _hosts(host, httpd.server_address[1]),
     )
     httpd.stack = stack  # type: ignore[attr-defined]
     threading.Thread(target=httpd.serve_forever, kwargs={"poll_interval": 0.1}, daemon=True, name="local-stack").start()
@@ -286,7 +296,7 @@ class _Handler(BaseHTTPRequestHandler):
         if method == "POST" and path == "/local/nightly":
             return self._nightly(body)
         if method == "GET" and path == "/local/info":
-            settings = bootstrap.container().settings
+            settings = self.stack.container.settings
             return 200, {"applicationId": settings.discord_application_id, "recorder": self.stack.recorder is not None}
         if path.startswith("/local/discord/") and self.stack.recorder:
             return self._recorder_control(method, path, query, body)
@@ -322,7 +332,7 @@ class _Handler(BaseHTTPRequestHandler):
         self.stack.invoker.drain(timeout=DRAIN_TIMEOUT_SECONDS)  # let pending extractions land first
         # The state machine's steps (the nightly handlers' typed use cases), in its order, in this process.
         try:
-            run = run_in_process(bootstrap.container().consolidator, now or utcnow())
+            run = run_in_process(self.stack.container.consolidator, now or utcnow())
         except Exception as exc:  # noqa: BLE001 - deployed, the failed execution is redriven; here, ask again
             return 503, {"status": "incomplete", "error": type(exc).__name__, "retry": "POST /local/nightly again"}
         if run is None:
