@@ -96,6 +96,22 @@ def event_path(event: dict) -> str:
     )
 
 
+def admin_function(
+    logger: Any, route: AdminRoute, use_case: Callable[[Container], Any], message: str, **logged: str
+) -> Callable[[Any, Any], dict]:
+    """An admin route's Lambda entry (rollback, erase, import): ``admin_endpoint`` with the process's
+    container, one INFO line (``message``: the status, and ``logged``'s answer fields, ids and
+    counts only) and the HTTP response."""
+
+    @logger.inject_lambda_context(clear_state=True)
+    def handler(event: dict, context: Any) -> dict:
+        status, answer = admin_endpoint(bootstrap.container(), event, logger, route, use_case)
+        logger.info(message, extra={"status": status, **{key: answer.get(field) for key, field in logged.items()}})
+        return http_response(status, answer)
+
+    return handler
+
+
 def admin_endpoint(
     container: Container, event: dict, logger: Any, route: AdminRoute, use_case: Callable[[Container], Any]
 ) -> tuple[int, dict]:
