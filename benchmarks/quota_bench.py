@@ -150,7 +150,7 @@ def night(llm: OpenAIServer, *, per_instance: bool = False) -> None:
     )
     print(
         f"  model calls {calls:,}, throttled answers {llm.throttled}, "
-        f"calls without a usable answer {sum(m.get('failures', 0) for m in marks if m is not None)}; "
+        f"calls without a usable answer {sum(m.failures for m in marks if m is not None)}; "
         f"speaker steps run again by the map's Retry {len(retried)}"
     )
     print(
