@@ -25,7 +25,6 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
-from typing import Any
 
 from . import decisions
 from .domain import (
@@ -156,6 +155,14 @@ def manifest_key(run_id: int) -> str:
     return f"runs/{int(run_id)}/speakers.json"
 
 
+@dataclass
+class ReviewTally:
+    """What the review counts as it goes (its mark, ``ReviewMark``, is written from it once)."""
+
+    failures: int = 0
+    conflicts: int = 0
+
+
 def _diary_line(answer: object) -> str | None:
     return decisions.memory_text(answer)  # one line: whitespace folded, capped, never empty
 
@@ -281,15 +288,20 @@ class Consolidator:
         window = window_for(now)
         recent = diary_lines(self._messages.between(window.start, window.end))
         counter = decisions.CallCounter()
-        result: dict[str, Any] = {"failures": 0, "conflicts": 0}  # the review's tally, as the mark's fields
+        tally = ReviewTally()
         with ThreadPoolExecutor(max_workers=1) as diary_pool:
             diary_future = diary_pool.submit(self._diary, recent, counter)
-            self._decay(now, run_id, result, counter)
+            self._decay(now, run_id, tally, counter)
             diary = diary_future.result()
-        result.update(diary=diary, model_calls=counter.calls, failures=result["failures"] + counter.failures)
-        return self._runs.mark_step(run_id, REVIEW_MARK, ReviewMark.from_json(result))
+        mark = ReviewMark(
+            diary=diary,
+            failures=tally.failures + counter.failures,
+            conflicts=tally.conflicts,
+            model_calls=counter.calls,
+        )
+        return self._runs.mark_step(run_id, REVIEW_MARK, mark)
 
-    def _log_decay_reads(self, stale: list[Memory], run_id: int, result: dict) -> list[Memory]:
+    def _log_decay_reads(self, stale: list[Memory], run_id: int, tally: ReviewTally) -> list[Memory]:
         """One ``read`` row per person whose stale memories are reviewed; a person whose row
         could not be written is not reviewed tonight (a read is never used unlogged)."""
         logged: set[Owner] = set()
@@ -302,12 +314,12 @@ class Consolidator:
                     "nightly decay read not logged",
                     extra={"run_id": run_id, "user_id": owner.user_id, "error": type(exc).__name__},
                 )
-                result["failures"] += 1
+                tally.failures += 1
                 continue
             logged.add(owner)
         return [m for m in stale if m.owner in logged]
 
-    def _decay(self, now: datetime, run_id: int, result: dict, counter: decisions.CallCounter) -> None:
+    def _decay(self, now: datetime, run_id: int, tally: ReviewTally, counter: decisions.CallCounter) -> None:
         """Review the stale records least recently reviewed first; only an explicit DELETE removes
         one, and a KEEP marks it reviewed so that it goes behind those not yet reviewed."""
         try:
@@ -316,10 +328,10 @@ class Consolidator:
             logger.warning(
                 "nightly decay could not list stale records", extra={"run_id": run_id, "error": type(exc).__name__}
             )
-            result["failures"] += 1
+            tally.failures += 1
             return
         stale = stale[:STALE_REVIEWS_PER_NIGHT]  # the cap holds whatever the store returns
-        stale = self._log_decay_reads(stale, run_id, result)  # their text goes to the decision model
+        stale = self._log_decay_reads(stale, run_id, tally)  # their text goes to the decision model
 
         def review(memory: Memory) -> Verdict | None:
             return counter.ask(
@@ -329,7 +341,7 @@ class Consolidator:
         verdicts = decisions.concurrently(review, stale, REVIEW_CONCURRENCY)
         for memory, verdict in zip(stale, verdicts, strict=False):
             if verdict is Verdict.KEEP:
-                self._mark_kept(memory, run_id, result)
+                self._mark_kept(memory, run_id, tally)
                 continue
             if verdict is not Verdict.DELETE:
                 continue  # failed or ambiguous: it stays first in line and is reviewed again next night
@@ -337,15 +349,15 @@ class Consolidator:
             try:
                 self._memories.apply(change, actor=Actor.NIGHTLY, run_id=run_id)
             except ConflictError:
-                result["conflicts"] += 1
+                tally.conflicts += 1
             except Exception as exc:  # noqa: BLE001
                 logger.warning(
                     "nightly decay delete failed",
                     extra={"run_id": run_id, "memory_id": memory.memory_id, "error": type(exc).__name__},
                 )
-                result["failures"] += 1
+                tally.failures += 1
 
-    def _mark_kept(self, memory: Memory, run_id: int, result: dict) -> None:
+    def _mark_kept(self, memory: Memory, run_id: int, tally: ReviewTally) -> None:
         try:
             self._memories.mark_reviewed(memory, self._clock())
         except Exception as exc:  # noqa: BLE001 - unmarked, it is simply reviewed again first
@@ -353,7 +365,7 @@ class Consolidator:
                 "nightly review mark failed",
                 extra={"run_id": run_id, "memory_id": memory.memory_id, "error": type(exc).__name__},
             )
-            result["failures"] += 1
+            tally.failures += 1
 
     def _diary(self, recent: Sequence[Message], counter: decisions.CallCounter) -> str:
         """One Japanese line from the last 30 messages; a failure leaves it empty."""
