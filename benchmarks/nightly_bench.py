@@ -70,6 +70,15 @@ class PerUserStore:
             )
             return profile
 
+    def read_selected(self, owner, choose, *, actor, reason, run_id=None):
+        with self._lock:
+            chosen = choose(list(self.rows.get(owner, {}).values()))
+            ids = tuple(m.memory_id for m in chosen)
+            self.ledger.append(
+                LedgerEntry(owner.user_id, Action.READ, actor, reason, NOW, ids, run_id=run_id, scope=owner.scope)
+            )
+            return chosen
+
     def get(self, owner, memory_id):
         return self.rows.get(owner, {}).get(memory_id)
 

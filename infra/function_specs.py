@@ -13,7 +13,7 @@ from aws_cdk import Duration
 # DynamoDB access per function and table, action by action: exactly the requests the function's
 # code makes (tests/infra/test_iam_contract.py records them and fails on any miss or any unused
 # grant). A transaction needs the action of each of its items (Put -> PutItem, ...).
-# Nothing may Scan, and nothing batches.
+# Nothing batches, and nothing may Scan but the nightly review (the bounded vector backfill).
 # Powertools idempotency on the dedup table: a conditional put (a duplicate gets the stored record
 # back in the same answer, so no GetItem), the result stored by update, the record given back by
 # delete when the work raised.
@@ -76,7 +76,7 @@ FUNCTIONS = (
         timeout=Duration.seconds(90),
         tables={
             "messages": access("PutItem", "Query"),
-            "memories": access(indexes=("by_updated",)),
+            "memories": access("Query"),  # the person's whole profile (one partition), for relevance selection
             "memory_log": access("PutItem"),
             "dedup": access(*IDEMPOTENCY_ACTIONS),
         },
@@ -90,8 +90,9 @@ FUNCTIONS = (
         timeout=Duration.minutes(5),
         tables={
             "messages": access(indexes=("by_conversation",)),  # the person's own exchange, nothing else
-            # GetItem: the sources of the memories the person forgot (one item), never learned from again
-            "memories": access("GetItem", "PutItem", "DeleteItem", indexes=("by_updated",)),
+            # GetItem: the sources of the memories the person forgot (one item), never learned from again;
+            # Query: the whole profile, for relevance selection
+            "memories": access("GetItem", "PutItem", "DeleteItem", "Query"),
             "memory_log": access("PutItem", "GetItem"),
             "dedup": access(*IDEMPOTENCY_ACTIONS),
         },
@@ -122,8 +123,8 @@ FUNCTIONS = (
         timeout=Duration.minutes(5),
         tables={
             "messages": access(indexes=("by_conversation",)),  # the speaker's own lines, by id
-            # GetItem: the sources of the speaker's forgotten memories (one item)
-            "memories": access("GetItem", "PutItem", "DeleteItem", indexes=("by_updated",)),
+            # GetItem: the sources of the speaker's forgotten memories (one item); Query: the whole profile
+            "memories": access("GetItem", "PutItem", "DeleteItem", "Query"),
             "memory_log": access("PutItem", "GetItem"),  # GetItem: a change whose answer was lost
             "nightly_runs": access("GetItem", "PutItem"),  # the speaker's mark: checked first, written once
         },
@@ -140,13 +141,14 @@ FUNCTIONS = (
     ),
     FunctionSpec(
         "NightlyReview",
-        "Nightly step: the stale review (decay) and the diary",
+        "Nightly step: the stale review (decay), the vector backfill and the diary",
         memory_mb=512,
         timeout=Duration.minutes(5),
         tables={
             "messages": access(indexes=("by_jst_day",)),  # the diary's last 30 lines
-            # DeleteItem: a decay; UpdateItem: the review mark of a kept record
-            "memories": access("DeleteItem", "UpdateItem", indexes=("stale", "review_queue")),
+            # DeleteItem: a decay; UpdateItem: the review mark of a kept record, and a backfilled vector;
+            # Scan: the vector backfill's bounded pass (a few pages a night, from where the last stopped)
+            "memories": access("DeleteItem", "UpdateItem", "Scan", indexes=("stale", "review_queue")),
             "memory_log": access("PutItem", "GetItem"),
             "nightly_runs": access("GetItem", "PutItem"),
         },

@@ -17,6 +17,8 @@ SUPPORTED_ARCHITECTURES = ("arm64", "x86_64")
 # What the stack can wire without a secret in the environment.
 DECISION_BACKENDS = ("bedrock", "http", "offline")
 CHAT_BACKENDS = ("bedrock", "offline")
+EMBEDDING_BACKENDS = ("bedrock", "offline", "none")  # none: relevance is lexical only
+TITAN_EMBEDDING_DIMENSIONS = (256, 512, 1024)
 
 
 @dataclass(frozen=True)
@@ -28,6 +30,10 @@ class StackConfig:
     chat_model: str = "bedrock"
     bedrock_decision_model_id: str = _DEFAULT_MODEL_ID["bedrock_decision_model_id"]
     bedrock_chat_model_id: str = _DEFAULT_MODEL_ID["bedrock_chat_model_id"]
+    # Relevance (docs/relevance.md): the embedding model and its vector size.
+    embedding_model: str = "bedrock"
+    embedding_dimensions: int = _DEFAULT_MODEL_ID["embedding_dimensions"]
+    bedrock_embedding_model_id: str = _DEFAULT_MODEL_ID["bedrock_embedding_model_id"]
     jev_url: str = ""
     discord_application_id: str = ""
     discord_api_base: str = DEFAULT_DISCORD_API_BASE
@@ -67,6 +73,9 @@ class StackConfig:
         _check(self.python_version, SUPPORTED_PYTHON, "python_version")
         _check(self.decision_model, DECISION_BACKENDS, "decision_model")
         _check(self.chat_model, CHAT_BACKENDS, "chat_model")
+        _check(self.embedding_model, EMBEDDING_BACKENDS, "embedding_model")
+        if self.embedding_model == "bedrock" and self.embedding_dimensions not in TITAN_EMBEDDING_DIMENSIONS:
+            raise ValueError(f"context embedding_dimensions must be one of {TITAN_EMBEDDING_DIMENSIONS}")
         _check(self.memory_scope, tuple(m.value for m in ScopeMode), "memory_scope")
         if not 1 <= self.nightly_max_concurrency <= 10000:
             raise ValueError("context nightly_max_concurrency must be between 1 and 10000")
@@ -85,6 +94,8 @@ class StackConfig:
             ids.append(self.bedrock_decision_model_id)
         if self.chat_model == "bedrock":
             ids.append(self.bedrock_chat_model_id)
+        if self.embedding_model == "bedrock":
+            ids.append(self.bedrock_embedding_model_id)
         return tuple(dict.fromkeys(ids))
 
     @classmethod

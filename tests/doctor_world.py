@@ -29,6 +29,7 @@ from memorybot.discord.requests import COMMANDS
 from memorybot.local.discord_recorder import DiscordRecorder
 
 MODEL_ID = "anthropic.claude-3-haiku-20240307-v1:0"
+EMBEDDING_MODEL_ID = "amazon.titan-embed-text-v2:0"
 APPLICATION_ID = "100000000000000001"
 PUBLIC_KEY = "3f" * 32
 BOT_TOKEN = "MTAwMDAwMDAwMDAwMDAwMDAx.GabCde.abcdefghijklmnopqrstuvwxyz0123456789AB"
@@ -128,6 +129,8 @@ class DoctorWorld:
                 "MEMORYBOT_CHAT_MODEL": "bedrock",
                 "BEDROCK_DECISION_MODEL_ID": model_id,
                 "BEDROCK_CHAT_MODEL_ID": model_id,
+                "MEMORYBOT_EMBEDDING_MODEL": "bedrock",
+                "BEDROCK_EMBEDDING_MODEL_ID": EMBEDDING_MODEL_ID,
                 "DISCORD_APPLICATION_ID": application_id,
             }
             environment.update({f"{key}_SECRET_NAME": self.secret_name(key) for key in keys})
@@ -181,6 +184,7 @@ class DoctorWorld:
         self.discord.bot_user.update(id=APPLICATION_ID)
         self.register_commands()
         self.bedrock.grant(MODEL_ID)
+        self.bedrock.grant(EMBEDDING_MODEL_ID)
         self.aws_calls.clear()
         self.discord.calls.clear()
         self.bedrock.clear()

@@ -53,6 +53,7 @@ class FakeMemoryStore:
         self.clock = clock or Clock()
         self._lock = threading.Lock()
         self.fail_apply: Callable[[Change], bool] = lambda change: False
+        self.whole_profile_reads = 0
         self.markers: set[tuple[Owner, str]] = set()  # add_once's keys
 
     # helpers for tests
@@ -86,6 +87,30 @@ class FakeMemoryStore:
                 )
             )
             return profile
+
+    def read_selected(self, owner: Owner, choose, *, actor, reason, run_id=None):
+        assert isinstance(owner, Owner), "profiles are read by Owner (scope and user)"
+        self.whole_profile_reads += 1
+        chosen = choose(self.of(owner))
+        self.log_read(owner, tuple(m.memory_id for m in chosen), actor=actor, reason=reason, run_id=run_id)
+        return chosen
+
+    def set_embedding(self, memory, embedding):
+        with self._lock:
+            key = (memory.owner, memory.memory_id)
+            if self.rows.get(key) != memory:
+                return False
+            self.rows[key] = dataclasses.replace(self.rows[key], embedding=embedding)
+            return True
+
+    def without_embedding(self, model, limit, *, start=""):
+        """In (owner key, memory id) order, as a table scan would go, ``limit`` at a time."""
+        ordered = sorted(self.rows.values(), key=lambda m: (m.owner.key, m.memory_id))
+        after = [m for m in ordered if start == "" or (m.owner.key, m.memory_id) > tuple(json.loads(start))]
+        found = [m for m in after if m.embedding is None or m.embedding.model != model][:limit]
+        if len(found) < limit:
+            return found, ""
+        return found, json.dumps([found[-1].owner.key, found[-1].memory_id])
 
     def log_read(self, owner: Owner, memory_ids, *, actor, reason, run_id=None):
         with self._lock:

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import fnmatch
 import json
+import re
 import threading
 from dataclasses import dataclass, field
 from typing import Any
@@ -27,10 +28,11 @@ from memorybot import tables
 from memorybot.local import moto_dynamo
 
 # The services whose requests the contract follows: every DynamoDB request, every
-# asynchronous hand-off (Lambda Invoke) and every S3 request (the nightly manifest). Logs,
-# X-Ray, secrets and Bedrock are granted by the stack from the FunctionSpec and pinned by
-# tests/infra/test_stack.py.
-SERVICES = ("dynamodb", "lambda", "s3")
+# asynchronous hand-off (Lambda Invoke), every S3 request (the nightly manifest) and every
+# Bedrock model invocation (the embedding model; the scenarios script the decision and chat
+# models). Logs, X-Ray and secrets are granted by the stack from the FunctionSpec and pinned
+# by tests/infra/test_stack.py. (By IAM action prefix: bedrock-runtime's actions are bedrock:*.)
+SERVICES = ("dynamodb", "lambda", "s3", "bedrock")
 
 # The buckets a function is given, by the environment variable that names it -> the bucket's
 # logical name in the contract (as tables.ALL_TABLES names the tables).
@@ -84,6 +86,9 @@ def required(
         return f"dynamodb:{logical}" + (f"/index/{index}" if index else "")
 
     op, params = request.operation, request.params
+    if request.service == "bedrock-runtime":
+        # A foundation model by its id (an inference profile's id would name the profile).
+        return [Need(f"bedrock:{op}", f"bedrock:foundation-model/{params['modelId']}")]
     if request.service == "lambda":
         if op == "Invoke":
             return [Need("lambda:InvokeFunction", f"lambda:{params['FunctionName']}")]
@@ -210,9 +215,30 @@ def _resource_name(resource: Any, names: dict[str, str]) -> str:
             head = _resource_name(parts[0], names)
             if not head.startswith("{"):
                 return head + parts[1]
+    bedrock = _bedrock_name(resource)
+    if bedrock:
+        return bedrock
     if resource == "*":
         return "*"
     return json.dumps(resource, sort_keys=True)
+
+
+_PSEUDO = {"AWS::Partition", "AWS::Region", "AWS::AccountId"}
+_BEDROCK_ARN = re.compile(r"arn:[^:]+:bedrock:[^:]*:[^:]*:(foundation-model|inference-profile)/(.+)")
+
+
+def _bedrock_name(resource: Any) -> str:
+    """``bedrock:foundation-model/<id>`` for a Bedrock ARN joined from text and pseudo
+    parameters (partition, region, account: any value); "" for anything else."""
+    if isinstance(resource, dict) and "Fn::Join" in resource:
+        separator, parts = resource["Fn::Join"]
+        if not all(isinstance(p, str) or (isinstance(p, dict) and p.get("Ref") in _PSEUDO) for p in parts):
+            return ""
+        resource = separator.join(p if isinstance(p, str) else "pseudo" for p in parts)
+    if not isinstance(resource, str):
+        return ""
+    match = _BEDROCK_ARN.fullmatch(resource)
+    return f"bedrock:{match.group(1)}/{match.group(2)}" if match else ""
 
 
 def policies(template: dict, function_names: list[str]) -> dict[str, Policy]:

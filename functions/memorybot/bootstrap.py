@@ -63,11 +63,22 @@ class Container:
         return build_chat_model(self.settings)
 
     @cached_property
+    def embedding_model(self):
+        """None when MEMORYBOT_EMBEDDING_MODEL is none: relevance is then lexical only."""
+        from .adapters.models import build_embedding_model
+
+        return build_embedding_model(self.settings)
+
+    @cached_property
     def extractor(self):
         from .core.extraction import Extractor
 
         return Extractor(
-            self.memory_store, self.decision_model, self.chat_model, concurrency=self.settings.model_concurrency
+            self.memory_store,
+            self.decision_model,
+            self.chat_model,
+            concurrency=self.settings.model_concurrency,
+            embeddings=self.embedding_model,
         )
 
     @cached_property
@@ -94,6 +105,7 @@ class Container:
             self.chat_model,
             manifests=self.manifest_store,
             speaker_concurrency=self.settings.nightly_speaker_concurrency,
+            embeddings=self.embedding_model,
         )
 
     @cached_property
@@ -118,7 +130,7 @@ class Container:
     def reply_writer(self):
         from .core.reply import ReplyWriter
 
-        return ReplyWriter(self.memory_store, self.chat_model)
+        return ReplyWriter(self.memory_store, self.chat_model, self.embedding_model)
 
     # ---- the Discord front door and the workers
 

@@ -46,6 +46,12 @@ class Settings:
     openai_model: str = "gpt-4o-mini"
     bedrock_decision_model_id: str = "anthropic.claude-3-haiku-20240307-v1:0"
     bedrock_chat_model_id: str = "anthropic.claude-3-haiku-20240307-v1:0"
+    # Relevance (docs/relevance.md): none (lexical only) | offline | bedrock | openai, and the
+    # vector size: 256 keeps a stored vector at 261 bytes, and so the whole-profile read cheap.
+    embedding_model: str = "offline"
+    embedding_dimensions: int = 256
+    bedrock_embedding_model_id: str = "amazon.titan-embed-text-v2:0"
+    openai_embedding_model: str = "text-embedding-3-small"
     discord_api_base: str = DEFAULT_DISCORD_API_BASE
     discord_api_base_configured: bool = False  # the local stack uses its recorder when not
     dynamodb_endpoint: str = ""  # AWS_ENDPOINT_URL_DYNAMODB: the local stack starts moto when empty
@@ -103,6 +109,10 @@ class Settings:
             openai_model=env.get("OPENAI_MODEL", "gpt-4o-mini"),
             bedrock_decision_model_id=env.get("BEDROCK_DECISION_MODEL_ID", cls.bedrock_decision_model_id),
             bedrock_chat_model_id=env.get("BEDROCK_CHAT_MODEL_ID", cls.bedrock_chat_model_id),
+            embedding_model=env.get("MEMORYBOT_EMBEDDING_MODEL", cls.embedding_model),
+            embedding_dimensions=int(env.get("MEMORYBOT_EMBEDDING_DIMENSIONS", cls.embedding_dimensions)),
+            bedrock_embedding_model_id=env.get("BEDROCK_EMBEDDING_MODEL_ID", cls.bedrock_embedding_model_id),
+            openai_embedding_model=env.get("OPENAI_EMBEDDING_MODEL", cls.openai_embedding_model),
             discord_api_base=env.get("DISCORD_API_BASE", DEFAULT_DISCORD_API_BASE).rstrip("/"),
             discord_api_base_configured=bool(env.get("DISCORD_API_BASE")),
             dynamodb_endpoint=env.get("AWS_ENDPOINT_URL_DYNAMODB", ""),

@@ -17,6 +17,7 @@ from dataclasses import replace
 from datetime import timedelta
 from typing import Any
 
+import boto3
 import pytest
 
 from fakes import ScriptedChat, ScriptedJev, memory
@@ -40,9 +41,12 @@ from frontdoor import (
 )
 from iam_contract import BUCKET_ENV, Need, Policy, Recorder, check, key_needs, lambda_client, policies, s3_client
 from infra.stack import FUNCTIONS, LEDGER_ACTIONS_ALLOWED, LEDGER_REDACTION_ATTRIBUTES, LEDGER_REDACTOR
+from loopback.bedrock_server import BedrockServer
 from memorybot import bootstrap, tables
+from memorybot.adapters.bedrock import bedrock_client
 from memorybot.adapters.discord_rest import DiscordRest
 from memorybot.adapters.dynamodb import MARKER_PREFIX, DynamoMemoryStore, DynamoMessageStore
+from memorybot.adapters.embeddings import BedrockTitanEmbeddings
 from memorybot.adapters.invoker import LambdaInvoker, LocalContext
 from memorybot.adapters.manifests import S3Manifests
 from memorybot.bootstrap import Container
@@ -71,7 +75,7 @@ class Harness:
     (deployed, only the functions whose environment names the bucket have it: see
     test_a_function_that_uses_the_manifest_bucket_is_given_it)."""
 
-    def __init__(self, moto_server: Any, discord_base: str, recorder: Recorder) -> None:
+    def __init__(self, moto_server: Any, discord_base: str, recorder: Recorder, bedrock_url: str) -> None:
         seed_client = moto_server.client()
         prefix = f"iam{next(_prefixes)}-"
         names = moto_dynamo.create_tables(seed_client, prefix)
@@ -96,6 +100,7 @@ class Harness:
         self.jev, self.chat = ScriptedJev(), ScriptedChat(reply="nice to meet you")
         self.invocations: list[tuple[str, dict]] = []
         self.current: str | None = None
+        self.bedrock_url = bedrock_url
         self.containers = {spec.name: self._container(moto_server, spec.name, discord_base) for spec in FUNCTIONS}
         # The Distributed Map's ItemReader reads the manifest with the state machine's role, not a
         # function's: its reads are not recorded (its grant is pinned by test_nightly_state_machine.py).
@@ -118,6 +123,14 @@ class Harness:
             discord_interactive=DiscordRest(base, "contract-token", timeout=1.0, max_attempts=1),
             signature_verifier=Verifier(PUBLIC_KEY),
             manifest_store=S3Manifests(s3_client(self.recorder, function, moto_server.endpoint), self.bucket),
+            # The real Titan adapter on a loopback Bedrock endpoint: its InvokeModel calls are recorded.
+            embedding_model=BedrockTitanEmbeddings(
+                self.recorder.attach(
+                    bedrock_client(self.settings, session=_bedrock_session(), endpoint_url=self.bedrock_url), function
+                ),
+                self.settings.bedrock_embedding_model_id,
+                self.settings.embedding_dimensions,
+            ),
         )
 
     def container(self) -> Container:
@@ -388,8 +401,24 @@ SCENARIOS: dict[str, Callable[[Harness], None]] = {
     LEDGER_REDACTOR: erase_scenario,
 }
 
-# Grants no scenario exercises, each with why it stays. Empty: every grant is used.
-UNEXERCISED: dict[str, dict[Need, str]] = {}
+
+def _unjustified(unused: dict[str, set[Need]]) -> dict[str, set[Need]]:
+    return {name: needs - set(UNEXERCISED.get(name, {})) for name, needs in unused.items()}
+
+
+def _bedrock_session() -> boto3.Session:
+    return boto3.Session(aws_access_key_id="contract", aws_secret_access_key="contract", region_name="us-east-1")
+
+
+# Grants no scenario exercises, each with why it stays.
+_SCRIPTED_MODELS = (
+    "the scenarios script the decision and chat models (no Bedrock call); the grant of the configured "
+    "model ids to exactly these functions is pinned by test_stack.py"
+)
+UNEXERCISED: dict[str, dict[Need, str]] = {
+    name: {Need("bedrock:InvokeModel", f"bedrock:foundation-model/{Settings.bedrock_chat_model_id}"): _SCRIPTED_MODELS}
+    for name in ("Reply", "Extraction", "NightlySpeaker", "NightlyReview")
+}
 
 
 @pytest.fixture(scope="module")
@@ -398,7 +427,8 @@ def recorded(moto_server):
     recorder = Recorder()
     api = discord_recorder.DiscordRecorder()
     server, base = discord_recorder.serve(api)
-    harness = Harness(moto_server, base, recorder)
+    bedrock = BedrockServer()
+    harness = Harness(moto_server, base, recorder, bedrock.start())
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(bootstrap, "container", harness.container)
         for _name, scenario in SCENARIOS.items():
@@ -406,6 +436,7 @@ def recorded(moto_server):
             harness.deliver()
     server.shutdown()
     server.server_close()
+    bedrock.stop()
     harness.discord = api
     return recorder, harness
 
@@ -502,7 +533,7 @@ def test_negative_control_an_s3_grant_no_request_uses_is_unused(recorded, synth)
     assert widened == 1  # the plan's statement, the only one that writes the manifest
     verdict = check(recorder.requests, policies(template, names), harness.logical_tables, harness.logical_buckets)
     assert verdict.denial_lines() == []
-    assert {name: needs for name, needs in verdict.unused.items() if needs} == {
+    assert {name: needs for name, needs in _unjustified(verdict.unused).items() if needs} == {
         "NightlyPlan": {Need("s3:GetObject", f"s3:{MANIFESTS}/*")}
     }
 
@@ -672,7 +703,7 @@ def test_with_personal_data_encrypted_every_request_is_still_allowed_and_every_g
     encrypted = policies(encrypted_template, [spec.name for spec in FUNCTIONS])
     verdict = check(recorder.requests, encrypted, harness.logical_tables, harness.logical_buckets)
     assert verdict.denial_lines() == []
-    assert {name: needs for name, needs in verdict.unused.items() if needs} == {}
+    assert {name: needs for name, needs in _unjustified(verdict.unused).items() if needs} == {}
 
 
 def test_with_personal_data_encrypted_each_function_gets_exactly_the_key_actions_its_requests_need(
@@ -712,3 +743,14 @@ def test_negative_control_a_function_without_the_key_is_denied_its_personal_data
         if not stripped[r.function].allows(n)
     }
     assert denied == {spec.name for spec in FUNCTIONS}
+
+
+def test_the_functions_that_embed_invoke_the_embedding_model_and_only_they_may(recorded, role_policies):
+    recorder, _ = recorded
+    embedding = Need("bedrock:InvokeModel", f"bedrock:foundation-model/{Settings.bedrock_embedding_model_id}")
+    invoked = {r.function for r in recorder.requests if r.service == "bedrock-runtime"}
+    # the reply's query; extraction's query and written texts (live and nightly); the nightly backfill
+    assert invoked == {"Reply", "Extraction", "NightlySpeaker", "NightlyReview"}
+    assert {name for name, policy in role_policies.items() if policy.allows(embedding)} == invoked
+    scans = {r.function for r in recorder.requests if r.operation == "Scan"}
+    assert scans == {"NightlyReview"}  # the backfill's bounded pass, and nobody else's

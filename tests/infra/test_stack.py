@@ -268,7 +268,8 @@ TABLE_ACCESS = {
     "NightlySpeakerFailed": {"nightly_runs": _dynamodb("GetItem", "PutItem")},
     "NightlyReview": {
         "messages": _dynamodb("Query"),
-        "memories": _dynamodb("DeleteItem", "UpdateItem", "Query"),
+        # Scan: the embedding backfill's bounded pass (a few pages a night), nobody else's
+        "memories": _dynamodb("DeleteItem", "UpdateItem", "Query", "Scan"),
         "memory_log": _dynamodb("PutItem", "GetItem"),
         "nightly_runs": _dynamodb("GetItem", "PutItem"),
     },
@@ -294,17 +295,22 @@ def test_each_function_touches_only_its_tables_with_only_its_actions(synth):
         for logical_name, table_id in ids.items():
             granted = actions_on(statements, table_id)
             assert granted == TABLE_ACCESS[name].get(logical_name, set()), (name, logical_name)
-            assert not granted & _dynamodb("Scan", "BatchGetItem", "BatchWriteItem")
+            allowed = SCANS.get((name, logical_name), set())
+            assert not granted & (_dynamodb("Scan", "BatchGetItem", "BatchWriteItem") - allowed)
+
+
+# The one Scan: the nightly embedding backfill (docs/relevance.md), bounded in pages per night.
+SCANS = {("NightlyReview", "memories"): _dynamodb("Scan")}
 
 
 # (table, index) each function may query: the stale index only for the nightly review.
 INDEX_QUERIES = {
     "Interactions": {("memories", "by_updated"), ("memories", "by_user"), ("memory_log", "by_user")},
-    "Reply": {("memories", "by_updated")},
-    "Extraction": {("memories", "by_updated"), ("messages", "by_conversation")},
+    "Reply": set(),  # the whole profile is the memories' own partition: no index
+    "Extraction": {("messages", "by_conversation")},
     "NightlyClaim": set(),
     "NightlyPlan": {("messages", "by_jst_day")},
-    "NightlySpeaker": {("messages", "by_conversation"), ("memories", "by_updated")},
+    "NightlySpeaker": {("messages", "by_conversation")},
     "NightlySpeakerFailed": set(),
     "NightlyReview": {("messages", "by_jst_day"), ("memories", "stale"), ("memories", "review_queue")},
     "NightlyFinish": {("memory_log", "by_run")},
@@ -344,7 +350,9 @@ def test_index_access_is_named_not_wildcarded(synth):
 
 def test_bedrock_only_for_the_model_callers_and_only_the_configured_models(synth):
     env = function(synth, "Reply")["Environment"]["Variables"]
-    model_ids = {env["BEDROCK_CHAT_MODEL_ID"], env["BEDROCK_DECISION_MODEL_ID"]}
+    model_ids = {env["BEDROCK_CHAT_MODEL_ID"], env["BEDROCK_DECISION_MODEL_ID"], env["BEDROCK_EMBEDDING_MODEL_ID"]}
+    assert env["BEDROCK_EMBEDDING_MODEL_ID"] == "amazon.titan-embed-text-v2:0"
+    assert (env["MEMORYBOT_EMBEDDING_MODEL"], env["MEMORYBOT_EMBEDDING_DIMENSIONS"]) == ("bedrock", "256")
     for name in FUNCTION_NAMES:
         bedrock = [
             s for s in policy_statements(synth, name) if any(a.startswith("bedrock:") for a in _list(s["Action"]))

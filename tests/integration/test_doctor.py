@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from doctor_world import APPLICATION_ID, BOT_TOKEN, MODEL_ID, PUBLIC_KEY, DoctorWorld, new_world
+from doctor_world import APPLICATION_ID, BOT_TOKEN, EMBEDDING_MODEL_ID, MODEL_ID, PUBLIC_KEY, DoctorWorld, new_world
 from loopback.bedrock_control_server import BedrockControlServer
 from memorybot import cli
 from memorybot.discord.requests import COMMANDS
@@ -61,6 +61,7 @@ def test_a_healthy_deployment_passes_every_check(world):
         "interactions endpoint URL",
         "slash commands",
         "decision and chat model " + MODEL_ID,
+        "embedding model " + EMBEDDING_MODEL_ID,
         "nightly schedule",
         "alarm topic",
     }
@@ -238,7 +239,7 @@ def test_the_command_prints_one_line_per_check_and_exits_non_zero_on_a_failure(w
     argv += ["--discord-api-base", world.discord_url]
     assert cli.main(argv) == 0
     out = capsys.readouterr().out.splitlines()
-    assert len(out) == 13 and all(line.startswith("ok ") for line in out[:-1])
+    assert len(out) == 14 and all(line.startswith("ok ") for line in out[:-1])
     assert out[-1] == "All checks passed. (Read-only: nothing was changed.)"
     world.discord.application["interactions_endpoint_url"] = None
     assert cli.main(argv) == 1

@@ -11,7 +11,7 @@ import pytest
 
 from fakes import T0, Clock, FakeMemoryStore, FakeMessageStore, memory, message, owner
 from memorybot.adapters.dynamodb import DynamoMemoryStore, DynamoMessageStore
-from memorybot.core.domain import Action, Actor, Change, SourceRef
+from memorybot.core.domain import Action, Actor, Change, Embedding, SourceRef
 from memorybot.core.ports import ConflictError
 
 IMPLEMENTATIONS = ("fake", "dynamodb")
@@ -204,6 +204,63 @@ def test_between_includes_the_start_and_excludes_the_end_across_channels(message
     assert messages.between(T0, T0 + timedelta(days=1)) == inside
 
 
+# ---- relevance selection: the whole profile, narrowed; vectors stored with the memory
+
+
+def test_read_selected_loads_only_the_owners_profile_and_logs_exactly_the_chosen_ids(memories):
+    for minute in range(12):
+        add(memories, memory("alice", f"m{minute:02d}zz"[:5], f"fact {minute}", at=T0 + timedelta(minutes=minute)))
+    add(memories, memory("alice", "other", "elsewhere", scope="guild:9"))
+    add(memories, memory("bob", "bobby", "bob's fact"))
+    seen: list[list[str]] = []
+
+    def choose(profile):
+        seen.append(sorted(m.memory_id for m in profile))
+        return sorted((m for m in profile if m.text in ("fact 0", "fact 7")), key=lambda m: m.text, reverse=True)
+
+    chosen = memories.read_selected(owner("alice"), choose, actor=Actor.REPLY, reason="reply prompt", run_id=3)
+    assert seen == [sorted(f"m{minute:02d}zz"[:5] for minute in range(12))]  # all twelve, no one else's
+    assert [m.text for m in chosen] == ["fact 7", "fact 0"]  # as choose ordered them
+    [read] = [e for e in memories.ledger_for(owner("alice")) if e.action is Action.READ]
+    assert (read.actor, read.reason, read.memory_ids, read.run_id) == (
+        Actor.REPLY,
+        "reply prompt",
+        ("m07zz", "m00zz"),
+        3,
+    )
+
+
+def test_a_vector_is_stored_compactly_with_its_model_and_read_back_close(memories):
+    vector = tuple(x / 5.0 for x in (1.0, -2.0, 2.0, 0.0, -4.0))  # unit length
+    m = dataclasses.replace(memory("alice", "vecto", "likes tea"), embedding=Embedding("model-a@5", vector))
+    add(memories, m)
+    [back] = memories.read_selected(owner("alice"), lambda p: p, actor=Actor.REPLY, reason="t")
+    assert back.embedding is not None and back.embedding.model == "model-a@5"
+    assert max(abs(a - b) for a, b in zip(back.embedding.vector, vector, strict=True)) < 0.01
+    [entry] = changes(memories, owner("alice"))
+    assert entry.after == m  # the ledger keeps the memory; the vector is derived from its text
+
+
+def test_the_backfill_finds_memories_without_a_vector_of_the_model_and_sets_one_only_if_unchanged(memories):
+    a = Embedding("model-a", (1.0, 0.0))
+    add(memories, memory("alice", "nonee", "no vector"))
+    add(memories, dataclasses.replace(memory("alice", "other", "another model's"), embedding=Embedding("old", (1.0,))))
+    add(memories, dataclasses.replace(memory("bob", "fresh", "has one"), embedding=a))
+    found, cursor = memories.without_embedding("model-a", 10)
+    assert sorted(m.memory_id for m in found) == ["nonee", "other"] and cursor == ""
+    first, cursor = memories.without_embedding("model-a", 1)
+    assert len(first) == 1 and cursor
+    rest, end = memories.without_embedding("model-a", 10, start=cursor)
+    assert sorted(m.memory_id for m in first + rest) == ["nonee", "other"] and end == ""
+    [nonee] = [m for m in found if m.memory_id == "nonee"]
+    assert memories.set_embedding(nonee, a) is True
+    stale = dataclasses.replace(nonee, text="changed meanwhile")
+    assert memories.set_embedding(stale, a) is False
+    assert [m.memory_id for m in memories.without_embedding("model-a", 10)[0]] == ["other"]
+    assert memories.get(owner("alice"), "nonee").embedding.model == "model-a"
+    assert not [e for e in memories.ledger_for(owner("alice")) if e.action is not Action.ADD]  # no ledger rows
+
+
 # ---- add_once: the import's one conditional write per row
 
 
@@ -281,3 +338,16 @@ def test_concurrent_add_once_with_one_key_adds_exactly_once(memories, request):
     profile = memories.read_profile(owner("alice", "dm"), actor=Actor.COMMAND, reason="t", limit=None)
     assert [m.memory_id for m in profile] == list(entry.memory_ids)
     assert changes(memories, owner("alice", "dm")) == [entry]
+
+
+def test_the_whole_profile_read_and_the_backfill_skip_what_is_not_a_memory(memories):
+    """Import markers and the forgotten sources live beside the memories; neither is one."""
+    imported(memories, memory("alice", "impo2", "an imported fact"), once="src-1")
+    add(memories, memory("alice", "plain", "a fact"))
+    gone = add(memories, sourced(memory("alice", "gone2", "forgotten"), "m1")).after
+    memories.apply(Change(Action.DELETE, gone, None, "forget"), actor=Actor.COMMAND)
+    assert memories.forgotten_sources(owner("alice")) == {"m1"}
+    profile = memories.read_selected(owner("alice"), lambda p: p, actor=Actor.REPLY, reason="t")
+    assert sorted(m.memory_id for m in profile) == ["impo2", "plain"]
+    found, _ = memories.without_embedding("model-a", 10)
+    assert sorted(m.memory_id for m in found) == ["impo2", "plain"]  # the import has no vector yet

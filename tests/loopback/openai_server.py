@@ -28,11 +28,18 @@ from collections import deque
 from collections.abc import Callable
 from typing import Any
 
+from memorybot.adapters.embeddings_offline import OfflineEmbeddingModel
+
 from . import Answer, LoopbackServer, Recorded
 
 
 class OpenAIServer(LoopbackServer):
+    """Also ``POST /v1/embeddings``: unless scripted, each input gets a deterministic vector (the
+    offline stand-in's hashed n-grams, ``dimensions`` long, 64 by default), deliberately not
+    normalised (times 3), as some compatible servers answer."""
+
     COMPLETIONS_PATH = "/v1/chat/completions"
+    EMBEDDINGS_PATH = "/v1/embeddings"
 
     def __init__(
         self,
@@ -76,7 +83,26 @@ class OpenAIServer(LoopbackServer):
     def completions(self) -> list[dict[str, Any]]:
         return [r.json for r in self.requests_to(self.COMPLETIONS_PATH)]
 
+    def embedding_requests(self) -> list[dict[str, Any]]:
+        return [r.json for r in self.requests_to(self.EMBEDDINGS_PATH)]
+
+    def _embeddings(self, request: Recorded) -> Answer:
+        try:
+            body = json.loads(request.body)
+            inputs = body["input"]
+            inputs = [inputs] if isinstance(inputs, str) else list(inputs)
+            model = OfflineEmbeddingModel(int(body.get("dimensions") or 64))
+        except (ValueError, KeyError, TypeError):
+            return Answer(400, {"error": {"message": "bad embeddings request"}})
+        data = [
+            {"object": "embedding", "index": i, "embedding": [3 * x for x in model.embed_one(text).vector]}
+            for i, text in enumerate(inputs)
+        ]
+        return Answer(body={"object": "list", "data": data[::-1], "model": body.get("model", "")})
+
     def default_answer(self, request: Recorded) -> Answer:
+        if request.method == "POST" and request.path == self.EMBEDDINGS_PATH:
+            return self._embeddings(request)
         if request.method != "POST" or request.path != self.COMPLETIONS_PATH:
             return Answer(404, {"error": {"message": "not found"}})
         try:

@@ -16,6 +16,9 @@ HEAVY = (
     "botocore.client",
     "aws_xray_sdk",
     "memorybot.adapters.models",
+    "memorybot.adapters.embeddings",
+    "memorybot.core.selection",  # relevance is the reply and extraction workers' business
+    "memorybot.core.recall",
     "memorybot.adapters.discord_rest",
     "memorybot.adapters.dynamodb",
     "aws_lambda_powertools.utilities.idempotency",

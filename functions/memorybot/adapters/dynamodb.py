@@ -38,6 +38,7 @@ from ..core.domain import (
     Action,
     Actor,
     Change,
+    Embedding,
     LedgerEntry,
     Memory,
     Message,
@@ -50,6 +51,7 @@ from ..core.domain import (
     utcnow,
 )
 from ..core.ports import ConflictError
+from . import vectors
 from .dynamodb_items import (
     REASON_CONDITION_FAILED,
     REASON_CONFLICT,
@@ -150,7 +152,22 @@ def memory_item(memory: Memory) -> Item:
         # A written memory (added, updated, restored) starts its place in the review queue afresh.
         "review_after": s(iso(memory.updated_at)),
         **_sources_attribute(memory.sources),
+        **_embedding_attributes(memory.embedding),
     }
+
+
+def _embedding_attributes(embedding: Embedding | None) -> Item:
+    """The vector as compact bytes (adapters/vectors.py) with the model that made it; nothing without one."""
+    if embedding is None:
+        return {}
+    return {"embedding": {"B": vectors.encode(embedding.vector)}, "embedding_model": s(embedding.model)}
+
+
+def _embedding_from(item: Item) -> Embedding | None:
+    if "embedding" not in item or "embedding_model" not in item:
+        return None
+    data = item["embedding"]["B"]
+    return Embedding(item["embedding_model"]["S"], vectors.decode(bytes(data)))
 
 
 def _sources_attribute(sources: tuple[SourceRef, ...]) -> Item:
@@ -171,6 +188,7 @@ def memory_from_item(item: Item) -> Memory:
         updated_at=parse_iso(item["updated_at"]["S"]),
         scope=item["scope"]["S"],
         sources=_sources_from(item),
+        embedding=_embedding_from(item),
     )
 
 
@@ -280,6 +298,40 @@ def ledger_from_item(item: Item) -> LedgerEntry:
     )
 
 
+# What a Memory holds, for the whole-profile read (selection) and the backfill's scan.
+_PROFILE_NAMES = {
+    "#u": "user_id",
+    "#s": "scope",
+    "#m": "memory_id",
+    "#t": "text",
+    "#c": "created_at",
+    "#up": "updated_at",
+    "#r": "reviewed_at",
+    "#src": "sources",
+    "#e": "embedding",
+    "#em": "embedding_model",
+}
+_PROFILE_PROJECTION = ", ".join(_PROFILE_NAMES)
+# The vector backfill reads at most this many 1 MB pages of the memories table a night
+# (each ~128 read units at most, eventually consistent), from where the last night stopped.
+BACKFILL_SCAN_PAGES = 8
+
+
+def _is_marker(item: Item) -> bool:
+    """Not a memory, though in the owner's partition: an import marker, the forgotten sources.
+    Neither has a text; every memory has one."""
+    return "text" not in item
+
+
+def _cursor(owner_key: str, memory_id: str) -> str:
+    return json.dumps([owner_key, memory_id])
+
+
+def _cursor_key(cursor: str) -> Item:
+    owner_key, memory_id = json.loads(cursor)
+    return {"owner": s(owner_key), "memory_id": s(memory_id)}
+
+
 class DynamoMemoryStore:
     """``ports.MemoryStore`` on the memories and memory_log tables."""
 
@@ -326,6 +378,75 @@ class DynamoMemoryStore:
             ConditionExpression="attribute_not_exists(entry_key)",
         )
         return profile
+
+    def read_selected(
+        self,
+        owner: Owner,
+        choose: Callable[[list[Memory]], list[Memory]],
+        *,
+        actor: Actor,
+        reason: str,
+        run_id: int | None = None,
+    ) -> list[Memory]:
+        # One Query of the owner's own partition (the base table: no index to keep in step),
+        # projecting what a Memory holds and not the index bookkeeping (stale_shard, review_after).
+        items = query_items(
+            self._client,
+            TableName=self._memories,
+            KeyConditionExpression="#owner = :owner",
+            ProjectionExpression=_PROFILE_PROJECTION,
+            ExpressionAttributeNames={"#owner": "owner", **_PROFILE_NAMES},
+            ExpressionAttributeValues={":owner": s(owner.key)},
+            ConsistentRead=True,
+        )
+        chosen = choose([memory_from_item(i) for i in items if not _is_marker(i)])
+        self.log_read(owner, tuple(m.memory_id for m in chosen), actor=actor, reason=reason, run_id=run_id)
+        return chosen
+
+    def set_embedding(self, memory: Memory, embedding: Embedding) -> bool:
+        # Derived from the text, like a review mark: no ledger row. Only onto the record as read.
+        return conditional_write(
+            self._client.update_item,
+            TableName=self._memories,
+            Key=memory_key(memory.owner, memory.memory_id),
+            UpdateExpression="SET embedding = :vector, embedding_model = :model",
+            ConditionExpression="#text = :text AND updated_at = :updated AND created_at = :created",
+            ExpressionAttributeNames={"#text": "text"},
+            ExpressionAttributeValues={
+                ":vector": {"B": vectors.encode(embedding.vector)},
+                ":model": s(embedding.model),
+                ":text": s(memory.text),
+                ":updated": s(iso(memory.updated_at)),
+                ":created": s(iso(memory.created_at)),
+            },
+        )
+
+    def without_embedding(self, model: str, limit: int, *, start: str = "") -> tuple[list[Memory], str]:
+        found: list[Memory] = []
+        request: dict[str, Any] = {
+            "TableName": self._memories,
+            "FilterExpression": "attribute_not_exists(embedding_model) OR embedding_model <> :model",
+            "ProjectionExpression": _PROFILE_PROJECTION,
+            "ExpressionAttributeNames": dict(_PROFILE_NAMES),
+            "ExpressionAttributeValues": {":model": s(model)},
+        }
+        if start:
+            request["ExclusiveStartKey"] = _cursor_key(start)
+        for _ in range(BACKFILL_SCAN_PAGES):
+            page = self._client.scan(**request)
+            for item in page.get("Items", []):
+                if _is_marker(item):
+                    continue
+                found.append(memory_from_item(item))
+                if len(found) >= limit:
+                    # Stopped inside the page: the next pass starts right after this memory.
+                    last = found[-1]
+                    return found, _cursor(last.owner.key, last.memory_id)
+            last_key = page.get("LastEvaluatedKey")
+            if not last_key:
+                return found, ""  # the table's end: the next pass starts from its beginning
+            request["ExclusiveStartKey"] = last_key
+        return found, _cursor(last_key["owner"]["S"], last_key["memory_id"]["S"])
 
     def log_read(
         self, owner: Owner, memory_ids: tuple[str, ...], *, actor: Actor, reason: str, run_id: int | None = None

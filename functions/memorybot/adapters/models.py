@@ -2,6 +2,7 @@
 
 ``MEMORYBOT_DECISION_MODEL``: http | bedrock | openai | offline.
 ``MEMORYBOT_CHAT_MODEL``: bedrock | openai | offline (http is Jev's contract: decisions only).
+``MEMORYBOT_EMBEDDING_MODEL``: bedrock | openai | offline | none (none: relevance is lexical only).
 
 Each backend module is imported inside its branch, so a function that never talks to a
 model (or uses the offline stand-ins) never imports httpx or boto3.
@@ -10,10 +11,11 @@ model (or uses the offline stand-ins) never imports httpx or boto3.
 from __future__ import annotations
 
 from ..config import Settings
-from ..core.ports import ChatModel, DecisionModel
+from ..core.ports import ChatModel, DecisionModel, EmbeddingModel
 
 DECISION_BACKENDS = ("http", "bedrock", "openai", "offline")
 CHAT_BACKENDS = ("bedrock", "openai", "offline")
+EMBEDDING_BACKENDS = ("bedrock", "openai", "offline", "none")
 
 
 def _kind(value: str) -> str:
@@ -61,4 +63,27 @@ def build_chat_model(settings: Settings) -> ChatModel:
         raise ValueError("MEMORYBOT_CHAT_MODEL cannot be 'http': the Jev service only decides, it does not write")
     raise ValueError(
         f"unknown MEMORYBOT_CHAT_MODEL {settings.chat_model!r}: expected one of {', '.join(CHAT_BACKENDS)}"
+    )
+
+
+def build_embedding_model(settings: Settings) -> EmbeddingModel | None:
+    """The configured embedding model; None for ``none`` (selection is then lexical only)."""
+    kind = _kind(settings.embedding_model)
+    if kind == "none":
+        return None
+    if kind == "bedrock":
+        from .embeddings import BedrockTitanEmbeddings
+
+        return BedrockTitanEmbeddings.from_settings(settings)
+    if kind == "openai":
+        from .embeddings import OpenAIEmbeddings
+
+        return OpenAIEmbeddings.from_settings(settings)
+    if kind == "offline":
+        from .embeddings_offline import OfflineEmbeddingModel
+
+        return OfflineEmbeddingModel(settings.embedding_dimensions)
+    raise ValueError(
+        f"unknown MEMORYBOT_EMBEDDING_MODEL {settings.embedding_model!r}: "
+        f"expected one of {', '.join(EMBEDDING_BACKENDS)}"
     )

@@ -50,7 +50,16 @@ from .domain import (
 )
 from .extraction import Extractor, not_forgotten
 from .nightly_jobs import ReviewMark, SpeakerMark, manifest_entry
-from .ports import ChatModel, ConflictError, DecisionModel, ManifestStore, MemoryStore, MessageStore, RunStore
+from .ports import (
+    ChatModel,
+    ConflictError,
+    DecisionModel,
+    EmbeddingModel,
+    ManifestStore,
+    MemoryStore,
+    MessageStore,
+    RunStore,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -62,6 +71,12 @@ CHUNKS_PER_SPEAKER = 5  # only the newest five chunks per speaker
 STALE_AFTER = timedelta(days=30)  # not updated for 30 days: a candidate for review
 STALE_REVIEWS_PER_NIGHT = 20  # oldest first, at most 20 a night
 DIARY_MESSAGES = 30  # the diary is written from the last 30 messages
+# Memories without a vector of the configured embedding model (imported, written before, after a
+# model change, or whose embedding failed) get one in the review step: at most this many texts a
+# night, sent in batches, from where the previous night's pass stopped. Selection ranks the others
+# lexically meanwhile. Not counted in ``max_model_calls`` (decisions and texts): a bound of its own.
+EMBED_BACKFILL_PER_NIGHT = 100
+EMBED_BACKFILL_BATCH = 25
 
 # Speakers are processed concurrently so that a busy day fits in one invocation;
 # each speaker's chunks stay sequential (they read and write the same profile).
@@ -161,6 +176,9 @@ class ReviewTally:
 
     failures: int = 0
     conflicts: int = 0
+    embedded: int = 0  # memories given a vector by the backfill
+    embedding_cursor: str = ""  # where the next night's backfill goes on
+    embedding_error: str = ""  # the error's name when the backfill could not list memories
 
 
 def _diary_line(answer: object) -> str | None:
@@ -188,8 +206,10 @@ class Consolidator:
         manifests: ManifestStore,
         clock: Callable[[], datetime] = utcnow,
         speaker_concurrency: int = SPEAKER_CONCURRENCY,
+        embeddings: EmbeddingModel | None = None,
     ) -> None:
         self._memories = memories
+        self._embeddings = embeddings
         self._messages = messages
         self._runs = runs
         self._extractor = extractor
@@ -292,12 +312,16 @@ class Consolidator:
         with ThreadPoolExecutor(max_workers=1) as diary_pool:
             diary_future = diary_pool.submit(self._diary, recent, counter)
             self._decay(now, run_id, tally, counter)
+            self._backfill_embeddings(run_id, tally)
             diary = diary_future.result()
         mark = ReviewMark(
             diary=diary,
             failures=tally.failures + counter.failures,
             conflicts=tally.conflicts,
             model_calls=counter.calls,
+            embedded=tally.embedded,
+            embedding_cursor=tally.embedding_cursor,
+            embedding_error=tally.embedding_error,
         )
         return self._runs.mark_step(run_id, REVIEW_MARK, mark)
 
@@ -367,6 +391,39 @@ class Consolidator:
             )
             tally.failures += 1
 
+    def _backfill_embeddings(self, run_id: int, tally: ReviewTally) -> None:
+        """Vectors for up to EMBED_BACKFILL_PER_NIGHT memories that lack one of the configured
+        model, from where the previous night stopped (its cursor is kept in its summary)."""
+        if self._embeddings is None:
+            return
+        model = self._embeddings.model_id
+        previous = self._runs.get(run_id - 1) if run_id > 1 else None
+        start = previous.summary.embedding_cursor if previous is not None else ""
+        try:
+            missing, cursor = self._memories.without_embedding(model, EMBED_BACKFILL_PER_NIGHT, start=start)
+        except Exception as exc:  # noqa: BLE001 - the backfill waits for the next night
+            logger.warning("embedding backfill could not list memories", extra={"run_id": run_id})
+            tally.failures += 1
+            tally.embedding_error = type(exc).__name__
+            return
+        embedded = 0
+        missing = missing[:EMBED_BACKFILL_PER_NIGHT]  # the bound holds whatever the store returns
+        for i in range(0, len(missing), EMBED_BACKFILL_BATCH):
+            batch = missing[i : i + EMBED_BACKFILL_BATCH]
+            try:
+                vectors = self._embeddings.embed([m.text for m in batch])
+            except Exception:  # noqa: BLE001 - these stay lexical until a later night
+                tally.failures += 1
+                continue
+            for memory, vector in zip(batch, vectors, strict=False):
+                try:
+                    embedded += self._memories.set_embedding(memory, vector)
+                except Exception:  # noqa: BLE001
+                    tally.failures += 1
+        tally.embedded = embedded
+        tally.embedding_cursor = cursor
+        logger.info("embedding backfill", extra={"run_id": run_id, "missing": len(missing), "embedded": embedded})
+
     def _diary(self, recent: Sequence[Message], counter: decisions.CallCounter) -> str:
         """One Japanese line from the last 30 messages; a failure leaves it empty."""
         if not recent:
@@ -403,6 +460,8 @@ class Consolidator:
         summary.failures += review.failures
         summary.model_calls += review.model_calls
         summary.conflicts += review.conflicts
+        summary.embedded = review.embedded
+        summary.embedding_cursor = review.embedding_cursor
         summary.failed_speakers.sort()
         finished = replace(run, finished_at=self._clock(), worked_until=None, diary=review.diary, summary=summary)
         self._runs.finish(finished)

@@ -176,6 +176,14 @@ class SourceRef:
 
 
 @dataclass(frozen=True)
+class Embedding:
+    """A text's vector from one embedding model: only vectors of the same model compare."""
+
+    model: str  # the model id that made it (e.g. "amazon.titan-embed-text-v2:0@256")
+    vector: tuple[float, ...]  # L2-normalised
+
+
+@dataclass(frozen=True)
 class Memory:
     user_id: str
     memory_id: str
@@ -189,6 +197,9 @@ class Memory:
     # Provenance: the person's own messages (never the bot's lines) the last add or update
     # was decided on, oldest first. Forgetting a memory retires these for learning.
     sources: tuple[SourceRef, ...] = ()
+    # Its text's vector (selection's semantic half), with the model that made it. Derived from
+    # the text, so not part of the memory's identity: equality and conditional writes ignore it.
+    embedding: Embedding | None = field(default=None, compare=False)
 
     @property
     def owner(self) -> Owner:
@@ -392,6 +403,9 @@ class RunSummary:
     conflicts: int = 0  # changes dropped because the record changed since it was read
     speakers: int = 0
     chunks: int = 0
+    embedded: int = 0  # memories given a vector by the embedding backfill
+    # Where the backfill's pass over the memories stopped (keys only): the next night goes on from there.
+    embedding_cursor: str = ""
 
     @classmethod
     def saved(cls, data: dict) -> RunSummary:

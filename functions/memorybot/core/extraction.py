@@ -25,6 +25,7 @@ from .domain import (
     Action,
     Actor,
     Change,
+    Embedding,
     Exchange,
     Memory,
     Message,
@@ -34,7 +35,8 @@ from .domain import (
     new_memory_id,
     utcnow,
 )
-from .ports import ChatModel, ConflictError, DecisionModel, MemoryStore
+from .ports import ChatModel, ConflictError, DecisionModel, EmbeddingModel, MemoryStore
+from .recall import Recall, exchange_query
 
 logger = logging.getLogger(__name__)
 
@@ -74,8 +76,10 @@ class Extractor:
         clock: Callable[[], datetime] = utcnow,
         new_id: Callable[[], str] = new_memory_id,
         concurrency: int = PROFILE_LIMIT,  # every verdict of a full profile at once
+        embeddings: EmbeddingModel | None = None,
     ) -> None:
         self._memories = memories
+        self._recall = Recall(memories, embeddings)
         self._jev = decision_model
         self._chat = chat_model
         self._clock = clock
@@ -99,17 +103,14 @@ class Extractor:
             return ExtractionResult(Outcome.NO_EXCHANGE)
         calls = decisions.CallCounter()
 
+        query = self._recall.start(exchange_query(exchange))  # embeds beside "worth"
         # Nothing is decided yet: a failing service here is "not yet" (the job runs again later).
         worth = calls.ask("worth", lambda: self._jev.worth(exchange), decisions.probability, not_yet_if_failed=True)
         if worth is None or worth < WORTH_THRESHOLD:
             return self._result(Outcome.NO_DECISION if worth is None else Outcome.NOT_WORTH, calls)
 
-        profile = self._memories.read_profile(
-            exchange.owner,
-            actor=actor,
-            reason=f"{actor.value}: exchange judged worth keeping",
-            limit=PROFILE_LIMIT,
-            run_id=run_id,
+        profile = self._recall.read(
+            exchange.owner, query, actor=actor, reason=f"{actor.value}: exchange judged worth keeping", run_id=run_id
         )
 
         with ThreadPoolExecutor(max_workers=max(1, self._concurrency) + 1) as pool:
@@ -123,6 +124,9 @@ class Extractor:
             texts = {memory_id: f.result() for memory_id, f in rewrites.items()}
 
         result = self._result(Outcome.DONE, calls)
+        # Each written text's vector, in one call; a failure leaves them without one (backfilled nightly).
+        written = [t for m in profile if (t := texts.get(m.memory_id)) is not None and t != m.text]
+        vectors = self._recall.embed_texts(written + ([add_text] if add_text is not None else []))
         now = self._clock()
         changes = [
             Change(Action.DELETE, memory, None, "jev verdict: delete")
@@ -132,7 +136,9 @@ class Extractor:
         for memory in profile:
             text = texts.get(memory.memory_id)
             if text is not None and text != memory.text:
-                after = replace(memory, text=text, updated_at=now, sources=exchange.sources)
+                after = replace(
+                    memory, text=text, updated_at=now, sources=exchange.sources, embedding=vectors.get(text)
+                )
                 changes.append(Change(Action.UPDATE, memory, after, "jev verdict: update"))
         for change in changes:
             if not self._apply(change, actor, run_id):
@@ -142,7 +148,7 @@ class Extractor:
             else:
                 result.updated.append(change.memory_id)
         if add_text is not None:
-            added = self._add(exchange, add_text, now, actor, run_id)
+            added = self._add(exchange, add_text, now, actor, run_id, vectors.get(add_text))
             if added is None:
                 result.conflicts += 1
             else:
@@ -198,11 +204,26 @@ class Extractor:
             return None
         return drafted.result()
 
-    def _add(self, exchange: Exchange, text: str, now: datetime, actor: Actor, run_id: int | None) -> str | None:
+    def _add(
+        self,
+        exchange: Exchange,
+        text: str,
+        now: datetime,
+        actor: Actor,
+        run_id: int | None,
+        embedding: Embedding | None = None,
+    ) -> str | None:
         """The new memory's id; None when every fresh id collided (counted as a conflict)."""
         for _ in range(ADD_ID_ATTEMPTS):
             memory = Memory(
-                exchange.speaker.user_id, self._new_id(), text, now, now, scope=exchange.scope, sources=exchange.sources
+                exchange.speaker.user_id,
+                self._new_id(),
+                text,
+                now,
+                now,
+                scope=exchange.scope,
+                sources=exchange.sources,
+                embedding=embedding,
             )
             if self._apply(Change(Action.ADD, None, memory, "jev: add"), actor, run_id):
                 return memory.memory_id

@@ -15,6 +15,7 @@ from .domain import (
     Action,
     Actor,
     Change,
+    Embedding,
     Exchange,
     LedgerEntry,
     Memory,
@@ -71,6 +72,32 @@ class MemoryStore(Protocol):
 
         Writes one ``read`` ledger row for the event before returning anything.
         """
+
+    def read_selected(
+        self,
+        owner: Owner,
+        choose: Callable[[list[Memory]], list[Memory]],
+        *,
+        actor: Actor,
+        reason: str,
+        run_id: int | None = None,
+    ) -> list[Memory]:
+        """The owner's whole profile (one read of their own partition), narrowed by ``choose``
+        (the relevance selection, core/selection.py); what ``choose`` returns, as it ordered it.
+
+        Writes one ``read`` ledger row naming exactly the chosen ids before returning anything
+        (the rest were scored, never shown to a model or a person).
+        """
+
+    def set_embedding(self, memory: Memory, embedding: Embedding) -> bool:
+        """Store ``embedding`` as the memory's vector, only if the record is still exactly ``memory``
+        (False otherwise: changed meanwhile, its own write brings its own vector). Derived from the
+        text, like a review mark: no ledger row."""
+
+    def without_embedding(self, model: str, limit: int, *, start: str = "") -> tuple[list[Memory], str]:
+        """Up to ``limit`` memories of any owner with no vector from ``model`` (none, or another
+        model's), reading a bounded part of the table from the cursor ``start`` ("" = the
+        beginning); and the cursor to go on from next time ("" = the end was reached)."""
 
     def get(self, owner: Owner, memory_id: str) -> Memory | None:
         """One memory by key, unlogged: for conditional checks inside the core only."""
@@ -273,6 +300,16 @@ class ChatModel(Protocol):
 
     def write_diary(self, transcript: str) -> str:
         """One line, in Japanese."""
+
+
+class EmbeddingModel(Protocol):
+    """Turns texts into L2-normalised vectors for relevance (selection.py). Failures raise; the
+    core then ranks lexically and stores the memory without a vector."""
+
+    model_id: str  # what it stamps on the vectors it makes: vectors of different models never compare
+
+    def embed(self, texts: Sequence[str]) -> list[Embedding]:
+        """One embedding per text, in order."""
 
 
 class DiscordError(Exception):

@@ -30,8 +30,16 @@ OK, FAIL, WARN, SKIP = "ok", "FAIL", "warn", "skip"
 OUTPUTS = ("InteractionsUrl", "RollbackUrl", "EraseUrl")  # the stack's CfnOutputs (infra/api.py)
 HEALTHY_STACK = ("CREATE_COMPLETE", "UPDATE_COMPLETE", "IMPORT_COMPLETE")
 # The functions' environment, as the stack writes it (infra/functions.py environment).
-MODEL_BACKENDS = {"decision": "MEMORYBOT_DECISION_MODEL", "chat": "MEMORYBOT_CHAT_MODEL"}
-BEDROCK_MODEL_IDS = {"decision": "BEDROCK_DECISION_MODEL_ID", "chat": "BEDROCK_CHAT_MODEL_ID"}
+MODEL_BACKENDS = {
+    "decision": "MEMORYBOT_DECISION_MODEL",
+    "chat": "MEMORYBOT_CHAT_MODEL",
+    "embedding": "MEMORYBOT_EMBEDDING_MODEL",
+}
+BEDROCK_MODEL_IDS = {
+    "decision": "BEDROCK_DECISION_MODEL_ID",
+    "chat": "BEDROCK_CHAT_MODEL_ID",
+    "embedding": "BEDROCK_EMBEDDING_MODEL_ID",
+}
 APPLICATION_ID = "DISCORD_APPLICATION_ID"
 SECRET_NAME_SUFFIX = "_SECRET_NAME"
 

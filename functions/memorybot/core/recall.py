@@ -1,0 +1,104 @@
+"""Reading the relevant ten: what the reply and extraction ask the store for, and with what query.
+
+The query embedding is started first, in its own thread, and the profile read runs meanwhile:
+it is awaited only when the profile holds more than ``limit`` memories (otherwise all of them
+are read and no ranking is needed). A failed or missing embedding means lexical relevance only.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Sequence
+from concurrent.futures import Future
+
+from .domain import PROFILE_LIMIT, Actor, Embedding, Exchange, Memory, Message, Owner
+from .ports import EmbeddingModel, MemoryStore
+from .selection import select
+
+logger = logging.getLogger(__name__)
+
+REPLY_QUERY_LINES = 3  # the new message and the speaker's two lines before it
+# A query embedding is waited for at most this long once the profile is loaded (it usually
+# arrives first: it started before the read). A throttled one is not worth a slower reply:
+# past this, that turn is ranked lexically.
+QUERY_EMBEDDING_WAIT_SECONDS = 2.0
+
+
+def reply_query(conversation: Sequence[Message], user_id: str) -> str:
+    """What the person is saying: their newest lines (the new message last), never anyone else's
+    and never the bot's (its replies quote memories, and would pull the same ones back)."""
+    own = [m.content.strip() for m in conversation if not m.is_bot and m.author_id == user_id and m.content.strip()]
+    return "\n".join(own[-REPLY_QUERY_LINES:])
+
+
+def exchange_query(exchange: Exchange) -> str:
+    """For extraction: the speaker's own lines of the exchange."""
+    return "\n".join(exchange.speaker_said())
+
+
+class PendingQuery:
+    """A query whose embedding may still be on its way."""
+
+    def __init__(self, text: str, embedding: Future[Embedding] | None, limit: int) -> None:
+        self.text = text
+        self._embedding = embedding
+        self._limit = limit
+
+    def embedding(self) -> Embedding | None:
+        if self._embedding is None:
+            return None
+        try:
+            return self._embedding.result(timeout=QUERY_EMBEDDING_WAIT_SECONDS)
+        except Exception as exc:  # noqa: BLE001 - relevance degrades to lexical, the read goes on
+            logger.info("query embedding unavailable: lexical relevance only", extra={"error": type(exc).__name__})
+            return None
+
+    def choose(self, memories: list[Memory]) -> list[Memory]:
+        if len(memories) <= self._limit:
+            return select(memories, self.text, limit=self._limit)  # all of them: nothing to rank
+        return select(memories, self.text, limit=self._limit, query_embedding=self.embedding())
+
+
+class Recall:
+    """The one selection rule for every reader (reply prompt, live and nightly extraction)."""
+
+    def __init__(self, memories: MemoryStore, embeddings: EmbeddingModel | None, *, limit: int = PROFILE_LIMIT):
+        self._memories = memories
+        self._embeddings = embeddings
+        self.limit = limit
+
+    def start(self, query: str) -> PendingQuery:
+        """Begin the query's embedding now, so that it runs beside whatever comes next."""
+        if self._embeddings is None or not query.strip():
+            return PendingQuery(query, None, self.limit)
+        future: Future[Embedding] = Future()
+        embeddings = self._embeddings
+
+        def work() -> None:
+            try:
+                future.set_result(embeddings.embed([query])[0])
+            except BaseException as exc:  # noqa: BLE001 - handed to the reader, which goes on without it
+                future.set_exception(exc)
+
+        threading.Thread(target=work, name="query-embedding", daemon=True).start()
+        return PendingQuery(query, future, self.limit)
+
+    def read(
+        self, owner: Owner, query: PendingQuery, *, actor: Actor, reason: str, run_id: int | None = None
+    ) -> list[Memory]:
+        """The owner's relevant memories; the read's ledger row names exactly these."""
+        return self._memories.read_selected(owner, query.choose, actor=actor, reason=reason, run_id=run_id)
+
+    def embed_texts(self, texts: Sequence[str]) -> dict[str, Embedding]:
+        """Vectors for memory texts about to be written; {} when there is no model or it fails
+        (the memory is written without one and the nightly backfill gives it one)."""
+        if self._embeddings is None or not texts:
+            return {}
+        unique = list(dict.fromkeys(texts))
+        try:
+            vectors = self._embeddings.embed(unique)
+        except Exception as exc:  # noqa: BLE001 - a failed embedding never blocks a write
+            logger.info("memory embedding failed: written without a vector", extra={"error": type(exc).__name__})
+            return {}
+        return dict(zip(unique, vectors, strict=False))

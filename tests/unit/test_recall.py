@@ -1,0 +1,268 @@
+"""One selection rule for every reader (core/recall.py): the reply prompt, the live extraction
+and the nightly extraction read the ten memories most relevant to what the person is saying;
+the query embedding runs beside the profile read (reply) or beside "worth" (extraction); the
+vectors are written with the memory and backfilled nightly, within a bound."""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import replace
+from datetime import datetime, timedelta
+
+from fakes import T0, Clock, FakeMemoryStore, FakeMessageStore, FakeRunStore, ScriptedChat, ScriptedJev, message
+from memorybot.adapters.embeddings_offline import OfflineEmbeddingModel
+from memorybot.adapters.manifests import InMemoryManifests
+from memorybot.adapters.offline import OfflineChatModel, OfflineDecisionModel
+from memorybot.core.consolidation import EMBED_BACKFILL_PER_NIGHT, Consolidator
+from memorybot.core.domain import GLOBAL_SCOPE, JST, Action, Memory, Owner, Speaker, Verdict
+from memorybot.core.extraction import Extractor
+from memorybot.core.nightly_steps import run_in_process
+from memorybot.core.ports import ModelError
+from memorybot.core.recall import reply_query
+from memorybot.core.reply import ReplyWriter
+
+ALICE = Speaker("u1", "alice")
+ME = Owner(GLOBAL_SCOPE, "u1")
+OLDEST = "[offline] Loves hiking in the Alps"
+FILLERS = [
+    "[offline] Works as a nurse at the city hospital",
+    "[offline] Has two cats named Miso and Soba",
+    "[offline] Plays the guitar in a small band",
+    "[offline] Is learning to bake sourdough bread",
+    "[offline] Drives a red bicycle to work",
+    "[offline] Supports the local football club",
+    "[offline] Reads science fiction novels",
+    "[offline] Grows tomatoes on the balcony",
+    "[offline] Watches anime on Friday nights",
+    "[offline] Is allergic to peanuts",
+    "[offline] Collects vinyl records",
+]
+
+
+def twelve(store: FakeMemoryStore, embeddings: OfflineEmbeddingModel | None = None) -> list[Memory]:
+    """A person with 12 memories, the hiking fact the oldest (a day between each)."""
+    made = []
+    for i, text in enumerate([OLDEST, *FILLERS]):
+        at = T0 - timedelta(days=30 - i)
+        m = Memory("u1", f"m{i:02d}xx"[:5], text, at, at)
+        if embeddings is not None:
+            m = replace(m, embedding=embeddings.embed_one(text))
+        made.append(m)
+    store.seed(*made)
+    return made
+
+
+def reads(store: FakeMemoryStore) -> list[tuple[str, ...]]:
+    return [e.memory_ids for e in store.ledger if e.action is Action.READ]
+
+
+def said(text: str, *, who: str = "u1", minute: int = 0):
+    return message(who, text, name="alice" if who == "u1" else who, at=T0 + timedelta(minutes=minute))
+
+
+# ---- the reply prompt
+
+
+def test_the_reply_prompt_holds_the_old_fact_the_person_asks_about_and_the_read_names_exactly_the_ten():
+    store = FakeMemoryStore()
+    twelve(store)
+    chat = ScriptedChat()
+    ReplyWriter(store, chat).reply(ME, "alice", [said("Do you remember where I like hiking?")])
+    [(_, prompt)] = chat.seen
+    system = prompt[0].content
+    assert "Loves hiking in the Alps" in system
+    [read] = reads(store)
+    assert len(read) == 10 and "m00xx" in read
+    # exactly the ten in the prompt, and none of the two left out
+    assert all((m.text.replace("[offline] ", "") in system) == (m.memory_id in read) for m in store.of("u1"))
+
+
+def test_ten_or_fewer_memories_are_all_in_the_prompt_newest_first_as_before():
+    store = FakeMemoryStore()
+    made = twelve(store)[:10]
+    store.rows = {(m.owner, m.memory_id): m for m in made}
+    ReplyWriter(store, ScriptedChat()).reply(ME, "alice", [said("hello there")])
+    assert reads(store) == [tuple(m.memory_id for m in sorted(made, key=lambda m: m.updated_at, reverse=True))]
+
+
+def test_the_reply_query_is_the_speakers_own_recent_lines_never_others_or_the_bots():
+    conversation = [
+        said("I went hiking", minute=0),
+        said("bob loves guitars", who="bob", minute=1),
+        message("bot", "(offline stand-in) I remember: Plays the guitar", bot=True, to="u1", at=T0 + timedelta(2)),
+        said("and then?", minute=3),
+    ]
+    assert reply_query(conversation, "u1") == "I went hiking\nand then?"
+    store = FakeMemoryStore()
+    twelve(store)
+    ReplyWriter(store, ScriptedChat()).reply(ME, "alice", conversation)
+    [read] = reads(store)
+    assert "m00xx" in read  # hiking: what alice said
+    assert read[0] == "m00xx"
+
+
+class GatedEmbeddings(OfflineEmbeddingModel):
+    """Embeds only once ``gate`` is set: a query embedding that waited for what it must run beside."""
+
+    def __init__(self, gate: threading.Event) -> None:
+        super().__init__()
+        self.gate = gate
+        self.ran_beside: list[bool] = []
+
+    def embed(self, texts):
+        self.ran_beside.append(self.gate.wait(timeout=5))
+        return super().embed(texts)
+
+
+class LoadingStore(FakeMemoryStore):
+    """Sets ``loading`` when the profile read starts, and holds the read until the embedding has begun."""
+
+    def __init__(self, loading: threading.Event) -> None:
+        super().__init__()
+        self.loading = loading
+
+    def read_selected(self, owner, choose, **kw):
+        self.loading.set()
+        return super().read_selected(owner, choose, **kw)
+
+
+def test_the_query_embedding_runs_beside_the_profile_read():
+    loading = threading.Event()
+    embeddings = GatedEmbeddings(loading)
+    store = LoadingStore(loading)
+    twelve(store, embeddings)
+    ReplyWriter(store, ScriptedChat(), embeddings).reply(ME, "alice", [said("hiking again?")])
+    # the embedding was still waiting when the read began: had it run first, the gate would have
+    # stayed closed and the embedding would have given up (False)
+    assert embeddings.ran_beside == [True]
+
+
+class BrokenEmbeddings:
+    model_id = "broken@1"
+
+    def __init__(self) -> None:
+        self.calls = 0
+
+    def embed(self, texts):
+        self.calls += 1
+        raise ModelError("embedding service down")
+
+
+def test_a_failed_query_embedding_leaves_lexical_relevance():
+    store = FakeMemoryStore()
+    twelve(store)
+    broken = BrokenEmbeddings()
+    chat = ScriptedChat()
+    ReplyWriter(store, chat, broken).reply(ME, "alice", [said("I went hiking")])
+    assert broken.calls == 1 and reads(store)[0][0] == "m00xx"
+
+
+# ---- extraction: live and nightly read the same way, and Jev judges the selected ten
+
+
+def test_a_re_mentioned_old_fact_is_updated_not_duplicated():
+    """The issue's script: with 12 memories, the oldest re-mentioned; the offline pair decides."""
+    clock = Clock(T0 + timedelta(days=1))
+    store = FakeMemoryStore(clock)
+    twelve(store)
+    extractor = Extractor(store, OfflineDecisionModel(), OfflineChatModel(), clock=clock)
+    result = extractor.run(ALICE, GLOBAL_SCOPE, [said("I love hiking in the Dolomites now")])
+    assert result.updated == ["m00xx"] and result.added == []
+    assert len(store.of("u1")) == 12
+    assert store.get(ME, "m00xx").text == "[offline] Loves hiking in the Dolomites now"
+
+
+def test_extraction_embeds_its_query_beside_worth_and_jev_judges_the_selected_ten():
+    asked_worth = threading.Event()
+
+    class SignallingJev(ScriptedJev):
+        def worth(self, exchange):
+            asked_worth.set()
+            return super().worth(exchange)
+
+    embeddings = GatedEmbeddings(asked_worth)
+    store = FakeMemoryStore(Clock(T0 + timedelta(days=1)))
+    twelve(store, embeddings)
+    jev = SignallingJev(add=0.1)
+    Extractor(store, jev, ScriptedChat(), embeddings=embeddings).run(ALICE, GLOBAL_SCOPE, [said("hiking today!")])
+    assert embeddings.ran_beside[0] is True
+    judged = jev.asked("verdict")
+    assert len(judged) == 10 and "m00xx" in judged
+    [read] = reads(store)
+    assert sorted(read) == sorted(judged)  # the ledger names what Jev saw
+
+
+def test_written_memories_carry_a_vector_of_the_model_and_a_failed_embedding_does_not_block_the_write():
+    embeddings = OfflineEmbeddingModel()
+    store = FakeMemoryStore(Clock(T0 + timedelta(days=1)))
+    twelve(store, embeddings)
+    jev = ScriptedJev(verdicts={"m00xx": Verdict.UPDATE}, add=0.9)
+    chat = ScriptedChat(texts={"m00xx": "Loves hiking in the Dolomites", None: "Has a new bike"})
+    result = Extractor(store, jev, chat, embeddings=embeddings).run(ALICE, GLOBAL_SCOPE, [said("hiking, new bike")])
+    [added] = result.added
+    assert store.get(ME, "m00xx").embedding == embeddings.embed_one("Loves hiking in the Dolomites")
+    assert store.get(ME, added).embedding == embeddings.embed_one("Has a new bike")
+
+    broken = BrokenEmbeddings()
+    store = FakeMemoryStore(Clock(T0 + timedelta(days=1)))
+    result = Extractor(store, ScriptedJev(), ScriptedChat(), embeddings=broken).run(
+        ALICE, GLOBAL_SCOPE, [said("I have a cat")]
+    )
+    [added] = result.added
+    assert store.get(ME, added).text == "new fact" and store.get(ME, added).embedding is None
+
+
+# ---- the nightly backfill
+
+
+NIGHT = datetime(2026, 11, 30, 3, 0, tzinfo=JST)
+
+
+def test_the_nightly_backfill_gives_vectors_within_its_bound_and_goes_on_next_night():
+    clock = Clock(datetime(2026, 11, 29, 12, tzinfo=JST))
+    memories = FakeMemoryStore(clock)
+    total = EMBED_BACKFILL_PER_NIGHT + 30
+    memories.seed(*(Memory(f"p{i % 7}", f"k{i:04d}", f"fact {i}", T0, T0) for i in range(total)))
+    embeddings = OfflineEmbeddingModel(32)
+    calls: list[int] = []
+    original = embeddings.embed
+
+    def counted(texts):
+        calls.append(len(texts))
+        return original(texts)
+
+    embeddings.embed = counted  # type: ignore[method-assign]
+    jev, chat, runs = ScriptedJev(), ScriptedChat(), FakeRunStore()
+    consolidator = Consolidator(
+        memories,
+        FakeMessageStore(),
+        runs,
+        Extractor(memories, jev, chat, clock=clock),
+        jev,
+        chat,
+        manifests=InMemoryManifests(),
+        clock=clock,
+        embeddings=embeddings,
+    )
+    first = run_in_process(consolidator, NIGHT)
+    assert first.summary.embedded == EMBED_BACKFILL_PER_NIGHT and first.summary.embedding_cursor
+    assert sum(calls) == EMBED_BACKFILL_PER_NIGHT and max(calls) <= 25
+    missing = [m for m in memories.rows.values() if m.embedding is None]
+    assert len(missing) == 30
+    second = run_in_process(consolidator, NIGHT + timedelta(days=1))
+    assert second.summary.embedded == 30 and second.summary.embedding_cursor == ""
+    assert all(m.embedding is not None and m.embedding.model == embeddings.model_id for m in memories.rows.values())
+    assert not memories.changes()  # a vector is no change of the memory: no ledger rows
+
+
+def test_a_query_embedding_that_does_not_come_back_in_time_leaves_lexical_relevance(monkeypatch):
+    from memorybot.core import recall
+
+    monkeypatch.setattr(recall, "QUERY_EMBEDDING_WAIT_SECONDS", 0.05)
+    release = threading.Event()
+    slow = GatedEmbeddings(release)  # never released while the reply waits
+    store = FakeMemoryStore()
+    twelve(store, OfflineEmbeddingModel())
+    ReplyWriter(store, ScriptedChat(), slow).reply(ME, "alice", [said("I went hiking")])
+    release.set()
+    assert reads(store)[0][0] == "m00xx"  # ranked by its words
