@@ -61,7 +61,7 @@ class PerUserStore:
     def seed(self, m: Memory) -> None:
         self.rows.setdefault(m.owner, {})[m.memory_id] = m
 
-    def read_profile(self, owner, *, actor, reason, limit, run_id=None):
+    def read_profile(self, owner, *, actor, reason, limit, run_id=None, unused_if=None):
         with self._lock:
             profile = sorted(self.rows.get(owner, {}).values(), key=lambda m: m.updated_at, reverse=True)[:limit]
             ids = tuple(m.memory_id for m in profile)
@@ -82,7 +82,7 @@ class PerUserStore:
     def get(self, owner, memory_id):
         return self.rows.get(owner, {}).get(memory_id)
 
-    def apply(self, change, *, actor, run_id=None, ledger_action=None, redacted=False):
+    def apply(self, change, *, actor, run_id=None, ledger_action=None, redacted=False, check=None):
         with self._lock:
             mine = self.rows.setdefault(change.owner, {})
             if mine.get(change.memory_id) != change.before:

@@ -1,7 +1,7 @@
 """The functions' code asset: the ``memorybot`` package, with bytecode for the runtime's Python.
 
 Only the package goes in: no metadata, caches, tests, the local stack (it needs moto) or the
-operator tools (memorybot doctor). The asset is built by CDK local bundling (no Docker): the
+operator tools (the ``memorybot`` command, its doctor). The asset is built by CDK local bundling (no Docker): the
 package is copied and compiled with an interpreter of the configured ``python_version``
 (``bytecode.py``). Its hash covers the sources, the version and the recipe, so a change to any
 of them makes a new asset.
@@ -19,8 +19,9 @@ from .bytecode import compile_tree
 FUNCTIONS_DIR = Path(__file__).resolve().parent.parent / "functions"
 PACKAGE = "memorybot"
 RECIPE_VERSION = "1"  # bump when the steps below change the output
-# memorybot/local: the local stack only (it needs moto); memorybot/ops: run by operators from their own machine.
-NOT_DEPLOYED = ("local", "ops")
+# memorybot/local: the local stack only (it needs moto); memorybot/ops and memorybot/cli.py: run by
+# operators and developers from their own machine (no function imports them).
+NOT_DEPLOYED = ("local", "ops", "cli.py")
 SKIPPED = ("__pycache__", "*.pyc", "*.egg-info", *NOT_DEPLOYED)
 DEPLOYED_AT = "/var/task"
 

@@ -57,7 +57,13 @@ FUNCTIONS = (
         memory_mb=512,  # more memory is more CPU: a faster cold start
         timeout=Duration.seconds(10),
         tables={
-            "messages": access("PutItem"),  # /chat stores the message
+            # /chat stores the message (in a transaction with the person's check); GetItem finds a
+            # store whose answer was lost
+            "messages": access("PutItem", "GetItem"),
+            # ConditionCheckItem: /chat's line is stored only for a person not erased since; GetItem:
+            # show says when memory is paused, export includes the switch; UpdateItem: pause and
+            # resume (with their ledger row), the forget-all stamp
+            "people": access("ConditionCheckItem", "GetItem", "UpdateItem"),
             # /memory show, why and the autocomplete read the profile; forget reads and deletes one,
             # and adds its sources to the owner's forgotten-sources item (UpdateItem, same transaction);
             # export finds the person's scopes (by_user) and reads that item
@@ -75,9 +81,14 @@ FUNCTIONS = (
         memory_mb=512,
         timeout=Duration.seconds(90),
         tables={
-            "messages": access("PutItem", "Query"),
+            # PutItem: the reply, in a transaction with the person's check; GetItem: a store whose answer was lost
+            "messages": access("PutItem", "GetItem", "Query"),
             "memories": access("Query"),  # the person's whole profile (one partition), for relevance selection
             "memory_log": access("PutItem"),
+            # GetItem: the switch, read alongside the profile; UpdateItem: the first-use notice's
+            # claim (and its release when the notice could not be sent); ConditionCheckItem: the reply
+            # is stored only for a person not erased since the turn began
+            "people": access("GetItem", "UpdateItem", "ConditionCheckItem"),
             "dedup": access(*IDEMPOTENCY_ACTIONS),
         },
         secrets=("DISCORD_BOT_TOKEN",),  # its Discord client carries the token (channel history)
@@ -94,6 +105,9 @@ FUNCTIONS = (
             # Query: the whole profile, for relevance selection
             "memories": access("GetItem", "PutItem", "DeleteItem", "Query"),
             "memory_log": access("PutItem", "GetItem"),
+            # GetItem: paused? learned from what? (before any model call); ConditionCheckItem: each
+            # write checks the record again in its own transaction
+            "people": access("GetItem", "ConditionCheckItem"),
             "dedup": access(*IDEMPOTENCY_ACTIONS),
         },
         bedrock=True,
@@ -127,6 +141,7 @@ FUNCTIONS = (
             "memories": access("GetItem", "PutItem", "DeleteItem", "Query"),
             "memory_log": access("PutItem", "GetItem"),  # GetItem: a change whose answer was lost
             "nightly_runs": access("GetItem", "PutItem"),  # the speaker's mark: checked first, written once
+            "people": access("GetItem", "ConditionCheckItem"),  # as the extraction worker
         },
         bedrock=True,
         entry="nightly.speaker",
@@ -178,6 +193,8 @@ FUNCTIONS = (
             # the rows of both; GetItem finds a change whose answer was lost
             "memory_log": access("PutItem", "GetItem", indexes=("by_run",)),
             "nightly_runs": access("GetItem", "UpdateItem"),  # the lease and the rolled-back mark
+            # a restore, and each import row, is checked against the person's record in its transaction
+            "people": access("ConditionCheckItem"),
         },
         secrets=("MEMORYBOT_ADMIN_SECRET",),
     ),
@@ -193,6 +210,8 @@ FUNCTIONS = (
             "memory_log": access("PutItem", "GetItem", "Query", indexes=("by_user",)),
             # their own lines (by_author) and the bot's replies to them (by_conversation_of)
             "messages": access("DeleteItem", indexes=("by_author", "by_conversation_of")),
+            # GetItem: the switch counts as the person's data; PutItem: the record becomes the erasure's marker
+            "people": access("GetItem", "PutItem"),
         },
         secrets=("MEMORYBOT_ADMIN_SECRET",),
     ),

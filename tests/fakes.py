@@ -21,13 +21,15 @@ from memorybot.core.domain import (
     Message,
     NightlyRun,
     Owner,
+    Person,
+    PersonCheck,
     PromptMessage,
     Speaker,
     Verdict,
     jst_day,
     snowflake_at,
 )
-from memorybot.core.ports import ConflictError, ModelError, RollbackClaim
+from memorybot.core.ports import ConflictError, ModelError, PersonRefused, RollbackClaim
 
 T0 = datetime(2026, 11, 20, 12, 0, tzinfo=UTC)
 
@@ -45,8 +47,67 @@ class Clock:
             return self.now
 
 
+class FakePeopleStore:
+    """``ports.PeopleStore`` in memory; its ledger rows go to the memory store's ledger (one table deployed)."""
+
+    def __init__(self, ledger_to: FakeMemoryStore | None = None) -> None:
+        self.people: dict[str, Person] = {}
+        self.ledger_to = ledger_to
+        self._lock = threading.RLock()
+
+    def get(self, user_id: str) -> Person:
+        return self.people.get(user_id, Person(user_id))
+
+    def allows(self, check: PersonCheck | None) -> bool:
+        return check is None or check.allows(self.get(check.user_id))
+
+    def _set(self, user_id: str, **changes) -> None:
+        self.people[user_id] = dataclasses.replace(self.get(user_id), **changes)
+
+    def _row(self, entry: LedgerEntry) -> None:
+        if self.ledger_to is not None:
+            self.ledger_to.record(entry)
+
+    def pause(self, user_id, entry):
+        with self._lock:
+            if self.get(user_id).paused:
+                return False
+            self._set(user_id, paused_at=entry.at)
+            self._row(entry)
+            return True
+
+    def resume(self, user_id, entry):
+        with self._lock:
+            if not self.get(user_id).paused:
+                return False
+            self._set(user_id, paused_at=None, resumed_at=entry.at)
+            self._row(entry)
+            return True
+
+    def claim_notice(self, user_id, scope):
+        with self._lock:
+            person = self.get(user_id)
+            if scope in person.noticed:
+                return False
+            self._set(user_id, noticed=person.noticed | {scope})
+            return True
+
+    def release_notice(self, user_id, scope):
+        with self._lock:
+            self._set(user_id, noticed=self.get(user_id).noticed - {scope})
+
+    def forgot_all(self, user_id, scope, at):
+        with self._lock:
+            stamps = dict(self.get(user_id).forgot_all_at) | {scope: at}
+            self._set(user_id, forgot_all_at=tuple(sorted(stamps.items())))
+
+    def erased(self, user_id, at):
+        with self._lock:
+            self.people[user_id] = Person(user_id, erased_at=at)
+
+
 class FakeMemoryStore:
-    def __init__(self, clock: Callable[[], datetime] | None = None) -> None:
+    def __init__(self, clock: Callable[[], datetime] | None = None, people: FakePeopleStore | None = None) -> None:
         self.rows: dict[tuple[Owner, str], Memory] = {}
         self.ledger: list[LedgerEntry] = []
         self.forgotten: dict[Owner, set[str]] = {}  # as the real store: recorded with each forget
@@ -54,6 +115,7 @@ class FakeMemoryStore:
         self._lock = threading.Lock()
         self.fail_apply: Callable[[Change], bool] = lambda change: False
         self.whole_profile_reads = 0
+        self.people = people  # whose records a change's check reads (None: every check passes)
         self.markers: set[tuple[Owner, str]] = set()  # add_once's keys
 
     # helpers for tests
@@ -88,10 +150,13 @@ class FakeMemoryStore:
             )
             return profile
 
-    def read_selected(self, owner: Owner, choose, *, actor, reason, run_id=None):
+    def read_selected(self, owner: Owner, choose, *, actor, reason, run_id=None, unused_if=None):
         assert isinstance(owner, Owner), "profiles are read by Owner (scope and user)"
         self.whole_profile_reads += 1
-        chosen = choose(self.of(owner))
+        profile = self.of(owner)
+        if unused_if is not None and unused_if():
+            return []
+        chosen = choose(profile)
         self.log_read(owner, tuple(m.memory_id for m in chosen), actor=actor, reason=reason, run_id=run_id)
         return chosen
 
@@ -131,10 +196,12 @@ class FakeMemoryStore:
         assert isinstance(owner, Owner), "memories are read by Owner (scope and user)"
         return self.rows.get((owner, memory_id))
 
-    def apply(self, change: Change, *, actor, run_id=None, ledger_action=None, redacted=False):
+    def apply(self, change: Change, *, actor, run_id=None, ledger_action=None, redacted=False, check=None):
         with self._lock:
             if self.fail_apply(change):
                 raise RuntimeError("injected store failure")
+            if self.people is not None and not self.people.allows(check):
+                raise PersonRefused(change.memory_id)
             key = (change.owner, change.memory_id)
             if self.rows.get(key) != change.before:
                 raise ConflictError(change.memory_id)
@@ -163,8 +230,10 @@ class FakeMemoryStore:
                 self.forgotten.setdefault(change.owner, set()).update(ref.message_id for ref in entry.sources)
             return entry
 
-    def add_once(self, memory: Memory, once, *, actor, reason, import_id=None):
+    def add_once(self, memory: Memory, once, *, actor, reason, import_id=None, check=None):
         with self._lock:
+            if self.people is not None and not self.people.allows(check):
+                raise PersonRefused(memory.memory_id)
             if (memory.owner, once) in self.markers:
                 return None
             if (memory.owner, memory.memory_id) in self.rows:
@@ -238,10 +307,13 @@ class FakeMemoryStore:
 
 
 class FakeMessageStore:
-    def __init__(self) -> None:
+    def __init__(self, people: FakePeopleStore | None = None) -> None:
         self.rows: dict[tuple[str, str], Message] = {}
+        self.people = people
 
-    def put(self, message: Message) -> bool:
+    def put(self, message: Message, *, check=None) -> bool:
+        if self.people is not None and not self.people.allows(check):
+            raise PersonRefused(message.message_id)
         key = (message.channel_id, message.message_id)
         if key in self.rows:
             return False
@@ -489,6 +561,7 @@ __all__ = [
     "Clock",
     "FakeMemoryStore",
     "FakeMessageStore",
+    "FakePeopleStore",
     "FakeRunStore",
     "ScriptedJev",
     "ScriptedChat",

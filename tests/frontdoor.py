@@ -67,6 +67,14 @@ def forget_all(**kw: Any) -> dict:
     return command("memory", [{"type": 1, "name": "forget-all", "options": []}], **kw)
 
 
+def pause(**kw: Any) -> dict:
+    return command("memory", [{"type": 1, "name": "pause", "options": []}], **kw)
+
+
+def resume(**kw: Any) -> dict:
+    return command("memory", [{"type": 1, "name": "resume", "options": []}], **kw)
+
+
 def click(custom_id: str, **kw: Any) -> dict:
     """A button click: a MESSAGE_COMPONENT interaction carrying the button's custom_id."""
     payload = command("", **kw, kind=3)

@@ -160,6 +160,8 @@ def erasure_answer(result: ErasureResult) -> tuple[int, dict]:
         "memoriesDeleted": result.memories,
         "ledgerRowsRedacted": result.ledger_rows,
         "messagesDeleted": result.messages,
+        # The memory switch and the notices given (the person record), replaced by the erasure's marker.
+        "switchErased": result.switch,
     }
 
 

@@ -45,6 +45,12 @@ class Container:
         return DynamoMessageStore(self.dynamodb_client, self.settings)
 
     @cached_property
+    def people_store(self):
+        from .adapters.dynamodb_people import DynamoPeopleStore
+
+        return DynamoPeopleStore(self.dynamodb_client, self.settings)
+
+    @cached_property
     def run_store(self):
         from .adapters.dynamodb_runs import DynamoRunStore
 
@@ -79,6 +85,7 @@ class Container:
             self.chat_model,
             concurrency=self.settings.model_concurrency,
             embeddings=self.embedding_model,
+            people=self.people_store,
         )
 
     @cached_property
@@ -118,7 +125,7 @@ class Container:
     def erasure(self):
         from .core.erasure import Erasure
 
-        return Erasure(self.memory_store, self.message_store)
+        return Erasure(self.memory_store, self.message_store, self.people_store)
 
     @cached_property
     def importer(self):
@@ -130,7 +137,7 @@ class Container:
     def reply_writer(self):
         from .core.reply import ReplyWriter
 
-        return ReplyWriter(self.memory_store, self.chat_model, self.embedding_model)
+        return ReplyWriter(self.memory_store, self.chat_model, self.people_store, embeddings=self.embedding_model)
 
     # ---- the Discord front door and the workers
 

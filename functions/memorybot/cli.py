@@ -91,6 +91,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     where.add_argument("--dm", action="store_true", help="talk in your DM with the bot (its own memory scope)")
     chat.add_argument("--state-dir", type=Path, default=None, help="where to find the local signing key")
+    chat.add_argument("--locale", default="en-US", help="your Discord language, as Discord sends it (e.g. ja)")
 
     register = sub.add_parser("register-commands", help="install /chat and /memory on Discord (bulk overwrite)")
     register.add_argument("--guild", default=None, help="a guild id: instant, for testing (default: global)")
@@ -226,10 +227,17 @@ def _chat(args: argparse.Namespace) -> int:
 
     if args.dm:
         return client.run(
-            args.url, args.user, args.say, args.state_dir, args.channel or dm_channel_for(args.user), None
+            args.url,
+            args.user,
+            args.say,
+            args.state_dir,
+            args.channel or dm_channel_for(args.user),
+            None,
+            locale=args.locale,
         )
     channel = args.channel or client.LOCAL_CHANNEL_ID
-    return client.run(args.url, args.user, args.say, args.state_dir, channel, args.guild or client.LOCAL_GUILD_ID)
+    guild = args.guild or client.LOCAL_GUILD_ID
+    return client.run(args.url, args.user, args.say, args.state_dir, channel, guild, locale=args.locale)
 
 
 def _register(args: argparse.Namespace) -> int:

@@ -8,6 +8,7 @@ import time
 
 import httpx
 
+from memorybot.core.consent import NOTICES
 from memorybot.discord.interactions import TEXT_DM_FAILED, TEXT_DM_SENT, TEXT_NOTHING_REMEMBERED, scope_label
 from memorybot.discord.signature import new_key_pair, sign
 from memorybot.local.client import LOCAL_GUILD_ID
@@ -35,7 +36,8 @@ def test_chat_reply_memory_show_forget_gone(person, jev, stack):
     url, _ = stack
     alice = person("alice-e2e")
     said = alice.chat("I love hiking in the Alps")
-    assert len(said) == 1 and said[0].startswith("memorybot: ")  # the deferred answer was filled in
+    assert said[0].startswith("memorybot: ")  # the deferred answer was filled in
+    assert said[1:] == [f"memorybot: (only you can see this) {NOTICES['en']}"]  # then the first-use notice
     assert jev.questions()[0] == "worth"  # extraction ran after the reply, through Jev
 
     shown = alice.show()

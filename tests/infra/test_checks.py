@@ -204,6 +204,7 @@ def test_code_asset_holds_only_the_package_with_every_handler(synth):
     assert leftovers == []
     assert not (folder / "memorybot" / "local").exists()  # the local stack needs moto: not deployed
     assert not (folder / "memorybot" / "ops").exists()  # `memorybot doctor` runs on the operator's machine
+    assert not (folder / "memorybot" / "cli.py").exists()  # the `memorybot` command: the operator's and developer's
     assert _zipped_size(folder) < CODE_GOAL_BYTES
 
 

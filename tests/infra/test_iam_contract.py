@@ -36,6 +36,8 @@ from frontdoor import (
     export,
     forget,
     forget_all,
+    pause,
+    resume,
     show,
     why,
 )
@@ -173,7 +175,12 @@ def interactions_scenario(h: Harness) -> None:
     for m in (kept, gone):
         h.memories.apply(Change(Action.ADD, None, m, "seed"), actor=Actor.EXTRACTION)
     said = chat("My sister Yuki lives in Osaka")
+    h.recorder.lose_answer("Interactions", "TransactWriteItems")  # the line is stored, its answer is lost
     assert body(h.call("Interactions", event(said)))["type"] == 5
+    h.recorder.lose_answer("Interactions", "TransactWriteItems")  # the pause commits, its answer is lost
+    assert "Paused" in body(h.call("Interactions", event(pause())))["data"]["content"]
+    assert "paused" in body(h.call("Interactions", event(show(user=ALICE))))["data"]["content"]
+    assert "Resumed" in body(h.call("Interactions", event(resume())))["data"]["content"]
     shown = event(show())
     assert "DM" in body(h.call("Interactions", shown))["data"]["content"]
     h.call("Interactions", shown)  # replayed inside the signature window: answered from the dedup ledger
@@ -193,7 +200,8 @@ def reply_scenario(h: Harness) -> None:
     text = "I started learning the violin"
     said = chat(text)
     h.messages.put(Message(CHANNEL, said["id"], ALICE, "alice", text, scope=SCOPE, conversation_of=ALICE))
-    job = ReplyJob(said["id"], said["token"], said["application_id"], CHANNEL, ALICE, "alice", SCOPE).to_json()
+    job = ReplyJob(said["id"], said["token"], said["application_id"], CHANNEL, ALICE, "alice", SCOPE, "ja").to_json()
+    h.recorder.lose_answer("Reply", "TransactWriteItems")  # the reply is stored, its answer is lost
     h.call("Reply", dict(job))
     h.call("Reply", dict(job))  # Lambda's redelivery: the stored result, no second post
     h.invocations.clear()  # the extraction of that turn is the extraction scenario's business
@@ -647,10 +655,12 @@ def test_the_redaction_names_only_the_attributes_its_condition_allows(recorded):
 
 def test_the_import_is_in_the_contract_its_marker_written_with_the_memory_and_read_by_a_dry_run(recorded):
     """The import's requests are the admin function's: each row one transaction (the memory, its
-    marker, its ledger row), a dry run's marker read, and the read-back of a lost answer."""
+    marker, its ledger row, the check of the person's record), a dry run's marker read, and the
+    read-back of a lost answer."""
     recorder, harness = recorded
     memories = harness.settings.table(tables.MEMORIES)
     ledger = harness.settings.table(tables.MEMORY_LOG)
+    people = harness.settings.table(tables.PEOPLE)
     marker = MARKER_PREFIX
 
     def is_marker(item: dict) -> bool:
@@ -665,7 +675,7 @@ def test_the_import_is_in_the_contract_its_marker_written_with_the_memory_and_re
     assert imports and {r.function for r in imports} == {"Admin"}
     for request in imports:
         tables_written = [next(iter(i.values()))["TableName"] for i in request.params["TransactItems"]]
-        assert tables_written == [memories, memories, ledger]
+        assert tables_written == [memories, memories, ledger, people]
     reads = [
         r
         for r in recorder.requests
@@ -754,3 +764,28 @@ def test_the_functions_that_embed_invoke_the_embedding_model_and_only_they_may(r
     assert {name for name, policy in role_policies.items() if policy.allows(embedding)} == invoked
     scans = {r.function for r in recorder.requests if r.operation == "Scan"}
     assert scans == {"NightlyReview"}  # the backfill's bounded pass, and nobody else's
+
+
+# Writers of a person's data (a memory put by learning or a rollback's restore, a line of their
+# conversation) commit with a ConditionCheck on their person record in the same transaction.
+PERSON_CHECKED_WRITERS = ("Interactions", "Reply", "Extraction", "NightlySpeaker", "Admin")
+
+
+def test_every_writer_of_a_persons_data_checks_their_record_in_the_same_transaction(recorded, role_policies):
+    recorder, harness = recorded
+    people = {p for p, logical in harness.logical_tables.items() if logical == "people"}
+    checked: dict[str, int] = {}
+    for request in recorder.requests:
+        if request.operation != "TransactWriteItems" or request.function not in PERSON_CHECKED_WRITERS:
+            continue
+        items = request.params["TransactItems"]
+        puts = [i["Put"] for i in items if "Put" in i]
+        writes_data = any(harness.logical_tables.get(p["TableName"]) in ("memories", "messages") for p in puts)
+        if not writes_data:
+            continue
+        checks = [i["ConditionCheck"] for i in items if "ConditionCheck" in i]
+        assert [c["TableName"] in people for c in checks] == [True], (request.function, items)
+        checked[request.function] = checked.get(request.function, 0) + 1
+        need = Need("dynamodb:ConditionCheckItem", "dynamodb:people")
+        assert role_policies[request.function].allows(need), request.function
+    assert set(checked) == set(PERSON_CHECKED_WRITERS), checked

@@ -7,7 +7,7 @@ import json
 from infra.stack import FUNCTIONS
 from memorybot import tables
 
-PERSONAL = {"messages", "memories", "memory_log", "nightly_runs"}
+PERSONAL = {"messages", "memories", "memory_log", "nightly_runs", "people"}
 WRITES = {"dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:DeleteItem"}
 
 

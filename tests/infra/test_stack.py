@@ -240,13 +240,16 @@ def _dynamodb(*actions: str) -> set[str]:
 IDEMPOTENCY = _dynamodb("PutItem", "UpdateItem", "DeleteItem")
 TABLE_ACCESS = {
     "Interactions": {
-        "messages": _dynamodb("PutItem"),
+        "messages": _dynamodb("PutItem", "GetItem"),  # GetItem: a store whose answer was lost
+        # the /chat line's check, show's and export's switch, pause/resume and the forget-all stamp
+        "people": _dynamodb("ConditionCheckItem", "GetItem", "UpdateItem"),
         "memories": _dynamodb("GetItem", "DeleteItem", "UpdateItem", "Query"),  # UpdateItem: a forget's sources
         "memory_log": _dynamodb("PutItem", "GetItem", "Query"),  # Query: export
         "dedup": IDEMPOTENCY,
     },
     "Reply": {
-        "messages": _dynamodb("PutItem", "Query"),
+        "messages": _dynamodb("PutItem", "GetItem", "Query"),
+        "people": _dynamodb("GetItem", "UpdateItem", "ConditionCheckItem"),  # the switch, the notice, the check
         "memories": _dynamodb("Query"),
         "memory_log": _dynamodb("PutItem"),
         "dedup": IDEMPOTENCY,
@@ -255,6 +258,7 @@ TABLE_ACCESS = {
         "messages": _dynamodb("Query"),
         "memories": _dynamodb("GetItem", "PutItem", "DeleteItem", "Query"),  # GetItem: the forgotten sources
         "memory_log": _dynamodb("PutItem", "GetItem"),
+        "people": _dynamodb("GetItem", "ConditionCheckItem"),
         "dedup": IDEMPOTENCY,
     },
     "NightlyClaim": {"nightly_runs": _dynamodb("GetItem", "PutItem", "UpdateItem")},
@@ -264,6 +268,7 @@ TABLE_ACCESS = {
         "memories": _dynamodb("GetItem", "PutItem", "DeleteItem", "Query"),
         "memory_log": _dynamodb("PutItem", "GetItem"),
         "nightly_runs": _dynamodb("GetItem", "PutItem"),
+        "people": _dynamodb("GetItem", "ConditionCheckItem"),
     },
     "NightlySpeakerFailed": {"nightly_runs": _dynamodb("GetItem", "PutItem")},
     "NightlyReview": {
@@ -278,12 +283,14 @@ TABLE_ACCESS = {
         "memories": _dynamodb("GetItem", "PutItem", "DeleteItem"),
         "memory_log": _dynamodb("PutItem", "GetItem", "Query"),
         "nightly_runs": _dynamodb("GetItem", "UpdateItem"),
+        "people": _dynamodb("ConditionCheckItem"),  # a restore checks the later forget-all or erasure
     },
     "Erase": {
         "memories": _dynamodb("GetItem", "DeleteItem", "Query"),
         # UpdateItem: the ledger's single, conditioned exception (the redaction)
         "memory_log": _dynamodb("PutItem", "GetItem", "Query", "UpdateItem"),
         "messages": _dynamodb("DeleteItem", "Query"),
+        "people": _dynamodb("GetItem", "PutItem"),  # the switch erased, the erasure's marker written
     },
 }
 

@@ -9,10 +9,23 @@ from datetime import timedelta
 
 import pytest
 
-from fakes import T0, Clock, FakeMemoryStore, FakeMessageStore, memory, message, owner
+from fakes import T0, Clock, FakeMemoryStore, FakeMessageStore, FakePeopleStore, memory, message, owner
 from memorybot.adapters.dynamodb import DynamoMemoryStore, DynamoMessageStore
-from memorybot.core.domain import Action, Actor, Change, Embedding, SourceRef
-from memorybot.core.ports import ConflictError
+from memorybot.adapters.dynamodb_people import DynamoPeopleStore
+from memorybot.core.domain import (
+    PERSON_SCOPE,
+    Action,
+    Actor,
+    Basis,
+    Change,
+    Embedding,
+    LedgerEntry,
+    Owner,
+    Person,
+    PersonCheck,
+    SourceRef,
+)
+from memorybot.core.ports import ConflictError, PersonRefused
 
 IMPLEMENTATIONS = ("fake", "dynamodb")
 
@@ -351,3 +364,122 @@ def test_the_whole_profile_read_and_the_backfill_skip_what_is_not_a_memory(memor
     assert sorted(m.memory_id for m in profile) == ["impo2", "plain"]
     found, _ = memories.without_embedding("model-a", 10)
     assert sorted(m.memory_id for m in found) == ["impo2", "plain"]  # the import has no vector yet
+
+
+# ---- the person record and the check every writer of a person's data commits under
+
+
+@pytest.fixture(params=IMPLEMENTATIONS)
+def person_stores(request):
+    """(people, memories, messages) sharing one person record, as the functions' stores do."""
+    clock = Clock()
+    if request.param == "fake":
+        people = FakePeopleStore()
+        memories = FakeMemoryStore(clock, people=people)
+        people.ledger_to = memories
+        return people, memories, FakeMessageStore(people=people)
+    client, settings = request.getfixturevalue("dynamo")
+    return (
+        DynamoPeopleStore(client, settings),
+        DynamoMemoryStore(client, settings, clock=clock),
+        DynamoMessageStore(client, settings),
+    )
+
+
+def row(user_id: str, action: Action, at) -> LedgerEntry:
+    return LedgerEntry(user_id, action, Actor.COMMAND, action.value, at, scope=PERSON_SCOPE)
+
+
+def test_a_person_never_recorded_is_all_defaults_and_every_check_passes(person_stores):
+    people, memories, messages = person_stores
+    assert people.get("nobody") == Person("nobody")
+    for memory_id, basis in zip(("abcde", "fghjk", "mnpqr"), Basis, strict=True):
+        add(memories, memory("nobody", memory_id), check=PersonCheck("nobody", T0, basis, "global"))
+    assert messages.put(message("nobody", "hello"), check=PersonCheck("nobody", T0, Basis.STORE)) is True
+
+
+def test_pause_and_resume_switch_once_each_with_their_own_ledger_row(person_stores):
+    people, memories, _ = person_stores
+    at = T0 + timedelta(hours=1)
+    assert people.pause("alice", row("alice", Action.PAUSE, at)) is True
+    assert people.pause("alice", row("alice", Action.PAUSE, at + timedelta(seconds=1))) is False  # already paused
+    assert people.get("alice").paused_at == at and people.get("alice").paused
+    later = at + timedelta(minutes=5)
+    assert people.resume("alice", row("alice", Action.RESUME, later)) is True
+    assert people.resume("alice", row("alice", Action.RESUME, later + timedelta(seconds=1))) is False
+    assert (people.get("alice").paused_at, people.get("alice").resumed_at) == (None, later)
+    rows = memories.ledger_for(Owner(PERSON_SCOPE, "alice"))
+    assert [(r.action, r.actor) for r in rows] == [(Action.RESUME, Actor.COMMAND), (Action.PAUSE, Actor.COMMAND)]
+    assert people.get("bob") == Person("bob")  # one person's switch is theirs alone
+
+
+def test_the_notice_is_claimed_once_per_scope_and_a_released_claim_can_be_taken_again(person_stores):
+    people, _, _ = person_stores
+    assert people.claim_notice("alice", "guild:1") is True
+    assert people.claim_notice("alice", "guild:1") is False
+    assert people.claim_notice("alice", "dm") is True
+    people.release_notice("alice", "dm")
+    assert people.get("alice").noticed == frozenset({"guild:1"})
+    assert people.claim_notice("alice", "dm") is True
+
+
+def test_a_learning_write_is_refused_while_paused_and_for_lines_from_before_a_resume(person_stores):
+    people, memories, _ = person_stores
+    said = T0 + timedelta(hours=1)
+    people.pause("alice", row("alice", Action.PAUSE, said + timedelta(minutes=1)))
+    learn = PersonCheck("alice", said, Basis.LEARN)
+    with pytest.raises(PersonRefused):
+        add(memories, memory("alice", "abcde"), check=learn)
+    people.resume("alice", row("alice", Action.RESUME, said + timedelta(minutes=2)))
+    with pytest.raises(PersonRefused):  # said before the resume: never learned later
+        add(memories, memory("alice", "abcde"), check=learn)
+    assert memories.get(owner("alice"), "abcde") is None and changes(memories, owner("alice")) == []
+    add(memories, memory("alice", "abcde"), check=PersonCheck("alice", said + timedelta(minutes=3), Basis.LEARN))
+    # Storing and restoring do not care about the switch.
+    assert people.pause("alice", row("alice", Action.PAUSE, said + timedelta(minutes=4)))
+    add(memories, memory("alice", "fghjk"), check=PersonCheck("alice", said, Basis.RESTORE, "global"))
+
+
+def test_nothing_that_started_before_an_erasure_writes_after_it(person_stores):
+    people, memories, messages = person_stores
+    started = T0 + timedelta(hours=1)
+    people.pause("carol", row("carol", Action.PAUSE, started))
+    people.erased("carol", started + timedelta(seconds=1))
+    assert people.get("carol") == Person("carol", erased_at=started + timedelta(seconds=1))  # the switch went too
+    for basis in Basis:
+        with pytest.raises(PersonRefused):
+            add(memories, memory("carol", "abcde"), check=PersonCheck("carol", started, basis, "global"))
+    with pytest.raises(PersonRefused):
+        messages.put(message("carol", "a late reply"), check=PersonCheck("carol", started, Basis.STORE))
+    assert [m for m in messages.recent("c1", 100) if m.author_id == "carol"] == []
+    after = started + timedelta(seconds=2)  # a new conversation after the erasure is theirs again
+    assert messages.put(message("carol", "hi again", at=after), check=PersonCheck("carol", after, Basis.STORE))
+    add(memories, memory("carol", "abcde"), check=PersonCheck("carol", after, Basis.LEARN))
+
+
+def test_a_restore_older_than_the_scopes_forget_all_is_refused_in_that_scope_only(person_stores):
+    people, memories, _ = person_stores
+    learned = T0 + timedelta(hours=1)
+    people.forgot_all("dan", "guild:1", learned + timedelta(hours=1))
+    with pytest.raises(PersonRefused):
+        add(
+            memories,
+            memory("dan", "abcde", scope="guild:1"),
+            check=PersonCheck("dan", learned, Basis.RESTORE, "guild:1"),
+        )
+    add(memories, memory("dan", "abcde", scope="guild:2"), check=PersonCheck("dan", learned, Basis.RESTORE, "guild:2"))
+    newer = learned + timedelta(hours=2)
+    add(memories, memory("dan", "fghjk", scope="guild:1"), check=PersonCheck("dan", newer, Basis.RESTORE, "guild:1"))
+    assert dict(people.get("dan").forgot_all_at) == {"guild:1": learned + timedelta(hours=1)}
+
+
+def test_an_import_add_is_refused_for_a_person_erased_since_it_began(person_stores):
+    people, memories, _ = person_stores
+    began = T0 + timedelta(hours=1)
+    people.erased("erin", began + timedelta(seconds=1))
+    check = PersonCheck("erin", began, Basis.STORE)
+    with pytest.raises(PersonRefused):
+        memories.add_once(memory("erin", "abcde"), "key-1", actor=Actor.IMPORT, reason="import", check=check)
+    assert memories.get(owner("erin"), "abcde") is None and not memories.has_marker(owner("erin"), "key-1")
+    later = PersonCheck("erin", began + timedelta(seconds=2), Basis.STORE)
+    assert memories.add_once(memory("erin", "abcde"), "key-1", actor=Actor.IMPORT, reason="import", check=later)

@@ -7,7 +7,16 @@ from datetime import datetime
 
 import pytest
 
-from fakes import Clock, FakeMemoryStore, FakeMessageStore, FakeRunStore, ScriptedChat, ScriptedJev, message
+from fakes import (
+    Clock,
+    FakeMemoryStore,
+    FakeMessageStore,
+    FakePeopleStore,
+    FakeRunStore,
+    ScriptedChat,
+    ScriptedJev,
+    message,
+)
 from memorybot import bootstrap
 from memorybot.adapters.invoker import LocalContext
 from memorybot.bootstrap import Container
@@ -26,6 +35,7 @@ def night(monkeypatch):
         Settings.from_env({}),
         memory_store=FakeMemoryStore(clock),
         message_store=FakeMessageStore(),
+        people_store=FakePeopleStore(),
         run_store=FakeRunStore(),
         decision_model=ScriptedJev(),
         chat_model=ScriptedChat(),

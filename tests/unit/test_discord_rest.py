@@ -43,6 +43,19 @@ def test_edit_original_patches_the_deferred_answer_and_returns_its_message_id(ap
     assert [e.path for e in recorder.of_kind("edit")] == [f"webhooks/{APP_ID}/tok/messages/@original"] * 2
 
 
+def test_a_follow_up_is_an_ephemeral_post_to_the_interactions_webhook_after_the_answer(api):
+    recorder, client, _ = api
+    with pytest.raises(DiscordError):  # before the deferred answer is filled in, it would replace it
+        client.follow_up(APP_ID, "tok", "too early")
+    client.edit_original(APP_ID, "tok", "the answer")
+    message_id = client.follow_up(APP_ID, "tok", "<@123> only you see this")
+    [sent] = recorder.of_kind("followup")
+    assert (sent.method, sent.path, sent.message_id) == ("POST", f"webhooks/{APP_ID}/tok", message_id)
+    assert sent.body == {"content": "<@123> only you see this", "flags": 64, "allowed_mentions": {"parse": []}}
+    with pytest.raises(ValueError):
+        client.follow_up(APP_ID, "../../channels/1", "x")  # a token never goes into a URL unchecked
+
+
 def test_a_429_is_retried_after_retry_after(api):
     recorder, client, sleeps = api
     recorder.rate_limit_next(2, retry_after=0.25)

@@ -131,7 +131,7 @@ def test_the_query_embedding_runs_beside_the_profile_read():
     embeddings = GatedEmbeddings(loading)
     store = LoadingStore(loading)
     twelve(store, embeddings)
-    ReplyWriter(store, ScriptedChat(), embeddings).reply(ME, "alice", [said("hiking again?")])
+    ReplyWriter(store, ScriptedChat(), embeddings=embeddings).reply(ME, "alice", [said("hiking again?")])
     # the embedding was still waiting when the read began: had it run first, the gate would have
     # stayed closed and the embedding would have given up (False)
     assert embeddings.ran_beside == [True]
@@ -153,7 +153,7 @@ def test_a_failed_query_embedding_leaves_lexical_relevance():
     twelve(store)
     broken = BrokenEmbeddings()
     chat = ScriptedChat()
-    ReplyWriter(store, chat, broken).reply(ME, "alice", [said("I went hiking")])
+    ReplyWriter(store, chat, embeddings=broken).reply(ME, "alice", [said("I went hiking")])
     assert broken.calls == 1 and reads(store)[0][0] == "m00xx"
 
 
@@ -263,6 +263,6 @@ def test_a_query_embedding_that_does_not_come_back_in_time_leaves_lexical_releva
     slow = GatedEmbeddings(release)  # never released while the reply waits
     store = FakeMemoryStore()
     twelve(store, OfflineEmbeddingModel())
-    ReplyWriter(store, ScriptedChat(), slow).reply(ME, "alice", [said("I went hiking")])
+    ReplyWriter(store, ScriptedChat(), embeddings=slow).reply(ME, "alice", [said("I went hiking")])
     release.set()
     assert reads(store)[0][0] == "m00xx"  # ranked by its words

@@ -23,6 +23,7 @@ NO_MENTIONS: dict[str, list[str]] = {"parse": []}  # nobody is ever pinged by th
 DMS_CLOSED = 50007  # "Cannot send messages to this user"
 HISTORY_MAX = 100  # Discord's page size for channel messages
 ORDINARY_MESSAGE_TYPES = (0, 19)  # default and reply
+EPHEMERAL = 64  # message flag: only the interaction's user sees it
 
 
 class DiscordRest:
@@ -78,6 +79,14 @@ class DiscordRest:
             raise ValueError("malformed interaction token")  # never put into a URL sent with the bot token
         path = f"webhooks/{_id(application_id, 'application id')}/{token}/messages/@original"
         return str(self._request("PATCH", path, body)["id"])
+
+    def follow_up(self, application_id: str, token: str, content: str) -> str:
+        """POST /webhooks/{application.id}/{interaction.token}: a follow-up message; flags 64 makes
+        it ephemeral (only the person who used the command sees it)."""
+        body = {"content": content, "flags": EPHEMERAL, "allowed_mentions": NO_MENTIONS}
+        if not is_interaction_token(token):
+            raise ValueError("malformed interaction token")
+        return str(self._request("POST", f"webhooks/{_id(application_id, 'application id')}/{token}", body)["id"])
 
     def recent_channel_messages(self, channel_id: str, limit: int) -> list[Message]:
         path = f"channels/{_id(channel_id, 'channel id')}/messages"

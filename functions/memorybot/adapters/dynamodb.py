@@ -37,12 +37,14 @@ from ..core.domain import (
     JST,
     Action,
     Actor,
+    Basis,
     Change,
     Embedding,
     LedgerEntry,
     Memory,
     Message,
     Owner,
+    PersonCheck,
     SourceRef,
     iso,
     jst_day,
@@ -50,7 +52,7 @@ from ..core.domain import (
     snowflake_time,
     utcnow,
 )
-from ..core.ports import ConflictError
+from ..core.ports import ConflictError, PersonRefused
 from . import vectors
 from .dynamodb_items import (
     REASON_CONDITION_FAILED,
@@ -238,6 +240,41 @@ def memory_from_json(text: str | None) -> Memory | None:
     )
 
 
+# ---- the person's check (the people table), in the transaction of every write of their data ----
+
+FORGOT_ALL_PREFIX = "forgot_all_at:"
+
+
+def forgot_all_attribute(scope: str) -> str:
+    return f"{FORGOT_ALL_PREFIX}{scope}"
+
+
+def person_key(user_id: str) -> Item:
+    return {"user_id": s(user_id)}
+
+
+def person_check_item(table: str, check: PersonCheck) -> Item:
+    """The ConditionCheck of a transaction that writes the person's data: ``PersonCheck.allows``
+    as a condition expression (an absent record allows everything)."""
+    names = {"#erased": "erased_at"}
+    parts = ["(attribute_not_exists(#erased) OR #erased < :since)"]
+    if check.basis is Basis.LEARN:
+        names |= {"#paused": "paused_at", "#resumed": "resumed_at"}
+        parts += ["attribute_not_exists(#paused)", "(attribute_not_exists(#resumed) OR #resumed < :since)"]
+    elif check.basis is Basis.RESTORE:
+        names["#forgot"] = forgot_all_attribute(check.scope)
+        parts.append("(attribute_not_exists(#forgot) OR #forgot < :since)")
+    return {
+        "ConditionCheck": {
+            "TableName": table,
+            "Key": person_key(check.user_id),
+            "ConditionExpression": " AND ".join(parts),
+            "ExpressionAttributeNames": names,
+            "ExpressionAttributeValues": {":since": s(iso(check.since))},
+        }
+    }
+
+
 # ---- the ledger (memory_log) ----------------------------------------------------
 
 
@@ -339,13 +376,20 @@ class DynamoMemoryStore:
         self._client = client
         self._memories = settings.table(tables.MEMORIES)
         self._log = settings.table(tables.MEMORY_LOG)
+        self._people = settings.table(tables.PEOPLE)
         self._read_retention_days = settings.ledger_read_retention_days
         self._clock = clock
 
     # -- reads of one person's profile
 
     def read_profile(
-        self, owner: Owner, *, actor: Actor, reason: str, limit: int, run_id: int | None = None
+        self,
+        owner: Owner,
+        *,
+        actor: Actor,
+        reason: str,
+        limit: int,
+        run_id: int | None = None,
     ) -> list[Memory]:
         profile: list[Memory] = []
         if limit is None or limit > 0:
@@ -387,6 +431,7 @@ class DynamoMemoryStore:
         actor: Actor,
         reason: str,
         run_id: int | None = None,
+        unused_if: Callable[[], bool] | None = None,
     ) -> list[Memory]:
         # One Query of the owner's own partition (the base table: no index to keep in step),
         # projecting what a Memory holds and not the index bookkeeping (stale_shard, review_after).
@@ -399,7 +444,10 @@ class DynamoMemoryStore:
             ExpressionAttributeValues={":owner": s(owner.key)},
             ConsistentRead=True,
         )
-        chosen = choose([memory_from_item(i) for i in items if not _is_marker(i)])
+        memories = [memory_from_item(i) for i in items if not _is_marker(i)]
+        if unused_if is not None and unused_if():
+            return []  # read, never used: no row
+        chosen = choose(memories)
         self.log_read(owner, tuple(m.memory_id for m in chosen), actor=actor, reason=reason, run_id=run_id)
         return chosen
 
@@ -481,6 +529,7 @@ class DynamoMemoryStore:
         run_id: int | None = None,
         ledger_action: Action | None = None,
         redacted: bool = False,
+        check: PersonCheck | None = None,
     ) -> LedgerEntry:
         entry = LedgerEntry(
             user_id=change.user_id,
@@ -509,15 +558,23 @@ class DynamoMemoryStore:
         if entry.action is Action.DELETE and entry.actor is Actor.COMMAND and entry.sources:
             # A forget by the person: its sources never teach again, recorded with the delete.
             transaction.append(self._forgotten_write(change.owner, entry.sources))
+        check_at = len(transaction) if check is not None else None
+        if check is not None:  # after the memory's own write (position 0) and its ledger row
+            transaction.append(person_check_item(self._people, check))
         for attempt in range(1, TRANSACTION_CONFLICT_ATTEMPTS + 1):
             try:
                 # Any other failure, or no answer at all, may hide a commit: the ledger row,
                 # written in the same transaction, tells (a fresh token per attempt).
                 transact_or_find_committed(
-                    self._client, transaction, refused=_change_refused, committed=lambda: self._committed(entry)
+                    self._client,
+                    transaction,
+                    refused=lambda error: _change_refused(error, check_at),
+                    committed=lambda: self._committed(entry),
                 )
                 return entry
             except ClientError as error:
+                if check_at is not None and cancellation_code(error, check_at) == REASON_CONDITION_FAILED:
+                    raise PersonRefused(change.memory_id) from error
                 code = cancellation_code(error, 0)
                 if code == REASON_CONDITION_FAILED:
                     raise ConflictError(change.memory_id) from error
@@ -580,7 +637,14 @@ class DynamoMemoryStore:
         return {"Put": {"TableName": self._memories, "Item": memory_item(change.after), **unchanged}}
 
     def add_once(
-        self, memory: Memory, once: str, *, actor: Actor, reason: str, import_id: str | None = None
+        self,
+        memory: Memory,
+        once: str,
+        *,
+        actor: Actor,
+        reason: str,
+        import_id: str | None = None,
+        check: PersonCheck | None = None,
     ) -> LedgerEntry | None:
         entry = LedgerEntry(
             memory.user_id,
@@ -613,13 +677,23 @@ class DynamoMemoryStore:
                 }
             },
         ]
+        if check is not None:  # last: the memory, the marker and the row keep their positions
+            transaction.append(person_check_item(self._people, check))
         for attempt in range(1, TRANSACTION_CONFLICT_ATTEMPTS + 1):
             try:
                 transact_or_find_committed(
-                    self._client, transaction, refused=_add_once_refused, committed=lambda: self._committed(entry)
+                    self._client,
+                    transaction,
+                    refused=lambda error: (
+                        _add_once_refused(error)
+                        or (check is not None and cancellation_code(error, 3) == REASON_CONDITION_FAILED)
+                    ),
+                    committed=lambda: self._committed(entry),
                 )
                 return entry
             except ClientError as error:
+                if check is not None and cancellation_code(error, 3) == REASON_CONDITION_FAILED:
+                    raise PersonRefused(memory.memory_id) from error
                 if cancellation_code(error, 1) == REASON_CONDITION_FAILED:
                     return None  # added by an earlier (or a concurrent) call with the same key
                 if cancellation_code(error, 0) == REASON_CONDITION_FAILED:
@@ -767,10 +841,13 @@ class DynamoMemoryStore:
         )
 
 
-def _change_refused(error: ClientError) -> bool:
+def _change_refused(error: ClientError, check_at: int | None) -> bool:
     """The memory's own write was turned down: the record changed since read, or another
-    transaction holds it. Then nothing committed, so there is nothing to look for."""
-    return cancellation_code(error, 0) in (REASON_CONDITION_FAILED, REASON_CONFLICT)
+    transaction holds it; or the person's record (at ``check_at``) refused it. Then nothing
+    committed, so there is nothing to look for."""
+    return cancellation_code(error, 0) in (REASON_CONDITION_FAILED, REASON_CONFLICT) or (
+        check_at is not None and cancellation_code(error, check_at) == REASON_CONDITION_FAILED
+    )
 
 
 def _add_once_refused(error: ClientError) -> bool:
@@ -849,19 +926,38 @@ class DynamoMessageStore:
     def __init__(self, client: Any, settings: Settings) -> None:
         self._client = client
         self._table = settings.table(tables.MESSAGES)
+        self._people = settings.table(tables.PEOPLE)
 
-    def put(self, message: Message) -> bool:
+    def put(self, message: Message, *, check: PersonCheck | None = None) -> bool:
         # A failed condition means already stored (a redelivered event or a replayed /chat): the
         # first copy stands, and that is success. The write carries a token of this call, so that
         # botocore's retry of a put whose answer was lost finds its own copy and still says "stored".
         token = secrets.token_hex(8)
-        return conditional_write(
-            self._client.put_item,
-            TableName=self._table,
-            Item={**message_item(message), "stored_by": s(token)},
-            ConditionExpression="attribute_not_exists(message_id) OR stored_by = :mine",
-            ExpressionAttributeValues={":mine": s(token)},
-        )
+        put = {
+            "TableName": self._table,
+            "Item": {**message_item(message), "stored_by": s(token)},
+            "ConditionExpression": "attribute_not_exists(message_id) OR stored_by = :mine",
+            "ExpressionAttributeValues": {":mine": s(token)},
+        }
+        if check is None:
+            return conditional_write(self._client.put_item, **put)
+        try:
+            # With the person's check in the same transaction (its own token covers a retry).
+            transact_or_find_committed(
+                self._client,
+                [{"Put": put}, person_check_item(self._people, check)],
+                refused=lambda error: any(cancellation_code(error, i) == REASON_CONDITION_FAILED for i in (0, 1)),
+                committed=lambda: (
+                    (get_item(self._client, self._table, message_key(message)) or {}).get("stored_by") == s(token)
+                ),
+            )
+        except ClientError as error:
+            if cancellation_code(error, 1) == REASON_CONDITION_FAILED:
+                raise PersonRefused(message.message_id) from error  # erased since the job began
+            if cancellation_code(error, 0) == REASON_CONDITION_FAILED:
+                return False
+            raise
+        return True
 
     def of_person(self, user_id: str) -> list[Message]:
         own = self._by_person(BY_AUTHOR, "author_id", user_id)

@@ -12,8 +12,9 @@ from dataclasses import dataclass
 from datetime import datetime
 from enum import Enum
 
-from .domain import Action, Actor, Change, LedgerEntry, Memory, Owner, is_memory_id, iso
-from .ports import ConflictError, MemoryStore
+from .consent import switch_json
+from .domain import PERSON_SCOPE, Action, Actor, Change, LedgerEntry, Memory, Owner, is_memory_id, iso, utcnow
+from .ports import ConflictError, MemoryStore, PeopleStore
 
 FORGET_ATTEMPTS = 3  # a concurrent change between read and delete: read again
 
@@ -72,13 +73,19 @@ def why(memories: MemoryStore, owner: Owner, memory_id: str) -> Provenance | Non
     return Provenance(memory_id, action, at, tuple(ref.link(owner.scope) for ref in current.sources))
 
 
-def export(memories: MemoryStore, user_id: str) -> dict:
+def export(memories: MemoryStore, user_id: str, people: PeopleStore | None = None) -> dict:
     """Every memory of the person in every scope, and the ledger rows about their memories
-    (reads excluded), as JSON-ready data. Only rows keyed by this person are read."""
+    (reads excluded), as JSON-ready data; with ``people``, their memory switch too (its own
+    ledger rows with it). Only rows keyed by this person are read."""
     scopes = []
+    switch = switch_json(people, user_id) if people is not None else None
     for owner in memories.owners_of(user_id):
         if owner.user_id != user_id:
             continue  # defence in depth: the index is keyed by user id
+        if owner.scope == PERSON_SCOPE:  # pause and resume: rows about the person, not a scope
+            if switch is not None:
+                switch["ledger"] = [_entry_json(e) for e in reversed(memories.ledger_for(owner, limit=None))]
+            continue
         profile = memories.read_profile(owner, actor=Actor.COMMAND, reason="memory export", limit=None)
         changes = [e for e in reversed(memories.ledger_for(owner, limit=None)) if e.action is not Action.READ]
         scopes.append(
@@ -90,7 +97,7 @@ def export(memories: MemoryStore, user_id: str) -> dict:
                 "forgottenSourceMessageIds": sorted(memories.forgotten_sources(owner)),
             }
         )
-    return {"userId": user_id, "scopes": scopes}
+    return {"userId": user_id, "scopes": scopes, **({"memorySwitch": switch} if switch is not None else {})}
 
 
 def _memory_json(memory: Memory | None) -> dict | None:
@@ -121,8 +128,13 @@ def _entry_json(entry: LedgerEntry) -> dict:
     }
 
 
-def forget_all(memories: MemoryStore, owner: Owner) -> list[str]:
-    """Delete every memory of the owner in this scope, each with its own ledger row; the ids deleted."""
+def forget_all(memories: MemoryStore, owner: Owner, people: PeopleStore | None = None) -> list[str]:
+    """Delete every memory of the owner in this scope, each with its own ledger row; the ids deleted.
+
+    With ``people``, first stamp the forget-all on the person's record: a later rollback of an
+    earlier night puts back nothing older than it (a memory the night had decayed included)."""
+    if people is not None:
+        people.forgot_all(owner.user_id, owner.scope, utcnow())
     deleted = []
     for memory in memories.read_profile(owner, actor=Actor.COMMAND, reason="memory forget-all", limit=None):
         if (

@@ -19,9 +19,23 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Protocol
 
-from .domain import BOT_NAME, EXCHANGE_MESSAGES, Actor, Message, Owner, Speaker, snowflake_at, utcnow
+from .consent import notice_text
+from .domain import (
+    BOT_NAME,
+    EXCHANGE_MESSAGES,
+    Actor,
+    Basis,
+    Message,
+    Owner,
+    Person,
+    PersonCheck,
+    Speaker,
+    snowflake_at,
+    snowflake_time,
+    utcnow,
+)
 from .jobs import ExtractionJob, ReplyJob
-from .ports import AsyncInvoker, DiscordApi, MessageStore, ModelUnavailable
+from .ports import AsyncInvoker, DiscordApi, MessageStore, ModelUnavailable, PeopleStore, PersonRefused
 
 if TYPE_CHECKING:  # the interactions function imports this module: keep its cold start lean
     from .extraction import Extractor
@@ -50,24 +64,35 @@ class HearDeps(Protocol):
     def invoker(self) -> AsyncInvoker: ...
 
 
+def stored_for(job: ReplyJob) -> PersonCheck:
+    """What a line of the job's conversation is stored under: no erasure of the person since the
+    job began (the interaction id is a snowflake: its time is when the person spoke)."""
+    return PersonCheck(job.user_id, snowflake_time(job.interaction_id), Basis.STORE)
+
+
 def hear(deps: HearDeps, job: ReplyJob, text: str) -> bool:
     """Store the person's line and hand the reply on; False when the hand-off failed (the
     person is told so; the line stays, as part of their conversation). A line already stored
     (the same interaction replayed) is not handed on again: True, quietly."""
     # The interaction id is a snowflake: the message's time is the time in it.
     # Part of the caller's own conversation with the bot: it may decide their memories.
-    heard = deps.message_store.put(
-        Message(
-            job.channel_id,
-            job.interaction_id,
-            job.user_id,
-            job.user_name,
-            text,
-            is_bot=False,
-            scope=job.scope,
-            conversation_of=job.user_id,
+    try:
+        heard = deps.message_store.put(
+            Message(
+                job.channel_id,
+                job.interaction_id,
+                job.user_id,
+                job.user_name,
+                text,
+                is_bot=False,
+                scope=job.scope,
+                conversation_of=job.user_id,
+            ),
+            check=stored_for(job),
         )
-    )
+    except PersonRefused:  # erased in the instant since they spoke: nothing kept, no reply
+        logger.info("chat not stored: the person was erased", extra={"interaction_id": job.interaction_id})
+        return False
     if not heard:
         # The same interaction again (a replay inside the signature's window): its reply is the
         # first copy's. A second hand-off would only find that reply in progress and fail.
@@ -91,6 +116,9 @@ class ReplyDeps(HearDeps, Protocol):
     @property
     def discord(self) -> DiscordApi: ...
 
+    @property
+    def people_store(self) -> PeopleStore: ...
+
 
 def answer(deps: ReplyDeps, job: ReplyJob, *, fetch_history: bool, give_up: Callable[[], bool]) -> dict:
     """The reply in the channel, then the exchange handed to extraction; the apology when the
@@ -98,8 +126,9 @@ def answer(deps: ReplyDeps, job: ReplyJob, *, fetch_history: bool, give_up: Call
     if fetch_history:
         _fetch_history(deps, job)
     conversation = deps.message_store.recent(job.channel_id, CONVERSATION_MESSAGES)
+    person = Person(job.user_id)
     try:
-        text = deps.reply_writer.reply(Owner(job.scope, job.user_id), job.user_name, conversation)
+        text, person = deps.reply_writer.write(Owner(job.scope, job.user_id), job.user_name, conversation)
         text = text.strip()[:REPLY_MAX_CHARS]
     except ModelUnavailable:
         if not give_up():
@@ -115,20 +144,48 @@ def answer(deps: ReplyDeps, job: ReplyJob, *, fetch_history: bool, give_up: Call
         return {"status": "apologised"}
     message_id = deps.discord.edit_original(job.application_id, job.token, text) or snowflake_at(utcnow())
     # The reply belongs to the person it answers: part of their exchange, no one else's.
-    deps.message_store.put(
-        Message(
-            job.channel_id,
-            message_id,
-            job.application_id,
-            BOT_NAME,
-            text,
-            is_bot=True,
-            scope=job.scope,
-            conversation_of=job.user_id,
+    try:
+        deps.message_store.put(
+            Message(
+                job.channel_id,
+                message_id,
+                job.application_id,
+                BOT_NAME,
+                text,
+                is_bot=True,
+                scope=job.scope,
+                conversation_of=job.user_id,
+            ),
+            check=stored_for(job),
         )
-    )
+    except PersonRefused:  # erased while this turn was in flight: nothing more is kept or learned
+        logger.info("reply not stored: the person was erased", extra=job.ids())
+        return {"status": "replied", "message_id": message_id, "stored": False}
+    if job.scope not in person.noticed:
+        _give_notice(deps, job)
+    if person.paused:  # nothing is learned from their turns (the extraction job checks again)
+        return {"status": "replied", "message_id": message_id, "learning": "paused"}
     deps.invoker.invoke(ExtractionJob.after_reply(job, message_id))
     return {"status": "replied", "message_id": message_id}
+
+
+def _give_notice(deps: ReplyDeps, job: ReplyJob) -> None:
+    """The first-use notice, once per person and scope: the claim is a conditional write, so two
+    first turns at once send it once. Only they see it (an ephemeral follow-up)."""
+    try:
+        if not deps.people_store.claim_notice(job.user_id, job.scope):
+            return
+    except Exception as exc:  # noqa: BLE001 - the reply is posted; the next turn tries again
+        logger.warning("notice not claimed", extra={**job.ids(), "error": type(exc).__name__})
+        return
+    try:
+        deps.discord.follow_up(job.application_id, job.token, notice_text(job.locale))
+    except Exception as exc:  # noqa: BLE001 - give the claim back so that a later turn gives it
+        logger.warning("notice not sent", extra={**job.ids(), "error": type(exc).__name__})
+        try:
+            deps.people_store.release_notice(job.user_id, job.scope)
+        except Exception:  # noqa: BLE001
+            logger.warning("notice claim not released", extra=job.ids())
 
 
 def _fetch_history(deps: ReplyDeps, job: ReplyJob) -> None:

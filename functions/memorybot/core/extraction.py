@@ -24,18 +24,20 @@ from .domain import (
     WORTH_THRESHOLD,
     Action,
     Actor,
+    Basis,
     Change,
     Embedding,
     Exchange,
     Memory,
     Message,
     Owner,
+    PersonCheck,
     Speaker,
     Verdict,
     new_memory_id,
     utcnow,
 )
-from .ports import ChatModel, ConflictError, DecisionModel, EmbeddingModel, MemoryStore
+from .ports import ChatModel, ConflictError, DecisionModel, EmbeddingModel, MemoryStore, PeopleStore, PersonRefused
 from .recall import Recall, exchange_query
 
 logger = logging.getLogger(__name__)
@@ -44,6 +46,7 @@ ADD_ID_ATTEMPTS = 3  # a fresh random id collides with an existing one only by b
 
 
 class Outcome(str, Enum):
+    PAUSED = "paused"  # the person paused memory: nothing asked, nothing read, nothing written
     NO_EXCHANGE = "no_exchange"  # the speaker said nothing usable
     NO_DECISION = "no_decision"  # Jev gave no usable "worth" answer: nothing read, nothing written
     NOT_WORTH = "not_worth"
@@ -77,7 +80,9 @@ class Extractor:
         new_id: Callable[[], str] = new_memory_id,
         concurrency: int = PROFILE_LIMIT,  # every verdict of a full profile at once
         embeddings: EmbeddingModel | None = None,
+        people: PeopleStore | None = None,  # the person's switch and erasure marker (None: not checked)
     ) -> None:
+        self._people = people
         self._memories = memories
         self._recall = Recall(memories, embeddings)
         self._jev = decision_model
@@ -96,11 +101,21 @@ class Extractor:
         run_id: int | None = None,
     ) -> ExtractionResult:
         """Decide on the speaker's memories in ``scope`` from their own lines among ``messages``."""
+        if self._people is not None:
+            # Before any model call: a paused person is not asked about; after a resume (or an
+            # erasure) nothing said before it teaches.
+            person = self._people.get(speaker.user_id)
+            if person.paused:
+                return ExtractionResult(Outcome.PAUSED)
+            messages = person.learnable(messages)
         # Forgetting sticks: the person's messages behind a memory they forgot never teach again.
         messages = not_forgotten(messages, self._memories.forgotten_sources(Owner(scope, speaker.user_id)))
         exchange = Exchange.of(speaker, scope, messages)
         if exchange is None:
             return ExtractionResult(Outcome.NO_EXCHANGE)
+        # Checked again in each write's own transaction: a pause or an erasure while the models
+        # think refuses the write.
+        check = PersonCheck(speaker.user_id, exchange.since, Basis.LEARN) if self._people is not None else None
         calls = decisions.CallCounter()
 
         query = self._recall.start(exchange_query(exchange))  # embeds beside "worth"
@@ -141,14 +156,14 @@ class Extractor:
                 )
                 changes.append(Change(Action.UPDATE, memory, after, "jev verdict: update"))
         for change in changes:
-            if not self._apply(change, actor, run_id):
+            if not self._apply(change, actor, run_id, check):
                 result.conflicts += 1
             elif change.action is Action.DELETE:
                 result.deleted.append(change.memory_id)
             else:
                 result.updated.append(change.memory_id)
         if add_text is not None:
-            added = self._add(exchange, add_text, now, actor, run_id, vectors.get(add_text))
+            added = self._add(exchange, add_text, now, actor, run_id, check, vectors.get(add_text))
             if added is None:
                 result.conflicts += 1
             else:
@@ -211,6 +226,7 @@ class Extractor:
         now: datetime,
         actor: Actor,
         run_id: int | None,
+        check: PersonCheck | None,
         embedding: Embedding | None = None,
     ) -> str | None:
         """The new memory's id; None when every fresh id collided (counted as a conflict)."""
@@ -225,14 +241,26 @@ class Extractor:
                 sources=exchange.sources,
                 embedding=embedding,
             )
-            if self._apply(Change(Action.ADD, None, memory, "jev: add"), actor, run_id):
-                return memory.memory_id
+            try:
+                self._memories.apply(
+                    Change(Action.ADD, None, memory, "jev: add"), actor=actor, run_id=run_id, check=check
+                )
+            except PersonRefused:
+                logger.info("add refused by the person's record", extra={"user_id": exchange.speaker.user_id})
+                return None
+            except ConflictError:
+                continue
+            return memory.memory_id
         return None
 
-    def _apply(self, change: Change, actor: Actor, run_id: int | None) -> bool:
-        """False when the record changed since it was read: the change is dropped, never forced."""
+    def _apply(self, change: Change, actor: Actor, run_id: int | None, check: PersonCheck | None) -> bool:
+        """False when the record changed since it was read, or the person's record refuses the
+        write: the change is dropped, never forced."""
         try:
-            self._memories.apply(change, actor=actor, run_id=run_id)
+            self._memories.apply(change, actor=actor, run_id=run_id, check=check)
+        except PersonRefused:
+            logger.info("change refused by the person's record", extra={"memory_id": change.memory_id})
+            return False
         except ConflictError:
             logger.info("change dropped: record changed since read", extra={"memory_id": change.memory_id})
             return False

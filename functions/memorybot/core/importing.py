@@ -10,7 +10,7 @@ The body is either a list of rows::
 or an export file as ``/memory export`` writes it (``{"userId", "scopes": [{"scope", "memories",
 "ledger", "forgottenSourceMessageIds"}]}``): its memories are the rows (their export id is the
 source id), its ledger (and the ids of messages it no longer learns from) is history of the
-other deployment and is not imported.
+other deployment and is not imported; nor is its memory switch (``memorySwitch``).
 
 Every row is checked before anything is written: one bad row (or a scope this deployment
 does not use) refuses the whole request, naming the row and the field. Each imported
@@ -35,15 +35,18 @@ from .domain import (
     GLOBAL_SCOPE,
     MEMORY_TEXT_MAX_CHARS,
     Actor,
+    Basis,
     Memory,
     Owner,
+    PersonCheck,
     ScopeMode,
     is_snowflake,
     iso,
     new_memory_id,
     one_line,
+    utcnow,
 )
-from .ports import ConflictError, MemoryStore
+from .ports import ConflictError, MemoryStore, PersonRefused
 
 logger = logging.getLogger(__name__)
 
@@ -60,7 +63,9 @@ IMPORT_REASON = "operator import"
 
 ROW_FIELDS = frozenset({"userId", "scope", "text", "createdAt", "updatedAt", "id"})
 REQUIRED_ROW_FIELDS = ("userId", "scope", "text", "createdAt")
-BODY_FIELDS = frozenset({"memories", "dryRun", "userId", "scopes"})
+# memorySwitch: an export file's memory switch (docs/consent.md). Accepted and not imported: a
+# pause or a notice given elsewhere is the person's to give again here.
+BODY_FIELDS = frozenset({"memories", "dryRun", "userId", "scopes", "memorySwitch"})
 # An export file (core/commands.py export): what each of its scopes and memories carries.
 # Its ledger and its list of forgotten message ids are left out, as rows are all an import adds.
 EXPORT_SCOPE_FIELDS = frozenset({"scope", "memories", "ledger", "forgottenSourceMessageIds"})
@@ -264,10 +269,12 @@ class Importer:
         mode: ScopeMode,
         *,
         new_id: Callable[[], str] = new_memory_id,
+        clock: Callable[[], datetime] = utcnow,
     ) -> None:
         self._memories = memories
         self._mode = mode
         self._new_id = new_id
+        self._clock = clock
 
     def run(self, request: ImportRequest) -> ImportResult:
         """Every row checked against this deployment's scopes first (BadImport, nothing
@@ -278,12 +285,13 @@ class Importer:
                 raise BadImport(row.index, "scope", problem, row.where)
         imported = unchanged = 0
         seen: set[tuple[Owner, str]] = set()
+        started = self._clock()  # a person erased after this moment gets nothing from this import
         for row in request.rows:
             key = (row.owner, row.once)
             if request.dry_run:
                 new = key not in seen and not self._memories.has_marker(row.owner, row.once)
             else:
-                new = self._add(row)
+                new = self._add(row, PersonCheck(row.owner.user_id, started, Basis.STORE))
             seen.add(key)
             imported, unchanged = (imported + 1, unchanged) if new else (imported, unchanged + 1)
         logger.info(
@@ -292,8 +300,9 @@ class Importer:
         )
         return ImportResult(imported, unchanged, request.dry_run)
 
-    def _add(self, row: ImportRow) -> bool:
-        """True when imported now, False when the owner has it from an earlier import."""
+    def _add(self, row: ImportRow, check: PersonCheck) -> bool:
+        """True when imported now, False when the owner has it from an earlier import (or was
+        erased since this import began: the erasure stands)."""
         for _ in range(ID_ATTEMPTS):
             try:
                 entry = self._memories.add_once(
@@ -302,7 +311,11 @@ class Importer:
                     actor=Actor.IMPORT,
                     reason=IMPORT_REASON,
                     import_id=row.source_id,
+                    check=check,
                 )
+            except PersonRefused:
+                logger.info("import row refused: the person was erased", extra={"user_id": row.owner.user_id})
+                return False
             except ConflictError:
                 continue  # the fresh id is one the owner has: draw another
             return entry is not None

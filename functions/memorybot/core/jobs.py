@@ -92,6 +92,7 @@ class ReplyJob(Job):
     user_id: str
     user_name: str
     scope: str
+    locale: str = ""  # the person's Discord locale ("ja", "en-US"): the first-use notice's language
 
 
 @dataclass(frozen=True)

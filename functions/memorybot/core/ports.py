@@ -22,6 +22,8 @@ from .domain import (
     Message,
     NightlyRun,
     Owner,
+    Person,
+    PersonCheck,
     PromptMessage,
     Verdict,
 )
@@ -56,6 +58,12 @@ class ConflictError(Exception):
     """The record was changed by someone else since it was read."""
 
 
+class PersonRefused(ConflictError):
+    """The person's record refuses the write (``PersonCheck``): erased, paused, resumed or forgot
+    everything since what the write rests on. Nothing was written; callers that drop a conflicting
+    change drop this one too."""
+
+
 class MemoryStore(Protocol):
     """One person's memories within one scope (``Owner``): no method reaches another profile,
     except ``stale`` (the nightly review) and ``ledger_for_run`` (rollback)."""
@@ -66,7 +74,13 @@ class MemoryStore(Protocol):
         """One ``read`` ledger row for memories read some other way (the nightly review); raises if not written."""
 
     def read_profile(
-        self, owner: Owner, *, actor: Actor, reason: str, limit: int | None, run_id: int | None = None
+        self,
+        owner: Owner,
+        *,
+        actor: Actor,
+        reason: str,
+        limit: int | None,
+        run_id: int | None = None,
     ) -> list[Memory]:
         """Up to ``limit`` (None: all) of the owner's memories, most recently updated first.
 
@@ -81,12 +95,15 @@ class MemoryStore(Protocol):
         actor: Actor,
         reason: str,
         run_id: int | None = None,
+        unused_if: Callable[[], bool] | None = None,
     ) -> list[Memory]:
         """The owner's whole profile (one read of their own partition), narrowed by ``choose``
         (the relevance selection, core/selection.py); what ``choose`` returns, as it ordered it.
 
         Writes one ``read`` ledger row naming exactly the chosen ids before returning anything
-        (the rest were scored, never shown to a model or a person).
+        (the rest were scored, never shown to a model or a person). ``unused_if``, asked once the
+        memories are read: when it says so, nothing is returned and no row is written (the reply
+        reads the person's switch alongside, and a paused person's memories are not used).
         """
 
     def set_embedding(self, memory: Memory, embedding: Embedding) -> bool:
@@ -110,23 +127,33 @@ class MemoryStore(Protocol):
         run_id: int | None = None,
         ledger_action: Action | None = None,
         redacted: bool = False,
+        check: PersonCheck | None = None,
     ) -> LedgerEntry:
         """Commit the change and its ledger row in one transaction (``redacted``: the row keeps
         ids, action, actor and time, and no before/after text: an erasure's deletes).
 
-        Conditioned on the record still being ``change.before`` (absent for an add).
-        Raises ConflictError, and changes nothing, if it is not.
+        Conditioned on the record still being ``change.before`` (absent for an add) and, with
+        ``check``, on the person's record allowing it (in the same transaction).
+        Raises ConflictError (PersonRefused for the check), and changes nothing, if not.
         """
 
     def add_once(
-        self, memory: Memory, once: str, *, actor: Actor, reason: str, import_id: str | None = None
+        self,
+        memory: Memory,
+        once: str,
+        *,
+        actor: Actor,
+        reason: str,
+        import_id: str | None = None,
+        check: PersonCheck | None = None,
     ) -> LedgerEntry | None:
         """Add ``memory`` with its ledger row (keeping ``import_id``) and the owner's marker
         ``once``, in one transaction, unless the owner has that marker already: then nothing is
         written and the answer is None. Of concurrent calls with the same marker, exactly one adds.
 
         The marker outlives the memory (a forgotten memory is not added again by the same key).
-        Raises ConflictError, writing nothing, if the owner has a memory under ``memory``'s id.
+        Raises ConflictError, writing nothing, if the owner has a memory under ``memory``'s id;
+        PersonRefused, writing nothing, if ``check`` is given and the person's record refuses it.
         """
 
     def has_marker(self, owner: Owner, once: str) -> bool:
@@ -169,9 +196,11 @@ class MemoryStore(Protocol):
 
 
 class MessageStore(Protocol):
-    def put(self, message: Message) -> bool:
+    def put(self, message: Message, *, check: PersonCheck | None = None) -> bool:
         """Store one message; storing the same message id again changes nothing. True when this
-        call stored it, False when that id was stored already (a redelivery, a replay)."""
+        call stored it, False when that id was stored already (a redelivery, a replay). With
+        ``check``, only if the person's record allows it, in the same transaction: PersonRefused
+        (nothing stored) when it does not."""
 
     def recent(self, channel_id: str, limit: int, *, up_to: str | None = None) -> list[Message]:
         """The channel's newest ``limit`` messages (with ids up to ``up_to``, if given), oldest first."""
@@ -193,6 +222,33 @@ class MessageStore(Protocol):
 
     def delete(self, message: Message) -> None:
         """Delete one stored message (erasure)."""
+
+
+class PeopleStore(Protocol):
+    """One record per person, everywhere (``domain.Person``)."""
+
+    def get(self, user_id: str) -> Person:
+        """The person's record (all defaults when there is none)."""
+
+    def pause(self, user_id: str, entry: LedgerEntry) -> bool:
+        """Pause at ``entry.at``, with its ledger row in the same transaction; False (nothing
+        written) when already paused."""
+
+    def resume(self, user_id: str, entry: LedgerEntry) -> bool:
+        """Resume at ``entry.at``, with its ledger row; False (nothing written) when not paused."""
+
+    def claim_notice(self, user_id: str, scope: str) -> bool:
+        """True exactly once per person and scope (a conditional write): the caller gives the notice."""
+
+    def release_notice(self, user_id: str, scope: str) -> None:
+        """Undo a claim whose notice could not be sent, so that a later turn gives it."""
+
+    def forgot_all(self, user_id: str, scope: str, at: datetime) -> None:
+        """Stamp a forget-all in ``scope`` (before its deletes): no rollback restores an older state there."""
+
+    def erased(self, user_id: str, at: datetime) -> None:
+        """Replace the record with the erasure's marker alone: the switch and notices go with the
+        rest of the person's data; nothing that started before ``at`` writes for them after it."""
 
 
 class ManifestStore(Protocol):
@@ -339,6 +395,9 @@ class DiscordApi(Protocol):
 
     def edit_original(self, application_id: str, token: str, content: str) -> str:
         """Fill in a deferred interaction answer; the message's id."""
+
+    def follow_up(self, application_id: str, token: str, content: str) -> str:
+        """An ephemeral follow-up to an interaction (only the person who asked sees it); its id."""
 
     def recent_channel_messages(self, channel_id: str, limit: int) -> list[Message]:
         """The channel's newest ordinary messages, oldest first (needs the Message Content intent)."""

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import Future
 
 from .domain import PROFILE_LIMIT, Actor, Embedding, Exchange, Memory, Message, Owner
@@ -85,10 +85,19 @@ class Recall:
         return PendingQuery(query, future, self.limit)
 
     def read(
-        self, owner: Owner, query: PendingQuery, *, actor: Actor, reason: str, run_id: int | None = None
+        self,
+        owner: Owner,
+        query: PendingQuery,
+        *,
+        actor: Actor,
+        reason: str,
+        run_id: int | None = None,
+        unused_if: Callable[[], bool] | None = None,
     ) -> list[Memory]:
         """The owner's relevant memories; the read's ledger row names exactly these."""
-        return self._memories.read_selected(owner, query.choose, actor=actor, reason=reason, run_id=run_id)
+        return self._memories.read_selected(
+            owner, query.choose, actor=actor, reason=reason, run_id=run_id, unused_if=unused_if
+        )
 
     def embed_texts(self, texts: Sequence[str]) -> dict[str, Embedding]:
         """Vectors for memory texts about to be written; {} when there is no model or it fails

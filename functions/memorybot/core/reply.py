@@ -3,25 +3,55 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 
-from .domain import Actor, Message, Owner, PromptMessage, Speaker
-from .ports import ChatModel, EmbeddingModel, MemoryStore
+from .domain import Actor, Memory, Message, Owner, Person, PromptMessage, Speaker
+from .ports import ChatModel, EmbeddingModel, MemoryStore, PeopleStore
 from .prompts import build_reply_prompt
-from .recall import Recall, reply_query
+from .recall import PendingQuery, Recall, reply_query
 
 
 class ReplyWriter:
-    def __init__(self, memories: MemoryStore, chat_model: ChatModel, embeddings: EmbeddingModel | None = None) -> None:
+    def __init__(
+        self,
+        memories: MemoryStore,
+        chat_model: ChatModel,
+        people: PeopleStore | None = None,
+        *,
+        embeddings: EmbeddingModel | None = None,
+    ) -> None:
         self._recall = Recall(memories, embeddings)
         self._chat = chat_model
+        self._people = people
 
     def prompt_for(self, owner: Owner, speaker_name: str, conversation: Sequence[Message]) -> list[PromptMessage]:
         """Only this owner's memories (this person, this scope) reach the prompt: the ten most
         relevant to what they are saying (their new message with their own recent lines)."""
+        return self.read(owner, speaker_name, conversation)[1]
+
+    def read(
+        self, owner: Owner, speaker_name: str, conversation: Sequence[Message]
+    ) -> tuple[Person, list[PromptMessage]]:
+        """The person's record and the prompt. The record is read alongside the profile, not
+        before it (no extra round trip), and so is the query's embedding: a paused person's
+        memories are read, never used, and no read row is written for them."""
         query = self._recall.start(reply_query(conversation, owner.user_id))  # embeds beside the read
-        memories = self._recall.read(owner, query, actor=Actor.REPLY, reason="reply prompt")
-        return build_reply_prompt(Speaker(owner.user_id, speaker_name), memories, conversation)
+        if self._people is None:
+            person, memories = Person(owner.user_id), self._profile(owner, query)
+        else:
+            with ThreadPoolExecutor(max_workers=1) as pool:
+                record = pool.submit(self._people.get, owner.user_id)
+                memories = self._profile(owner, query, unused_if=lambda: record.result().paused)
+                person = record.result()
+        return person, build_reply_prompt(Speaker(owner.user_id, speaker_name), memories, conversation)
+
+    def _profile(self, owner: Owner, query: PendingQuery, **kw) -> list[Memory]:
+        return self._recall.read(owner, query, actor=Actor.REPLY, reason="reply prompt", **kw)
+
+    def write(self, owner: Owner, speaker_name: str, conversation: Sequence[Message]) -> tuple[str, Person]:
+        """The chat model's answer and the person's record; raises if the model fails (the caller apologises)."""
+        person, prompt = self.read(owner, speaker_name, conversation)
+        return self._chat.write_reply(prompt), person
 
     def reply(self, owner: Owner, speaker_name: str, conversation: Sequence[Message]) -> str:
-        """The chat model's answer; raises if the model fails (the caller apologises)."""
-        return self._chat.write_reply(self.prompt_for(owner, speaker_name, conversation))
+        return self.write(owner, speaker_name, conversation)[0]

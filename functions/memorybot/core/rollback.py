@@ -4,7 +4,9 @@
 - an update is restored to its before state, under the same condition;
 - a delete (decay ones included) is reinserted from its before state, only if the id is absent.
 A record that changed again after the run is skipped: a later extraction or a user's
-forget is never overwritten by an old rollback. Each revert is one conditional
+forget is never overwritten by an old rollback; and a state older than the person's later
+forget-all in that scope (or their erasure) is never put back (``PersonCheck``, RESTORE, in the
+same transaction as the revert). Each revert is one conditional
 ``MemoryStore.apply`` (actor nightly, the run's id, action ``rollback``), so the change
 and its ledger row commit together.
 
@@ -28,7 +30,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from enum import Enum
 
-from .domain import RUN_LEDGER_OWNER, Action, Actor, Change, LedgerEntry, Memory, Owner, utcnow
+from .domain import RUN_LEDGER_OWNER, Action, Actor, Basis, Change, LedgerEntry, Memory, Owner, PersonCheck, utcnow
 from .ports import ConflictError, MemoryStore, RollbackClaim, RunStore
 
 logger = logging.getLogger(__name__)
@@ -174,8 +176,10 @@ class Rollback:
                 reverted.append(memory_id)
                 continue
             try:
-                self._memories.apply(change, actor=Actor.NIGHTLY, run_id=run_id, ledger_action=Action.ROLLBACK)
-            except ConflictError:  # changed between our read and the write: leave it
+                self._memories.apply(
+                    change, actor=Actor.NIGHTLY, run_id=run_id, ledger_action=Action.ROLLBACK, check=_restoring(change)
+                )
+            except ConflictError:  # changed between our read and the write, or the person forgot it since: leave it
                 blocked.add(key)
                 skipped.append(memory_id)
                 continue
@@ -195,6 +199,14 @@ def _reverse(entry: LedgerEntry, current: Memory | None, run_id: int) -> Change 
     if entry.action is Action.DELETE:
         return Change(Action.ADD, None, entry.before, reason) if current is None and entry.before is not None else None
     return None
+
+
+def _restoring(change: Change) -> PersonCheck | None:
+    """A revert that puts a memory state back is conditioned on the person's record: nothing it
+    restores predates their later erasure or forget-all in that scope (a delete needs no check)."""
+    if change.after is None:
+        return None
+    return PersonCheck(change.user_id, change.after.updated_at, Basis.RESTORE, change.owner.scope)
 
 
 def _signature(owner: Owner, memory_ids: tuple[str, ...], before: Memory | None, after: Memory | None) -> tuple:

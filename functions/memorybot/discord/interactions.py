@@ -13,10 +13,10 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any, Protocol
 
-from ..core import commands, conversation
+from ..core import commands, consent, conversation
 from ..core.domain import DM_SCOPE, GLOBAL_SCOPE, ScopeMode
 from ..core.jobs import ReplyJob
-from ..core.ports import AsyncInvoker, DiscordApi, MemoryStore, MessageStore
+from ..core.ports import AsyncInvoker, DiscordApi, MemoryStore, MessageStore, PeopleStore
 from .requests import (
     FORGET_ALL_TTL,
     MESSAGE_MAX_CHARS,
@@ -26,7 +26,9 @@ from .requests import (
     ForgetAllAsk,
     ForgetAllConfirm,
     ForgetMemory,
+    PauseMemory,
     Ping,
+    ResumeMemory,
     ShowMemories,
     SuggestForget,
     UnknownComponent,
@@ -91,6 +93,16 @@ TEXT_FORGET_ALL_ASK = (
 TEXT_FORGET_ALL_DONE = "Forgotten: {count} memories about you {where} are deleted."
 TEXT_FORGET_ALL_NOT_YOURS = "Sorry, only the person who asked can confirm this. Nothing was deleted."
 TEXT_FORGET_ALL_EXPIRED = "Sorry, this confirmation expired. Nothing was deleted; ask again with /memory forget-all."
+TEXT_PAUSED = (
+    "Paused: from now on I won't learn from you or use what I remember about you, anywhere. "
+    "Nothing is deleted: /memory show, export and forget still work. /memory resume turns it back on."
+)
+TEXT_ALREADY_PAUSED = "Memory was already paused. /memory resume turns it back on."
+TEXT_RESUMED = (
+    "Resumed: I'll learn from you and use what I remember again, from your next message. "
+    "Nothing you said while memory was paused will be learned."
+)
+TEXT_NOT_PAUSED = "Memory is not paused: I'm learning as usual. /memory pause stops it."
 TEXT_UNSUPPORTED = "Sorry, I don't know that command."
 TEXT_EMPTY_CHAT = "Say something after /chat and I'll answer."
 TEXT_BUSY = "Sorry, I can't answer right now. Please try again in a moment."
@@ -109,6 +121,9 @@ class Dependencies(Protocol):
 
     @property
     def invoker(self) -> AsyncInvoker: ...
+
+    @property
+    def people_store(self) -> PeopleStore: ...
 
     @property
     def discord_interactive(self) -> DiscordApi: ...
@@ -200,6 +215,7 @@ def _chat(request: Chat, deps: Dependencies) -> dict:
         caller.user_id,
         caller.user_name,
         caller.scope,
+        request.locale,
     )
     handed_on = conversation.hear(deps, job, request.text)
     return {"type": DEFERRED_CHANNEL_MESSAGE} if handed_on else ephemeral(TEXT_BUSY)
@@ -218,6 +234,14 @@ MAX_SHOW_DMS = 10  # about 200 memories; beyond, the answer points to /memory ex
 
 
 def _show_once(request: ShowMemories, deps: Dependencies) -> dict:
+    answer = _show_listing(request, deps)
+    paused_at = deps.people_store.get(request.caller.user_id).paused_at
+    if paused_at is not None:  # /memory show says when memory is paused
+        answer["data"]["content"] += "\n" + consent.paused_note(paused_at)
+    return answer
+
+
+def _show_listing(request: ShowMemories, deps: Dependencies) -> dict:
     lines = commands.show(deps.memory_store, request.caller.owner)
     if not lines:
         return ephemeral(TEXT_NOTHING_REMEMBERED.format(where=scope_label(request.caller.scope)))
@@ -272,8 +296,9 @@ def _export(request: ExportMemories, deps: Dependencies) -> dict:
 
 
 def _export_once(request: ExportMemories, deps: Dependencies) -> dict:
-    data = commands.export(deps.memory_store, request.caller.user_id)
-    if not data["scopes"]:
+    data = commands.export(deps.memory_store, request.caller.user_id, deps.people_store)
+    switch = data.get("memorySwitch") or {}
+    if not data["scopes"] and not (switch.get("ledger") or switch.get("noticeGivenIn") or switch.get("paused")):
         return ephemeral(TEXT_NOTHING_TO_EXPORT)
     raw = json.dumps(data, ensure_ascii=False, indent=2).encode("utf-8")
     try:
@@ -325,7 +350,7 @@ def _forget_all_confirm(request: ForgetAllConfirm, deps: Dependencies) -> dict:
 
 def _forget_all_once(request: ForgetAllConfirm, deps: Dependencies) -> dict:
     caller = request.caller
-    deleted = commands.forget_all(deps.memory_store, caller.owner)
+    deleted = commands.forget_all(deps.memory_store, caller.owner, deps.people_store)
     logger.info("forget-all done", extra={"user_id": caller.user_id, "deleted": len(deleted)})
     text = TEXT_FORGET_ALL_DONE.format(count=len(deleted), where=scope_label(caller.scope))
     return {"type": UPDATE_MESSAGE, "data": {"content": text, "components": [], "allowed_mentions": NO_MENTIONS}}
@@ -343,6 +368,18 @@ def _suggest(request: SuggestForget, deps: Dependencies) -> dict:
     return choices(commands.suggest(deps.memory_store, request.caller.owner, request.typed))
 
 
+def _pause(request: PauseMemory, deps: Dependencies) -> dict:
+    switched = consent.pause(deps.people_store, request.caller.user_id, datetime.now(UTC))
+    logger.info("memory pause", extra={"user_id": request.caller.user_id, "changed": switched.changed})
+    return ephemeral(TEXT_PAUSED if switched.changed else TEXT_ALREADY_PAUSED)
+
+
+def _resume(request: ResumeMemory, deps: Dependencies) -> dict:
+    switched = consent.resume(deps.people_store, request.caller.user_id, datetime.now(UTC))
+    logger.info("memory resume", extra={"user_id": request.caller.user_id, "changed": switched.changed})
+    return ephemeral(TEXT_RESUMED if switched.changed else TEXT_NOT_PAUSED)
+
+
 def _unknown_component(request: UnknownComponent, deps: Dependencies) -> dict:
     logger.info("component not acted on", extra={"custom_id": request.custom_id})
     return ephemeral(TEXT_STALE_COMPONENT)
@@ -358,5 +395,7 @@ _HANDLERS: dict[type, Callable[[Any, Dependencies], dict]] = {
     ExportMemories: _export,
     ForgetAllAsk: _forget_all_ask,
     ForgetAllConfirm: _forget_all_confirm,
+    PauseMemory: _pause,
+    ResumeMemory: _resume,
     UnknownComponent: _unknown_component,
 }

@@ -77,6 +77,12 @@ COMMANDS: list[dict[str, Any]] = [
                 "description": "DM me a JSON file of all my memories and their history",
             },
             {"type": SUBCOMMAND, "name": "forget-all", "description": "Forget everything you remember about me here"},
+            {
+                "type": SUBCOMMAND,
+                "name": "pause",
+                "description": "Stop learning from me and using what you remember, everywhere (nothing is deleted)",
+            },
+            {"type": SUBCOMMAND, "name": "resume", "description": "Start learning from me again, from now on"},
         ],
     },
 ]
@@ -110,6 +116,7 @@ class Chat:
     application_id: str
     caller: Caller
     text: str
+    locale: str = ""  # the person's Discord locale (the first-use notice's language)
 
 
 @dataclass(frozen=True)
@@ -148,6 +155,16 @@ class ForgetAllAsk:
 
 
 @dataclass(frozen=True)
+class PauseMemory:
+    caller: Caller
+
+
+@dataclass(frozen=True)
+class ResumeMemory:
+    caller: Caller
+
+
+@dataclass(frozen=True)
 class ForgetAllConfirm:
     caller: Caller  # who clicked
     requester: str  # who asked (from the button's custom_id)
@@ -177,6 +194,8 @@ Request = (
     | ExportMemories
     | ForgetAllAsk
     | ForgetAllConfirm
+    | PauseMemory
+    | ResumeMemory
     | UnknownComponent
     | Unsupported
 )
@@ -319,6 +338,7 @@ def _chat(command: _Command) -> Request:
         _snowflake(command.payload.get("application_id"), "application id"),
         command.caller,
         _string_option(message).strip()[:MESSAGE_MAX_CHARS],
+        _locale(command.payload.get("locale")),
     )
 
 
@@ -361,6 +381,14 @@ def forget_all_button(requester: str, asked_at: datetime) -> str:
     return f"{FORGET_ALL_BUTTON}:{requester}:{int(asked_at.timestamp())}"
 
 
+_LOCALE = re.compile(r"^[A-Za-z]{2,3}(-[A-Za-z0-9]{2,8})?$")
+
+
+def _locale(value: Any) -> str:
+    """Discord's ``locale`` ("ja", "en-US", "zh-TW"); anything else is no locale (English)."""
+    return value if isinstance(value, str) and _LOCALE.match(value) else ""
+
+
 def _string_option(option: dict) -> str:
     """A string option's value; missing is empty, any other type is not what Discord sends."""
     value = option.get("value")
@@ -393,4 +421,6 @@ _MEMORY_SUBCOMMANDS: dict[tuple[str, int], Callable[[_Command], Request]] = {
     ("why", AUTOCOMPLETE): lambda c: SuggestForget(c.caller, _memory_id(c)),
     ("export", APPLICATION_COMMAND): lambda c: ExportMemories(c.caller, _interaction_id(c)),
     ("forget-all", APPLICATION_COMMAND): lambda c: ForgetAllAsk(c.caller),
+    ("pause", APPLICATION_COMMAND): lambda c: PauseMemory(c.caller),
+    ("resume", APPLICATION_COMMAND): lambda c: ResumeMemory(c.caller),
 }

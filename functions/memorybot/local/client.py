@@ -36,6 +36,8 @@ HELP = """Type a message to /chat with the bot. Other commands:
   /memory why <id>      when and from which of your messages a memory was learned
   /memory export        the bot DMs you a JSON file of all your memories and their history
   /memory forget-all    asks to forget everything here, with a button
+  /memory pause         stop the bot learning from you and using what it remembers (everywhere)
+  /memory resume        start learning again, from your next message
   /confirm              click the last confirmation button you were shown
   /nightly [ISO time]   run the nightly consolidation for the night about to end
                         (or for the night that time falls after, as the 03:00 JST schedule would)
@@ -204,6 +206,7 @@ class LocalClient:
     admin_secret: str = ""  # for the stack's /local/* routes
     state_dir: Path | None = None  # where the key and secret came from (named when the stack refuses them)
     last_button: str = ""  # custom_id of the last button the bot showed this person
+    locale: str = "en-US"  # the Discord client's language, as Discord sends it
     refusals: int = 0  # requests the bot refused (a --say run then exits 1)
     _seen: int = 0
     _application_id: str = ""
@@ -247,6 +250,12 @@ class LocalClient:
 
     def forget_all(self) -> list[str]:
         return self._command("memory", [{"type": 1, "name": "forget-all", "options": []}])
+
+    def pause(self) -> list[str]:
+        return self._command("memory", [{"type": 1, "name": "pause", "options": []}])
+
+    def resume(self) -> list[str]:
+        return self._command("memory", [{"type": 1, "name": "resume", "options": []}])
 
     def click(self, custom_id: str | None = None) -> list[str]:
         """Click a button (the last one shown, unless ``custom_id`` names another) as Discord
@@ -301,6 +310,7 @@ class LocalClient:
             "type": kind,
             "token": secrets.token_urlsafe(24),
             "channel_id": self.channel_id,
+            "locale": self.locale,
             "data": {"name": name, "options": options},
         }
         user = {"id": self.user_id, "username": self.user_name}
@@ -346,6 +356,9 @@ class LocalClient:
             content = (event.get("body") or {}).get("content", "")
             if event["kind"] == "edit" and event["interaction_token"] == token:
                 yield f"memorybot: {content}"
+            elif event["kind"] == "followup" and event["interaction_token"] == token:
+                ephemeral = (event.get("body") or {}).get("flags", 0) & 64
+                yield f"memorybot: {'(only you can see this) ' if ephemeral else ''}{content}"
             elif event["kind"] == "message" and event["recipient_id"] == self.user_id:
                 yield f"[DM from memorybot to {self.user_name}]\n{content}"
                 for attachment in event.get("attachments") or []:
@@ -381,6 +394,10 @@ class LocalClient:
             return self.export()
         if words[:2] == ["/memory", "forget-all"]:
             return self.forget_all()
+        if words[:2] == ["/memory", "pause"]:
+            return self.pause()
+        if words[:2] == ["/memory", "resume"]:
+            return self.resume()
         if words[0] == "/confirm":
             return self.click()
         if words[0] == "/nightly":
@@ -400,6 +417,8 @@ def run(
     state_dir: Path | None,
     channel_id: str = LOCAL_CHANNEL_ID,
     guild_id: str | None = LOCAL_GUILD_ID,
+    *,
+    locale: str = "en-US",
 ) -> int:
     url = url.rstrip("/")
     state_dir = resolve_state_dir(state_dir, url)
@@ -410,7 +429,14 @@ def run(
             raise SystemExit(elsewhere_hint(url)) from None
         raise
     client = LocalClient(
-        url, user_name, signing_key, channel_id, guild_id, admin_secret=admin_secret, state_dir=state_dir
+        url,
+        user_name,
+        signing_key,
+        channel_id,
+        guild_id,
+        admin_secret=admin_secret,
+        state_dir=state_dir,
+        locale=locale,
     )
     try:
         client.catch_up()

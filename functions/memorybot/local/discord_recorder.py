@@ -1,8 +1,8 @@
 """A stand-in for the Discord REST API, used by the local stack when DISCORD_API_BASE is unset.
 
-It answers the calls the bot makes (open a DM, post, fill in a deferred answer, read a
-channel, register commands) and records each one, so the terminal client can print
-the bot's replies and DMs and tests can inspect exactly what was posted. It also answers
+It answers the calls the bot makes (open a DM, post, fill in a deferred answer, send a
+follow-up, read a channel, register commands) and records each one, so the terminal client can
+print the bot's replies and DMs and tests can inspect exactly what was posted. It also answers
 what `memorybot doctor` reads: the bot user, the application (its public key and
 interactions endpoint URL) and the registered commands. With ``bot_token`` set, a request
 without that token is refused with 401, as Discord refuses a wrong one.
@@ -28,6 +28,7 @@ UNAUTHORIZED = {"code": 0, "message": "401: Unauthorized"}
 _DM_OPEN = re.compile(r"^users/@me/channels$")
 _CHANNEL_MESSAGES = re.compile(r"^channels/(?P<channel>[^/]+)/messages$")
 _ORIGINAL = re.compile(r"^webhooks/(?P<app>[^/]+)/(?P<token>[^/]+)/messages/@original$")
+_FOLLOW_UP = re.compile(r"^webhooks/(?P<app>[^/]+)/(?P<token>[^/]+)$")
 _COMMANDS = re.compile(r"^applications/(?P<app>[^/]+)(/guilds/(?P<guild>[^/]+))?/commands$")
 _BOT_USER = re.compile(r"^users/@me$")
 _APPLICATION = re.compile(r"^applications/@me$")
@@ -36,7 +37,7 @@ _APPLICATION = re.compile(r"^applications/@me$")
 @dataclass
 class Recorded:
     seq: int
-    kind: str  # dm_open | message | edit | commands
+    kind: str  # dm_open | message | edit | followup | commands
     method: str
     path: str
     body: Any
@@ -193,6 +194,17 @@ class DiscordRecorder:
         self._record("edit", call, interaction_token=token, message_id=message_id)
         return 200, {"id": message_id, "content": (call.payload or {}).get("content", "")}
 
+    def _follow_up(self, call: Call) -> tuple[int, Any]:
+        # The bot follows up only after filling in its deferred answer: before that, Discord would
+        # turn the follow-up into the answer itself. The recorder refuses such a follow-up.
+        token = call.match["token"]
+        if token not in self._originals:
+            return 400, {"code": 0, "message": "follow-up before the deferred answer was filled in"}
+        message_id = self._new_id()
+        self._record("followup", call, interaction_token=token, message_id=message_id)
+        body = call.payload or {}
+        return 200, {"id": message_id, "content": body.get("content", ""), "flags": body.get("flags", 0)}
+
     def _register_commands(self, call: Call) -> tuple[int, Any]:
         payload, m = call.payload, call.match
         self._record("commands", call)
@@ -228,6 +240,7 @@ _ROUTES: dict[tuple[str, re.Pattern[str]], Callable[[DiscordRecorder, Call], tup
     ("POST", _CHANNEL_MESSAGES): DiscordRecorder._post_message,
     ("GET", _CHANNEL_MESSAGES): DiscordRecorder._read_channel,
     ("PATCH", _ORIGINAL): DiscordRecorder._edit_original,
+    ("POST", _FOLLOW_UP): DiscordRecorder._follow_up,
     ("PUT", _COMMANDS): DiscordRecorder._register_commands,
     ("GET", _COMMANDS): DiscordRecorder._read_commands,
     ("GET", _BOT_USER): DiscordRecorder._read_bot_user,

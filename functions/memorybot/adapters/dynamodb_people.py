@@ -1,0 +1,140 @@
+"""The people table (``tables.PEOPLE``): one record per person (``domain.Person``). The condition
+every writer of a person's data puts in its own transaction is ``dynamodb.person_check_item``.
+
+The record's attributes: ``paused_at`` (only while paused), ``resumed_at``, ``noticed`` (a string
+set of scopes), ``erased_at``, and ``forgot_all_at:<scope>`` per scope (flat attributes, so that
+one stamp is one SET whatever else the item holds). Times are ``domain.iso`` strings, so the
+conditions compare them as text.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from botocore.exceptions import ClientError
+
+from .. import tables
+from ..config import Settings
+from ..core.domain import LedgerEntry, Person, iso
+from .dynamodb import FORGOT_ALL_PREFIX, forgot_all_attribute, ledger_entry_key, ledger_item, person_key
+from .dynamodb_items import (
+    REASON_CONDITION_FAILED,
+    Item,
+    cancellation_code,
+    conditional_write,
+    get_item,
+    optional_time,
+    s,
+    transact_or_find_committed,
+)
+
+
+def person_from_item(user_id: str, item: Item | None) -> Person:
+    if not item:
+        return Person(user_id)
+    forgot = tuple(
+        sorted(
+            (name.removeprefix(FORGOT_ALL_PREFIX), t)
+            for name in item
+            if name.startswith(FORGOT_ALL_PREFIX) and (t := optional_time(item, name)) is not None
+        )
+    )
+    return Person(
+        user_id,
+        paused_at=optional_time(item, "paused_at"),
+        resumed_at=optional_time(item, "resumed_at"),
+        noticed=frozenset(item.get("noticed", {}).get("SS", [])),
+        erased_at=optional_time(item, "erased_at"),
+        forgot_all_at=forgot,
+    )
+
+
+class DynamoPeopleStore:
+    """``ports.PeopleStore`` on the people table (pause and resume write their memory_log row too)."""
+
+    def __init__(self, client: Any, settings: Settings) -> None:
+        self._client = client
+        self._table = settings.table(tables.PEOPLE)
+        self._log = settings.table(tables.MEMORY_LOG)
+
+    def get(self, user_id: str) -> Person:
+        return person_from_item(user_id, get_item(self._client, self._table, person_key(user_id)))
+
+    def pause(self, user_id: str, entry: LedgerEntry) -> bool:
+        return self._switch(
+            user_id,
+            entry,
+            UpdateExpression="SET paused_at = :at",
+            ConditionExpression="attribute_not_exists(paused_at)",
+        )
+
+    def resume(self, user_id: str, entry: LedgerEntry) -> bool:
+        return self._switch(
+            user_id,
+            entry,
+            UpdateExpression="SET resumed_at = :at REMOVE paused_at",
+            ConditionExpression="attribute_exists(paused_at)",
+        )
+
+    def _switch(self, user_id: str, entry: LedgerEntry, **update: str) -> bool:
+        """The switch and its ledger row in one transaction; False when the switch's condition failed."""
+        transaction = [
+            {
+                "Update": {
+                    "TableName": self._table,
+                    "Key": person_key(user_id),
+                    "ExpressionAttributeValues": {":at": s(iso(entry.at))},
+                    **update,
+                }
+            },
+            {
+                "Put": {
+                    "TableName": self._log,
+                    "Item": ledger_item(entry),
+                    "ConditionExpression": "attribute_not_exists(entry_key)",
+                }
+            },
+        ]
+        key = {"owner": s(entry.owner.key), "entry_key": s(ledger_entry_key(entry))}
+        try:
+            transact_or_find_committed(
+                self._client,
+                transaction,
+                refused=lambda error: cancellation_code(error, 0) == REASON_CONDITION_FAILED,
+                committed=lambda: get_item(self._client, self._log, key) is not None,
+            )
+        except ClientError as error:
+            if cancellation_code(error, 0) == REASON_CONDITION_FAILED:
+                return False
+            raise
+        return True
+
+    def claim_notice(self, user_id: str, scope: str) -> bool:
+        return conditional_write(
+            self._client.update_item,
+            TableName=self._table,
+            Key=person_key(user_id),
+            UpdateExpression="ADD noticed :scopes",
+            ConditionExpression="NOT contains(noticed, :scope)",
+            ExpressionAttributeValues={":scopes": {"SS": [scope]}, ":scope": s(scope)},
+        )
+
+    def release_notice(self, user_id: str, scope: str) -> None:
+        self._client.update_item(
+            TableName=self._table,
+            Key=person_key(user_id),
+            UpdateExpression="DELETE noticed :scopes",
+            ExpressionAttributeValues={":scopes": {"SS": [scope]}},
+        )
+
+    def forgot_all(self, user_id: str, scope: str, at) -> None:
+        self._client.update_item(
+            TableName=self._table,
+            Key=person_key(user_id),
+            UpdateExpression="SET #forgot = :at",
+            ExpressionAttributeNames={"#forgot": forgot_all_attribute(scope)},
+            ExpressionAttributeValues={":at": s(iso(at))},
+        )
+
+    def erased(self, user_id: str, at) -> None:
+        self._client.put_item(TableName=self._table, Item={**person_key(user_id), "erased_at": s(iso(at))})

@@ -1,0 +1,81 @@
+"""The person's say over being remembered: the memory switch (pause, resume), the first-use
+notice, and what /memory show says about the switch.
+
+The record behind it is one per person, everywhere (``domain.Person``, ``ports.PeopleStore``).
+While paused nothing is learned from them (``Person.learnable``, checked at the start of every
+extraction and again in each write's transaction: ``PersonCheck``) and the reply prompt carries
+none of their memories; nothing is deleted, and the commands keep working.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import UTC, datetime
+
+from .domain import PERSON_SCOPE, Action, Actor, LedgerEntry
+from .ports import PeopleStore
+
+
+@dataclass(frozen=True)
+class Switched:
+    changed: bool  # False: it was already so (paused twice, resumed while not paused)
+    at: datetime | None  # when it was paused (for a pause that was already on: since when)
+
+
+def pause(people: PeopleStore, user_id: str, now: datetime) -> Switched:
+    """Stop learning from the person and using their memories, everywhere; its own ledger row."""
+    entry = LedgerEntry(user_id, Action.PAUSE, Actor.COMMAND, "memory pause: everywhere", now, scope=PERSON_SCOPE)
+    if people.pause(user_id, entry):
+        return Switched(True, now)
+    return Switched(False, people.get(user_id).paused_at)
+
+
+def resume(people: PeopleStore, user_id: str, now: datetime) -> Switched:
+    """Learning and use start again from the next turn; nothing said before now is learned."""
+    entry = LedgerEntry(user_id, Action.RESUME, Actor.COMMAND, "memory resume: everywhere", now, scope=PERSON_SCOPE)
+    return Switched(people.resume(user_id, entry), now)
+
+
+def switch_json(people: PeopleStore, user_id: str) -> dict:
+    """The switch as /memory export gives it (times only; the scopes where the notice was given)."""
+    person = people.get(user_id)
+    return {
+        "paused": person.paused,
+        "pausedAt": _iso(person.paused_at),
+        "resumedAt": _iso(person.resumed_at),
+        "noticeGivenIn": sorted(person.noticed),
+        "forgetAllAt": {scope: _iso(at) for scope, at in person.forgot_all_at},
+    }
+
+
+def _iso(at: datetime | None) -> str | None:
+    return at.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ") if at else None
+
+
+# ---- the first-use notice: once per person and scope, in their language
+
+NOTICES = {
+    "en": (
+        "Just so you know: I remember things people tell me, to answer them better. "
+        "/memory show lists what I remember about you, /memory pause stops me learning from you "
+        "and using it, and /memory forget-all deletes it."
+    ),
+    "ja": (
+        "お知らせ：わたしは話してもらったことを覚えて、返事に活かします。"
+        "覚えていることは /memory show で確認でき、/memory pause で覚えるのも使うのも止められ、"
+        "/memory forget-all ですべて消せます。"
+    ),
+}
+DEFAULT_LANGUAGE = "en"
+
+
+def notice_text(locale: str) -> str:
+    """The notice in the language of Discord's ``locale`` ("ja", "en-US", ...); English otherwise."""
+    return NOTICES.get(locale.split("-")[0].strip().lower(), NOTICES[DEFAULT_LANGUAGE])
+
+
+def paused_note(paused_at: datetime) -> str:
+    return (
+        f"Memory is paused (since {paused_at.astimezone(UTC).strftime('%Y-%m-%d %H:%M')} UTC): I'm not learning "
+        "from you or using what I remember, anywhere. /memory resume turns it back on."
+    )
