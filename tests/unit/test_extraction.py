@@ -208,11 +208,20 @@ def test_with_no_memories_an_add_is_allowed_without_asking(store):
 def test_jev_sees_the_verdicts_before_deciding_an_add(store):
     a, b, c = seed_profile(store)
     jev = ScriptedJev(verdicts={a.memory_id: Verdict.DELETE, b.memory_id: Verdict.UPDATE}, add=0.7)
-    jev.fail = {c.memory_id}
     result = extractor(store, jev, ScriptedChat()).run(ME, SCOPE, exchange())
     [seen] = jev.asked("add")
-    assert set(seen) == {(a.memory_id, Verdict.DELETE), (b.memory_id, Verdict.UPDATE)}  # the failed one is not shown
+    assert set(seen) == {(a.memory_id, Verdict.DELETE), (b.memory_id, Verdict.UPDATE), (c.memory_id, Verdict.KEEP)}
     assert len(result.added) == 1
+
+
+def test_no_add_while_a_memory_went_unjudged_but_the_other_verdicts_apply(store):
+    # The unjudged memory may be the very fact the exchange restates: an add would duplicate it.
+    a, b, c = seed_profile(store)
+    jev = ScriptedJev(verdicts={a.memory_id: Verdict.DELETE}, add=1.0)
+    jev.fail = {c.memory_id}
+    result = extractor(store, jev, ScriptedChat()).run(ME, SCOPE, exchange())
+    assert jev.asked("add") == [] and result.added == []
+    assert result.deleted == [a.memory_id] and store.get(c.owner, c.memory_id) == c
 
 
 @pytest.mark.parametrize("answer", [0.49, 1.01, "yes", None])

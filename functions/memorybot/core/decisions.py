@@ -94,8 +94,16 @@ class CallCounter:
         self.failures = 0
 
     def ask(
-        self, question: str, call: Callable[[], T], check: Callable[[T], R | None], *, not_yet_if_failed: bool = False
+        self,
+        question: str,
+        call: Callable[[], T],
+        check: Callable[[T], R | None],
+        *,
+        not_yet_if_failed: bool = False,
+        failure_counts: bool = True,
     ) -> R | None:
+        """``failure_counts`` False: a speculative call (a draft that may be dropped); its failure
+        is counted by ``failed`` only if its answer was wanted."""
         try:
             answer = ask(question, call, check, not_yet_if_failed=not_yet_if_failed)
         except ModelUnavailable:
@@ -104,8 +112,13 @@ class CallCounter:
             raise
         with self._lock:
             self.calls += 1
-            self.failures += answer is None
+            self.failures += answer is None and failure_counts
         return answer
+
+    def failed(self) -> None:
+        """Count one failure of a speculative call whose answer turned out to be wanted."""
+        with self._lock:
+            self.failures += 1
 
 
 def concurrently(fn: Callable[[T], R], items: Iterable[T], max_workers: int) -> list[R]:

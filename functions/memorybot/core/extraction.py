@@ -200,15 +200,23 @@ class Extractor:
         spent on a "no" buys one model latency off every turn. No decision, no write.
         """
 
-        def draft() -> str | None:
-            return calls.ask("write_memory", lambda: self._chat.write_memory(exchange, None), decisions.memory_text)
+        def draft(failure_counts: bool = True) -> str | None:
+            return calls.ask(
+                "write_memory",
+                lambda: self._chat.write_memory(exchange, None),
+                decisions.memory_text,
+                failure_counts=failure_counts,
+            )
 
         if not profile:
             return draft()  # nothing to duplicate: the design allows the add
-        seen = [(m, v) for m, v in zip(profile, verdicts, strict=False) if v is not None]
-        if not seen:
-            return None  # Jev judged none of the profile: it cannot judge a duplicate either
-        drafted = pool.submit(draft)
+        seen = [(m, v) for m, v in zip(profile, verdicts, strict=True) if v is not None]
+        if len(seen) < len(profile):
+            # A memory Jev could not judge may be the very fact this exchange restates: asked
+            # without it, the add would duplicate it (a retried speaker step would add its own
+            # earlier add again). No add this turn; the nightly run re-reads the day.
+            return None
+        drafted = pool.submit(draft, False)  # a draft dropped on a "no" is no failure of the turn
         try:
             p = calls.ask("add", lambda: self._jev.add(exchange, seen), decisions.probability)
         except BaseException:
@@ -217,7 +225,10 @@ class Extractor:
         if p is None or p < ADD_THRESHOLD:
             drafted.cancel()  # dropped: whatever it writes (or raises) is never looked at
             return None
-        return drafted.result()
+        text = drafted.result()
+        if text is None:
+            calls.failed()  # the add was decided and its text could not be written
+        return text
 
     def _add(
         self,
