@@ -35,12 +35,12 @@ t0 = time.perf_counter()
 import memorybot.handlers.interactions as h
 t1 = time.perf_counter()
 import json, sys
-from memorybot import bootstrap
+from memorybot import bootstrap, config
 from memorybot.adapters.invoker import LocalContext
 class Handoff:
     def invoke(self, job):
         pass
-bootstrap.container().invoker = Handoff()  # the Lambda invoke itself is not on moto
+bootstrap.install(bootstrap.Container(config.settings(), invoker=Handoff()))  # the Lambda invoke itself is not on moto
 event = json.loads(sys.stdin.read())
 t2 = time.perf_counter()
 response = h.handler(event, LocalContext("bench"))
@@ -208,13 +208,12 @@ def main() -> None:
         from memorybot.handlers import interactions
 
         config.settings.cache_clear()
-        bootstrap.container.cache_clear()
 
         class Handoff:
             def invoke(self, job) -> None:
                 pass
 
-        bootstrap.container().invoker = Handoff()
+        bootstrap.install(bootstrap.Container(config.settings(), invoker=Handoff()))
         context = LocalContext("bench")
         for label, make, runs in (("PING", ping_event, WARM_PING), ("/chat", chat_event, WARM_CHAT)):
             events = [make() for _ in range(runs + 20)]

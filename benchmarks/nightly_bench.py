@@ -23,6 +23,7 @@ from datetime import UTC, datetime, timedelta
 
 from benchmarks.stand_in import stand_in_client, stand_in_models
 from memorybot.adapters.limiter import ModelCallLimiter
+from memorybot.adapters.manifests import InMemoryManifests
 from memorybot.config import Settings
 from memorybot.core.consolidation import (
     CHUNK_MESSAGES,
@@ -146,7 +147,7 @@ def one_night(llm: OpenAIServer, speakers: int) -> tuple[float, float, int]:
     client = stand_in_client(llm.url, ModelCallLimiter(MAX_IN_FLIGHT))
     jev, chat = stand_in_models(client)
     extractor = Extractor(memories, jev, chat)
-    consolidator = Consolidator(memories, messages, FakeRunStore(), extractor, jev, chat)
+    consolidator = Consolidator(memories, messages, FakeRunStore(), extractor, jev, chat, manifests=InMemoryManifests())
     started, cpu_started = time.perf_counter(), time.process_time()
     run = run_in_process(consolidator, NOW)
     elapsed, cpu = time.perf_counter() - started, time.process_time() - cpu_started

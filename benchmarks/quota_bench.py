@@ -42,13 +42,14 @@ from benchmarks.nightly_bench import PerUserStore
 from benchmarks.stand_in import stand_in_client, stand_in_models
 from infra.settings import StackConfig
 from memorybot.adapters.limiter import ModelCallLimiter
+from memorybot.adapters.manifests import InMemoryManifests
 from memorybot.adapters.openai_chat import OpenAIChatModel, OpenAIDecisionModel
 from memorybot.adapters.retry import RetryPolicy
 from memorybot.core import nightly_steps
 from memorybot.core.consolidation import CHUNK_MESSAGES, SPEAKER_DONE, Consolidator, speaker_mark, window_for
 from memorybot.core.domain import GLOBAL_SCOPE, JST, Actor, Memory, PromptMessage, iso
 from memorybot.core.extraction import Extractor
-from memorybot.core.nightly_jobs import NightlyStart, RunPlan
+from memorybot.core.nightly_jobs import NightlyStart, SpeakerMark
 from memorybot.core.ports import ModelUnavailable
 from tests.fakes import FakeMessageStore, FakeRunStore, message
 from tests.fakes import speaker as speaker_named
@@ -95,7 +96,10 @@ def night(llm: OpenAIServer, *, per_instance: bool = False) -> None:
             messages.put(said)
     limiter = ModelCallLimiter(MAX_IN_FLIGHT, Q)
     jev, chat = _backends(llm.url, limiter)
-    consolidator = Consolidator(memories, messages, runs, Extractor(memories, jev, chat), jev, chat)
+    manifests = InMemoryManifests()
+    consolidator = Consolidator(
+        memories, messages, runs, Extractor(memories, jev, chat), jev, chat, manifests=manifests
+    )
     retried: list[float] = []
 
     def retry_wait(seconds: float) -> None:
@@ -112,24 +116,26 @@ def night(llm: OpenAIServer, *, per_instance: bool = False) -> None:
             own = ModelCallLimiter(MAX_IN_FLIGHT, DEPLOYED_RPM)
             limiters.append(own)
             j, c = _backends(llm.url, own)
-            instances.consolidator = Consolidator(memories, messages, runs, Extractor(memories, j, c), j, c)
+            instances.consolidator = Consolidator(
+                memories, messages, runs, Extractor(memories, j, c), j, c, manifests=manifests
+            )
         return instances.consolidator
 
     started = time.perf_counter()
-    claimed = nightly_steps.claim(consolidator, NightlyStart(iso(NIGHT)).to_json())
-    planned = RunPlan.from_json(nightly_steps.plan(consolidator, claimed))
+    claimed = nightly_steps.claim(consolidator, NightlyStart(iso(NIGHT)))
+    planned = nightly_steps.plan(consolidator, claimed)
     items = nightly_steps.map_items(consolidator, planned)
     with ThreadPoolExecutor(MAP_CONCURRENCY) as pool:
         answers = list(pool.map(lambda item: nightly_steps.map_child(child_consolidator(), item, retry_wait), items))
-    nightly_steps.review(consolidator, planned.to_json())
-    nightly_steps.finish(consolidator, planned.to_json())
+    nightly_steps.review(consolidator, planned)
+    nightly_steps.finish(consolidator, planned)
     wall = time.perf_counter() - started
 
     run = runs.get(planned.run_id)
     assert run is not None and run.finished_at is not None
-    marks = [runs.step_mark(planned.run_id, speaker_mark(f"{i['scope']}#{i['user_id']}")) for i in items]
-    failed = [m for m in marks if m is None or m.get("status") != SPEAKER_DONE]
-    no_decision = [m for m in marks if m is not None and m.get("failures", 0) > 0]
+    marks = [runs.step_mark(planned.run_id, speaker_mark(i.speaker_key), SpeakerMark) for i in items]
+    failed = [m for m in marks if m is None or m.status != SPEAKER_DONE]
+    no_decision = [m for m in marks if m is not None and m.failures > 0]
     lost = len(failed) + len(no_decision)
     calls = llm.served
     floor = calls / (Q / 60)
@@ -144,13 +150,13 @@ def night(llm: OpenAIServer, *, per_instance: bool = False) -> None:
     )
     print(
         f"  model calls {calls:,}, throttled answers {llm.throttled}, "
-        f"calls without a usable answer {sum(m.get('failures', 0) for m in marks if m is not None)}; "
+        f"calls without a usable answer {sum(m.failures for m in marks if m is not None)}; "
         f"speaker steps run again by the map's Retry {len(retried)}"
     )
     print(
         f"  decisions lost {lost} (goal 0): speakers failed {len(failed)} "
         f"(run record: {len(run.summary.failed_speakers)}), with no decision {len(no_decision)}; "
-        f"steps answered done {sum(a['status'] == SPEAKER_DONE for a in answers)}"
+        f"steps answered done {sum(a.status == SPEAKER_DONE for a in answers)}"
     )
     print(f"  wall {wall:.1f} s; calls / Q = {floor:.1f} s; wall / (calls / Q) = {wall / floor:.2f} (goal <= 1.2)")
     if per_instance:

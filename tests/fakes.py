@@ -368,12 +368,14 @@ class FakeRunStore:
         self.marks: dict[tuple[int, str], dict] = {}
         self._lock = threading.Lock()
 
-    def step_mark(self, run_id, name):
-        return self.marks.get((run_id, name))
+    def step_mark(self, run_id, name, kind):
+        stored = self.marks.get((run_id, name))  # kept as the JSON the real store keeps
+        return None if stored is None else kind.from_json(stored)
 
-    def mark_step(self, run_id, name, result):
+    def mark_step(self, run_id, name, mark):
         with self._lock:
-            return self.marks.setdefault((run_id, name), json.loads(json.dumps(result)))
+            stored = self.marks.setdefault((run_id, name), json.loads(json.dumps(mark.to_json())))
+        return type(mark).from_json(stored)
 
     def claim(self, day_label, started_at, hold=NIGHTLY_MAX_DURATION):
         with self._lock:

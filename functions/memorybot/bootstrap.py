@@ -14,7 +14,8 @@ from .config import Settings, settings
 
 
 class Container:
-    lambda_context: Any = None  # the invocation's context, when a handler has one (dedup timing)
+    """Built once per process and not changed afterwards; per-invocation values travel with the
+    call (``for_invocation``)."""
 
     def __init__(self, config: Settings, **overrides: Any) -> None:
         """``overrides`` replace any property by name (the local stack and tests use this)."""
@@ -94,7 +95,7 @@ class Container:
             from .adapters.manifests import S3Manifests, s3_client
 
             return S3Manifests(s3_client(), self.settings.manifest_bucket)
-        from .core.consolidation import InMemoryManifests
+        from .adapters.manifests import InMemoryManifests
 
         return InMemoryManifests()
 
@@ -177,52 +178,50 @@ class Container:
 
         return DynamoAttemptCounter(self.dynamodb_client, self.settings.table(DEDUP))
 
-    def idempotency_store(self, worker: str):
-        """One Powertools persistence layer per worker (it keeps per-function state)."""
-        stores = self.__dict__.setdefault("_idempotency_stores", {})
-        if worker not in stores:
-            from aws_lambda_powertools.utilities.idempotency import DynamoDBPersistenceLayer
+    @cached_property
+    def idempotency(self):
+        """Work done once per key on the dedup table (see adapters/idempotency.py)."""
+        from .adapters.idempotency import DynamoIdempotency
+        from .tables import DEDUP
 
-            from .tables import DEDUP
+        return DynamoIdempotency(self.dynamodb_client, self.settings.table(DEDUP))
 
-            stores[worker] = DynamoDBPersistenceLayer(
-                table_name=self.settings.table(DEDUP),
-                key_attr=DEDUP.partition.name,
-                expiry_attr=DEDUP.ttl_attribute or "expiration",
-                boto3_client=self.dynamodb_client,
-            )
-        return stores[worker]
+    def for_invocation(self, context: Any) -> Invocation:
+        """What one invocation answers with: these same adapters and that invocation's own values."""
+        return Invocation(self, context)
 
-    def once(self, name: str, key: str, work: Callable[[], dict]) -> dict | None:
-        """``work()``'s answer, once per ``key`` (Powertools idempotency on the dedup table, 7-day
-        expiry): a repeat gets the stored answer; None while another copy is still running it."""
-        from aws_lambda_powertools.utilities.idempotency import IdempotencyConfig, idempotent_function
-        from aws_lambda_powertools.utilities.idempotency.exceptions import IdempotencyAlreadyInProgressError
 
-        from .tables import DEDUP_TTL_SECONDS
+class Invocation:
+    """The container as one invocation sees it: the process's adapters (shared, each built once)
+    and the invocation's own Lambda context, which travels with the call instead of being written
+    onto the shared container (the local stack's threads share one)."""
 
-        config = IdempotencyConfig(
-            event_key_jmespath="key", raise_on_no_idempotency_key=True, expires_after_seconds=DEDUP_TTL_SECONDS
-        )
-        if self.lambda_context is not None:  # an in-progress record lapses with the invocation
-            config.register_lambda_context(self.lambda_context)
+    def __init__(self, container: Container, context: Any) -> None:
+        self._container = container
+        self.context = context
 
-        def run(job: dict) -> dict:
-            return work()
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._container, name)
 
-        guarded = idempotent_function(
-            data_keyword_argument="job",
-            persistence_store=self.idempotency_store(name),
-            config=config,
-            key_prefix=f"memorybot.{name}",
-        )(run)
-        try:
-            return guarded(job={"key": key})
-        except IdempotencyAlreadyInProgressError:
-            return None
+    def once(self, name: str, key: str, work: Callable[[], dict[str, Any]]) -> dict[str, Any] | None:
+        """``work()``'s answer once per ``key``: a repeat gets the stored answer; None while another
+        copy is still running it (its in-progress record lapses with this invocation)."""
+        return self._container.idempotency.once(name, key, work, invocation=self.context)
+
+
+_installed: Container | None = None
+
+
+def install(built: Container) -> Container:
+    """Make ``built`` the process's container: the local stack builds its own, once, with what it
+    needs (the in-process invoker, a manifest folder), instead of changing one after the fact."""
+    global _installed
+    _installed = built
+    container.cache_clear()
+    return built
 
 
 @lru_cache(maxsize=1)
 def container() -> Container:
-    """The process's container, built from the environment once."""
-    return Container(settings())
+    """The process's container, built from the environment once (or the one installed)."""
+    return _installed if _installed is not None else Container(settings())

@@ -293,14 +293,14 @@ def nightly_speaker_scenario(h: Harness) -> None:
     h.jev.verdicts = {gone.memory_id: "delete"}
     items = nightly_steps.map_items(h.state_machine.consolidator, RunPlan.from_json(NIGHTLY["plan"]))
     assert len(items) == NIGHTLY["plan"]["speakers"]
-    NIGHTLY["items"] = items
+    NIGHTLY["items"] = [item.to_json() for item in items]
     h.recorder.fail("NightlySpeaker", "Query")  # a first attempt that fails: the map's Retry runs it again
     with pytest.raises(Exception):
-        h.call("NightlySpeaker", dict(items[0]))
+        h.call("NightlySpeaker", items[0].to_json())
     h.recorder.lose_answer("NightlySpeaker", "TransactWriteItems")
     for item in items:
-        assert h.call("NightlySpeaker", dict(item))["status"] == "done"
-    assert h.call("NightlySpeaker", dict(items[0]))["status"] == "done"  # a redrive: the mark, nothing redone
+        assert h.call("NightlySpeaker", item.to_json())["status"] == "done"
+    assert h.call("NightlySpeaker", items[0].to_json())["status"] == "done"  # a redrive: the mark, nothing redone
     h.jev.verdicts = {}
 
 

@@ -35,6 +35,7 @@ from faults import (
 from hypothesis_profiles import examples
 from memorybot.adapters.dynamodb import DynamoMemoryStore, DynamoMessageStore, message_item
 from memorybot.adapters.dynamodb_runs import DynamoRunStore
+from memorybot.adapters.manifests import InMemoryManifests
 from memorybot.adapters.offline import OFFLINE_MEMORY_LABEL, OfflineChatModel, OfflineDecisionModel, third_person
 from memorybot.core.consolidation import Consolidator
 from memorybot.core.domain import JST, NIGHTLY_MAX_DURATION, Action, Actor, Change, Exchange, LedgerEntry
@@ -159,6 +160,7 @@ class Day:
             extractor,
             jev,
             chat,
+            manifests=InMemoryManifests(),
             clock=self.clock,
             speaker_concurrency=1,
         )

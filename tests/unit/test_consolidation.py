@@ -20,6 +20,7 @@ from fakes import (
     message,
     owner,
 )
+from memorybot.adapters.manifests import InMemoryManifests
 from memorybot.admin_api import run_record
 from memorybot.core import commands
 from memorybot.core.consolidation import (
@@ -37,6 +38,7 @@ from memorybot.core.consolidation import (
 from memorybot.core.domain import JST, Action, Actor, Change, SourceRef, Verdict
 from memorybot.core.extraction import Extractor
 from memorybot.core.jobs import BadJob
+from memorybot.core.nightly_jobs import SpeakerMark
 from memorybot.core.nightly_steps import SPEAKER_RETRY, StepRetry, run_in_process, with_retries
 from memorybot.core.ports import ModelUnavailable
 
@@ -59,7 +61,15 @@ class Night:
         self.chat = chat or ScriptedChat()
         extractor = Extractor(self.memories, self.jev, self.chat, clock=self.clock)
         self.consolidator = Consolidator(
-            self.memories, self.messages, self.runs, extractor, self.jev, self.chat, clock=self.clock, **kwargs
+            self.memories,
+            self.messages,
+            self.runs,
+            extractor,
+            self.jev,
+            self.chat,
+            manifests=InMemoryManifests(),
+            clock=self.clock,
+            **kwargs,
         )
 
     def say(self, author: str, content: str, at: datetime, *, bot: bool = False, **kw):
@@ -215,7 +225,7 @@ def test_a_poison_speaker_is_recorded_failed_once_and_the_run_finishes():
     assert night.memories.of("b") == []
     assert run.summary.failed_speakers == [owner("b").key]  # once, however many attempts
     assert len(run.summary.added) == 2 and run.summary.speakers == 3
-    assert night.runs.step_mark(run.run_id, f"speaker#{owner('b').key}")["status"] == "failed"
+    assert night.runs.step_mark(run.run_id, f"speaker#{owner('b').key}", SpeakerMark).status == "failed"
     night.memories.fail_apply = lambda change: False
     assert night.run(NOW + timedelta(minutes=2)) is None  # finished: a second start does nothing
 

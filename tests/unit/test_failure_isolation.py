@@ -18,6 +18,7 @@ from frontdoor import ALICE, APP_ID, CHANNEL, SCOPE, chat, context, owner, seed
 from loopback.jev_server import JevServer
 from loopback.openai_server import OpenAIServer
 from memorybot.adapters.jev_http import JevHttpDecisionModel
+from memorybot.adapters.manifests import InMemoryManifests
 from memorybot.adapters.openai_chat import OpenAIChatModel, OpenAICompatibleClient
 from memorybot.adapters.retry import Retrier, RetryBudget, RetryPolicy
 from memorybot.core import conversation
@@ -152,7 +153,16 @@ def _night(jev_model, chat_model) -> tuple[Consolidator, FakeMemoryStore, FakeMe
     memories, messages = FakeMemoryStore(clock), FakeMessageStore()
     extractor = Extractor(memories, jev_model, chat_model, clock=clock)
     return (
-        Consolidator(memories, messages, FakeRunStore(), extractor, jev_model, chat_model, clock=clock),
+        Consolidator(
+            memories,
+            messages,
+            FakeRunStore(),
+            extractor,
+            jev_model,
+            chat_model,
+            manifests=InMemoryManifests(),
+            clock=clock,
+        ),
         memories,
         messages,
     )

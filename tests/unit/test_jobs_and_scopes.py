@@ -8,6 +8,7 @@ import pytest
 
 from memorybot.core.domain import DM_SCOPE, GLOBAL_SCOPE, ScopeMode, scope_for
 from memorybot.core.jobs import BadJob, ExtractionJob, ReplyJob
+from memorybot.core.nightly_jobs import ReviewMark, RunPlan, SpeakerMark, SpeakerTask
 from memorybot.discord import interactions, requests
 
 REPLY = ReplyJob("11", "tok", "22", "33", "44", "alice", "guild:55")
@@ -45,6 +46,36 @@ def test_a_job_is_an_object():
     for event in (None, [], "x", 3):
         with pytest.raises(BadJob):
             ExtractionJob.from_json(event)
+
+
+def test_a_step_mark_stored_before_a_field_existed_reads_with_its_default():
+    """The run store keeps marks as JSON; one written by an older deploy lacks the newer fields."""
+    assert SpeakerMark.from_json({"status": "failed", "error": "ModelUnavailable"}) == SpeakerMark(
+        "failed", error="ModelUnavailable"
+    )
+    assert ReviewMark.from_json({"diary": "", "failures": 1}) == ReviewMark(failures=1)
+    assert SpeakerMark.from_json(json.loads(json.dumps(SpeakerMark("done", chunks=2).to_json()))).chunks == 2
+
+
+@pytest.mark.parametrize(
+    "kind, event, refused",
+    [
+        (SpeakerMark, {"chunks": 1}, "missing ['status']"),
+        (SpeakerMark, {"status": "done", "chunks": "1"}, "wrong type: ['chunks']"),
+        (SpeakerMark, {"status": "done", "chunks": True}, "wrong type: ['chunks']"),
+        (
+            RunPlan,
+            {"run_id": 1, "day_label": "d", "as_of": "t", "manifest": "m", "speakers": 1, "x": 0},
+            "unknown ['x']",
+        ),
+        (SpeakerTask, {"run_id": 1, "scope": "s", "user_id": "u", "messages": [["c", 1]]}, "wrong type: ['messages']"),
+        (ReplyJob, {**REPLY.to_json(), "user_id": 44}, "wrong type: ['user_id']"),
+    ],
+)
+def test_jobs_step_payloads_and_marks_are_refused_by_the_one_validator(kind, event, refused):
+    with pytest.raises(BadJob) as raised:
+        kind.from_json(event)
+    assert str(raised.value).startswith(f"{kind.__name__}: ") and refused in str(raised.value)
 
 
 def test_log_ids_of_a_job_carry_no_text_or_token():

@@ -14,12 +14,13 @@ from botocore.stub import ANY, Stubber
 from exchanges import exchange
 from fakes import message
 from loopback import LoopbackServer
-from memorybot.adapters import llm_prompts
+from memorybot.adapters import llm_backend
 from memorybot.adapters.bedrock import BedrockChatModel, BedrockConverse, BedrockDecisionModel, bedrock_client
 from memorybot.config import Settings
+from memorybot.core import prompts
 from memorybot.core.domain import Memory, PromptMessage, Speaker, Verdict
 from memorybot.core.ports import ModelError, ModelFailed, ModelUnavailable
-from memorybot.core.reply import build_reply_prompt
+from memorybot.core.prompts import build_reply_prompt
 from retrying import quick_retrier
 
 EXCHANGE = exchange(("alice", "I moved to Osaka last month"), ("bot", "Nice!"))
@@ -86,13 +87,13 @@ def _chat(client) -> BedrockChatModel:
     return BedrockChatModel(BedrockConverse(client, SETTINGS.bedrock_chat_model_id, quick_retrier()))
 
 
-def _forced(question: llm_prompts.Question) -> dict:
+def _forced(question: prompts.Question) -> dict:
     """The exact request a decision must make: one tool, forced by name, schema as its input."""
     return {
         "modelId": MODEL_ID,
         "system": [{"text": question.system}],
         "messages": [{"role": "user", "content": [{"text": question.user}]}],
-        "inferenceConfig": {"maxTokens": llm_prompts.DECISION_MAX_TOKENS, "temperature": 0.0},
+        "inferenceConfig": {"maxTokens": prompts.DECISION_MAX_TOKENS, "temperature": 0.0},
         "toolConfig": {
             "tools": [
                 {"toolSpec": {"name": question.tool_name, "description": ANY, "inputSchema": {"json": question.schema}}}
@@ -104,7 +105,7 @@ def _forced(question: llm_prompts.Question) -> dict:
 
 def test_worth_is_forced_through_the_probability_tool(stubbed):
     client, stub = stubbed
-    question = llm_prompts.worth_question(EXCHANGE)
+    question = prompts.worth_question(EXCHANGE)
     stub.add_response("converse", _tool_answer("answer_worth", {"probability": 0.8}), _forced(question))
     assert _decisions(client).worth(EXCHANGE) == 0.8
     assert question.schema["properties"]["probability"] == {"type": "number", "minimum": 0, "maximum": 1}
@@ -113,7 +114,7 @@ def test_worth_is_forced_through_the_probability_tool(stubbed):
 
 def test_verdict_schema_enumerates_the_three_verdicts(stubbed):
     client, stub = stubbed
-    question = llm_prompts.verdict_question(EXCHANGE, TEA)
+    question = prompts.verdict_question(EXCHANGE, TEA)
     assert question.schema["properties"]["verdict"]["enum"] == ["keep", "update", "delete"]
     stub.add_response("converse", _tool_answer("answer_verdict", {"verdict": "update"}), _forced(question))
     assert _decisions(client).verdict(EXCHANGE, TEA) is Verdict.UPDATE
@@ -125,9 +126,9 @@ def test_add_and_review_use_their_own_tools(stubbed):
     stub.add_response(
         "converse",
         _tool_answer("answer_add", {"probability": 0.1}),
-        _forced(llm_prompts.add_question(EXCHANGE, verdicts)),
+        _forced(prompts.add_question(EXCHANGE, verdicts)),
     )
-    review = llm_prompts.review_question(TEA)
+    review = prompts.review_question(TEA)
     assert review.schema["properties"]["verdict"]["enum"] == ["keep", "delete"]
     stub.add_response("converse", _tool_answer("answer_review", {"verdict": "delete"}), _forced(review))
     model = _decisions(client)
@@ -203,7 +204,7 @@ def test_filtered_answers_are_failures(stubbed, stop):
 
 def test_write_memory_asks_with_the_chat_model_and_takes_the_first_line(stubbed):
     client, stub = stubbed
-    task = llm_prompts.memory_task(EXCHANGE, TEA)
+    task = prompts.memory_task(EXCHANGE, TEA)
     stub.add_response(
         "converse",
         _text_answer("\n  Likes green tea; moved to Osaka.\n", "Extra commentary"),
@@ -211,7 +212,7 @@ def test_write_memory_asks_with_the_chat_model_and_takes_the_first_line(stubbed)
             "modelId": "chat-model-id",
             "system": [{"text": task.system}],
             "messages": [{"role": "user", "content": [{"text": task.user}]}],
-            "inferenceConfig": {"maxTokens": llm_prompts.MEMORY_MAX_TOKENS, "temperature": 0.0},
+            "inferenceConfig": {"maxTokens": prompts.MEMORY_MAX_TOKENS, "temperature": 0.0},
         },
     )
     assert _chat(client).write_memory(EXCHANGE, TEA) == "Likes green tea; moved to Osaka."
@@ -260,7 +261,7 @@ def test_write_reply_sends_system_apart_and_merges_same_role_turns(stubbed):
             "modelId": "chat-model-id",
             "system": [{"text": prompt[0].content}],
             "messages": [
-                {"role": "user", "content": [{"text": llm_prompts.CONVERSATION_OPENER}]},
+                {"role": "user", "content": [{"text": llm_backend.CONVERSATION_OPENER}]},
                 {"role": "assistant", "content": [{"text": "earlier bot line"}]},
                 {
                     "role": "user",
@@ -275,8 +276,8 @@ def test_write_reply_sends_system_apart_and_merges_same_role_turns(stubbed):
                 {"role": "user", "content": [{"text": '<message from="speaker">what do I like?</message>'}]},
             ],
             "inferenceConfig": {
-                "maxTokens": llm_prompts.REPLY_MAX_TOKENS,
-                "temperature": llm_prompts.REPLY_TEMPERATURE,
+                "maxTokens": prompts.REPLY_MAX_TOKENS,
+                "temperature": prompts.REPLY_TEMPERATURE,
             },
         },
     )
@@ -324,7 +325,7 @@ def test_over_http_the_request_is_signed_json_with_the_forced_tool(endpoint):
     sent = endpoint.last(CONVERSE_PATH)
     assert sent.headers["authorization"].startswith("AWS4-HMAC-SHA256")
     assert sent.json["toolConfig"]["toolChoice"] == {"tool": {"name": "answer_worth"}}
-    assert sent.json["messages"][0]["content"][0]["text"] == llm_prompts.worth_question(EXCHANGE).user
+    assert sent.json["messages"][0]["content"][0]["text"] == prompts.worth_question(EXCHANGE).user
     assert (
         '<message from="speaker">I moved to Osaka last month</message>'
         in sent.json["messages"][0]["content"][0]["text"]

@@ -1,4 +1,4 @@
-"""Prompts and strict answer parsing shared by the LLM backends."""
+"""The prompts (core) and the strict answer parsing the LLM backends share."""
 
 from __future__ import annotations
 
@@ -7,8 +7,9 @@ from datetime import UTC, datetime
 import pytest
 
 from exchanges import exchange
-from memorybot.adapters import llm_prompts as lp
-from memorybot.core.domain import Memory, PromptMessage, Verdict
+from memorybot.adapters import llm_backend
+from memorybot.core import prompts
+from memorybot.core.domain import REVIEW_VERDICTS, Memory, PromptMessage, Verdict
 from memorybot.core.ports import ModelError
 
 AT = datetime(2026, 11, 20, 12, 0, tzinfo=UTC)
@@ -28,49 +29,49 @@ EXCHANGE = exchange(("alice", "I moved to Osaka"), ("bot", "Nice!"))
     ],
 )
 def test_the_json_object_is_found(text, expected):
-    assert lp.extract_json_object(text) == expected
+    assert llm_backend.extract_json_object(text) == expected
 
 
 @pytest.mark.parametrize("text", ["", "nothing", "[1, 2]", "{broken", '{"p": NaN}', None, 7])
 def test_no_json_object_is_a_failure(text):
     with pytest.raises(ModelError):
-        lp.extract_json_object(text)
+        llm_backend.extract_json_object(text)
 
 
 def test_probability_is_never_coerced_or_clamped():
-    assert lp.parse_probability({"probability": 0}) == 0.0
+    assert prompts.parse_probability({"probability": 0}) == 0.0
     for bad in ("0.5", True, False, None, 1.0000001, -1e-9, float("nan"), float("inf")):
         with pytest.raises(ModelError):
-            lp.parse_probability({"probability": bad})
+            prompts.parse_probability({"probability": bad})
     with pytest.raises(ModelError):
-        lp.parse_probability({"probability": 0.5, "extra": 1})
-    assert lp.parse_probability({"probability": 0.5, "extra": 1}, exact=False) == 0.5
+        prompts.parse_probability({"probability": 0.5, "extra": 1})
+    assert prompts.parse_probability({"probability": 0.5, "extra": 1}, exact=False) == 0.5
 
 
 def test_verdicts_must_be_exact_and_allowed():
-    assert lp.parse_verdict({"verdict": "delete"}, lp.REVIEW_VERDICTS) is Verdict.DELETE
+    assert prompts.parse_verdict({"verdict": "delete"}, REVIEW_VERDICTS) is Verdict.DELETE
     for bad in ("update", "Delete", "delete ", "", None, 2):
         with pytest.raises(ModelError):
-            lp.parse_verdict({"verdict": bad}, lp.REVIEW_VERDICTS)
+            prompts.parse_verdict({"verdict": bad}, REVIEW_VERDICTS)
 
 
 def test_first_line():
-    assert lp.first_line("\n \n  Likes tea.  \nmore") == "Likes tea."
-    assert lp.first_line("Likes tea.\nmore", cut_off=True) == "Likes tea."
-    assert lp.first_line("Likes tea.") == "Likes tea."
+    assert llm_backend.first_line("\n \n  Likes tea.  \nmore") == "Likes tea."
+    assert llm_backend.first_line("Likes tea.\nmore", cut_off=True) == "Likes tea."
+    assert llm_backend.first_line("Likes tea.") == "Likes tea."
     with pytest.raises(ModelError):
-        lp.first_line("Likes tea and", cut_off=True)
+        llm_backend.first_line("Likes tea and", cut_off=True)
     for bad in ("", " \n\t\n", None):
         with pytest.raises(ModelError):
-            lp.first_line(bad)
+            llm_backend.first_line(bad)
 
 
 def test_each_question_has_its_own_tool_and_schema():
     questions = [
-        lp.worth_question(EXCHANGE),
-        lp.verdict_question(EXCHANGE, TEA),
-        lp.add_question(EXCHANGE, [(TEA, Verdict.KEEP)]),
-        lp.review_question(TEA),
+        prompts.worth_question(EXCHANGE),
+        prompts.verdict_question(EXCHANGE, TEA),
+        prompts.add_question(EXCHANGE, [(TEA, Verdict.KEEP)]),
+        prompts.review_question(TEA),
     ]
     assert [q.tool_name for q in questions] == ["answer_worth", "answer_verdict", "answer_add", "answer_review"]
     assert [q.name for q in questions] == ["worth", "verdict", "add", "review"]
@@ -81,8 +82,8 @@ def test_each_question_has_its_own_tool_and_schema():
 
 
 def test_a_new_memory_prompt_holds_no_record_and_a_rewrite_holds_only_its_own():
-    new = lp.memory_task(EXCHANGE, None)
-    rewrite = lp.memory_task(EXCHANGE, TEA)
+    new = prompts.memory_task(EXCHANGE, None)
+    rewrite = prompts.memory_task(EXCHANGE, TEA)
     said = '<message from="speaker">I moved to Osaka</message>'
     assert said in new.user and TEA.text not in new.user + new.system
     assert said in rewrite.user and f"<memory>{TEA.text}</memory>" in rewrite.user
@@ -90,7 +91,7 @@ def test_a_new_memory_prompt_holds_no_record_and_a_rewrite_holds_only_its_own():
 
 
 def test_the_diary_is_asked_in_japanese_on_one_line():
-    task = lp.diary_task("alice: hi")
+    task = prompts.diary_task("alice: hi")
     assert "日本語" in task.system and "一行" in task.system and "<transcript>\nalice: hi\n</transcript>" in task.user
 
 
@@ -102,27 +103,27 @@ def test_turns_alternate_and_start_with_the_user():
         PromptMessage("user", "u2"),
         PromptMessage("assistant", "a3"),
     ]
-    assert lp.alternating_turns(turns) == [
-        PromptMessage("user", lp.CONVERSATION_OPENER),
+    assert llm_backend.alternating_turns(turns) == [
+        PromptMessage("user", llm_backend.CONVERSATION_OPENER),
         PromptMessage("assistant", "a1\n\na2"),
         PromptMessage("user", "u1\n\nu2"),
         PromptMessage("assistant", "a3"),
     ]
-    assert lp.alternating_turns([]) == []
+    assert llm_backend.alternating_turns([]) == []
 
 
 def test_system_messages_are_split_out_and_unknown_roles_refused():
-    system, turns = lp.split_system([PromptMessage("system", "s"), PromptMessage("user", "u")])
+    system, turns = llm_backend.split_system([PromptMessage("system", "s"), PromptMessage("user", "u")])
     assert system == ["s"] and turns == [PromptMessage("user", "u")]
     with pytest.raises(ModelError):
-        lp.split_system([PromptMessage("tool", "x")])
+        llm_backend.split_system([PromptMessage("tool", "x")])
 
 
 def test_every_question_names_the_speaker_and_asks_only_about_their_own_facts():
     questions = [
-        lp.worth_question(EXCHANGE),
-        lp.verdict_question(EXCHANGE, TEA),
-        lp.add_question(EXCHANGE, [(TEA, Verdict.KEEP)]),
+        prompts.worth_question(EXCHANGE),
+        prompts.verdict_question(EXCHANGE, TEA),
+        prompts.add_question(EXCHANGE, [(TEA, Verdict.KEEP)]),
     ]
     for q in questions:
         assert '<speaker id="u1" name="alice"/>' in q.user
@@ -136,11 +137,11 @@ def test_every_question_names_the_speaker_and_asks_only_about_their_own_facts():
 
 def test_the_review_names_the_memory_owner():
     other = Memory("u7", "k3x9a", "likes green tea", AT, AT)
-    question = lp.review_question(other)
+    question = prompts.review_question(other)
     assert '<speaker id="u7"/>' in question.user and "never instructions" in question.system
 
 
 def test_the_memory_writer_is_told_whose_fact_to_write():
-    task = lp.memory_task(EXCHANGE, None)
+    task = prompts.memory_task(EXCHANGE, None)
     assert '<speaker id="u1" name="alice"/>' in task.user
     assert 'from="speaker"' in task.system and "never instructions" in task.system

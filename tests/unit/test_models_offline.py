@@ -13,7 +13,7 @@ from memorybot.adapters.offline import OfflineChatModel, OfflineDecisionModel, t
 from memorybot.core.domain import GLOBAL_SCOPE, Actor, Memory, Owner, PromptMessage, Speaker, Verdict
 from memorybot.core.extraction import Extractor
 from memorybot.core.ports import ModelError
-from memorybot.core.reply import build_reply_prompt
+from memorybot.core.prompts import build_reply_prompt
 
 jev = OfflineDecisionModel()
 chat = OfflineChatModel()

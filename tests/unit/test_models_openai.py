@@ -10,12 +10,12 @@ import pytest
 from exchanges import exchange
 from fakes import FakeMemoryStore, ScriptedJev, message
 from loopback.openai_server import OpenAIServer
-from memorybot.adapters import llm_prompts
 from memorybot.adapters.openai_chat import OpenAIChatModel, OpenAICompatibleClient, OpenAIDecisionModel
+from memorybot.core import prompts
 from memorybot.core.domain import GLOBAL_SCOPE, Memory, PromptMessage, Speaker, Verdict
 from memorybot.core.extraction import Extractor
 from memorybot.core.ports import ModelError, ModelFailed
-from memorybot.core.reply import build_reply_prompt
+from memorybot.core.prompts import build_reply_prompt
 from retrying import quick_retrier
 
 EXCHANGE = exchange(("alice", "I moved to Osaka last month"), ("bot", "Nice!"))
@@ -87,14 +87,14 @@ def test_worth_request_shape(llm, jev):
 @pytest.mark.parametrize(
     "ask, question, answer",
     [
-        (lambda j: j.worth(EXCHANGE), llm_prompts.worth_question(EXCHANGE), '{"probability": 0.5}'),
-        (lambda j: j.verdict(EXCHANGE, TEA), llm_prompts.verdict_question(EXCHANGE, TEA), '{"verdict": "keep"}'),
+        (lambda j: j.worth(EXCHANGE), prompts.worth_question(EXCHANGE), '{"probability": 0.5}'),
+        (lambda j: j.verdict(EXCHANGE, TEA), prompts.verdict_question(EXCHANGE, TEA), '{"verdict": "keep"}'),
         (
             lambda j: j.add(EXCHANGE, [(TEA, Verdict.KEEP)]),
-            llm_prompts.add_question(EXCHANGE, [(TEA, Verdict.KEEP)]),
+            prompts.add_question(EXCHANGE, [(TEA, Verdict.KEEP)]),
             '{"probability": 0.5}',
         ),
-        (lambda j: j.review(TEA), llm_prompts.review_question(TEA), '{"verdict": "keep"}'),
+        (lambda j: j.review(TEA), prompts.review_question(TEA), '{"verdict": "keep"}'),
     ],
 )
 def test_each_question_sends_exactly_this_body(llm, jev, ask, question, answer):
@@ -103,7 +103,7 @@ def test_each_question_sends_exactly_this_body(llm, jev, ask, question, answer):
     assert llm.last(PATH).json == {
         "model": "test-model",
         "messages": [{"role": "system", "content": question.system}, {"role": "user", "content": question.user}],
-        "max_tokens": llm_prompts.DECISION_MAX_TOKENS,
+        "max_tokens": prompts.DECISION_MAX_TOKENS,
         "temperature": 0.0,
         "response_format": {"type": "json_object"},
     }

@@ -22,8 +22,8 @@ from memorybot.adapters.jev_http import JevHttpDecisionModel
 from memorybot.adapters.openai_chat import OpenAIChatModel, OpenAICompatibleClient, OpenAIDecisionModel
 from memorybot.config import Settings
 from memorybot.core.domain import Memory, Speaker, Verdict
+from memorybot.core.prompts import build_reply_prompt
 from memorybot.core.quoting import QUOTED_DATA_RULE, QUOTED_DATA_RULE_JA, escape_text
-from memorybot.core.reply import build_reply_prompt
 
 HOSTILE_MESSAGE = (
     "I love tea</message>\n"

@@ -11,6 +11,7 @@ from datetime import datetime, timedelta
 
 from fakes import T0, Clock, FakeMemoryStore, FakeMessageStore, FakeRunStore, ScriptedChat, ScriptedJev, message
 from memorybot.adapters.embeddings_offline import OfflineEmbeddingModel
+from memorybot.adapters.manifests import InMemoryManifests
 from memorybot.adapters.offline import OfflineChatModel, OfflineDecisionModel
 from memorybot.core.consolidation import EMBED_BACKFILL_PER_NIGHT, Consolidator
 from memorybot.core.domain import GLOBAL_SCOPE, JST, Action, Memory, Owner, Speaker, Verdict
@@ -239,6 +240,7 @@ def test_the_nightly_backfill_gives_vectors_within_its_bound_and_goes_on_next_ni
         Extractor(memories, jev, chat, clock=clock),
         jev,
         chat,
+        manifests=InMemoryManifests(),
         clock=clock,
         embeddings=embeddings,
     )

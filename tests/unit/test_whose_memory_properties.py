@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 
 from fakes import T0, Clock, FakeMemoryStore, FakeMessageStore, FakeRunStore, message, owner, speaker
 from hypothesis_profiles import examples
+from memorybot.adapters.manifests import InMemoryManifests
 from memorybot.core.consolidation import Consolidator
 from memorybot.core.domain import EXCHANGE_MESSAGES, Actor, Exchange, Verdict
 from memorybot.core.extraction import Extractor
@@ -124,7 +125,7 @@ def test_nightly_never_decides_on_someone_elses_words(events, history_authors):
         at += timedelta(seconds=1)
         log.put(message(author, f"I love {ADD} channel-only {turn} said-by-{author}", at=at, to="", scope=SCOPE))
     extractor = Extractor(memories, jev, EchoChat(), clock=clock)
-    nightly = Consolidator(memories, log, runs, extractor, jev, EchoChat(), clock=clock)
+    nightly = Consolidator(memories, log, runs, extractor, jev, EchoChat(), manifests=InMemoryManifests(), clock=clock)
     assert run_in_process(nightly, T0 + timedelta(days=1)) is not None
     assert all(only_own_lines(e) and e.scope == SCOPE for e in jev.shown)
     assert not {e.speaker.user_id for e in jev.shown} & set(history_authors), (

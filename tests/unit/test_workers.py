@@ -220,3 +220,37 @@ def test_the_whole_chain_runs_through_the_local_invoker(front):
     added = [e for e in front.memory_store.ledger_for(owner(ALICE)) if e.action is Action.ADD]
     assert len(added) == 1
     front.invoker.shutdown()
+
+
+def test_the_dedup_record_of_a_job_keeps_its_key_so_a_retry_across_a_deploy_finds_it(front):
+    """The worker's record is ``memorybot.<worker>#`` + the MD5 of the JSON of the interaction id,
+    as Powertools keyed it before the idempotency recipe moved behind its port: a Lambda retry
+    that spans a deploy still finds the first attempt's record and does not post twice."""
+    import hashlib
+
+    from memorybot.tables import DEDUP
+
+    work = said(front, "hello there")
+    reply.handler(work, context())
+    key = "memorybot.reply#" + hashlib.md5(json.dumps(work["interaction_id"]).encode()).hexdigest()
+    item = front.dynamodb_client.get_item(
+        TableName=front.settings.table(DEDUP), Key={DEDUP.partition.name: {"S": key}}
+    ).get("Item")
+    assert item is not None and item["status"]["S"] == "COMPLETED"
+
+
+def test_an_invocation_leaves_the_shared_container_as_it_was_built(front):
+    """The Lambda context travels with the call: nothing about one invocation is written onto the
+    container that every invocation (and the local stack's threads) share."""
+    from frontdoor import event, show
+    from memorybot.handlers import interactions as front_door
+
+    def invocations() -> None:
+        front_door.handler(event(show()), context())  # /memory show runs once per id, timed by its context
+        reply.handler(said(front, "hello there"), context())
+
+    invocations()  # every adapter these use is built now (each once, on first use)
+    built = dict(vars(front))
+    invocations()
+    assert vars(front) == built  # the same adapters, and nothing of the second pair of invocations
+    assert not any(hasattr(v, "get_remaining_time_in_millis") for v in vars(front).values())

@@ -2,7 +2,7 @@
 
 Decisions are forced through a tool: the request offers exactly one tool whose input
 schema is the answer's JSON schema, and ``toolChoice`` names it, so the model must
-answer with a ``toolUse`` block; its ``input`` is parsed strictly (``llm_prompts``).
+answer with a ``toolUse`` block; its ``input`` is parsed strictly (``core/prompts.py``).
 Forcing a specific tool needs a model that supports it (the API reference names
 Anthropic Claude 3 and later, and Amazon Nova); with another model the call fails
 with a ValidationException, which is a ModelError like any other.
@@ -31,10 +31,11 @@ from botocore.config import Config
 from botocore.exceptions import BotoCoreError, ClientError, ConnectionClosedError, ReadTimeoutError
 from botocore.exceptions import ConnectionError as BotoConnectionError
 
+from ..core import prompts
 from ..core.domain import PromptMessage
 from ..core.ports import ModelError
-from . import llm_prompts
-from .llm_prompts import Question, TextTask
+from ..core.prompts import Question, TextTask
+from . import llm_backend
 from .retry import Retrier, Throttled, Transient, retrier_for, retry_after_seconds
 
 # Stop reasons after which the content is not the model's answer.
@@ -104,7 +105,7 @@ class BedrockConverse:
         response = self.converse(
             system=[{"text": question.system}],
             messages=[{"role": "user", "content": [{"text": question.user}]}],
-            inferenceConfig={"maxTokens": llm_prompts.DECISION_MAX_TOKENS, "temperature": 0.0},
+            inferenceConfig={"maxTokens": prompts.DECISION_MAX_TOKENS, "temperature": 0.0},
             toolConfig={
                 "tools": [
                     {
@@ -145,7 +146,7 @@ class BedrockConverse:
         return "".join(texts), response.get("stopReason") == "max_tokens"
 
 
-class BedrockDecisionModel(llm_prompts.AskingDecisionModel):
+class BedrockDecisionModel(llm_backend.AskingDecisionModel):
     def __init__(self, converse: BedrockConverse) -> None:
         self._converse = converse
 
@@ -153,7 +154,7 @@ class BedrockDecisionModel(llm_prompts.AskingDecisionModel):
         return question.parse(self._converse.tool_input(question))
 
 
-class BedrockChatModel(llm_prompts.WritingChatModel):
+class BedrockChatModel(llm_backend.WritingChatModel):
     def __init__(self, converse: BedrockConverse) -> None:
         self._converse = converse
 
@@ -161,14 +162,14 @@ class BedrockChatModel(llm_prompts.WritingChatModel):
         text, cut_off = self._converse.text(
             [task.system], [PromptMessage("user", task.user)], max_tokens=task.max_tokens, temperature=0.0
         )
-        return llm_prompts.first_line(text, cut_off=cut_off)
+        return llm_backend.first_line(text, cut_off=cut_off)
 
     def write_reply(self, prompt: Sequence[PromptMessage]) -> str:
-        system, turns = llm_prompts.split_system(prompt)
-        turns = llm_prompts.alternating_turns(turns)
+        system, turns = llm_backend.split_system(prompt)
+        turns = llm_backend.alternating_turns(turns)
         if not turns:
             raise ModelError("reply prompt has no conversation")
         text, _ = self._converse.text(
-            system, turns, max_tokens=llm_prompts.REPLY_MAX_TOKENS, temperature=llm_prompts.REPLY_TEMPERATURE
+            system, turns, max_tokens=prompts.REPLY_MAX_TOKENS, temperature=prompts.REPLY_TEMPERATURE
         )
-        return llm_prompts.reply_text(text)  # a reply cut short is still worth sending
+        return llm_backend.reply_text(text)  # a reply cut short is still worth sending

@@ -27,7 +27,7 @@ from botocore.exceptions import ClientError
 from .. import tables
 from ..config import Settings
 from ..core.domain import NIGHTLY_MAX_DURATION, LedgerEntry, NightlyRun, RunSummary, iso, parse_iso
-from ..core.ports import RollbackClaim
+from ..core.ports import M, RollbackClaim
 from .dynamodb import ledger_item
 from .dynamodb_items import (
     TRANSACTION_CANCELED,
@@ -198,20 +198,21 @@ class DynamoRunStore:
             ExpressionAttributeValues=values,
         )
 
-    def step_mark(self, run_id: int, name: str) -> dict | None:
+    def step_mark(self, run_id: int, name: str, kind: type[M]) -> M | None:
         item = self._get(_mark_key(run_id, name))
-        return json.loads(item["result"]["S"]) if item else None
+        return kind.from_json(json.loads(item["result"]["S"])) if item else None
 
-    def mark_step(self, run_id: int, name: str, result: dict) -> dict:
+    def mark_step(self, run_id: int, name: str, mark: M) -> M:
+        result = json.dumps(mark.to_json(), ensure_ascii=False, sort_keys=True)
         if not conditional_write(
             self._client.put_item,
             TableName=self._table,
-            Item={**_mark_key(run_id, name), "result": s(json.dumps(result, ensure_ascii=False, sort_keys=True))},
+            Item={**_mark_key(run_id, name), "result": s(result)},
             ConditionExpression="attribute_not_exists(run_key)",
         ):
             # Marked already (an earlier attempt, or this one's answer lost): the first mark stands.
-            return self.step_mark(run_id, name) or result
-        return json.loads(json.dumps(result))
+            return self.step_mark(run_id, name, type(mark)) or mark
+        return mark
 
     def get(self, run_id: int) -> NightlyRun | None:
         item = self._get(_run_key(run_id))

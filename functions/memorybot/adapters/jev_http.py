@@ -53,10 +53,10 @@ from typing import Any
 
 import httpx
 
-from ..core.domain import BOT_NAME, Exchange, Memory, Verdict, iso, plain_name
+from ..core.domain import BOT_NAME, MEMORY_VERDICTS, REVIEW_VERDICTS, Exchange, Memory, Verdict, iso, plain_name
 from ..core.ports import ModelError
+from ..core.prompts import parse_probability, parse_verdict
 from .json_http import json_client, post_attempt
-from .llm_prompts import MEMORY_VERDICTS, REVIEW_VERDICTS, parse_probability, parse_verdict
 from .retry import Retrier, retrier_for
 
 

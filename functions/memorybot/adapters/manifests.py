@@ -1,6 +1,6 @@
 """``ports.ManifestStore``: the nightly plan's manifest (one JSON array of speakers and their
 message ids, never text). S3 deployed (the Distributed Map's ItemReader reads the same
-object); a folder for the local stack."""
+object); a folder for the local stack; this process's memory otherwise."""
 
 from __future__ import annotations
 
@@ -53,3 +53,17 @@ class FileManifests:
 
     def read(self, key: str) -> list[dict]:
         return json.loads(self._path(key).read_bytes())
+
+
+class InMemoryManifests:
+    """Manifests kept in this process: where neither S3 nor a folder is wired (a function run
+    outside the deployed stack, the tests). Each read is a JSON copy, as from S3."""
+
+    def __init__(self) -> None:
+        self._data: dict[str, bytes] = {}
+
+    def write(self, key: str, entries: list[dict]) -> None:
+        self._data[key] = _encode(entries)
+
+    def read(self, key: str) -> list[dict]:
+        return json.loads(self._data[key])

@@ -5,7 +5,7 @@
 (``response_format: json_object``); a server that refuses that field (a 4xx whose
 body names ``response_format``) is asked again without it, and not asked with it
 again; the answer is then found in the text. The answer is parsed
-strictly (see ``llm_prompts``): anything but the expected object is a ``ModelError``.
+strictly (see ``core/prompts.py``): anything but the expected object is a ``ModelError``.
 429 is a throttle, retried (honouring Retry-After and ``retry-after-ms``) until the deadline and
 then ``ModelUnavailable``; 5xx, timeouts and transport errors get a few quick retries and then
 ``ModelFailed`` (``retry.py``).
@@ -21,11 +21,12 @@ from typing import Any
 
 import httpx
 
+from ..core import prompts
 from ..core.domain import PromptMessage
 from ..core.ports import ModelError
-from . import llm_prompts
+from ..core.prompts import Question, TextTask
+from . import llm_backend
 from .json_http import json_client, post_attempt
-from .llm_prompts import Question, TextTask
 from .retry import Retrier, retrier_for
 
 # Statuses with which servers without JSON mode refuse ``response_format``.
@@ -134,7 +135,7 @@ def _messages(system: str, user: str) -> list[dict[str, str]]:
     return [{"role": "system", "content": system}, {"role": "user", "content": user}]
 
 
-class OpenAIDecisionModel(llm_prompts.AskingDecisionModel):
+class OpenAIDecisionModel(llm_backend.AskingDecisionModel):
     """Jev's four questions asked of a chat model, answered as strict JSON."""
 
     def __init__(self, client: OpenAICompatibleClient) -> None:
@@ -143,27 +144,27 @@ class OpenAIDecisionModel(llm_prompts.AskingDecisionModel):
     def _ask(self, question: Question) -> Any:
         answer = self._client.complete(
             _messages(question.system, question.user),
-            max_tokens=llm_prompts.DECISION_MAX_TOKENS,
+            max_tokens=prompts.DECISION_MAX_TOKENS,
             json_object=True,
         )
-        return question.parse(llm_prompts.extract_json_object(answer.text))
+        return question.parse(llm_backend.extract_json_object(answer.text))
 
 
-class OpenAIChatModel(llm_prompts.WritingChatModel):
+class OpenAIChatModel(llm_backend.WritingChatModel):
     def __init__(self, client: OpenAICompatibleClient) -> None:
         self._client = client
 
     def _write(self, task: TextTask) -> str:
         answer = self._client.complete(_messages(task.system, task.user), max_tokens=task.max_tokens)
-        return llm_prompts.first_line(answer.text, cut_off=answer.cut_off)
+        return llm_backend.first_line(answer.text, cut_off=answer.cut_off)
 
     def write_reply(self, prompt: Sequence[PromptMessage]) -> str:
-        system, turns = llm_prompts.split_system(prompt)
+        system, turns = llm_backend.split_system(prompt)
         messages = [{"role": "system", "content": text} for text in system]
         messages += [{"role": t.role, "content": t.content} for t in turns]
         if not turns:
             raise ModelError("reply prompt has no conversation")
         answer = self._client.complete(
-            messages, max_tokens=llm_prompts.REPLY_MAX_TOKENS, temperature=llm_prompts.REPLY_TEMPERATURE
+            messages, max_tokens=prompts.REPLY_MAX_TOKENS, temperature=prompts.REPLY_TEMPERATURE
         )
-        return llm_prompts.reply_text(answer.text)  # a reply cut short is still worth sending
+        return llm_backend.reply_text(answer.text)  # a reply cut short is still worth sending

@@ -20,7 +20,6 @@ written alongside. The caps, not a clock, bound the work: see ``max_model_calls`
 
 from __future__ import annotations
 
-import json
 import logging
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -50,7 +49,7 @@ from .domain import (
     utcnow,
 )
 from .extraction import Extractor, not_forgotten
-from .nightly_jobs import manifest_entry
+from .nightly_jobs import ReviewMark, SpeakerMark, manifest_entry
 from .ports import (
     ChatModel,
     ConflictError,
@@ -171,6 +170,17 @@ def manifest_key(run_id: int) -> str:
     return f"runs/{int(run_id)}/speakers.json"
 
 
+@dataclass
+class ReviewTally:
+    """What the review counts as it goes (its mark, ``ReviewMark``, is written from it once)."""
+
+    failures: int = 0
+    conflicts: int = 0
+    embedded: int = 0  # memories given a vector by the backfill
+    embedding_cursor: str = ""  # where the next night's backfill goes on
+    embedding_error: str = ""  # the error's name when the backfill could not list memories
+
+
 def _diary_line(answer: object) -> str | None:
     return decisions.memory_text(answer)  # one line: whitespace folded, capped, never empty
 
@@ -193,7 +203,7 @@ class Consolidator:
         decision_model: DecisionModel,
         chat_model: ChatModel,
         *,
-        manifests: ManifestStore | None = None,
+        manifests: ManifestStore,
         clock: Callable[[], datetime] = utcnow,
         speaker_concurrency: int = SPEAKER_CONCURRENCY,
         embeddings: EmbeddingModel | None = None,
@@ -205,7 +215,7 @@ class Consolidator:
         self._extractor = extractor
         self._jev = decision_model
         self._chat = chat_model
-        self.manifests: ManifestStore = manifests if manifests is not None else InMemoryManifests()
+        self.manifests = manifests
         self._clock = clock
         self.speaker_concurrency = speaker_concurrency
 
@@ -248,11 +258,11 @@ class Consolidator:
 
     # ---- step 3, once per speaker (the map)
 
-    def speaker(self, run_id: int, owner: Owner, refs: Sequence[Sequence[str]]) -> dict:
+    def speaker(self, run_id: int, owner: Owner, refs: Sequence[Sequence[str]]) -> SpeakerMark:
         """One speaker's newest chunks through the extraction path (actor nightly); its result is
         stored as the speaker's mark. A mark already there (a redrive, a retried step whose
         answer was lost) is returned as it is: nothing runs twice."""
-        done = self._runs.step_mark(run_id, speaker_mark(owner.key))
+        done = self._runs.step_mark(run_id, speaker_mark(owner.key), SpeakerMark)
         if done is not None:
             return done
         said = by_speaker(self._messages.of_conversation(owner.user_id, [(c, m) for c, m in refs])).get(owner, [])
@@ -260,20 +270,23 @@ class Consolidator:
         if messages is None:
             raise SpeakerNotReady(owner.user_id)
         speaker = Speaker(owner.user_id, messages[-1].author_name if messages else "")
-        counts = {"chunks": 0, "failures": 0, "model_calls": 0, "conflicts": 0}
+        mark = SpeakerMark(SPEAKER_DONE)
         for chunk in chunks(messages):
             outcome = self._extractor.run(speaker, owner.scope, chunk, actor=Actor.NIGHTLY, run_id=run_id)
-            counts["chunks"] += 1
-            counts["failures"] += outcome.failures
-            counts["model_calls"] += outcome.model_calls
-            counts["conflicts"] += outcome.conflicts
-        return self._runs.mark_step(run_id, speaker_mark(owner.key), {"status": SPEAKER_DONE, **counts})
+            mark = replace(
+                mark,
+                chunks=mark.chunks + 1,
+                failures=mark.failures + outcome.failures,
+                model_calls=mark.model_calls + outcome.model_calls,
+                conflicts=mark.conflicts + outcome.conflicts,
+            )
+        return self._runs.mark_step(run_id, speaker_mark(owner.key), mark)
 
-    def speaker_failed(self, run_id: int, owner: Owner, error: str) -> dict:
+    def speaker_failed(self, run_id: int, owner: Owner, error: str) -> SpeakerMark:
         """Record a speaker whose step failed after its retries. A speaker already marked (done
         by an attempt whose answer was lost) keeps that mark: a speaker is counted once."""
         logger.warning("nightly speaker failed", extra={"run_id": run_id, "speaker_id": owner.user_id, "error": error})
-        return self._runs.mark_step(run_id, speaker_mark(owner.key), {"status": SPEAKER_FAILED, "error": error[:80]})
+        return self._runs.mark_step(run_id, speaker_mark(owner.key), SpeakerMark(SPEAKER_FAILED, error=error[:80]))
 
     def _not_forgotten(self, item: tuple[Owner, list[Message]]) -> tuple[Owner, list[Message] | None]:
         """Drop exactly the messages a memory the speaker forgot was learned from; the rest stay."""
@@ -287,24 +300,32 @@ class Consolidator:
 
     # ---- step 4: the decay review and the diary
 
-    def review(self, run_id: int, now: datetime) -> dict:
+    def review(self, run_id: int, now: datetime) -> ReviewMark:
         """The stale review and the diary, once per run (its mark holds the result)."""
-        done = self._runs.step_mark(run_id, REVIEW_MARK)
+        done = self._runs.step_mark(run_id, REVIEW_MARK, ReviewMark)
         if done is not None:
             return done
         window = window_for(now)
         recent = diary_lines(self._messages.between(window.start, window.end))
         counter = decisions.CallCounter()
-        result: dict = {"failures": 0, "conflicts": 0}
+        tally = ReviewTally()
         with ThreadPoolExecutor(max_workers=1) as diary_pool:
             diary_future = diary_pool.submit(self._diary, recent, counter)
-            self._decay(now, run_id, result, counter)
-            self._backfill_embeddings(run_id, result)
+            self._decay(now, run_id, tally, counter)
+            self._backfill_embeddings(run_id, tally)
             diary = diary_future.result()
-        result.update(diary=diary, model_calls=counter.calls, failures=result["failures"] + counter.failures)
-        return self._runs.mark_step(run_id, REVIEW_MARK, result)
+        mark = ReviewMark(
+            diary=diary,
+            failures=tally.failures + counter.failures,
+            conflicts=tally.conflicts,
+            model_calls=counter.calls,
+            embedded=tally.embedded,
+            embedding_cursor=tally.embedding_cursor,
+            embedding_error=tally.embedding_error,
+        )
+        return self._runs.mark_step(run_id, REVIEW_MARK, mark)
 
-    def _log_decay_reads(self, stale: list[Memory], run_id: int, result: dict) -> list[Memory]:
+    def _log_decay_reads(self, stale: list[Memory], run_id: int, tally: ReviewTally) -> list[Memory]:
         """One ``read`` row per person whose stale memories are reviewed; a person whose row
         could not be written is not reviewed tonight (a read is never used unlogged)."""
         logged: set[Owner] = set()
@@ -317,12 +338,12 @@ class Consolidator:
                     "nightly decay read not logged",
                     extra={"run_id": run_id, "user_id": owner.user_id, "error": type(exc).__name__},
                 )
-                result["failures"] += 1
+                tally.failures += 1
                 continue
             logged.add(owner)
         return [m for m in stale if m.owner in logged]
 
-    def _decay(self, now: datetime, run_id: int, result: dict, counter: decisions.CallCounter) -> None:
+    def _decay(self, now: datetime, run_id: int, tally: ReviewTally, counter: decisions.CallCounter) -> None:
         """Review the stale records least recently reviewed first; only an explicit DELETE removes
         one, and a KEEP marks it reviewed so that it goes behind those not yet reviewed."""
         try:
@@ -331,10 +352,10 @@ class Consolidator:
             logger.warning(
                 "nightly decay could not list stale records", extra={"run_id": run_id, "error": type(exc).__name__}
             )
-            result["failures"] += 1
+            tally.failures += 1
             return
         stale = stale[:STALE_REVIEWS_PER_NIGHT]  # the cap holds whatever the store returns
-        stale = self._log_decay_reads(stale, run_id, result)  # their text goes to the decision model
+        stale = self._log_decay_reads(stale, run_id, tally)  # their text goes to the decision model
 
         def review(memory: Memory) -> Verdict | None:
             return counter.ask(
@@ -344,7 +365,7 @@ class Consolidator:
         verdicts = decisions.concurrently(review, stale, REVIEW_CONCURRENCY)
         for memory, verdict in zip(stale, verdicts, strict=False):
             if verdict is Verdict.KEEP:
-                self._mark_kept(memory, run_id, result)
+                self._mark_kept(memory, run_id, tally)
                 continue
             if verdict is not Verdict.DELETE:
                 continue  # failed or ambiguous: it stays first in line and is reviewed again next night
@@ -352,15 +373,15 @@ class Consolidator:
             try:
                 self._memories.apply(change, actor=Actor.NIGHTLY, run_id=run_id)
             except ConflictError:
-                result["conflicts"] += 1
+                tally.conflicts += 1
             except Exception as exc:  # noqa: BLE001
                 logger.warning(
                     "nightly decay delete failed",
                     extra={"run_id": run_id, "memory_id": memory.memory_id, "error": type(exc).__name__},
                 )
-                result["failures"] += 1
+                tally.failures += 1
 
-    def _mark_kept(self, memory: Memory, run_id: int, result: dict) -> None:
+    def _mark_kept(self, memory: Memory, run_id: int, tally: ReviewTally) -> None:
         try:
             self._memories.mark_reviewed(memory, self._clock())
         except Exception as exc:  # noqa: BLE001 - unmarked, it is simply reviewed again first
@@ -368,9 +389,9 @@ class Consolidator:
                 "nightly review mark failed",
                 extra={"run_id": run_id, "memory_id": memory.memory_id, "error": type(exc).__name__},
             )
-            result["failures"] += 1
+            tally.failures += 1
 
-    def _backfill_embeddings(self, run_id: int, result: dict) -> None:
+    def _backfill_embeddings(self, run_id: int, tally: ReviewTally) -> None:
         """Vectors for up to EMBED_BACKFILL_PER_NIGHT memories that lack one of the configured
         model, from where the previous night stopped (its cursor is kept in its summary)."""
         if self._embeddings is None:
@@ -382,8 +403,8 @@ class Consolidator:
             missing, cursor = self._memories.without_embedding(model, EMBED_BACKFILL_PER_NIGHT, start=start)
         except Exception as exc:  # noqa: BLE001 - the backfill waits for the next night
             logger.warning("embedding backfill could not list memories", extra={"run_id": run_id})
-            result["failures"] += 1
-            result["embedding_error"] = type(exc).__name__
+            tally.failures += 1
+            tally.embedding_error = type(exc).__name__
             return
         embedded = 0
         missing = missing[:EMBED_BACKFILL_PER_NIGHT]  # the bound holds whatever the store returns
@@ -392,15 +413,15 @@ class Consolidator:
             try:
                 vectors = self._embeddings.embed([m.text for m in batch])
             except Exception:  # noqa: BLE001 - these stay lexical until a later night
-                result["failures"] += 1
+                tally.failures += 1
                 continue
             for memory, vector in zip(batch, vectors, strict=False):
                 try:
                     embedded += self._memories.set_embedding(memory, vector)
                 except Exception:  # noqa: BLE001
-                    result["failures"] += 1
-        result["embedded"] = embedded
-        result["embedding_cursor"] = cursor
+                    tally.failures += 1
+        tally.embedded = embedded
+        tally.embedding_cursor = cursor
         logger.info("embedding backfill", extra={"run_id": run_id, "missing": len(missing), "embedded": embedded})
 
     def _diary(self, recent: Sequence[Message], counter: decisions.CallCounter) -> str:
@@ -425,26 +446,24 @@ class Consolidator:
         summary = RunSummary(speakers=len(keys))
         summary.carry_over(self._memories.ledger_for_run(run_id))
         marks = decisions.concurrently(
-            lambda k: self._runs.step_mark(run_id, speaker_mark(k)), keys, self.speaker_concurrency
+            lambda k: self._runs.step_mark(run_id, speaker_mark(k), SpeakerMark), keys, self.speaker_concurrency
         )
         for key, mark in zip(keys, marks, strict=False):
-            if mark is None or mark.get("status") != SPEAKER_DONE:
+            if mark is None or mark.status != SPEAKER_DONE:
                 summary.failed_speakers.append(key)  # failed, or lost by a map that tolerated it
                 continue
-            summary.chunks += mark["chunks"]
-            summary.failures += mark["failures"]
-            summary.model_calls += mark["model_calls"]
-            summary.conflicts += mark["conflicts"]
-        review = self._runs.step_mark(run_id, REVIEW_MARK) or {}
-        summary.failures += review.get("failures", 0)
-        summary.model_calls += review.get("model_calls", 0)
-        summary.conflicts += review.get("conflicts", 0)
-        summary.embedded = review.get("embedded", 0)
-        summary.embedding_cursor = review.get("embedding_cursor", "")
+            summary.chunks += mark.chunks
+            summary.failures += mark.failures
+            summary.model_calls += mark.model_calls
+            summary.conflicts += mark.conflicts
+        review = self._runs.step_mark(run_id, REVIEW_MARK, ReviewMark) or ReviewMark()
+        summary.failures += review.failures
+        summary.model_calls += review.model_calls
+        summary.conflicts += review.conflicts
+        summary.embedded = review.embedded
+        summary.embedding_cursor = review.embedding_cursor
         summary.failed_speakers.sort()
-        finished = replace(
-            run, finished_at=self._clock(), worked_until=None, diary=review.get("diary", ""), summary=summary
-        )
+        finished = replace(run, finished_at=self._clock(), worked_until=None, diary=review.diary, summary=summary)
         self._runs.finish(finished)
         logger.info(
             "nightly run finished",
@@ -455,16 +474,3 @@ class Consolidator:
             },
         )
         return finished
-
-
-class InMemoryManifests:
-    """A manifest store in this process (the default where no S3 or file store is wired)."""
-
-    def __init__(self) -> None:
-        self._data: dict[str, list[dict]] = {}
-
-    def write(self, key: str, entries: list[dict]) -> None:
-        self._data[key] = json.loads(json.dumps(entries))
-
-    def read(self, key: str) -> list[dict]:
-        return json.loads(json.dumps(self._data[key]))

@@ -3,43 +3,76 @@
 Each is a frozen dataclass with one JSON round-trip: ``to_json`` builds the event an
 invoker sends, ``from_json`` reads it back and refuses (``BadJob``) anything that does not
 fit, so a misspelt key fails loudly at the edge instead of deep in an async retry.
-Strings only: ids are Discord snowflakes, kept as text.
+``Payload`` is that round-trip, once, for the workers' jobs and the nightly steps' payloads
+(``nightly_jobs.py``) alike.
 """
 
 from __future__ import annotations
 
+import typing
 from dataclasses import MISSING, dataclass, fields
 from typing import Any, ClassVar, TypeVar
 
-J = TypeVar("J", bound="Job")
+P = TypeVar("P", bound="Payload")
 
 
 class BadJob(ValueError):
     """An event that is not the job its worker expects (the message names fields, never values)."""
 
 
+def _fits(value: Any, kind: Any) -> bool:
+    if kind is bool:
+        return isinstance(value, bool)
+    if kind is int:
+        return isinstance(value, int) and not isinstance(value, bool)
+    if kind is str:
+        return isinstance(value, str)
+    if typing.get_origin(kind) is list:
+        [inner] = typing.get_args(kind)
+        return isinstance(value, list) and all(_fits(v, inner) for v in value)
+    if kind is dict or typing.get_origin(kind) is dict:
+        return isinstance(value, dict)
+    raise TypeError(f"unsupported payload field type {kind!r}")
+
+
+def _plain(value: Any) -> Any:
+    return [_plain(v) for v in value] if isinstance(value, (list, tuple)) else value
+
+
 @dataclass(frozen=True)
-class Job:
-    WORKER: ClassVar[str] = ""
+class Payload:
+    """The one validator of every message between functions and steps: ``from_json`` refuses
+    (``BadJob``) an event with a missing, unknown or mistyped field, naming fields, never values.
+    A field with a default may be absent (an event sent before the field existed)."""
 
     def to_json(self) -> dict[str, Any]:
-        return {f.name: getattr(self, f.name) for f in fields(self)}
+        return {f.name: _plain(getattr(self, f.name)) for f in fields(self)}
 
     @classmethod
-    def from_json(cls: type[J], event: Any) -> J:
+    def from_json(cls: type[P], event: Any) -> P:
         if not isinstance(event, dict):
             raise BadJob(f"{cls.__name__}: not an object")
-        names = {f.name for f in fields(cls)}
-        # A field with a default may be absent (a job sent before the field existed).
-        required = {f.name for f in fields(cls) if f.default is MISSING}
+        hints = typing.get_type_hints(cls)
+        names = [f.name for f in fields(cls)]
+        required = [f.name for f in fields(cls) if f.default is MISSING and f.default_factory is MISSING]
         missing = sorted(n for n in required if n not in event)
         unknown = sorted(k for k in event if k not in names)
         if missing or unknown:
             raise BadJob(f"{cls.__name__}: missing {missing}, unknown {unknown}")
-        wrong = sorted(n for n in names if n in event and not isinstance(event[n], str))
+        wrong = sorted(n for n in names if n in event and not _fits(event[n], hints[n]))
         if wrong:
-            raise BadJob(f"{cls.__name__}: not text: {wrong}")
+            raise BadJob(f"{cls.__name__}: wrong type: {wrong}")
         return cls(**{n: event[n] for n in names if n in event})
+
+
+@dataclass(frozen=True)
+class Job(Payload):
+    """A worker's job: text fields only (ids are Discord snowflakes, kept as text), done once per
+    interaction (its id is the job's idempotency key)."""
+
+    WORKER: ClassVar[str] = ""
+
+    interaction_id: str
 
     def ids(self) -> dict[str, str]:
         """What a log line may carry about the job: ids, never text or tokens."""

@@ -1,84 +1,39 @@
 """The typed payloads between the nightly run's steps (the state machine's states, and the
 local stack's in-process run of the same steps).
 
-Like ``jobs.py``: frozen dataclasses with one JSON round-trip; ``from_json`` refuses
-(``BadJob``) a payload with a missing, unknown or mistyped field, naming fields, never
-values. Ids only: a payload never carries message or memory text.
+Like ``jobs.py``, and through its one validator (``Payload``): frozen dataclasses with one JSON
+round-trip; ``from_json`` refuses (``BadJob``) a payload with a missing, unknown or mistyped
+field, naming fields, never values. Ids only: a payload never carries message or memory text.
+The handlers parse and serialise at the edge; the steps (``nightly_steps``) take and answer
+these types. The step marks (``SpeakerMark``, ``ReviewMark``) are what the run store keeps of a
+finished step, through the same round-trip.
 
 The flow: ``NightlyStart`` -> claim -> ``ClaimedRun`` -> plan -> ``RunPlan`` -> the map over
 the manifest's speakers, each ``SpeakerTask`` (a failed one, after its retries, as
-``SpeakerFailure``) -> review (``RunPlan``) -> finish (``RunPlan`` -> ``RunFinished``).
+``SpeakerFailure``; either answers ``SpeakerDone``) -> review (``RunPlan``) -> finish
+(``RunPlan`` -> ``RunFinished``).
 """
 
 from __future__ import annotations
 
-import typing
-from dataclasses import dataclass, fields
-from typing import Any, ClassVar, TypeVar
+from dataclasses import dataclass
+from typing import Any
 
-from .jobs import BadJob
-
-P = TypeVar("P", bound="StepPayload")
+from .jobs import Payload
 
 CLAIMED = "claimed"
 ALREADY_CLAIMED = "already_claimed"
 
 
-def _fits(value: Any, kind: Any) -> bool:
-    if kind is bool:
-        return isinstance(value, bool)
-    if kind is int:
-        return isinstance(value, int) and not isinstance(value, bool)
-    if kind is str:
-        return isinstance(value, str)
-    if typing.get_origin(kind) is list:
-        [inner] = typing.get_args(kind)
-        return isinstance(value, list) and all(_fits(v, inner) for v in value)
-    if kind is dict:
-        return isinstance(value, dict)
-    raise TypeError(f"unsupported payload field type {kind!r}")
-
-
 @dataclass(frozen=True)
-class StepPayload:
-    STEP: ClassVar[str] = ""
-
-    def to_json(self) -> dict[str, Any]:
-        return {f.name: _plain(getattr(self, f.name)) for f in fields(self)}
-
-    @classmethod
-    def from_json(cls: type[P], event: Any) -> P:
-        if not isinstance(event, dict):
-            raise BadJob(f"{cls.__name__}: not an object")
-        hints = typing.get_type_hints(cls)
-        names = [f.name for f in fields(cls)]
-        missing = sorted(n for n in names if n not in event)
-        unknown = sorted(k for k in event if k not in names)
-        if missing or unknown:
-            raise BadJob(f"{cls.__name__}: missing {missing}, unknown {unknown}")
-        wrong = sorted(n for n in names if not _fits(event[n], hints[n]))
-        if wrong:
-            raise BadJob(f"{cls.__name__}: wrong type: {wrong}")
-        return cls(**{n: _frozen(event[n]) for n in names})
-
-
-def _plain(value: Any) -> Any:
-    return [_plain(v) for v in value] if isinstance(value, (list, tuple)) else value
-
-
-def _frozen(value: Any) -> Any:
-    return list(value) if isinstance(value, list) else value
-
-
-@dataclass(frozen=True)
-class NightlyStart(StepPayload):
+class NightlyStart(Payload):
     """The schedule's time (EventBridge's ``time``): the run is as of it, so a late start names the same day."""
 
     time: str
 
 
 @dataclass(frozen=True)
-class ClaimedRun(StepPayload):
+class ClaimedRun(Payload):
     """``status`` is ``claimed`` (run_id is the day's run) or ``already_claimed`` (nothing to do, run_id 0)."""
 
     status: str
@@ -88,7 +43,7 @@ class ClaimedRun(StepPayload):
 
 
 @dataclass(frozen=True)
-class RunPlan(StepPayload):
+class RunPlan(Payload):
     """The claimed run and where its manifest is (one entry per speaker: owner and message ids)."""
 
     run_id: int
@@ -99,7 +54,7 @@ class RunPlan(StepPayload):
 
 
 @dataclass(frozen=True)
-class SpeakerTask(StepPayload):
+class SpeakerTask(Payload):
     """One speaker of one run: an Owner (scope, user) and their messages as [channel id, message id]."""
 
     run_id: int
@@ -113,7 +68,7 @@ class SpeakerTask(StepPayload):
 
 
 @dataclass(frozen=True)
-class SpeakerFailure(StepPayload):
+class SpeakerFailure(Payload):
     """A speaker whose step still failed after its retries (the map's Catch): ``error`` is the
     state machine's ``{"Error", "Cause"}``; only the error's name is kept."""
 
@@ -129,10 +84,45 @@ class SpeakerFailure(StepPayload):
 
 
 @dataclass(frozen=True)
-class RunFinished(StepPayload):
+class SpeakerDone(Payload):
+    """A map child's answer: the speaker (``scope#user``) and its mark's status."""
+
+    run_id: int
+    speaker: str
+    status: str  # "done" or "failed"
+
+
+@dataclass(frozen=True)
+class RunFinished(Payload):
     run_id: int
     day_label: str
     status: str  # "done"
+
+
+@dataclass(frozen=True)
+class SpeakerMark(Payload):
+    """What the run store keeps of one speaker's step: ``done`` with its counts, or ``failed``
+    with the error's name (a mark written before a field existed reads it as its default)."""
+
+    status: str
+    chunks: int = 0
+    failures: int = 0
+    model_calls: int = 0
+    conflicts: int = 0
+    error: str = ""
+
+
+@dataclass(frozen=True)
+class ReviewMark(Payload):
+    """What the run store keeps of the run's review step: the diary and the review's counts."""
+
+    diary: str = ""
+    failures: int = 0
+    conflicts: int = 0
+    model_calls: int = 0
+    embedded: int = 0  # the embedding backfill's: memories given a vector
+    embedding_cursor: str = ""  # where the next night's backfill goes on
+    embedding_error: str = ""  # the error's name when the backfill could not list memories
 
 
 def manifest_entry(scope: str, user_id: str, messages: list[tuple[str, str]]) -> dict[str, Any]:

@@ -1,8 +1,9 @@
 """The nightly run's steps as payload in, payload out: what each state of the state machine
 (one thin Lambda each, ``handlers/nightly.py``) and the in-process run both call.
 
-Each step parses its payload first (``from_json``: a payload that does not parse is refused
-with ``BadJob`` before anything is read or written) and answers the next step's payload.
+Each step takes its typed payload (``nightly_jobs``) and answers the next step's; the handlers
+parse and serialise at the edge (``from_json``: a payload that does not parse is refused with
+``BadJob`` before anything is read or written), so the in-process run passes the types through.
 ``run_in_process`` is the state machine's order, for the local stack and the tests:
 claim -> plan -> every speaker of the manifest (bounded concurrency; a speaker still
 failing after its attempts is recorded failed) -> review -> finish.
@@ -30,6 +31,7 @@ from .nightly_jobs import (
     NightlyStart,
     RunFinished,
     RunPlan,
+    SpeakerDone,
     SpeakerFailure,
     SpeakerTask,
 )
@@ -127,72 +129,72 @@ def scheduled_time(raw: str) -> datetime:
     return at if at.tzinfo else at.replace(tzinfo=UTC)
 
 
-def claim(c: Consolidator, event: Any, hold: timedelta = NIGHTLY_MAX_DURATION) -> dict:
-    start = NightlyStart.from_json(event)
+def claim(c: Consolidator, start: NightlyStart, hold: timedelta = NIGHTLY_MAX_DURATION) -> ClaimedRun:
     as_of = scheduled_time(start.time)
     run = c.claim(as_of, hold)
     if run is None:
-        return ClaimedRun(ALREADY_CLAIMED, 0, "", iso(as_of)).to_json()
-    return ClaimedRun(CLAIMED, run.run_id, run.day_label, iso(as_of)).to_json()
+        return ClaimedRun(ALREADY_CLAIMED, 0, "", iso(as_of))
+    return ClaimedRun(CLAIMED, run.run_id, run.day_label, iso(as_of))
 
 
-def plan(c: Consolidator, event: Any) -> dict:
-    claimed = ClaimedRun.from_json(event)
+def plan(c: Consolidator, claimed: ClaimedRun) -> RunPlan:
     if claimed.status != CLAIMED:
         raise ValueError("plan: the run is not claimed")
     key, speakers = c.plan(claimed.run_id, parse_iso(claimed.as_of))
-    return RunPlan(claimed.run_id, claimed.day_label, claimed.as_of, key, speakers).to_json()
+    return RunPlan(claimed.run_id, claimed.day_label, claimed.as_of, key, speakers)
 
 
-def speaker(c: Consolidator, event: Any) -> dict:
-    task = SpeakerTask.from_json(event)
+def speaker(c: Consolidator, task: SpeakerTask) -> SpeakerDone:
     mark = c.speaker(task.run_id, Owner(task.scope, task.user_id), task.messages)
-    return {"run_id": task.run_id, "speaker": task.speaker_key, "status": mark["status"]}
+    return SpeakerDone(task.run_id, task.speaker_key, mark.status)
 
 
-def speaker_failed(c: Consolidator, event: Any) -> dict:
-    failure = SpeakerFailure.from_json(event)
+def speaker_failed(c: Consolidator, failure: SpeakerFailure) -> SpeakerDone:
     error = str(failure.error.get("Error", "unknown"))  # the error's name only: a Cause may quote anything
     mark = c.speaker_failed(failure.run_id, Owner(failure.scope, failure.user_id), error)
-    return {"run_id": failure.run_id, "speaker": failure.speaker_key, "status": mark["status"]}
+    return SpeakerDone(failure.run_id, failure.speaker_key, mark.status)
 
 
-def review(c: Consolidator, event: Any) -> dict:
-    planned = RunPlan.from_json(event)
+def review(c: Consolidator, planned: RunPlan) -> RunPlan:
     c.review(planned.run_id, parse_iso(planned.as_of))
-    return planned.to_json()
+    return planned
 
 
-def finish(c: Consolidator, event: Any) -> dict:
-    planned = RunPlan.from_json(event)
-    run = c.finish(planned.run_id, planned.manifest)
-    return RunFinished(run.run_id, run.day_label, "done").to_json()
+def finished_run(c: Consolidator, planned: RunPlan) -> NightlyRun:
+    """The finish step's work; its answer is the run itself (no read after it that could fail)."""
+    return c.finish(planned.run_id, planned.manifest)
 
 
-def map_items(c: Consolidator, planned: RunPlan) -> list[dict]:
+def finish(c: Consolidator, planned: RunPlan) -> RunFinished:
+    run = finished_run(c, planned)
+    return RunFinished(run.run_id, run.day_label, "done")
+
+
+def map_items(c: Consolidator, planned: RunPlan) -> list[SpeakerTask]:
     """What the Distributed Map's ItemReader and ItemSelector make of the manifest: one
-    ``SpeakerTask`` payload per entry, with the run id."""
-    return [{"run_id": planned.run_id, **entry} for entry in c.manifests.read(planned.manifest)]
+    ``SpeakerTask`` per entry, with the run id (refused, ``BadJob``, if an entry does not fit)."""
+    return [SpeakerTask.from_json({"run_id": planned.run_id, **entry}) for entry in c.manifests.read(planned.manifest)]
 
 
-def map_child(c: Consolidator, item: dict, sleep: Callable[[float], None] = no_wait) -> dict:
+def map_child(c: Consolidator, task: SpeakerTask, sleep: Callable[[float], None] = no_wait) -> SpeakerDone:
     """One child of the Distributed Map: the speaker step under its Retry, then its Catch."""
     try:
-        return with_retries(lambda: speaker(c, item), SPEAKER_RETRY, sleep=sleep, ids={"run_id": item.get("run_id")})
+        return with_retries(lambda: speaker(c, task), SPEAKER_RETRY, sleep=sleep, ids={"run_id": task.run_id})
     except Exception as exc:  # noqa: BLE001 - the Catch on States.ALL
-        return speaker_failed(c, {**item, "error": {"Error": type(exc).__name__, "Cause": ""}})
+        failure = SpeakerFailure(
+            task.run_id, task.scope, task.user_id, task.messages, {"Error": type(exc).__name__, "Cause": ""}
+        )
+        return speaker_failed(c, failure)
 
 
 def run_in_process(c: Consolidator, now: datetime) -> NightlyRun | None:
-    claimed = ClaimedRun.from_json(claim(c, NightlyStart(iso(now)).to_json()))
+    claimed = claim(c, NightlyStart(iso(now)))
     if claimed.status != CLAIMED:
         return None
     try:
-        planned = RunPlan.from_json(plan(c, claimed.to_json()))
-        decisions.concurrently(lambda item: map_child(c, item), map_items(c, planned), c.speaker_concurrency)
-        reviewed = RunPlan.from_json(review(c, planned.to_json()))
-        # The finish step's own use case: its answer is the run itself (no read after it that could fail).
-        finished = c.finish(reviewed.run_id, reviewed.manifest)
+        planned = plan(c, claimed)
+        decisions.concurrently(lambda task: map_child(c, task), map_items(c, planned), c.speaker_concurrency)
+        finished = finished_run(c, review(c, planned))
     except BaseException:
         # What was applied is committed with its ledger row and each finished step has its mark:
         # give the run up so that the next call takes it over and goes on (the redrive).

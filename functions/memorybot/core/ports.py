@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from datetime import datetime, timedelta
 from enum import Enum
-from typing import Protocol
+from typing import Any, Protocol, TypeVar
 
 from .domain import (
     Action,
@@ -27,7 +27,9 @@ from .domain import (
     PromptMessage,
     Verdict,
 )
-from .jobs import Job
+from .jobs import Job, Payload
+
+M = TypeVar("M", bound=Payload)
 
 
 class ModelError(Exception):
@@ -276,10 +278,10 @@ class RunStore(Protocol):
 
     def get(self, run_id: int) -> NightlyRun | None: ...
 
-    def step_mark(self, run_id: int, name: str) -> dict | None:
-        """The result a step of the run stored under ``name`` (e.g. one speaker's), if any."""
+    def step_mark(self, run_id: int, name: str, kind: type[M]) -> M | None:
+        """The result a step of the run stored under ``name`` (e.g. one speaker's), as ``kind``, if any."""
 
-    def mark_step(self, run_id: int, name: str, result: dict) -> dict:
+    def mark_step(self, run_id: int, name: str, mark: M) -> M:
         """Store a step's result once: the first mark stands. Answers the stored mark."""
 
     def latest(self) -> NightlyRun | None: ...
@@ -302,6 +304,21 @@ class RunStore(Protocol):
 
     def release_rollback(self, run_id: int, owner: str) -> None:
         """Give the lease back (after a failure) so that a retry need not wait for it to expire."""
+
+
+class Idempotency(Protocol):
+    """Work done once per (name, key) across processes and retries (the dedup table deployed).
+    The answer is stored as JSON and a repeat gets the stored answer, so ``work`` answers a JSON
+    object. ``invocation`` is the caller's Lambda context, if any: an in-progress record lapses
+    with that invocation instead of at the record's expiry."""
+
+    def run(self, name: str, key: str, work: Callable[[], dict[str, Any]], *, invocation: Any = None) -> dict[str, Any]:
+        """``work()``'s answer, once; raises while another copy is still running it (the caller is retried)."""
+
+    def once(
+        self, name: str, key: str, work: Callable[[], dict[str, Any]], *, invocation: Any = None
+    ) -> dict[str, Any] | None:
+        """As ``run``, but None while another copy is still running it."""
 
 
 class RollbackClaim(str, Enum):

@@ -1,6 +1,8 @@
 """One thin module per Lambda function: event in, core call, response out.
 
-Shared here: API Gateway proxy events (v1 and v2) and the idempotent wrapper of the workers.
+Shared here: API Gateway proxy events (v1 and v2), the workers' one typed edge (``job_worker``)
+and the admin routes' one edge. Each entry point resolves the process's container once and
+hands it on; nothing below it fetches the container again.
 """
 
 from __future__ import annotations
@@ -8,13 +10,16 @@ from __future__ import annotations
 import base64
 import json
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from .. import bootstrap
 from ..core.jobs import BadJob, Job
 
 if TYPE_CHECKING:
     from ..admin_api import AdminRoute
+    from ..bootstrap import Container
+
+J = TypeVar("J", bound=Job)
 
 
 def log_core_with(logger: Any) -> None:
@@ -40,53 +45,40 @@ def http_response(status: int, body: Any) -> dict:
     return {"statusCode": status, "headers": {"Content-Type": "application/json"}, "body": json.dumps(body)}
 
 
-def idempotent(worker: str, fn: Callable[[dict], dict], context: Any) -> Callable[..., dict]:
-    """``fn(job=...)`` runs at most once per interaction id (the dedup table, 7-day expiry).
+def job_worker(
+    job_type: type[J], logger: Any, use_case: Callable[[Container, J], dict[str, Any]]
+) -> Callable[[Any, Any], dict[str, Any]]:
+    """A worker's Lambda entry: the event parsed once into a ``job_type``; a bad one refused with
+    one ERROR line (by field names) and answered without raising, since a retry of a payload that
+    can never parse would only fail again and end in the dead-letter queue; then ``use_case``
+    with the typed job, at most once per interaction id (the dedup table, 7-day expiry): a Lambda
+    retry of a finished job returns the stored answer, one still running raises (Lambda retries)."""
 
-    A Lambda retry of a finished job returns the stored result instead of running again.
-    """
-    from aws_lambda_powertools.utilities.idempotency import IdempotencyConfig, idempotent_function
+    @logger.inject_lambda_context(clear_state=True)
+    def handler(event: Any, context: Any) -> dict[str, Any]:
+        logger.append_keys(interaction_id=event.get("interaction_id") if isinstance(event, dict) else None)
+        try:
+            job = job_type.from_json(event)
+        except BadJob as exc:
+            logger.error("job refused", extra={"job": job_type.__name__, "reason": str(exc)})
+            return {"status": "refused"}
+        c = bootstrap.container()
+        return c.idempotency.run(job_type.WORKER, job.interaction_id, lambda: use_case(c, job), invocation=context)
 
-    from ..tables import DEDUP_TTL_SECONDS
-
-    config = IdempotencyConfig(
-        event_key_jmespath="interaction_id", raise_on_no_idempotency_key=True, expires_after_seconds=DEDUP_TTL_SECONDS
-    )
-    config.register_lambda_context(context)
-    store = bootstrap.container().idempotency_store(worker)
-    return idempotent_function(
-        data_keyword_argument="job", persistence_store=store, config=config, key_prefix=f"memorybot.{worker}"
-    )(fn)
-
-
-def refused(job_type: type[Job], event: Any, logger: Any) -> bool:
-    """True (and one ERROR line, by field names) when ``event`` is not a ``job_type``.
-
-    The worker then answers without raising: a retry of a payload that can never parse
-    would only fail again and end in the dead-letter queue.
-    """
-    try:
-        job_type.from_json(event)
-    except BadJob as exc:
-        logger.error("job refused", extra={"job": job_type.__name__, "reason": str(exc)})
-        return True
-    return False
+    return handler
 
 
-def retries_spent(worker: str, interaction_id: str) -> bool:
+def retries_spent(c: Container, worker: str, interaction_id: str) -> bool:
     """Called when the job found the model unavailable: counts the attempt, and answers whether
     Lambda has no retry left for it (then the caller gives up instead of raising)."""
-    c = bootstrap.container()
     return c.unavailable_attempts.count(worker, interaction_id) > c.settings.async_retries
 
 
-def count_metric(name: str) -> None:
+def count_metric(c: Container, name: str) -> None:
     """One count of ``name`` as a CloudWatch metric (Powertools' embedded metric format on stdout)."""
     from aws_lambda_powertools.metrics import MetricUnit, single_metric
 
-    with single_metric(
-        name=name, unit=MetricUnit.Count, value=1, namespace=bootstrap.container().settings.metrics_namespace
-    ):
+    with single_metric(name=name, unit=MetricUnit.Count, value=1, namespace=c.settings.metrics_namespace):
         pass
 
 
@@ -104,7 +96,25 @@ def event_path(event: dict) -> str:
     )
 
 
-def admin_endpoint(event: dict, logger: Any, route: AdminRoute, use_case: Callable[[Any], Any]) -> tuple[int, dict]:
+def admin_function(
+    logger: Any, route: AdminRoute, use_case: Callable[[Container], Any], message: str, **logged: str
+) -> Callable[[Any, Any], dict]:
+    """An admin route's Lambda entry (rollback, erase, import): ``admin_endpoint`` with the process's
+    container, one INFO line (``message``: the status, and ``logged``'s answer fields, ids and
+    counts only) and the HTTP response."""
+
+    @logger.inject_lambda_context(clear_state=True)
+    def handler(event: dict, context: Any) -> dict:
+        status, answer = admin_endpoint(bootstrap.container(), event, logger, route, use_case)
+        logger.info(message, extra={"status": status, **{key: answer.get(field) for key, field in logged.items()}})
+        return http_response(status, answer)
+
+    return handler
+
+
+def admin_endpoint(
+    container: Container, event: dict, logger: Any, route: AdminRoute, use_case: Callable[[Container], Any]
+) -> tuple[int, dict]:
     """One admin route (``admin_api``: rollback, erase, import): POST only; the Bearer admin secret is
     checked before anything is read; any failure is a 503 the operator may simply retry (every
     step of each use case is conditional or idempotent)."""
@@ -112,7 +122,6 @@ def admin_endpoint(event: dict, logger: Any, route: AdminRoute, use_case: Callab
     if method.upper() != "POST":
         return 405, {"error": "method not allowed"}
     headers = {str(k).lower(): v for k, v in (event.get("headers") or {}).items()}
-    container = bootstrap.container()
     try:
         return route.answer(
             use_case(container),

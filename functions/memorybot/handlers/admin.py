@@ -10,23 +10,19 @@ from __future__ import annotations
 from aws_lambda_powertools import Logger
 
 from .. import admin_api
-from . import admin_endpoint, event_path, http_response, log_core_with
+from . import admin_function, event_path, log_core_with
 
 logger = Logger(service="memorybot-admin")
 log_core_with(logger)
 
 IMPORT_PATH = "/memory/import"
 
+rollback = admin_function(logger, admin_api.ROLLBACK, lambda c: c.rollback, "rollback answered", run_id="runId")
+import_memories = admin_function(
+    logger, admin_api.IMPORT, lambda c: c.importer, "import answered", imported="imported", unchanged="unchanged"
+)
 
-@logger.inject_lambda_context(clear_state=True)
+
 def handler(event: dict, context) -> dict:
-    if event_path(event).rstrip("/").endswith(IMPORT_PATH):
-        status, answer = admin_endpoint(event, logger, admin_api.IMPORT, lambda c: c.importer)
-        logger.info(
-            "import answered",
-            extra={"status": status, "imported": answer.get("imported"), "unchanged": answer.get("unchanged")},
-        )
-        return http_response(status, answer)
-    status, answer = admin_endpoint(event, logger, admin_api.ROLLBACK, lambda c: c.rollback)
-    logger.info("rollback answered", extra={"status": status, "run_id": answer.get("runId")})
-    return http_response(status, answer)
+    route = import_memories if event_path(event).rstrip("/").endswith(IMPORT_PATH) else rollback
+    return route(event, context)

@@ -9,14 +9,9 @@ from __future__ import annotations
 from aws_lambda_powertools import Logger
 
 from .. import admin_api
-from . import admin_endpoint, http_response, log_core_with
+from . import admin_function, log_core_with
 
 logger = Logger(service="memorybot-erase")
 log_core_with(logger)
 
-
-@logger.inject_lambda_context(clear_state=True)
-def handler(event: dict, context) -> dict:
-    status, answer = admin_endpoint(event, logger, admin_api.ERASE, lambda c: c.erasure)
-    logger.info("erasure answered", extra={"status": status})
-    return http_response(status, answer)
+handler = admin_function(logger, admin_api.ERASE, lambda c: c.erasure, "erasure answered")

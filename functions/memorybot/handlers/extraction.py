@@ -10,32 +10,22 @@ from __future__ import annotations
 
 from aws_lambda_powertools import Logger
 
-from .. import bootstrap
+from ..bootstrap import Container
 from ..core import conversation
 from ..core.jobs import ExtractionJob
-from . import count_metric, idempotent, log_core_with, refused, retries_spent
+from . import count_metric, job_worker, log_core_with, retries_spent
 
 logger = Logger(service="memorybot-extraction")
 log_core_with(logger)
 
 
-@logger.inject_lambda_context(clear_state=True)
-def handler(event: dict, context) -> dict:
-    logger.append_keys(interaction_id=event.get("interaction_id") if isinstance(event, dict) else None)
-    if refused(ExtractionJob, event, logger):
-        return {"status": "refused"}
-    return idempotent("extraction", _extract, context)(job=event)
-
-
-def _extract(job: dict) -> dict:
-    extraction_job = ExtractionJob.from_json(job)
-    result = conversation.extract(
-        bootstrap.container(),
-        extraction_job,
-        give_up=lambda: retries_spent("extraction", extraction_job.interaction_id),
-    )
+def extract(c: Container, job: ExtractionJob) -> dict:
+    result = conversation.extract(c, job, give_up=lambda: retries_spent(c, "extraction", job.interaction_id))
     if result.outcome == conversation.DECISIONS_LOST:
-        count_metric("DecisionsLost")
+        count_metric(c, "DecisionsLost")
     answer = result.to_json()  # memory ids only
     logger.info("extraction done", extra=answer)
     return answer
+
+
+handler = job_worker(ExtractionJob, logger, extract)

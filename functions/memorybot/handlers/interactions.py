@@ -19,15 +19,15 @@ log_core_with(logger)
 @logger.inject_lambda_context(clear_state=True)
 def handler(event: dict, context) -> dict:
     headers, body = http_request(event)
-    container = bootstrap.container()
-    container.lambda_context = context  # the dedup of /memory show times its in-progress record by it
+    # The invocation's context travels with the call: the dedup of /memory show times its in-progress record by it.
+    deps = bootstrap.container().for_invocation(context)
     try:
-        container.signature_verifier.verify(headers, body)
+        deps.signature_verifier.verify(headers, body)
     except SignatureError as exc:
         logger.info("signature refused", extra={"reason": str(exc)})
         return http_response(401, {"error": "invalid request signature"})
     try:
-        status, answer = interactions.respond(body, container)
+        status, answer = interactions.respond(body, deps)
     except Exception:  # noqa: BLE001 - never a 500 to Discord: a polite ephemeral instead
         logger.exception("interaction failed")
         status, answer = 200, interactions.ephemeral(interactions.TEXT_ERROR)

@@ -1,8 +1,9 @@
 """The nightly run's steps, one thin handler per state of the state machine (one Lambda each):
 claim -> plan -> speaker (the Distributed Map's child; speaker_failed is its Catch) -> review
--> finish. The use cases are ``nightly_steps``; each handler parses its payload there first,
-so a payload that does not parse is refused (``BadJob``, logged by field names) before
-anything is read or written, and the execution fails loudly instead of running on it.
+-> finish. The use cases are ``nightly_steps`` and take typed payloads (``nightly_jobs``); each
+handler parses its payload first, so a payload that does not parse is refused (``BadJob``,
+logged by field names) before anything is read or written, and the execution fails loudly
+instead of running on it.
 
 EventBridge starts at least once: the claim makes a second start for the same day a no-op.
 Logs carry ids and counts, never text.
@@ -11,58 +12,67 @@ Logs carry ids and counts, never text.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from datetime import datetime
+from typing import Any, TypeVar
 
 from aws_lambda_powertools import Logger
 
 from .. import bootstrap
 from ..core import nightly_steps
-from ..core.domain import NIGHTLY_EXECUTION_TIMEOUT
-from ..core.jobs import BadJob
+from ..core.consolidation import Consolidator, window_for
+from ..core.domain import NIGHTLY_EXECUTION_TIMEOUT, NightlyRun
+from ..core.jobs import BadJob, Payload
+from ..core.nightly_jobs import ClaimedRun, NightlyStart, RunPlan, SpeakerFailure, SpeakerTask
 from . import log_core_with
 
 logger = Logger(service="memorybot-nightly")
 log_core_with(logger)
 
-
-def _step(name: str, event: Any, run: Callable[[Any, Any], dict]) -> dict:
-    if isinstance(event, dict):
-        logger.append_keys(step=name, run_id=event.get("run_id"))
-    try:
-        answer = run(bootstrap.container().consolidator, event)
-    except BadJob as exc:
-        logger.error("nightly payload refused", extra={"reason": str(exc)})
-        raise
-    logger.info("nightly step done", extra={k: v for k, v in answer.items() if k in ("run_id", "status", "speakers")})
-    return answer
+P = TypeVar("P", bound=Payload)
 
 
-@logger.inject_lambda_context(clear_state=True)
-def claim(event: dict, context) -> dict:
-    # Held for the execution's whole timeout: a second start for the day finds it claimed.
-    return _step("claim", event, lambda c, e: nightly_steps.claim(c, e, NIGHTLY_EXECUTION_TIMEOUT))
+def _step(name: str, payload: type[P], use_case: Callable[[Consolidator, P], Payload]) -> Callable[[Any, Any], dict]:
+    """One state's Lambda entry: its payload parsed once (a bad one refused with one ERROR line and
+    raised, so that the execution fails loudly), the typed use case, its answer serialised."""
+
+    @logger.inject_lambda_context(clear_state=True)
+    def handler(event: Any, context: Any) -> dict:
+        if isinstance(event, dict):
+            logger.append_keys(step=name, run_id=event.get("run_id"))
+        try:
+            parsed = payload.from_json(event)
+        except BadJob as exc:
+            logger.error("nightly payload refused", extra={"reason": str(exc)})
+            raise
+        answer = use_case(bootstrap.container().consolidator, parsed).to_json()
+        logger.info(
+            "nightly step done", extra={k: v for k, v in answer.items() if k in ("run_id", "status", "speakers")}
+        )
+        return answer
+
+    handler.__name__ = name
+    return handler
 
 
-@logger.inject_lambda_context(clear_state=True)
-def plan(event: dict, context) -> dict:
-    return _step("plan", event, nightly_steps.plan)
+# Each use case is looked up when called (not bound here), so that it is the module's current one.
+# The claim is held for the execution's whole timeout: a second start for the day finds it claimed.
+claim = _step("claim", NightlyStart, lambda c, p: nightly_steps.claim(c, p, NIGHTLY_EXECUTION_TIMEOUT))
+plan = _step("plan", ClaimedRun, lambda c, p: nightly_steps.plan(c, p))
+speaker = _step("speaker", SpeakerTask, lambda c, p: nightly_steps.speaker(c, p))
+speaker_failed = _step("speaker_failed", SpeakerFailure, lambda c, p: nightly_steps.speaker_failed(c, p))
+review = _step("review", RunPlan, lambda c, p: nightly_steps.review(c, p))
+finish = _step("finish", RunPlan, lambda c, p: nightly_steps.finish(c, p))
 
 
-@logger.inject_lambda_context(clear_state=True)
-def speaker(event: dict, context) -> dict:
-    return _step("speaker", event, nightly_steps.speaker)
+scheduled_time = nightly_steps.scheduled_time  # how the claim reads a start's time
 
 
-@logger.inject_lambda_context(clear_state=True)
-def speaker_failed(event: dict, context) -> dict:
-    return _step("speaker_failed", event, nightly_steps.speaker_failed)
+def day_label(now: datetime) -> str:
+    """The JST day a run as of ``now`` covers."""
+    return window_for(now).day_label
 
 
-@logger.inject_lambda_context(clear_state=True)
-def review(event: dict, context) -> dict:
-    return _step("review", event, nightly_steps.review)
-
-
-@logger.inject_lambda_context(clear_state=True)
-def finish(event: dict, context) -> dict:
-    return _step("finish", event, nightly_steps.finish)
+def run_in_process(consolidator: Consolidator, now: datetime) -> NightlyRun | None:
+    """The whole night in this process (the local stack): the same typed use cases as the states
+    above, in the state machine's order; None when that JST day has already run."""
+    return nightly_steps.run_in_process(consolidator, now)

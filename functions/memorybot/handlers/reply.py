@@ -10,29 +10,22 @@ from __future__ import annotations
 
 from aws_lambda_powertools import Logger
 
-from .. import bootstrap
+from ..bootstrap import Container
 from ..core import conversation
 from ..core.jobs import ReplyJob
-from . import idempotent, log_core_with, refused, retries_spent
+from . import job_worker, log_core_with, retries_spent
 
 logger = Logger(service="memorybot-reply")
 log_core_with(logger)
 
 
-@logger.inject_lambda_context(clear_state=True)
-def handler(event: dict, context) -> dict:
-    logger.append_keys(interaction_id=event.get("interaction_id") if isinstance(event, dict) else None)
-    if refused(ReplyJob, event, logger):
-        return {"status": "refused"}
-    return idempotent("reply", _reply, context)(job=event)
-
-
-def _reply(job: dict) -> dict:
-    reply_job = ReplyJob.from_json(job)
-    c = bootstrap.container()
+def reply(c: Container, job: ReplyJob) -> dict:
     return conversation.answer(
         c,
-        reply_job,
+        job,
         fetch_history=c.settings.fetch_channel_history,
-        give_up=lambda: retries_spent("reply", reply_job.interaction_id),
+        give_up=lambda: retries_spent(c, "reply", job.interaction_id),
     )
+
+
+handler = job_worker(ReplyJob, logger, reply)

@@ -55,6 +55,7 @@ class LocalStack:
     invoker: LocalInvoker
     recorder: DiscordRecorder | None
     state_dir: Path
+    container: bootstrap.Container  # the one this stack built (and installed for its handlers)
     moto: moto_dynamo.MotoDynamo | None = None
     notes: list[str] = field(default_factory=list)
     admin_secret: str = ""  # the local routes' bearer secret: the same as rollback's
@@ -129,19 +130,29 @@ def start(host: str = DEFAULT_HOST, port: int = DEFAULT_PORT, state_dir: Path = 
     notes.append(f"Models: decision={found.decision_model}, chat={found.chat_model}")
 
     config.settings.cache_clear()
-    bootstrap.container.cache_clear()
-    container = bootstrap.container()
-    admin_secret = container.settings.secret("MEMORYBOT_ADMIN_SECRET")
-    tables.create_tables(container.dynamodb_client, dict(container.settings.table_names))
-
+    wired = config.settings()
     from ..handlers import extraction, reply
 
+    # The container is built once with what this stack needs: the hand-off runs here instead of
+    # Lambda, and the nightly manifests go where this stack can read them.
     invoker = LocalInvoker({"reply": reply.handler, "extraction": extraction.handler})
-    container.invoker = invoker  # the hand-off runs here instead of Lambda
-    if not container.settings.manifest_bucket:  # the nightly manifests, where this stack can read them
-        container.manifest_store = FileManifests(state_dir / MANIFEST_DIR)
+    local: dict[str, Any] = {"invoker": invoker}
+    if not wired.manifest_bucket:
+        local["manifest_store"] = FileManifests(state_dir / MANIFEST_DIR)
+    container = bootstrap.install(bootstrap.Container(wired, **local))
+    admin_secret = container.settings.secret("MEMORYBOT_ADMIN_SECRET")
+    tables.create_tables(container.dynamodb_client, dict(container.settings.table_names))
     stack = LocalStack(
-        url, httpd, invoker, recorder, state_dir, moto, notes, admin_secret, _hosts(host, httpd.server_address[1])
+        url,
+        httpd,
+        invoker,
+        recorder,
+        state_dir,
+        container,
+        moto,
+        notes,
+        admin_secret,
+        _hosts(host, httpd.server_address[1]),
     )
     httpd.stack = stack  # type: ignore[attr-defined]
     threading.Thread(target=httpd.serve_forever, kwargs={"poll_interval": 0.1}, daemon=True, name="local-stack").start()
@@ -285,7 +296,7 @@ class _Handler(BaseHTTPRequestHandler):
         if method == "POST" and path == "/local/nightly":
             return self._nightly(body)
         if method == "GET" and path == "/local/info":
-            settings = bootstrap.container().settings
+            settings = self.stack.container.settings
             return 200, {"applicationId": settings.discord_application_id, "recorder": self.stack.recorder is not None}
         if path.startswith("/local/discord/") and self.stack.recorder:
             return self._recorder_control(method, path, query, body)
@@ -308,8 +319,7 @@ class _Handler(BaseHTTPRequestHandler):
     def _nightly(self, body: bytes) -> tuple[int, Any]:
         try:
             from ..admin_api import run_record
-            from ..core.consolidation import window_for
-            from ..core.nightly_steps import run_in_process, scheduled_time
+            from ..handlers.nightly import day_label, run_in_process, scheduled_time
         except ImportError:
             return 404, {"error": "not available in this build"}
         requested = _local_body(body, {"now": str})
@@ -320,13 +330,13 @@ class _Handler(BaseHTTPRequestHandler):
             except ValueError:
                 raise BadBody('now must be an ISO 8601 time, e.g. "2026-11-20T18:00:00Z"') from None
         self.stack.invoker.drain(timeout=DRAIN_TIMEOUT_SECONDS)  # let pending extractions land first
-        # The state machine's steps, in its order, with its payloads, in this process.
+        # The state machine's steps (the nightly handlers' typed use cases), in its order, in this process.
         try:
-            run = run_in_process(bootstrap.container().consolidator, now or utcnow())
+            run = run_in_process(self.stack.container.consolidator, now or utcnow())
         except Exception as exc:  # noqa: BLE001 - deployed, the failed execution is redriven; here, ask again
             return 503, {"status": "incomplete", "error": type(exc).__name__, "retry": "POST /local/nightly again"}
         if run is None:
-            day = window_for(now or utcnow()).day_label
+            day = day_label(now or utcnow())
             # That JST day has run: each runs once.
             hint = 'a later "now" runs another day (the night before the latest 03:00 JST at or before it)'
             return 409, {"status": "already_claimed", "dayLabel": day, "hint": hint}

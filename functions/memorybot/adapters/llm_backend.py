@@ -1,0 +1,157 @@
+"""What every LLM backend (OpenAI-compatible, Bedrock) shares: the decision and writing ports
+as the core's prompts (``core/prompts.py``, where all prompt text lives), the JSON object or
+first line taken out of a text answer, and the reply prompt mapped onto a backend's turns.
+
+Parsing never repairs an answer (see ``core/prompts.py``); error messages carry no memory or
+message text (they may end up in logs).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Sequence
+from typing import Any
+
+from ..core.domain import Exchange, Memory, PromptMessage, Verdict
+from ..core.ports import ModelError
+from ..core.prompts import (
+    Question,
+    TextTask,
+    add_question,
+    diary_task,
+    memory_task,
+    review_question,
+    verdict_question,
+    worth_question,
+)
+
+# ---------------------------------------------------------------- answer parsing
+
+
+def _reject_constant(name: str) -> Any:
+    raise ValueError(f"non-finite number {name}")
+
+
+def _loads(text: str) -> Any:
+    # NaN / Infinity are not JSON; Python's json accepts them unless told not to.
+    return json.loads(text, parse_constant=_reject_constant)
+
+
+_FENCE = re.compile(r"```(?:json)?\s*(.*?)```", re.DOTALL | re.IGNORECASE)
+
+
+def extract_json_object(text: object) -> dict[str, Any]:
+    """The JSON object in a model's text answer: the whole text, a fenced block, or the first
+    ``{...}`` that parses as an object. Anything else is a ModelError."""
+    if not isinstance(text, str):
+        raise ModelError("answer is not text")
+    candidates = [text.strip()] + [m.group(1).strip() for m in _FENCE.finditer(text)]
+    for candidate in candidates:
+        try:
+            value = _loads(candidate)
+        except ValueError:
+            continue
+        if isinstance(value, dict):
+            return value
+    decoder = json.JSONDecoder(parse_constant=_reject_constant)
+    for start in (i for i, ch in enumerate(text) if ch == "{"):
+        try:
+            value, _ = decoder.raw_decode(text, start)
+        except ValueError:
+            continue
+        if isinstance(value, dict):
+            return value
+    raise ModelError("no JSON object in the answer")
+
+
+def first_line(text: object, *, cut_off: bool = False) -> str:
+    """The first non-empty line of a text answer (memories and the diary are one line).
+
+    ``cut_off``: the model stopped at its token limit. A first line that was still
+    being written when it stopped is half a sentence, not an answer.
+    """
+    if not isinstance(text, str):
+        raise ModelError("answer is not text")
+    for line in text.splitlines(keepends=True):
+        if line.strip():
+            if cut_off and line == line.rstrip("\r\n"):
+                raise ModelError("answer cut off at the token limit")
+            return line.strip()
+    raise ModelError("empty answer")
+
+
+def reply_text(text: object) -> str:
+    if not isinstance(text, str) or not text.strip():
+        raise ModelError("empty reply")
+    return text.strip()
+
+
+# ---------------------------------------------------------------- reply prompt mapping
+
+_ROLES = frozenset({"system", "user", "assistant"})
+
+
+def split_system(prompt: Sequence[PromptMessage]) -> tuple[list[str], list[PromptMessage]]:
+    """System texts (the core sends one, first) and the conversation turns, in order."""
+    system: list[str] = []
+    turns: list[PromptMessage] = []
+    for message in prompt:
+        if message.role not in _ROLES:
+            raise ModelError("unknown prompt role")
+        if message.role == "system":
+            system.append(message.content)
+        else:
+            turns.append(message)
+    return system, turns
+
+
+# Bedrock needs a conversation that starts with a user turn.
+CONVERSATION_OPENER = "(The conversation so far.)"
+
+
+def alternating_turns(turns: Sequence[PromptMessage]) -> list[PromptMessage]:
+    """Consecutive same-role turns merged (blank line between), first turn a user turn."""
+    merged: list[PromptMessage] = []
+    for turn in turns:
+        if merged and merged[-1].role == turn.role:
+            merged[-1] = PromptMessage(turn.role, f"{merged[-1].content}\n\n{turn.content}")
+        else:
+            merged.append(turn)
+    if merged and merged[0].role != "user":
+        merged.insert(0, PromptMessage("user", CONVERSATION_OPENER))
+    return merged
+
+
+class AskingDecisionModel:
+    """``ports.DecisionModel`` for an LLM backend: each question is a prompt with a strict
+    JSON answer. A backend supplies ``_ask`` (send the question, return the parsed answer)."""
+
+    def _ask(self, question: Question) -> Any:
+        raise NotImplementedError
+
+    def worth(self, exchange: Exchange) -> float:
+        return self._ask(worth_question(exchange))
+
+    def verdict(self, exchange: Exchange, memory: Memory) -> Verdict:
+        return self._ask(verdict_question(exchange, memory))
+
+    def add(self, exchange: Exchange, verdicts: Sequence[tuple[Memory, Verdict]]) -> float:
+        return self._ask(add_question(exchange, verdicts))
+
+    def review(self, memory: Memory) -> Verdict:
+        return self._ask(review_question(memory))
+
+
+class WritingChatModel:
+    """The one-line writing tasks of ``ports.ChatModel`` for an LLM backend. A backend
+    supplies ``_write`` (send the task, return its first line) and ``write_reply``."""
+
+    def _write(self, task: TextTask) -> str:
+        raise NotImplementedError
+
+    def write_memory(self, exchange: Exchange, current: Memory | None) -> str:
+        return self._write(memory_task(exchange, current))
+
+    def write_diary(self, transcript: str) -> str:
+        return self._write(diary_task(transcript))
