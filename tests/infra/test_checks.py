@@ -19,9 +19,12 @@ from synth_shapes import CDK_CLI, CONCRETE_ACCOUNT, CONCRETE_REGIONS, SHAPES
 # Zipped, with bytecode for the runtime (the sources alone are about a third of it). Raised from
 # 300 KiB when the nightly steps, erasure and the data-rights commands arrived, and from 400 KiB
 # when relevance selection did (selection, recall, the embedding adapters and the vector codec:
-# ~35 KB zipped; the interactions function imports none of it): the package, not strays, is what
-# grew (the test below checks that only the package is in the asset).
-CODE_GOAL_BYTES = 450 * 1024
+# ~35 KB zipped; the interactions function imports none of it), and to 512 KiB when consent, import,
+# the doctor's shared settings and the typed nightly payloads did (the operator's command, cli.py,
+# left the asset then): the package, not strays, is what grew (the test below checks that only the
+# package is in the asset). A zip this size is not what a cold start waits for: the interactions
+# function's imports are, and the cold-start benchmark measures them.
+CODE_GOAL_BYTES = 512 * 1024
 LAYER_GOAL_BYTES = 15 * 1024 * 1024
 
 
