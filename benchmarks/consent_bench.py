@@ -35,7 +35,7 @@ def _timed(reads: list[Callable[[], object]]) -> list[tuple[float, float]]:
 
 
 def main() -> None:
-    from memorybot.adapters.dynamodb import DynamoMemoryStore
+    from memorybot.adapters.dynamodb_memories import DynamoMemoryStore
     from memorybot.adapters.dynamodb_people import DynamoPeopleStore
     from memorybot.config import Settings
     from memorybot.core.domain import PERSON_SCOPE, Action, Actor, Change, LedgerEntry, Memory, Owner, utcnow

@@ -148,7 +148,7 @@ def extraction_only() -> None:
     """One extraction with ten memories, the worst case (every record updated, plus an add)."""
     from datetime import timedelta
 
-    from memorybot.adapters.dynamodb import DynamoMemoryStore
+    from memorybot.adapters.dynamodb_memories import DynamoMemoryStore
     from memorybot.config import Settings
     from memorybot.core.domain import GLOBAL_SCOPE, Action, Actor, Change, Verdict
     from memorybot.core.extraction import Extractor

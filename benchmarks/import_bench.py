@@ -18,7 +18,7 @@ USERS = 20
 def main() -> None:
     import logging
 
-    from memorybot.adapters.dynamodb import DynamoMemoryStore
+    from memorybot.adapters.dynamodb_memories import DynamoMemoryStore
     from memorybot.config import Settings
     from memorybot.core.domain import ScopeMode, utcnow
     from memorybot.core.importing import MAX_IMPORT_ROWS, Importer, parse_import

@@ -53,7 +53,7 @@ def main() -> None:
     from benchmarks.dynamodb_cost_bench import Meter
     from memorybot import tables
     from memorybot.adapters.bedrock import bedrock_client
-    from memorybot.adapters.dynamodb import DynamoMemoryStore, memory_item
+    from memorybot.adapters.dynamodb_memories import DynamoMemoryStore, memory_item
     from memorybot.adapters.embeddings import BedrockTitanEmbeddings
     from memorybot.adapters.embeddings_offline import OfflineEmbeddingModel
     from memorybot.config import Settings
@@ -188,7 +188,7 @@ def main() -> None:
         print("the read's client-side CPU, as a Lambda pays it whatever DynamoDB's speed (median ms, 256-d)")
         from botocore.parsers import create_parser
 
-        from memorybot.adapters.dynamodb import memory_from_item
+        from memorybot.adapters.dynamodb_memories import memory_from_item
 
         parser = create_parser("json")
         captured: list = []

@@ -11,7 +11,8 @@ import threading
 from dataclasses import dataclass, field
 from typing import Any
 
-from memorybot.adapters.dynamodb import FORGOTTEN_KEY, MARKER_PREFIX, ledger_from_item, memory_from_item
+from memorybot.adapters.dynamodb_ledger import ledger_from_item
+from memorybot.adapters.dynamodb_memories import FORGOTTEN_KEY, MARKER_PREFIX, memory_from_item
 from memorybot.config import Settings
 from memorybot.core.domain import Action, LedgerEntry, Memory, Owner
 from memorybot.core.ports import ModelError

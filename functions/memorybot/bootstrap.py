@@ -28,19 +28,19 @@ class Container:
 
     @cached_property
     def dynamodb_client(self) -> Any:
-        from .adapters.dynamodb import dynamodb_client
+        from .adapters.dynamodb_client import dynamodb_client
 
         return dynamodb_client()
 
     @cached_property
     def memory_store(self):
-        from .adapters.dynamodb import DynamoMemoryStore
+        from .adapters.dynamodb_memories import DynamoMemoryStore
 
         return DynamoMemoryStore(self.dynamodb_client, self.settings)
 
     @cached_property
     def message_store(self):
-        from .adapters.dynamodb import DynamoMessageStore
+        from .adapters.dynamodb_messages import DynamoMessageStore
 
         return DynamoMessageStore(self.dynamodb_client, self.settings)
 

@@ -17,7 +17,7 @@ from stack_process import StackProcess
 
 from fakes import memory
 from faults import scan
-from memorybot.adapters.dynamodb import DynamoMemoryStore
+from memorybot.adapters.dynamodb_memories import DynamoMemoryStore
 from memorybot.config import Settings
 from memorybot.core.domain import Action, Actor, Change
 from memorybot.discord.signature import new_key_pair, sign

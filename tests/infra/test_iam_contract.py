@@ -47,7 +47,8 @@ from loopback.bedrock_server import BedrockServer
 from memorybot import bootstrap, tables
 from memorybot.adapters.bedrock import bedrock_client
 from memorybot.adapters.discord_rest import DiscordRest
-from memorybot.adapters.dynamodb import MARKER_PREFIX, DynamoMemoryStore, DynamoMessageStore
+from memorybot.adapters.dynamodb_memories import MARKER_PREFIX, DynamoMemoryStore
+from memorybot.adapters.dynamodb_messages import DynamoMessageStore
 from memorybot.adapters.embeddings import BedrockTitanEmbeddings
 from memorybot.adapters.invoker import LambdaInvoker, LocalContext
 from memorybot.adapters.manifests import S3Manifests

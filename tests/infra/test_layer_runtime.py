@@ -143,7 +143,8 @@ IMPORT_HANDLERS = textwrap.dedent(
         module = importlib.import_module(name)
         assert callable(getattr(module, function)), path
         assert module.__file__.startswith(code), module.__file__
-    import memorybot.bootstrap, memorybot.adapters.dynamodb, memorybot.adapters.discord_rest
+    import memorybot.bootstrap, memorybot.adapters.dynamodb_client, memorybot.adapters.discord_rest
+    import memorybot.adapters.dynamodb_memories, memorybot.adapters.dynamodb_messages
     import memorybot.adapters.bedrock, memorybot.adapters.invoker
     import aws_lambda_powertools.utilities.idempotency, aws_lambda_powertools.utilities.parameters
     from aws_lambda_powertools import Tracer

@@ -46,7 +46,7 @@ from moto.awslambda.models import LambdaBackend
 
 from fakes import ScriptedChat, ScriptedJev, message, owner
 from memorybot import bootstrap
-from memorybot.adapters.dynamodb import DynamoMessageStore
+from memorybot.adapters.dynamodb_messages import DynamoMessageStore
 from memorybot.adapters.invoker import LocalContext
 from memorybot.bootstrap import Container
 from memorybot.config import Settings

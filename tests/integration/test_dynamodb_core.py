@@ -8,7 +8,7 @@ from datetime import timedelta
 import pytest
 
 from fakes import T0, Clock, ScriptedChat, ScriptedJev, memory, message, owner, speaker
-from memorybot.adapters.dynamodb import DynamoMemoryStore
+from memorybot.adapters.dynamodb_memories import DynamoMemoryStore
 from memorybot.adapters.dynamodb_runs import DynamoRunStore
 from memorybot.core.domain import GLOBAL_SCOPE, Action, Actor, Change, Verdict
 from memorybot.core.extraction import Extractor

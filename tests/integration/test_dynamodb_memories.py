@@ -12,7 +12,9 @@ from botocore.exceptions import ClientError
 
 from fakes import T0, Clock, memory, owner
 from memorybot import tables
-from memorybot.adapters.dynamodb import DynamoMemoryStore, dynamodb_client, ledger_item, stale_shard
+from memorybot.adapters.dynamodb_client import dynamodb_client
+from memorybot.adapters.dynamodb_ledger import ledger_item
+from memorybot.adapters.dynamodb_memories import DynamoMemoryStore, stale_shard
 from memorybot.core import commands
 from memorybot.core.domain import Action, Actor, Change, LedgerEntry, Memory, SourceRef, iso
 from memorybot.core.ports import ConflictError

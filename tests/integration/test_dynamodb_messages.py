@@ -7,7 +7,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from memorybot import tables
-from memorybot.adapters.dynamodb import DynamoMessageStore
+from memorybot.adapters.dynamodb_messages import DynamoMessageStore
 from memorybot.core.domain import Message, jst_day, snowflake_at, snowflake_time
 
 # 15:00 UTC is midnight in Japan: the JST day changes here.

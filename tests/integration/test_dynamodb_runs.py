@@ -10,7 +10,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from fakes import Clock, memory, owner
-from memorybot.adapters.dynamodb import DynamoMemoryStore
+from memorybot.adapters.dynamodb_memories import DynamoMemoryStore
 from memorybot.adapters.dynamodb_runs import DynamoRunStore
 from memorybot.admin_api import rollback_answer, run_record
 from memorybot.core.domain import NIGHTLY_MAX_DURATION, RUN_LEDGER_OWNER, Action, Actor, Change, Memory, RunSummary, iso

@@ -33,7 +33,8 @@ from faults import (
     scan,
 )
 from hypothesis_profiles import examples
-from memorybot.adapters.dynamodb import DynamoMemoryStore, DynamoMessageStore, message_item
+from memorybot.adapters.dynamodb_memories import DynamoMemoryStore
+from memorybot.adapters.dynamodb_messages import DynamoMessageStore, message_item
 from memorybot.adapters.dynamodb_runs import DynamoRunStore
 from memorybot.adapters.manifests import InMemoryManifests
 from memorybot.adapters.offline import OFFLINE_MEMORY_LABEL, OfflineChatModel, OfflineDecisionModel, third_person

@@ -29,7 +29,7 @@ from faults import (
     scan,
 )
 from hypothesis_profiles import examples
-from memorybot.adapters.dynamodb import DynamoMemoryStore
+from memorybot.adapters.dynamodb_memories import DynamoMemoryStore
 from memorybot.adapters.dynamodb_runs import DynamoRunStore
 from memorybot.core.domain import JST, RUN_LEDGER_OWNER, Action, Actor, Change, Memory, Owner, RunSummary
 from memorybot.core.rollback import ROLLBACK_LEASE, Outcome, Rollback

@@ -24,7 +24,7 @@ from faults import (
     fresh_tables,
 )
 from hypothesis_profiles import examples
-from memorybot.adapters.dynamodb import DynamoMemoryStore
+from memorybot.adapters.dynamodb_memories import DynamoMemoryStore
 from memorybot.core.domain import GLOBAL_SCOPE, Action, Actor, Change, Verdict
 from memorybot.core.extraction import Extractor
 

@@ -11,7 +11,9 @@ import pytest
 
 from fakes import Clock, memory, owner
 from memorybot import tables
-from memorybot.adapters.dynamodb import FORGOTTEN_KEY, DynamoMemoryStore, DynamoMessageStore, ledger_item
+from memorybot.adapters.dynamodb_ledger import ledger_item
+from memorybot.adapters.dynamodb_memories import FORGOTTEN_KEY, DynamoMemoryStore
+from memorybot.adapters.dynamodb_messages import DynamoMessageStore
 from memorybot.core import commands
 from memorybot.core.domain import Action, Actor, Change, LedgerEntry, SourceRef
 from memorybot.core.erasure import Erasure

@@ -13,7 +13,8 @@ import pytest
 
 from fakes import T0, Clock, memory, owner
 from memorybot import tables
-from memorybot.adapters.dynamodb import LEDGER_EXPIRY, DynamoMemoryStore
+from memorybot.adapters.dynamodb_ledger import LEDGER_EXPIRY
+from memorybot.adapters.dynamodb_memories import DynamoMemoryStore
 from memorybot.adapters.dynamodb_runs import DynamoRunStore
 from memorybot.config import Settings
 from memorybot.core import commands

@@ -11,7 +11,8 @@ import pytest
 from fakes import Clock, ScriptedChat, ScriptedJev, memory, message, owner
 from frontdoor import SCHEDULE, admin_event
 from memorybot import bootstrap
-from memorybot.adapters.dynamodb import DynamoMemoryStore, DynamoMessageStore
+from memorybot.adapters.dynamodb_memories import DynamoMemoryStore
+from memorybot.adapters.dynamodb_messages import DynamoMessageStore
 from memorybot.adapters.invoker import LocalContext
 from memorybot.bootstrap import Container
 from memorybot.config import Settings

@@ -15,7 +15,7 @@ import pytest
 
 from fakes import T0, Clock, ScriptedChat, ScriptedJev, memory, message, owner, speaker
 from faults import Snapshot, assert_every_change_has_exactly_one_ledger_row
-from memorybot.adapters.dynamodb import DynamoMemoryStore
+from memorybot.adapters.dynamodb_memories import DynamoMemoryStore
 from memorybot.adapters.dynamodb_runs import DynamoRunStore
 from memorybot.core import commands
 from memorybot.core.domain import GLOBAL_SCOPE, Action, Actor, Change, Verdict

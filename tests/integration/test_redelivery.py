@@ -19,7 +19,8 @@ from fakes import Clock, memory, message
 from faults import InjectedFault, RequestFaults, Snapshot, assert_every_change_has_exactly_one_ledger_row, fresh_tables
 from frontdoor import ALICE, APP_ID, BOB, CHANNEL, SCHEDULE, SCOPE, admin_event, chat
 from memorybot import bootstrap
-from memorybot.adapters.dynamodb import DynamoMemoryStore, DynamoMessageStore
+from memorybot.adapters.dynamodb_memories import DynamoMemoryStore
+from memorybot.adapters.dynamodb_messages import DynamoMessageStore
 from memorybot.adapters.invoker import LocalContext, LocalInvoker
 from memorybot.adapters.offline import OfflineChatModel, OfflineDecisionModel
 from memorybot.bootstrap import Container

@@ -10,7 +10,8 @@ from datetime import timedelta
 import pytest
 
 from fakes import T0, Clock, FakeMemoryStore, FakeMessageStore, FakePeopleStore, memory, message, owner
-from memorybot.adapters.dynamodb import DynamoMemoryStore, DynamoMessageStore
+from memorybot.adapters.dynamodb_memories import DynamoMemoryStore
+from memorybot.adapters.dynamodb_messages import DynamoMessageStore
 from memorybot.adapters.dynamodb_people import DynamoPeopleStore
 from memorybot.core.domain import (
     PERSON_SCOPE,

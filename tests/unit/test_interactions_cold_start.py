@@ -20,7 +20,9 @@ HEAVY = (
     "memorybot.core.selection",  # relevance is the reply and extraction workers' business
     "memorybot.core.recall",
     "memorybot.adapters.discord_rest",
-    "memorybot.adapters.dynamodb",
+    "memorybot.adapters.dynamodb_client",
+    "memorybot.adapters.dynamodb_memories",
+    "memorybot.adapters.dynamodb_messages",
     "aws_lambda_powertools.utilities.idempotency",
     "aws_lambda_powertools.utilities.parameters",
 )

@@ -307,7 +307,7 @@ def test_the_nightly_review_removes_time_limited_memories():
 
 def test_the_local_stack_story_on_the_real_store(dynamo):
     """Same story on DynamoDB (moto on loopback), and the stand-in reply shows what was kept."""
-    from memorybot.adapters.dynamodb import DynamoMemoryStore
+    from memorybot.adapters.dynamodb_memories import DynamoMemoryStore
     from memorybot.core.reply import ReplyWriter
 
     client, settings = dynamo

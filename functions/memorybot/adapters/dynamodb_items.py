@@ -6,9 +6,11 @@
 - writing: a conditional write whose failed condition is an answer, not an error; a
   transaction with its idempotency token; and, when a transaction's answer is lost, the
   read-back that tells whether it committed after all;
-- error codes: what a ClientError says, and why a cancelled transaction was cancelled.
+- error codes: what a ClientError says, and why a cancelled transaction was cancelled;
+- the names of a table spec's indexes and TTL attribute, checked against ``tables`` at import time,
+  and the sources attribute that memory rows and ledger rows share.
 
-Nothing here knows a table: the stores build the keys, items and expressions.
+Nothing here knows a particular table: the stores build the keys, items and expressions.
 """
 
 from __future__ import annotations
@@ -21,7 +23,8 @@ from typing import Any
 
 from botocore.exceptions import ClientError
 
-from ..core.domain import parse_iso
+from .. import tables
+from ..core.domain import SourceRef, parse_iso
 
 Item = dict[str, Any]  # one DynamoDB item in the low-level client's typed form
 
@@ -92,6 +95,33 @@ def optional_time(item: Item, name: str) -> datetime | None:
     """A time stored with ``domain.iso``, or None when the item has none (yet)."""
     text = optional_str(item, name)
     return parse_iso(text) if text else None
+
+
+# ---- table specs -----------------------------------------------------------------
+
+
+def index_name(spec: tables.TableSpec, name: str) -> str:
+    """An index name, checked against the table spec at import time."""
+    if not any(i.name == name for i in spec.local_indexes + spec.global_indexes):
+        raise LookupError(f"{spec.logical_name} has no index {name!r}")
+    return name
+
+
+def ttl_attribute(spec: tables.TableSpec) -> str:
+    if not spec.ttl_attribute:
+        raise LookupError(f"{spec.logical_name} has no TTL attribute")
+    return spec.ttl_attribute
+
+
+# ---- the sources attribute (memory rows and ledger rows) --------------------------
+
+
+def sources_attribute(sources: tuple[SourceRef, ...]) -> Item:
+    return {"sources": s_list(ref.encode() for ref in sources)} if sources else {}
+
+
+def sources_from(item: Item) -> tuple[SourceRef, ...]:
+    return tuple(SourceRef.decode(text) for text in str_list_of(item, "sources"))
 
 
 # ---- reading ----------------------------------------------------------------------

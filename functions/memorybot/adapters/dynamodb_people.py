@@ -1,5 +1,5 @@
 """The people table (``tables.PEOPLE``): one record per person (``domain.Person``). The condition
-every writer of a person's data puts in its own transaction is ``dynamodb.person_check_item``.
+every writer of a person's data puts in its own transaction is ``person_check_item``, below.
 
 The record's attributes: ``paused_at`` (only while paused), ``resumed_at``, ``noticed`` (a string
 set of scopes), ``erased_at``, and ``forgot_all_at:<scope>`` per scope (flat attributes, so that
@@ -15,8 +15,7 @@ from botocore.exceptions import ClientError
 
 from .. import tables
 from ..config import Settings
-from ..core.domain import LedgerEntry, Person, iso
-from .dynamodb import FORGOT_ALL_PREFIX, forgot_all_attribute, ledger_entry_key, ledger_item, person_key
+from ..core.domain import Basis, LedgerEntry, Person, PersonCheck, iso
 from .dynamodb_items import (
     REASON_CONDITION_FAILED,
     Item,
@@ -27,6 +26,41 @@ from .dynamodb_items import (
     s,
     transact_or_find_committed,
 )
+from .dynamodb_ledger import ledger_entry_key, ledger_item
+
+# ---- the person's check (the people table), in the transaction of every write of their data ----
+
+FORGOT_ALL_PREFIX = "forgot_all_at:"
+
+
+def forgot_all_attribute(scope: str) -> str:
+    return f"{FORGOT_ALL_PREFIX}{scope}"
+
+
+def person_key(user_id: str) -> Item:
+    return {"user_id": s(user_id)}
+
+
+def person_check_item(table: str, check: PersonCheck) -> Item:
+    """The ConditionCheck of a transaction that writes the person's data: ``PersonCheck.allows``
+    as a condition expression (an absent record allows everything)."""
+    names = {"#erased": "erased_at"}
+    parts = ["(attribute_not_exists(#erased) OR #erased < :since)"]
+    if check.basis is Basis.LEARN:
+        names |= {"#paused": "paused_at", "#resumed": "resumed_at"}
+        parts += ["attribute_not_exists(#paused)", "(attribute_not_exists(#resumed) OR #resumed < :since)"]
+    elif check.basis is Basis.RESTORE:
+        names["#forgot"] = forgot_all_attribute(check.scope)
+        parts.append("(attribute_not_exists(#forgot) OR #forgot < :since)")
+    return {
+        "ConditionCheck": {
+            "TableName": table,
+            "Key": person_key(check.user_id),
+            "ConditionExpression": " AND ".join(parts),
+            "ExpressionAttributeNames": names,
+            "ExpressionAttributeValues": {":since": s(iso(check.since))},
+        }
+    }
 
 
 def person_from_item(user_id: str, item: Item | None) -> Person:

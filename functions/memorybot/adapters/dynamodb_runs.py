@@ -28,7 +28,6 @@ from .. import tables
 from ..config import Settings
 from ..core.domain import NIGHTLY_MAX_DURATION, LedgerEntry, NightlyRun, RunSummary, iso, parse_iso
 from ..core.ports import M, RollbackClaim
-from .dynamodb import ledger_item
 from .dynamodb_items import (
     TRANSACTION_CANCELED,
     TRANSACTION_CONFLICT,
@@ -46,6 +45,7 @@ from .dynamodb_items import (
     transact,
     transact_or_find_committed,
 )
+from .dynamodb_ledger import ledger_item
 
 CLAIM_ATTEMPTS = 5  # another claim for a different day moved the counter: read it again
 COUNTER_KEY = "counter"

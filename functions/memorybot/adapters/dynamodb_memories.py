@@ -1,4 +1,4 @@
-"""DynamoDB adapters: the memories with their ledger (memory_log), and the channel log.
+"""``ports.MemoryStore`` on DynamoDB: the memories with their ledger (memory_log).
 
 Every change to a memory commits in ONE TransactWriteItems call together with its
 ledger row, conditioned on the record being exactly as it was read: conditional
@@ -10,46 +10,38 @@ another person's rows, or the same person's rows in another scope. ``stale`` is 
 cross-owner read, for the nightly review.
 
 The typed attribute values, paging, conditional writes and the "did it commit after
-all?" read-back come from ``dynamodb_items``; the memory and ledger (de)serialisers here
-are public so the run store (a rollback's own ledger row) and the tests can reuse them.
+all?" read-back come from ``dynamodb_items``; the ledger rows from ``dynamodb_ledger``;
+the person's check from ``dynamodb_people``. The memory (de)serialisers here are public
+so the tests and benchmarks can reuse them.
 """
 
 from __future__ import annotations
 
 import heapq
 import json
-import secrets
 import time
 import zlib
-from collections.abc import Callable, Iterator, Sequence
-from datetime import UTC, date, datetime, timedelta
+from collections.abc import Callable
+from datetime import datetime
 from itertools import islice
 from typing import Any
 
-import boto3
-from botocore.config import Config
 from botocore.exceptions import ClientError
 
 from .. import tables
 from ..config import Settings
 from ..core.domain import (
-    DISCORD_EPOCH_MS,
-    JST,
     Action,
     Actor,
-    Basis,
     Change,
     Embedding,
     LedgerEntry,
     Memory,
-    Message,
     Owner,
     PersonCheck,
     SourceRef,
     iso,
-    jst_day,
     parse_iso,
-    snowflake_time,
     utcnow,
 )
 from ..core.ports import ConflictError, PersonRefused
@@ -58,27 +50,22 @@ from .dynamodb_items import (
     REASON_CONDITION_FAILED,
     REASON_CONFLICT,
     Item,
-    bool_of,
     cancellation_code,
     conditional_write,
     flag,
     get_item,
-    int_of,
+    index_name,
     n,
-    number_str,
-    optional_str,
     optional_time,
     query_items,
     s,
-    s_list,
-    str_list_of,
-    str_of,
+    sources_attribute,
+    sources_from,
     transact_or_find_committed,
 )
+from .dynamodb_ledger import ledger_entry_key, ledger_from_item, ledger_item
+from .dynamodb_people import person_check_item
 
-CONNECT_TIMEOUT_SECONDS = 2
-READ_TIMEOUT_SECONDS = 5
-MAX_ATTEMPTS = 4  # "standard" retry mode: the first call and up to three retries, with jittered backoff
 # Real DynamoDB cancels a transaction that races another one on the same item
 # ("TransactionConflict"); the conditions are re-checked on each attempt, so retrying is safe.
 TRANSACTION_CONFLICT_ATTEMPTS = 3
@@ -90,50 +77,13 @@ TRANSACTION_CONFLICT_BACKOFF_SECONDS = 0.05
 FORGOTTEN_KEY = "#forgotten"
 
 
-def dynamodb_client() -> Any:
-    """A low-level DynamoDB client with short timeouts and bounded retries.
-
-    No endpoint argument: boto3 reads AWS_ENDPOINT_URL_DYNAMODB itself, which is how
-    the local stack points every client at moto.
-    """
-    config = Config(
-        connect_timeout=CONNECT_TIMEOUT_SECONDS,
-        read_timeout=READ_TIMEOUT_SECONDS,
-        retries={"mode": "standard", "max_attempts": MAX_ATTEMPTS},
-    )
-    return boto3.client("dynamodb", config=config)
-
-
-def _index(spec: tables.TableSpec, name: str) -> str:
-    """An index name, checked against the table spec at import time."""
-    if not any(i.name == name for i in spec.local_indexes + spec.global_indexes):
-        raise LookupError(f"{spec.logical_name} has no index {name!r}")
-    return name
-
-
-BY_UPDATED = _index(tables.MEMORIES, "by_updated")
-STALE = _index(tables.MEMORIES, "stale")
-REVIEW_QUEUE = _index(tables.MEMORIES, "review_queue")
+BY_UPDATED = index_name(tables.MEMORIES, "by_updated")
+STALE = index_name(tables.MEMORIES, "stale")
+REVIEW_QUEUE = index_name(tables.MEMORIES, "review_queue")
 STALE_PAGE = 100  # items read per page of the review queue (a filter keeps only the stale ones)
-BY_RUN = _index(tables.MEMORY_LOG, "by_run")
-BY_JST_DAY = _index(tables.MESSAGES, "by_jst_day")
-BY_CONVERSATION = _index(tables.MESSAGES, "by_conversation")
-BY_AUTHOR = _index(tables.MESSAGES, "by_author")
-BY_CONVERSATION_OF = _index(tables.MESSAGES, "by_conversation_of")
-MEMORIES_BY_USER = _index(tables.MEMORIES, "by_user")
-LEDGER_BY_USER = _index(tables.MEMORY_LOG, "by_user")
-
-
-def _ttl_attribute(spec: tables.TableSpec) -> str:
-    if not spec.ttl_attribute:
-        raise LookupError(f"{spec.logical_name} has no TTL attribute")
-    return spec.ttl_attribute
-
-
-LEDGER_EXPIRY = _ttl_attribute(tables.MEMORY_LOG)  # only on read rows
-
-
-# ---- memories -----------------------------------------------------------------
+BY_RUN = index_name(tables.MEMORY_LOG, "by_run")
+MEMORIES_BY_USER = index_name(tables.MEMORIES, "by_user")
+LEDGER_BY_USER = index_name(tables.MEMORY_LOG, "by_user")
 
 
 def stale_shard(owner: Owner) -> str:
@@ -153,7 +103,7 @@ def memory_item(memory: Memory) -> Item:
         "stale_shard": s(stale_shard(memory.owner)),
         # A written memory (added, updated, restored) starts its place in the review queue afresh.
         "review_after": s(iso(memory.updated_at)),
-        **_sources_attribute(memory.sources),
+        **sources_attribute(memory.sources),
         **_embedding_attributes(memory.embedding),
     }
 
@@ -172,14 +122,6 @@ def _embedding_from(item: Item) -> Embedding | None:
     return Embedding(item["embedding_model"]["S"], vectors.decode(bytes(data)))
 
 
-def _sources_attribute(sources: tuple[SourceRef, ...]) -> Item:
-    return {"sources": s_list(ref.encode() for ref in sources)} if sources else {}
-
-
-def _sources_from(item: Item) -> tuple[SourceRef, ...]:
-    return tuple(SourceRef.decode(text) for text in str_list_of(item, "sources"))
-
-
 def memory_from_item(item: Item) -> Memory:
     return Memory(
         reviewed_at=optional_time(item, "reviewed_at"),
@@ -189,7 +131,7 @@ def memory_from_item(item: Item) -> Memory:
         created_at=parse_iso(item["created_at"]["S"]),
         updated_at=parse_iso(item["updated_at"]["S"]),
         scope=item["scope"]["S"],
-        sources=_sources_from(item),
+        sources=sources_from(item),
         embedding=_embedding_from(item),
     )
 
@@ -206,133 +148,6 @@ MARKER_PREFIX = "once#"
 
 def marker_key(owner: Owner, once: str) -> Item:
     return memory_key(owner, MARKER_PREFIX + once)
-
-
-def memory_to_json(memory: Memory) -> str:
-    """A memory as a JSON object, for the ledger's before / after state."""
-    return json.dumps(
-        {
-            "scope": memory.scope,
-            "user_id": memory.user_id,
-            "memory_id": memory.memory_id,
-            "text": memory.text,
-            "created_at": iso(memory.created_at),
-            "updated_at": iso(memory.updated_at),
-            **({"sources": [ref.encode() for ref in memory.sources]} if memory.sources else {}),
-        },
-        ensure_ascii=False,
-        sort_keys=True,
-    )
-
-
-def memory_from_json(text: str | None) -> Memory | None:
-    if not text:
-        return None
-    data = json.loads(text)
-    return Memory(
-        data["user_id"],
-        data["memory_id"],
-        data["text"],
-        parse_iso(data["created_at"]),
-        parse_iso(data["updated_at"]),
-        scope=data["scope"],
-        sources=tuple(SourceRef.decode(t) for t in data.get("sources", [])),
-    )
-
-
-# ---- the person's check (the people table), in the transaction of every write of their data ----
-
-FORGOT_ALL_PREFIX = "forgot_all_at:"
-
-
-def forgot_all_attribute(scope: str) -> str:
-    return f"{FORGOT_ALL_PREFIX}{scope}"
-
-
-def person_key(user_id: str) -> Item:
-    return {"user_id": s(user_id)}
-
-
-def person_check_item(table: str, check: PersonCheck) -> Item:
-    """The ConditionCheck of a transaction that writes the person's data: ``PersonCheck.allows``
-    as a condition expression (an absent record allows everything)."""
-    names = {"#erased": "erased_at"}
-    parts = ["(attribute_not_exists(#erased) OR #erased < :since)"]
-    if check.basis is Basis.LEARN:
-        names |= {"#paused": "paused_at", "#resumed": "resumed_at"}
-        parts += ["attribute_not_exists(#paused)", "(attribute_not_exists(#resumed) OR #resumed < :since)"]
-    elif check.basis is Basis.RESTORE:
-        names["#forgot"] = forgot_all_attribute(check.scope)
-        parts.append("(attribute_not_exists(#forgot) OR #forgot < :since)")
-    return {
-        "ConditionCheck": {
-            "TableName": table,
-            "Key": person_key(check.user_id),
-            "ConditionExpression": " AND ".join(parts),
-            "ExpressionAttributeNames": names,
-            "ExpressionAttributeValues": {":since": s(iso(check.since))},
-        }
-    }
-
-
-# ---- the ledger (memory_log) ----------------------------------------------------
-
-
-def ledger_entry_key(entry: LedgerEntry) -> str:
-    """Sort key: the time first, so a user's rows (and a run's, in by_run) order by time."""
-    return f"{iso(entry.at)}#{entry.entry_id}"
-
-
-def ledger_item(entry: LedgerEntry, *, read_retention_days: int = 0) -> Item:
-    """The row of ``entry``; a read row expires ``read_retention_days`` after it was made (0: never).
-
-    Only reads expire: change rows are what rollback, export and ``/memory why`` stand on.
-    """
-    item: Item = {
-        "owner": s(entry.owner.key),
-        "scope": s(entry.scope),
-        "user_id": s(entry.user_id),
-        "entry_key": s(ledger_entry_key(entry)),
-        "action": s(Action(entry.action).value),
-        "actor": s(Actor(entry.actor).value),
-        "reason": s(entry.reason),
-        "memory_ids": s_list(entry.memory_ids),
-        "at": s(iso(entry.at)),
-    }
-    if entry.before is not None:
-        item["before"] = s(memory_to_json(entry.before))
-    if entry.after is not None:
-        item["after"] = s(memory_to_json(entry.after))
-    if entry.run_id is not None:  # only then: the by_run index stays sparse
-        item["run_id"] = n(entry.run_id)
-    item.update(_sources_attribute(entry.sources))
-    if entry.redacted:
-        item["redacted"] = flag(True)
-    if entry.import_id is not None:
-        item["import_id"] = s(entry.import_id)
-    if entry.action is Action.READ and read_retention_days > 0:
-        expires = entry.at + timedelta(days=read_retention_days)
-        item[LEDGER_EXPIRY] = n(int(expires.timestamp()))  # DynamoDB TTL: epoch seconds
-    return item
-
-
-def ledger_from_item(item: Item) -> LedgerEntry:
-    return LedgerEntry(
-        user_id=item["user_id"]["S"],
-        action=Action(item["action"]["S"]),
-        actor=Actor(item["actor"]["S"]),
-        reason=str_of(item, "reason"),
-        at=parse_iso(item["at"]["S"]),
-        memory_ids=str_list_of(item, "memory_ids"),
-        before=memory_from_json(optional_str(item, "before")),
-        after=memory_from_json(optional_str(item, "after")),
-        run_id=int_of(item["run_id"]) if "run_id" in item else None,
-        entry_id=item["entry_key"]["S"].rsplit("#", 1)[1],
-        scope=item["scope"]["S"],
-        sources=_sources_from(item),
-        redacted=bool_of(item, "redacted"),
-        import_id=optional_str(item, "import_id"),
-    )
 
 
 # What a Memory holds, for the whole-profile read (selection) and the backfill's scan.
@@ -857,211 +672,3 @@ def _add_once_refused(error: ClientError) -> bool:
 
 def _review_order(memory: Memory) -> tuple[datetime, str, str]:
     return (memory.review_after, memory.owner.key, memory.memory_id)
-
-
-# ---- messages -----------------------------------------------------------------
-
-
-def conversation_key(channel_id: str, user_id: str) -> str:
-    return f"{channel_id}#{user_id}"
-
-
-def message_key(message: Message) -> Item:
-    return {"channel_id": s(message.channel_id), "message_id": n(message.message_id)}
-
-
-def message_item(message: Message) -> Item:
-    item: Item = {
-        **message_key(message),
-        "jst_day": s(jst_day(message.created_at)),
-        "author_id": s(message.author_id),
-        "author_name": s(message.author_name),
-        "content": s(message.content),
-        "is_bot": flag(message.is_bot),
-        "scope": s(message.scope),
-    }
-    if message.conversation_of:  # only then: by_conversation stays sparse
-        item["conversation_of"] = s(message.conversation_of)
-        item["conversation"] = s(conversation_key(message.channel_id, message.conversation_of))
-    return item
-
-
-def message_from_item(item: Item) -> Message:
-    return Message(
-        channel_id=item["channel_id"]["S"],
-        message_id=number_str(item["message_id"]),
-        author_id=item["author_id"]["S"],
-        author_name=str_of(item, "author_name"),
-        content=str_of(item, "content"),
-        is_bot=bool_of(item, "is_bot"),
-        scope=item["scope"]["S"],
-        conversation_of=str_of(item, "conversation_of"),
-    )
-
-
-_UNIX_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
-_MS = timedelta(milliseconds=1)
-
-
-def _first_snowflake_at_or_after(at: datetime) -> int:
-    """The smallest snowflake whose time is >= ``at``.
-
-    Snowflakes carry whole milliseconds, so ``at`` is rounded up, with exact integer
-    arithmetic (a float timestamp could land one millisecond off).
-    """
-    ms = -((_UNIX_EPOCH - at) // _MS)  # ceiling division
-    return max(ms - DISCORD_EPOCH_MS, 0) << 22
-
-
-def _jst_days(first: date, last: date) -> Iterator[str]:
-    day = first
-    while day <= last:
-        yield day.isoformat()
-        day += timedelta(days=1)
-
-
-class DynamoMessageStore:
-    """``ports.MessageStore`` on the messages table."""
-
-    def __init__(self, client: Any, settings: Settings) -> None:
-        self._client = client
-        self._table = settings.table(tables.MESSAGES)
-        self._people = settings.table(tables.PEOPLE)
-
-    def put(self, message: Message, *, check: PersonCheck | None = None) -> bool:
-        # A failed condition means already stored (a redelivered event or a replayed /chat): the
-        # first copy stands, and that is success. The write carries a token of this call, so that
-        # botocore's retry of a put whose answer was lost finds its own copy and still says "stored".
-        token = secrets.token_hex(8)
-        put = {
-            "TableName": self._table,
-            "Item": {**message_item(message), "stored_by": s(token)},
-            "ConditionExpression": "attribute_not_exists(message_id) OR stored_by = :mine",
-            "ExpressionAttributeValues": {":mine": s(token)},
-        }
-        if check is None:
-            return conditional_write(self._client.put_item, **put)
-        try:
-            # With the person's check in the same transaction (its own token covers a retry).
-            transact_or_find_committed(
-                self._client,
-                [{"Put": put}, person_check_item(self._people, check)],
-                refused=lambda error: any(cancellation_code(error, i) == REASON_CONDITION_FAILED for i in (0, 1)),
-                committed=lambda: (
-                    (get_item(self._client, self._table, message_key(message)) or {}).get("stored_by") == s(token)
-                ),
-            )
-        except ClientError as error:
-            if cancellation_code(error, 1) == REASON_CONDITION_FAILED:
-                raise PersonRefused(message.message_id) from error  # erased since the job began
-            if cancellation_code(error, 0) == REASON_CONDITION_FAILED:
-                return False
-            raise
-        return True
-
-    def of_person(self, user_id: str) -> list[Message]:
-        own = self._by_person(BY_AUTHOR, "author_id", user_id)
-        # The bot's replies by the person they answer, not through the channels of the person's
-        # own lines: a reply stored after those lines were erased is still found.
-        conversations = [m for m in self._by_person(BY_CONVERSATION_OF, "conversation_of", user_id) if m.is_bot]
-        return sorted(
-            {(m.channel_id, m.message_id): m for m in own + conversations}.values(), key=lambda m: int(m.message_id)
-        )
-
-    def _by_person(self, index: str, attribute: str, user_id: str) -> list[Message]:
-        items = query_items(
-            self._client,
-            TableName=self._table,
-            IndexName=index,
-            KeyConditionExpression=f"{attribute} = :user",
-            ExpressionAttributeValues={":user": s(user_id)},
-        )
-        # The index is shared by key only: check the person again, so no other line slips in.
-        return [m for m in map(message_from_item, items) if getattr(m, attribute) == user_id]
-
-    def delete(self, message: Message) -> None:
-        self._client.delete_item(TableName=self._table, Key=message_key(message))
-
-    def recent(self, channel_id: str, limit: int, *, up_to: str | None = None) -> list[Message]:
-        return self._newest({"channel_id": channel_id}, limit, up_to=up_to, index=None)
-
-    def conversation(self, channel_id: str, user_id: str, limit: int, *, up_to: str | None = None) -> list[Message]:
-        found = self._newest(
-            {"conversation": conversation_key(channel_id, user_id)}, limit, up_to=up_to, index=BY_CONVERSATION
-        )
-        # The index is shared by key only: check the owner again, so no other line slips in.
-        return [m for m in found if m.conversation_of == user_id and m.channel_id == channel_id]
-
-    def _newest(self, key: dict[str, str], limit: int, *, up_to: str | None, index: str | None) -> list[Message]:
-        """The newest ``limit`` messages under one partition key (of the table or an index), oldest first."""
-        if limit <= 0:
-            return []
-        [(name, value)] = key.items()
-        condition, values = f"{name} = :key", {":key": s(value)}
-        if up_to is not None:
-            condition, values = condition + " AND message_id <= :up_to", {**values, ":up_to": n(up_to)}
-        # A global index cannot be read consistently; the table can.
-        where = {"IndexName": index} if index else {"ConsistentRead": True}
-        items = query_items(
-            self._client,
-            TableName=self._table,
-            KeyConditionExpression=condition,
-            ExpressionAttributeValues=values,
-            ScanIndexForward=False,
-            Limit=limit,
-            **where,
-        )
-        newest_first = [message_from_item(i) for i in islice(items, limit)]
-        return newest_first[::-1]
-
-    def of_conversation(self, user_id: str, refs: Sequence[tuple[str, str]]) -> list[Message]:
-        wanted: dict[str, set[int]] = {}
-        for channel_id, message_id in refs:
-            wanted.setdefault(channel_id, set()).add(int(message_id))
-        found = [
-            m
-            for channel_id, ids in wanted.items()
-            for m in self._conversation_lines(channel_id, user_id, between=(min(ids), max(ids)))
-            if int(m.message_id) in ids
-        ]
-        return sorted(found, key=lambda m: int(m.message_id))
-
-    def _conversation_lines(
-        self, channel_id: str, user_id: str, *, between: tuple[int, int] | None = None
-    ) -> Iterator[Message]:
-        """The lines of the person's own conversation with the bot in one channel (by_conversation),
-        with message ids in ``between`` (inclusive) if given, in id order."""
-        condition, values = "conversation = :key", {":key": s(conversation_key(channel_id, user_id))}
-        if between is not None:
-            condition += " AND message_id BETWEEN :low AND :high"
-            values |= {":low": n(between[0]), ":high": n(between[1])}
-        items = query_items(
-            self._client,
-            TableName=self._table,
-            IndexName=BY_CONVERSATION,
-            KeyConditionExpression=condition,
-            ExpressionAttributeValues=values,
-            ScanIndexForward=True,
-        )
-        # The index is shared by key only: check the owner again, so no other line slips in.
-        return (m for m in map(message_from_item, items) if m.conversation_of == user_id)
-
-    def between(self, start: datetime, end: datetime) -> list[Message]:
-        low = _first_snowflake_at_or_after(start)
-        high = _first_snowflake_at_or_after(end) - 1  # end is exclusive
-        if high < low:
-            return []
-        found: list[Message] = []
-        first_day = snowflake_time(low).astimezone(JST).date()
-        last_day = snowflake_time(high).astimezone(JST).date()
-        for day in _jst_days(first_day, last_day):
-            items = query_items(
-                self._client,
-                TableName=self._table,
-                IndexName=BY_JST_DAY,
-                KeyConditionExpression="jst_day = :day AND message_id BETWEEN :low AND :high",
-                ExpressionAttributeValues={":day": s(day), ":low": n(low), ":high": n(high)},
-                ScanIndexForward=True,
-            )
-            found.extend(message_from_item(i) for i in items)
-        return sorted(found, key=lambda m: int(m.message_id))
