@@ -61,7 +61,7 @@ class PerUserStore:
     def seed(self, m: Memory) -> None:
         self.rows.setdefault(m.owner, {})[m.memory_id] = m
 
-    def read_profile(self, owner, *, actor, reason, limit, run_id=None, unused_if=None):
+    def read_profile(self, owner, *, actor, reason, limit, run_id=None):
         with self._lock:
             profile = sorted(self.rows.get(owner, {}).values(), key=lambda m: m.updated_at, reverse=True)[:limit]
             ids = tuple(m.memory_id for m in profile)
@@ -70,9 +70,12 @@ class PerUserStore:
             )
             return profile
 
-    def read_selected(self, owner, choose, *, actor, reason, run_id=None):
+    def read_selected(self, owner, choose, *, actor, reason, run_id=None, unused_if=None):
         with self._lock:
-            chosen = choose(list(self.rows.get(owner, {}).values()))
+            profile = list(self.rows.get(owner, {}).values())
+            if unused_if is not None and unused_if():
+                return []
+            chosen = choose(profile)
             ids = tuple(m.memory_id for m in chosen)
             self.ledger.append(
                 LedgerEntry(owner.user_id, Action.READ, actor, reason, NOW, ids, run_id=run_id, scope=owner.scope)

@@ -25,6 +25,18 @@ NOT_DEPLOYED = ("local", "ops", "cli.py")
 SKIPPED = ("__pycache__", "*.pyc", "*.egg-info", *NOT_DEPLOYED)
 DEPLOYED_AT = "/var/task"
 
+# Zipped, with bytecode for the runtime (the sources alone are about a third of it). Raised from
+# 300 KiB when the nightly steps, erasure and the data-rights commands arrived, and from 400 KiB
+# when relevance selection did (selection, recall, the embedding adapters and the vector codec:
+# ~35 KB zipped; the interactions function imports none of it), and to 512 KiB when consent, import,
+# the doctor's shared settings and the typed nightly payloads did (the operator's command, cli.py,
+# left the asset then): the package, not strays, is what grew (tests/infra/test_checks.py checks that only the
+# package is in the asset). A zip this size is not what a cold start waits for: the interactions
+# function's imports are, and the cold-start benchmark measures them.
+CODE_GOAL_BYTES = 512 * 1024
+# The dependency layer, zipped: what every function downloads beside its code on a cold start.
+LAYER_GOAL_BYTES = 15 * 1024 * 1024
+
 
 def _sources(root: Path = FUNCTIONS_DIR) -> list[Path]:
     package = root / PACKAGE

@@ -13,19 +13,9 @@ from aws_cdk.assertions import Template
 from cdk_nag import AwsSolutionsChecks, NIST80053R5Checks
 
 from infra import nag
+from infra.code_asset import CODE_GOAL_BYTES, LAYER_GOAL_BYTES
 from infra.settings import StackConfig
 from synth_shapes import CDK_CLI, CONCRETE_ACCOUNT, CONCRETE_REGIONS, SHAPES
-
-# Zipped, with bytecode for the runtime (the sources alone are about a third of it). Raised from
-# 300 KiB when the nightly steps, erasure and the data-rights commands arrived, and from 400 KiB
-# when relevance selection did (selection, recall, the embedding adapters and the vector codec:
-# ~35 KB zipped; the interactions function imports none of it), and to 512 KiB when consent, import,
-# the doctor's shared settings and the typed nightly payloads did (the operator's command, cli.py,
-# left the asset then): the package, not strays, is what grew (the test below checks that only the
-# package is in the asset). A zip this size is not what a cold start waits for: the interactions
-# function's imports are, and the cold-start benchmark measures them.
-CODE_GOAL_BYTES = 512 * 1024
-LAYER_GOAL_BYTES = 15 * 1024 * 1024
 
 
 def _acknowledgements(construct) -> dict[str, dict[str, str]]:
