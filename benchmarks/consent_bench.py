@@ -10,7 +10,6 @@ alongside (as built), and with the record read first (the extra round trip avoid
 
 from __future__ import annotations
 
-import logging
 import random
 import statistics
 import time
@@ -43,7 +42,6 @@ def main() -> None:
     from memorybot.local import moto_dynamo
     from tests.fakes import ScriptedChat
 
-    logging.getLogger("werkzeug").setLevel(logging.ERROR)  # moto's request lines
     moto = moto_dynamo.start()
     try:
         client = moto.client()

@@ -16,7 +16,6 @@ USERS = 20
 
 
 def main() -> None:
-    import logging
 
     from memorybot.adapters.dynamodb_memories import DynamoMemoryStore
     from memorybot.config import Settings
@@ -24,7 +23,6 @@ def main() -> None:
     from memorybot.core.importing import MAX_IMPORT_ROWS, Importer, parse_import
     from memorybot.local import moto_dynamo
 
-    logging.getLogger("werkzeug").setLevel(logging.ERROR)  # moto's request lines
     moto = moto_dynamo.start()
     try:
         client = moto.client()

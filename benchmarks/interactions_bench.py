@@ -9,7 +9,6 @@ a bare ``import boto3``, and the time from nothing to the answer of a first sign
 from __future__ import annotations
 
 import json
-import logging
 import os
 import shutil
 import statistics
@@ -127,7 +126,6 @@ def setup() -> tuple[dict[str, str], object]:
     from memorybot.discord.signature import new_key_pair
     from memorybot.local import moto_dynamo
 
-    logging.getLogger("werkzeug").setLevel(logging.ERROR)  # moto's request lines
     moto = moto_dynamo.start()
     moto_dynamo.create_tables(moto.client(), "bench-")
     SIGNING_KEY, public_key = new_key_pair()

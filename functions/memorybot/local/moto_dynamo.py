@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import os
 from dataclasses import dataclass
 from typing import Any
@@ -32,6 +33,7 @@ def start(host: str = "127.0.0.1", port: int = 0) -> MotoDynamo:
     """Start moto's server in this process (port 0: any free port)."""
     from moto.server import ThreadedMotoServer
 
+    logging.getLogger("werkzeug").setLevel(logging.ERROR)  # moto's request lines: one per request
     server = ThreadedMotoServer(ip_address=host, port=port, verbose=False)
     server.start()
     bound_host, bound_port = server.get_host_and_port()

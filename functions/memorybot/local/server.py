@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import base64
 import json
-import logging
 import os
 import secrets
 import threading
@@ -97,7 +96,6 @@ def _local_secret(state_dir: Path, name: str) -> str:
 def start(host: str = DEFAULT_HOST, port: int = DEFAULT_PORT, state_dir: Path = STATE_DIR) -> LocalStack:
     """Bind, wire and serve on a background thread; returns once requests can be answered."""
     os.environ.setdefault("POWERTOOLS_LOG_LEVEL", "WARNING")  # keep the foreground terminal readable
-    logging.getLogger("werkzeug").setLevel(logging.ERROR)  # moto's request lines
     found = config.Settings.from_env()
     httpd = ThreadingHTTPServer((host, port), _Handler)
     url = f"http://{host}:{httpd.server_address[1]}"
