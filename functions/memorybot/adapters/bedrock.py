@@ -23,8 +23,8 @@ shrink to the deadline's rest, so a call may end up to one model timeout past it
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Callable, Sequence
+from typing import Any, TypeVar
 
 import boto3
 from botocore.config import Config
@@ -37,6 +37,8 @@ from ..core.ports import ModelError
 from ..core.prompts import Question, TextTask
 from . import llm_backend
 from .retry import Retrier, Throttled, Transient, retrier_for, retry_after_seconds
+
+T = TypeVar("T")
 
 # Stop reasons after which the content is not the model's answer.
 _REFUSED = frozenset({"guardrail_intervened", "content_filtered"})
@@ -83,22 +85,7 @@ class BedrockConverse:
         return response
 
     def _attempt(self, request: dict[str, Any]) -> dict[str, Any]:
-        try:
-            return self._client.converse(modelId=self.model_id, **request)
-        except ClientError as exc:
-            code = exc.response.get("Error", {}).get("Code", "ClientError")
-            headers = exc.response.get("ResponseMetadata", {}).get("HTTPHeaders", {})
-            retry_after = retry_after_seconds(headers)
-            if code in _THROTTLE_CODES or (code in _TRANSIENT_CODES and retry_after is not None):
-                raise Throttled(f"bedrock converse: {code}", retry_after) from exc
-            if code in _TRANSIENT_CODES:
-                raise Transient(f"bedrock converse: {code}") from exc
-            raise ModelError(f"bedrock converse: {code}") from exc
-        except _TRANSPORT_ERRORS as exc:
-            timed_out = isinstance(exc, ReadTimeoutError)
-            raise Transient(f"bedrock converse: {type(exc).__name__}", timed_out=timed_out) from exc
-        except BotoCoreError as exc:  # bad responses, invalid parameters: not worth asking again
-            raise ModelError(f"bedrock converse: {type(exc).__name__}") from exc
+        return classified("bedrock converse", lambda: self._client.converse(modelId=self.model_id, **request))
 
     def tool_input(self, question: Question) -> object:
         """Ask ``question`` forcing its one tool; the toolUse input the model gave."""
@@ -173,3 +160,25 @@ class BedrockChatModel(llm_backend.WritingChatModel):
             system, turns, max_tokens=prompts.REPLY_MAX_TOKENS, temperature=prompts.REPLY_TEMPERATURE
         )
         return llm_backend.reply_text(text)  # a reply cut short is still worth sending
+
+
+def classified(what: str, call: Callable[[], T]) -> T:
+    """One Bedrock runtime call, its errors classified for the retry policy: a throttle (or a
+    transient error that came with a Retry-After) is ``Throttled``, a server error or a transport
+    failure ``Transient``, anything else (bad responses, invalid parameters) a ``ModelError``."""
+    try:
+        return call()
+    except ClientError as exc:
+        code = exc.response.get("Error", {}).get("Code", "ClientError")
+        headers = exc.response.get("ResponseMetadata", {}).get("HTTPHeaders", {})
+        retry_after = retry_after_seconds(headers)
+        if code in _THROTTLE_CODES or (code in _TRANSIENT_CODES and retry_after is not None):
+            raise Throttled(f"{what}: {code}", retry_after) from exc
+        if code in _TRANSIENT_CODES:
+            raise Transient(f"{what}: {code}") from exc
+        raise ModelError(f"{what}: {code}") from exc
+    except _TRANSPORT_ERRORS as exc:
+        timed_out = isinstance(exc, ReadTimeoutError)
+        raise Transient(f"{what}: {type(exc).__name__}", timed_out=timed_out) from exc
+    except (BotoCoreError, ValueError, KeyError) as exc:  # a body that does not parse is no better next time
+        raise ModelError(f"{what}: {type(exc).__name__}") from exc

@@ -21,13 +21,13 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import httpx
-from botocore.exceptions import BotoCoreError, ClientError, ReadTimeoutError
 
 from ..core.domain import Embedding
 from ..core.ports import ModelError
-from .bedrock import _THROTTLE_CODES, _TRANSIENT_CODES, _TRANSPORT_ERRORS, bedrock_client
+from . import bedrock
+from .bedrock import bedrock_client
 from .json_http import json_client, post_attempt
-from .retry import Retrier, Throttled, Transient, retrier_for, retry_after_seconds
+from .retry import Retrier, retrier_for
 
 TITAN_DIMENSIONS = (256, 512, 1024)
 TITAN_MAX_CHARS = 50_000  # the model's documented input limit (8,192 tokens, ~50,000 characters)
@@ -83,27 +83,15 @@ class BedrockTitanEmbeddings:
         return Embedding(self.model_id, vector)
 
     def _attempt(self, body: str) -> object:
-        try:
+        def invoke() -> object:
             response = self._client.invoke_model(
                 modelId=self._model, body=body, contentType="application/json", accept="application/json"
             )
             return json.loads(response["body"].read())
-        except ClientError as exc:
-            # Classified as the converse calls are (bedrock.py): throttles until the deadline,
-            # transient errors a few times, anything else at once.
-            code = exc.response.get("Error", {}).get("Code", "ClientError")
-            headers = exc.response.get("ResponseMetadata", {}).get("HTTPHeaders", {})
-            retry_after = retry_after_seconds(headers)
-            if code in _THROTTLE_CODES or (code in _TRANSIENT_CODES and retry_after is not None):
-                raise Throttled(f"bedrock embeddings: {code}", retry_after) from exc
-            if code in _TRANSIENT_CODES:
-                raise Transient(f"bedrock embeddings: {code}") from exc
-            raise ModelError(f"bedrock embeddings: {code}") from exc
-        except _TRANSPORT_ERRORS as exc:
-            timed_out = isinstance(exc, ReadTimeoutError)
-            raise Transient(f"bedrock embeddings: {type(exc).__name__}", timed_out=timed_out) from exc
-        except (BotoCoreError, ValueError, KeyError) as exc:
-            raise ModelError(f"bedrock embeddings: {type(exc).__name__}") from exc
+
+        # Classified as the converse calls are: throttles until the deadline, transient errors a
+        # few times, anything else at once.
+        return bedrock.classified("bedrock embeddings", invoke)
 
 
 class OpenAIEmbeddings:
