@@ -268,16 +268,24 @@ class DynamoMemoryStore:
 
     def set_embedding(self, memory: Memory, embedding: Embedding) -> bool:
         # Derived from the text, like a review mark: no ledger row. Only onto the record as read.
+        return self._mark_if_unchanged(
+            memory,
+            "SET embedding = :vector, embedding_model = :model",
+            {":vector": {"B": vectors.encode(embedding.vector)}, ":model": s(embedding.model)},
+        )
+
+    def _mark_if_unchanged(self, memory: Memory, update: str, values: dict[str, Any]) -> bool:
+        """Set a mark that is not a change of the memory (no ledger row), only if the record is
+        still exactly ``memory``; False when it was changed or deleted meanwhile."""
         return conditional_write(
             self._client.update_item,
             TableName=self._memories,
             Key=memory_key(memory.owner, memory.memory_id),
-            UpdateExpression="SET embedding = :vector, embedding_model = :model",
+            UpdateExpression=update,
             ConditionExpression="#text = :text AND updated_at = :updated AND created_at = :created",
             ExpressionAttributeNames={"#text": "text"},
             ExpressionAttributeValues={
-                ":vector": {"B": vectors.encode(embedding.vector)},
-                ":model": s(embedding.model),
+                **values,
                 ":text": s(memory.text),
                 ":updated": s(iso(memory.updated_at)),
                 ":created": s(iso(memory.created_at)),
@@ -563,20 +571,7 @@ class DynamoMemoryStore:
 
     def mark_reviewed(self, memory: Memory, at: datetime) -> None:
         # A failed condition means changed or deleted meanwhile: its own write placed it in the queue.
-        conditional_write(
-            self._client.update_item,
-            TableName=self._memories,
-            Key=memory_key(memory.owner, memory.memory_id),
-            UpdateExpression="SET reviewed_at = :at, review_after = :at",
-            ConditionExpression="#text = :text AND updated_at = :updated AND created_at = :created",
-            ExpressionAttributeNames={"#text": "text"},
-            ExpressionAttributeValues={
-                ":at": s(iso(at)),
-                ":text": s(memory.text),
-                ":updated": s(iso(memory.updated_at)),
-                ":created": s(iso(memory.created_at)),
-            },
-        )
+        self._mark_if_unchanged(memory, "SET reviewed_at = :at, review_after = :at", {":at": s(iso(at))})
 
     # -- the ledger
 
