@@ -193,8 +193,9 @@ FUNCTIONS = (
             # the rows of both; GetItem finds a change whose answer was lost
             "memory_log": access("PutItem", "GetItem", indexes=("by_run",)),
             "nightly_runs": access("GetItem", "UpdateItem"),  # the lease and the rolled-back mark
-            # a restore, and each import row, is checked against the person's record in its transaction
-            "people": access("ConditionCheckItem"),
+            # a restore, and each import row, is checked against the person's record in its transaction;
+            # GetItem: a rollback's dry run reads the record that check would read
+            "people": access("GetItem", "ConditionCheckItem"),
         },
         secrets=("MEMORYBOT_ADMIN_SECRET",),
     ),

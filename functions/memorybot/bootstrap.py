@@ -119,7 +119,7 @@ class Container:
     def rollback(self):
         from .core.rollback import Rollback
 
-        return Rollback(self.memory_store, self.run_store)
+        return Rollback(self.memory_store, self.run_store, people=self.people_store)
 
     @cached_property
     def erasure(self):

@@ -283,7 +283,7 @@ TABLE_ACCESS = {
         "memories": _dynamodb("GetItem", "PutItem", "DeleteItem"),
         "memory_log": _dynamodb("PutItem", "GetItem", "Query"),
         "nightly_runs": _dynamodb("GetItem", "UpdateItem"),
-        "people": _dynamodb("ConditionCheckItem"),  # a restore checks the later forget-all or erasure
+        "people": _dynamodb("GetItem", "ConditionCheckItem"),  # a restore's check; its dry run reads the record
     },
     "Erase": {
         "memories": _dynamodb("GetItem", "DeleteItem", "Query"),

@@ -278,6 +278,10 @@ def test_a_rollback_does_not_put_back_what_a_later_forget_all_forgot_in_that_sco
     for m in (decayed, elsewhere):
         memories.apply(Change(Action.DELETE, m, None, "decay"), actor=Actor.NIGHTLY, run_id=1)
     commands.forget_all(memories, owner("a", "guild:1"), people)  # nothing left there to delete: only the stamp
+    # The preview says what the rollback will do: it reads the record the write's check reads.
+    preview = Rollback(memories, runs, clock=clock, people=people).run(1, dry_run=True)
+    assert preview.skipped == ["abcde"] and preview.reverted == ["fghjk"]
+    assert Rollback(memories, runs, clock=clock).run(1, dry_run=True).reverted == ["fghjk", "abcde"]  # blind to it
     result = Rollback(memories, runs, clock=clock).run(1)
     assert result.skipped == ["abcde"] and result.reverted == ["fghjk"]
     assert memories.get(owner("a", "guild:1"), "abcde") is None

@@ -11,7 +11,7 @@ from datetime import timedelta
 
 import pytest
 
-from fakes import FakeMemoryStore, FakeRunStore, memory, owner
+from fakes import FakeMemoryStore, FakePeopleStore, FakeRunStore, memory, owner
 from memorybot import bootstrap
 from memorybot.adapters.invoker import LocalContext
 from memorybot.bootstrap import Container
@@ -48,7 +48,7 @@ def row(**overrides) -> dict:
 def wire(monkeypatch, mode: str = "guild", memories: FakeMemoryStore | None = None) -> FakeMemoryStore:
     memories = memories or FakeMemoryStore()
     settings = Settings.from_env({"MEMORYBOT_ADMIN_SECRET": SECRET, "MEMORYBOT_MEMORY_SCOPE": mode})
-    container = Container(settings, memory_store=memories, run_store=FakeRunStore())
+    container = Container(settings, memory_store=memories, run_store=FakeRunStore(), people_store=FakePeopleStore())
     monkeypatch.setattr(bootstrap, "container", lambda: container)
     return memories
 

@@ -10,7 +10,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
-from fakes import FakeMemoryStore, FakeRunStore, owner
+from fakes import FakeMemoryStore, FakePeopleStore, FakeRunStore, owner
 from memorybot import bootstrap, cli
 from memorybot.adapters.invoker import LocalContext
 from memorybot.bootstrap import Container
@@ -73,7 +73,7 @@ class Gateway:
 def deployed(monkeypatch):
     memories = FakeMemoryStore()
     settings = Settings.from_env({"MEMORYBOT_ADMIN_SECRET": SECRET})
-    container = Container(settings, memory_store=memories, run_store=FakeRunStore())
+    container = Container(settings, memory_store=memories, run_store=FakeRunStore(), people_store=FakePeopleStore())
     monkeypatch.setattr(bootstrap, "container", lambda: container)
     monkeypatch.setenv("MEMORYBOT_ADMIN_SECRET", SECRET)
     monkeypatch.setattr(cli, "IMPORT_BACKOFF_SECONDS", 0.001)

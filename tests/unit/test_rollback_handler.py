@@ -9,7 +9,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from fakes import FakeMemoryStore, FakeRunStore, memory, owner
+from fakes import FakeMemoryStore, FakePeopleStore, FakeRunStore, memory, owner
 from memorybot import bootstrap
 from memorybot.adapters.invoker import LocalContext
 from memorybot.bootstrap import Container
@@ -25,7 +25,7 @@ T = datetime(2026, 11, 29, 18, 0, tzinfo=UTC)
 def wired(monkeypatch):
     memories, runs = FakeMemoryStore(), FakeRunStore()
     settings = Settings.from_env({"MEMORYBOT_ADMIN_SECRET": SECRET})
-    container = Container(settings, memory_store=memories, run_store=runs)
+    container = Container(settings, memory_store=memories, run_store=runs, people_store=FakePeopleStore())
     monkeypatch.setattr(bootstrap, "container", lambda: container)
     run = runs.claim("2026-11-29", T)
     memories.apply(

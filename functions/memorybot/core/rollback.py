@@ -30,8 +30,20 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from enum import Enum
 
-from .domain import RUN_LEDGER_OWNER, Action, Actor, Basis, Change, LedgerEntry, Memory, Owner, PersonCheck, utcnow
-from .ports import ConflictError, MemoryStore, RollbackClaim, RunStore
+from .domain import (
+    RUN_LEDGER_OWNER,
+    Action,
+    Actor,
+    Basis,
+    Change,
+    LedgerEntry,
+    Memory,
+    Owner,
+    Person,
+    PersonCheck,
+    utcnow,
+)
+from .ports import ConflictError, MemoryStore, PeopleStore, RollbackClaim, RunStore
 
 logger = logging.getLogger(__name__)
 
@@ -69,7 +81,9 @@ class Rollback:
         clock: Callable[[], datetime] = utcnow,
         new_owner: Callable[[], str] = lambda: secrets.token_hex(8),
         lease: timedelta = ROLLBACK_LEASE,
+        people: PeopleStore | None = None,  # read by a dry run, so its preview skips what the check would refuse
     ) -> None:
+        self._people = people
         self._memories = memories
         self._runs = runs
         self._clock = clock
@@ -141,6 +155,7 @@ class Rollback:
             _signature(e.owner, e.memory_ids, e.after, e.before) for e in entries if e.action is Action.ROLLBACK
         )
         simulated: dict[tuple[Owner, str], Memory | None] = {}  # dry run: the state each revert would leave
+        persons: dict[str, Person] = {}  # dry run: the records its checks would read, once each
         # Once a record is found changed since the run, its older rows are left alone too:
         # reverting them would step over the later change (e.g. re-add what a user forgot).
         blocked: set[tuple[Owner, str]] = set()
@@ -172,6 +187,10 @@ class Rollback:
                 skipped.append(memory_id)
                 continue
             if not apply:
+                if not self._would_allow(change, persons):
+                    blocked.add(key)
+                    skipped.append(memory_id)
+                    continue
                 simulated[key] = change.after
                 reverted.append(memory_id)
                 continue
@@ -185,6 +204,15 @@ class Rollback:
                 continue
             reverted.append(memory_id)
         return _unique(reverted), _unique(skipped), _unique(erased)
+
+    def _would_allow(self, change: Change, persons: dict[str, Person]) -> bool:
+        """What the write's person check would answer (a dry run writes nothing, so it asks)."""
+        check = _restoring(change)
+        if check is None or self._people is None:
+            return True
+        if check.user_id not in persons:
+            persons[check.user_id] = self._people.get(check.user_id)
+        return check.allows(persons[check.user_id])
 
 
 def _reverse(entry: LedgerEntry, current: Memory | None, run_id: int) -> Change | None:
