@@ -8,7 +8,14 @@ import re
 import subprocess
 import sys
 import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
+
+import httpx
+
+from loopback.jev_server import JevServer
+from memorybot.local.client import LocalClient, find_signing_key
 
 READY = re.compile(r"ready at (http://127\.0\.0\.1:\d+)")
 START_TIMEOUT_SECONDS = 60
@@ -55,3 +62,41 @@ class StackProcess:
             self.process.wait(timeout=10)
         except subprocess.TimeoutExpired:
             self.process.kill()
+
+
+@contextmanager
+def stack_with_jev(
+    state_dir: Path, admin_secret: str, channels: Iterator[int]
+) -> Iterator[tuple[StackProcess, JevServer, Callable[..., LocalClient], httpx.Client]]:
+    """A local stack deciding through a loopback Jev (keep, add), with a known admin secret and every
+    log level on (the most an operator could turn on), and a factory of terminal clients: each
+    person in a channel of their own from ``channels`` unless one is named."""
+    with JevServer(worth=0.9, add=0.9, verdict="keep", review="keep") as jev:
+        env = {
+            "MEMORYBOT_DECISION_MODEL": "http",
+            "JEV_URL": jev.url,
+            "MEMORYBOT_ADMIN_SECRET": admin_secret,
+            "POWERTOOLS_LOG_LEVEL": "DEBUG",
+        }
+        running = StackProcess(state_dir, env)
+        http = httpx.Client(timeout=120)
+        key = find_signing_key(state_dir)
+
+        def person(name: str, channel: str | None = None, **options: object) -> LocalClient:
+            client = LocalClient(
+                running.url,
+                name,
+                key,
+                channel or str(next(channels)),
+                http=http,
+                admin_secret=admin_secret,
+                **options,  # type: ignore[arg-type]
+            )
+            client.catch_up()
+            return client
+
+        try:
+            yield running, jev, person, http
+        finally:
+            http.close()
+            running.stop()

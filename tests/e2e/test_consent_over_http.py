@@ -13,13 +13,13 @@ from datetime import timedelta
 
 import httpx
 import pytest
-from stack_process import StackProcess
+from stack_process import stack_with_jev
 
 from loopback.jev_server import JevServer
 from memorybot.core.consent import NOTICES
 from memorybot.core.consolidation import window_for
 from memorybot.core.domain import is_memory_id, iso, utcnow
-from memorybot.local.client import LocalClient, find_signing_key, night_about_to_end
+from memorybot.local.client import LOCAL_GUILD_ID, LocalClient, night_about_to_end
 
 ADMIN_SECRET = "consent-admin-secret-3"
 ADMIN = {"Authorization": f"Bearer {ADMIN_SECRET}"}
@@ -29,39 +29,13 @@ MARKER = "quincemarker"  # in every text said below: any log line carrying it le
 
 @pytest.fixture(scope="module")
 def consent_stack(tmp_path_factory):
-    state_dir = tmp_path_factory.mktemp("consent-state")
-    with JevServer(worth=0.9, add=0.9, verdict="keep", review="keep") as jev:
-        running = StackProcess(
-            state_dir,
-            {
-                "MEMORYBOT_DECISION_MODEL": "http",
-                "JEV_URL": jev.url,
-                "MEMORYBOT_ADMIN_SECRET": ADMIN_SECRET,
-                "POWERTOOLS_LOG_LEVEL": "DEBUG",
-            },
-        )
-        http = httpx.Client(timeout=120)
-        key = find_signing_key(state_dir)
+    with stack_with_jev(tmp_path_factory.mktemp("consent-state"), ADMIN_SECRET, _channels) as stack:
+        running, jev, make, http = stack
 
         def person(name: str, channel: str | None = None, *, locale: str = "en-US", dm: bool = False) -> LocalClient:
-            client = LocalClient(
-                running.url,
-                name,
-                key,
-                channel or str(next(_channels)),
-                None if dm else "1200000000000000001",
-                http=http,
-                admin_secret=ADMIN_SECRET,
-                locale=locale,
-            )
-            client.catch_up()
-            return client
+            return make(name, channel, guild_id=None if dm else LOCAL_GUILD_ID, locale=locale)
 
-        try:
-            yield running, jev, person, http
-        finally:
-            http.close()
-            running.stop()
+        yield running, jev, person, http
 
 
 def listed_ids(output: list[str]) -> list[str]:

@@ -11,15 +11,13 @@ import json
 import re
 from datetime import timedelta
 
-import httpx
 import pytest
-from stack_process import StackProcess
+from stack_process import stack_with_jev
 
-from loopback.jev_server import JevServer
 from memorybot.core.consolidation import window_for
 from memorybot.core.domain import is_memory_id, iso, utcnow
 from memorybot.discord.requests import FORGET_ALL_BUTTON
-from memorybot.local.client import LocalClient, find_signing_key
+from memorybot.local.client import LocalClient
 
 ADMIN_SECRET = "your-data-admin-secret-7"
 ADMIN = {"Authorization": f"Bearer {ADMIN_SECRET}"}
@@ -29,32 +27,8 @@ MARKER = "kumquatmarker"  # in every text said below: any log line carrying it l
 
 @pytest.fixture(scope="module")
 def data_stack(tmp_path_factory):
-    state_dir = tmp_path_factory.mktemp("your-data-state")
-    with JevServer(worth=0.9, add=0.9, verdict="keep", review="keep") as jev:
-        running = StackProcess(
-            state_dir,
-            {
-                "MEMORYBOT_DECISION_MODEL": "http",
-                "JEV_URL": jev.url,
-                "MEMORYBOT_ADMIN_SECRET": ADMIN_SECRET,
-                "POWERTOOLS_LOG_LEVEL": "DEBUG",
-            },
-        )
-        http = httpx.Client(timeout=120)
-        key = find_signing_key(state_dir)
-
-        def person(name: str, channel: str | None = None) -> LocalClient:
-            client = LocalClient(
-                running.url, name, key, channel or str(next(_channels)), http=http, admin_secret=ADMIN_SECRET
-            )
-            client.catch_up()
-            return client
-
-        try:
-            yield running, jev, person, http
-        finally:
-            http.close()
-            running.stop()
+    with stack_with_jev(tmp_path_factory.mktemp("your-data-state"), ADMIN_SECRET, _channels) as stack:
+        yield stack
 
 
 def dm_lines(output: list[str]) -> list[str]:
