@@ -9,7 +9,8 @@ from datetime import UTC, datetime
 from typing import Any
 
 from memorybot.adapters.invoker import LocalContext
-from memorybot.core.domain import Action, Actor, Change, Memory, Owner, snowflake_at
+from memorybot.core.domain import Action, Actor, Change, Memory, Message, Owner, snowflake_at, utcnow
+from memorybot.core.jobs import ExtractionJob
 from memorybot.discord.signature import new_key_pair, sign
 
 SIGNING_KEY, PUBLIC_KEY = new_key_pair()
@@ -145,6 +146,29 @@ def seed(store, user_id: str, memory_id: str, text: str, *, scope: str = SCOPE) 
     m = Memory(user_id, memory_id, text, now, now, scope=scope)
     store.apply(Change(Action.ADD, None, m, "test seed"), actor=Actor.EXTRACTION)
     return m
+
+
+def extraction_job(front, text: str = "I moved to Kyoto last week") -> dict:
+    """ALICE's line and the bot's reply to her stored, and the extraction job the reply worker
+    would hand on for them (its JSON form)."""
+    payload = chat(text, user=ALICE, user_name="alice")
+    front.message_store.put(Message(CHANNEL, payload["id"], ALICE, "alice", text, scope=SCOPE, conversation_of=ALICE))
+    bot_id = snowflake_at(utcnow(), 999)
+    front.message_store.put(
+        Message(
+            CHANNEL, bot_id, APP_ID, "memorybot", "welcome to Kyoto!", is_bot=True, scope=SCOPE, conversation_of=ALICE
+        )
+    )
+    return ExtractionJob(payload["id"], CHANNEL, ALICE, "alice", SCOPE, bot_id).to_json()
+
+
+def learned_changes(front) -> list:
+    """ALICE's ledger rows of changes made by extraction (a seeded memory's own row is not one)."""
+    return [
+        e
+        for e in front.memory_store.ledger_for(owner(ALICE))
+        if e.action is not Action.READ and e.reason != "test seed"
+    ]
 
 
 class RecordingInvoker:

@@ -14,7 +14,7 @@ import pytest
 from fakes import T0, Clock, FakeMemoryStore, FakeMessageStore, FakeRunStore, ScriptedChat, ScriptedJev, memory
 from fakes import message as said
 from fakes import speaker as speaker_named
-from frontdoor import ALICE, APP_ID, CHANNEL, SCOPE, chat, context, owner, seed
+from frontdoor import ALICE, APP_ID, CHANNEL, SCOPE, chat, context, extraction_job, learned_changes, owner, seed
 from loopback.jev_server import JevServer
 from loopback.openai_server import OpenAIServer
 from memorybot.adapters.jev_http import JevHttpDecisionModel
@@ -23,9 +23,9 @@ from memorybot.adapters.openai_chat import OpenAIChatModel, OpenAICompatibleClie
 from memorybot.adapters.retry import Retrier, RetryBudget, RetryPolicy
 from memorybot.core import conversation
 from memorybot.core.consolidation import STALE_AFTER, Consolidator
-from memorybot.core.domain import GLOBAL_SCOPE, JST, Action, Actor, Message, Verdict, snowflake_at, utcnow
+from memorybot.core.domain import GLOBAL_SCOPE, JST, Actor, Message, Verdict
 from memorybot.core.extraction import Extractor, Outcome
-from memorybot.core.jobs import ExtractionJob, ReplyJob
+from memorybot.core.jobs import ReplyJob
 from memorybot.core.nightly_steps import run_in_process
 from memorybot.core.ports import ModelUnavailable
 from memorybot.handlers import extraction, reply
@@ -43,26 +43,6 @@ def jev():
         yield server
 
 
-def _extraction_job(front, text="I moved to Kyoto last week") -> dict:
-    payload = chat(text, user=ALICE, user_name="alice")
-    front.message_store.put(Message(CHANNEL, payload["id"], ALICE, "alice", text, scope=SCOPE, conversation_of=ALICE))
-    bot_id = snowflake_at(utcnow(), 999)
-    front.message_store.put(
-        Message(
-            CHANNEL, bot_id, APP_ID, "memorybot", "welcome to Kyoto!", is_bot=True, scope=SCOPE, conversation_of=ALICE
-        )
-    )
-    return ExtractionJob(payload["id"], CHANNEL, ALICE, "alice", SCOPE, bot_id).to_json()
-
-
-def _changes(front) -> list:
-    return [
-        e
-        for e in front.memory_store.ledger_for(owner(ALICE))
-        if e.action is not Action.READ and e.reason != "test seed"
-    ]
-
-
 def test_a_poison_verdict_costs_three_calls_and_the_turns_other_changes_are_applied(front, jev):
     seed(front.memory_store, ALICE, "abcde", "lives in Osaka")
     seed(front.memory_store, ALICE, "fghjk", "has a cat")
@@ -71,14 +51,14 @@ def test_a_poison_verdict_costs_three_calls_and_the_turns_other_changes_are_appl
     jev.set_verdict("delete", memory_id="fghjk")
 
     started = time.monotonic()
-    result = extraction.handler(_extraction_job(front), context())
+    result = extraction.handler(extraction_job(front), context())
     elapsed = time.monotonic() - started
 
     assert result["outcome"] == "done" and result["deleted"] == ["fghjk"] and result["added"] == []
     poison = [b for b in jev.bodies("/verdict") if b["memory"]["id"] == "abcde"]
     assert len(poison) == 3  # three attempts, then that verdict has failed
     assert front.memory_store.get(owner(ALICE), "abcde").text == "lives in Osaka"  # left untouched
-    assert sorted(e.action.value for e in _changes(front)) == ["delete"]
+    assert sorted(e.action.value for e in learned_changes(front)) == ["delete"]
     # no add is asked while a memory went unjudged: it may be the fact the exchange restates
     assert jev.bodies("/add") == []
     assert elapsed < 5.0  # two quick backoffs (< 0.25 s and < 0.5 s), not the 60 s deadline
@@ -90,7 +70,7 @@ def test_with_jev_answering_503_to_everything_a_turn_makes_nine_calls_and_gives_
     jev.answer("/worth", {"error": "down"}, status=503)
     jev.answer("/verdict", {"error": "down"}, status=503)
     jev.answer("/add", {"error": "down"}, status=503)
-    work = _extraction_job(front)
+    work = extraction_job(front)
     durations = []
     for _ in range(front.settings.async_retries):  # the first invocation and each Lambda retry but the last
         started = time.monotonic()
@@ -101,7 +81,7 @@ def test_with_jev_answering_503_to_everything_a_turn_makes_nine_calls_and_gives_
     last = extraction.handler(dict(work), context())
     durations.append(time.monotonic() - started)
 
-    assert last["outcome"] == "decisions_lost" and _changes(front) == []
+    assert last["outcome"] == "decisions_lost" and learned_changes(front) == []
     # 3 attempts of "worth" per invocation, 3 invocations (async_retries = 2): 9 calls in all
     assert jev.questions() == ["worth"] * 3 * (front.settings.async_retries + 1)
     # each invocation: 3 attempts and 2 backoffs (< 0.75 s of waits); seconds, not the old 60 s deadline
@@ -114,10 +94,10 @@ def test_a_throttled_turn_is_still_not_yet_and_applies_once_the_quota_allows(fro
     front.decision_model = JevHttpDecisionModel(jev.url, timeout_seconds=1.0, retrier=Retrier(policy))
     jev.set_verdict("delete")
     jev.answer("/verdict", {"error": "slow down"}, status=429)
-    work = _extraction_job(front)
+    work = extraction_job(front)
     with pytest.raises(ModelUnavailable):  # a throttled verdict: the whole turn waits, nothing lost
         extraction.handler(dict(work), context())
-    assert _changes(front) == []
+    assert learned_changes(front) == []
     jev.clear()
     jev.set_verdict("delete")
     again = extraction.handler(dict(work), context())

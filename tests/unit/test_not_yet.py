@@ -11,15 +11,15 @@ import json
 import pytest
 
 from fakes import FakeMemoryStore, ScriptedChat, ScriptedJev, memory, message, speaker
-from frontdoor import ALICE, APP_ID, CHANNEL, SCOPE, chat, context, owner, seed
+from frontdoor import ALICE, APP_ID, CHANNEL, SCOPE, chat, context, extraction_job, learned_changes, owner, seed
 from loopback.jev_server import JevServer
 from loopback.openai_server import OpenAIServer
 from memorybot.adapters.jev_http import JevHttpDecisionModel
 from memorybot.adapters.openai_chat import OpenAIChatModel, OpenAICompatibleClient
 from memorybot.core import conversation
-from memorybot.core.domain import GLOBAL_SCOPE, Action, Message, Verdict, snowflake_at, utcnow
+from memorybot.core.domain import GLOBAL_SCOPE, Message, Verdict
 from memorybot.core.extraction import Extractor
-from memorybot.core.jobs import ExtractionJob, ReplyJob
+from memorybot.core.jobs import ReplyJob
 from memorybot.core.ports import ModelUnavailable
 from memorybot.handlers import extraction, reply
 from retrying import quick_retrier
@@ -37,27 +37,6 @@ def llm():
         yield server
 
 
-def _extraction_job(front, text="I moved to Kyoto last week") -> dict:
-    payload = chat(text, user=ALICE, user_name="alice")
-    front.message_store.put(Message(CHANNEL, payload["id"], ALICE, "alice", text, scope=SCOPE, conversation_of=ALICE))
-    bot_id = snowflake_at(utcnow(), 999)
-    front.message_store.put(
-        Message(
-            CHANNEL, bot_id, APP_ID, "memorybot", "welcome to Kyoto!", is_bot=True, scope=SCOPE, conversation_of=ALICE
-        )
-    )
-    return ExtractionJob(payload["id"], CHANNEL, ALICE, "alice", SCOPE, bot_id).to_json()
-
-
-def _changes(front) -> list:
-    """Changes made by extraction (the seeded memory's own ledger row is not one)."""
-    return [
-        e
-        for e in front.memory_store.ledger_for(owner(ALICE))
-        if e.action is not Action.READ and e.reason != "test seed"
-    ]
-
-
 def _with_jev(front, jev) -> None:
     front.decision_model = JevHttpDecisionModel(jev.url, timeout_seconds=1.0, retrier=quick_retrier())
 
@@ -65,12 +44,12 @@ def _with_jev(front, jev) -> None:
 def test_a_throttled_extraction_raises_is_retried_and_applies_once(front, jev):
     seed(front.memory_store, ALICE, "abcde", "lives in Osaka")
     _with_jev(front, jev)
-    work = _extraction_job(front)
+    work = extraction_job(front)
     jev.answer("/verdict", {"error": "slow down"}, status=429, headers={"Retry-After": "0"})
 
     with pytest.raises(ModelUnavailable):
         extraction.handler(dict(work), context())
-    assert _changes(front) == []  # the worth answer and the other calls changed nothing
+    assert learned_changes(front) == []  # the worth answer and the other calls changed nothing
     assert [
         m.memory_id for m in front.memory_store.read_profile(owner(ALICE), actor=_actor(), reason="t", limit=10)
     ] == ["abcde"]
@@ -80,26 +59,26 @@ def test_a_throttled_extraction_raises_is_retried_and_applies_once(front, jev):
     again = extraction.handler(dict(work), context())  # Lambda's retry, once the quota allows
     assert again["outcome"] == "done" and again["deleted"] == ["abcde"] and len(again["added"]) == 1
     assert extraction.handler(dict(work), context()) == again  # a third delivery: the stored result
-    assert sorted(e.action.value for e in _changes(front)) == ["add", "delete"]
+    assert sorted(e.action.value for e in learned_changes(front)) == ["add", "delete"]
 
 
 def test_when_lambdas_retries_are_spent_nothing_is_written_and_the_loss_is_counted(front, jev, capsys):
     seed(front.memory_store, ALICE, "abcde", "lives in Osaka")
     _with_jev(front, jev)
-    work = _extraction_job(front)
+    work = extraction_job(front)
     jev.answer("/worth", {"error": "slow down"}, status=503)
     for _ in range(front.settings.async_retries):  # the first attempt and every retry but the last
         with pytest.raises(ModelUnavailable):
             extraction.handler(dict(work), context())
     capsys.readouterr()
     last = extraction.handler(dict(work), context())
-    assert last["outcome"] == "decisions_lost" and _changes(front) == []
+    assert last["outcome"] == "decisions_lost" and learned_changes(front) == []
     [emitted] = [json.loads(line) for line in capsys.readouterr().out.splitlines() if "DecisionsLost" in line]
     assert emitted["DecisionsLost"] in (1.0, [1.0])
     assert emitted["_aws"]["CloudWatchMetrics"][0]["Namespace"] == front.settings.metrics_namespace
     jev.clear()
     assert extraction.handler(dict(work), context()) == last  # idempotent: not decided later by surprise
-    assert _changes(front) == []
+    assert learned_changes(front) == []
 
 
 def _with_chat(front, llm) -> None:
