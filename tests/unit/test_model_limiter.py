@@ -113,7 +113,9 @@ def test_every_backend_of_a_process_shares_one_limiter():
         table_names={}, decision_model="openai", chat_model="openai", model_max_in_flight=7, model_rpm=70
     )
     decision, chat = build_decision_model(settings), build_chat_model(settings)
-    assert decision._client._retrier.limiter is chat._client._retrier.limiter is process_limiter(settings)
+    assert (
+        decision._client._service.retrier.limiter is chat._client._service.retrier.limiter is process_limiter(settings)
+    )
     assert process_limiter(settings).max_in_flight == 7 and process_limiter(settings).per_minute == 70
 
 

@@ -201,4 +201,4 @@ def test_embeddings_share_the_processes_limiter_with_the_other_models():
         table_names={}, chat_model="openai", embedding_model="openai", model_max_in_flight=5, model_rpm=50
     )
     embeddings, chat = build_embedding_model(settings), build_chat_model(settings)
-    assert embeddings._retrier.limiter is chat._client._retrier.limiter is process_limiter(settings)
+    assert embeddings._service.retrier.limiter is chat._client._service.retrier.limiter is process_limiter(settings)

@@ -26,7 +26,7 @@ from ..core.domain import Embedding
 from ..core.ports import ModelError
 from . import bedrock
 from .bedrock import bedrock_client
-from .json_http import json_client, post_attempt
+from .json_http import JsonService
 from .retry import Retrier, retrier_for
 
 TITAN_DIMENSIONS = (256, 512, 1024)
@@ -115,14 +115,13 @@ class OpenAIEmbeddings:
         self._model = model
         self._dimensions = dimensions
         self.model_id = f"{model}@{dimensions or 'native'}"
-        self._timeout = timeout_seconds
-        self._retrier = retrier or Retrier()
-        self._client = json_client(
+        self._service = JsonService(
             base_url,
             timeout_seconds=timeout_seconds,
             api_key=api_key,
             max_connections=max_connections,
             transport=transport,
+            retrier=retrier,
         )
 
     @classmethod
@@ -138,7 +137,7 @@ class OpenAIEmbeddings:
         )
 
     def close(self) -> None:
-        self._client.close()
+        self._service.close()
 
     def embed(self, texts: Sequence[str]) -> list[Embedding]:
         if not texts:
@@ -147,12 +146,7 @@ class OpenAIEmbeddings:
         if self._dimensions:
             body["dimensions"] = self._dimensions
         what = "embeddings"
-        response = self._retrier.call(
-            lambda remaining: post_attempt(
-                self._client, "/embeddings", body, timeout=min(self._timeout, remaining), what=what
-            ),
-            what,
-        )
+        response = self._service.post("/embeddings", body, what)
         if not response.is_success:
             raise ModelError(f"embeddings: HTTP {response.status_code}")
         try:

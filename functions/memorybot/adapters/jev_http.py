@@ -56,7 +56,7 @@ import httpx
 from ..core.domain import BOT_NAME, MEMORY_VERDICTS, REVIEW_VERDICTS, Exchange, Memory, Verdict, iso, plain_name
 from ..core.ports import ModelError
 from ..core.prompts import parse_probability, parse_verdict
-from .json_http import json_client, post_attempt
+from .json_http import JsonService
 from .retry import Retrier, retrier_for
 
 
@@ -102,14 +102,13 @@ class JevHttpDecisionModel:
     ) -> None:
         if not base_url:
             raise ValueError("JEV_URL is required for the http decision model")
-        self._timeout = timeout_seconds
-        self._retrier = retrier or Retrier()
-        self._client = json_client(
+        self._service = JsonService(
             base_url,
             timeout_seconds=timeout_seconds,
             api_key=api_key,
             max_connections=max_connections,
             transport=transport,
+            retrier=retrier,
         )
 
     @classmethod
@@ -142,15 +141,11 @@ class JevHttpDecisionModel:
         return parse_verdict(self._post("/review", review_body(memory)), REVIEW_VERDICTS, exact=False)
 
     def close(self) -> None:
-        self._client.close()
+        self._service.close()
 
     def _post(self, path: str, body: dict[str, Any]) -> object:
         # Messages name the path and status only: never the exchange or a memory's text.
-        what = f"jev {path}"
-        response = self._retrier.call(
-            lambda remaining: post_attempt(self._client, path, body, timeout=min(self._timeout, remaining), what=what),
-            what,
-        )
+        response = self._service.post(path, body, f"jev {path}")
         if not response.is_success:
             raise ModelError(f"jev {path}: HTTP {response.status_code}")
         try:

@@ -7,7 +7,7 @@ from typing import Any
 
 import httpx
 
-from .retry import Throttled, Transient, retry_after_seconds
+from .retry import Retrier, Throttled, Transient, retry_after_seconds
 
 THROTTLE_STATUS = 429  # "slow down": not yet
 # A server or gateway failing: a few quick retries, then the call has failed; with a
@@ -54,3 +54,38 @@ def post_attempt(client: httpx.Client, path: str, body: dict[str, Any], *, timeo
             raise Throttled(f"{what}: HTTP {status}", retry_after)
         raise Transient(f"{what}: HTTP {status}")
     return response
+
+
+class JsonService:
+    """One JSON-over-HTTP model service (Jev, chat completions, embeddings): its pooled client,
+    the per-call timeout, and every POST through the shared retry policy. Thread-safe."""
+
+    def __init__(
+        self,
+        base_url: str,
+        *,
+        timeout_seconds: float,
+        api_key: str = "",
+        max_connections: int = 20,
+        transport: httpx.BaseTransport | None = None,
+        retrier: Retrier | None = None,
+    ) -> None:
+        self._timeout = timeout_seconds
+        self.retrier = retrier or Retrier()
+        self._client = json_client(
+            base_url,
+            timeout_seconds=timeout_seconds,
+            api_key=api_key,
+            max_connections=max_connections,
+            transport=transport,
+        )
+
+    def post(self, path: str, body: dict[str, Any], what: str) -> httpx.Response:
+        """The answer to one POST, retried as ``post_attempt`` classifies each attempt."""
+        return self.retrier.call(
+            lambda remaining: post_attempt(self._client, path, body, timeout=min(self._timeout, remaining), what=what),
+            what,
+        )
+
+    def close(self) -> None:
+        self._client.close()

@@ -26,7 +26,7 @@ from ..core.domain import PromptMessage
 from ..core.ports import ModelError
 from ..core.prompts import Question, TextTask
 from . import llm_backend
-from .json_http import json_client, post_attempt
+from .json_http import JsonService
 from .retry import Retrier, retrier_for
 
 # Statuses with which servers without JSON mode refuse ``response_format``.
@@ -56,14 +56,13 @@ class OpenAICompatibleClient:
         if not base_url or not model:
             raise ValueError("OPENAI_BASE_URL and OPENAI_MODEL are required for the openai backend")
         self.model = model
-        self._timeout = timeout_seconds
-        self._retrier = retrier or Retrier()
-        self._client = json_client(
+        self._service = JsonService(
             base_url,
             timeout_seconds=timeout_seconds,
             api_key=api_key,
             max_connections=max_connections,
             transport=transport,
+            retrier=retrier,
         )
         self._json_mode = True  # until the server refuses it
         self._lock = threading.Lock()
@@ -100,16 +99,10 @@ class OpenAICompatibleClient:
         return self._content(self._post(body))
 
     def close(self) -> None:
-        self._client.close()
+        self._service.close()
 
     def _post(self, body: dict[str, Any]) -> httpx.Response:
-        what = "chat completions"
-        return self._retrier.call(
-            lambda remaining: post_attempt(
-                self._client, "/chat/completions", body, timeout=min(self._timeout, remaining), what=what
-            ),
-            what,
-        )
+        return self._service.post("/chat/completions", body, "chat completions")
 
     @staticmethod
     def _content(response: httpx.Response) -> Completion:
