@@ -83,6 +83,8 @@ def test_the_item_is_the_typed_attributes_the_table_holds():
         "embedding": {"B": vectors.encode(VECTOR)},
         "embedding_model": {"S": "titan@256"},
         "valid_until": {"S": "2026-12-31"},
+        # the moment it ends (midnight after its last day, in the deployment's zone: JST by default)
+        "ends_at": {"S": "2026-12-31T15:00:00.000000Z"},
     }
     assert set(memory_item(BARE)) == {
         "owner",

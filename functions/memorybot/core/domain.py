@@ -10,7 +10,7 @@ import re
 import secrets
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field, fields
-from datetime import UTC, date, datetime, timedelta, timezone
+from datetime import UTC, date, datetime, time, timedelta, timezone, tzinfo
 from enum import Enum
 
 JST = timezone(timedelta(hours=9), "JST")
@@ -219,6 +219,12 @@ class Memory:
     def ended(self, today: date) -> bool:
         """Past its end: ``today`` (the deployment's date) is after its last day."""
         return self.valid_until is not None and today > self.valid_until
+
+    def ends_at(self, zone: tzinfo) -> datetime | None:
+        """The moment it ends: midnight after its last day, in the deployment's time zone."""
+        if self.valid_until is None:
+            return None
+        return datetime.combine(self.valid_until + timedelta(days=1), time(), zone).astimezone(UTC)
 
     @property
     def review_after(self) -> datetime:
