@@ -48,7 +48,10 @@ class ReplyWriter:
                 record = pool.submit(self._people.get, owner.user_id)
                 memories = self._profile(owner, query, unused_if=lambda: record.result().paused)
                 person = record.result()
-        return person, build_reply_prompt(Speaker(owner.user_id, speaker_name), memories, conversation)
+        prompt = build_reply_prompt(
+            Speaker(owner.user_id, speaker_name), memories, conversation, now=self._clock(), zone=self._zone
+        )
+        return person, prompt
 
     def _profile(self, owner: Owner, query: PendingQuery, **kw) -> list[Memory]:
         # Past its end a memory is not used, nor counted among the ten (a plan that is over).
