@@ -13,12 +13,17 @@ recall profiles.
    fact it is shown (benchmarks.recall_bench.KnowsItJev: it updates the superseded fact when it is
    among the ten read, else adds). Stale: the old fact left as it was beside the new one.
    newest-ten is the design's read, selection the relevance selection (core.selection).
+3. Tokens the dates add to a turn (goal <= 5 %): one turn's prompts (the reply, with ten memories
+   and a conversation of six lines) built with their dates and without, counted with an
+   approximate tokenizer (a word, a group of up to three digits, or any other visible character
+   is one token: close to what BPE tokenizers do with dates, which they cut into digit groups).
 """
 
 from __future__ import annotations
 
 import dataclasses
 import json
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import date, datetime
@@ -141,6 +146,41 @@ def stale_facts(people: Sequence[Timeline], *, newest: bool) -> Stale:
     return out
 
 
+_TOKEN = re.compile(r"[^\W\d_]+|\d{1,3}|[^\w\s]|_", re.UNICODE)
+_CJK = re.compile(r"[\u3040-\u30ff\u3400-\u9fff]")
+
+
+def approx_tokens(text: str) -> int:
+    """Words and digit groups of up to three, one token each; punctuation one each; CJK text one
+    token a character (a CJK run is one match of the word pattern: count its characters)."""
+    count = 0
+    for token in _TOKEN.findall(text):
+        count += len(_CJK.findall(token)) or 1
+    return count
+
+
+def turn_prompts(t: Timeline, *, dated: bool) -> list[str]:
+    """The texts one turn sends to models: the reply prompt, with the ten memories it reads."""
+    now = t.now
+    memories = sorted(t.background, key=lambda m: m.updated_at, reverse=True)[:10]
+    lines = [c["said"] for c in t.changes[:3]] + [p["said"] for p in t.plans[:3]]
+    conversation = [message(t.person, text, at=now) for text in lines]
+    from memorybot.core.domain import Speaker
+    from memorybot.core.prompts import build_reply_prompt
+
+    reply = build_reply_prompt(Speaker(t.person, "someone"), memories, conversation, **({"now": now} if dated else {}))
+    return [m.content for m in reply]
+
+
+def date_tokens(people: Sequence[Timeline]) -> tuple[int, int]:
+    """(tokens of the turns without dates, tokens the dates add), over every person's turn."""
+    plain = dated = 0
+    for t in people:
+        plain += sum(approx_tokens(text) for text in turn_prompts(t, dated=False))
+        dated += sum(approx_tokens(text) for text in turn_prompts(t, dated=True))
+    return plain, dated - plain
+
+
 def pct(n: int, total: int) -> str:
     return f"{100 * n / total:5.1f} %" if total else "  n/a"
 
@@ -172,6 +212,11 @@ def main() -> None:
         " stale: it was left as it was beside the new memory; re-mention dups: later mentions of the new\n"
         " state that added yet another memory.)"
     )
+    print("\ntokens the dates add to a turn (goal <= 5 %), approximate tokenizer (see the module docstring)")
+    print(f"{'lang':<5}{'turns':>6}{'tokens without':>15}{'added by dates':>15}{'share':>8}")
+    for code, people in datasets.items():
+        plain, added = date_tokens(people)
+        print(f"{code:<5}{len(people):>6}{plain:>15}{added:>15}{pct(added, plain):>8}")
 
 
 if __name__ == "__main__":
