@@ -66,10 +66,12 @@ FUNCTIONS = (
             "people": access("ConditionCheckItem", "GetItem", "UpdateItem"),
             # /memory show, why and the autocomplete read the profile; forget reads and deletes one,
             # and adds its sources to the owner's forgotten-sources item (UpdateItem, same transaction);
-            # export finds the person's scopes (by_user) and reads that item
-            "memories": access("GetItem", "DeleteItem", "UpdateItem", indexes=("by_updated", "by_user")),
-            # read rows and the forget's row; GetItem finds a forget whose answer was lost;
-            # export reads the person's rows (Query) in every scope they have rows in (by_user)
+            # export finds the person's scopes (by_user) and reads that item; /memory history's Undo
+            # puts a memory back as it was before a change (PutItem)
+            "memories": access("GetItem", "DeleteItem", "UpdateItem", "PutItem", indexes=("by_updated", "by_user")),
+            # read rows and the forget's row; GetItem finds a forget whose answer was lost, and the
+            # change an Undo names; export reads the person's rows (Query) in every scope they have
+            # rows in (by_user), /memory history their change rows in one scope
             "memory_log": access("PutItem", "GetItem", "Query", indexes=("by_user",)),
             "dedup": access(*IDEMPOTENCY_ACTIONS),  # a replayed /memory show sends no second DM
         },
@@ -166,6 +168,8 @@ FUNCTIONS = (
             "memories": access("DeleteItem", "UpdateItem", "Scan", indexes=("stale", "review_queue")),
             "memory_log": access("PutItem", "GetItem"),
             "nightly_runs": access("GetItem", "PutItem"),
+            # GetItem: whose memory is paused (their memories are neither reviewed nor embedded)
+            "people": access("GetItem"),
         },
         bedrock=True,
         entry="nightly.review",
@@ -206,7 +210,8 @@ FUNCTIONS = (
         timeout=Duration.seconds(29),  # API Gateway's own limit
         tables={
             # every scope (by_user), each profile (by_updated), each memory deleted with its row
-            "memories": access("GetItem", "DeleteItem", indexes=("by_updated", "by_user")),
+            # Query: the owner's partition, for the records no reader can read (deleted all the same)
+            "memories": access("GetItem", "DeleteItem", "Query", indexes=("by_updated", "by_user")),
             # UpdateItem: the redaction, granted apart and conditioned (see grants.grant_ledger_redaction)
             "memory_log": access("PutItem", "GetItem", "Query", indexes=("by_user",)),
             # their own lines (by_author) and the bot's replies to them (by_conversation_of)

@@ -19,18 +19,21 @@ from __future__ import annotations
 
 import heapq
 import json
+import logging
 import time
 import zlib
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Iterator
 from datetime import datetime
 from itertools import islice
-from typing import Any
+from typing import Any, TypeVar
 
 from botocore.exceptions import ClientError
 
 from .. import tables
 from ..config import Settings
+from ..core import memory_record
 from ..core.domain import (
+    CHANGE_ACTIONS,
     Action,
     Actor,
     Change,
@@ -41,9 +44,9 @@ from ..core.domain import (
     PersonCheck,
     SourceRef,
     iso,
-    parse_iso,
     utcnow,
 )
+from ..core.memory_record import Kind, Shape
 from ..core.ports import ConflictError, PersonRefused
 from . import vectors
 from .dynamodb_items import (
@@ -56,15 +59,18 @@ from .dynamodb_items import (
     get_item,
     index_name,
     n,
-    optional_time,
     query_items,
     s,
-    sources_attribute,
-    sources_from,
+    s_list,
+    str_list_of,
+    str_of,
     transact_or_find_committed,
 )
 from .dynamodb_ledger import ledger_entry_key, ledger_from_item, ledger_item
 from .dynamodb_people import person_check_item
+
+logger = logging.getLogger(__name__)
+R = TypeVar("R")
 
 # Real DynamoDB cancels a transaction that races another one on the same item
 # ("TransactionConflict"); the conditions are re-checked on each attempt, so retrying is safe.
@@ -92,48 +98,95 @@ def stale_shard(owner: Owner) -> str:
 
 
 def memory_item(memory: Memory) -> Item:
-    return {
+    """The item a memory's Put writes: the record's item shape (core/memory_record.py) as typed
+    attribute values, with the keys and the index bookkeeping."""
+    item: Item = {
         "owner": s(memory.owner.key),
-        "scope": s(memory.scope),
-        "user_id": s(memory.user_id),
-        "memory_id": s(memory.memory_id),
-        "text": s(memory.text),
-        "created_at": s(iso(memory.created_at)),
-        "updated_at": s(iso(memory.updated_at)),
         "stale_shard": s(stale_shard(memory.owner)),
         # A written memory (added, updated, restored) starts its place in the review queue afresh.
         "review_after": s(iso(memory.updated_at)),
-        **sources_attribute(memory.sources),
-        **_embedding_attributes(memory.embedding),
     }
+    kinds = {key: f.kind for f, key in memory_record.fields_of(Shape.ITEM)}
+    for key, value in memory_record.encode(memory, Shape.ITEM).items():
+        item.update(_attributes(key, kinds[key], value))
+    return item
 
 
-def _embedding_attributes(embedding: Embedding | None) -> Item:
-    """The vector as compact bytes (adapters/vectors.py) with the model that made it; nothing without one."""
-    if embedding is None:
-        return {}
-    return {"embedding": {"B": vectors.encode(embedding.vector)}, "embedding_model": s(embedding.model)}
+def _attributes(key: str, kind: Kind, value: Any) -> Item:
+    """One field's attributes: a string; a list of strings; an embedding as its vector's compact
+    bytes (adapters/vectors.py) beside the model that made it."""
+    if kind is Kind.EMBEDDING:
+        return {key: {"B": vectors.encode(value.vector)}, _model_attribute(key): s(value.model)}
+    if kind is Kind.SOURCES:
+        return {key: s_list(value)}
+    return {key: s(value)}
 
 
-def _embedding_from(item: Item) -> Embedding | None:
-    if "embedding" not in item or "embedding_model" not in item:
-        return None
-    data = item["embedding"]["B"]
-    return Embedding(item["embedding_model"]["S"], vectors.decode(bytes(data)))
+def _model_attribute(key: str) -> str:
+    return f"{key}_model"
 
 
 def memory_from_item(item: Item) -> Memory:
-    return Memory(
-        reviewed_at=optional_time(item, "reviewed_at"),
-        user_id=item["user_id"]["S"],
-        memory_id=item["memory_id"]["S"],
-        text=item["text"]["S"],
-        created_at=parse_iso(item["created_at"]["S"]),
-        updated_at=parse_iso(item["updated_at"]["S"]),
-        scope=item["scope"]["S"],
-        sources=sources_from(item),
-        embedding=_embedding_from(item),
-    )
+    plain: dict[str, Any] = {}
+    for f, key in memory_record.fields_of(Shape.ITEM):
+        if f.kind is Kind.EMBEDDING:
+            if key in item and _model_attribute(key) in item:
+                vector = vectors.decode(bytes(item[key]["B"]))
+                plain[key] = Embedding(item[_model_attribute(key)]["S"], vector)
+        elif f.kind is Kind.SOURCES:
+            plain[key] = str_list_of(item, key)
+        elif key in item:
+            plain[key] = item[key]["S"]
+    return memory_record.decode(plain, Shape.ITEM)
+
+
+def _item_attribute_names() -> list[str]:
+    names = []
+    for f, key in memory_record.fields_of(Shape.ITEM):
+        names += [key, _model_attribute(key)] if f.kind is Kind.EMBEDDING else [key]
+    return names
+
+
+# What a stored row may hold that no reader can turn back into a memory or a ledger row (a
+# field missing, a time no parser reads, such as the three-digit year an import of "0999" was
+# written back with before times were written fixed-width): the row is skipped by every reader,
+# never the read, and an erasure deletes it all the same (``erase_unreadable``).
+UNREADABLE = (KeyError, ValueError, TypeError, OverflowError)
+
+
+_KEY_NAMES = ("owner", "user_id", "scope", "memory_id", "entry_key")
+
+
+def _key_of(item: Item) -> dict[str, str]:
+    """A row's keys for a log line: ids, never text."""
+    return {
+        name: str_of(item, name) for name in ("owner", "user_id", "scope", "memory_id", "entry_key") if name in item
+    }
+
+
+def _readable(items: Iterable[Item], read: Callable[[Item], R], what: str) -> Iterator[R]:
+    """Each of ``items`` as ``read`` makes it; one that cannot be read is skipped, its key logged."""
+    for item in items:
+        try:
+            yield read(item)
+        except UNREADABLE as exc:
+            logger.warning(f"{what} unreadable: skipped", extra={**_key_of(item), "error": type(exc).__name__})
+
+
+def readable_memories(items: Iterable[Item]) -> Iterator[Memory]:
+    return _readable(items, memory_from_item, "memory record")
+
+
+def readable_ledger(items: Iterable[Item]) -> Iterator[LedgerEntry]:
+    return _readable(items, ledger_from_item, "ledger row")
+
+
+def _unreadable(items: Iterable[Item], read: Callable[[Item], object]) -> Iterator[Item]:
+    for item in items:
+        try:
+            read(item)
+        except UNREADABLE:
+            yield item
 
 
 def memory_key(owner: Owner, memory_id: str) -> Item:
@@ -151,18 +204,7 @@ def marker_key(owner: Owner, once: str) -> Item:
 
 
 # What a Memory holds, for the whole-profile read (selection) and the backfill's scan.
-_PROFILE_NAMES = {
-    "#u": "user_id",
-    "#s": "scope",
-    "#m": "memory_id",
-    "#t": "text",
-    "#c": "created_at",
-    "#up": "updated_at",
-    "#r": "reviewed_at",
-    "#src": "sources",
-    "#e": "embedding",
-    "#em": "embedding_model",
-}
+_PROFILE_NAMES = {f"#a{i}": name for i, name in enumerate(_item_attribute_names())}
 _PROFILE_PROJECTION = ", ".join(_PROFILE_NAMES)
 # The vector backfill reads at most this many 1 MB pages of the memories table a night
 # (each ~128 read units at most, eventually consistent), from where the last night stopped.
@@ -219,7 +261,7 @@ class DynamoMemoryStore:
                 ConsistentRead=True,
                 **({"Limit": limit} if limit else {}),
             )
-            profile = [memory_from_item(i) for i in islice(items, limit)]
+            profile = list(islice(readable_memories(items), limit))
         entry = LedgerEntry(
             owner.user_id,
             Action.READ,
@@ -250,16 +292,13 @@ class DynamoMemoryStore:
     ) -> list[Memory]:
         # One Query of the owner's own partition (the base table: no index to keep in step),
         # projecting what a Memory holds and not the index bookkeeping (stale_shard, review_after).
-        items = query_items(
-            self._client,
-            TableName=self._memories,
-            KeyConditionExpression="#owner = :owner",
+        items = self._partition(
+            self._memories,
+            owner,
             ProjectionExpression=_PROFILE_PROJECTION,
-            ExpressionAttributeNames={"#owner": "owner", **_PROFILE_NAMES},
-            ExpressionAttributeValues={":owner": s(owner.key)},
-            ConsistentRead=True,
+            ExpressionAttributeNames=_PROFILE_NAMES,
         )
-        memories = [memory_from_item(i) for i in items if not _is_marker(i)]
+        memories = list(readable_memories(i for i in items if not _is_marker(i)))
         if unused_if is not None and unused_if():
             return []  # read, never used: no row
         chosen = choose(memories)
@@ -282,14 +321,7 @@ class DynamoMemoryStore:
             TableName=self._memories,
             Key=memory_key(memory.owner, memory.memory_id),
             UpdateExpression=update,
-            ConditionExpression="#text = :text AND updated_at = :updated AND created_at = :created",
-            ExpressionAttributeNames={"#text": "text"},
-            ExpressionAttributeValues={
-                **values,
-                ":text": s(memory.text),
-                ":updated": s(iso(memory.updated_at)),
-                ":created": s(iso(memory.created_at)),
-            },
+            **_unchanged(memory, values),
         )
 
     def without_embedding(self, model: str, limit: int, *, start: str = "") -> tuple[list[Memory], str]:
@@ -305,10 +337,8 @@ class DynamoMemoryStore:
             request["ExclusiveStartKey"] = _cursor_key(start)
         for _ in range(BACKFILL_SCAN_PAGES):
             page = self._client.scan(**request)
-            for item in page.get("Items", []):
-                if _is_marker(item):
-                    continue
-                found.append(memory_from_item(item))
+            for memory in readable_memories(i for i in page.get("Items", []) if not _is_marker(i)):
+                found.append(memory)
                 if len(found) >= limit:
                     # Stopped inside the page: the next pass starts right after this memory.
                     last = found[-1]
@@ -340,7 +370,7 @@ class DynamoMemoryStore:
 
     def get(self, owner: Owner, memory_id: str) -> Memory | None:
         item = get_item(self._client, self._memories, memory_key(owner, memory_id))
-        return memory_from_item(item) if item else None
+        return next(readable_memories([item]), None) if item else None
 
     # -- changes
 
@@ -378,8 +408,9 @@ class DynamoMemoryStore:
                 }
             },
         ]
-        if entry.action is Action.DELETE and entry.actor is Actor.COMMAND and entry.sources:
-            # A forget by the person: its sources never teach again, recorded with the delete.
+        if change.action is Action.DELETE and entry.actor is Actor.COMMAND and entry.sources:
+            # A forget by the person (or their Undo of an add): its sources never teach again,
+            # recorded with the delete.
             transaction.append(self._forgotten_write(change.owner, entry.sources))
         check_at = len(transaction) if check is not None else None
         if check is not None:  # after the memory's own write (position 0) and its ledger row
@@ -440,15 +471,7 @@ class DynamoMemoryStore:
                 }
             }
         before = change.before
-        unchanged = {
-            "ConditionExpression": "#text = :text AND updated_at = :updated AND created_at = :created",
-            "ExpressionAttributeNames": {"#text": "text"},
-            "ExpressionAttributeValues": {
-                ":text": s(before.text),
-                ":updated": s(iso(before.updated_at)),
-                ":created": s(iso(before.created_at)),
-            },
-        }
+        unchanged = _unchanged(before)
         if change.after is None:
             return {
                 "Delete": {
@@ -566,7 +589,7 @@ class DynamoMemoryStore:
             )
             # No shard can contribute more than ``limit`` to the first ``limit`` overall.
             for items in (queued, unqueued):
-                queues.append(sorted((memory_from_item(i) for i in islice(items, limit)), key=_review_order))
+                queues.append(sorted(islice(readable_memories(items), limit), key=_review_order))
         return list(islice(heapq.merge(*queues, key=_review_order), limit))
 
     def mark_reviewed(self, memory: Memory, at: datetime) -> None:
@@ -584,22 +607,36 @@ class DynamoMemoryStore:
             ExpressionAttributeValues={":run": n(run_id)},
             ScanIndexForward=False,
         )
-        return [ledger_from_item(i) for i in items]
+        return list(readable_ledger(items))
 
     def ledger_for(self, owner: Owner, limit: int | None = 100) -> list[LedgerEntry]:
         if limit is not None and limit <= 0:
             return []
+        items = self._partition(self._log, owner, ScanIndexForward=False, **({"Limit": limit} if limit else {}))
+        return list(islice(readable_ledger(items), limit))
+
+    def changes_of(self, owner: Owner, limit: int, *, older_than: str = "") -> list[LedgerEntry]:
+        if limit <= 0:
+            return []
+        # The owner's partition, newest first, reads filtered out: a filter reads what it drops, so
+        # a page costs the read rows between the changes too (reads expire: ledger retention).
+        kinds = {f":{action.value}": s(action.value) for action in CHANGE_ACTIONS}
+        before = {":older": s(older_than)} if older_than else {}
         items = query_items(
             self._client,
             TableName=self._log,
-            KeyConditionExpression="#owner = :owner",
-            ExpressionAttributeNames={"#owner": "owner"},
-            ExpressionAttributeValues={":owner": s(owner.key)},
+            KeyConditionExpression="#owner = :owner" + (" AND entry_key < :older" if older_than else ""),
+            FilterExpression=f"#action IN ({', '.join(kinds)})",
+            ExpressionAttributeNames={"#owner": "owner", "#action": "action"},
+            ExpressionAttributeValues={":owner": s(owner.key), **kinds, **before},
             ScanIndexForward=False,
             ConsistentRead=True,
-            **({"Limit": limit} if limit else {}),
         )
-        return [ledger_from_item(i) for i in islice(items, limit)]
+        return list(islice(readable_ledger(items), limit))
+
+    def ledger_entry(self, owner: Owner, key: str) -> LedgerEntry | None:
+        item = get_item(self._client, self._log, {"owner": s(owner.key), "entry_key": s(key)})
+        return next(readable_ledger([item]), None) if item else None
 
     def forgotten_sources(self, owner: Owner) -> frozenset[str]:
         # One consistent GetItem, whatever the length of the person's history.
@@ -613,6 +650,50 @@ class DynamoMemoryStore:
 
     def erase_forgotten_sources(self, owner: Owner) -> None:
         self._client.delete_item(TableName=self._memories, Key=memory_key(owner, FORGOTTEN_KEY))
+
+    def erase_unreadable(self, owner: Owner, *, actor: Actor, reason: str) -> tuple[int, int]:
+        memories = rows = 0
+        partition = (i for i in self._partition(self._memories, owner) if not _is_marker(i))
+        for item in _unreadable(partition, memory_from_item):
+            self._delete_unreadable(owner, str_of(item, "memory_id"), actor=actor, reason=reason)
+            memories += 1
+        for item in _unreadable(self._partition(self._log, owner), ledger_from_item):
+            self._redact_key(item["owner"]["S"], item["entry_key"]["S"])
+            rows += 1
+        return memories, rows
+
+    def _partition(self, table: str, owner: Owner, **request: Any) -> Iterator[Item]:
+        """Every item of the owner's partition of ``table`` (memories or memory_log), read consistently."""
+        return query_items(
+            self._client,
+            TableName=table,
+            KeyConditionExpression="#owner = :owner",
+            ExpressionAttributeNames={"#owner": "owner", **request.pop("ExpressionAttributeNames", {})},
+            ExpressionAttributeValues={":owner": s(owner.key)},
+            ConsistentRead=True,
+            **request,
+        )
+
+    def _delete_unreadable(self, owner: Owner, memory_id: str, *, actor: Actor, reason: str) -> None:
+        """Whatever the record holds, it goes, with its ledger row (ids only) in the same transaction."""
+        entry = LedgerEntry(
+            owner.user_id, Action.DELETE, actor, reason, self._clock(), (memory_id,), scope=owner.scope, redacted=True
+        )
+        transact_or_find_committed(
+            self._client,
+            [
+                {"Delete": {"TableName": self._memories, "Key": memory_key(owner, memory_id)}},
+                {
+                    "Put": {
+                        "TableName": self._log,
+                        "Item": ledger_item(entry),
+                        "ConditionExpression": "attribute_not_exists(entry_key)",
+                    }
+                },
+            ],
+            refused=lambda _error: False,
+            committed=lambda: self._committed(entry),
+        )
 
     def owners_of(self, user_id: str) -> list[Owner]:
         owners: dict[str, Owner] = {}
@@ -639,16 +720,34 @@ class DynamoMemoryStore:
         )
 
     def redact(self, entry: LedgerEntry) -> None:
+        self._redact_key(entry.owner.key, ledger_entry_key(entry))
+
+    def _redact_key(self, owner_key: str, entry_key: str) -> None:
         # Only before/after go, and a flag says so; the condition keeps it from creating a row.
         self._client.update_item(
             TableName=self._log,
-            Key={"owner": s(entry.owner.key), "entry_key": s(ledger_entry_key(entry))},
+            Key={"owner": s(owner_key), "entry_key": s(entry_key)},
             UpdateExpression="REMOVE #before, #after SET #redacted = :true",
             ConditionExpression="attribute_exists(entry_key)",
             ExpressionAttributeNames={"#before": "before", "#after": "after", "#redacted": "redacted"},
             ExpressionAttributeValues={":true": flag(True)},
             ReturnValues="NONE",
         )
+
+
+def _unchanged(memory: Memory, values: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The condition that the record is still exactly ``memory`` as read (its text and times), with
+    ``values`` of the write's own beside it."""
+    return {
+        "ConditionExpression": "#text = :text AND updated_at = :updated AND created_at = :created",
+        "ExpressionAttributeNames": {"#text": "text"},
+        "ExpressionAttributeValues": {
+            **(values or {}),
+            ":text": s(memory.text),
+            ":updated": s(iso(memory.updated_at)),
+            ":created": s(iso(memory.created_at)),
+        },
+    }
 
 
 def _change_refused(error: ClientError, check_at: int | None) -> bool:

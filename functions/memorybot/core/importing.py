@@ -27,25 +27,31 @@ import hashlib
 import json
 import logging
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
+from . import memory_record
 from .domain import (
     DM_SCOPE,
     GLOBAL_SCOPE,
     MEMORY_TEXT_MAX_CHARS,
     Actor,
     Basis,
+    LedgerEntry,
     Memory,
     Owner,
     PersonCheck,
     ScopeMode,
+    is_memory_id,
     is_snowflake,
     iso,
     new_memory_id,
     one_line,
+    text_problem,
     utcnow,
 )
+from .memory_record import Kind, RecordField, Shape
 from .ports import ConflictError, MemoryStore, PersonRefused
 
 logger = logging.getLogger(__name__)
@@ -56,20 +62,30 @@ logger = logging.getLogger(__name__)
 MAX_IMPORT_ROWS = 200
 MAX_IMPORT_BODY_BYTES = 1024 * 1024
 SOURCE_ID_MAX_CHARS = 64
-# A time slightly ahead of this clock is another machine's clock, not a fact from the future.
+# The times an import accepts (docs/import.md): from the Unix epoch to a little ahead of this
+# clock (a time slightly ahead is another machine's clock, not a fact from the future).
+EARLIEST_TIME = datetime(1970, 1, 1, tzinfo=UTC)
 CLOCK_SKEW = timedelta(minutes=5)
+TIME_EXAMPLE = 'an ISO 8601 time, e.g. "2026-11-20T18:00:00Z"'
+EARLIEST = "1970-01-01T00:00:00Z"
+TIME_RANGE = f"{EARLIEST} to now"
 ID_ATTEMPTS = 5  # a fresh memory id that is taken already: draw another
 IMPORT_REASON = "operator import"
 
-ROW_FIELDS = frozenset({"userId", "scope", "text", "createdAt", "updatedAt", "id"})
-REQUIRED_ROW_FIELDS = ("userId", "scope", "text", "createdAt")
+# A row's keys are the memory record's (core/memory_record.py), and "id": the memory's id in the
+# system it came from (an export's own "id"), kept as provenance, never used as this one's id.
+SOURCE_ID = "id"
+ROW_FIELDS = memory_record.keys_of(Shape.ROW) | {SOURCE_ID}
+REQUIRED_ROW_FIELDS = tuple(key for f, key in memory_record.fields_of(Shape.ROW) if f.row_required)
 # memorySwitch: an export file's memory switch (docs/consent.md). Accepted and not imported: a
 # pause or a notice given elsewhere is the person's to give again here.
 BODY_FIELDS = frozenset({"memories", "dryRun", "userId", "scopes", "memorySwitch"})
 # An export file (core/commands.py export): what each of its scopes and memories carries.
 # Its ledger and its list of forgotten message ids are left out, as rows are all an import adds.
 EXPORT_SCOPE_FIELDS = frozenset({"scope", "memories", "ledger", "forgottenSourceMessageIds"})
-EXPORT_MEMORY_FIELDS = frozenset({"id", "text", "createdAt", "updatedAt", "sourceMessageIds"})
+EXPORT_MEMORY_FIELDS = memory_record.keys_of(Shape.EXPORT)
+# What an export file's memory brings to its row: the keys both shapes have, and its id as the source id.
+EXPORT_TO_ROW = tuple(sorted((EXPORT_MEMORY_FIELDS & ROW_FIELDS) | {memory_record.key_of("memory_id", Shape.EXPORT)}))
 
 
 class BadImport(ValueError):
@@ -90,27 +106,24 @@ class TooManyRows(ValueError):
 class ImportRow:
     index: int  # among the request's rows (an export file's rows in file order)
     where: str  # where it is in the body, e.g. "memories[3]" or "scopes[0].memories[2]"
-    user_id: str
-    scope: str
-    text: str
-    created_at: datetime
-    updated_at: datetime
+    template: Memory  # the memory as the row gives it, but for its id (drawn when it is added)
     source_id: str | None = None
 
     @property
     def owner(self) -> Owner:
-        return Owner(self.scope, self.user_id)
+        return self.template.owner
 
     @property
     def once(self) -> str:
         """The idempotency key: a hash of (user, scope, source id), or of (user, scope, text,
         createdAt) without one. A hash, so that the marker holds no text."""
-        basis = ["id", self.source_id] if self.source_id is not None else ["text", self.text, iso(self.created_at)]
-        canonical = json.dumps([self.user_id, self.scope, *basis], ensure_ascii=False, separators=(",", ":"))
+        memory = self.template
+        basis = ["id", self.source_id] if self.source_id is not None else ["text", memory.text, iso(memory.created_at)]
+        canonical = json.dumps([memory.user_id, memory.scope, *basis], ensure_ascii=False, separators=(",", ":"))
         return hashlib.sha256(canonical.encode("utf-8")).hexdigest()[:32]
 
     def memory(self, memory_id: str) -> Memory:
-        return Memory(self.user_id, memory_id, self.text, self.created_at, self.updated_at, scope=self.scope)
+        return replace(self.template, memory_id=memory_id)
 
 
 @dataclass(frozen=True)
@@ -169,7 +182,7 @@ def _export_rows(data: dict) -> list[tuple[str, dict]]:
             # sourceMessageIds are left out: an export names message ids without their
             # channels, so they cannot be linked, and they are not this deployment's messages.
             row = {"userId": user_id, "scope": group.get("scope")}
-            row |= {k: exported[k] for k in ("text", "createdAt", "updatedAt", "id") if k in exported}
+            row |= {k: exported[k] for k in EXPORT_TO_ROW if k in exported}
             rows.append((place, row))
     return rows
 
@@ -200,43 +213,76 @@ def parse_row(index: int, where: str, raw: object, *, now: datetime) -> ImportRo
     for name in REQUIRED_ROW_FIELDS:
         if name not in raw:
             raise bad(name, "missing")
-    user_id = raw["userId"]
-    if not is_snowflake(user_id):
-        raise bad("userId", "must be a Discord user id (a string of digits)")
-    scope = raw["scope"]
-    if not is_scope(scope):
-        raise bad("scope", 'must be "guild:<id>", "dm", "channel:<id>" or "global"')
-    text = raw["text"]
-    if not isinstance(text, str):
-        raise bad("text", "must be a string")
-    text = one_line(text)  # a memory is one line, as extraction writes it
-    if not text:
-        raise bad("text", "is empty")
-    if len(text) > MEMORY_TEXT_MAX_CHARS:
-        raise bad("text", f"is {len(text)} characters; a memory has at most {MEMORY_TEXT_MAX_CHARS}")
-    created_at = _time(raw["createdAt"], "createdAt", bad, now)
-    updated_at = _time(raw["updatedAt"], "updatedAt", bad, now) if "updatedAt" in raw else created_at
-    if updated_at < created_at:
+    # Each of the record's fields the row gives, by its kind and the import's rule for it.
+    values: dict[str, Any] = {
+        f.name: _row_value(f, key, raw[key], bad, now) for f, key in memory_record.fields_of(Shape.ROW) if key in raw
+    }
+    values.setdefault("updated_at", values["created_at"])
+    if values["updated_at"] < values["created_at"]:
         raise bad("updatedAt", "is before createdAt")
-    source_id = raw.get("id")
+    source_id = raw.get(SOURCE_ID)
     if source_id is not None and not (
         isinstance(source_id, str) and 1 <= len(source_id) <= SOURCE_ID_MAX_CHARS and source_id.isprintable()
     ):
-        raise bad("id", f"must be printable text of 1 to {SOURCE_ID_MAX_CHARS} characters")
-    return ImportRow(index, where, user_id, scope, text, created_at, updated_at, source_id)
+        raise bad(SOURCE_ID, f"must be printable text of 1 to {SOURCE_ID_MAX_CHARS} characters")
+    return ImportRow(index, where, Memory(memory_id="", **values), source_id)
 
 
-def _time(value: object, field: str, bad: Callable[[str, str], BadImport], now: datetime) -> datetime:
-    """An ISO 8601 time (no zone means UTC, as everywhere in the stack), not in the future."""
+# Times a row gives of what already happened (said, last changed): never ahead of this clock.
+_PAST_TIMES = frozenset({"created_at", "updated_at"})
+
+
+def _row_value(f: RecordField, key: str, value: object, bad: Callable[[str, str], BadImport], now: datetime) -> Any:
+    """One field of a row, read by its kind and checked by the import's rule for it."""
+    if f.kind is Kind.TEXT:
+        return _row_text(f.name, key, value, bad)
+    if f.kind is Kind.OPTIONAL_TIME and value is None:
+        return None
+    if f.kind not in (Kind.TIME, Kind.OPTIONAL_TIME):
+        raise TypeError(f"an import row cannot carry {f.name} ({f.kind.value})")
+    at = _time(value, key, bad)
+    if f.name in _PAST_TIMES and at > now + CLOCK_SKEW:
+        raise bad(key, "is in the future")
+    return at
+
+
+# A row's ids and scope, each with its rule and the problem named when it fails it.
+_ROW_TEXT_RULES: dict[str, tuple[Callable[[object], bool], str]] = {
+    "user_id": (is_snowflake, "must be a Discord user id (a string of digits)"),
+    "scope": (lambda value: is_scope(value), 'must be "guild:<id>", "dm", "channel:<id>" or "global"'),
+}
+
+
+def _row_text(name: str, key: str, value: object, bad: Callable[[str, str], BadImport]) -> str:
+    rule, problem = _ROW_TEXT_RULES.get(name, (lambda v: isinstance(v, str), "must be a string"))
+    if not rule(value):
+        raise bad(key, problem)
+    assert isinstance(value, str)
+    if name != "text":
+        return value
+    problem = text_problem(value)
+    if problem:
+        raise bad(key, problem)
+    text = one_line(value)  # a memory is one line, as extraction writes it
+    if len(text) > MEMORY_TEXT_MAX_CHARS:
+        raise bad(key, f"is {len(text)} characters; a memory has at most {MEMORY_TEXT_MAX_CHARS}")
+    return text
+
+
+def _time(value: object, field: str, bad: Callable[[str, str], BadImport]) -> datetime:
+    """An ISO 8601 time (no zone means UTC, as everywhere in the stack), not before EARLIEST_TIME."""
     if not isinstance(value, str):
-        raise bad(field, 'must be an ISO 8601 time, e.g. "2026-11-20T18:00:00Z"')
+        raise bad(field, f"must be {TIME_EXAMPLE}")
     try:
         at = datetime.fromisoformat(value.strip())
     except ValueError:
-        raise bad(field, 'must be an ISO 8601 time, e.g. "2026-11-20T18:00:00Z"') from None
-    at = (at if at.tzinfo else at.replace(tzinfo=UTC)).astimezone(UTC)
-    if at > now + CLOCK_SKEW:
-        raise bad(field, "is in the future")
+        raise bad(field, f"must be {TIME_EXAMPLE}") from None
+    try:
+        at = (at if at.tzinfo else at.replace(tzinfo=UTC)).astimezone(UTC)
+    except OverflowError:  # near year 1 or 9999, an offset leaves the calendar: no UTC time
+        raise bad(field, f"is outside {TIME_RANGE}") from None
+    if at < EARLIEST_TIME:
+        raise bad(field, f"is before {EARLIEST}; times go from {TIME_RANGE}")
     return at
 
 
@@ -262,6 +308,22 @@ def scope_unused(scope: str, mode: ScopeMode) -> str | None:
 # ---- the use case
 
 
+@dataclass(frozen=True)
+class Held:
+    """What an owner's ledger says they hold or held here: each memory id with every text it
+    had (an add's or an update's after state). An erasure redacts those states, so after one an
+    export file brings the memories back (docs/import.md)."""
+
+    texts: frozenset[tuple[str, str]]
+
+    @classmethod
+    def of(cls, ledger: list[LedgerEntry]) -> Held:
+        return cls(frozenset((e.after.memory_id, one_line(e.after.text)) for e in ledger if e.after is not None))
+
+    def holds(self, memory_id: str, text: str) -> bool:
+        return (memory_id, text) in self.texts
+
+
 class Importer:
     def __init__(
         self,
@@ -280,15 +342,18 @@ class Importer:
         """Every row checked against this deployment's scopes first (BadImport, nothing
         written), then each row added once; a dry run only counts."""
         for row in request.rows:
-            problem = scope_unused(row.scope, self._mode)
+            problem = scope_unused(row.owner.scope, self._mode)
             if problem:
                 raise BadImport(row.index, "scope", problem, row.where)
         imported = unchanged = 0
         seen: set[tuple[Owner, str]] = set()
         started = self._clock()  # a person erased after this moment gets nothing from this import
+        held: dict[Owner, Held] = {}
         for row in request.rows:
             key = (row.owner, row.once)
-            if request.dry_run:
+            if self._held(row, held):
+                new = False  # one of this deployment's own memories, come back in an export file
+            elif request.dry_run:
                 new = key not in seen and not self._memories.has_marker(row.owner, row.once)
             else:
                 new = self._add(row, PersonCheck(row.owner.user_id, started, Basis.STORE))
@@ -299,6 +364,16 @@ class Importer:
             extra={"rows": len(request.rows), "imported": imported, "unchanged": unchanged, "dry_run": request.dry_run},
         )
         return ImportResult(imported, unchanged, request.dry_run)
+
+    def _held(self, row: ImportRow, held: dict[Owner, Held]) -> bool:
+        """Whether the row is a memory this deployment holds or held for its owner (its id, with
+        that text): an export file imported into the stack it came from. The owner's ledger says,
+        read once per owner and request, and only for rows whose source id is a memory id."""
+        if row.source_id is None or not is_memory_id(row.source_id):
+            return False
+        if row.owner not in held:
+            held[row.owner] = Held.of(self._memories.ledger_for(row.owner, limit=None))
+        return held[row.owner].holds(row.source_id, row.template.text)
 
     def _add(self, row: ImportRow, check: PersonCheck) -> bool:
         """True when imported now, False when the owner has it from an earlier import (or was
