@@ -197,7 +197,7 @@ class DynamoMemoryStore:
         *,
         actor: Actor,
         reason: str,
-        limit: int,
+        limit: int | None,
         run_id: int | None = None,
     ) -> list[Memory]:
         profile: list[Memory] = []

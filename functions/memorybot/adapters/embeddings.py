@@ -18,7 +18,7 @@ import json
 import math
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import httpx
 
@@ -28,6 +28,9 @@ from . import bedrock
 from .bedrock import bedrock_client
 from .json_http import JsonService
 from .retry import Retrier, retrier_for
+
+if TYPE_CHECKING:
+    from ..config import Settings
 
 TITAN_DIMENSIONS = (256, 512, 1024)
 TITAN_MAX_CHARS = 50_000  # the model's documented input limit (8,192 tokens, ~50,000 characters)
@@ -60,7 +63,7 @@ class BedrockTitanEmbeddings:
         self._retrier = retrier or Retrier()
 
     @classmethod
-    def from_settings(cls, settings: Any) -> BedrockTitanEmbeddings:
+    def from_settings(cls, settings: Settings) -> BedrockTitanEmbeddings:
         return cls(
             bedrock_client(settings),
             settings.bedrock_embedding_model_id,
@@ -125,7 +128,7 @@ class OpenAIEmbeddings:
         )
 
     @classmethod
-    def from_settings(cls, settings: Any) -> OpenAIEmbeddings:
+    def from_settings(cls, settings: Settings) -> OpenAIEmbeddings:
         return cls(
             settings.openai_base_url,
             settings.openai_embedding_model,

@@ -49,7 +49,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import httpx
 
@@ -60,6 +60,9 @@ from ..core.ports import ModelError
 from ..core.prompts import parse_probability, parse_verdict
 from .json_http import JsonService
 from .retry import Retrier, retrier_for
+
+if TYPE_CHECKING:
+    from ..config import Settings
 
 
 def memory_body(memory: Memory) -> dict[str, Any]:
@@ -115,7 +118,7 @@ class JevHttpDecisionModel:
         )
 
     @classmethod
-    def from_settings(cls, settings: Any) -> JevHttpDecisionModel:
+    def from_settings(cls, settings: Settings) -> JevHttpDecisionModel:
         return cls(
             settings.jev_url,
             timeout_seconds=settings.model_timeout_seconds,

@@ -17,7 +17,7 @@ import json
 import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import httpx
 
@@ -28,6 +28,9 @@ from ..core.prompts import Question, TextTask
 from . import llm_backend
 from .json_http import JsonService
 from .retry import Retrier, retrier_for
+
+if TYPE_CHECKING:
+    from ..config import Settings
 
 # Statuses with which servers without JSON mode refuse ``response_format``.
 _JSON_MODE_REFUSALS = frozenset({400, 404, 415, 422})
@@ -68,7 +71,7 @@ class OpenAICompatibleClient:
         self._lock = threading.Lock()
 
     @classmethod
-    def from_settings(cls, settings: Any) -> OpenAICompatibleClient:
+    def from_settings(cls, settings: Settings) -> OpenAICompatibleClient:
         return cls(
             settings.openai_base_url,
             settings.openai_model,

@@ -35,10 +35,13 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from email.utils import parsedate_to_datetime
 from functools import cache
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 from ..core.ports import ModelFailed, ModelUnavailable
 from .limiter import LimiterTimeout, ModelCallLimiter
+
+if TYPE_CHECKING:
+    from ..config import Settings
 
 T = TypeVar("T")
 
@@ -237,7 +240,7 @@ def process_budget() -> RetryBudget:
     return RetryBudget()
 
 
-def retrier_for(settings: Any) -> Retrier:
+def retrier_for(settings: Settings) -> Retrier:
     """The deployed policy: the configured deadline, the process's shared limiter and retry budget."""
     from .limiter import process_limiter
 

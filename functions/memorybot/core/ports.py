@@ -321,6 +321,14 @@ class Idempotency(Protocol):
         """As ``run``, but None while another copy is still running it."""
 
 
+class AttemptCounter(Protocol):
+    """How many times a worker's job found the model unavailable (Lambda does not tell a function
+    which retry it is running)."""
+
+    def count(self, worker: str, job_id: str) -> int:
+        """Count one more unavailable attempt of the job; the count including this one."""
+
+
 class RollbackClaim(str, Enum):
     CLAIMED = "claimed"
     BUSY = "busy"
