@@ -95,6 +95,10 @@ class Container:
     def scope_mode(self) -> ScopeMode:
         return self.settings.memory_scope
 
+    @property
+    def zone(self):
+        return self.settings.zone
+
     @cached_property
     def dynamodb_client(self) -> DynamoDBClient:
         from .adapters.dynamodb_client import dynamodb_client
