@@ -16,6 +16,8 @@ from typing import TYPE_CHECKING, Any
 from .config import Settings, settings
 
 if TYPE_CHECKING:
+    from datetime import tzinfo
+
     from .core.consolidation import Consolidator
     from .core.domain import ScopeMode
     from .core.erasure import Erasure
@@ -96,7 +98,7 @@ class Container:
         return self.settings.memory_scope
 
     @property
-    def zone(self):
+    def zone(self) -> tzinfo:
         return self.settings.zone
 
     @cached_property
@@ -277,6 +279,10 @@ class Invocation:
     @property
     def scope_mode(self) -> ScopeMode:
         return self._container.scope_mode
+
+    @property
+    def zone(self) -> tzinfo:
+        return self._container.zone
 
     @property
     def signature_verifier(self) -> Verifier:

@@ -5,6 +5,7 @@ type check; so does an override of the wrong port or a misspelled one."""
 
 from __future__ import annotations
 
+from datetime import tzinfo
 from typing import assert_type
 
 from memorybot.bootstrap import Container, Invocation
@@ -37,6 +38,7 @@ from memorybot.discord.signature import Verifier
 def the_container_is_typed_by_its_ports(c: Container) -> None:
     assert_type(c.settings, Settings)
     assert_type(c.scope_mode, ScopeMode)
+    assert_type(c.zone, tzinfo)
     # the stores
     assert_type(c.memory_store, MemoryStore)
     assert_type(c.message_store, MessageStore)
