@@ -31,7 +31,7 @@ from memorybot.core.ports import (
 )
 from memorybot.core.reply import ReplyWriter
 from memorybot.core.rollback import Rollback
-from memorybot.discord.interactions import Dependencies
+from memorybot.discord.interactions import Dependencies, InteractionMemories
 from memorybot.discord.signature import Verifier
 
 
@@ -69,7 +69,7 @@ def an_invocation_answers_interactions(c: Container) -> None:
     invocation = c.for_invocation(None)
     assert_type(invocation, Invocation)
     deps: Dependencies = invocation  # structurally what answering needs, checked here
-    assert_type(deps.memory_store, MemoryStore)
+    assert_type(deps.memory_store, InteractionMemories)  # the roles answering uses, not the whole store
     assert_type(invocation.signature_verifier, Verifier)
 
 

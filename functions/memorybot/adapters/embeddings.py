@@ -18,15 +18,13 @@ import json
 import math
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
-from typing import TYPE_CHECKING, Any
-
-import httpx
+from typing import TYPE_CHECKING, Any, Unpack
 
 from ..core.domain import Embedding
 from ..core.ports import ModelError
 from . import bedrock
 from .bedrock import bedrock_client
-from .json_http import JsonService
+from .json_http import JsonService, ServiceOptions, service_options
 from .retry import Retrier, retrier_for
 
 if TYPE_CHECKING:
@@ -101,31 +99,13 @@ class OpenAIEmbeddings:
     """``POST {OPENAI_BASE_URL}/embeddings`` with ``{"model", "input": [...]}`` (and ``dimensions``
     when set: only some models accept it)."""
 
-    def __init__(
-        self,
-        base_url: str,
-        model: str,
-        *,
-        dimensions: int = 0,
-        timeout_seconds: float,
-        api_key: str = "",
-        max_connections: int = 20,
-        transport: httpx.BaseTransport | None = None,
-        retrier: Retrier | None = None,
-    ) -> None:
+    def __init__(self, base_url: str, model: str, *, dimensions: int = 0, **options: Unpack[ServiceOptions]) -> None:
         if not base_url or not model:
             raise ValueError("OPENAI_BASE_URL and OPENAI_EMBEDDING_MODEL are required for openai embeddings")
         self._model = model
         self._dimensions = dimensions
         self.model_id = f"{model}@{dimensions or 'native'}"
-        self._service = JsonService(
-            base_url,
-            timeout_seconds=timeout_seconds,
-            api_key=api_key,
-            max_connections=max_connections,
-            transport=transport,
-            retrier=retrier,
-        )
+        self._service = JsonService(base_url, **options)
 
     @classmethod
     def from_settings(cls, settings: Settings) -> OpenAIEmbeddings:
@@ -133,14 +113,8 @@ class OpenAIEmbeddings:
             settings.openai_base_url,
             settings.openai_embedding_model,
             dimensions=settings.embedding_dimensions,
-            timeout_seconds=settings.model_timeout_seconds,
-            api_key=settings.secret("OPENAI_API_KEY"),
-            max_connections=max(settings.model_max_in_flight, 1),
-            retrier=retrier_for(settings),
+            **service_options(settings, "OPENAI_API_KEY"),
         )
-
-    def close(self) -> None:
-        self._service.close()
 
     def embed(self, texts: Sequence[str]) -> list[Embedding]:
         if not texts:

@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 
 from .domain import Actor, Memory, Message, Owner, Person, PromptMessage, Speaker
-from .ports import ChatModel, EmbeddingModel, MemoryStore, PeopleStore
+from .ports import ChatModel, EmbeddingModel, PeopleStore, ProfileReader
 from .prompts import build_reply_prompt
 from .recall import PendingQuery, Recall, reply_query
 
@@ -14,7 +14,7 @@ from .recall import PendingQuery, Recall, reply_query
 class ReplyWriter:
     def __init__(
         self,
-        memories: MemoryStore,
+        memories: ProfileReader,
         chat_model: ChatModel,
         people: PeopleStore | None = None,
         *,
