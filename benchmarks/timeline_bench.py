@@ -13,8 +13,9 @@ recall profiles.
    fact it is shown (benchmarks.recall_bench.KnowsItJev: it updates the superseded fact when it is
    among the ten read, else adds). Stale: the old fact left as it was beside the new one.
    newest-ten is the design's read, selection the relevance selection (core.selection).
-3. Tokens the dates add to a turn (goal <= 5 %): one turn's prompts (the reply, with ten memories
-   and a conversation of six lines) built with their dates and without, counted with an
+3. Tokens the dates add to a turn (goal <= 5 %): one live turn's prompts (worth, ten verdicts, the
+   add, two writing tasks and the reply with a channel tail of 20 lines, ten memories read) built
+   with their dates and without, counted with an
    approximate tokenizer (a word, a group of up to three digits, or any other visible character
    is one token: close to what BPE tokenizers do with dates, which they cut into digit groups).
 """
@@ -160,16 +161,29 @@ def approx_tokens(text: str) -> int:
 
 
 def turn_prompts(t: Timeline, *, dated: bool) -> list[str]:
-    """The texts one turn sends to models: the reply prompt, with the ten memories it reads."""
+    """The texts one live turn sends to models (before the one-decision change: worth, a verdict
+    per memory read, the add, one rewrite and the new memory's text, and the reply with its
+    channel tail of 20 lines), with the ten memories read: dated or not."""
+    from memorybot.core import prompts
+    from memorybot.core.dates import PromptTime
+    from memorybot.core.domain import Exchange, Speaker, Verdict
+
     now = t.now
     memories = sorted(t.background, key=lambda m: m.updated_at, reverse=True)[:10]
-    lines = [c["said"] for c in t.changes[:3]] + [p["said"] for p in t.plans[:3]]
-    conversation = [message(t.person, text, at=now) for text in lines]
-    from memorybot.core.domain import Speaker
-    from memorybot.core.prompts import build_reply_prompt
-
-    reply = build_reply_prompt(Speaker(t.person, "someone"), memories, conversation, **({"now": now} if dated else {}))
-    return [m.content for m in reply]
+    said = [c["said"] for c in t.changes] + [p["said"] for p in t.plans]
+    lines = [message(t.person, text, at=now) for text in said[:10]]
+    exchange = Exchange.of(Speaker(t.person, "someone"), GLOBAL_SCOPE, lines[-6:])
+    assert exchange is not None
+    when = PromptTime(now, JST) if dated else None
+    questions = [prompts.worth_question(exchange, when)]
+    questions += [prompts.verdict_question(exchange, m, when) for m in memories]
+    questions.append(prompts.add_question(exchange, [(m, Verdict.KEEP) for m in memories], when))
+    tasks = [prompts.memory_task(exchange, memories[0], when), prompts.memory_task(exchange, None, when)]
+    reply = prompts.build_reply_prompt(
+        Speaker(t.person, "someone"), memories, lines * 2, **({"now": now, "zone": JST} if dated else {})
+    )
+    texts = [text for q in questions for text in (q.system, q.user)] + [x for k in tasks for x in (k.system, k.user)]
+    return texts + [m.content for m in reply]
 
 
 def date_tokens(people: Sequence[Timeline]) -> tuple[int, int]:

@@ -12,7 +12,7 @@ from fakes import FakeMemoryStore, ScriptedChat, memory, message
 from loopback.jev_server import JevServer
 from memorybot.adapters.jev_http import JevHttpDecisionModel
 from memorybot.adapters.retry import Retrier, RetryPolicy
-from memorybot.core.domain import GLOBAL_SCOPE, Memory, Speaker, Verdict
+from memorybot.core.domain import GLOBAL_SCOPE, Memory, Speaker, Verdict, iso
 from memorybot.core.extraction import Extractor
 from memorybot.core.ports import ModelError, ModelFailed, ModelUnavailable
 from retrying import quick_retrier
@@ -22,8 +22,11 @@ EXCHANGE = exchange(("alice", "I moved to Osaka last month"), ("bot", "Nice!"))
 EXCHANGE_FIELDS = {
     "speaker": {"id": "u1", "name": "alice"},
     "messages": [
-        {"author_id": "u1", "author_name": "alice", "content": "I moved to Osaka last month", "is_bot": False},
-        {"author_id": BOT_ID, "author_name": "memorybot", "content": "Nice!", "is_bot": True},
+        # each with its own time: its snowflake's, ISO 8601 UTC (the Jev contract's "at")
+        {"author_id": "u1", "author_name": "alice", "content": "I moved to Osaka last month", "is_bot": False}
+        | {"at": iso(EXCHANGE.messages[0].created_at)},
+        {"author_id": BOT_ID, "author_name": "memorybot", "content": "Nice!", "is_bot": True}
+        | {"at": iso(EXCHANGE.messages[1].created_at)},
     ],
     "exchange": "alice: I moved to Osaka last month\nmemorybot: Nice!",
 }

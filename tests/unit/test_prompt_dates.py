@@ -27,8 +27,8 @@ def system(zone) -> str:
 
 
 def test_the_reply_says_today_in_the_deployments_time_zone():
-    assert "Today is Tuesday 2026-12-01 (JST)." in system(ZoneInfo("Asia/Tokyo"))
-    assert "Today is Monday 2026-11-30 (CET)." in system(ZoneInfo("Europe/Paris"))
+    assert "Today is Tue 2026-12-01 JST." in system(ZoneInfo("Asia/Tokyo"))
+    assert "Today is Mon 2026-11-30 CET." in system(ZoneInfo("Europe/Paris"))
 
 
 def test_each_memory_says_when_it_was_learned_or_last_changed_and_a_plan_its_end():
@@ -44,3 +44,76 @@ def test_without_a_time_the_prompt_has_no_dates():
     talk = [message("u1", "hi", name="alice", at=NOW)]
     content = build_reply_prompt(Speaker("u1", "alice"), [LEARNED], talk)[0].content
     assert "Today is" not in content and "on=" not in content
+
+
+def test_each_line_of_an_exchange_carries_its_own_time_under_its_day_in_two_zones():
+    from memorybot.core import quoting
+    from memorybot.core.domain import JST, Exchange
+
+    late = message("u1", "I moved here last week", name="alice", at=datetime(2026, 11, 29, 23, 50, tzinfo=JST))
+    after = message("u1", "and my exam is on Friday", name="alice", at=datetime(2026, 11, 30, 0, 10, tzinfo=JST))
+    exchange = Exchange.of(Speaker("u1", "alice"), late.scope, [late, after])
+    tokyo = quoting.exchange_block(exchange, ZoneInfo("Asia/Tokyo"))
+    assert (
+        tokyo.index("<day>2026-11-29 Sun</day>") < tokyo.index('at="23:50"') < tokyo.index("<day>2026-11-30 Mon</day>")
+    )
+    assert 'at="00:10"' in tokyo
+    paris = quoting.exchange_block(exchange, ZoneInfo("Europe/Paris"))
+    assert paris.count("<day>") == 1 and 'at="15:50"' in paris and 'at="16:10"' in paris  # one day in Paris
+    assert "<day>" not in quoting.exchange_block(exchange)  # no zone: no dates
+
+
+# ---- the LLM backends' decision and writing prompts, through the factory's dating, over HTTP
+
+
+def _dated_models(server, zone):
+    from memorybot.adapters.openai_chat import OpenAIChatModel, OpenAICompatibleClient, OpenAIDecisionModel
+    from retrying import quick_retrier
+
+    client = OpenAICompatibleClient(server.url, "m", timeout_seconds=2.0, api_key="k", retrier=quick_retrier())
+    jev, chat = OpenAIDecisionModel(client), OpenAIChatModel(client)
+    for model in (jev, chat):
+        model.zone, model.clock = zone, lambda: datetime(2026, 11, 30, 18, 0, tzinfo=UTC)  # the 03:00 JST run
+    return jev, chat
+
+
+def _user(server) -> str:
+    from loopback.openai_server import OpenAIServer
+
+    return "\n".join(m["content"] for m in server.last(OpenAIServer.COMPLETIONS_PATH).json["messages"])
+
+
+def test_a_nightly_decision_dates_each_line_by_its_own_time_and_says_today_in_two_zones():
+    from loopback.openai_server import OpenAIServer
+    from memorybot.core.domain import JST, Exchange
+
+    said = message("u1", "I moved here last week", name="alice", at=datetime(2026, 11, 29, 21, 5, tzinfo=JST))
+    exchange = Exchange.of(Speaker("u1", "alice"), said.scope, [said])
+    with OpenAIServer() as server:
+        for zone, today, day, at in (
+            (ZoneInfo("Asia/Tokyo"), "Today is Tue 2026-12-01 JST.", "<day>2026-11-29 Sun</day>", 'at="21:05"'),
+            (ZoneInfo("Europe/Paris"), "Today is Mon 2026-11-30 CET.", "<day>2026-11-29 Sun</day>", 'at="13:05"'),
+        ):
+            jev, _ = _dated_models(server, zone)
+            server.reply('{"probability": 0.9}')
+            jev.worth(exchange)
+            sent = _user(server)
+            assert today in sent and day in sent and at in sent  # the line's time, not the run's (03:00)
+            assert "Resolve relative dates" not in sent  # the decision reads times, the writer resolves
+
+
+def test_the_writing_task_asks_for_text_and_valid_until_and_takes_either_answer():
+    from loopback.openai_server import OpenAIServer
+    from memorybot.core.domain import JST, Exchange
+
+    said = message(
+        "u1", "I'm in Fukuoka for the next two weeks", name="alice", at=datetime(2026, 11, 24, 9, tzinfo=JST)
+    )
+    exchange = Exchange.of(Speaker("u1", "alice"), said.scope, [said])
+    with OpenAIServer() as server:
+        _, chat = _dated_models(server, ZoneInfo("Asia/Tokyo"))
+        server.reply('{"text": "Staying in Fukuoka until around 2026-12-08", "validUntil": "2026-12-08"}')
+        assert chat.write_memory(exchange, None) == "Staying in Fukuoka until around 2026-12-08"
+        assert '"validUntil"' in _user(server) and "around 2026-11-17" in _user(server)
+        server.reply("Staying in Fukuoka for two weeks from 2026-11-24")  # a model that ignores the format
+        assert chat.write_memory(exchange, None) == "Staying in Fukuoka for two weeks from 2026-11-24"

@@ -3,6 +3,7 @@ only the speaker's own conversation with the bot, marked by id and ``is_bot``, n
 
 from __future__ import annotations
 
+import re
 from datetime import timedelta
 
 import pytest
@@ -62,6 +63,7 @@ def test_every_request_of_an_extraction_carries_alice_and_only_her_conversation(
     assert jev.questions() == ["worth", "verdict", "add"]
     for body in bodies:
         assert body["speaker"] == {"id": "u1", "name": "alice"}
+        assert all(re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}Z", m.pop("at")) for m in body["messages"])
         assert body["messages"] == [
             {"author_id": "u1", "author_name": "alice", "content": "I love green tea", "is_bot": False},
             {"author_id": "b", "author_name": "memorybot", "content": "Green tea is lovely!", "is_bot": True},

@@ -18,7 +18,8 @@ Every request says whose memory is being decided:
   ``"user <id>"`` instead of an empty name or one that reads "memorybot" / "bot").
   For ``/review`` the memory's owner, with ``"name": null``.
 - ``messages``: the speaker's own conversation with the bot, oldest first, each
-  ``{"author_id": str, "author_name": str, "content": str, "is_bot": bool}``. Lines
+  ``{"author_id": str, "author_name": str, "content": str, "is_bot": bool, "at": str}`` (``at``:
+  the message's own time, ISO 8601 UTC, from its snowflake). Lines
   with ``"is_bot": false`` are the speaker's (``author_id`` is the speaker's id); lines
   with ``"is_bot": true`` are the bot's replies to them (``author_name`` "memorybot").
   Nobody else's words are ever in it. ``[]`` for ``/review``.
@@ -52,7 +53,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, Unpack
 
 from ..core import memory_record
-from ..core.domain import BOT_NAME, MEMORY_VERDICTS, REVIEW_VERDICTS, Exchange, Memory, Verdict, plain_name
+from ..core.domain import BOT_NAME, MEMORY_VERDICTS, REVIEW_VERDICTS, Exchange, Memory, Verdict, iso, plain_name
 from ..core.memory_record import Shape
 from ..core.ports import ModelError
 from ..core.prompts import parse_probability, parse_verdict
@@ -80,6 +81,7 @@ def exchange_body(exchange: Exchange) -> dict[str, Any]:
                 "author_name": BOT_NAME if m.is_bot else speaker_name,
                 "content": m.content,
                 "is_bot": bool(m.is_bot),
+                "at": iso(m.created_at),  # the message's own time (its snowflake's), UTC
             }
             for m in exchange.messages
         ],

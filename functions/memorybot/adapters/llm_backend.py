@@ -10,10 +10,12 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from datetime import datetime, tzinfo
 from typing import Any
 
-from ..core.domain import Exchange, Memory, PromptMessage, Verdict
+from ..core.dates import PromptTime
+from ..core.domain import Exchange, Memory, PromptMessage, Verdict, utcnow
 from ..core.ports import ModelError
 from ..core.prompts import (
     Question,
@@ -21,6 +23,7 @@ from ..core.prompts import (
     add_question,
     diary_task,
     memory_task,
+    parse_memory_answer,
     review_question,
     verdict_question,
     worth_question,
@@ -123,7 +126,18 @@ def alternating_turns(turns: Sequence[PromptMessage]) -> list[PromptMessage]:
     return merged
 
 
-class AskingDecisionModel:
+class DatedPrompts:
+    """The deployment's time zone for a backend's prompts (the factory sets it from
+    ``MEMORYBOT_TIMEZONE``): today, and each line's own time, in that zone."""
+
+    zone: tzinfo | None = None  # None: undated prompts (a backend built outside the factory)
+    clock: Callable[[], datetime] = staticmethod(utcnow)
+
+    def _when(self) -> PromptTime | None:
+        return PromptTime(self.clock(), self.zone) if self.zone is not None else None
+
+
+class AskingDecisionModel(DatedPrompts):
     """``ports.DecisionModel`` for an LLM backend: each question is a prompt with a strict
     JSON answer. A backend supplies ``_ask`` (send the question, return the parsed answer)."""
 
@@ -131,19 +145,19 @@ class AskingDecisionModel:
         raise NotImplementedError
 
     def worth(self, exchange: Exchange) -> float:
-        return self._ask(worth_question(exchange))
+        return self._ask(worth_question(exchange, self._when()))
 
     def verdict(self, exchange: Exchange, memory: Memory) -> Verdict:
-        return self._ask(verdict_question(exchange, memory))
+        return self._ask(verdict_question(exchange, memory, self._when()))
 
     def add(self, exchange: Exchange, verdicts: Sequence[tuple[Memory, Verdict]]) -> float:
-        return self._ask(add_question(exchange, verdicts))
+        return self._ask(add_question(exchange, verdicts, self._when()))
 
     def review(self, memory: Memory) -> Verdict:
-        return self._ask(review_question(memory))
+        return self._ask(review_question(memory, self._when()))
 
 
-class WritingChatModel:
+class WritingChatModel(DatedPrompts):
     """The one-line writing tasks of ``ports.ChatModel`` for an LLM backend. A backend
     supplies ``_write`` (send the task, return its first line) and ``write_reply``."""
 
@@ -151,7 +165,13 @@ class WritingChatModel:
         raise NotImplementedError
 
     def write_memory(self, exchange: Exchange, current: Memory | None) -> str:
-        return self._write(memory_task(exchange, current))
+        """The memory's text from ``{"text", "validUntil"}`` or a plain line (the end is read,
+        and not yet carried by the write path: see docs/design.md)."""
+        when = self._when()
+        answer = self._write(memory_task(exchange, current, when))
+        if when is None:
+            return answer
+        return parse_memory_answer(answer, said_on=exchange.since.astimezone(when.zone).date()).text
 
     def write_diary(self, transcript: str) -> str:
         return self._write(diary_task(transcript))

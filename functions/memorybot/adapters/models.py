@@ -10,12 +10,28 @@ model (or uses the offline stand-ins) never imports httpx or boto3.
 
 from __future__ import annotations
 
+from datetime import tzinfo
+from typing import Protocol, TypeVar
+
 from ..config import Settings
 from ..core.ports import ChatModel, DecisionModel, EmbeddingModel
+
+
+class _DatedModel(Protocol):
+    zone: tzinfo | None
+
+
+M = TypeVar("M", bound=_DatedModel)
 
 DECISION_BACKENDS = ("http", "bedrock", "openai", "offline")
 CHAT_BACKENDS = ("bedrock", "openai", "offline")
 EMBEDDING_BACKENDS = ("bedrock", "openai", "offline", "none")
+
+
+def _dated(model: M, settings: Settings) -> M:
+    """An LLM backend whose prompts show dates in the deployment's time zone."""
+    model.zone = settings.zone
+    return model
 
 
 def _kind(value: str) -> str:
@@ -31,11 +47,13 @@ def build_decision_model(settings: Settings) -> DecisionModel:
     if kind == "bedrock":
         from .bedrock import BedrockConverse, BedrockDecisionModel
 
-        return BedrockDecisionModel(BedrockConverse.from_settings(settings, settings.bedrock_decision_model_id))
+        return _dated(
+            BedrockDecisionModel(BedrockConverse.from_settings(settings, settings.bedrock_decision_model_id)), settings
+        )
     if kind == "openai":
         from .openai_chat import OpenAICompatibleClient, OpenAIDecisionModel
 
-        return OpenAIDecisionModel(OpenAICompatibleClient.from_settings(settings))
+        return _dated(OpenAIDecisionModel(OpenAICompatibleClient.from_settings(settings)), settings)
     if kind == "offline":
         from .offline import OfflineDecisionModel
 
@@ -50,11 +68,13 @@ def build_chat_model(settings: Settings) -> ChatModel:
     if kind == "bedrock":
         from .bedrock import BedrockChatModel, BedrockConverse
 
-        return BedrockChatModel(BedrockConverse.from_settings(settings, settings.bedrock_chat_model_id))
+        return _dated(
+            BedrockChatModel(BedrockConverse.from_settings(settings, settings.bedrock_chat_model_id)), settings
+        )
     if kind == "openai":
         from .openai_chat import OpenAIChatModel, OpenAICompatibleClient
 
-        return OpenAIChatModel(OpenAICompatibleClient.from_settings(settings))
+        return _dated(OpenAIChatModel(OpenAICompatibleClient.from_settings(settings)), settings)
     if kind == "offline":
         from .offline import OfflineChatModel
 

@@ -33,7 +33,7 @@ from datetime import date, datetime, tzinfo
 from typing import Any
 
 from . import quoting
-from .dates import today_sentence
+from .dates import LINE_DATES_RULE, PromptTime, today_sentence
 from .decisions import render_memories
 from .domain import JST, MEMORY_VERDICTS, REVIEW_VERDICTS, Exchange, Memory, Message, PromptMessage, Speaker, Verdict
 from .ports import ModelError
@@ -171,18 +171,28 @@ def _decision_system(task: str, answer_format: str) -> str:
     return _DECIDER + _SPEAKER_RULE + task + " " + quoting.QUOTED_DATA_RULE + " " + answer_format
 
 
-def worth_question(exchange: Exchange) -> Question:
+def _dated(when: PromptTime | None, rule: str = "") -> str:
+    """What a dated prompt starts its user text with: today (and, for the writer, how to resolve
+    a relative date)."""
+    return f"{when.today()}{' ' + rule if rule else ''}\n" if when is not None else ""
+
+
+def _zone(when: PromptTime | None) -> tzinfo | None:
+    return when.zone if when is not None else None
+
+
+def worth_question(exchange: Exchange, when: PromptTime | None = None) -> Question:
     system = _decision_system(
         "Given the speaker's recent exchange with the bot, estimate the probability that the speaker stated "
         "durable information about themselves that is worth remembering. Small talk, questions and greetings "
         "are not worth keeping.",
         _PROBABILITY_FORMAT,
     )
-    user = f"Exchange:\n{quoting.exchange_block(exchange)}"
+    user = f"{_dated(when)}Exchange:\n{quoting.exchange_block(exchange, _zone(when))}"
     return Question("worth", system, user, probability_schema(), "answer_worth")
 
 
-def verdict_question(exchange: Exchange, memory: Memory) -> Question:
+def verdict_question(exchange: Exchange, memory: Memory, when: PromptTime | None = None) -> Question:
     system = _decision_system(
         "Given the speaker's exchange and ONE stored memory about the speaker, decide what to do with that "
         'memory: "keep" if what the speaker said does not change it, "update" if the speaker refines or '
@@ -190,13 +200,15 @@ def verdict_question(exchange: Exchange, memory: Memory) -> Question:
         _verdict_format(MEMORY_VERDICTS),
     )
     user = (
-        f"Exchange:\n{quoting.exchange_block(exchange)}\n\n"
+        f"{_dated(when)}Exchange:\n{quoting.exchange_block(exchange, _zone(when))}\n\n"
         f"Stored memory about the speaker:\n{quoting.memory_with_metadata(memory)}"
     )
     return Question("verdict", system, user, verdict_schema(MEMORY_VERDICTS), "answer_verdict", MEMORY_VERDICTS)
 
 
-def add_question(exchange: Exchange, verdicts: Sequence[tuple[Memory, Verdict]]) -> Question:
+def add_question(
+    exchange: Exchange, verdicts: Sequence[tuple[Memory, Verdict]], when: PromptTime | None = None
+) -> Question:
     system = _decision_system(
         "Given the speaker's exchange and the speaker's existing memories with the verdict already reached for "
         "each, estimate the probability that the speaker stated a NEW fact about themselves that none of these "
@@ -205,28 +217,38 @@ def add_question(exchange: Exchange, verdicts: Sequence[tuple[Memory, Verdict]])
     )
     listed = "\n".join(quoting.memory_tag(m, id=m.memory_id, verdict=Verdict(v).value) for m, v in verdicts)
     user = (
-        f"Exchange:\n{quoting.exchange_block(exchange)}\n\n"
+        f"{_dated(when)}Exchange:\n{quoting.exchange_block(exchange, _zone(when))}\n\n"
         f"The speaker's existing memories and verdicts:\n<memories>\n{listed or '(none)'}\n</memories>"
     )
     return Question("add", system, user, probability_schema(), "answer_add")
 
 
-def review_question(memory: Memory) -> Question:
+def review_question(memory: Memory, when: PromptTime | None = None) -> Question:
     system = _decision_system(
         "This memory about the speaker has not been updated for at least 30 days. Decide whether it is still "
         'durable profile information ("keep") or a time-limited detail that no longer matters ("delete"). '
         "When unsure, keep.",
         _verdict_format(REVIEW_VERDICTS),
     )
-    user = f"{quoting.owner_tag(memory.user_id)}\nMemory:\n{quoting.memory_with_metadata(memory)}"
+    until = f" It holds until {memory.valid_until.isoformat()}." if memory.valid_until is not None else ""
+    today = f"{when.today()}{until}\n" if when is not None else ""
+    user = f"{today}{quoting.owner_tag(memory.user_id)}\nMemory:\n{quoting.memory_with_metadata(memory)}"
     return Question("review", system, user, verdict_schema(REVIEW_VERDICTS), "answer_review", REVIEW_VERDICTS)
 
 
 # ---------------------------------------------------------------- writing prompts
 
 
-def memory_task(exchange: Exchange, current: Memory | None) -> TextTask:
-    """The rewrite sees the exchange and ``current`` only: never the rest of the profile."""
+MEMORY_ANSWER_RULE = (
+    'Write absolute dates: "last week" said on 2026-11-24 is "around 2026-11-17". Answer ONLY '
+    '{"text": "<the fact>", "validUntil": "YYYY-MM-DD" or null} on one line: validUntil is the last day '
+    "a plan or time-limited situation holds (a trip, an exam), null for a durable fact."
+)
+
+
+def memory_task(exchange: Exchange, current: Memory | None, when: PromptTime | None = None) -> TextTask:
+    """The rewrite sees the exchange and ``current`` only: never the rest of the profile. Dated
+    (``when``), it resolves relative dates against each line's own day and may give an end."""
     rules = (
         "You write the memories of a Discord bot: one short natural-language fact about the speaker (the "
         "<speaker> tag), such as a preference, a relationship, an ongoing situation or a plan, taken only from "
@@ -235,11 +257,14 @@ def memory_task(exchange: Exchange, current: Memory | None) -> TextTask:
         "speaker, on ONE line, at most 200 characters. Output only the fact: no quotes, no tags, no preamble. "
         + quoting.QUOTED_DATA_RULE
     )
-    block = quoting.exchange_block(exchange)
+    if when is not None:
+        rules = rules.replace("Output only the fact: no quotes, no tags, no preamble. ", MEMORY_ANSWER_RULE + " ")
+    block = _dated(when, LINE_DATES_RULE) + quoting.exchange_block(exchange, _zone(when))
     if current is None:
         return TextTask("write_memory", rules, f"Exchange:\n{block}\n\nWrite the new memory.", MEMORY_MAX_TOKENS)
+    end = {"until": current.valid_until.isoformat()} if when is not None and current.valid_until else {}
     user = (
-        f"Exchange:\n{block}\n\nThe memory to rewrite:\n{quoting.memory_tag(current)}\n\n"
+        f"Exchange:\n{block}\n\nThe memory to rewrite:\n{quoting.memory_tag(current, **end)}\n\n"
         "Rewrite this memory so that it reflects what the speaker said."
     )
     return TextTask("write_memory", rules, user, MEMORY_MAX_TOKENS)
