@@ -325,11 +325,10 @@ def _register(args: argparse.Namespace) -> int:
     except ValueError as exc:
         return _setup_failed(str(exc))
     app_id = config.discord_application_id
-    if not app_id:
-        return _setup_failed(
-            "Set DISCORD_APPLICATION_ID (developer portal -> your application -> General Information)."
-        )
     secret_name = config.secret_names.get("DISCORD_BOT_TOKEN", "")
+    if not app_id:
+        token_too = "" if secret_name or config.plain_secrets.get("DISCORD_BOT_TOKEN") else " and DISCORD_BOT_TOKEN"
+        return _setup_failed(f"Set DISCORD_APPLICATION_ID (developer portal -> General Information){token_too}.")
     try:
         token = config.secret("DISCORD_BOT_TOKEN")
     except Exception as exc:  # noqa: BLE001 - reading the secret: the environment's problem, said in one line
