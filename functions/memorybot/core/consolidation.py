@@ -351,11 +351,21 @@ class Consolidator:
             logged.add(owner)
         return [m for m in stale if m.owner in logged]
 
+    def _due(self, now: datetime) -> list[Memory]:
+        """Tonight's review, within its cap: the memories whose end has come (and untouched since)
+        first, earliest ended first; then the stale ones, least recently reviewed first."""
+        ended = self._memories.ended(now, STALE_REVIEWS_PER_NIGHT)[:STALE_REVIEWS_PER_NIGHT]
+        room = STALE_REVIEWS_PER_NIGHT - len(ended)
+        stale = self._memories.stale(now - STALE_AFTER, room + len(ended)) if room else []
+        taken = {(m.owner, m.memory_id) for m in ended}
+        return ended + [m for m in stale if (m.owner, m.memory_id) not in taken][:room]
+
     def _decay(self, now: datetime, run_id: int, tally: ReviewTally, counter: decisions.CallCounter) -> None:
-        """Review the stale records least recently reviewed first; only an explicit DELETE removes
-        one, and a KEEP marks it reviewed so that it goes behind those not yet reviewed."""
+        """Review the ended records, then the stale ones least recently reviewed first; only an
+        explicit DELETE removes one, and a KEEP marks it reviewed so that it goes behind those not
+        yet reviewed (an ended one kept leaves the ended set: it was looked at since its end)."""
         try:
-            stale = self._stale_unpaused(now, run_id, tally)  # a paused person's memories reach no model
+            stale = self._due_unpaused(now, run_id, tally)  # a paused person's memories reach no model
         except Exception as exc:  # noqa: BLE001 - decay failing must not lose the extraction's record
             logger.warning(
                 "nightly decay could not list stale records", extra={"run_id": run_id, "error": type(exc).__name__}
@@ -448,15 +458,14 @@ class Consolidator:
         ids = sorted(user_ids)
         return {u for u, p in zip(ids, decisions.concurrently(paused, ids, REVIEW_CONCURRENCY), strict=True) if p}
 
-    def _stale_unpaused(self, now: datetime, run_id: int, tally: ReviewTally) -> list[Memory]:
-        """The night's stale records (least recently reviewed first, at most twenty) of people who
-        have not paused memory. A paused person's go behind the others in the queue (a mark, as
-        for a kept one, with no model asked) and the queue is read again, at most STALE_LOOKS
-        times a night: so they never hold the night's places."""
+    def _due_unpaused(self, now: datetime, run_id: int, tally: ReviewTally) -> list[Memory]:
+        """Tonight's review (``_due``: ended, then stale; at most twenty) of people who have not
+        paused memory. A paused person's records go behind the others (a mark, as for a kept one,
+        with no model asked; an ended one so leaves the ended set and waits in the stale queue) and
+        the queue is read again, at most STALE_LOOKS times a night: so they never hold its places."""
         chosen: dict[tuple[Owner, str], Memory] = {}
         for _ in range(STALE_LOOKS):
-            stale = self._memories.stale(now - STALE_AFTER, STALE_REVIEWS_PER_NIGHT)
-            stale = stale[:STALE_REVIEWS_PER_NIGHT]  # the cap holds whatever the store returns
+            stale = self._due(now)
             unpaused = self._unpaused(stale)
             for memory in stale:
                 if memory in unpaused:

@@ -163,6 +163,11 @@ class MemoryStore(Protocol):
         """Memories of any owner, in any scope, not updated since ``updated_before``, least recently
         reviewed first: by ``review_after`` = the later of their update and their last review."""
 
+    def ended(self, now: datetime, limit: int) -> list[Memory]:
+        """Memories of any owner, in any scope, whose end (``Memory.ends_at`` in the deployment's
+        time zone) has come by ``now`` and that no write or review has touched since it came
+        (``review_after`` before it), earliest ended first."""
+
     def mark_reviewed(self, memory: Memory, at: datetime) -> None:
         """Mark a memory kept by the stale review at ``at`` (it goes behind those not yet reviewed).
 
@@ -252,8 +257,10 @@ class PeopleStore(Protocol):
     def resume(self, user_id: str, entry: LedgerEntry) -> bool:
         """Resume at ``entry.at``, with its ledger row; False (nothing written) when not paused."""
 
-    def claim_notice(self, user_id: str, scope: str) -> bool:
-        """True exactly once per person and scope (a conditional write): the caller gives the notice."""
+    def claim_notice(self, user_id: str, scope: str, check: PersonCheck | None = None) -> bool:
+        """True exactly once per person and scope (a conditional write): the caller gives the notice.
+        With ``check``, False too when the person's record does not allow it (erased since the turn
+        began: the record an erasure left is not written again)."""
 
     def release_notice(self, user_id: str, scope: str) -> None:
         """Undo a claim whose notice could not be sent, so that a later turn gives it."""
