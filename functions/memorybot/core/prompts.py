@@ -257,9 +257,10 @@ def memory_task(exchange: Exchange, current: Memory | None, when: PromptTime | N
         "speaker, on ONE line, at most 200 characters. Output only the fact: no quotes, no tags, no preamble. "
         + quoting.QUOTED_DATA_RULE
     )
-    if when is not None:
+    if when is not None:  # instructions, so in the system prompt: the user message is the quoted data
         rules = rules.replace("Output only the fact: no quotes, no tags, no preamble. ", MEMORY_ANSWER_RULE + " ")
-    block = _dated(when, LINE_DATES_RULE) + quoting.exchange_block(exchange, _zone(when))
+        rules += " " + _dated(when, LINE_DATES_RULE).strip()
+    block = quoting.exchange_block(exchange, _zone(when))
     if current is None:
         return TextTask("write_memory", rules, f"Exchange:\n{block}\n\nWrite the new memory.", MEMORY_MAX_TOKENS)
     end = {"until": current.valid_until.isoformat()} if when is not None and current.valid_until else {}
