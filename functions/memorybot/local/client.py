@@ -175,6 +175,11 @@ def find_admin_secret(state_dir: Path | None) -> str:
 
 
 def no_stack_hint(url: str) -> str:
+    if httpx.URL(url).host not in ("127.0.0.1", "localhost", "::1"):  # a deployed API
+        return (
+            f"Nothing answers at {url}: check the network and the URL (the API's base URL, "
+            "https://ID.execute-api.REGION.amazonaws.com/prod, from the deploy's outputs)."
+        )
     return f"No local stack answers at {url}: start it with `make run` first (or pass the --url it printed)."
 
 
