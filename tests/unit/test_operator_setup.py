@@ -24,6 +24,7 @@ from pathlib import Path
 import pytest
 
 from memorybot import cli
+from memorybot.core.nightly_steps import scheduled_time
 from memorybot.local import operator
 from memorybot.ops.setup import SETUP_FAILED, resolve_region
 
@@ -178,3 +179,15 @@ def test_ctrl_c_while_the_client_waits_for_the_stack_is_quiet(tmp_path: Path):
             connection.close()
         listener.close()
     assert client.returncode == cli.INTERRUPTED and "Traceback" not in err and err.strip() == "", err
+
+
+# ---- a night's time, in its range
+
+
+@pytest.mark.parametrize("raw", ["0001-01-01T00:00:00+01:00", "9999-12-31T23:00:00-05:00", "1969-12-31T00:00:00Z"])
+def test_a_night_outside_the_calendar_is_refused_in_one_line(raw):
+    with pytest.raises(ValueError, match="is outside 1970-01-02 .. 9999-12-30"):
+        scheduled_time(raw)
+    line = one_line_exit_2(run("nightly", "--now", raw, "--url", CLOSED, env={"MEMORYBOT_ADMIN_SECRET": "x"}))
+    assert line.startswith("--now: ") and "is outside" in line
+    assert scheduled_time("2026-11-20T18:00:00Z").year == 2026
