@@ -490,6 +490,7 @@ class ScriptedChat:
         self.texts = texts or {}
         self.reply_answer = reply
         self.diary_answer = diary
+        self.diary_languages: list[str] = []  # the language each diary was asked in
         self.fail: set[str] = set()
         self.seen: list[tuple[str, object]] = []
         self._lock = threading.Lock()
@@ -509,8 +510,9 @@ class ScriptedChat:
         self._record("write_reply", list(prompt))
         return self.reply_answer
 
-    def write_diary(self, transcript):
+    def write_diary(self, transcript, language="ja"):
         self._record("write_diary", transcript)
+        self.diary_languages.append(language)
         return self.diary_answer
 
 

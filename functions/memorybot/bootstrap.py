@@ -113,6 +113,7 @@ class Container:
             manifests=self.manifest_store,
             speaker_concurrency=self.settings.nightly_speaker_concurrency,
             embeddings=self.embedding_model,
+            diary_language=self.settings.diary_language,
         )
 
     @cached_property
@@ -169,6 +170,20 @@ class Container:
         return DiscordRest(
             self.settings.discord_api_base, self.settings.secret("DISCORD_BOT_TOKEN"), timeout=1.0, max_attempts=1
         )
+
+    @cached_property
+    def discord_webhooks(self):
+        """For a worker that only fills in interaction answers: no bot token (the webhooks need none)."""
+        from .adapters.discord_rest import DiscordRest
+
+        return DiscordRest(self.settings.discord_api_base, None)
+
+    @cached_property
+    def guild_names(self):
+        """Servers' names for the answers, each read once (GET /guilds/{id}) inside the 3 s."""
+        from .discord.guilds import GuildNames
+
+        return GuildNames(self.discord_interactive)
 
     @cached_property
     def unavailable_attempts(self):

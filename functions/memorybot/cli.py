@@ -93,7 +93,9 @@ def main(argv: list[str] | None = None) -> int:
     chat.add_argument("--state-dir", type=Path, default=None, help="where to find the local signing key")
     chat.add_argument("--locale", default="en-US", help="your Discord language, as Discord sends it (e.g. ja)")
 
-    register = sub.add_parser("register-commands", help="install /chat and /memory on Discord (bulk overwrite)")
+    register = sub.add_parser(
+        "register-commands", help='install /chat, /memory and "Remember this" on Discord (bulk overwrite)'
+    )
     register.add_argument("--guild", default=None, help="a guild id: instant, for testing (default: global)")
 
     nightly = sub.add_parser("nightly", help="run the nightly consolidation on a local stack now")
@@ -244,6 +246,7 @@ def _register(args: argparse.Namespace) -> int:
     from .adapters.discord_rest import DiscordRest
     from .config import settings
     from .discord.requests import COMMANDS
+    from .ops.doctor import command_label
 
     config = settings()
     token, app_id = config.secret("DISCORD_BOT_TOKEN"), config.discord_application_id
@@ -252,7 +255,7 @@ def _register(args: argparse.Namespace) -> int:
         return 2
     registered = DiscordRest(config.discord_api_base, token).bulk_overwrite_commands(app_id, COMMANDS, args.guild)
     where = f"guild {args.guild}" if args.guild else "all guilds (global commands can take a while to appear)"
-    print(f"Registered {', '.join('/' + c['name'] for c in registered)} for {where}.")
+    print(f"Registered {', '.join(command_label(c) for c in registered)} for {where}.")
     return 0
 
 

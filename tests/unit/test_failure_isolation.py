@@ -21,7 +21,7 @@ from memorybot.adapters.jev_http import JevHttpDecisionModel
 from memorybot.adapters.manifests import InMemoryManifests
 from memorybot.adapters.openai_chat import OpenAIChatModel, OpenAICompatibleClient
 from memorybot.adapters.retry import Retrier, RetryBudget, RetryPolicy
-from memorybot.core import conversation
+from memorybot.core.catalog import text
 from memorybot.core.consolidation import STALE_AFTER, Consolidator
 from memorybot.core.domain import GLOBAL_SCOPE, JST, Actor, Message, Verdict
 from memorybot.core.extraction import Extractor, Outcome
@@ -118,7 +118,7 @@ def test_a_failing_chat_model_gets_the_apology_at_once_not_after_lambdas_retries
         assert reply.handler(job, context())["status"] == "apologised"  # no raise: no Lambda retry
         assert time.monotonic() - started < 5.0  # not Lambda's retries, minutes apart
         assert len(llm.requests_to(llm.COMPLETIONS_PATH)) == 3
-        assert [e.body["content"] for e in front.recorder.of_kind("edit")] == [conversation.APOLOGY]
+        assert [e.body["content"] for e in front.recorder.of_kind("edit")] == [text("apology")]
         assert front.invoker.calls == []  # nothing to extract from
 
 

@@ -59,7 +59,7 @@ class EchoChat:
     def write_reply(self, prompt):
         return "ok"
 
-    def write_diary(self, transcript):
+    def write_diary(self, transcript, language="ja"):
         return "日記"
 
 

@@ -13,6 +13,7 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
+from ..core.catalog import Language
 from ..core.domain import Exchange, Memory, PromptMessage, Verdict
 from ..core.ports import ModelError
 from ..core.prompts import (
@@ -153,5 +154,5 @@ class WritingChatModel:
     def write_memory(self, exchange: Exchange, current: Memory | None) -> str:
         return self._write(memory_task(exchange, current))
 
-    def write_diary(self, transcript: str) -> str:
-        return self._write(diary_task(transcript))
+    def write_diary(self, transcript: str, language: Language = Language.JA) -> str:
+        return self._write(diary_task(transcript, language))

@@ -35,12 +35,14 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from html import unescape
 
+from ..core.catalog import Language
 from ..core.domain import Exchange, Memory, PromptMessage, Verdict
 from ..core.ports import ModelError
 
 OFFLINE_MEMORY_LABEL = "[offline]"
 OFFLINE_REPLY_LABEL = "(offline stand-in)"
 OFFLINE_DIARY_LABEL = "（オフライン代役）"
+OFFLINE_DIARY_LABEL_EN = "(offline stand-in)"
 
 WORTH_YES = ADD_YES = 0.8
 WORTH_NO = ADD_NO = 0.2
@@ -240,9 +242,13 @@ class OfflineChatModel:
         things = "thing" if len(remembered) == 1 else "things"
         return f"{OFFLINE_REPLY_LABEL} I remember {len(remembered)} {things} about you: " + "; ".join(remembered)
 
-    def write_diary(self, transcript: str) -> str:
+    def write_diary(self, transcript: str, language: Language = Language.JA) -> str:
         said = [line for line in _lines(transcript) if not _is_bot(line)]
+        people = len({line.author for line in said})
+        if language is Language.EN:
+            if not said:
+                return f"{OFFLINE_DIARY_LABEL_EN} Nobody talked today."
+            return f"{OFFLINE_DIARY_LABEL_EN} Today {people} people sent {len(said)} messages."
         if not said:
             return f"{OFFLINE_DIARY_LABEL}今日は誰も話さなかった。"
-        people = len({line.author for line in said})
         return f"{OFFLINE_DIARY_LABEL}今日は{people}人が{len(said)}件のメッセージを送った。"

@@ -27,6 +27,7 @@ from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
 
 from . import decisions
+from .catalog import Language
 from .domain import (
     BOT_NAME,
     DECAY_REASON,
@@ -207,8 +208,10 @@ class Consolidator:
         clock: Callable[[], datetime] = utcnow,
         speaker_concurrency: int = SPEAKER_CONCURRENCY,
         embeddings: EmbeddingModel | None = None,
+        diary_language: Language = Language.JA,
     ) -> None:
         self._memories = memories
+        self._diary_language = diary_language
         self._embeddings = embeddings
         self._messages = messages
         self._runs = runs
@@ -425,11 +428,11 @@ class Consolidator:
         logger.info("embedding backfill", extra={"run_id": run_id, "missing": len(missing), "embedded": embedded})
 
     def _diary(self, recent: Sequence[Message], counter: decisions.CallCounter) -> str:
-        """One Japanese line from the last 30 messages; a failure leaves it empty."""
+        """One line from the last 30 messages, in the diary's language; a failure leaves it empty."""
         if not recent:
             return ""
         text = transcript(recent)
-        return counter.ask("diary", lambda: self._chat.write_diary(text), _diary_line) or ""
+        return counter.ask("diary", lambda: self._chat.write_diary(text, self._diary_language), _diary_line) or ""
 
     # ---- step 5: finish
 

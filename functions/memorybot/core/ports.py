@@ -11,6 +11,7 @@ from datetime import datetime, timedelta
 from enum import Enum
 from typing import Any, Protocol, TypeVar
 
+from .catalog import Language
 from .domain import (
     Action,
     Actor,
@@ -354,8 +355,8 @@ class ChatModel(Protocol):
 
     def write_reply(self, prompt: Sequence[PromptMessage]) -> str: ...
 
-    def write_diary(self, transcript: str) -> str:
-        """One line, in Japanese."""
+    def write_diary(self, transcript: str, language: Language = Language.JA) -> str:
+        """One line, in ``language`` (the design's servers talk Japanese: MEMORYBOT_DIARY_LANGUAGE)."""
 
 
 class EmbeddingModel(Protocol):
@@ -401,6 +402,9 @@ class DiscordApi(Protocol):
 
     def recent_channel_messages(self, channel_id: str, limit: int) -> list[Message]:
         """The channel's newest ordinary messages, oldest first (needs the Message Content intent)."""
+
+    def guild_name(self, guild_id: str) -> str:
+        """The server's name (raises when it cannot be read)."""
 
 
 class AsyncInvoker(Protocol):

@@ -30,6 +30,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from . import quoting
+from .catalog import Language
 from .decisions import render_memories
 from .domain import MEMORY_VERDICTS, REVIEW_VERDICTS, Exchange, Memory, Message, PromptMessage, Speaker, Verdict
 from .ports import ModelError
@@ -226,7 +227,17 @@ def memory_task(exchange: Exchange, current: Memory | None) -> TextTask:
     return TextTask("write_memory", rules, user, MEMORY_MAX_TOKENS)
 
 
-def diary_task(transcript: str) -> TextTask:
+def diary_task(transcript: str, language: Language = Language.JA) -> TextTask:
+    """The diary's one line, in ``language`` (the design's: Japanese, matching the server's talk)."""
+    if language is Language.EN:
+        system = (
+            "You keep the diary of a Discord server. From the conversation log, write what happened that day "
+            "in ONE sentence in English. Output only that line: no preamble, no quotes. Do not mention anyone's "
+            "secrets. " + quoting.QUOTED_DATA_RULE
+        )
+        return TextTask(
+            "write_diary", system, f"Conversation log:\n{quoting.transcript_block(transcript)}", DIARY_MAX_TOKENS
+        )
     system = (
         "あなたはDiscordサーバーの日記係です。与えられた会話ログから、その日の出来事を日本語の一文で書いてください。"
         "出力は一行だけ、前置きや引用符は不要です。個人の秘密には触れないでください。" + quoting.QUOTED_DATA_RULE_JA
