@@ -21,8 +21,11 @@ from fakes import (
     owner,
 )
 from memorybot.adapters.manifests import InMemoryManifests
+from memorybot.adapters.offline import OfflineChatModel
 from memorybot.admin_api import run_record
+from memorybot.config import Settings
 from memorybot.core import commands
+from memorybot.core.catalog import Language
 from memorybot.core.consolidation import (
     CHUNK_MESSAGES,
     CHUNKS_PER_SPEAKER,
@@ -41,6 +44,7 @@ from memorybot.core.jobs import BadJob
 from memorybot.core.nightly_jobs import SpeakerMark
 from memorybot.core.nightly_steps import SPEAKER_RETRY, StepRetry, run_in_process, with_retries
 from memorybot.core.ports import ModelUnavailable
+from memorybot.core.prompts import diary_task
 
 NOW = datetime(2026, 11, 30, 3, 0, tzinfo=JST)  # the alarm: covers 2026-11-29 03:00 .. 2026-11-30 03:00 JST
 
@@ -328,6 +332,30 @@ def test_the_diary_is_written_from_the_last_30_messages_of_the_window():
     assert len(lines) == DIARY_MESSAGES
     assert lines[0].endswith("line-15") and lines[-1].endswith("line-44")
     assert run.diary == ScriptedChat().diary_answer
+
+
+@pytest.mark.parametrize(("setting", "language"), [(None, Language.JA), ("ja", Language.JA), ("en", Language.EN)])
+def test_the_diary_is_asked_for_in_the_configured_language_japanese_by_default(setting, language):
+    env = {} if setting is None else {"MEMORYBOT_DIARY_LANGUAGE": setting}
+    configured = Settings.from_env(env).diary_language
+    assert configured is language
+    night = Night(diary_language=configured)
+    night.say("u1", "we planned the autumn picnic", jst(29, 6))
+    night.run()
+    assert night.chat.diary_languages == [language]
+
+
+def test_a_diary_language_the_bot_cannot_write_is_refused_with_the_choices():
+    with pytest.raises(ValueError, match="MEMORYBOT_DIARY_LANGUAGE must be one of: en, ja"):
+        Settings.from_env({"MEMORYBOT_DIARY_LANGUAGE": "fr"})
+
+
+def test_the_diary_prompt_and_the_offline_stand_in_follow_the_language():
+    ja, en = diary_task("alice: hi", Language.JA), diary_task("alice: hi", Language.EN)
+    assert "日本語" in ja.system and "in English" in en.system and "日本語" not in en.system
+    offline = OfflineChatModel()
+    assert offline.write_diary("alice: hi\nbob: yo", Language.EN).endswith("Today 2 people sent 2 messages.")
+    assert offline.write_diary("alice: hi\nbob: yo").endswith("今日は2人が2件のメッセージを送った。")
 
 
 # ---- forgetting sticks -----------------------------------------------------------
