@@ -254,7 +254,7 @@ def test_autocomplete_choices_are_capped_at_25_with_names_of_at_most_100_chars()
     assert all(len(c["name"]) == 100 for c in answer["data"]["choices"])
 
 
-def test_the_registered_commands_are_chat_memory_show_forget_why_export_forget_all_pause_resume_and_remember_this():
+def test_the_registered_commands_are_chat_memory_show_forget_why_export_forget_all_pause_resume_history_and_remember_this():
     chat_cmd, memory_cmd, remember_cmd = requests.COMMANDS
     message_option = chat_cmd["options"][0]
     assert chat_cmd["name"] == "chat" and (message_option["type"], message_option["name"]) == (3, "message")
@@ -262,11 +262,11 @@ def test_the_registered_commands_are_chat_memory_show_forget_why_export_forget_a
     # the longest line the bot keeps: Discord's client refuses a longer one before it is sent
     assert message_option["max_length"] == requests.MESSAGE_MAX_CHARS
     subs = {o["name"]: o for o in memory_cmd["options"]}
-    assert set(subs) == {"show", "forget", "why", "export", "forget-all", "pause", "resume"}
+    assert set(subs) == {"show", "forget", "why", "export", "forget-all", "pause", "resume", "history"}
     for name in ("forget", "why"):
         [id_option] = subs[name]["options"]
         assert (id_option["name"], id_option["required"], id_option["autocomplete"]) == ("id", True, True)
-    assert all("options" not in subs[name] for name in ("export", "forget-all", "pause", "resume"))
+    assert all("options" not in subs[name] for name in ("export", "forget-all", "pause", "resume", "history"))
     assert (remember_cmd["type"], remember_cmd["name"]) == (3, "Remember this")
     assert remember_cmd["name_localizations"] == {"ja": "これを覚えて"}
     for defined in requests.COMMANDS:  # in servers, the bot's DM and a person's own DMs and groups

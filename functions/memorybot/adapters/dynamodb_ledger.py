@@ -44,7 +44,7 @@ def memory_from_json(text: str | None) -> Memory | None:
 
 def ledger_entry_key(entry: LedgerEntry) -> str:
     """Sort key: the time first, so a user's rows (and a run's, in by_run) order by time."""
-    return f"{iso(entry.at)}#{entry.entry_id}"
+    return entry.key
 
 
 def ledger_item(entry: LedgerEntry, *, read_retention_days: int = 0) -> Item:

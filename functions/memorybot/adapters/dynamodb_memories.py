@@ -32,6 +32,7 @@ from .. import tables
 from ..config import Settings
 from ..core import memory_record
 from ..core.domain import (
+    CHANGE_ACTIONS,
     Action,
     Actor,
     Change,
@@ -365,8 +366,9 @@ class DynamoMemoryStore:
                 }
             },
         ]
-        if entry.action is Action.DELETE and entry.actor is Actor.COMMAND and entry.sources:
-            # A forget by the person: its sources never teach again, recorded with the delete.
+        if change.action is Action.DELETE and entry.actor is Actor.COMMAND and entry.sources:
+            # A forget by the person (or their Undo of an add): its sources never teach again,
+            # recorded with the delete.
             transaction.append(self._forgotten_write(change.owner, entry.sources))
         check_at = len(transaction) if check is not None else None
         if check is not None:  # after the memory's own write (position 0) and its ledger row
@@ -579,6 +581,29 @@ class DynamoMemoryStore:
             **({"Limit": limit} if limit else {}),
         )
         return [ledger_from_item(i) for i in islice(items, limit)]
+
+    def changes_of(self, owner: Owner, limit: int, *, older_than: str = "") -> list[LedgerEntry]:
+        if limit <= 0:
+            return []
+        # The owner's partition, newest first, reads filtered out: a filter reads what it drops, so
+        # a page costs the read rows between the changes too (reads expire: ledger retention).
+        kinds = {f":{action.value}": s(action.value) for action in CHANGE_ACTIONS}
+        before = {":older": s(older_than)} if older_than else {}
+        items = query_items(
+            self._client,
+            TableName=self._log,
+            KeyConditionExpression="#owner = :owner" + (" AND entry_key < :older" if older_than else ""),
+            FilterExpression=f"#action IN ({', '.join(kinds)})",
+            ExpressionAttributeNames={"#owner": "owner", "#action": "action"},
+            ExpressionAttributeValues={":owner": s(owner.key), **kinds, **before},
+            ScanIndexForward=False,
+            ConsistentRead=True,
+        )
+        return [ledger_from_item(i) for i in islice(items, limit)]
+
+    def ledger_entry(self, owner: Owner, key: str) -> LedgerEntry | None:
+        item = get_item(self._client, self._log, {"owner": s(owner.key), "entry_key": s(key)})
+        return ledger_from_item(item) if item else None
 
     def forgotten_sources(self, owner: Owner) -> frozenset[str]:
         # One consistent GetItem, whatever the length of the person's history.

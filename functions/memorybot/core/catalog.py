@@ -14,6 +14,8 @@ from __future__ import annotations
 import string
 from enum import Enum
 
+from .domain import DM_SCOPE, GLOBAL_SCOPE
+
 
 class Language(str, Enum):
     EN = "en"
@@ -254,6 +256,89 @@ TEXTS: dict[str, dict[Language, str]] = {
             "/memory forget-all ですべて消せます。"
         ),
     },
+    # ---- /memory history and its buttons (discord/history_view.py)
+    "history_header": {
+        Language.EN: "Your newest changes {where}, newest first:",
+        Language.JA: "{where}の最近の変更（新しい順）：",
+    },
+    "history_header_older": {
+        Language.EN: "Older changes {where}:",
+        Language.JA: "{where}の、それより前の変更：",
+    },
+    "history_nothing": {
+        Language.EN: "Nothing about you has changed {where} yet.",
+        Language.JA: "{where}は、あなたについてまだ何も変わっていません。",
+    },
+    "history_nothing_older": {
+        Language.EN: "There are no older changes {where}.",
+        Language.JA: "{where}は、これより前の変更はありません。",
+    },
+    "history_line": {
+        Language.EN: "{n}. {at} · memory {memory_id} {kind} by {who}",
+        Language.JA: "{n}. {at} · メモ {memory_id} を{who}が{kind}",
+    },
+    "history_quoted": {  # the start of a state, before → after
+        Language.EN: "“{text}”",
+        Language.JA: "「{text}」",
+    },
+    "history_erased_text": {
+        Language.EN: "(its text was erased)",
+        Language.JA: "（本文は消去済み）",
+    },
+    "history_footer": {
+        Language.EN: "Undo N puts one change back as it was before (only while nothing changed it since).",
+        Language.JA: "「取り消し N」で、その変更の前の状態に戻します（その後に変わっていない場合のみ）。",
+    },
+    "history_undo_label": {
+        Language.EN: "Undo {n}",
+        Language.JA: "取り消し {n}",
+    },
+    "history_older_label": {
+        Language.EN: "Older",
+        Language.JA: "前へ",
+    },
+    "history_not_yours": {
+        Language.EN: "Sorry, only the person whose history this is can use its buttons. Nothing was changed.",
+        Language.JA: "この履歴のボタンを使えるのは本人だけです。何も変更していません。",
+    },
+    "undo_done": {
+        Language.EN: "Undone: memory {memory_id} is back as it was before that change ({kind}).",
+        Language.JA: "取り消しました：メモ {memory_id} はその変更（{kind}）の前の状態に戻りました。",
+    },
+    "undo_changed": {
+        Language.EN: (
+            "Not undone: memory {memory_id} has changed since then, so nothing was changed. "
+            "/memory history shows what happened after."
+        ),
+        Language.JA: (
+            "取り消せませんでした：メモ {memory_id} はその後に変わっているため、何も変更していません。"
+            "その後の経緯は /memory history で確認できます。"
+        ),
+    },
+    "undo_final": {
+        Language.EN: "Not undone: what a forget-all or an erasure removed is never brought back. Nothing was changed.",
+        Language.JA: "取り消せませんでした：forget-all や消去で消したものは二度と戻りません。何も変更していません。",
+    },
+    "undo_not_found": {
+        Language.EN: "That change is not one of yours I can undo. Nothing was changed.",
+        Language.JA: "その変更は、あなたの取り消せる変更ではありません。何も変更していません。",
+    },
+    # what kind of change (history_line's {kind}), by core.history.ChangeKind
+    "change_added": {Language.EN: "added", Language.JA: "追加"},
+    "change_updated": {Language.EN: "updated", Language.JA: "更新"},
+    "change_deleted": {Language.EN: "deleted", Language.JA: "削除"},
+    "change_decayed": {Language.EN: "decayed", Language.JA: "整理で削除"},
+    "change_forgotten": {Language.EN: "forgotten", Language.JA: "忘却"},
+    "change_erased": {Language.EN: "erased", Language.JA: "消去"},
+    "change_rolled_back": {Language.EN: "rolled back", Language.JA: "ロールバック"},
+    "change_imported": {Language.EN: "imported", Language.JA: "インポート"},
+    "change_undone": {Language.EN: "undone", Language.JA: "取り消し"},
+    # who made it (history_line's {who}), by core.history.Who
+    "who_you": {Language.EN: "you", Language.JA: "あなた"},
+    "who_conversation": {Language.EN: "a conversation", Language.JA: "会話"},
+    "who_night": {Language.EN: "the night", Language.JA: "夜間処理"},
+    "who_operator": {Language.EN: "an operator", Language.JA: "運用者"},
+    "who_import": {Language.EN: "an import", Language.JA: "インポート"},
     # ---- "Remember this" (the message command)
     "remember_will": {
         Language.EN: "I'll remember that.",
@@ -357,6 +442,10 @@ COMMAND_DESCRIPTIONS: dict[str, dict[Language, str]] = {
         Language.EN: "Start learning from me again, from now on",
         Language.JA: "今から、また学ぶようにする",
     },
+    "memory history": {
+        Language.EN: "What changed about me here lately, with an Undo for each change (only I see it)",
+        Language.JA: "ここで最近わたしについて変わったこと（変更ごとに取り消しボタン付き、自分にだけ表示）",
+    },
 }
 
 # The message command's name: what Discord sends back, whichever language its menu showed.
@@ -365,6 +454,16 @@ REMEMBER_THIS = "Remember this"
 COMMAND_NAMES: dict[str, dict[Language, str]] = {
     REMEMBER_THIS: {Language.EN: REMEMBER_THIS, Language.JA: "これを覚えて"},
 }
+
+
+def where_label(scope: str, locale: str = "", name: str = "") -> str:
+    """Where memories live, in words: a server by its ``name`` where it is known, else by its id."""
+    if scope == GLOBAL_SCOPE:
+        return text("where_everywhere", locale)
+    if scope == DM_SCOPE:
+        return text("where_dm", locale)
+    kind, _, ident = scope.partition(":")
+    return text("where_server" if kind == "guild" else "where_group", locale, name=name or ident or scope)
 
 
 def text(key: str, locale: str = "", **fields: object) -> str:

@@ -10,14 +10,16 @@ import json
 import logging
 import time
 from collections.abc import Callable
-from datetime import UTC, datetime
+from datetime import UTC, datetime, tzinfo
 from typing import Any, Protocol
 
-from ..core import commands, consent, conversation
+from ..core import commands, consent, conversation, history
 from ..core.catalog import text
-from ..core.domain import DM_SCOPE, GLOBAL_SCOPE, ScopeMode
+from ..core.catalog import where_label as scope_label
+from ..core.domain import GLOBAL_SCOPE, ScopeMode
 from ..core.jobs import RememberJob, ReplyJob
 from ..core.ports import AsyncInvoker, DiscordApi, MemoryStore, MessageStore, PeopleStore
+from . import history_view
 from .guilds import GuildNames
 from .requests import (
     FORGET_ALL_TTL,
@@ -33,8 +35,10 @@ from .requests import (
     Ping,
     RememberMessage,
     ResumeMemory,
+    ShowHistory,
     ShowMemories,
     SuggestForget,
+    UndoChange,
     UnknownComponent,
     Unsupported,
     WhyMemory,
@@ -78,6 +82,10 @@ class Dependencies(Protocol):
     @property
     def guild_names(self) -> GuildNames: ...
 
+    @property
+    def zone(self) -> tzinfo:
+        """The deployment's time zone (the dates /memory history shows)."""
+
     def once(self, name: str, key: str, work: Callable[[], dict]) -> dict | None:
         """``work()``'s answer, computed once per key (the dedup ledger); None while another copy runs it."""
 
@@ -101,17 +109,6 @@ def choices(pairs: list[tuple[str, str]]) -> dict:
 def say(key: str, caller: Caller | str, **fields: object) -> dict:
     """An ephemeral answer: the catalog's ``key`` in the language of the caller (or of a locale)."""
     return ephemeral(text(key, caller if isinstance(caller, str) else caller.locale, **fields))
-
-
-def scope_label(scope: str, locale: str = "", name: str = "") -> str:
-    """Where a listing's memories were learned, in words (the DM goes elsewhere, so say it); a
-    server by its ``name`` where it is known, else by its id."""
-    if scope == GLOBAL_SCOPE:
-        return text("where_everywhere", locale)
-    if scope == DM_SCOPE:
-        return text("where_dm", locale)
-    kind, _, ident = scope.partition(":")
-    return text("where_server" if kind == "guild" else "where_group", locale, name=name or ident)
 
 
 def where(caller: Caller, deps: Dependencies) -> str:
@@ -353,6 +350,37 @@ def _resume(request: ResumeMemory, deps: Dependencies) -> dict:
     return say("resumed" if switched.changed else "not_paused", request.caller)
 
 
+def _history(request: ShowHistory, deps: Dependencies) -> dict:
+    caller = request.caller
+    if request.requester and request.requester != caller.user_id:
+        return say("history_not_yours", request.locale)
+    page = history.history(deps.memory_store, caller.owner, older_than=request.older_than, people=deps.people_store)
+    older = bool(request.older_than)
+    data = history_view.page_answer(
+        page, caller.user_id, caller.scope, deps.zone, request.locale, older=older, place=where(caller, deps)
+    )
+    if request.requester:  # the "Older" button: the page turns in place
+        return {"type": UPDATE_MESSAGE, "data": {**data, "allowed_mentions": NO_MENTIONS}}
+    answer = ephemeral(data["content"])
+    answer["data"]["components"] = data["components"]
+    return answer
+
+
+def _undo(request: UndoChange, deps: Dependencies) -> dict:
+    caller = request.caller
+    if request.requester != caller.user_id:
+        logger.info("undo refused: not the owner", extra={"user_id": caller.user_id})
+        return say("history_not_yours", request.locale)
+    # A replay of the same click gets the first answer; a new click is judged afresh.
+    answer = deps.once("undo", request.interaction_id, lambda: _undo_once(request, deps))
+    return answer if answer is not None else say("busy", request.locale)
+
+
+def _undo_once(request: UndoChange, deps: Dependencies) -> dict:
+    result = history.undo(deps.memory_store, request.caller.owner, request.key)
+    return ephemeral(history_view.undo_text(result, request.locale))
+
+
 def _unknown_component(request: UnknownComponent, deps: Dependencies) -> dict:
     logger.info("component not acted on", extra={"custom_id": request.custom_id})
     return say("stale_component", request.locale)
@@ -406,5 +434,7 @@ _HANDLERS: dict[type, Callable[[Any, Dependencies], dict]] = {
     PauseMemory: _pause,
     ResumeMemory: _resume,
     RememberMessage: _remember,
+    ShowHistory: _history,
+    UndoChange: _undo,
     UnknownComponent: _unknown_component,
 }
