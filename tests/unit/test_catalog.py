@@ -13,7 +13,7 @@ from memorybot.core.catalog import COMMAND_DESCRIPTIONS, COMMAND_NAMES, TEXTS, L
 
 PACKAGE = Path(catalog.__file__).resolve().parents[1]
 EVERY_TABLE = {"TEXTS": TEXTS, "COMMAND_DESCRIPTIONS": COMMAND_DESCRIPTIONS, "COMMAND_NAMES": COMMAND_NAMES}
-JAPANESE = re.compile(r"[\u3040-\u30ff\u4e00-\u9fff]")  # kana or kanji
+JAPANESE = re.compile(r"[\u3000-\u30ff\u4e00-\u9fff]")  # Japanese punctuation, kana or kanji
 
 
 @pytest.mark.parametrize("table", EVERY_TABLE)
