@@ -202,7 +202,12 @@ def test_jev_bodies_carry_hostile_text_as_plain_json_values_of_the_speakers_line
     assert bodies[3] == {
         "speaker": {"id": "u1", "name": None},
         "messages": [],
-        "memory": {"id": "k3x9a", "text": HOSTILE_MEMORY, "updated_at": "2026-11-20T12:00:00.000000Z"},
+        "memory": {
+            "id": "k3x9a",
+            "text": HOSTILE_MEMORY,
+            "updated_at": "2026-11-20T12:00:00.000000Z",
+            "valid_until": None,
+        },
     }
 
 

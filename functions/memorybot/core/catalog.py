@@ -108,6 +108,10 @@ TEXTS: dict[str, dict[Language, str]] = {
         Language.EN: "Here is what I remember about you {where} (id, then the start of each memory):",
         Language.JA: "{where}あなたについて覚えていること（ID と、各記憶の書き出し）：",
     },
+    "preview_until": {  # after a listed memory that has an end (validUntil)
+        Language.EN: " (until {until})",
+        Language.JA: "（{until} まで）",
+    },
     "dm_footer": {
         Language.EN: "To make me forget one: /memory forget id:<id>",
         Language.JA: "ひとつ忘れてほしいとき：/memory forget id:<id>",
@@ -144,6 +148,10 @@ TEXTS: dict[str, dict[Language, str]] = {
             "記憶 {memory_id} は {at}（UTC）に{verb}。どのメッセージからかの記録はありません"
             "（出典を記録する前の記憶です）。"
         ),
+    },
+    "why_until": {  # a memory with an end (validUntil)
+        Language.EN: "It holds until {until}; after that I no longer use it in my replies.",
+        Language.JA: "この記憶は {until} までのものです。それ以降は返事に使いません。",
     },
     "why_verb_learned": {
         Language.EN: "learned",

@@ -9,10 +9,11 @@ server, is simply not found.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import date, datetime
 from enum import Enum
 
 from . import memory_record
+from .catalog import text
 from .consent import switch_json
 from .domain import PERSON_SCOPE, Action, Actor, Change, LedgerEntry, Memory, Owner, is_memory_id, iso, utcnow
 from .memory_record import Shape
@@ -21,11 +22,17 @@ from .ports import ConflictError, MemoryStore, PeopleStore
 FORGET_ATTEMPTS = 3  # a concurrent change between read and delete: read again
 
 
-def show(memories: MemoryStore, owner: Owner) -> list[str]:
+def preview(memory: Memory, locale: str = "") -> str:
+    """A memory as a listing or a choice shows it, its end (if it has one) in the reader's language."""
+    until = memory.valid_until
+    return memory.preview(text("preview_until", locale, until=until.isoformat()) if until is not None else "")
+
+
+def show(memories: MemoryStore, owner: Owner, locale: str = "") -> list[str]:
     """Every memory of the owner, newest first: the id, a space, and the first 80 characters.
     (The reply prompt and extraction still read only the newest ten.)"""
     profile = memories.read_profile(owner, actor=Actor.COMMAND, reason="memory show", limit=None)
-    return [m.preview() for m in profile]
+    return [preview(m, locale) for m in profile]
 
 
 FORGET_ALL_COUNT_REASON = "memory forget-all count"
@@ -40,12 +47,12 @@ def count(memories: MemoryStore, owner: Owner) -> int:
 SUGGESTIONS = 25  # Discord's limit on autocomplete choices
 
 
-def suggest(memories: MemoryStore, owner: Owner, typed: str) -> list[tuple[str, str]]:
+def suggest(memories: MemoryStore, owner: Owner, typed: str, locale: str = "") -> list[tuple[str, str]]:
     """Autocomplete for forget and why: (id, label) of the caller's own memories, all of them
     searched, matching what was typed (the newest 25)."""
     profile = memories.read_profile(owner, actor=Actor.COMMAND, reason="memory autocomplete", limit=None)
     typed = typed.strip().lower()
-    return [(m.memory_id, m.preview()) for m in profile if typed in m.memory_id or typed in m.text.lower()][
+    return [(m.memory_id, preview(m, locale)) for m in profile if typed in m.memory_id or typed in m.text.lower()][
         :SUGGESTIONS
     ]
 
@@ -58,6 +65,7 @@ class Provenance:
     action: Action  # add or update: the change that set its current text
     at: datetime
     links: tuple[str, ...]
+    valid_until: date | None = None  # the last day it holds, if it has an end
 
 
 def why(memories: MemoryStore, owner: Owner, memory_id: str) -> Provenance | None:
@@ -72,7 +80,8 @@ def why(memories: MemoryStore, owner: Owner, memory_id: str) -> Provenance | Non
     at = current.updated_at
     action = Action.ADD if current.updated_at == current.created_at else Action.UPDATE
     # Only the owner's own messages are ever sources (Exchange.sources); links name ids, no text.
-    return Provenance(memory_id, action, at, tuple(ref.link(owner.scope) for ref in current.sources))
+    links = tuple(ref.link(owner.scope) for ref in current.sources)
+    return Provenance(memory_id, action, at, links, current.valid_until)
 
 
 def export(memories: MemoryStore, user_id: str, people: PeopleStore | None = None) -> dict:

@@ -12,6 +12,7 @@ import re
 from datetime import tzinfo
 
 from ..core.catalog import text, where_label
+from ..core.dates import local_stamp
 from ..core.history import ChangeKind, HistoryLine, HistoryPage, UndoOutcome, UndoResult
 
 UNDO_BUTTON = "memory-undo"
@@ -39,12 +40,11 @@ def _quoted(state: str, locale: str) -> str:
 
 
 def line_text(n: int, line: HistoryLine, zone: tzinfo, locale: str) -> str:
-    at = line.at.astimezone(zone)
     head = text(
         "history_line",
         locale,
         n=n,
-        at=f"{at:%Y-%m-%d %H:%M} {at.tzname()}",
+        at=local_stamp(line.at, zone),
         memory_id=line.memory_id,
         kind=kind_text(line.kind, locale),
         who=text(f"who_{line.who.value}", locale),

@@ -207,7 +207,7 @@ def _show_once(request: ShowMemories, deps: Dependencies) -> dict:
 
 def _show_listing(request: ShowMemories, deps: Dependencies) -> dict:
     caller = request.caller
-    lines = commands.show(deps.memory_store, caller.owner)
+    lines = commands.show(deps.memory_store, caller.owner, caller.locale)
     if not lines:
         return say("nothing_remembered", caller, where=where(caller, deps))
     messages = dm_messages(lines, where(caller, deps), caller.locale)
@@ -246,10 +246,11 @@ def _why(request: WhyMemory, deps: Dependencies) -> dict:
         return say("not_found", caller, memory_id=shown_id(request.memory_id.strip().lower(), caller.locale))
     verb = text("why_verb_learned" if found.action.value == "add" else "why_verb_changed", caller.locale)
     at = found.at.astimezone(UTC).strftime("%Y-%m-%d %H:%M")
+    until = "\n" + text("why_until", caller.locale, until=found.valid_until.isoformat()) if found.valid_until else ""
     if not found.links:
-        return say("why_no_sources", caller, memory_id=found.memory_id, verb=verb, at=at)
+        return ephemeral(text("why_no_sources", caller.locale, memory_id=found.memory_id, verb=verb, at=at) + until)
     answer = text("why", caller.locale, memory_id=found.memory_id, verb=verb, at=at, links="\n".join(found.links))
-    return ephemeral(answer[:MESSAGE_MAX_CHARS])
+    return ephemeral((answer + until)[:MESSAGE_MAX_CHARS])
 
 
 def shown_id(memory_id: str, locale: str) -> str:
@@ -335,7 +336,7 @@ def _forget(request: ForgetMemory, deps: Dependencies) -> dict:
 
 
 def _suggest(request: SuggestForget, deps: Dependencies) -> dict:
-    return choices(commands.suggest(deps.memory_store, request.caller.owner, request.typed))
+    return choices(commands.suggest(deps.memory_store, request.caller.owner, request.typed, request.caller.locale))
 
 
 def _pause(request: PauseMemory, deps: Dependencies) -> dict:
