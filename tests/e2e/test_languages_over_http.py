@@ -1,7 +1,8 @@
 """The bot answers in the person's language, over HTTP against the local stack in its own process:
-a `ja` and an `en-US` interaction for every command and the forget-all button, each answer (and
-each DM it causes) exactly the catalog's text in that language, the server named by its name;
-and "Remember this" on one's own message, on someone else's, and while paused."""
+a `ja` and an `en-US` interaction for every command and button (forget-all's, history's Undo and
+Older), each answer (and each DM it causes) exactly the catalog's text in that language, the
+server named by its name; and "Remember this" on one's own message, on someone else's, and while
+paused."""
 
 from __future__ import annotations
 
@@ -158,3 +159,30 @@ def test_remember_this_while_paused_learns_nothing_and_says_so(speaker, jev, loc
     assert jev.questions() == []
     rin.resume()
     assert listed(rin.show()) == []
+
+
+@pytest.mark.parametrize("locale", LOCALES)
+def test_memory_history_and_its_undo_and_older_buttons_answer_in_the_persons_language(speaker, locale):
+    here = text("where_server", locale, name=LOCAL_GUILD_NAME)
+    nao, other = speaker("nao", locale), speaker("nao-neighbour", "en-US" if locale == "ja" else "ja")
+    other.channel_id = nao.channel_id
+    assert answers(nao.history()) == [text("history_nothing", locale, where=here)]
+    for n in range(7):  # one more change than a page holds: the page gets its "Older" button
+        nao.chat(f"I like the fruit number {n}")
+    page = answers(nao.history())[0]
+    assert page.startswith(text("history_header", locale, where=here) + "\n1. ")
+    assert opening("history_line", locale, n=1) in page
+    assert text("change_added", locale) in page and text("who_conversation", locale) in page
+    assert page.endswith(text("history_footer", locale))
+    labels = [b["label"] for b in nao.buttons]
+    assert labels[0] == text("history_undo_label", locale, n=1) and labels[-1] == text("history_older_label", locale)
+
+    undo_one = nao.buttons[0]["custom_id"]
+    assert other.click(undo_one) == [EPHEMERAL + text("history_not_yours", other.locale)]  # the clicker's language
+    older = nao.history_button("older")
+    assert older[0].startswith(f"memorybot: (the page now reads) {text('history_header_older', locale, where=here)}")
+    undone = nao.history_button("1")  # the oldest add, on the older page
+    assert undone[0].startswith(EPHEMERAL + opening("undo_done", locale))
+    assert text("change_added", locale) in undone[0]
+    assert nao.click(undo_one)[0].startswith(EPHEMERAL + opening("undo_done", locale))  # the newest add
+    assert nao.click(undo_one)[0].startswith(EPHEMERAL + opening("undo_changed", locale))  # gone since
