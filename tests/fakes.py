@@ -86,10 +86,10 @@ class FakePeopleStore:
             self._row(entry)
             return True
 
-    def claim_notice(self, user_id, scope):
+    def claim_notice(self, user_id, scope, check=None):
         with self._lock:
             person = self.get(user_id)
-            if scope in person.noticed:
+            if scope in person.noticed or (check is not None and not check.allows(person)):
                 return False
             self._set(user_id, noticed=person.noticed | {scope})
             return True

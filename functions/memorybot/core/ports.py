@@ -258,8 +258,10 @@ class PeopleStore(Protocol):
     def resume(self, user_id: str, entry: LedgerEntry) -> bool:
         """Resume at ``entry.at``, with its ledger row; False (nothing written) when not paused."""
 
-    def claim_notice(self, user_id: str, scope: str) -> bool:
-        """True exactly once per person and scope (a conditional write): the caller gives the notice."""
+    def claim_notice(self, user_id: str, scope: str, check: PersonCheck | None = None) -> bool:
+        """True exactly once per person and scope (a conditional write): the caller gives the notice.
+        With ``check``, False too when the person's record does not allow it (erased since the turn
+        began: the record an erasure left is not written again)."""
 
     def release_notice(self, user_id: str, scope: str) -> None:
         """Undo a claim whose notice could not be sent, so that a later turn gives it."""
