@@ -31,7 +31,7 @@ from memorybot.core.domain import (
     jst_day,
     snowflake_at,
 )
-from memorybot.core.ports import ConflictError, ModelError, PersonRefused, RollbackClaim
+from memorybot.core.ports import ConflictError, MemoryStore, ModelError, PersonRefused, RollbackClaim
 
 T0 = datetime(2026, 11, 20, 12, 0, tzinfo=UTC)
 
@@ -108,7 +108,9 @@ class FakePeopleStore:
             self.people[user_id] = Person(user_id, erased_at=at)
 
 
-class FakeMemoryStore:
+class FakeMemoryStore(MemoryStore):
+    """Every role of ``ports.MemoryStore`` in memory, as the DynamoDB store implements them."""
+
     def __init__(self, clock: Callable[[], datetime] | None = None, people: FakePeopleStore | None = None) -> None:
         self.rows: dict[tuple[Owner, str], Memory] = {}
         self.ledger: list[LedgerEntry] = []

@@ -16,6 +16,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 from enum import Enum
+from typing import Protocol
 
 from . import decisions
 from .domain import (
@@ -37,7 +38,17 @@ from .domain import (
     new_memory_id,
     utcnow,
 )
-from .ports import ChatModel, ConflictError, DecisionModel, EmbeddingModel, MemoryStore, PeopleStore, PersonRefused
+from .ports import (
+    ChatModel,
+    ConflictError,
+    DecisionModel,
+    EmbeddingModel,
+    ForgottenSources,
+    MemoryWriter,
+    PeopleStore,
+    PersonRefused,
+    ProfileReader,
+)
 from .recall import Recall, exchange_query
 
 logger = logging.getLogger(__name__)
@@ -69,10 +80,15 @@ def not_forgotten(messages: Sequence[Message], forgotten: frozenset[str]) -> lis
     return [m for m in messages if m.message_id not in forgotten] if forgotten else list(messages)
 
 
+class LearningMemories(ProfileReader, MemoryWriter, ForgottenSources, Protocol):
+    """The roles of the memory store learning uses: the relevant profile, the changes, and the
+    messages that no longer teach."""
+
+
 class Extractor:
     def __init__(
         self,
-        memories: MemoryStore,
+        memories: LearningMemories,
         decision_model: DecisionModel,
         chat_model: ChatModel,
         *,

@@ -16,9 +16,11 @@ from typing import Any, Protocol
 from ..core import commands, consent, conversation, history
 from ..core.catalog import text
 from ..core.catalog import where_label as scope_label
+from ..core.commands import CommandMemories
 from ..core.domain import GLOBAL_SCOPE, ScopeMode
+from ..core.history import HistoryMemories
 from ..core.jobs import RememberJob, ReplyJob
-from ..core.ports import AsyncInvoker, DiscordApi, MemoryStore, MessageStore, PeopleStore
+from ..core.ports import AsyncInvoker, DiscordApi, MessageStore, PeopleStore
 from . import history_view
 from .guilds import GuildNames
 from .requests import (
@@ -57,6 +59,10 @@ CHOICE_NAME_MAX_CHARS = 100
 NO_MENTIONS: dict[str, list[str]] = {"parse": []}
 
 
+class InteractionMemories(CommandMemories, HistoryMemories, Protocol):
+    """The roles of the memory store answering an interaction uses (the commands and the history)."""
+
+
 class Dependencies(Protocol):
     """What answering needs (bootstrap.Container provides it)."""
 
@@ -65,7 +71,7 @@ class Dependencies(Protocol):
     def message_store(self) -> MessageStore: ...
 
     @property
-    def memory_store(self) -> MemoryStore: ...
+    def memory_store(self) -> InteractionMemories: ...
 
     @property
     def invoker(self) -> AsyncInvoker: ...

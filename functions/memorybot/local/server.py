@@ -135,10 +135,8 @@ def start(host: str = DEFAULT_HOST, port: int = DEFAULT_PORT, state_dir: Path = 
     # The container is built once with what this stack needs: the hand-off runs here instead of
     # Lambda, and the nightly manifests go where this stack can read them.
     invoker = LocalInvoker({"reply": reply.handler, "extraction": extraction.handler})
-    local: dict[str, Any] = {"invoker": invoker}
-    if not wired.manifest_bucket:
-        local["manifest_store"] = FileManifests(state_dir / MANIFEST_DIR)
-    container = bootstrap.install(bootstrap.Container(wired, **local))
+    manifests = None if wired.manifest_bucket else FileManifests(state_dir / MANIFEST_DIR)
+    container = bootstrap.install(bootstrap.Container(wired, invoker=invoker, manifest_store=manifests))
     admin_secret = container.settings.secret("MEMORYBOT_ADMIN_SECRET")
     tables.create_tables(container.dynamodb_client, dict(container.settings.table_names))
     stack = LocalStack(
