@@ -243,11 +243,11 @@ def test_the_turn_takes_three_model_latencies_with_the_add_drafted_while_jev_dec
     elapsed, result = _timed_run(store, jev, SlowChat(calls))
     assert result.outcome is Outcome.DONE and result.updated == ["m1111"] and len(result.added) == 1
     assert [e.actor for e in store.changes()] == [Actor.EXTRACTION, Actor.EXTRACTION]
-    # worth, verdicts (in parallel), add decision || (rewrite, draft): 3 L. Each call sleeps L, so a
-    # path of four calls in sequence can never finish under 4 L; the rest of that L is the
-    # margin a busy machine needs.
+    # worth, verdicts (in parallel), add decision || (rewrite, draft): 3 L. The depth is the chain of
+    # calls each started after the one before it ended, so it says 3 whatever the machine's load;
+    # the wall time is the extraction benchmark's figure (a busy machine only adds to it).
     assert len(calls.spans) == 6 and calls.depth() == 3  # worth, 2 verdicts, add, rewrite, draft
-    assert 3 * L <= elapsed < 4 * L
+    assert elapsed >= 3 * L
 
 
 def test_a_no_to_the_add_writes_nothing_and_drops_the_draft():
@@ -260,4 +260,4 @@ def test_a_no_to_the_add_writes_nothing_and_drops_the_draft():
     assert store.changes() == [] and [m.text for m in store.of("u1")] == ["likes tea"]  # no decision, no write
     # the draft was written beside the decision, and dropped
     assert sorted(name for name, _, _ in calls.spans) == ["add", "verdict", "worth", "write_memory"]
-    assert calls.depth() == 3 and elapsed < 4 * L
+    assert calls.depth() == 3 and elapsed >= 3 * L
