@@ -1,23 +1,25 @@
 """The stack's alarms, all of one kind (anything at all in one period), and the topic they notify.
 
-Built on the stack's own scope with the ids they were deployed with.
+Built on the stack's own scope (the nightly run's on its construct) with the ids they were deployed with.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from collections.abc import Mapping
 
 from aws_cdk import Duration, RemovalPolicy
 from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_cloudwatch_actions as cloudwatch_actions
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_kms as kms
+from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_sns as sns
 from aws_cdk import aws_sns_subscriptions as subscriptions
+from aws_cdk import aws_sqs as sqs
 from constructs import Construct
 
-if TYPE_CHECKING:
-    from .stack import MemoryBotStack
+from .nightly import NightlyRun
+from .settings import StackConfig
 
 
 def on_any(scope: Construct, construct_id: str, description: str, metric: cloudwatch.IMetric) -> cloudwatch.Alarm:
@@ -34,41 +36,49 @@ def on_any(scope: Construct, construct_id: str, description: str, metric: cloudw
     )
 
 
-def build_alarms(stack: MemoryBotStack) -> list[cloudwatch.Alarm]:
+def build_alarms(
+    scope: Construct,
+    config: StackConfig,
+    *,
+    functions: Mapping[str, lambda_.IFunction],
+    dead_letters: sqs.IQueue,
+    nightly_run: NightlyRun,
+) -> list[cloudwatch.Alarm]:
     """Every function's errors and throttles, the dead letters, lost decisions and the nightly run's
     failures; each notifies the alarm topic when the operator gave an address."""
     five_minutes = Duration.minutes(5)
-    topic = alarm_topic(stack)
+    topic = alarm_topic(scope, config)
     alarms: list[cloudwatch.Alarm] = []
-    for name, function in stack.functions.items():
+    for name, function in functions.items():
         for metric_name, metric in (
             ("Errors", function.metric_errors(period=five_minutes, statistic="Sum")),
             ("Throttles", function.metric_throttles(period=five_minutes, statistic="Sum")),
         ):
             alarms.append(
-                on_any(stack, f"{name}{metric_name}Alarm", f"memorybot {name} function: {metric_name.lower()}", metric)
+                on_any(scope, f"{name}{metric_name}Alarm", f"memorybot {name} function: {metric_name.lower()}", metric)
             )
-    dead_letters = on_any(
-        stack,
-        "DeadLettersAlarm",
-        "memorybot: failed asynchronous work is waiting in the dead-letter queue",
-        stack.dead_letters.metric_approximate_number_of_messages_visible(period=five_minutes, statistic="Maximum"),
+    alarms.append(
+        on_any(
+            scope,
+            "DeadLettersAlarm",
+            "memorybot: failed asynchronous work is waiting in the dead-letter queue",
+            dead_letters.metric_approximate_number_of_messages_visible(period=five_minutes, statistic="Maximum"),
+        )
     )
-    alarms.append(dead_letters)
-    alarms.append(decisions_lost_alarm(stack))
-    alarms += stack.nightly_run.alarms()
+    alarms.append(decisions_lost_alarm(scope, config))
+    alarms += nightly_alarms(nightly_run)
     if topic is not None:
         for alarm in alarms:
             alarm.add_alarm_action(cloudwatch_actions.SnsAction(topic))
     return alarms
 
 
-def alarm_topic(stack: MemoryBotStack) -> sns.Topic | None:
-    if not stack.config.alarm_email:
+def alarm_topic(scope: Construct, config: StackConfig) -> sns.Topic | None:
+    if not config.alarm_email:
         return None
     # CloudWatch can publish to an encrypted topic only with a customer key that lets it.
     key = kms.Key(
-        stack,
+        scope,
         "AlarmTopicKey",
         enable_key_rotation=True,
         description="memorybot alarm topic",
@@ -76,23 +86,40 @@ def alarm_topic(stack: MemoryBotStack) -> sns.Topic | None:
         pending_window=Duration.days(7),
     )
     key.grant(iam.ServicePrincipal("cloudwatch.amazonaws.com"), "kms:Decrypt", "kms:GenerateDataKey*")
-    topic = sns.Topic(stack, "AlarmTopic", master_key=key, enforce_ssl=True)
-    topic.add_subscription(subscriptions.EmailSubscription(stack.config.alarm_email))
+    topic = sns.Topic(scope, "AlarmTopic", master_key=key, enforce_ssl=True)
+    topic.add_subscription(subscriptions.EmailSubscription(config.alarm_email))
     return topic
 
 
-def decisions_lost_alarm(stack: MemoryBotStack) -> cloudwatch.Alarm:
+def decisions_lost_alarm(scope: Construct, config: StackConfig) -> cloudwatch.Alarm:
     """An extraction whose model stayed unavailable through Lambda's every retry wrote nothing."""
     lost = cloudwatch.Metric(
-        namespace=stack.config.metrics_namespace,
+        namespace=config.metrics_namespace,
         metric_name="DecisionsLost",
-        dimensions_map={"service": stack.config.service_name},  # Powertools' default dimension
+        dimensions_map={"service": config.service_name},  # Powertools' default dimension
         period=Duration.minutes(5),
         statistic="Sum",
     )
     return on_any(
-        stack,
+        scope,
         "DecisionsLostAlarm",
         "memorybot: exchanges not learned because the model stayed throttled or unreachable",
         lost,
     )
+
+
+def nightly_alarms(run: NightlyRun) -> list[cloudwatch.Alarm]:
+    """A failed or timed-out execution of the nightly state machine, on the run's own construct."""
+    five_minutes = Duration.minutes(5)
+    return [
+        on_any(
+            run,
+            f"Executions{name}Alarm",
+            f"memorybot nightly run: execution {name.lower()} (redrive it: see the README)",
+            metric,
+        )
+        for name, metric in (
+            ("Failed", run.state_machine.metric_failed(period=five_minutes, statistic="Sum")),
+            ("TimedOut", run.state_machine.metric_timed_out(period=five_minutes, statistic="Sum")),
+        )
+    ]

@@ -5,32 +5,38 @@ Built on the stack's own scope with the ids it was deployed with.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from collections.abc import Mapping
 
 from aws_cdk import CfnOutput, RemovalPolicy
 from aws_cdk import aws_apigateway as apigw
+from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_logs as logs
+from constructs import Construct
 
 from .function_specs import LEDGER_REDACTOR
-
-if TYPE_CHECKING:
-    from .stack import MemoryBotStack
+from .settings import StackConfig
 
 # The admin routes share the tighter limit.
 ADMIN_PATHS = ("/memory/rollback/POST", "/memory/erase/POST", "/memory/import/POST")
 
 
-def build_api(stack: MemoryBotStack) -> apigw.RestApi:
-    """The REST API: /interactions for Discord, the admin routes under /memory, and their URLs as outputs."""
-    c = stack.config
-    access_logs = logs.LogGroup(
-        stack,
+def access_log_group(scope: Construct, log_retention: logs.RetentionDays) -> logs.LogGroup:
+    """The stage's access log (one JSON line per request, no body)."""
+    return logs.LogGroup(
+        scope,
         "ApiAccessLogs",
-        retention=stack.log_retention,
+        retention=log_retention,
         removal_policy=RemovalPolicy.DESTROY,
     )
+
+
+def build_api(
+    scope: Construct, config: StackConfig, *, access_logs: logs.ILogGroup, functions: Mapping[str, lambda_.IFunction]
+) -> apigw.RestApi:
+    """The REST API: /interactions for Discord, the admin routes under /memory, and their URLs as outputs."""
+    c = config
     api = apigw.RestApi(
-        stack,
+        scope,
         "Api",
         rest_api_name=f"{c.stack_name}-api",
         description="memorybot: Discord interactions and the admin routes",
@@ -68,20 +74,20 @@ def build_api(stack: MemoryBotStack) -> apigw.RestApi:
     )
     # Proxy integrations: the function gets the raw body (and isBase64Encoded) to verify signatures.
     interactions = api.root.add_resource("interactions")
-    interactions.add_method("POST", apigw.LambdaIntegration(stack.functions["Interactions"], proxy=True))
+    interactions.add_method("POST", apigw.LambdaIntegration(functions["Interactions"], proxy=True))
     memory = api.root.add_resource("memory")
     rollback = memory.add_resource("rollback")
-    rollback.add_method("POST", apigw.LambdaIntegration(stack.functions["Admin"], proxy=True))
-    _erase_route(stack, api, memory)
-    _import_route(stack, api, memory)
+    rollback.add_method("POST", apigw.LambdaIntegration(functions["Admin"], proxy=True))
+    _erase_route(scope, api, memory, functions[LEDGER_REDACTOR])
+    _import_route(scope, api, memory, functions["Admin"])
     CfnOutput(
-        stack,
+        scope,
         "InteractionsUrl",
         value=api.url_for_path("/interactions"),
         description="Paste into the Discord developer portal: Interactions Endpoint URL",
     )
     CfnOutput(
-        stack,
+        scope,
         "RollbackUrl",
         value=api.url_for_path("/memory/rollback"),
         description="POST with Authorization: Bearer <admin secret> to undo a nightly run",
@@ -89,23 +95,23 @@ def build_api(stack: MemoryBotStack) -> apigw.RestApi:
     return api
 
 
-def _erase_route(stack: MemoryBotStack, api: apigw.RestApi, memory: apigw.Resource) -> None:
+def _erase_route(scope: Construct, api: apigw.RestApi, memory: apigw.Resource, eraser: lambda_.IFunction) -> None:
     erase = memory.add_resource("erase")
-    erase.add_method("POST", apigw.LambdaIntegration(stack.functions[LEDGER_REDACTOR], proxy=True))
+    erase.add_method("POST", apigw.LambdaIntegration(eraser, proxy=True))
     CfnOutput(
-        stack,
+        scope,
         "EraseUrl",
         value=api.url_for_path("/memory/erase"),
         description='POST {"userId": ...} with Authorization: Bearer <admin secret> to erase one person',
     )
 
 
-def _import_route(stack: MemoryBotStack, api: apigw.RestApi, memory: apigw.Resource) -> None:
+def _import_route(scope: Construct, api: apigw.RestApi, memory: apigw.Resource, admin: lambda_.IFunction) -> None:
     # The admin function serves it: the same secret, and the same table actions as a rollback.
     imports = memory.add_resource("import")
-    imports.add_method("POST", apigw.LambdaIntegration(stack.functions["Admin"], proxy=True))
+    imports.add_method("POST", apigw.LambdaIntegration(admin, proxy=True))
     CfnOutput(
-        stack,
+        scope,
         "ImportUrl",
         value=api.url_for_path("/memory/import"),
         description='POST {"memories": [...]} or an export file with Authorization: Bearer <admin secret>',

@@ -27,7 +27,18 @@ def build_app(outdir: str | None = None, context: dict | None = None, **app_opti
     account, region = os.environ.get("CDK_DEFAULT_ACCOUNT"), os.environ.get("CDK_DEFAULT_REGION")
     env = Environment(account=account, region=region) if account and region else None
     stack = MemoryBotStack(app, config.stack_name, config, env=env)
-    acknowledge_findings(stack)
+    acknowledge_findings(
+        stack,
+        config,
+        runtime=stack.platform.runtime,
+        stores=stack.stores,
+        dead_letters=stack.dead_letters,
+        functions=stack.functions,
+        api=stack.api,
+        api_access_logs=stack.api_access_logs,
+        nightly_run=stack.nightly_run,
+        alarms=stack.alarms,
+    )
     # Any unacknowledged finding of either pack fails the synth.
     Validations.of(app).add_plugins(AwsSolutionsChecks(app), NIST80053R5Checks(app))
     return app, stack

@@ -66,10 +66,12 @@ FUNCTIONS = (
             "people": access("ConditionCheckItem", "GetItem", "UpdateItem"),
             # /memory show, why and the autocomplete read the profile; forget reads and deletes one,
             # and adds its sources to the owner's forgotten-sources item (UpdateItem, same transaction);
-            # export finds the person's scopes (by_user) and reads that item
-            "memories": access("GetItem", "DeleteItem", "UpdateItem", indexes=("by_updated", "by_user")),
-            # read rows and the forget's row; GetItem finds a forget whose answer was lost;
-            # export reads the person's rows (Query) in every scope they have rows in (by_user)
+            # export finds the person's scopes (by_user) and reads that item; /memory history's Undo
+            # puts a memory back as it was before a change (PutItem)
+            "memories": access("GetItem", "DeleteItem", "UpdateItem", "PutItem", indexes=("by_updated", "by_user")),
+            # read rows and the forget's row; GetItem finds a forget whose answer was lost, and the
+            # change an Undo names; export reads the person's rows (Query) in every scope they have
+            # rows in (by_user), /memory history their change rows in one scope
             "memory_log": access("PutItem", "GetItem", "Query", indexes=("by_user",)),
             "dedup": access(*IDEMPOTENCY_ACTIONS),  # a replayed /memory show sends no second DM
         },

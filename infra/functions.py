@@ -6,30 +6,29 @@ Everything is built on the stack's own scope with the ids it was deployed with.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from collections.abc import Iterable, Mapping
 
-from aws_cdk import Duration, RemovalPolicy
+from aws_cdk import Duration, RemovalPolicy, Stack
+from aws_cdk import aws_dynamodb as dynamodb
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_lambda_destinations as destinations
 from aws_cdk import aws_logs as logs
 from aws_cdk import aws_sqs as sqs
+from constructs import Construct
 
 from memorybot import tables
 
 from .function_specs import FunctionSpec
 from .grants import grant_function
 from .layer import LayerTarget, layer_code
+from .parts import ASYNC_RETRIES, Platform, Stores
 from .secrets_manager import secret_name
 from .settings import StackConfig
-
-if TYPE_CHECKING:
-    from .stack import MemoryBotStack
 
 # The interaction token lives 15 minutes; a reply older than this can no longer be posted.
 REPLY_MAX_EVENT_AGE = Duration.minutes(10)
 EXTRACTION_MAX_EVENT_AGE = Duration.hours(1)
-ASYNC_RETRIES = 2
 
 RUNTIMES = {
     "3.12": lambda_.Runtime.PYTHON_3_12,
@@ -51,16 +50,20 @@ LOG_RETENTION = {
 }
 
 
+def platform(config: StackConfig) -> Platform:
+    return Platform(RUNTIMES[config.python_version], ARCHITECTURES[config.architecture], log_retention(config))
+
+
 def log_retention(config: StackConfig) -> logs.RetentionDays:
     if config.log_retention_days not in LOG_RETENTION:
         raise ValueError(f"log_retention_days must be one of {sorted(LOG_RETENTION)}")
     return LOG_RETENTION[config.log_retention_days]
 
 
-def dead_letter_queue(stack: MemoryBotStack) -> sqs.Queue:
+def dead_letter_queue(scope: Construct) -> sqs.Queue:
     """Failed asynchronous work: the workers' invocations and the nightly schedule's deliveries."""
     return sqs.Queue(
-        stack,
+        scope,
         "DeadLetters",
         encryption=sqs.QueueEncryption.SQS_MANAGED,
         enforce_ssl=True,
@@ -68,23 +71,49 @@ def dead_letter_queue(stack: MemoryBotStack) -> sqs.Queue:
     )
 
 
-def dependencies_layer(stack: MemoryBotStack) -> lambda_.LayerVersion:
-    config = stack.config
+def dependencies_layer(scope: Construct, config: StackConfig, platform: Platform) -> lambda_.LayerVersion:
     return lambda_.LayerVersion(
-        stack,
+        scope,
         "Dependencies",
         code=layer_code(LayerTarget(config.architecture, config.python_version)),
-        compatible_runtimes=[stack.runtime],
-        compatible_architectures=[stack.architecture],
+        compatible_runtimes=[platform.runtime],
+        compatible_architectures=[platform.architecture],
         description="memorybot dependencies: Powertools, PyNaCl, httpx (boto3 from the runtime)",
     )
 
 
-def build_function(stack: MemoryBotStack, spec: FunctionSpec) -> lambda_.Function:
+def build_functions(
+    stack: Stack,
+    specs: Iterable[FunctionSpec],
+    *,
+    config: StackConfig,
+    platform: Platform,
+    code: lambda_.Code,
+    layer: lambda_.ILayerVersion,
+    stores: Stores,
+) -> dict[str, lambda_.Function]:
+    """One function per spec, by its name, in the specs' order (the template's order)."""
+    return {
+        spec.name: build_function(stack, spec, config=config, platform=platform, code=code, layer=layer, stores=stores)
+        for spec in specs
+    }
+
+
+def build_function(
+    stack: Stack,
+    spec: FunctionSpec,
+    *,
+    config: StackConfig,
+    platform: Platform,
+    code: lambda_.Code,
+    layer: lambda_.ILayerVersion,
+    stores: Stores,
+) -> lambda_.Function:
+    """The function with its own log group and role, granted what its spec declares."""
     log_group = logs.LogGroup(
         stack,
         f"{spec.name}Logs",
-        retention=stack.log_retention,
+        retention=platform.log_retention,
         removal_policy=RemovalPolicy.DESTROY,
     )
     # An own role per function: no managed policy, only what this function touches.
@@ -97,18 +126,18 @@ def build_function(stack: MemoryBotStack, spec: FunctionSpec) -> lambda_.Functio
     role.add_to_policy(
         iam.PolicyStatement(actions=["logs:CreateLogStream", "logs:PutLogEvents"], resources=[log_group.log_group_arn])
     )
-    env = environment(stack)
+    env = environment(config, stores.tables)
     for key in spec.secrets:
-        env[f"{key}_SECRET_NAME"] = secret_name(stack.config, key)  # the name, never the value
+        env[f"{key}_SECRET_NAME"] = secret_name(config, key)  # the name, never the value
     function = lambda_.Function(
         stack,
         f"{spec.name}Function",
         description=spec.description,
-        runtime=stack.runtime,
-        architecture=stack.architecture,
+        runtime=platform.runtime,
+        architecture=platform.architecture,
         handler=spec.handler,
-        code=stack.code,
-        layers=[stack.layer],
+        code=code,
+        layers=[layer],
         memory_size=spec.memory_mb,
         timeout=spec.timeout,
         environment=env,
@@ -116,13 +145,12 @@ def build_function(stack: MemoryBotStack, spec: FunctionSpec) -> lambda_.Functio
         log_group=log_group,
         tracing=lambda_.Tracing.ACTIVE,
     )
-    grant_function(stack, function, role, spec)
+    grant_function(stack, config, stores, function, role, spec)
     return function
 
 
-def environment(stack: MemoryBotStack) -> dict[str, str]:
+def environment(c: StackConfig, built_tables: Mapping[str, dynamodb.Table]) -> dict[str, str]:
     """What every function is configured with (memorybot.config.Settings reads it)."""
-    c = stack.config
     env = {
         "POWERTOOLS_SERVICE_NAME": c.service_name,
         "POWERTOOLS_METRICS_NAMESPACE": c.metrics_namespace,
@@ -148,7 +176,7 @@ def environment(stack: MemoryBotStack) -> dict[str, str]:
     if c.jev_url:
         env["JEV_URL"] = c.jev_url
     for spec in tables.ALL_TABLES:
-        env[spec.env_var] = stack.tables[spec.logical_name].table_name
+        env[spec.env_var] = built_tables[spec.logical_name].table_name
     return env
 
 
@@ -162,26 +190,26 @@ def _model_quota_environment(c: StackConfig) -> dict[str, str]:
     }
 
 
-def reserve_worker_concurrency(stack: MemoryBotStack) -> None:
+def reserve_worker_concurrency(config: StackConfig, functions: Mapping[str, lambda_.Function]) -> None:
     """Caps the workers' instances, so the model calls of all of them stay within a quota;
     invocations above it wait in Lambda's async queue. 0: no reservation (an account's
     default concurrency limit may be too small to reserve any)."""
     for name, reserved in (
-        ("Reply", stack.config.reply_reserved_concurrency),
-        ("Extraction", stack.config.extraction_reserved_concurrency),
+        ("Reply", config.reply_reserved_concurrency),
+        ("Extraction", config.extraction_reserved_concurrency),
     ):
         if reserved > 0:
-            cfn = stack.functions[name].node.default_child
+            cfn = functions[name].node.default_child
             assert isinstance(cfn, lambda_.CfnFunction)
             cfn.reserved_concurrent_executions = reserved
 
 
-def wire_async(stack: MemoryBotStack) -> None:
+def wire_async(functions: Mapping[str, lambda_.Function], dead_letters: sqs.IQueue) -> None:
     """Interactions -> Reply -> Extraction, each invoked asynchronously, retried, then dead-lettered."""
-    f = stack.functions
+    f = functions
     _invoke(f["Interactions"], f["Reply"], "REPLY_FUNCTION_NAME")
     _invoke(f["Reply"], f["Extraction"], "EXTRACTION_FUNCTION_NAME")
-    on_failure = destinations.SqsDestination(stack.dead_letters)
+    on_failure = destinations.SqsDestination(dead_letters)
     f["Reply"].configure_async_invoke(
         retry_attempts=ASYNC_RETRIES, max_event_age=REPLY_MAX_EVENT_AGE, on_failure=on_failure
     )

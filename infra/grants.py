@@ -4,8 +4,10 @@ manifests, the ledger redaction, secrets and models. Every grant of a function i
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from collections.abc import Mapping
 
+from aws_cdk import Stack
+from aws_cdk import aws_dynamodb as dynamodb
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_lambda as lambda_
 
@@ -13,11 +15,9 @@ from memorybot import tables
 from memorybot.config import inference_profile_base
 
 from .function_specs import LEDGER_REDACTOR, FunctionSpec
+from .parts import Stores
 from .personal_data_key import grant_table_key
 from .settings import StackConfig
-
-if TYPE_CHECKING:
-    from .stack import MemoryBotStack
 
 # The ledger is append-only: no role may change or remove a row once written.
 LEDGER_ACTIONS_ALLOWED = frozenset({"PutItem", "GetItem", "Query"})
@@ -30,31 +30,36 @@ LEDGER_REDACTION_ATTRIBUTES = (
 )
 
 
-def grant_function(stack: MemoryBotStack, function: lambda_.Function, role: iam.Role, spec: FunctionSpec) -> None:
-    """Everything the function may touch besides its own logs (the order is the policy's statement order)."""
-    grant_tables(stack, role, spec)
-    grant_table_key(stack, role, spec)
+def grant_function(
+    stack: Stack, config: StackConfig, stores: Stores, function: lambda_.Function, role: iam.Role, spec: FunctionSpec
+) -> None:
+    """Everything the function may touch besides its own logs (the order is the policy's statement order).
+    ``stack`` gives the ARNs their partition, region and account."""
+    grant_tables(stores.tables, role, spec)
+    grant_table_key(stack, role, spec, stores.personal_data_key)
     if spec.manifests:
-        function.add_environment("MEMORYBOT_MANIFEST_BUCKET", stack.manifests.bucket_name)
+        function.add_environment("MEMORYBOT_MANIFEST_BUCKET", stores.manifests.bucket_name)
         role.add_to_policy(
             iam.PolicyStatement(
-                actions=[f"s3:{a}" for a in spec.manifests], resources=[stack.manifests.arn_for_objects("*")]
+                actions=[f"s3:{a}" for a in spec.manifests], resources=[stores.manifests.arn_for_objects("*")]
             )
         )
     if spec.name == LEDGER_REDACTOR:
-        grant_ledger_redaction(stack, role)
+        grant_ledger_redaction(stores.tables[tables.MEMORY_LOG.logical_name], role)
     for key in spec.secrets:
         role.add_to_policy(
-            iam.PolicyStatement(actions=["secretsmanager:GetSecretValue"], resources=[stack.secrets[key].secret_arn])
+            iam.PolicyStatement(actions=["secretsmanager:GetSecretValue"], resources=[stores.secrets[key].secret_arn])
         )
-    if spec.bedrock and stack.config.bedrock_model_ids:
-        role.add_to_policy(iam.PolicyStatement(actions=["bedrock:InvokeModel"], resources=bedrock_resources(stack)))
+    if spec.bedrock and config.bedrock_model_ids:
+        role.add_to_policy(
+            iam.PolicyStatement(actions=["bedrock:InvokeModel"], resources=bedrock_resources(stack, config))
+        )
 
 
-def grant_tables(stack: MemoryBotStack, role: iam.Role, spec: FunctionSpec) -> None:
+def grant_tables(built_tables: Mapping[str, dynamodb.Table], role: iam.Role, spec: FunctionSpec) -> None:
     by_name = {s.logical_name: s for s in tables.ALL_TABLES}
     for logical_name, grant in spec.tables.items():
-        table_spec, table = by_name[logical_name], stack.tables[logical_name]
+        table_spec, table = by_name[logical_name], built_tables[logical_name]
         if (
             table_spec is tables.MEMORY_LOG and not set(grant.actions) <= LEDGER_ACTIONS_ALLOWED
         ):  # the redactor's UpdateItem is granted apart
@@ -75,14 +80,14 @@ def grant_tables(stack: MemoryBotStack, role: iam.Role, spec: FunctionSpec) -> N
             )
 
 
-def grant_ledger_redaction(stack: MemoryBotStack, role: iam.Role) -> None:
+def grant_ledger_redaction(ledger: dynamodb.Table, role: iam.Role) -> None:
     """The single exception to the append-only ledger (an erasure's redaction), in its own
     statement: UpdateItem that may name only the key, before/after and the redacted flag,
     and returns nothing."""
     role.add_to_policy(
         iam.PolicyStatement(
             actions=["dynamodb:UpdateItem"],
-            resources=[stack.tables[tables.MEMORY_LOG.logical_name].table_arn],
+            resources=[ledger.table_arn],
             conditions={
                 "ForAllValues:StringEquals": {"dynamodb:Attributes": list(LEDGER_REDACTION_ATTRIBUTES)},
                 "StringEqualsIfExists": {"dynamodb:ReturnValues": ["NONE"]},
@@ -100,9 +105,9 @@ def cross_region_models(config: StackConfig) -> tuple[str, ...]:
     return tuple(dict.fromkeys(bases))
 
 
-def bedrock_resources(stack: MemoryBotStack) -> list[str]:
+def bedrock_resources(stack: Stack, config: StackConfig) -> list[str]:
     resources: list[str] = []
-    for model_id in stack.config.bedrock_model_ids:
+    for model_id in config.bedrock_model_ids:
         if model_id.startswith("arn:"):
             resources.append(model_id)
             continue

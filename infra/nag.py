@@ -2,19 +2,29 @@
 
 Two rule packs run on every synth: AWS Solutions and NIST 800-53 rev 5. Acknowledgements are
 scoped to the construct that raises the finding (and for IAM5 to the exact wildcard), never to
-the whole stack, so a new resource is checked afresh.
+the whole stack, so a new resource is checked afresh. The app hands over the parts it acknowledges
+findings on, by name (``acknowledge_findings``).
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from aws_cdk import Acknowledgment, Stack, Token, Validations
+from aws_cdk import aws_apigateway as apigw
+from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_lambda as lambda_
+from aws_cdk import aws_logs as logs
+from aws_cdk import aws_s3 as s3
+from aws_cdk import aws_sqs as sqs
 from constructs import IConstruct
 
-from .stack import MemoryBotStack
+from .grants import cross_region_models
+from .nightly import NightlyRun
+from .parts import Stores
+from .settings import StackConfig
 
 LATEST_PYTHON = lambda_.Runtime.PYTHON_3_14.name
 
@@ -227,16 +237,17 @@ def arn_region_and_account(stack: Stack) -> tuple[str, str]:
     return region, account
 
 
-def _acknowledge_nightly(stack: MemoryBotStack) -> None:
+def _acknowledge_nightly(
+    stack: Stack, manifests: s3.Bucket, functions: Mapping[str, lambda_.Function], run: NightlyRun
+) -> None:
     """The nightly state machine's findings (kept apart, so that merges stay small)."""
-    bucket = stack.resolve(_cfn(stack.manifests).logical_id)
-    _ack(stack.manifests, "AwsSolutions-S1", NIGHTLY_REASONS["S1"])
+    bucket = stack.resolve(_cfn(manifests).logical_id)
+    _ack(manifests, "AwsSolutions-S1", NIGHTLY_REASONS["S1"])
     for name in ("NightlyPlan", "NightlyFinish"):
-        _ack(stack.functions[name].role, f"AwsSolutions-IAM5[Resource::<{bucket}.Arn>/*]", NIGHTLY_REASONS["objects"])
-    run = stack.nightly_run
+        _ack(functions[name].role, f"AwsSolutions-IAM5[Resource::<{bucket}.Arn>/*]", NIGHTLY_REASONS["objects"])
     _ack(run.role, "AwsSolutions-IAM5[Resource::*]", NIGHTLY_REASONS["star"])
     _ack(run.role, f"AwsSolutions-IAM5[Resource::arn:<AWS::Partition>:s3:::<{bucket}>/*]", NIGHTLY_REASONS["objects"])
-    for name, function in stack.functions.items():
+    for name, function in functions.items():
         if name.startswith("Nightly"):
             fid = stack.resolve(_cfn(function).logical_id)
             _ack(run.role, f"AwsSolutions-IAM5[Resource::<{fid}.Arn>:*]", NIGHTLY_REASONS["versions"])
@@ -249,29 +260,42 @@ def _acknowledge_nightly(stack: MemoryBotStack) -> None:
     for suffix in (":*", "/*:*"):
         _ack(run.state_machine, f"AwsSolutions-IAM5[Resource::{executions}{suffix}]", NIGHTLY_REASONS["map"])
     # NIST 800-53 rev 5, as for the rest of the stack.
-    _ack(stack.manifests, "NIST.800.53.R5-S3BucketLoggingEnabled", NIGHTLY_REASONS["S1"])
+    _ack(manifests, "NIST.800.53.R5-S3BucketLoggingEnabled", NIGHTLY_REASONS["S1"])
     for rule in ("S3BucketReplicationEnabled", "S3BucketVersioningEnabled"):
-        _ack(stack.manifests, f"NIST.800.53.R5-{rule}", NIGHTLY_REASONS["copies"])
-    _ack(stack.manifests, "NIST.800.53.R5-S3DefaultEncryptionKMS", NIGHTLY_REASONS["sse"])
-    _ack(run.node.find_child("Logs"), "NIST.800.53.R5-CloudWatchLogGroupEncrypted")
+        _ack(manifests, f"NIST.800.53.R5-{rule}", NIGHTLY_REASONS["copies"])
+    _ack(manifests, "NIST.800.53.R5-S3DefaultEncryptionKMS", NIGHTLY_REASONS["sse"])
+    _ack(run.log_group, "NIST.800.53.R5-CloudWatchLogGroupEncrypted")
     for policy in (c for c in run.node.find_all() if isinstance(c, iam.Policy)):
         _ack(policy, "NIST.800.53.R5-IAMNoInlinePolicy")
 
 
-def acknowledge_findings(stack: MemoryBotStack) -> None:
-    _acknowledge_nightly(stack)
-    for secret in stack.secrets.values():
+def acknowledge_findings(
+    stack: Stack,
+    config: StackConfig,
+    *,
+    runtime: lambda_.Runtime,
+    stores: Stores,
+    dead_letters: sqs.Queue,
+    functions: Mapping[str, lambda_.Function],
+    api: apigw.RestApi,
+    api_access_logs: logs.LogGroup,
+    nightly_run: NightlyRun,
+    alarms: Sequence[cloudwatch.Alarm],
+) -> None:
+    """Every finding the design accepts, on the part that raises it (``stack`` only resolves ids and
+    says how ARNs name its region and account)."""
+    _acknowledge_nightly(stack, stores.manifests, functions, nightly_run)
+    for secret in stores.secrets.values():
         _ack(secret, "AwsSolutions-SMG4")
-    _ack(stack.dead_letters, "AwsSolutions-SQS3")
-    for function in stack.functions.values():
+    _ack(dead_letters, "AwsSolutions-SQS3")
+    for function in functions.values():
         if function.role is not None:
             _ack(function.role, "AwsSolutions-IAM5[Resource::*]")
-            for base in stack.cross_region_models:
+            for base in cross_region_models(config):
                 rule = f"AwsSolutions-IAM5[Resource::arn:<AWS::Partition>:bedrock:*::foundation-model/{base}]"
                 _ack(function.role, rule, CROSS_REGION_REASON)
-        if stack.runtime.name != LATEST_PYTHON:
+        if runtime.name != LATEST_PYTHON:
             _ack(function, "AwsSolutions-L1")
-    api = stack.api
     _ack(api, "AwsSolutions-APIG2")
     _ack(api.deployment_stage, "AwsSolutions-APIG3")
     for method in api.methods:
@@ -283,22 +307,32 @@ def acknowledge_findings(stack: MemoryBotStack) -> None:
             role,
             "AwsSolutions-IAM4[Policy::arn:<AWS::Partition>:iam::aws:policy/service-role/AmazonAPIGatewayPushToCloudWatchLogs]",
         )
-    if stack.personal_data_key is not None:
-        for function in stack.functions.values():
+    if stores.personal_data_key is not None:
+        for function in functions.values():
             _ack(_role(function), "AwsSolutions-IAM5[Action::kms:GenerateDataKey*]")
-    acknowledge_nist_findings(stack)
+    acknowledge_nist_findings(
+        config, stores=stores, functions=functions, api=api, api_access_logs=api_access_logs, alarms=alarms
+    )
 
 
-def acknowledge_nist_findings(stack: MemoryBotStack) -> None:
+def acknowledge_nist_findings(
+    config: StackConfig,
+    *,
+    stores: Stores,
+    functions: Mapping[str, lambda_.Function],
+    api: apigw.RestApi,
+    api_access_logs: logs.LogGroup,
+    alarms: Sequence[cloudwatch.Alarm],
+) -> None:
     """NIST 800-53 rev 5: what the stack does not fix, each on its resource (see REASONS)."""
-    for table in stack.tables.values():
+    for table in stores.tables.values():
         _ack(table, "NIST.800.53.R5-DynamoDBInBackupPlan")
-    for secret in stack.secrets.values():
+    for secret in stores.secrets.values():
         _ack(secret, "NIST.800.53.R5-SecretsManagerRotationEnabled")
         _ack(secret, "NIST.800.53.R5-SecretsManagerUsingKMSKey")
-    for log_group in [f.log_group for f in stack.functions.values()] + [stack.node.find_child("ApiAccessLogs")]:
+    for log_group in [f.log_group for f in functions.values()] + [api_access_logs]:
         _ack(log_group, "NIST.800.53.R5-CloudWatchLogGroupEncrypted")
-    for name, function in stack.functions.items():
+    for name, function in functions.items():
         _ack(_role(function).node.find_child("DefaultPolicy"), "NIST.800.53.R5-IAMNoInlinePolicy")
         # Every step of the nightly state machine shares one reason per rule.
         # The admin routes (rollback and import, erase) share theirs.
@@ -309,9 +343,9 @@ def acknowledge_nist_findings(stack: MemoryBotStack) -> None:
         dlq = REASONS["NIST.800.53.R5-LambdaDLQ"][invoked]
         _ack(function, "NIST.800.53.R5-LambdaDLQ", dlq)
         _ack(function, "NIST.800.53.R5-LambdaInsideVPC")
-    stage = stack.api.deployment_stage
+    stage = api.deployment_stage
     for rule in ("APIGWAssociatedWithWAF", "APIGWCacheEnabledAndEncrypted", "APIGWSSLEnabled"):
         _ack(stage, f"NIST.800.53.R5-{rule}")
-    if not stack.config.alarm_email:
-        for alarm in stack.alarms:
+    if not config.alarm_email:
+        for alarm in alarms:
             _ack(alarm, "NIST.800.53.R5-CloudWatchAlarmAction")

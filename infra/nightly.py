@@ -1,4 +1,5 @@
-"""The nightly run on Step Functions: its manifest bucket, its state machine, its schedule and its alarms.
+"""The nightly run on Step Functions: its manifest bucket, its state machine and its schedule (its alarms are
+with the others, in alarms.py).
 
 claim the JST day -> (already claimed: done) -> plan (a manifest of speakers and message ids in
 S3) -> a Distributed Map over the manifest, one child per speaker (retried with backoff on a
@@ -9,15 +10,16 @@ on) -> the decay review and diary -> finish (the run record). Each state is one 
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from collections.abc import Mapping
 
 from aws_cdk import Duration, RemovalPolicy
-from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_events as events
 from aws_cdk import aws_events_targets as targets
 from aws_cdk import aws_iam as iam
+from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_logs as logs
 from aws_cdk import aws_s3 as s3
+from aws_cdk import aws_sqs as sqs
 from aws_cdk import aws_stepfunctions as sfn
 from aws_cdk import aws_stepfunctions_tasks as tasks
 from constructs import Construct
@@ -35,11 +37,8 @@ from memorybot.core.nightly_steps import (
     StepRetry,
 )
 
-from .alarms import on_any
-from .functions import ASYNC_RETRIES
-
-if TYPE_CHECKING:
-    from .stack import MemoryBotStack
+from .parts import ASYNC_RETRIES
+from .settings import StackConfig
 
 NIGHTLY_SCHEDULE = "cron(0 18 * * ? *)"  # 03:00 JST
 NIGHTLY_MAX_EVENT_AGE = Duration.hours(2)
@@ -49,9 +48,9 @@ MANIFEST_EXPIRY = Duration.days(15)
 LAMBDA_THROTTLED = "Lambda.TooManyRequestsException"
 
 
-def manifest_bucket(stack: MemoryBotStack) -> s3.Bucket:
+def manifest_bucket(scope: Construct) -> s3.Bucket:
     return s3.Bucket(
-        stack,
+        scope,
         "NightlyManifests",
         encryption=s3.BucketEncryption.S3_MANAGED,
         enforce_ssl=True,
@@ -64,7 +63,9 @@ def manifest_bucket(stack: MemoryBotStack) -> s3.Bucket:
     )
 
 
-def _invoke(scope: Construct, state_id: str, function, payload: sfn.TaskInput | None = None) -> tasks.LambdaInvoke:
+def _invoke(
+    scope: Construct, state_id: str, function: lambda_.IFunction, payload: sfn.TaskInput | None = None
+) -> tasks.LambdaInvoke:
     return tasks.LambdaInvoke(
         scope,
         state_id,
@@ -100,9 +101,21 @@ def _retry(task: tasks.LambdaInvoke, retry: StepRetry) -> tasks.LambdaInvoke:
 
 
 class NightlyRun(Construct):
-    def __init__(self, scope: Construct, construct_id: str, stack: MemoryBotStack) -> None:
+    """The state machine over the nightly step functions (by name: NightlyClaim, NightlyPlan, ...),
+    reading each night's manifest from the bucket."""
+
+    def __init__(
+        self,
+        scope: Construct,
+        construct_id: str,
+        *,
+        config: StackConfig,
+        functions: Mapping[str, lambda_.IFunction],
+        manifests: s3.IBucket,
+        log_retention: logs.RetentionDays,
+    ) -> None:
         super().__init__(scope, construct_id)
-        f, c = stack.functions, stack.config
+        f, c = functions, config
         claim = _retry(
             _invoke(
                 self,
@@ -120,7 +133,7 @@ class NightlyRun(Construct):
         self.speakers = sfn.DistributedMap(
             self,
             "Speakers",
-            item_reader=sfn.S3JsonItemReader(bucket=stack.manifests, key=sfn.JsonPath.string_at("$.manifest")),
+            item_reader=sfn.S3JsonItemReader(bucket=manifests, key=sfn.JsonPath.string_at("$.manifest")),
             item_selector={
                 "run_id": sfn.JsonPath.number_at("$.run_id"),
                 "scope": sfn.JsonPath.string_at("$$.Map.Item.Value.scope"),
@@ -144,7 +157,7 @@ class NightlyRun(Construct):
             )
             .otherwise(sfn.Succeed(self, "DayAlreadyClaimed"))
         )
-        log_group = logs.LogGroup(self, "Logs", retention=stack.log_retention, removal_policy=RemovalPolicy.DESTROY)
+        self.log_group = logs.LogGroup(self, "Logs", retention=log_retention, removal_policy=RemovalPolicy.DESTROY)
         self.role = iam.Role(
             self,
             "Role",
@@ -158,42 +171,27 @@ class NightlyRun(Construct):
             timeout=Duration.seconds(int(NIGHTLY_EXECUTION_TIMEOUT.total_seconds())),
             tracing_enabled=True,
             # Every event, without execution data: payloads are ids, and still stay out of logs.
-            logs=sfn.LogOptions(destination=log_group, level=sfn.LogLevel.ALL, include_execution_data=False),
+            logs=sfn.LogOptions(destination=self.log_group, level=sfn.LogLevel.ALL, include_execution_data=False),
             role=self.role,
             comment="memorybot nightly run: claim, plan, speakers (Distributed Map), review and diary, finish",
         )
 
-    def alarms(self) -> list[cloudwatch.Alarm]:
-        five_minutes = Duration.minutes(5)
-        return [
-            on_any(
-                self,
-                f"Executions{name}Alarm",
-                f"memorybot nightly run: execution {name.lower()} (redrive it: see the README)",
-                metric,
-            )
-            for name, metric in (
-                ("Failed", self.state_machine.metric_failed(period=five_minutes, statistic="Sum")),
-                ("TimedOut", self.state_machine.metric_timed_out(period=five_minutes, statistic="Sum")),
-            )
-        ]
 
-
-def schedule(stack: MemoryBotStack, run: NightlyRun) -> events.Rule:
+def schedule(scope: Construct, state_machine: sfn.IStateMachine, dead_letters: sqs.IQueue) -> events.Rule:
     """Starts the run at 03:00 JST; a start that cannot be delivered goes to the dead-letter queue."""
     return events.Rule(
-        stack,
+        scope,
         "NightlySchedule",
         description="memorybot nightly consolidation at 03:00 JST",
         schedule=events.Schedule.expression(NIGHTLY_SCHEDULE),
         targets=[
             targets.SfnStateMachine(
-                run.state_machine,
+                state_machine,
                 # The schedule's own time: a late start still names the same JST day.
                 input=events.RuleTargetInput.from_object({"time": events.EventField.time}),
                 retry_attempts=ASYNC_RETRIES,
                 max_event_age=NIGHTLY_MAX_EVENT_AGE,
-                dead_letter_queue=stack.dead_letters,
+                dead_letter_queue=dead_letters,
             )
         ],
     )

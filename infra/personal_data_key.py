@@ -6,9 +6,9 @@ tests/infra/test_logical_ids.py).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from aws_cdk import RemovalPolicy
+from aws_cdk import RemovalPolicy, Stack
 from aws_cdk import aws_dynamodb as dynamodb
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_kms as kms
@@ -16,9 +16,6 @@ from aws_cdk import aws_kms as kms
 from memorybot import tables
 
 from .function_specs import FunctionSpec
-
-if TYPE_CHECKING:
-    from .stack import MemoryBotStack
 
 # What a function needs of the key follows from its table actions.
 TABLE_WRITE_ACTIONS = frozenset({"PutItem", "UpdateItem", "DeleteItem"})
@@ -42,7 +39,7 @@ KEY_ADMIN_ACTIONS = (
 )
 
 
-def personal_data_key(stack: MemoryBotStack) -> kms.Key:
+def personal_data_key(stack: Stack) -> kms.Key:
     """The customer-managed key of the personal-data tables. Its policy lets the account
     administer it (IAM policies in this account, e.g. the deploy role; without that a key can
     lock out everyone) and lets principals use it only through DynamoDB in this region, as far
@@ -84,7 +81,7 @@ def personal_data_key(stack: MemoryBotStack) -> kms.Key:
     )
 
 
-def dynamodb_service(stack: MemoryBotStack) -> str:
+def dynamodb_service(stack: Stack) -> str:
     return f"dynamodb.{stack.region}.amazonaws.com"
 
 
@@ -94,10 +91,10 @@ def table_encryption(key: kms.Key | None, spec: tables.TableSpec) -> dict[str, A
     return {"encryption": dynamodb.TableEncryption.CUSTOMER_MANAGED, "encryption_key": key}
 
 
-def grant_table_key(stack: MemoryBotStack, role: iam.Role, spec: FunctionSpec) -> None:
+def grant_table_key(stack: Stack, role: iam.Role, spec: FunctionSpec, key: kms.Key | None) -> None:
     """The key actions the function's table access needs, used only through DynamoDB: reads
-    decrypt; writes also encrypt and generate data keys."""
-    if stack.personal_data_key is None:
+    decrypt; writes also encrypt and generate data keys. None: the tables have no key of ours."""
+    if key is None:
         return
     needed: set[str] = set()
     by_name = {s.logical_name: s for s in tables.ALL_TABLES}
@@ -111,7 +108,7 @@ def grant_table_key(stack: MemoryBotStack, role: iam.Role, spec: FunctionSpec) -
         role.add_to_policy(
             iam.PolicyStatement(
                 actions=sorted(needed),
-                resources=[stack.personal_data_key.key_arn],
+                resources=[key.key_arn],
                 conditions={"StringEquals": {"kms:ViaService": dynamodb_service(stack)}},
             )
         )

@@ -4,6 +4,7 @@ Each part is built by its own module on this stack's scope (no nested constructs
 resource keeps the construct path and logical id it was deployed with; the order below is the
 template's order. tests/infra/test_logical_ids.py pins the ids of everything that holds data.
 
+    parts.py              what one builder hands another (Platform, Stores) and their shared constants
     personal_data_key.py  the customer-managed key of the personal-data tables (optional)
     dynamodb_tables.py    the tables of memorybot.tables
     secrets_manager.py    the Discord and admin secrets
@@ -12,7 +13,7 @@ template's order. tests/infra/test_logical_ids.py pins the ids of everything tha
     grants.py             a function's IAM statements, from its spec
     api.py                the REST API and its outputs
     nightly.py            the manifest bucket, the state machine, its schedule
-    alarms.py             the alarms and their topic
+    alarms.py             the alarms (the nightly run's too) and their topic
 """
 
 from __future__ import annotations
@@ -23,12 +24,13 @@ from constructs import Construct
 
 from . import functions, nightly
 from .alarms import build_alarms
-from .api import build_api
+from .api import access_log_group, build_api
 from .code_asset import function_code
 from .dynamodb_tables import build_tables
 from .function_specs import FUNCTIONS, LEDGER_REDACTOR
-from .grants import LEDGER_ACTIONS_ALLOWED, LEDGER_REDACTION_ATTRIBUTES, cross_region_models
+from .grants import LEDGER_ACTIONS_ALLOWED, LEDGER_REDACTION_ATTRIBUTES
 from .nightly import NIGHTLY_SCHEDULE
+from .parts import Stores
 from .personal_data_key import personal_data_key
 from .secrets_manager import build_secrets
 from .settings import StackConfig
@@ -45,29 +47,40 @@ __all__ = [
 
 
 class MemoryBotStack(Stack):
+    """Each builder is handed what it uses; what it returns is kept here for the app's checks (nag.py)
+    and the tests, which no builder reads."""
+
     def __init__(self, scope: Construct, construct_id: str, config: StackConfig, **kwargs) -> None:
         super().__init__(scope, construct_id, **kwargs)
         self.config = config
-        self.runtime = functions.RUNTIMES[config.python_version]
-        self.architecture = functions.ARCHITECTURES[config.architecture]
-        self.log_retention = functions.log_retention(config)
+        self.platform = functions.platform(config)
 
-        self.personal_data_key = personal_data_key(self) if config.encrypt_personal_data else None
-        self.tables = build_tables(self, self.personal_data_key)
-        self.manifests = nightly.manifest_bucket(self)
-        self.secrets = build_secrets(self, config)
+        key = personal_data_key(self) if config.encrypt_personal_data else None
+        self.stores = Stores(
+            tables=build_tables(self, key),
+            personal_data_key=key,
+            manifests=nightly.manifest_bucket(self),
+            secrets=build_secrets(self, config),
+        )
         self.dead_letters = functions.dead_letter_queue(self)
-        self.layer = functions.dependencies_layer(self)
-        self.code = function_code(config.python_version)  # the package, with bytecode for the runtime
-        self.functions = {spec.name: functions.build_function(self, spec) for spec in FUNCTIONS}
-        functions.reserve_worker_concurrency(self)
-        functions.wire_async(self)
-        self.api = build_api(self)
-        self.nightly_run = nightly.NightlyRun(self, "NightlyRun", self)
-        nightly.schedule(self, self.nightly_run)
-        self.alarms: list[cloudwatch.Alarm] = build_alarms(self)
-
-    @property
-    def cross_region_models(self) -> tuple[str, ...]:
-        """Base model ids reached through a cross-region inference profile (granted in every region)."""
-        return cross_region_models(self.config)
+        layer = functions.dependencies_layer(self, config, self.platform)
+        code = function_code(config.python_version)  # the package, with bytecode for the runtime
+        self.functions = functions.build_functions(
+            self, FUNCTIONS, config=config, platform=self.platform, code=code, layer=layer, stores=self.stores
+        )
+        functions.reserve_worker_concurrency(config, self.functions)
+        functions.wire_async(self.functions, self.dead_letters)
+        self.api_access_logs = access_log_group(self, self.platform.log_retention)
+        self.api = build_api(self, config, access_logs=self.api_access_logs, functions=self.functions)
+        self.nightly_run = nightly.NightlyRun(
+            self,
+            "NightlyRun",
+            config=config,
+            functions=self.functions,
+            manifests=self.stores.manifests,
+            log_retention=self.platform.log_retention,
+        )
+        nightly.schedule(self, self.nightly_run.state_machine, self.dead_letters)
+        self.alarms: list[cloudwatch.Alarm] = build_alarms(
+            self, config, functions=self.functions, dead_letters=self.dead_letters, nightly_run=self.nightly_run
+        )

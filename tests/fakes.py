@@ -12,6 +12,7 @@ from datetime import UTC, datetime, timedelta
 
 from memorybot.core.decisions import decide_per_record
 from memorybot.core.domain import (
+    CHANGE_ACTIONS,
     GLOBAL_SCOPE,
     NIGHTLY_MAX_DURATION,
     Action,
@@ -228,7 +229,7 @@ class FakeMemoryStore:
                 redacted=redacted,
             )
             self.ledger.append(entry)
-            if entry.action is Action.DELETE and entry.actor is Actor.COMMAND and entry.sources:
+            if change.action is Action.DELETE and entry.actor is Actor.COMMAND and entry.sources:
                 self.forgotten.setdefault(change.owner, set()).update(ref.message_id for ref in entry.sources)
             return entry
 
@@ -280,6 +281,14 @@ class FakeMemoryStore:
 
     def ledger_for(self, owner: Owner, limit=100):
         return sorted((e for e in self.ledger if e.owner == owner), key=lambda e: e.at, reverse=True)[:limit]
+
+    def changes_of(self, owner: Owner, limit, *, older_than=""):
+        rows = [e for e in self.ledger if e.owner == owner and e.action in CHANGE_ACTIONS]
+        rows = [e for e in rows if not older_than or e.key < older_than]
+        return sorted(rows, key=lambda e: e.key, reverse=True)[:limit]
+
+    def ledger_entry(self, owner: Owner, key):
+        return next((e for e in self.ledger if e.owner == owner and e.key == key), None)
 
     def forgotten_sources(self, owner: Owner):
         return frozenset(self.forgotten.get(owner, ()))

@@ -26,6 +26,10 @@ class Container:
     def scope_mode(self):
         return self.settings.memory_scope
 
+    @property
+    def zone(self):
+        return self.settings.zone
+
     @cached_property
     def dynamodb_client(self) -> Any:
         from .adapters.dynamodb_client import dynamodb_client

@@ -10,13 +10,16 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from datetime import UTC, tzinfo
 from functools import lru_cache
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from . import tables
-from .core.domain import ScopeMode
+from .core.domain import JST, ScopeMode
 
 DEFAULT_DISCORD_API_BASE = "https://discord.com/api/v10"
 SECRET_CACHE_SECONDS = 300
+DEFAULT_TIMEZONE = "Asia/Tokyo"  # the design's 03:00 JST
 
 
 @dataclass(frozen=True)
@@ -64,9 +67,16 @@ class Settings:
     extraction_function_name: str = ""
     # The nightly run's manifest bucket (deployed); without one, manifests are kept in the process.
     manifest_bucket: str = ""
+    # The deployment's time zone (an IANA name): the dates and times the prompts and
+    # /memory history show. The nightly schedule stays the design's 03:00 JST.
+    timezone: str = DEFAULT_TIMEZONE
     # Plain values (local) or the names of Secrets Manager secrets (deployed).
     plain_secrets: Mapping[str, str] = field(default_factory=dict)
     secret_names: Mapping[str, str] = field(default_factory=dict)
+
+    @property
+    def zone(self) -> tzinfo:
+        return time_zone(self.timezone)
 
     def table(self, spec: tables.TableSpec) -> str:
         return self.table_names[spec.logical_name]
@@ -122,6 +132,7 @@ class Settings:
             reply_function_name=env.get("REPLY_FUNCTION_NAME", ""),
             extraction_function_name=env.get("EXTRACTION_FUNCTION_NAME", ""),
             manifest_bucket=env.get("MEMORYBOT_MANIFEST_BUCKET", ""),
+            timezone=_timezone(env.get("MEMORYBOT_TIMEZONE", "").strip() or DEFAULT_TIMEZONE),
             plain_secrets={k: env.get(k, "") for k in SECRET_KEYS + MODEL_SECRET_KEYS},
             secret_names={k: env.get(f"{k}_SECRET_NAME", "") for k in SECRET_KEYS + MODEL_SECRET_KEYS},
         )
@@ -131,6 +142,25 @@ def _non_negative(name: str, value: int) -> int:
     if value < 0:
         raise ValueError(f"{name} must be 0 (keep for ever) or a number of days")
     return value
+
+
+def time_zone(name: str) -> tzinfo:
+    """The zone named ``name``; Japan's and UTC also without a time-zone database (no DST in either)."""
+    try:
+        return ZoneInfo(name)
+    except (ZoneInfoNotFoundError, ValueError):
+        fixed = {DEFAULT_TIMEZONE: JST, "UTC": UTC, "Etc/UTC": UTC}.get(name)
+        if fixed is None:
+            raise
+        return fixed
+
+
+def _timezone(name: str) -> str:
+    try:
+        time_zone(name)
+    except (ZoneInfoNotFoundError, ValueError):
+        raise ValueError(f"MEMORYBOT_TIMEZONE must be an IANA time zone (Asia/Tokyo, UTC...), not {name!r}") from None
+    return name
 
 
 def _scope_mode(value: str) -> ScopeMode:

@@ -153,7 +153,7 @@ def test_with_personal_data_encrypted_only_the_key_actions_wildcard_is_added_to_
             "AwsSolutions::AwsSolutions-IAM5[Action::kms:GenerateDataKey*]",
             "AwsSolutions::AwsSolutions-IAM5[Resource::*]",
         ]
-    assert stack.personal_data_key.node.path not in acks  # the key itself needs no acknowledgement
+    assert stack.stores.personal_data_key.node.path not in acks  # the key itself needs no acknowledgement
 
 
 # -- cfn-lint -------------------------------------------------------------------------------

@@ -32,6 +32,7 @@ from frontdoor import (
     admin_event,
     chat,
     click,
+    command,
     event,
     export,
     forget,
@@ -166,6 +167,10 @@ def body(response: dict) -> Any:
 # ---- the scenarios: what each function does in production, and the ways it can fail -------
 
 
+def history_command() -> dict:
+    return command("memory", [{"type": 1, "name": "history", "options": []}])
+
+
 def interactions_scenario(h: Harness) -> None:
     kept = memory(ALICE, "kept2", "Loves hiking in the Alps", at=utcnow(), scope=SCOPE)
     # learned from one of Alice's messages: forgetting it records that message as forgotten
@@ -188,6 +193,11 @@ def interactions_scenario(h: Harness) -> None:
     assert body(h.call("Interactions", event(forget("go", kind=4))))["type"] == 8
     h.recorder.lose_answer("Interactions", "TransactWriteItems")  # the forget commits, its answer is lost
     assert "Forgotten" in body(h.call("Interactions", event(forget(gone.memory_id))))["data"]["content"]
+    # /memory history reads the change rows and each memory's state; Undo of the forget puts the
+    # memory back (a Put conditioned on the person's record) with its own ledger row.
+    page = body(h.call("Interactions", event(history_command())))["data"]
+    undo = page["components"][0]["components"][0]["custom_id"]
+    assert "Undone" in body(h.call("Interactions", event(click(undo))))["data"]["content"]
     h.recorder.fail("Interactions", "Query")  # a show whose read fails: its dedup record is given back
     assert body(h.call("Interactions", event(show())))["type"] == 4
     assert "UTC" in body(h.call("Interactions", event(why(kept.memory_id))))["data"]["content"]

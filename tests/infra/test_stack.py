@@ -243,8 +243,9 @@ TABLE_ACCESS = {
         "messages": _dynamodb("PutItem", "GetItem"),  # GetItem: a store whose answer was lost
         # the /chat line's check, show's and export's switch, pause/resume and the forget-all stamp
         "people": _dynamodb("ConditionCheckItem", "GetItem", "UpdateItem"),
-        "memories": _dynamodb("GetItem", "DeleteItem", "UpdateItem", "Query"),  # UpdateItem: a forget's sources
-        "memory_log": _dynamodb("PutItem", "GetItem", "Query"),  # Query: export
+        # UpdateItem: a forget's sources; PutItem: an Undo puts a memory back
+        "memories": _dynamodb("GetItem", "DeleteItem", "UpdateItem", "PutItem", "Query"),
+        "memory_log": _dynamodb("PutItem", "GetItem", "Query"),  # Query: export, /memory history
         "dedup": IDEMPOTENCY,
     },
     "Reply": {

@@ -484,3 +484,27 @@ def test_an_import_add_is_refused_for_a_person_erased_since_it_began(person_stor
     assert memories.get(owner("erin"), "abcde") is None and not memories.has_marker(owner("erin"), "key-1")
     later = PersonCheck("erin", began + timedelta(seconds=2), Basis.STORE)
     assert memories.add_once(memory("erin", "abcde"), "key-1", actor=Actor.IMPORT, reason="import", check=later)
+
+
+def test_changes_of_are_the_owners_change_rows_newest_first_paged_by_key_without_reads(memories):
+    a, b = owner("a", "guild:1"), owner("b", "guild:1")
+    for i in range(5):
+        add(memories, memory("a", f"mm{i}22", f"fact {i}", scope=a.scope))
+        memories.read_profile(a, actor=Actor.REPLY, reason="reply", limit=10)  # reads between the changes
+    add(memories, memory("b", "bb222", "theirs", scope=b.scope))
+    first = memories.changes_of(a, 2)
+    assert [e.memory_ids for e in first] == [("mm422",), ("mm322",)]
+    rest = memories.changes_of(a, 10, older_than=first[-1].key)
+    assert [e.memory_ids for e in rest] == [("mm222",), ("mm122",), ("mm022",)]
+    assert all(e.action is Action.ADD and e.owner == a for e in first + rest)
+    assert memories.changes_of(a, 0) == []
+
+
+def test_ledger_entry_is_found_by_its_key_in_its_owners_ledger_only(memories):
+    a = owner("a", "guild:1")
+    entry = add(memories, memory("a", "mm222", "likes tea", scope=a.scope))
+    found = memories.ledger_entry(a, entry.key)
+    assert found is not None and (found.key, found.after, found.action) == (entry.key, entry.after, Action.ADD)
+    assert memories.ledger_entry(owner("b", "guild:1"), entry.key) is None
+    assert memories.ledger_entry(owner("a", "guild:2"), entry.key) is None
+    assert memories.ledger_entry(a, entry.key[:-1] + "0") is None

@@ -255,7 +255,7 @@ def test_autocomplete_choices_are_capped_at_25_with_names_of_at_most_100_chars()
     assert all(len(c["name"]) == 100 for c in answer["data"]["choices"])
 
 
-def test_the_registered_commands_are_chat_and_memory_show_forget_why_export_forget_all_pause_resume():
+def test_the_registered_commands_are_chat_and_memory_show_forget_why_export_forget_all_pause_resume_history():
     chat_cmd, memory_cmd = requests.COMMANDS
     assert chat_cmd["name"] == "chat" and chat_cmd["options"][0] | {"description": ""} == {
         "type": 3,
@@ -264,11 +264,11 @@ def test_the_registered_commands_are_chat_and_memory_show_forget_why_export_forg
         "required": True,
     }
     subs = {o["name"]: o for o in memory_cmd["options"]}
-    assert set(subs) == {"show", "forget", "why", "export", "forget-all", "pause", "resume"}
+    assert set(subs) == {"show", "forget", "why", "export", "forget-all", "pause", "resume", "history"}
     for name in ("forget", "why"):
         [id_option] = subs[name]["options"]
         assert (id_option["name"], id_option["required"], id_option["autocomplete"]) == ("id", True, True)
-    assert all("options" not in subs[name] for name in ("export", "forget-all", "pause", "resume"))
+    assert all("options" not in subs[name] for name in ("export", "forget-all", "pause", "resume", "history"))
 
 
 # ---- every interaction Discord sends gets an answer a person can read

@@ -11,7 +11,9 @@ import json
 from datetime import timedelta
 
 from .. import tables
-from ..core.domain import Action, Actor, LedgerEntry, Memory, SourceRef, iso, parse_iso
+from ..core import memory_record
+from ..core.domain import Action, Actor, LedgerEntry, Memory, iso, parse_iso
+from ..core.memory_record import Shape
 from .dynamodb_items import (
     Item,
     bool_of,
@@ -32,40 +34,17 @@ LEDGER_EXPIRY = ttl_attribute(tables.MEMORY_LOG)  # only on read rows
 
 
 def memory_to_json(memory: Memory) -> str:
-    """A memory as a JSON object, for the ledger's before / after state."""
-    return json.dumps(
-        {
-            "scope": memory.scope,
-            "user_id": memory.user_id,
-            "memory_id": memory.memory_id,
-            "text": memory.text,
-            "created_at": iso(memory.created_at),
-            "updated_at": iso(memory.updated_at),
-            **({"sources": [ref.encode() for ref in memory.sources]} if memory.sources else {}),
-        },
-        ensure_ascii=False,
-        sort_keys=True,
-    )
+    """A memory as a JSON object, for the ledger's before / after state (the record's ledger shape)."""
+    return json.dumps(memory_record.encode(memory, Shape.LEDGER), ensure_ascii=False, sort_keys=True)
 
 
 def memory_from_json(text: str | None) -> Memory | None:
-    if not text:
-        return None
-    data = json.loads(text)
-    return Memory(
-        data["user_id"],
-        data["memory_id"],
-        data["text"],
-        parse_iso(data["created_at"]),
-        parse_iso(data["updated_at"]),
-        scope=data["scope"],
-        sources=tuple(SourceRef.decode(t) for t in data.get("sources", [])),
-    )
+    return memory_record.decode(json.loads(text), Shape.LEDGER) if text else None
 
 
 def ledger_entry_key(entry: LedgerEntry) -> str:
     """Sort key: the time first, so a user's rows (and a run's, in by_run) order by time."""
-    return f"{iso(entry.at)}#{entry.entry_id}"
+    return entry.key
 
 
 def ledger_item(entry: LedgerEntry, *, read_retention_days: int = 0) -> Item:

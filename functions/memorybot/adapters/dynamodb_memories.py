@@ -30,7 +30,9 @@ from botocore.exceptions import ClientError
 
 from .. import tables
 from ..config import Settings
+from ..core import memory_record
 from ..core.domain import (
+    CHANGE_ACTIONS,
     Action,
     Actor,
     Change,
@@ -41,9 +43,9 @@ from ..core.domain import (
     PersonCheck,
     SourceRef,
     iso,
-    parse_iso,
     utcnow,
 )
+from ..core.memory_record import Kind, Shape
 from ..core.ports import ConflictError, PersonRefused
 from . import vectors
 from .dynamodb_items import (
@@ -56,11 +58,10 @@ from .dynamodb_items import (
     get_item,
     index_name,
     n,
-    optional_time,
     query_items,
     s,
-    sources_attribute,
-    sources_from,
+    s_list,
+    str_list_of,
     transact_or_find_committed,
 )
 from .dynamodb_ledger import ledger_entry_key, ledger_from_item, ledger_item
@@ -92,48 +93,53 @@ def stale_shard(owner: Owner) -> str:
 
 
 def memory_item(memory: Memory) -> Item:
-    return {
+    """The item a memory's Put writes: the record's item shape (core/memory_record.py) as typed
+    attribute values, with the keys and the index bookkeeping."""
+    item: Item = {
         "owner": s(memory.owner.key),
-        "scope": s(memory.scope),
-        "user_id": s(memory.user_id),
-        "memory_id": s(memory.memory_id),
-        "text": s(memory.text),
-        "created_at": s(iso(memory.created_at)),
-        "updated_at": s(iso(memory.updated_at)),
         "stale_shard": s(stale_shard(memory.owner)),
         # A written memory (added, updated, restored) starts its place in the review queue afresh.
         "review_after": s(iso(memory.updated_at)),
-        **sources_attribute(memory.sources),
-        **_embedding_attributes(memory.embedding),
     }
+    kinds = {key: f.kind for f, key in memory_record.fields_of(Shape.ITEM)}
+    for key, value in memory_record.encode(memory, Shape.ITEM).items():
+        item.update(_attributes(key, kinds[key], value))
+    return item
 
 
-def _embedding_attributes(embedding: Embedding | None) -> Item:
-    """The vector as compact bytes (adapters/vectors.py) with the model that made it; nothing without one."""
-    if embedding is None:
-        return {}
-    return {"embedding": {"B": vectors.encode(embedding.vector)}, "embedding_model": s(embedding.model)}
+def _attributes(key: str, kind: Kind, value: Any) -> Item:
+    """One field's attributes: a string; a list of strings; an embedding as its vector's compact
+    bytes (adapters/vectors.py) beside the model that made it."""
+    if kind is Kind.EMBEDDING:
+        return {key: {"B": vectors.encode(value.vector)}, _model_attribute(key): s(value.model)}
+    if kind is Kind.SOURCES:
+        return {key: s_list(value)}
+    return {key: s(value)}
 
 
-def _embedding_from(item: Item) -> Embedding | None:
-    if "embedding" not in item or "embedding_model" not in item:
-        return None
-    data = item["embedding"]["B"]
-    return Embedding(item["embedding_model"]["S"], vectors.decode(bytes(data)))
+def _model_attribute(key: str) -> str:
+    return f"{key}_model"
 
 
 def memory_from_item(item: Item) -> Memory:
-    return Memory(
-        reviewed_at=optional_time(item, "reviewed_at"),
-        user_id=item["user_id"]["S"],
-        memory_id=item["memory_id"]["S"],
-        text=item["text"]["S"],
-        created_at=parse_iso(item["created_at"]["S"]),
-        updated_at=parse_iso(item["updated_at"]["S"]),
-        scope=item["scope"]["S"],
-        sources=sources_from(item),
-        embedding=_embedding_from(item),
-    )
+    plain: dict[str, Any] = {}
+    for f, key in memory_record.fields_of(Shape.ITEM):
+        if f.kind is Kind.EMBEDDING:
+            if key in item and _model_attribute(key) in item:
+                vector = vectors.decode(bytes(item[key]["B"]))
+                plain[key] = Embedding(item[_model_attribute(key)]["S"], vector)
+        elif f.kind is Kind.SOURCES:
+            plain[key] = str_list_of(item, key)
+        elif key in item:
+            plain[key] = item[key]["S"]
+    return memory_record.decode(plain, Shape.ITEM)
+
+
+def _item_attribute_names() -> list[str]:
+    names = []
+    for f, key in memory_record.fields_of(Shape.ITEM):
+        names += [key, _model_attribute(key)] if f.kind is Kind.EMBEDDING else [key]
+    return names
 
 
 def memory_key(owner: Owner, memory_id: str) -> Item:
@@ -151,18 +157,7 @@ def marker_key(owner: Owner, once: str) -> Item:
 
 
 # What a Memory holds, for the whole-profile read (selection) and the backfill's scan.
-_PROFILE_NAMES = {
-    "#u": "user_id",
-    "#s": "scope",
-    "#m": "memory_id",
-    "#t": "text",
-    "#c": "created_at",
-    "#up": "updated_at",
-    "#r": "reviewed_at",
-    "#src": "sources",
-    "#e": "embedding",
-    "#em": "embedding_model",
-}
+_PROFILE_NAMES = {f"#a{i}": name for i, name in enumerate(_item_attribute_names())}
 _PROFILE_PROJECTION = ", ".join(_PROFILE_NAMES)
 # The vector backfill reads at most this many 1 MB pages of the memories table a night
 # (each ~128 read units at most, eventually consistent), from where the last night stopped.
@@ -282,14 +277,7 @@ class DynamoMemoryStore:
             TableName=self._memories,
             Key=memory_key(memory.owner, memory.memory_id),
             UpdateExpression=update,
-            ConditionExpression="#text = :text AND updated_at = :updated AND created_at = :created",
-            ExpressionAttributeNames={"#text": "text"},
-            ExpressionAttributeValues={
-                **values,
-                ":text": s(memory.text),
-                ":updated": s(iso(memory.updated_at)),
-                ":created": s(iso(memory.created_at)),
-            },
+            **_unchanged(memory, values),
         )
 
     def without_embedding(self, model: str, limit: int, *, start: str = "") -> tuple[list[Memory], str]:
@@ -378,8 +366,9 @@ class DynamoMemoryStore:
                 }
             },
         ]
-        if entry.action is Action.DELETE and entry.actor is Actor.COMMAND and entry.sources:
-            # A forget by the person: its sources never teach again, recorded with the delete.
+        if change.action is Action.DELETE and entry.actor is Actor.COMMAND and entry.sources:
+            # A forget by the person (or their Undo of an add): its sources never teach again,
+            # recorded with the delete.
             transaction.append(self._forgotten_write(change.owner, entry.sources))
         check_at = len(transaction) if check is not None else None
         if check is not None:  # after the memory's own write (position 0) and its ledger row
@@ -440,15 +429,7 @@ class DynamoMemoryStore:
                 }
             }
         before = change.before
-        unchanged = {
-            "ConditionExpression": "#text = :text AND updated_at = :updated AND created_at = :created",
-            "ExpressionAttributeNames": {"#text": "text"},
-            "ExpressionAttributeValues": {
-                ":text": s(before.text),
-                ":updated": s(iso(before.updated_at)),
-                ":created": s(iso(before.created_at)),
-            },
-        }
+        unchanged = _unchanged(before)
         if change.after is None:
             return {
                 "Delete": {
@@ -601,6 +582,29 @@ class DynamoMemoryStore:
         )
         return [ledger_from_item(i) for i in islice(items, limit)]
 
+    def changes_of(self, owner: Owner, limit: int, *, older_than: str = "") -> list[LedgerEntry]:
+        if limit <= 0:
+            return []
+        # The owner's partition, newest first, reads filtered out: a filter reads what it drops, so
+        # a page costs the read rows between the changes too (reads expire: ledger retention).
+        kinds = {f":{action.value}": s(action.value) for action in CHANGE_ACTIONS}
+        before = {":older": s(older_than)} if older_than else {}
+        items = query_items(
+            self._client,
+            TableName=self._log,
+            KeyConditionExpression="#owner = :owner" + (" AND entry_key < :older" if older_than else ""),
+            FilterExpression=f"#action IN ({', '.join(kinds)})",
+            ExpressionAttributeNames={"#owner": "owner", "#action": "action"},
+            ExpressionAttributeValues={":owner": s(owner.key), **kinds, **before},
+            ScanIndexForward=False,
+            ConsistentRead=True,
+        )
+        return [ledger_from_item(i) for i in islice(items, limit)]
+
+    def ledger_entry(self, owner: Owner, key: str) -> LedgerEntry | None:
+        item = get_item(self._client, self._log, {"owner": s(owner.key), "entry_key": s(key)})
+        return ledger_from_item(item) if item else None
+
     def forgotten_sources(self, owner: Owner) -> frozenset[str]:
         # One consistent GetItem, whatever the length of the person's history.
         item = self._client.get_item(
@@ -649,6 +653,21 @@ class DynamoMemoryStore:
             ExpressionAttributeValues={":true": flag(True)},
             ReturnValues="NONE",
         )
+
+
+def _unchanged(memory: Memory, values: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The condition that the record is still exactly ``memory`` as read (its text and times), with
+    ``values`` of the write's own beside it."""
+    return {
+        "ConditionExpression": "#text = :text AND updated_at = :updated AND created_at = :created",
+        "ExpressionAttributeNames": {"#text": "text"},
+        "ExpressionAttributeValues": {
+            **(values or {}),
+            ":text": s(memory.text),
+            ":updated": s(iso(memory.updated_at)),
+            ":created": s(iso(memory.created_at)),
+        },
+    }
 
 
 def _change_refused(error: ClientError, check_at: int | None) -> bool:

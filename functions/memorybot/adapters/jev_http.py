@@ -64,26 +64,19 @@ from typing import Any
 
 import httpx
 
+from ..core import memory_record
 from ..core.decisions import decide_per_record
-from ..core.domain import (
-    BOT_NAME,
-    MEMORY_VERDICTS,
-    REVIEW_VERDICTS,
-    Decision,
-    Exchange,
-    Memory,
-    Verdict,
-    iso,
-    plain_name,
-)
+from ..core.domain import BOT_NAME, MEMORY_VERDICTS, REVIEW_VERDICTS, Decision, Exchange, Memory, Verdict, plain_name
+from ..core.memory_record import Shape
 from ..core.ports import ModelError
 from ..core.prompts import parse_decision, parse_probability, parse_verdict
 from .json_http import JsonService
 from .retry import Retrier, retrier_for
 
 
-def memory_body(memory: Memory) -> dict[str, str]:
-    return {"id": str(memory.memory_id), "text": memory.text, "updated_at": iso(memory.updated_at)}
+def memory_body(memory: Memory) -> dict[str, Any]:
+    """The contract's ``memory``: the record's Jev shape (core/memory_record.py)."""
+    return memory_record.encode(memory, Shape.JEV)
 
 
 def exchange_body(exchange: Exchange) -> dict[str, Any]:

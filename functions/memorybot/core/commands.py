@@ -12,8 +12,10 @@ from dataclasses import dataclass
 from datetime import datetime
 from enum import Enum
 
+from . import memory_record
 from .consent import switch_json
 from .domain import PERSON_SCOPE, Action, Actor, Change, LedgerEntry, Memory, Owner, is_memory_id, iso, utcnow
+from .memory_record import Shape
 from .ports import ConflictError, MemoryStore, PeopleStore
 
 FORGET_ATTEMPTS = 3  # a concurrent change between read and delete: read again
@@ -101,15 +103,7 @@ def export(memories: MemoryStore, user_id: str, people: PeopleStore | None = Non
 
 
 def _memory_json(memory: Memory | None) -> dict | None:
-    if memory is None:
-        return None
-    return {
-        "id": memory.memory_id,
-        "text": memory.text,
-        "createdAt": iso(memory.created_at),
-        "updatedAt": iso(memory.updated_at),
-        "sourceMessageIds": [ref.message_id for ref in memory.sources],
-    }
+    return None if memory is None else memory_record.encode(memory, Shape.EXPORT)
 
 
 def _entry_json(entry: LedgerEntry) -> dict:

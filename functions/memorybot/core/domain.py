@@ -49,6 +49,12 @@ class Action(str, Enum):
     ERASE = "erase"  # the erasure's own row: counts only
     PAUSE = "pause"  # /memory pause: the person's own row (no memory changes)
     RESUME = "resume"  # /memory resume
+    UNDO = "undo"  # the person's Undo of one change in /memory history (actor command)
+
+
+# The ledger actions that changed a memory (each row holds its before / after state): what
+# ``/memory history`` lists, and what its Undo can reverse.
+CHANGE_ACTIONS: tuple[Action, ...] = (Action.ADD, Action.UPDATE, Action.DELETE, Action.ROLLBACK, Action.UNDO)
 
 
 class Verdict(str, Enum):
@@ -399,6 +405,11 @@ class LedgerEntry:
     @property
     def owner(self) -> Owner:
         return Owner(self.scope, self.user_id)
+
+    @property
+    def key(self) -> str:
+        """The row's key within its owner's ledger: its time first, so the owner's rows sort by time."""
+        return f"{iso(self.at)}#{self.entry_id}"
 
 
 # ---- the person: one record everywhere the bot knows them (the memory switch, the notice, and

@@ -27,9 +27,11 @@ import hashlib
 import json
 import logging
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
+from . import memory_record
 from .domain import (
     DM_SCOPE,
     GLOBAL_SCOPE,
@@ -46,6 +48,7 @@ from .domain import (
     one_line,
     utcnow,
 )
+from .memory_record import Kind, RecordField, Shape
 from .ports import ConflictError, MemoryStore, PersonRefused
 
 logger = logging.getLogger(__name__)
@@ -61,15 +64,20 @@ CLOCK_SKEW = timedelta(minutes=5)
 ID_ATTEMPTS = 5  # a fresh memory id that is taken already: draw another
 IMPORT_REASON = "operator import"
 
-ROW_FIELDS = frozenset({"userId", "scope", "text", "createdAt", "updatedAt", "id"})
-REQUIRED_ROW_FIELDS = ("userId", "scope", "text", "createdAt")
+# A row's keys are the memory record's (core/memory_record.py), and "id": the memory's id in the
+# system it came from (an export's own "id"), kept as provenance, never used as this one's id.
+SOURCE_ID = "id"
+ROW_FIELDS = memory_record.keys_of(Shape.ROW) | {SOURCE_ID}
+REQUIRED_ROW_FIELDS = tuple(key for f, key in memory_record.fields_of(Shape.ROW) if f.row_required)
 # memorySwitch: an export file's memory switch (docs/consent.md). Accepted and not imported: a
 # pause or a notice given elsewhere is the person's to give again here.
 BODY_FIELDS = frozenset({"memories", "dryRun", "userId", "scopes", "memorySwitch"})
 # An export file (core/commands.py export): what each of its scopes and memories carries.
 # Its ledger and its list of forgotten message ids are left out, as rows are all an import adds.
 EXPORT_SCOPE_FIELDS = frozenset({"scope", "memories", "ledger", "forgottenSourceMessageIds"})
-EXPORT_MEMORY_FIELDS = frozenset({"id", "text", "createdAt", "updatedAt", "sourceMessageIds"})
+EXPORT_MEMORY_FIELDS = memory_record.keys_of(Shape.EXPORT)
+# What an export file's memory brings to its row: the keys both shapes have, and its id as the source id.
+EXPORT_TO_ROW = tuple(sorted((EXPORT_MEMORY_FIELDS & ROW_FIELDS) | {memory_record.key_of("memory_id", Shape.EXPORT)}))
 
 
 class BadImport(ValueError):
@@ -90,27 +98,24 @@ class TooManyRows(ValueError):
 class ImportRow:
     index: int  # among the request's rows (an export file's rows in file order)
     where: str  # where it is in the body, e.g. "memories[3]" or "scopes[0].memories[2]"
-    user_id: str
-    scope: str
-    text: str
-    created_at: datetime
-    updated_at: datetime
+    template: Memory  # the memory as the row gives it, but for its id (drawn when it is added)
     source_id: str | None = None
 
     @property
     def owner(self) -> Owner:
-        return Owner(self.scope, self.user_id)
+        return self.template.owner
 
     @property
     def once(self) -> str:
         """The idempotency key: a hash of (user, scope, source id), or of (user, scope, text,
         createdAt) without one. A hash, so that the marker holds no text."""
-        basis = ["id", self.source_id] if self.source_id is not None else ["text", self.text, iso(self.created_at)]
-        canonical = json.dumps([self.user_id, self.scope, *basis], ensure_ascii=False, separators=(",", ":"))
+        memory = self.template
+        basis = ["id", self.source_id] if self.source_id is not None else ["text", memory.text, iso(memory.created_at)]
+        canonical = json.dumps([memory.user_id, memory.scope, *basis], ensure_ascii=False, separators=(",", ":"))
         return hashlib.sha256(canonical.encode("utf-8")).hexdigest()[:32]
 
     def memory(self, memory_id: str) -> Memory:
-        return Memory(self.user_id, memory_id, self.text, self.created_at, self.updated_at, scope=self.scope)
+        return replace(self.template, memory_id=memory_id)
 
 
 @dataclass(frozen=True)
@@ -169,7 +174,7 @@ def _export_rows(data: dict) -> list[tuple[str, dict]]:
             # sourceMessageIds are left out: an export names message ids without their
             # channels, so they cannot be linked, and they are not this deployment's messages.
             row = {"userId": user_id, "scope": group.get("scope")}
-            row |= {k: exported[k] for k in ("text", "createdAt", "updatedAt", "id") if k in exported}
+            row |= {k: exported[k] for k in EXPORT_TO_ROW if k in exported}
             rows.append((place, row))
     return rows
 
@@ -200,44 +205,70 @@ def parse_row(index: int, where: str, raw: object, *, now: datetime) -> ImportRo
     for name in REQUIRED_ROW_FIELDS:
         if name not in raw:
             raise bad(name, "missing")
-    user_id = raw["userId"]
-    if not is_snowflake(user_id):
-        raise bad("userId", "must be a Discord user id (a string of digits)")
-    scope = raw["scope"]
-    if not is_scope(scope):
-        raise bad("scope", 'must be "guild:<id>", "dm", "channel:<id>" or "global"')
-    text = raw["text"]
-    if not isinstance(text, str):
-        raise bad("text", "must be a string")
-    text = one_line(text)  # a memory is one line, as extraction writes it
-    if not text:
-        raise bad("text", "is empty")
-    if len(text) > MEMORY_TEXT_MAX_CHARS:
-        raise bad("text", f"is {len(text)} characters; a memory has at most {MEMORY_TEXT_MAX_CHARS}")
-    created_at = _time(raw["createdAt"], "createdAt", bad, now)
-    updated_at = _time(raw["updatedAt"], "updatedAt", bad, now) if "updatedAt" in raw else created_at
-    if updated_at < created_at:
+    # Each of the record's fields the row gives, by its kind and the import's rule for it.
+    values: dict[str, Any] = {
+        f.name: _row_value(f, key, raw[key], bad, now) for f, key in memory_record.fields_of(Shape.ROW) if key in raw
+    }
+    values.setdefault("updated_at", values["created_at"])
+    if values["updated_at"] < values["created_at"]:
         raise bad("updatedAt", "is before createdAt")
-    source_id = raw.get("id")
+    source_id = raw.get(SOURCE_ID)
     if source_id is not None and not (
         isinstance(source_id, str) and 1 <= len(source_id) <= SOURCE_ID_MAX_CHARS and source_id.isprintable()
     ):
-        raise bad("id", f"must be printable text of 1 to {SOURCE_ID_MAX_CHARS} characters")
-    return ImportRow(index, where, user_id, scope, text, created_at, updated_at, source_id)
+        raise bad(SOURCE_ID, f"must be printable text of 1 to {SOURCE_ID_MAX_CHARS} characters")
+    return ImportRow(index, where, Memory(memory_id="", **values), source_id)
 
 
-def _time(value: object, field: str, bad: Callable[[str, str], BadImport], now: datetime) -> datetime:
-    """An ISO 8601 time (no zone means UTC, as everywhere in the stack), not in the future."""
+# Times a row gives of what already happened (said, last changed): never ahead of this clock.
+_PAST_TIMES = frozenset({"created_at", "updated_at"})
+
+
+def _row_value(f: RecordField, key: str, value: object, bad: Callable[[str, str], BadImport], now: datetime) -> Any:
+    """One field of a row, read by its kind and checked by the import's rule for it."""
+    if f.kind is Kind.TEXT:
+        return _row_text(f.name, key, value, bad)
+    if f.kind is Kind.OPTIONAL_TIME and value is None:
+        return None
+    if f.kind not in (Kind.TIME, Kind.OPTIONAL_TIME):
+        raise TypeError(f"an import row cannot carry {f.name} ({f.kind.value})")
+    at = _time(value, key, bad)
+    if f.name in _PAST_TIMES and at > now + CLOCK_SKEW:
+        raise bad(key, "is in the future")
+    return at
+
+
+# A row's ids and scope, each with its rule and the problem named when it fails it.
+_ROW_TEXT_RULES: dict[str, tuple[Callable[[object], bool], str]] = {
+    "user_id": (is_snowflake, "must be a Discord user id (a string of digits)"),
+    "scope": (lambda value: is_scope(value), 'must be "guild:<id>", "dm", "channel:<id>" or "global"'),
+}
+
+
+def _row_text(name: str, key: str, value: object, bad: Callable[[str, str], BadImport]) -> str:
+    rule, problem = _ROW_TEXT_RULES.get(name, (lambda v: isinstance(v, str), "must be a string"))
+    if not rule(value):
+        raise bad(key, problem)
+    assert isinstance(value, str)
+    if name != "text":
+        return value
+    text = one_line(value)  # a memory is one line, as extraction writes it
+    if not text:
+        raise bad(key, "is empty")
+    if len(text) > MEMORY_TEXT_MAX_CHARS:
+        raise bad(key, f"is {len(text)} characters; a memory has at most {MEMORY_TEXT_MAX_CHARS}")
+    return text
+
+
+def _time(value: object, field: str, bad: Callable[[str, str], BadImport]) -> datetime:
+    """An ISO 8601 time (no zone means UTC, as everywhere in the stack)."""
     if not isinstance(value, str):
         raise bad(field, 'must be an ISO 8601 time, e.g. "2026-11-20T18:00:00Z"')
     try:
         at = datetime.fromisoformat(value.strip())
     except ValueError:
         raise bad(field, 'must be an ISO 8601 time, e.g. "2026-11-20T18:00:00Z"') from None
-    at = (at if at.tzinfo else at.replace(tzinfo=UTC)).astimezone(UTC)
-    if at > now + CLOCK_SKEW:
-        raise bad(field, "is in the future")
-    return at
+    return (at if at.tzinfo else at.replace(tzinfo=UTC)).astimezone(UTC)
 
 
 def is_scope(scope: object) -> bool:
@@ -280,7 +311,7 @@ class Importer:
         """Every row checked against this deployment's scopes first (BadImport, nothing
         written), then each row added once; a dry run only counts."""
         for row in request.rows:
-            problem = scope_unused(row.scope, self._mode)
+            problem = scope_unused(row.owner.scope, self._mode)
             if problem:
                 raise BadImport(row.index, "scope", problem, row.where)
         imported = unchanged = 0

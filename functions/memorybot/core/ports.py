@@ -178,6 +178,15 @@ class MemoryStore(Protocol):
     def ledger_for(self, owner: Owner, limit: int | None = 100) -> list[LedgerEntry]:
         """The owner's ledger rows, newest first (``limit`` None: all of them)."""
 
+    def changes_of(self, owner: Owner, limit: int, *, older_than: str = "") -> list[LedgerEntry]:
+        """Up to ``limit`` of the owner's rows that changed a memory (add, update, delete, rollback,
+        undo: no reads), newest first, only those whose ``key`` sorts before ``older_than`` when
+        given (the next page of ``/memory history``)."""
+
+    def ledger_entry(self, owner: Owner, key: str) -> LedgerEntry | None:
+        """The owner's ledger row with this ``key``; None when the owner has none (another
+        person's key is simply not found)."""
+
     def forgotten_sources(self, owner: Owner) -> frozenset[str]:
         """The ids of the messages every memory the owner forgot (by command) was learned from:
         never used to learn again. One small read, whatever the length of the owner's history:

@@ -181,7 +181,7 @@ class Rollback:
                 skipped.append(memory_id)
                 continue
             current = simulated[key] if key in simulated else self._memories.get(*key)
-            change = _reverse(entry, current, run_id)
+            change = reversal(entry, current, f"rollback of nightly run {run_id}")
             if change is None:
                 blocked.add(key)
                 skipped.append(memory_id)
@@ -196,7 +196,7 @@ class Rollback:
                 continue
             try:
                 self._memories.apply(
-                    change, actor=Actor.NIGHTLY, run_id=run_id, ledger_action=Action.ROLLBACK, check=_restoring(change)
+                    change, actor=Actor.NIGHTLY, run_id=run_id, ledger_action=Action.ROLLBACK, check=restoring(change)
                 )
             except ConflictError:  # changed between our read and the write, or the person forgot it since: leave it
                 blocked.add(key)
@@ -207,7 +207,7 @@ class Rollback:
 
     def _would_allow(self, change: Change, persons: dict[str, Person]) -> bool:
         """What the write's person check would answer (a dry run writes nothing, so it asks)."""
-        check = _restoring(change)
+        check = restoring(change)
         if check is None or self._people is None:
             return True
         if check.user_id not in persons:
@@ -215,21 +215,25 @@ class Rollback:
         return check.allows(persons[check.user_id])
 
 
-def _reverse(entry: LedgerEntry, current: Memory | None, run_id: int) -> Change | None:
-    """The change that undoes ``entry``, or None if the record changed again since."""
-    reason = f"rollback of nightly run {run_id}"
-    if entry.action is Action.ADD:
+def reversal(entry: LedgerEntry, current: Memory | None, reason: str) -> Change | None:
+    """The change that undoes ``entry`` (by its shape: an add has no before, a delete no after),
+    or None if the record changed again since: the rollback's rule, and ``/memory history``'s Undo.
+
+    - an add is deleted, only if the record is still exactly what the add wrote;
+    - an update is restored to its before state, under the same condition;
+    - a delete is reinserted from its before state, only if the id is absent."""
+    if entry.redacted:
+        return None
+    if entry.before is None:
         return Change(Action.DELETE, current, None, reason) if current is not None and current == entry.after else None
-    if entry.action is Action.UPDATE:
-        if current is None or current != entry.after or entry.before is None:
-            return None
-        return Change(Action.UPDATE, current, entry.before, reason)
-    if entry.action is Action.DELETE:
-        return Change(Action.ADD, None, entry.before, reason) if current is None and entry.before is not None else None
-    return None
+    if entry.after is None:
+        return Change(Action.ADD, None, entry.before, reason) if current is None else None
+    if current is None or current != entry.after:
+        return None
+    return Change(Action.UPDATE, current, entry.before, reason)
 
 
-def _restoring(change: Change) -> PersonCheck | None:
+def restoring(change: Change) -> PersonCheck | None:
     """A revert that puts a memory state back is conditioned on the person's record: nothing it
     restores predates their later erasure or forget-all in that scope (a delete needs no check)."""
     if change.after is None:

@@ -10,13 +10,14 @@ import json
 import logging
 import time
 from collections.abc import Callable
-from datetime import UTC, datetime
+from datetime import UTC, datetime, tzinfo
 from typing import Any, Protocol
 
-from ..core import commands, consent, conversation
+from ..core import commands, consent, conversation, history
 from ..core.domain import DM_SCOPE, GLOBAL_SCOPE, ScopeMode
 from ..core.jobs import ReplyJob
 from ..core.ports import AsyncInvoker, DiscordApi, MemoryStore, MessageStore, PeopleStore
+from . import history_view
 from .requests import (
     FORGET_ALL_TTL,
     MESSAGE_MAX_CHARS,
@@ -29,8 +30,10 @@ from .requests import (
     PauseMemory,
     Ping,
     ResumeMemory,
+    ShowHistory,
     ShowMemories,
     SuggestForget,
+    UndoChange,
     UnknownComponent,
     Unsupported,
     WhyMemory,
@@ -130,6 +133,10 @@ class Dependencies(Protocol):
 
     @property
     def scope_mode(self) -> ScopeMode: ...
+
+    @property
+    def zone(self) -> tzinfo:
+        """The deployment's time zone (the dates /memory history shows)."""
 
     def once(self, name: str, key: str, work: Callable[[], dict]) -> dict | None:
         """``work()``'s answer, computed once per key (the dedup ledger); None while another copy runs it."""
@@ -380,6 +387,36 @@ def _resume(request: ResumeMemory, deps: Dependencies) -> dict:
     return ephemeral(TEXT_RESUMED if switched.changed else TEXT_NOT_PAUSED)
 
 
+def _history(request: ShowHistory, deps: Dependencies) -> dict:
+    caller = request.caller
+    if request.requester and request.requester != caller.user_id:
+        return ephemeral(history_view.not_yours_text(request.locale))
+    page = history.history(deps.memory_store, caller.owner, older_than=request.older_than, people=deps.people_store)
+    data = history_view.page_answer(
+        page, caller.user_id, caller.scope, deps.zone, request.locale, older=bool(request.older_than)
+    )
+    if request.requester:  # the "Older" button: the page turns in place
+        return {"type": UPDATE_MESSAGE, "data": {**data, "allowed_mentions": NO_MENTIONS}}
+    answer = ephemeral(data["content"])
+    answer["data"]["components"] = data["components"]
+    return answer
+
+
+def _undo(request: UndoChange, deps: Dependencies) -> dict:
+    caller = request.caller
+    if request.requester != caller.user_id:
+        logger.info("undo refused: not the owner", extra={"user_id": caller.user_id})
+        return ephemeral(history_view.not_yours_text(request.locale))
+    # A replay of the same click gets the first answer; a new click is judged afresh.
+    answer = deps.once("undo", request.interaction_id, lambda: _undo_once(request, deps))
+    return answer if answer is not None else ephemeral(TEXT_BUSY)
+
+
+def _undo_once(request: UndoChange, deps: Dependencies) -> dict:
+    result = history.undo(deps.memory_store, request.caller.owner, request.key)
+    return ephemeral(history_view.undo_text(result, request.locale))
+
+
 def _unknown_component(request: UnknownComponent, deps: Dependencies) -> dict:
     logger.info("component not acted on", extra={"custom_id": request.custom_id})
     return ephemeral(TEXT_STALE_COMPONENT)
@@ -397,5 +434,7 @@ _HANDLERS: dict[type, Callable[[Any, Dependencies], dict]] = {
     ForgetAllConfirm: _forget_all_confirm,
     PauseMemory: _pause,
     ResumeMemory: _resume,
+    ShowHistory: _history,
+    UndoChange: _undo,
     UnknownComponent: _unknown_component,
 }

@@ -15,6 +15,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from ..core.domain import Owner, ScopeMode, scope_for
+from . import history_view
 from .formats import is_interaction_token, is_snowflake, valid_unicode
 
 # Discord's numbers.
@@ -83,6 +84,11 @@ COMMANDS: list[dict[str, Any]] = [
                 "description": "Stop learning from me and using what you remember, everywhere (nothing is deleted)",
             },
             {"type": SUBCOMMAND, "name": "resume", "description": "Start learning from me again, from now on"},
+            {
+                "type": SUBCOMMAND,
+                "name": "history",
+                "description": "What changed about me here lately, with an Undo for each change (only I see it)",
+            },
         ],
     },
 ]
@@ -172,6 +178,27 @@ class ForgetAllConfirm:
 
 
 @dataclass(frozen=True)
+class ShowHistory:
+    """/memory history, or its "Older" button (``requester`` and ``older_than`` from its custom_id)."""
+
+    caller: Caller
+    locale: str = ""
+    older_than: str = ""  # a ledger key: the page of changes before it ("" = the newest)
+    requester: str = ""  # the button's: whose history it pages ("" for the command itself)
+
+
+@dataclass(frozen=True)
+class UndoChange:
+    """An Undo button of /memory history: ``requester`` and the ledger row ``key`` from its custom_id."""
+
+    caller: Caller  # who clicked
+    requester: str
+    key: str
+    interaction_id: str
+    locale: str = ""
+
+
+@dataclass(frozen=True)
 class UnknownComponent:
     """A button click or form submit the bot does not act on: answered politely, nothing changes."""
 
@@ -196,6 +223,8 @@ Request = (
     | ForgetAllConfirm
     | PauseMemory
     | ResumeMemory
+    | ShowHistory
+    | UndoChange
     | UnknownComponent
     | Unsupported
 )
@@ -352,7 +381,20 @@ def _memory_id(command: _Command) -> str:
 
 def _component_interaction(payload: dict, scope_mode: ScopeMode) -> Request:
     data = _data(payload)
-    return _component(_caller(payload, scope_mode), data)
+    caller = _caller(payload, scope_mode)
+    custom_id = data.get("custom_id")
+    history = _history_component(payload, caller, custom_id) if isinstance(custom_id, str) else None
+    return history if history is not None else _component(caller, data)
+
+
+def _history_component(payload: dict, caller: Caller, custom_id: str) -> Request | None:
+    """The history page's buttons (None: not one of them)."""
+    locale = _locale(payload.get("locale"))
+    if match := history_view.UNDO_ID.match(custom_id):
+        return UndoChange(caller, match[1], match[2], _snowflake(payload.get("id"), "interaction id"), locale)
+    if match := history_view.HISTORY_ID.match(custom_id):
+        return ShowHistory(caller, locale, older_than=match[2], requester=match[1])
+    return None
 
 
 def _unknown_form(payload: dict) -> Request:
@@ -423,4 +465,5 @@ _MEMORY_SUBCOMMANDS: dict[tuple[str, int], Callable[[_Command], Request]] = {
     ("forget-all", APPLICATION_COMMAND): lambda c: ForgetAllAsk(c.caller),
     ("pause", APPLICATION_COMMAND): lambda c: PauseMemory(c.caller),
     ("resume", APPLICATION_COMMAND): lambda c: ResumeMemory(c.caller),
+    ("history", APPLICATION_COMMAND): lambda c: ShowHistory(c.caller, _locale(c.payload.get("locale"))),
 }

@@ -38,6 +38,8 @@ HELP = """Type a message to /chat with the bot. Other commands:
   /memory forget-all    asks to forget everything here, with a button
   /memory pause         stop the bot learning from you and using what it remembers (everywhere)
   /memory resume        start learning again, from your next message
+  /memory history       what changed about you here lately (only you see it), with Undo buttons
+  /undo <n>             click the history's "Undo <n>" button; /older: its "Older" button
   /confirm              click the last confirmation button you were shown
   /nightly [ISO time]   run the nightly consolidation for the night about to end
                         (or for the night that time falls after, as the 03:00 JST schedule would)
@@ -206,6 +208,7 @@ class LocalClient:
     admin_secret: str = ""  # for the stack's /local/* routes
     state_dir: Path | None = None  # where the key and secret came from (named when the stack refuses them)
     last_button: str = ""  # custom_id of the last button the bot showed this person
+    buttons: list[dict] = field(default_factory=list)  # the buttons of the bot's last answer with any
     locale: str = "en-US"  # the Discord client's language, as Discord sends it
     refusals: int = 0  # requests the bot refused (a --say run then exits 1)
     _seen: int = 0
@@ -257,6 +260,18 @@ class LocalClient:
     def resume(self) -> list[str]:
         return self._command("memory", [{"type": 1, "name": "resume", "options": []}])
 
+    def history(self) -> list[str]:
+        return self._command("memory", [{"type": 1, "name": "history", "options": []}])
+
+    def history_button(self, word: str) -> list[str]:
+        """Click the last history page's "Undo <n>" (``word`` a number) or its "Older" button."""
+        prefix = "memory-history:" if word == "older" else "memory-undo:"
+        undo = [b for b in self.buttons if b.get("custom_id", "").startswith(prefix)]
+        chosen = undo[-1:] if word == "older" else [b for b in undo if b.get("label", "").split()[-1:] == [word]]
+        if not chosen:
+            return ["(no such button on the last history page: /memory history shows them)"]
+        return self.click(chosen[0]["custom_id"])
+
     def click(self, custom_id: str | None = None) -> list[str]:
         """Click a button (the last one shown, unless ``custom_id`` names another) as Discord
         sends it: a MESSAGE_COMPONENT interaction carrying the button's custom_id."""
@@ -269,8 +284,24 @@ class LocalClient:
         if status != 200:
             return [self._refusal(status, answer)]
         data = answer.get("data") or {}
-        prefix = "(only you can see this) " if data.get("flags", 0) & 64 else "(the confirmation now reads) "
-        return [f"memorybot: {prefix}{data.get('content', '')}"]
+        updated = (
+            "(the confirmation now reads) " if custom_id.startswith("memory-forget-all") else "(the page now reads) "
+        )
+        prefix = "(only you can see this) " if data.get("flags", 0) & 64 else updated
+        return [f"memorybot: {prefix}{data.get('content', '')}", *self._buttons(data)]
+
+    def _buttons(self, data: dict) -> list[str]:
+        """The answer's buttons, remembered for /confirm, /undo and /older."""
+        buttons = [b for row in data.get("components") or [] for b in row.get("components") or []]
+        if buttons:
+            self.buttons = buttons
+        lines = []
+        for button in buttons:
+            self.last_button = button.get("custom_id", "")
+            custom_id = self.last_button
+            hint = "/confirm" if custom_id.startswith("memory-forget-all") else "/undo or /older"
+            lines.append(f"  [button: {button.get('label', '')}] (type {hint} to click it)")
+        return lines
 
     def suggest(self, typed: str) -> list[str]:
         option = {"type": 3, "name": "id", "value": typed, "focused": True}
@@ -335,10 +366,7 @@ class LocalClient:
         if data.get("content"):
             prefix = "(only you can see this) " if data.get("flags", 0) & 64 else ""
             lines.append(f"memorybot: {prefix}{data['content']}")
-        for row in data.get("components") or []:
-            for button in row.get("components") or []:
-                self.last_button = button.get("custom_id", "")
-                lines.append(f"  [button: {button.get('label', '')}] (type /confirm to click it)")
+        lines += self._buttons(data)
         drained = self.http.post(
             f"{self.url}/local/drain", headers=self._admin
         ).json()  # reply and extraction run in the background
@@ -398,6 +426,10 @@ class LocalClient:
             return self.pause()
         if words[:2] == ["/memory", "resume"]:
             return self.resume()
+        if words[:2] == ["/memory", "history"]:
+            return self.history()
+        if words[0] in ("/undo", "/older"):
+            return self.history_button(words[1] if words[0] == "/undo" and len(words) > 1 else words[0][1:])
         if words[0] == "/confirm":
             return self.click()
         if words[0] == "/nightly":
