@@ -72,44 +72,21 @@ def not_forgotten(messages: Sequence[Message], forgotten: frozenset[str]) -> lis
     return [m for m in messages if m.message_id not in forgotten] if forgotten else list(messages)
 
 
-@dataclass(frozen=True)
-class _Written:
-    """A memory text the chat model is writing, and then its vector (None: no embedding model).
+Written = tuple[str | None, Embedding | None]  # a memory's text and its vector (None: none)
 
-    The write waits for the text only: a vector already there is stored with the record, one
-    still on its way right after the write (``set_embedding``), so it is never one more wait."""
 
-    text: Future[str | None]
-    vector: Future[Embedding | None] | None = None
-
-    @classmethod
-    def start(
-        cls,
-        pool: ThreadPoolExecutor,
-        write: Callable[[], str | None],
-        embed: Callable[[str], Embedding | None] | None,
-    ) -> _Written:
-        """``write`` (which raises only "not yet") in the pool; its text's vector right after it."""
-        text: Future[str | None] = Future()
-        vector: Future[Embedding | None] | None = Future() if embed is not None else None
-
-        def work() -> None:
-            try:
-                value = write()
-            except BaseException as exc:  # "not yet": raised to whoever waits for the text
-                text.set_exception(exc)
-                if vector is not None:
-                    vector.set_result(None)
-                return
-            text.set_result(value)
-            if vector is not None:
-                vector.set_result(embed(value) if embed is not None and value is not None else None)
-
-        pool.submit(work)
-        return cls(text, vector)
-
-    def ready_vector(self) -> Embedding | None:
-        return self.vector.result() if self.vector is not None and self.vector.done() else None
+def _text_then_vector(
+    write: Callable[[], str | None],
+    embed: Callable[[str], Embedding | None] | None,
+    unwanted: threading.Event | None = None,
+) -> Written:
+    """A memory's text, then its vector in the same thread: computed beside whatever else is
+    still running, never one more wait after it. ``unwanted`` set (a draft Jev said no to): the
+    vector is not asked for."""
+    text = write()
+    if text is None or embed is None or (unwanted is not None and unwanted.is_set()):
+        return text, None
+    return text, embed(text)
 
 
 @dataclass
@@ -118,8 +95,8 @@ class _Plan:
     record), the new memory's text if Jev wants one."""
 
     deletes: list[Memory] = field(default_factory=list)
-    rewrites: list[tuple[Memory, _Written]] = field(default_factory=list)
-    add: _Written | None = None
+    rewrites: list[tuple[Memory, Future[Written]]] = field(default_factory=list)
+    add: Future[Written] | None = None
 
 
 def _decision(answer: object) -> Decision | None:
@@ -216,9 +193,10 @@ class Extractor:
             )
 
         if not profile:  # nothing to duplicate: the design allows the add without asking
-            return _Plan(add=_Written.start(pool, draft, self._embedder))
-        drafted = _Written.start(pool, lambda: draft(False), None)
-        rewrites: dict[str, _Written] = {}
+            return _Plan(add=pool.submit(_text_then_vector, draft, self._embedder))
+        answered = threading.Event()
+        drafted = pool.submit(_text_then_vector, lambda: draft(False), self._embedder, answered)
+        rewrites: dict[str, Future[Written]] = {}
         lock = threading.Lock()
 
         def rewrite(memory: Memory, verdict: object) -> None:
@@ -228,7 +206,10 @@ class Extractor:
                     if memory.memory_id not in rewrites:
                         rewrites[memory.memory_id] = self._rewrite(exchange, memory, calls, pool)
 
-        decision = calls.ask("decide", lambda: self._jev.decide(exchange, profile, rewrite), _decision)
+        try:
+            decision = calls.ask("decide", lambda: self._jev.decide(exchange, profile, rewrite), _decision)
+        finally:
+            answered.set()  # from now on the draft's vector is asked for only if Jev wants the add
         if decision is None:
             return _Plan()
         calls.requested(decision.requests - 1)
@@ -250,18 +231,26 @@ class Extractor:
         if add is None and judged == len(profile):
             calls.failed()
         if add is not None and add >= ADD_THRESHOLD:
-            text = drafted.text.result()
-            if text is None:
-                calls.failed()  # the add was decided and its text could not be written
-            plan.add = _Written(drafted.text, pool.submit(self._embed, text) if self._embedder and text else None)
+            plan.add = self._wanted(drafted, calls, pool)
         return plan
+
+    def _wanted(
+        self, drafted: Future[Written], calls: decisions.CallCounter, pool: ThreadPoolExecutor
+    ) -> Future[Written]:
+        """The draft Jev said yes to, with its vector (asked for now if the draft finished first)."""
+        text, vector = drafted.result()
+        if text is None:
+            calls.failed()  # the add was decided and its text could not be written
+        elif vector is None and self._embedder is not None:
+            return pool.submit(_text_then_vector, lambda: text, self._embedder)
+        return drafted
 
     def _rewrite(
         self, exchange: Exchange, memory: Memory, calls: decisions.CallCounter, pool: ThreadPoolExecutor
-    ) -> _Written:
+    ) -> Future[Written]:
         """The record's rewrite: it sees the exchange and that record only, never the profile."""
-        return _Written.start(
-            pool,
+        return pool.submit(
+            _text_then_vector,
             lambda: calls.ask("write_memory", lambda: self._chat.write_memory(exchange, memory), decisions.memory_text),
             self._embedder,
         )
@@ -282,47 +271,33 @@ class Extractor:
         run_id: int | None,
         check: PersonCheck | None,
     ) -> ExtractionResult:
-        """Every change the plan holds, each with its ledger row, once every text is written (a
-        text that is "not yet" raises here, before anything is applied); then the vectors that
-        were not there in time."""
-        texts = {memory.memory_id: written.text.result() for memory, written in plan.rewrites}
-        add_text = plan.add.text.result() if plan.add is not None else None
+        """Every change the plan holds, each with its ledger row and its text's vector, once every
+        text is written (a text that is "not yet" raises here, before anything is applied)."""
+        written = {memory.memory_id: future.result() for memory, future in plan.rewrites}
+        add_text, add_vector = plan.add.result() if plan.add is not None else (None, None)
         now = self._clock()
         result = ExtractionResult(Outcome.DONE)
-        late: list[tuple[Memory, _Written]] = []
         for memory in plan.deletes:
             if self._apply(Change(Action.DELETE, memory, None, "jev verdict: delete"), actor, run_id, check):
                 result.deleted.append(memory.memory_id)
             else:
                 result.conflicts += 1
-        for memory, written in plan.rewrites:
-            text = texts[memory.memory_id]
+        for memory, _ in plan.rewrites:
+            text, vector = written[memory.memory_id]
             if text is None or text == memory.text:
                 continue
-            after = replace(
-                memory, text=text, updated_at=now, sources=exchange.sources, embedding=written.ready_vector()
-            )
+            after = replace(memory, text=text, updated_at=now, sources=exchange.sources, embedding=vector)
             if self._apply(Change(Action.UPDATE, memory, after, "jev verdict: update"), actor, run_id, check):
                 result.updated.append(memory.memory_id)
-                late.append((after, written))
             else:
                 result.conflicts += 1
-        if plan.add is not None and add_text is not None:
-            added = self._add(exchange, add_text, now, actor, run_id, check, plan.add.ready_vector())
+        if add_text is not None:
+            added = self._add(exchange, add_text, now, actor, run_id, check, add_vector)
             if added is None:
                 result.conflicts += 1
             else:
-                result.added.append(added.memory_id)
-                late.append((added, plan.add))
-        self._store_late_vectors(late)
+                result.added.append(added)
         return result
-
-    def _store_late_vectors(self, written: Sequence[tuple[Memory, _Written]]) -> None:
-        """The vectors of records written without one because it was still on its way; a record
-        changed meanwhile keeps its own (a failed embedding: the nightly backfill gives one)."""
-        for memory, text in written:
-            if memory.embedding is None and text.vector is not None and (vector := text.vector.result()) is not None:
-                self._memories.set_embedding(memory, vector)
 
     def _add(
         self,
@@ -333,8 +308,8 @@ class Extractor:
         run_id: int | None,
         check: PersonCheck | None,
         embedding: Embedding | None = None,
-    ) -> Memory | None:
-        """The new memory; None when every fresh id collided (counted as a conflict)."""
+    ) -> str | None:
+        """The new memory's id; None when every fresh id collided (counted as a conflict)."""
         for _ in range(ADD_ID_ATTEMPTS):
             memory = Memory(
                 exchange.speaker.user_id,
@@ -355,7 +330,7 @@ class Extractor:
                 return None
             except ConflictError:
                 continue
-            return memory
+            return memory.memory_id
         return None
 
     def _apply(self, change: Change, actor: Actor, run_id: int | None, check: PersonCheck | None) -> bool:
