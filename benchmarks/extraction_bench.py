@@ -213,7 +213,7 @@ def main() -> None:
     for case in CASES:
         cells = []
         for name in names:
-            f = table[(name, case.name, LATENCIES[0], 1.0)]
+            f = table[(name, case.name, LATENCIES[0], EMBEDDING_SPEEDS[0][0])]
             cells.append(f"{f.requests:>3} {f.input_tokens:>6,} {f.output_tokens:>5,} ({f.embedding_requests})")
         print(f"{case.name:<22} | " + " | ".join(f"{c:<33}" for c in cells))
     for latency in LATENCIES:
@@ -223,7 +223,7 @@ def main() -> None:
             for case in CASES:
                 cells = [table[(n, case.name, latency, factor)] for n in names]
                 print(f"{case.name:<22} | " + " | ".join(f"{_l(f.committed):>5} / {_l(f.returned):<6}" for f in cells))
-    after = {c.name: table[("one decision", c.name, LATENCIES[-1], 0.1)] for c in CASES}
+    after = {c.name: table[("one decision", c.name, LATENCIES[-1], EMBEDDING_SPEEDS[-1][0])] for c in CASES}
     kept, updated, small = after["10 kept + add"], after["10 updated + add"], after["small talk (10 read)"]
     print(
         "\nGoals, ten memories (one decision, L = 200 ms, E = L/10): "

@@ -80,9 +80,9 @@ def _text_then_vector(
     embed: Callable[[str], Embedding | None] | None,
     unwanted: threading.Event | None = None,
 ) -> Written:
-    """A memory's text, then its vector in the same thread: computed beside whatever else is
-    still running, never one more wait after it. ``unwanted`` set (a draft Jev said no to): the
-    vector is not asked for."""
+    """The new memory's draft, then its vector in the same thread: both beside the decision.
+    ``unwanted`` set (Jev has answered meanwhile): the vector is left to the write, which asks
+    for it with the rewrites' if Jev wants the add."""
     text = write()
     if text is None or embed is None or (unwanted is not None and unwanted.is_set()):
         return text, None
@@ -95,7 +95,7 @@ class _Plan:
     record), the new memory's text if Jev wants one."""
 
     deletes: list[Memory] = field(default_factory=list)
-    rewrites: list[tuple[Memory, Future[Written]]] = field(default_factory=list)
+    rewrites: list[tuple[Memory, Future[str | None]]] = field(default_factory=list)
     add: Future[Written] | None = None
 
 
@@ -196,7 +196,7 @@ class Extractor:
             return _Plan(add=pool.submit(_text_then_vector, draft, self._embedder))
         answered = threading.Event()
         drafted = pool.submit(_text_then_vector, lambda: draft(False), self._embedder, answered)
-        rewrites: dict[str, Future[Written]] = {}
+        rewrites: dict[str, Future[str | None]] = {}
         lock = threading.Lock()
 
         def rewrite(memory: Memory, verdict: object) -> None:
@@ -231,28 +231,17 @@ class Extractor:
         if add is None and judged == len(profile):
             calls.failed()
         if add is not None and add >= ADD_THRESHOLD:
-            plan.add = self._wanted(drafted, calls, pool)
+            if drafted.result()[0] is None:
+                calls.failed()  # the add was decided and its text could not be written
+            plan.add = drafted
         return plan
-
-    def _wanted(
-        self, drafted: Future[Written], calls: decisions.CallCounter, pool: ThreadPoolExecutor
-    ) -> Future[Written]:
-        """The draft Jev said yes to, with its vector (asked for now if the draft finished first)."""
-        text, vector = drafted.result()
-        if text is None:
-            calls.failed()  # the add was decided and its text could not be written
-        elif vector is None and self._embedder is not None:
-            return pool.submit(_text_then_vector, lambda: text, self._embedder)
-        return drafted
 
     def _rewrite(
         self, exchange: Exchange, memory: Memory, calls: decisions.CallCounter, pool: ThreadPoolExecutor
-    ) -> Future[Written]:
+    ) -> Future[str | None]:
         """The record's rewrite: it sees the exchange and that record only, never the profile."""
         return pool.submit(
-            _text_then_vector,
-            lambda: calls.ask("write_memory", lambda: self._chat.write_memory(exchange, memory), decisions.memory_text),
-            self._embedder,
+            calls.ask, "write_memory", lambda: self._chat.write_memory(exchange, memory), decisions.memory_text
         )
 
     @property
@@ -272,9 +261,12 @@ class Extractor:
         check: PersonCheck | None,
     ) -> ExtractionResult:
         """Every change the plan holds, each with its ledger row and its text's vector, once every
-        text is written (a text that is "not yet" raises here, before anything is applied)."""
-        written = {memory.memory_id: future.result() for memory, future in plan.rewrites}
+        text is written (a text that is "not yet" raises here, before anything is applied). The
+        vectors the draft's thread did not bring come in one call, once the last rewrite is in."""
+        texts = {memory.memory_id: future.result() for memory, future in plan.rewrites}
         add_text, add_vector = plan.add.result() if plan.add is not None else (None, None)
+        rewritten = [t for m, _ in plan.rewrites if (t := texts[m.memory_id]) is not None and t != m.text]
+        vectors = self._recall.embed_texts(rewritten + ([add_text] if add_text and add_vector is None else []))
         now = self._clock()
         result = ExtractionResult(Outcome.DONE)
         for memory in plan.deletes:
@@ -283,16 +275,16 @@ class Extractor:
             else:
                 result.conflicts += 1
         for memory, _ in plan.rewrites:
-            text, vector = written[memory.memory_id]
+            text = texts[memory.memory_id]
             if text is None or text == memory.text:
                 continue
-            after = replace(memory, text=text, updated_at=now, sources=exchange.sources, embedding=vector)
+            after = replace(memory, text=text, updated_at=now, sources=exchange.sources, embedding=vectors.get(text))
             if self._apply(Change(Action.UPDATE, memory, after, "jev verdict: update"), actor, run_id, check):
                 result.updated.append(memory.memory_id)
             else:
                 result.conflicts += 1
         if add_text is not None:
-            added = self._add(exchange, add_text, now, actor, run_id, check, add_vector)
+            added = self._add(exchange, add_text, now, actor, run_id, check, add_vector or vectors.get(add_text))
             if added is None:
                 result.conflicts += 1
             else:
