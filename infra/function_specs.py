@@ -168,6 +168,8 @@ FUNCTIONS = (
             "memories": access("DeleteItem", "UpdateItem", "Scan", indexes=("stale", "review_queue")),
             "memory_log": access("PutItem", "GetItem"),
             "nightly_runs": access("GetItem", "PutItem"),
+            # GetItem: whose memory is paused (their memories are neither reviewed nor embedded)
+            "people": access("GetItem"),
         },
         bedrock=True,
         entry="nightly.review",
@@ -208,7 +210,8 @@ FUNCTIONS = (
         timeout=Duration.seconds(29),  # API Gateway's own limit
         tables={
             # every scope (by_user), each profile (by_updated), each memory deleted with its row
-            "memories": access("GetItem", "DeleteItem", indexes=("by_updated", "by_user")),
+            # Query: the owner's partition, for the records no reader can read (deleted all the same)
+            "memories": access("GetItem", "DeleteItem", "Query", indexes=("by_updated", "by_user")),
             # UpdateItem: the redaction, granted apart and conditioned (see grants.grant_ledger_redaction)
             "memory_log": access("PutItem", "GetItem", "Query", indexes=("by_user",)),
             # their own lines (by_author) and the bot's replies to them (by_conversation_of)

@@ -14,7 +14,7 @@ from aws_cdk import aws_lambda as lambda_
 from memorybot import tables
 from memorybot.config import inference_profile_base
 
-from .function_specs import LEDGER_REDACTOR, FunctionSpec
+from .function_specs import LEDGER_REDACTOR, FunctionSpec, TableAccess
 from .parts import Stores
 from .personal_data_key import grant_table_key
 from .settings import StackConfig
@@ -57,27 +57,32 @@ def grant_function(
 
 
 def grant_tables(built_tables: Mapping[str, dynamodb.Table], role: iam.Role, spec: FunctionSpec) -> None:
+    """Per table of the spec: its actions in one statement, the indexes it queries in another."""
     by_name = {s.logical_name: s for s in tables.ALL_TABLES}
     for logical_name, grant in spec.tables.items():
-        table_spec, table = by_name[logical_name], built_tables[logical_name]
-        if (
-            table_spec is tables.MEMORY_LOG and not set(grant.actions) <= LEDGER_ACTIONS_ALLOWED
-        ):  # the redactor's UpdateItem is granted apart
-            raise ValueError(f"{spec.name}: the ledger is append-only, {sorted(grant.actions)} is not")
-        known = {i.name for i in table_spec.local_indexes + table_spec.global_indexes}
-        if not set(grant.indexes) <= known:
-            raise ValueError(f"{spec.name}: {logical_name} has no index {sorted(set(grant.indexes) - known)}")
+        check_table_access(spec.name, by_name[logical_name], grant)
+        table_arn = built_tables[logical_name].table_arn
         if grant.actions:
             role.add_to_policy(
-                iam.PolicyStatement(actions=[f"dynamodb:{a}" for a in grant.actions], resources=[table.table_arn])
+                iam.PolicyStatement(actions=[f"dynamodb:{a}" for a in grant.actions], resources=[table_arn])
             )
         if grant.indexes:  # named one by one, never /index/*
             role.add_to_policy(
                 iam.PolicyStatement(
                     actions=["dynamodb:Query"],
-                    resources=[f"{table.table_arn}/index/{name}" for name in grant.indexes],
+                    resources=[f"{table_arn}/index/{name}" for name in grant.indexes],
                 )
             )
+
+
+def check_table_access(function: str, table: tables.TableSpec, grant: TableAccess) -> None:
+    """Refuses (before anything is granted) a spec that would change the append-only ledger (the
+    redactor's UpdateItem is granted apart) or query an index the table does not have."""
+    if table is tables.MEMORY_LOG and not set(grant.actions) <= LEDGER_ACTIONS_ALLOWED:
+        raise ValueError(f"{function}: the ledger is append-only, {sorted(grant.actions)} is not")
+    known = {i.name for i in table.local_indexes + table.global_indexes}
+    if not set(grant.indexes) <= known:
+        raise ValueError(f"{function}: {table.logical_name} has no index {sorted(set(grant.indexes) - known)}")
 
 
 def grant_ledger_redaction(ledger: dynamodb.Table, role: iam.Role) -> None:

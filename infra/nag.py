@@ -332,6 +332,17 @@ def acknowledge_nist_findings(
         _ack(secret, "NIST.800.53.R5-SecretsManagerUsingKMSKey")
     for log_group in [f.log_group for f in functions.values()] + [api_access_logs]:
         _ack(log_group, "NIST.800.53.R5-CloudWatchLogGroupEncrypted")
+    _acknowledge_nist_functions(functions)
+    stage = api.deployment_stage
+    for rule in ("APIGWAssociatedWithWAF", "APIGWCacheEnabledAndEncrypted", "APIGWSSLEnabled"):
+        _ack(stage, f"NIST.800.53.R5-{rule}")
+    if not config.alarm_email:
+        for alarm in alarms:
+            _ack(alarm, "NIST.800.53.R5-CloudWatchAlarmAction")
+
+
+def _acknowledge_nist_functions(functions: Mapping[str, lambda_.Function]) -> None:
+    """Each function's inline policy, concurrency, dead letters and VPC, with the reason of how it is invoked."""
     for name, function in functions.items():
         _ack(_role(function).node.find_child("DefaultPolicy"), "NIST.800.53.R5-IAMNoInlinePolicy")
         # Every step of the nightly state machine shares one reason per rule.
@@ -343,9 +354,3 @@ def acknowledge_nist_findings(
         dlq = REASONS["NIST.800.53.R5-LambdaDLQ"][invoked]
         _ack(function, "NIST.800.53.R5-LambdaDLQ", dlq)
         _ack(function, "NIST.800.53.R5-LambdaInsideVPC")
-    stage = api.deployment_stage
-    for rule in ("APIGWAssociatedWithWAF", "APIGWCacheEnabledAndEncrypted", "APIGWSSLEnabled"):
-        _ack(stage, f"NIST.800.53.R5-{rule}")
-    if not config.alarm_email:
-        for alarm in alarms:
-            _ack(alarm, "NIST.800.53.R5-CloudWatchAlarmAction")

@@ -297,6 +297,9 @@ class FakeMemoryStore:
         with self._lock:
             self.forgotten.pop(owner, None)
 
+    def erase_unreadable(self, owner: Owner, *, actor, reason):
+        return 0, 0  # every record of the fake is a Memory: readable
+
     def owners_of(self, user_id):
         found = (
             {o for (o, _) in self.rows if o.user_id == user_id}

@@ -117,6 +117,7 @@ class Container:
             manifests=self.manifest_store,
             speaker_concurrency=self.settings.nightly_speaker_concurrency,
             embeddings=self.embedding_model,
+            people=self.people_store,
         )
 
     @cached_property

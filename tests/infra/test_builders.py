@@ -1,11 +1,13 @@
 """The CDK builders take what they use (docs/infra-layout.md): none imports the stack, the modules of
-infra/ import one another without a circle, and a builder builds on a plain Stack from its parts alone."""
+infra/ import one another without a circle, a builder builds on a plain Stack from its parts alone, and
+a function's table grants are checked against the tables before anything is granted."""
 
 from __future__ import annotations
 
 import ast
 from pathlib import Path
 
+import pytest
 from aws_cdk import App, Stack
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_s3 as s3
@@ -13,9 +15,12 @@ from aws_cdk import aws_sqs as sqs
 
 from infra.alarms import build_alarms
 from infra.api import access_log_group, build_api
+from infra.function_specs import FUNCTIONS, access
 from infra.functions import platform
+from infra.grants import check_table_access
 from infra.nightly import NightlyRun
 from infra.settings import StackConfig
+from memorybot import tables
 
 INFRA = Path(__file__).resolve().parents[2] / "infra"
 
@@ -115,3 +120,28 @@ def test_the_api_the_nightly_run_and_the_alarms_build_on_a_plain_stack_from_thei
     # Errors and throttles per function, the dead letters, lost decisions, and two for the nightly run.
     assert len(alarms) == 2 * len(functions) + 2 + 2
     assert {a.node.scope for a in alarms[-2:]} == {run}
+
+
+@pytest.mark.parametrize(
+    "table, grant, message",
+    [
+        (
+            tables.MEMORY_LOG,
+            access("PutItem", "UpdateItem"),
+            r"the ledger is append-only, \[.PutItem., .UpdateItem.\] is not",
+        ),
+        (tables.MEMORY_LOG, access("DeleteItem"), "the ledger is append-only"),
+        (tables.MEMORIES, access("Query", indexes=("by_user", "by_colour")), r"memories has no index \['by_colour'\]"),
+    ],
+)
+def test_a_spec_that_would_change_the_ledger_or_query_a_missing_index_is_refused(table, grant, message):
+    with pytest.raises(ValueError, match=f"Reply: {message}"):
+        check_table_access("Reply", table, grant)
+
+
+def test_the_specs_of_the_stack_pass_the_check():
+    by_name = {t.logical_name: t for t in tables.ALL_TABLES}
+    for spec in FUNCTIONS:
+        for logical_name, grant in spec.tables.items():
+            check_table_access(spec.name, by_name[logical_name], grant)
+    check_table_access("Erase", tables.MEMORY_LOG, access("PutItem", "GetItem", "Query", indexes=("by_user",)))

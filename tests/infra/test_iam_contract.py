@@ -208,6 +208,10 @@ def interactions_scenario(h: Harness) -> None:
 
 
 def reply_scenario(h: Harness) -> None:
+    # More than ten memories: the reply ranks them, so it embeds its query (the Titan grant).
+    for i in range(11):
+        seeded = memory(ALICE, f"re{i:02d}p"[:5], f"Likes instrument number {i}", at=utcnow(), scope=SCOPE)
+        h.memories.apply(Change(Action.ADD, None, seeded, "seed"), actor=Actor.EXTRACTION)
     text = "I started learning the violin"
     said = chat(text)
     h.messages.put(Message(CHANNEL, said["id"], ALICE, "alice", text, scope=SCOPE, conversation_of=ALICE))

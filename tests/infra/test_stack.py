@@ -278,6 +278,7 @@ TABLE_ACCESS = {
         "memories": _dynamodb("DeleteItem", "UpdateItem", "Query", "Scan"),
         "memory_log": _dynamodb("PutItem", "GetItem"),
         "nightly_runs": _dynamodb("GetItem", "PutItem"),
+        "people": _dynamodb("GetItem"),  # whose memory is paused: neither reviewed nor embedded
     },
     "NightlyFinish": {"memory_log": _dynamodb("Query"), "nightly_runs": _dynamodb("GetItem", "UpdateItem")},
     "Admin": {

@@ -1,7 +1,7 @@
 """One selection rule for every reader (core/recall.py): the reply prompt, the live extraction
 and the nightly extraction read the ten memories most relevant to what the person is saying;
-the query embedding runs beside the profile read (reply) or beside "worth" (extraction); the
-vectors are written with the memory and backfilled nightly, within a bound."""
+the query is embedded only when a ranking needs it (more than ten memories, read for a person
+who is not paused), once the profile is read; the vectors are written with the memory and backfilled nightly, within a bound."""
 
 from __future__ import annotations
 
@@ -9,12 +9,22 @@ import threading
 from dataclasses import replace
 from datetime import datetime, timedelta
 
-from fakes import T0, Clock, FakeMemoryStore, FakeMessageStore, FakeRunStore, ScriptedChat, ScriptedJev, message
+from fakes import (
+    T0,
+    Clock,
+    FakeMemoryStore,
+    FakeMessageStore,
+    FakePeopleStore,
+    FakeRunStore,
+    ScriptedChat,
+    ScriptedJev,
+    message,
+)
 from memorybot.adapters.embeddings_offline import OfflineEmbeddingModel
 from memorybot.adapters.manifests import InMemoryManifests
 from memorybot.adapters.offline import OfflineChatModel, OfflineDecisionModel
 from memorybot.core.consolidation import EMBED_BACKFILL_PER_NIGHT, Consolidator
-from memorybot.core.domain import GLOBAL_SCOPE, JST, Action, Memory, Owner, Speaker, Verdict
+from memorybot.core.domain import GLOBAL_SCOPE, JST, Action, Actor, LedgerEntry, Memory, Owner, Speaker, Verdict
 from memorybot.core.extraction import Extractor
 from memorybot.core.nightly_steps import run_in_process
 from memorybot.core.ports import ModelError
@@ -102,7 +112,7 @@ def test_the_reply_query_is_the_speakers_own_recent_lines_never_others_or_the_bo
 
 
 class GatedEmbeddings(OfflineEmbeddingModel):
-    """Embeds only once ``gate`` is set: a query embedding that waited for what it must run beside."""
+    """Records, for each call, whether ``gate`` was already set (waiting a little for it)."""
 
     def __init__(self, gate: threading.Event) -> None:
         super().__init__()
@@ -114,27 +124,56 @@ class GatedEmbeddings(OfflineEmbeddingModel):
         return super().embed(texts)
 
 
-class LoadingStore(FakeMemoryStore):
-    """Sets ``loading`` when the profile read starts, and holds the read until the embedding has begun."""
-
-    def __init__(self, loading: threading.Event) -> None:
+class CountingEmbeddings(OfflineEmbeddingModel):
+    def __init__(self) -> None:
         super().__init__()
-        self.loading = loading
+        self.texts: list[str] = []
+
+    def embed(self, texts):
+        self.texts += list(texts)
+        return super().embed(texts)
+
+
+class LoadedStore(FakeMemoryStore):
+    """Sets ``loaded`` once the profile is read (before anything is chosen from it)."""
+
+    def __init__(self, loaded: threading.Event) -> None:
+        super().__init__()
+        self.loaded = loaded
 
     def read_selected(self, owner, choose, **kw):
-        self.loading.set()
-        return super().read_selected(owner, choose, **kw)
+        def chosen(memories):
+            self.loaded.set()
+            return choose(memories)
+
+        return super().read_selected(owner, chosen, **kw)
 
 
-def test_the_query_embedding_runs_beside_the_profile_read():
-    loading = threading.Event()
-    embeddings = GatedEmbeddings(loading)
-    store = LoadingStore(loading)
+def test_the_query_is_embedded_after_the_read_and_only_when_more_than_ten_are_ranked():
+    loaded = threading.Event()
+    embeddings = GatedEmbeddings(loaded)
+    store = LoadedStore(loaded)
     twelve(store, embeddings)
+    embeddings.ran_beside.clear()
     ReplyWriter(store, ScriptedChat(), embeddings=embeddings).reply(ME, "alice", [said("hiking again?")])
-    # the embedding was still waiting when the read began: had it run first, the gate would have
-    # stayed closed and the embedding would have given up (False)
-    assert embeddings.ran_beside == [True]
+    assert embeddings.ran_beside == [True]  # one query embedding, asked once the profile was read
+
+    few = FakeMemoryStore()
+    counting = CountingEmbeddings()
+    few.seed(*[Memory("u1", f"f{i}xxx"[:5], text, T0, T0) for i, text in enumerate(FILLERS[:10])])
+    ReplyWriter(few, ScriptedChat(), embeddings=counting).reply(ME, "alice", [said("hiking again?")])
+    assert counting.texts == [] and len(reads(few)[0]) == 10  # all ten shown, nothing ranked, nothing embedded
+
+
+def test_a_paused_persons_words_are_never_embedded_and_they_are_still_answered():
+    people = FakePeopleStore()
+    store = FakeMemoryStore(people=people)
+    twelve(store)
+    people.pause("u1", LedgerEntry("u1", Action.PAUSE, Actor.COMMAND, "pause", T0))
+    counting = CountingEmbeddings()
+    chat = ScriptedChat(reply="hello")
+    answer = ReplyWriter(store, chat, people, embeddings=counting).reply(ME, "alice", [said("I went hiking")])
+    assert answer == "hello" and counting.texts == [] and reads(store) == []
 
 
 class BrokenEmbeddings:
@@ -172,7 +211,7 @@ def test_a_re_mentioned_old_fact_is_updated_not_duplicated():
     assert store.get(ME, "m00xx").text == "[offline] Loves hiking in the Dolomites now"
 
 
-def test_extraction_embeds_its_query_beside_worth_and_jev_judges_the_selected_ten():
+def test_extraction_embeds_its_query_only_once_worth_said_yes_and_jev_judges_the_selected_ten():
     asked_worth = threading.Event()
 
     class SignallingJev(ScriptedJev):

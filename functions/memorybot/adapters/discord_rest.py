@@ -65,7 +65,7 @@ class DiscordRest:
         payload = {
             "content": content,
             "allowed_mentions": NO_MENTIONS,
-            "attachments": [{"id": 0, "filename": filename}],
+            "attachments": [{"id": "0", "filename": filename}],  # a snowflake: a string
         }
         files = {
             "payload_json": (None, json.dumps(payload), "application/json"),

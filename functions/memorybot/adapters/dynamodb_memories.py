@@ -19,12 +19,13 @@ from __future__ import annotations
 
 import heapq
 import json
+import logging
 import time
 import zlib
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Iterator
 from datetime import datetime
 from itertools import islice
-from typing import Any
+from typing import Any, TypeVar
 
 from botocore.exceptions import ClientError
 
@@ -62,10 +63,14 @@ from .dynamodb_items import (
     s,
     s_list,
     str_list_of,
+    str_of,
     transact_or_find_committed,
 )
 from .dynamodb_ledger import ledger_entry_key, ledger_from_item, ledger_item
 from .dynamodb_people import person_check_item
+
+logger = logging.getLogger(__name__)
+R = TypeVar("R")
 
 # Real DynamoDB cancels a transaction that races another one on the same item
 # ("TransactionConflict"); the conditions are re-checked on each attempt, so retrying is safe.
@@ -142,6 +147,48 @@ def _item_attribute_names() -> list[str]:
     return names
 
 
+# What a stored row may hold that no reader can turn back into a memory or a ledger row (a
+# field missing, a time no parser reads, such as the three-digit year an import of "0999" was
+# written back with before times were written fixed-width): the row is skipped by every reader,
+# never the read, and an erasure deletes it all the same (``erase_unreadable``).
+UNREADABLE = (KeyError, ValueError, TypeError, OverflowError)
+
+
+_KEY_NAMES = ("owner", "user_id", "scope", "memory_id", "entry_key")
+
+
+def _key_of(item: Item) -> dict[str, str]:
+    """A row's keys for a log line: ids, never text."""
+    return {
+        name: str_of(item, name) for name in ("owner", "user_id", "scope", "memory_id", "entry_key") if name in item
+    }
+
+
+def _readable(items: Iterable[Item], read: Callable[[Item], R], what: str) -> Iterator[R]:
+    """Each of ``items`` as ``read`` makes it; one that cannot be read is skipped, its key logged."""
+    for item in items:
+        try:
+            yield read(item)
+        except UNREADABLE as exc:
+            logger.warning(f"{what} unreadable: skipped", extra={**_key_of(item), "error": type(exc).__name__})
+
+
+def readable_memories(items: Iterable[Item]) -> Iterator[Memory]:
+    return _readable(items, memory_from_item, "memory record")
+
+
+def readable_ledger(items: Iterable[Item]) -> Iterator[LedgerEntry]:
+    return _readable(items, ledger_from_item, "ledger row")
+
+
+def _unreadable(items: Iterable[Item], read: Callable[[Item], object]) -> Iterator[Item]:
+    for item in items:
+        try:
+            read(item)
+        except UNREADABLE:
+            yield item
+
+
 def memory_key(owner: Owner, memory_id: str) -> Item:
     return {"owner": s(owner.key), "memory_id": s(memory_id)}
 
@@ -214,7 +261,7 @@ class DynamoMemoryStore:
                 ConsistentRead=True,
                 **({"Limit": limit} if limit else {}),
             )
-            profile = [memory_from_item(i) for i in islice(items, limit)]
+            profile = list(islice(readable_memories(items), limit))
         entry = LedgerEntry(
             owner.user_id,
             Action.READ,
@@ -245,16 +292,13 @@ class DynamoMemoryStore:
     ) -> list[Memory]:
         # One Query of the owner's own partition (the base table: no index to keep in step),
         # projecting what a Memory holds and not the index bookkeeping (stale_shard, review_after).
-        items = query_items(
-            self._client,
-            TableName=self._memories,
-            KeyConditionExpression="#owner = :owner",
+        items = self._partition(
+            self._memories,
+            owner,
             ProjectionExpression=_PROFILE_PROJECTION,
-            ExpressionAttributeNames={"#owner": "owner", **_PROFILE_NAMES},
-            ExpressionAttributeValues={":owner": s(owner.key)},
-            ConsistentRead=True,
+            ExpressionAttributeNames=_PROFILE_NAMES,
         )
-        memories = [memory_from_item(i) for i in items if not _is_marker(i)]
+        memories = list(readable_memories(i for i in items if not _is_marker(i)))
         if unused_if is not None and unused_if():
             return []  # read, never used: no row
         chosen = choose(memories)
@@ -293,10 +337,8 @@ class DynamoMemoryStore:
             request["ExclusiveStartKey"] = _cursor_key(start)
         for _ in range(BACKFILL_SCAN_PAGES):
             page = self._client.scan(**request)
-            for item in page.get("Items", []):
-                if _is_marker(item):
-                    continue
-                found.append(memory_from_item(item))
+            for memory in readable_memories(i for i in page.get("Items", []) if not _is_marker(i)):
+                found.append(memory)
                 if len(found) >= limit:
                     # Stopped inside the page: the next pass starts right after this memory.
                     last = found[-1]
@@ -328,7 +370,7 @@ class DynamoMemoryStore:
 
     def get(self, owner: Owner, memory_id: str) -> Memory | None:
         item = get_item(self._client, self._memories, memory_key(owner, memory_id))
-        return memory_from_item(item) if item else None
+        return next(readable_memories([item]), None) if item else None
 
     # -- changes
 
@@ -547,7 +589,7 @@ class DynamoMemoryStore:
             )
             # No shard can contribute more than ``limit`` to the first ``limit`` overall.
             for items in (queued, unqueued):
-                queues.append(sorted((memory_from_item(i) for i in islice(items, limit)), key=_review_order))
+                queues.append(sorted(islice(readable_memories(items), limit), key=_review_order))
         return list(islice(heapq.merge(*queues, key=_review_order), limit))
 
     def mark_reviewed(self, memory: Memory, at: datetime) -> None:
@@ -565,22 +607,13 @@ class DynamoMemoryStore:
             ExpressionAttributeValues={":run": n(run_id)},
             ScanIndexForward=False,
         )
-        return [ledger_from_item(i) for i in items]
+        return list(readable_ledger(items))
 
     def ledger_for(self, owner: Owner, limit: int | None = 100) -> list[LedgerEntry]:
         if limit is not None and limit <= 0:
             return []
-        items = query_items(
-            self._client,
-            TableName=self._log,
-            KeyConditionExpression="#owner = :owner",
-            ExpressionAttributeNames={"#owner": "owner"},
-            ExpressionAttributeValues={":owner": s(owner.key)},
-            ScanIndexForward=False,
-            ConsistentRead=True,
-            **({"Limit": limit} if limit else {}),
-        )
-        return [ledger_from_item(i) for i in islice(items, limit)]
+        items = self._partition(self._log, owner, ScanIndexForward=False, **({"Limit": limit} if limit else {}))
+        return list(islice(readable_ledger(items), limit))
 
     def changes_of(self, owner: Owner, limit: int, *, older_than: str = "") -> list[LedgerEntry]:
         if limit <= 0:
@@ -599,11 +632,11 @@ class DynamoMemoryStore:
             ScanIndexForward=False,
             ConsistentRead=True,
         )
-        return [ledger_from_item(i) for i in islice(items, limit)]
+        return list(islice(readable_ledger(items), limit))
 
     def ledger_entry(self, owner: Owner, key: str) -> LedgerEntry | None:
         item = get_item(self._client, self._log, {"owner": s(owner.key), "entry_key": s(key)})
-        return ledger_from_item(item) if item else None
+        return next(readable_ledger([item]), None) if item else None
 
     def forgotten_sources(self, owner: Owner) -> frozenset[str]:
         # One consistent GetItem, whatever the length of the person's history.
@@ -617,6 +650,50 @@ class DynamoMemoryStore:
 
     def erase_forgotten_sources(self, owner: Owner) -> None:
         self._client.delete_item(TableName=self._memories, Key=memory_key(owner, FORGOTTEN_KEY))
+
+    def erase_unreadable(self, owner: Owner, *, actor: Actor, reason: str) -> tuple[int, int]:
+        memories = rows = 0
+        partition = (i for i in self._partition(self._memories, owner) if not _is_marker(i))
+        for item in _unreadable(partition, memory_from_item):
+            self._delete_unreadable(owner, str_of(item, "memory_id"), actor=actor, reason=reason)
+            memories += 1
+        for item in _unreadable(self._partition(self._log, owner), ledger_from_item):
+            self._redact_key(item["owner"]["S"], item["entry_key"]["S"])
+            rows += 1
+        return memories, rows
+
+    def _partition(self, table: str, owner: Owner, **request: Any) -> Iterator[Item]:
+        """Every item of the owner's partition of ``table`` (memories or memory_log), read consistently."""
+        return query_items(
+            self._client,
+            TableName=table,
+            KeyConditionExpression="#owner = :owner",
+            ExpressionAttributeNames={"#owner": "owner", **request.pop("ExpressionAttributeNames", {})},
+            ExpressionAttributeValues={":owner": s(owner.key)},
+            ConsistentRead=True,
+            **request,
+        )
+
+    def _delete_unreadable(self, owner: Owner, memory_id: str, *, actor: Actor, reason: str) -> None:
+        """Whatever the record holds, it goes, with its ledger row (ids only) in the same transaction."""
+        entry = LedgerEntry(
+            owner.user_id, Action.DELETE, actor, reason, self._clock(), (memory_id,), scope=owner.scope, redacted=True
+        )
+        transact_or_find_committed(
+            self._client,
+            [
+                {"Delete": {"TableName": self._memories, "Key": memory_key(owner, memory_id)}},
+                {
+                    "Put": {
+                        "TableName": self._log,
+                        "Item": ledger_item(entry),
+                        "ConditionExpression": "attribute_not_exists(entry_key)",
+                    }
+                },
+            ],
+            refused=lambda _error: False,
+            committed=lambda: self._committed(entry),
+        )
 
     def owners_of(self, user_id: str) -> list[Owner]:
         owners: dict[str, Owner] = {}
@@ -643,10 +720,13 @@ class DynamoMemoryStore:
         )
 
     def redact(self, entry: LedgerEntry) -> None:
+        self._redact_key(entry.owner.key, ledger_entry_key(entry))
+
+    def _redact_key(self, owner_key: str, entry_key: str) -> None:
         # Only before/after go, and a flag says so; the condition keeps it from creating a row.
         self._client.update_item(
             TableName=self._log,
-            Key={"owner": s(entry.owner.key), "entry_key": s(ledger_entry_key(entry))},
+            Key={"owner": s(owner_key), "entry_key": s(entry_key)},
             UpdateExpression="REMOVE #before, #after SET #redacted = :true",
             ConditionExpression="attribute_exists(entry_key)",
             ExpressionAttributeNames={"#before": "before", "#after": "after", "#redacted": "redacted"},

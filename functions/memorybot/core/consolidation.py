@@ -58,6 +58,7 @@ from .ports import (
     ManifestStore,
     MemoryStore,
     MessageStore,
+    PeopleStore,
     RunStore,
 )
 
@@ -210,8 +211,10 @@ class Consolidator:
         clock: Callable[[], datetime] = utcnow,
         speaker_concurrency: int = SPEAKER_CONCURRENCY,
         embeddings: EmbeddingModel | None = None,
+        people: PeopleStore | None = None,
     ) -> None:
         self._memories = memories
+        self._people = people
         self._embeddings = embeddings
         self._messages = messages
         self._runs = runs
@@ -309,7 +312,9 @@ class Consolidator:
         if done is not None:
             return done
         window = window_for(now)
-        recent = diary_lines(self._messages.between(window.start, window.end))
+        said = self._messages.between(window.start, window.end)
+        paused = self._paused({m.author_id for m in said if not m.is_bot})
+        recent = diary_lines([m for m in said if m.author_id not in paused])
         counter = decisions.CallCounter()
         tally = ReviewTally()
         with ThreadPoolExecutor(max_workers=1) as diary_pool:
@@ -358,6 +363,7 @@ class Consolidator:
             tally.failures += 1
             return
         stale = stale[:STALE_REVIEWS_PER_NIGHT]  # the cap holds whatever the store returns
+        stale = self._skip_paused(stale, run_id, tally)  # a paused person's memories reach no model
         stale = self._log_decay_reads(stale, run_id, tally)  # their text goes to the decision model
 
         def review(memory: Memory) -> Verdict | None:
@@ -410,7 +416,7 @@ class Consolidator:
             tally.embedding_error = type(exc).__name__
             return
         embedded = 0
-        missing = missing[:EMBED_BACKFILL_PER_NIGHT]  # the bound holds whatever the store returns
+        missing = self._unpaused(missing[:EMBED_BACKFILL_PER_NIGHT])  # the bound holds whatever the store returns
         for i in range(0, len(missing), EMBED_BACKFILL_BATCH):
             batch = missing[i : i + EMBED_BACKFILL_BATCH]
             try:
@@ -426,6 +432,37 @@ class Consolidator:
         tally.embedded = embedded
         tally.embedding_cursor = cursor
         logger.info("embedding backfill", extra={"run_id": run_id, "missing": len(missing), "embedded": embedded})
+
+    def _paused(self, user_ids: set[str]) -> set[str]:
+        """Who of ``user_ids`` has paused memory (docs/consent.md): nothing of theirs reaches a
+        model tonight. A record that cannot be read counts as paused (tomorrow is another night)."""
+        if self._people is None:
+            return set()
+        people = self._people
+
+        def paused(user_id: str) -> bool:
+            try:
+                return people.get(user_id).paused
+            except Exception as exc:  # noqa: BLE001
+                logger.warning("person record unreadable", extra={"user_id": user_id, "error": type(exc).__name__})
+                return True
+
+        ids = sorted(user_ids)
+        return {u for u, p in zip(ids, decisions.concurrently(paused, ids, REVIEW_CONCURRENCY), strict=True) if p}
+
+    def _skip_paused(self, stale: list[Memory], run_id: int, tally: ReviewTally) -> list[Memory]:
+        """The stale records of people who have not paused memory. A paused person's go behind
+        the others in the queue (a mark, as for a kept one, with no model asked), so that they
+        never hold the night's twenty places."""
+        kept = self._unpaused(stale)
+        for memory in stale:
+            if memory not in kept:
+                self._mark_kept(memory, run_id, tally)
+        return kept
+
+    def _unpaused(self, memories: list[Memory]) -> list[Memory]:
+        paused = self._paused({m.user_id for m in memories})
+        return [m for m in memories if m.user_id not in paused]
 
     def _diary(self, recent: Sequence[Message], counter: decisions.CallCounter) -> str:
         """One Japanese line from the last 30 messages; a failure leaves it empty."""

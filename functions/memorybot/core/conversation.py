@@ -30,6 +30,7 @@ from .domain import (
     Person,
     PersonCheck,
     Speaker,
+    is_snowflake,
     snowflake_at,
     snowflake_time,
     utcnow,
@@ -188,15 +189,27 @@ def _give_notice(deps: ReplyDeps, job: ReplyJob) -> None:
             logger.warning("notice claim not released", extra=job.ids())
 
 
+def history_check(message: Message) -> PersonCheck:
+    """What a line fetched from the channel's history is stored under: its author's record, as
+    for every other writer (an erased person's earlier lines are not stored again)."""
+    return PersonCheck(message.author_id, message.created_at, Basis.STORE)
+
+
 def _fetch_history(deps: ReplyDeps, job: ReplyJob) -> None:
     """Other people's ordinary messages join the log (needs the Message Content intent): context
-    for replies and the diary, never part of anyone's conversation with the bot. Only this
-    bot's own lines count as the bot's: another bot's words are someone else's."""
+    for replies and the diary, never part of anyone's conversation with the bot. Another bot's
+    words are someone else's. This bot's own lines are not taken from history: it stores each
+    reply as it posts it, with the person it answers; a copy from history is either stored
+    already or was deleted by that person's erasure."""
     try:
         for message in deps.discord.recent_channel_messages(job.channel_id, CONVERSATION_MESSAGES):
-            mine = message.is_bot and message.author_id == job.application_id
-            # same id twice changes nothing
-            deps.message_store.put(replace(message, is_bot=mine, scope=job.scope, conversation_of=""))
+            if message.author_id == job.application_id or not is_snowflake(message.author_id):
+                continue
+            line = replace(message, is_bot=False, scope=job.scope, conversation_of="")
+            try:
+                deps.message_store.put(line, check=history_check(line))  # same id twice changes nothing
+            except PersonRefused:  # its author was erased after saying it
+                continue
     except Exception as exc:  # noqa: BLE001 - history is a bonus, never a reason not to answer
         logger.warning("channel history fetch failed", extra={"error": type(exc).__name__})
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import re
 import secrets
+import unicodedata
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field, fields
 from datetime import UTC, datetime, timedelta, timezone
@@ -130,8 +131,10 @@ def utcnow() -> datetime:
 
 
 def iso(at: datetime) -> str:
-    """Fixed-width UTC ISO 8601 (microseconds, 'Z'), so stored times sort as text."""
-    return at.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    """Fixed-width UTC ISO 8601 (a four-digit year, microseconds, 'Z'), so stored times sort as
+    text and read back. (``strftime("%Y")`` writes the year 999 as "999" on Linux.)"""
+    at = at.astimezone(UTC)
+    return f"{at.year:04d}-" + at.strftime("%m-%dT%H:%M:%S.%fZ")
 
 
 def parse_iso(text: str) -> datetime:
@@ -331,6 +334,27 @@ def _plain_name(name: str, *, fallback: str) -> str:
 
 def one_line(text: str) -> str:
     return " ".join(text.split())
+
+
+_ALLOWED_CONTROLS = frozenset("\n\t")
+
+
+def text_problem(text: str) -> str | None:
+    """Why ``text`` cannot be a memory's text (None: it can): it must be valid Unicode (no lone
+    surrogate, which no store can encode), hold no control character other than newline and tab
+    (an ANSI escape sequence starts with one), and show something (not only spaces or
+    zero-width characters). The answer names the character's code point, never the text."""
+    for ch in text:
+        category = unicodedata.category(ch)
+        if category == "Cs":
+            return f"is not valid Unicode (a lone surrogate U+{ord(ch):04X})"
+        if category == "Cc" and ch not in _ALLOWED_CONTROLS:
+            return f"holds the control character U+{ord(ch):04X}; only newline and tab are allowed"
+    if not text.strip():
+        return "is empty"
+    if not any(unicodedata.category(ch)[0] not in "CZ" for ch in text):
+        return "has no visible characters"
+    return None
 
 
 def plain_name(name: str, user_id: str) -> str:

@@ -144,7 +144,7 @@ class Extractor:
         if isinstance(exchange, Outcome):
             return ExtractionResult(exchange)
         calls = decisions.CallCounter()
-        query = self._recall.start(exchange_query(exchange))  # embeds beside "worth"
+        query = self._recall.start(exchange_query(exchange))  # embedded only if the read ranks
         # Nothing is decided yet: a failing service here is "not yet" (the job runs again later).
         worth = calls.ask("worth", lambda: self._jev.worth(exchange), decisions.probability, not_yet_if_failed=True)
         if worth is None or worth < WORTH_THRESHOLD:

@@ -38,14 +38,17 @@ from .domain import (
     MEMORY_TEXT_MAX_CHARS,
     Actor,
     Basis,
+    LedgerEntry,
     Memory,
     Owner,
     PersonCheck,
     ScopeMode,
+    is_memory_id,
     is_snowflake,
     iso,
     new_memory_id,
     one_line,
+    text_problem,
     utcnow,
 )
 from .memory_record import Kind, RecordField, Shape
@@ -59,8 +62,13 @@ logger = logging.getLogger(__name__)
 MAX_IMPORT_ROWS = 200
 MAX_IMPORT_BODY_BYTES = 1024 * 1024
 SOURCE_ID_MAX_CHARS = 64
-# A time slightly ahead of this clock is another machine's clock, not a fact from the future.
+# The times an import accepts (docs/import.md): from the Unix epoch to a little ahead of this
+# clock (a time slightly ahead is another machine's clock, not a fact from the future).
+EARLIEST_TIME = datetime(1970, 1, 1, tzinfo=UTC)
 CLOCK_SKEW = timedelta(minutes=5)
+TIME_EXAMPLE = 'an ISO 8601 time, e.g. "2026-11-20T18:00:00Z"'
+EARLIEST = "1970-01-01T00:00:00Z"
+TIME_RANGE = f"{EARLIEST} to now"
 ID_ATTEMPTS = 5  # a fresh memory id that is taken already: draw another
 IMPORT_REASON = "operator import"
 
@@ -252,23 +260,30 @@ def _row_text(name: str, key: str, value: object, bad: Callable[[str, str], BadI
     assert isinstance(value, str)
     if name != "text":
         return value
+    problem = text_problem(value)
+    if problem:
+        raise bad(key, problem)
     text = one_line(value)  # a memory is one line, as extraction writes it
-    if not text:
-        raise bad(key, "is empty")
     if len(text) > MEMORY_TEXT_MAX_CHARS:
         raise bad(key, f"is {len(text)} characters; a memory has at most {MEMORY_TEXT_MAX_CHARS}")
     return text
 
 
 def _time(value: object, field: str, bad: Callable[[str, str], BadImport]) -> datetime:
-    """An ISO 8601 time (no zone means UTC, as everywhere in the stack)."""
+    """An ISO 8601 time (no zone means UTC, as everywhere in the stack), not before EARLIEST_TIME."""
     if not isinstance(value, str):
-        raise bad(field, 'must be an ISO 8601 time, e.g. "2026-11-20T18:00:00Z"')
+        raise bad(field, f"must be {TIME_EXAMPLE}")
     try:
         at = datetime.fromisoformat(value.strip())
     except ValueError:
-        raise bad(field, 'must be an ISO 8601 time, e.g. "2026-11-20T18:00:00Z"') from None
-    return (at if at.tzinfo else at.replace(tzinfo=UTC)).astimezone(UTC)
+        raise bad(field, f"must be {TIME_EXAMPLE}") from None
+    try:
+        at = (at if at.tzinfo else at.replace(tzinfo=UTC)).astimezone(UTC)
+    except OverflowError:  # near year 1 or 9999, an offset leaves the calendar: no UTC time
+        raise bad(field, f"is outside {TIME_RANGE}") from None
+    if at < EARLIEST_TIME:
+        raise bad(field, f"is before {EARLIEST}; times go from {TIME_RANGE}")
+    return at
 
 
 def is_scope(scope: object) -> bool:
@@ -291,6 +306,22 @@ def scope_unused(scope: str, mode: ScopeMode) -> str | None:
 
 
 # ---- the use case
+
+
+@dataclass(frozen=True)
+class Held:
+    """What an owner's ledger says they hold or held here: each memory id with every text it
+    had (an add's or an update's after state). An erasure redacts those states, so after one an
+    export file brings the memories back (docs/import.md)."""
+
+    texts: frozenset[tuple[str, str]]
+
+    @classmethod
+    def of(cls, ledger: list[LedgerEntry]) -> Held:
+        return cls(frozenset((e.after.memory_id, one_line(e.after.text)) for e in ledger if e.after is not None))
+
+    def holds(self, memory_id: str, text: str) -> bool:
+        return (memory_id, text) in self.texts
 
 
 class Importer:
@@ -317,9 +348,12 @@ class Importer:
         imported = unchanged = 0
         seen: set[tuple[Owner, str]] = set()
         started = self._clock()  # a person erased after this moment gets nothing from this import
+        held: dict[Owner, Held] = {}
         for row in request.rows:
             key = (row.owner, row.once)
-            if request.dry_run:
+            if self._held(row, held):
+                new = False  # one of this deployment's own memories, come back in an export file
+            elif request.dry_run:
                 new = key not in seen and not self._memories.has_marker(row.owner, row.once)
             else:
                 new = self._add(row, PersonCheck(row.owner.user_id, started, Basis.STORE))
@@ -330,6 +364,16 @@ class Importer:
             extra={"rows": len(request.rows), "imported": imported, "unchanged": unchanged, "dry_run": request.dry_run},
         )
         return ImportResult(imported, unchanged, request.dry_run)
+
+    def _held(self, row: ImportRow, held: dict[Owner, Held]) -> bool:
+        """Whether the row is a memory this deployment holds or held for its owner (its id, with
+        that text): an export file imported into the stack it came from. The owner's ledger says,
+        read once per owner and request, and only for rows whose source id is a memory id."""
+        if row.source_id is None or not is_memory_id(row.source_id):
+            return False
+        if row.owner not in held:
+            held[row.owner] = Held.of(self._memories.ledger_for(row.owner, limit=None))
+        return held[row.owner].holds(row.source_id, row.template.text)
 
     def _add(self, row: ImportRow, check: PersonCheck) -> bool:
         """True when imported now, False when the owner has it from an earlier import (or was

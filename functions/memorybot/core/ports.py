@@ -195,6 +195,12 @@ class MemoryStore(Protocol):
     def erase_forgotten_sources(self, owner: Owner) -> None:
         """Remove the owner's record of forgotten sources (erasure only: it is personal data)."""
 
+    def erase_unreadable(self, owner: Owner, *, actor: Actor, reason: str) -> tuple[int, int]:
+        """Delete the owner's memory records that no reader can read (every reader skips them),
+        each with a ledger row of ids only, and redact the owner's ledger rows no reader can
+        read (erasure only: nothing of the person may stay for being malformed). The counts
+        (memories deleted, ledger rows redacted)."""
+
     def owners_of(self, user_id: str) -> list[Owner]:
         """Every scope in which the person has memories or ledger rows (export, erasure)."""
 

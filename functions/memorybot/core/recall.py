@@ -1,8 +1,10 @@
 """Reading the relevant ten: what the reply and extraction ask the store for, and with what query.
 
-The query embedding is started first, in its own thread, and the profile read runs meanwhile:
-it is awaited only when the profile holds more than ``limit`` memories (otherwise all of them
-are read and no ranking is needed). A failed or missing embedding means lexical relevance only.
+The query embedding is made only when a ranking needs it: once the profile is read, and only
+when it holds more than ``limit`` memories (otherwise all of them are read and nothing is
+ranked), and never for a reader that does not use what it read (a paused person's reply: the
+person's words reach no memory model). A failed, slow or missing embedding means lexical
+relevance only.
 """
 
 from __future__ import annotations
@@ -38,18 +40,29 @@ def exchange_query(exchange: Exchange) -> str:
 
 
 class PendingQuery:
-    """A query whose embedding may still be on its way."""
+    """A query, embedded only if and when a ranking asks for its embedding."""
 
-    def __init__(self, text: str, embedding: Future[Embedding] | None, limit: int) -> None:
+    def __init__(self, text: str, embeddings: EmbeddingModel | None, limit: int) -> None:
         self.text = text
-        self._embedding = embedding
+        self._embeddings = embeddings if text.strip() else None
         self._limit = limit
 
     def embedding(self) -> Embedding | None:
-        if self._embedding is None:
+        if self._embeddings is None:
             return None
+        future: Future[Embedding] = Future()
+        embeddings, text = self._embeddings, self.text
+
+        def work() -> None:
+            try:
+                future.set_result(embeddings.embed([text])[0])
+            except BaseException as exc:  # noqa: BLE001 - handed to the reader, which goes on without it
+                future.set_exception(exc)
+
+        # In a thread of its own, so that a slow model costs at most the wait, never the reply.
+        threading.Thread(target=work, name="query-embedding", daemon=True).start()
         try:
-            return self._embedding.result(timeout=QUERY_EMBEDDING_WAIT_SECONDS)
+            return future.result(timeout=QUERY_EMBEDDING_WAIT_SECONDS)
         except Exception as exc:  # noqa: BLE001 - relevance degrades to lexical, the read goes on
             logger.info("query embedding unavailable: lexical relevance only", extra={"error": type(exc).__name__})
             return None
@@ -69,20 +82,8 @@ class Recall:
         self.limit = limit
 
     def start(self, query: str) -> PendingQuery:
-        """Begin the query's embedding now, so that it runs beside whatever comes next."""
-        if self._embeddings is None or not query.strip():
-            return PendingQuery(query, None, self.limit)
-        future: Future[Embedding] = Future()
-        embeddings = self._embeddings
-
-        def work() -> None:
-            try:
-                future.set_result(embeddings.embed([query])[0])
-            except BaseException as exc:  # noqa: BLE001 - handed to the reader, which goes on without it
-                future.set_exception(exc)
-
-        threading.Thread(target=work, name="query-embedding", daemon=True).start()
-        return PendingQuery(query, future, self.limit)
+        """The query for a read; nothing is sent to a model until the read ranks with it."""
+        return PendingQuery(query, self._embeddings, self.limit)
 
     def read(
         self,

@@ -33,9 +33,9 @@ class ReplyWriter:
         self, owner: Owner, speaker_name: str, conversation: Sequence[Message]
     ) -> tuple[Person, list[PromptMessage]]:
         """The person's record and the prompt. The record is read alongside the profile, not
-        before it (no extra round trip), and so is the query's embedding: a paused person's
-        memories are read, never used, and no read row is written for them."""
-        query = self._recall.start(reply_query(conversation, owner.user_id))  # embeds beside the read
+        before it (no extra round trip): a paused person's memories are read, never used, no
+        read row is written for them, and their words are never embedded as the query."""
+        query = self._recall.start(reply_query(conversation, owner.user_id))
         if self._people is None:
             person, memories = Person(owner.user_id), self._profile(owner, query)
         else:

@@ -277,7 +277,11 @@ def _multipart(content_type: str, body: bytes) -> tuple[Any, list[dict]]:
             )
     if not isinstance(payload, dict):
         raise ValueError("payload_json missing")
-    named = {a.get("filename") for a in payload.get("attachments") or [] if isinstance(a, dict)}
+    attachments = [a for a in payload.get("attachments") or [] if isinstance(a, dict)]
+    # Discord's OpenAPI description types an attachment's id as a snowflake: a string of digits.
+    if any(not isinstance(a.get("id"), str) or not re.fullmatch(r"0|[1-9][0-9]*", a["id"]) for a in attachments):
+        raise ValueError("payload_json.attachments[].id must be a snowflake string")
+    named = {a.get("filename") for a in attachments}
     if any(f["filename"] not in named for f in files):
         raise ValueError("a file is not named in payload_json.attachments")
     return payload, files
