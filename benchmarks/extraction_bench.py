@@ -156,7 +156,7 @@ def per_record_tree() -> Iterator[Path | None]:
 
 def measure(path: Path_, case: Case, latency: float, embed_factor: float, chat, embed, judge, encoding) -> Figures:
     runs = []
-    for _ in range(RUNS):
+    for attempt in range(RUNS + 1):  # the first warms the worker's connections up, and is not counted
         chat.clear()
         embed.clear()
         chat.set_delay(latency)
@@ -164,10 +164,13 @@ def measure(path: Path_, case: Case, latency: float, embed_factor: float, chat, 
         judge.case, judge.answers = case, []
         chat.responder = judge
         runs.append(path.run({"chat": chat.url, "embed": embed.url, "memories": case.memories}))
+        if attempt == 0:
+            runs.pop()
+            continue
         expected_updates = case.memories if case.verdict == "update" and case.worth > 0.5 else 0
         assert runs[-1]["updated"] == expected_updates, (path.name, case, runs[-1])
         assert runs[-1]["added"] == (1 if case.worth > 0.5 else 0), (path.name, case, runs[-1])
-    bodies = [body for body, _ in judge.answers]
+    bodies = [body for body, _ in judge.answers]  # the last run's
     inputs = sum(len(encoding.encode(m["content"])) + MESSAGE_OVERHEAD for b in bodies for m in b["messages"])
     outputs = sum(len(encoding.encode(answer)) for _, answer in judge.answers)
     committed = [r["committed"] for r in runs if r["committed"] is not None]
