@@ -30,10 +30,13 @@ DEPLOYED_AT = "/var/task"
 # when relevance selection did (selection, recall, the embedding adapters and the vector codec:
 # ~35 KB zipped; the interactions function imports none of it), and to 512 KiB when consent, import,
 # the doctor's shared settings and the typed nightly payloads did (the operator's command, cli.py,
-# left the asset then): the package, not strays, is what grew (tests/infra/test_checks.py checks that only the
+# left the asset then), and to 640 KiB when the time-aware memories did (/memory history and its
+# Undo with their texts in two languages, dates in prompts, the memory's end and the review of ended
+# memories: ~10 KB zipped, which took the package from 510 to 520 KiB, against a goal it was 2 KiB
+# under): the package, not strays, is what grew (tests/infra/test_checks.py checks that only the
 # package is in the asset). A zip this size is not what a cold start waits for: the interactions
 # function's imports are, and the cold-start benchmark measures them.
-CODE_GOAL_BYTES = 512 * 1024
+CODE_GOAL_BYTES = 640 * 1024
 # The dependency layer, zipped: what every function downloads beside its code on a cold start.
 LAYER_GOAL_BYTES = 15 * 1024 * 1024
 

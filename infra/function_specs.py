@@ -165,7 +165,8 @@ FUNCTIONS = (
             "messages": access(indexes=("by_jst_day",)),  # the diary's last 30 lines
             # DeleteItem: a decay; UpdateItem: the review mark of a kept record, and a backfilled vector;
             # Scan: the vector backfill's bounded pass (a few pages a night, from where the last stopped)
-            "memories": access("DeleteItem", "UpdateItem", "Scan", indexes=("stale", "review_queue")),
+            # ending: the memories whose end has come, reviewed first
+            "memories": access("DeleteItem", "UpdateItem", "Scan", indexes=("stale", "review_queue", "ending")),
             "memory_log": access("PutItem", "GetItem"),
             "nightly_runs": access("GetItem", "PutItem"),
             # GetItem: whose memory is paused (their memories are neither reviewed nor embedded)

@@ -14,6 +14,7 @@ from memorybot.core.decisions import decide_per_record
 from memorybot.core.domain import (
     CHANGE_ACTIONS,
     GLOBAL_SCOPE,
+    JST,
     NIGHTLY_MAX_DURATION,
     Action,
     Actor,
@@ -120,6 +121,7 @@ class FakeMemoryStore:
         self.whole_profile_reads = 0
         self.people = people  # whose records a change's check reads (None: every check passes)
         self.markers: set[tuple[Owner, str]] = set()  # add_once's keys
+        self.zone = JST  # the deployment's time zone: when a memory's end comes (``ended``)
 
     # helpers for tests
     def seed(self, *memories: Memory) -> None:
@@ -268,6 +270,12 @@ class FakeMemoryStore:
             key=lambda m: (m.review_after, m.owner.key, m.memory_id),
         )
         return old[:limit]
+
+    def ended(self, now, limit):
+        zone = self.zone
+        ended = [m for m in self.rows.values() if m.valid_until is not None and m.ends_at(zone) <= now]
+        untouched = [m for m in ended if m.review_after < m.ends_at(zone)]
+        return sorted(untouched, key=lambda m: (m.ends_at(zone), m.owner.key, m.memory_id))[:limit]
 
     def mark_reviewed(self, memory, at):
         with self._lock:

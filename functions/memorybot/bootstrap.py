@@ -142,7 +142,9 @@ class Container:
     def reply_writer(self):
         from .core.reply import ReplyWriter
 
-        return ReplyWriter(self.memory_store, self.chat_model, self.people_store, embeddings=self.embedding_model)
+        return ReplyWriter(
+            self.memory_store, self.chat_model, self.people_store, embeddings=self.embedding_model, zone=self.zone
+        )
 
     # ---- the Discord front door and the workers
 

@@ -103,6 +103,9 @@ MEMORIES = TableSpec(
         Index("stale", Key("stale_shard", "S"), Key("updated_at", "S")),
         Index("review_queue", Key("stale_shard", "S"), Key("review_after", "S")),
         Index("by_user", Key("user_id", "S"), Key("owner", "S")),
+        # Sparse: only memories with an end (valid_until) carry ends_at, the moment it ends; the
+        # nightly review takes those ended and untouched since first.
+        Index("ending", Key("stale_shard", "S"), Key("ends_at", "S")),
     ),
 )
 

@@ -321,7 +321,12 @@ INDEX_QUERIES = {
     "NightlyPlan": {("messages", "by_jst_day")},
     "NightlySpeaker": {("messages", "by_conversation")},
     "NightlySpeakerFailed": set(),
-    "NightlyReview": {("messages", "by_jst_day"), ("memories", "stale"), ("memories", "review_queue")},
+    "NightlyReview": {
+        ("messages", "by_jst_day"),
+        ("memories", "stale"),
+        ("memories", "review_queue"),
+        ("memories", "ending"),
+    },
     "NightlyFinish": {("memory_log", "by_run")},
     "Admin": {("memory_log", "by_run")},
     "Erase": {

@@ -5,7 +5,7 @@ something about the real thing. Each test runs against both."""
 from __future__ import annotations
 
 import dataclasses
-from datetime import timedelta
+from datetime import UTC, date, datetime, timedelta
 
 import pytest
 
@@ -508,3 +508,30 @@ def test_ledger_entry_is_found_by_its_key_in_its_owners_ledger_only(memories):
     assert memories.ledger_entry(owner("b", "guild:1"), entry.key) is None
     assert memories.ledger_entry(owner("a", "guild:2"), entry.key) is None
     assert memories.ledger_entry(a, entry.key[:-1] + "0") is None
+
+
+def test_ended_are_those_whose_end_came_and_no_write_or_review_touched_since_earliest_first(memories):
+    now = datetime(2026, 12, 10, 18, 0, tzinfo=UTC)  # 2026-12-11 03:00 JST
+    written = now - timedelta(days=30)
+
+    def planned(user, memory_id, until):
+        return dataclasses.replace(memory(user, memory_id, f"plan {memory_id}", at=written), valid_until=until)
+
+    a, b, c = (
+        planned("a", "end22", date(2026, 12, 1)),
+        planned("b", "end33", date(2026, 12, 5)),
+        planned("c", "end44", date(2026, 12, 10)),
+    )
+    later = planned("d", "end55", date(2026, 12, 11))  # its last day is today in JST: not ended
+    for m in (b, a, c, later, memory("e", "dur22", "a durable fact", at=written)):
+        add(memories, m)
+    assert [m.memory_id for m in memories.ended(now, 10)] == ["end22", "end33", "end44"]
+    assert [m.memory_id for m in memories.ended(now, 2)] == ["end22", "end33"]
+    memories.mark_reviewed(memories.get(a.owner, "end22"), now)  # kept by tonight's review
+    current = memories.get(b.owner, "end33")  # the person said it goes on: the end moved
+    memories.apply(
+        Change(Action.UPDATE, current, dataclasses.replace(current, valid_until=date(2026, 12, 31)), "x"),
+        actor=Actor.EXTRACTION,
+    )
+    assert [m.memory_id for m in memories.ended(now, 10)] == ["end44"]
+    assert memories.ended(now, 0) == []

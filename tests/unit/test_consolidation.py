@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
@@ -610,3 +611,30 @@ def test_no_stale_record_starves_behind_more_than_20_kept_ones():
     assert set(ids[40:]) <= third and len(third - set(ids[40:]) & set(ids[:20])) == 15
     assert set(ids) <= {i for r in reviewed_by_night for i in r}
     assert night.memories.changes() == []  # a review mark is not a change of the memory
+
+
+def test_ended_memories_are_reviewed_first_within_the_same_cap_and_a_kept_one_leaves_the_ended_set():
+    night = Night()
+    stale = _stale(night, 25)
+    today = NOW.astimezone(JST).date()
+    fresh = NOW - timedelta(days=3)  # not stale: only its end makes it due
+    ended = [
+        dataclasses.replace(memory(f"p{i}", f"e{i}222", f"trip {i}", at=fresh), valid_until=today - timedelta(days=i))
+        for i in (1, 2, 3)
+    ]
+    going_on = dataclasses.replace(memory("p9", "e9222", "trip 9", at=fresh), valid_until=today)  # its last day
+    night.memories.seed(*ended, going_on)
+    night.jev.default_review = Verdict.KEEP
+    night.clock.now = NOW + timedelta(minutes=1)
+    night.run()
+    reviewed = night.jev.asked("review")
+    assert len(reviewed) == STALE_REVIEWS_PER_NIGHT
+    assert reviewed[:3] == ["e3222", "e2222", "e1222"]  # the ended first, the earliest ended first
+    assert sorted(reviewed[3:]) == stale[:17]  # then the stale ones, in the same cap of 20
+    assert "e9222" not in reviewed
+    # Kept: looked at since its end, so not first again; the next night reviews the stale rest.
+    night.clock.now = NOW + timedelta(days=1, minutes=1)
+    night.run(NOW + timedelta(days=1))
+    second = night.jev.asked("review")[STALE_REVIEWS_PER_NIGHT:]
+    assert second[:1] == ["e9222"]  # its end came since: first tonight
+    assert set(stale[17:]) <= set(second) and not {"e1222", "e2222", "e3222"} & set(second)

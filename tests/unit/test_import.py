@@ -112,6 +112,18 @@ def test_rows_are_imported_with_ids_of_their_own_their_times_and_one_ledger_row_
     assert entries[BOB].import_id is None and entries[BOB].after == osaka and entries[BOB].scope == "dm"
 
 
+def test_a_rows_valid_until_is_the_memorys_end_and_null_or_absent_is_none(memories):
+    rows = [
+        row(id="p1", validUntil="2026-12-31"),
+        row(id="p2", validUntil=None),
+        row(id="p3"),
+        row(id="p4", validUntil="2026-03-01"),
+    ]
+    assert post({"memories": rows})[0] == 200
+    ends = sorted(str(m.valid_until) for m in memories.of(owner(ALICE, GUILD)))
+    assert ends == ["2026-03-01", "2026-12-31", "None", "None"]  # its last day may be the day it was said
+
+
 def test_the_same_rows_again_import_nothing_and_count_as_unchanged(memories):
     rows = [row(id="src-1"), row(text="Keeps bees"), row(text="Keeps bees", createdAt="2026-03-02T00:00:00Z")]
     assert post({"memories": rows})[1]["imported"] == 3
@@ -253,6 +265,11 @@ BAD_ROWS = [
     ("createdAt", row(createdAt=FUTURE, updatedAt=FUTURE)),
     ("updatedAt", row(updatedAt="2026-13-01T00:00:00Z")),
     ("updatedAt", row(updatedAt="2026-02-01T00:00:00Z")),  # before createdAt
+    ("validUntil", row(validUntil="soon")),
+    ("validUntil", row(validUntil="2026-12-31T00:00:00Z")),  # a date, not a time
+    ("validUntil", row(validUntil="2026-02-30")),
+    ("validUntil", row(validUntil=20261231)),
+    ("validUntil", row(validUntil="2026-02-28")),  # its last day before createdAt (2026-03-01)
     ("scope", row(scope="server:1")),
     ("scope", row(scope="guild:abc")),
     ("scope", row(scope="guild:")),

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, date, datetime, timedelta
 
 import pytest
 
@@ -34,6 +34,7 @@ FULL = Memory(
     reviewed_at=REVIEWED,
     sources=(SourceRef("900", "1001"), SourceRef("900", "1003")),
     embedding=Embedding("titan@256", VECTOR),
+    valid_until=date(2026, 12, 31),
 )
 BARE = Memory("111", "m7pq2", "likes tea", CREATED, CREATED, scope="dm")
 
@@ -44,9 +45,10 @@ def test_the_ledger_state_is_the_json_rows_were_written_with():
     assert memory_to_json(FULL) == (
         '{"created_at": "2026-11-01T09:30:00.000000Z", "memory_id": "k3x9a", "scope": "guild:42", '
         '"sources": ["900/1001", "900/1003"], "text": "姉はゆきで大阪に住んでいる", '
-        '"updated_at": "2026-11-20T12:00:00.123456Z", "user_id": "111"}'
+        '"updated_at": "2026-11-20T12:00:00.123456Z", "user_id": "111", "valid_until": "2026-12-31"}'
     )
-    assert "sources" not in json.loads(memory_to_json(BARE))  # unset: left out, as before
+    # unset: left out, as before (a row from before validUntil existed reads the same)
+    assert {"sources", "valid_until"}.isdisjoint(json.loads(memory_to_json(BARE)))
 
 
 def test_the_ledger_state_reads_back_without_its_marks():
@@ -80,6 +82,9 @@ def test_the_item_is_the_typed_attributes_the_table_holds():
         "sources": {"L": [{"S": "900/1001"}, {"S": "900/1003"}]},
         "embedding": {"B": vectors.encode(VECTOR)},
         "embedding_model": {"S": "titan@256"},
+        "valid_until": {"S": "2026-12-31"},
+        # the moment it ends (midnight after its last day, in the deployment's zone: JST by default)
+        "ends_at": {"S": "2026-12-31T15:00:00.000000Z"},
     }
     assert set(memory_item(BARE)) == {
         "owner",
@@ -116,17 +121,21 @@ def test_the_export_carries_each_of_its_keys():
         "createdAt": "2026-11-01T09:30:00.000000Z",
         "updatedAt": "2026-11-20T12:00:00.123456Z",
         "sourceMessageIds": ["1001", "1003"],
+        "validUntil": "2026-12-31",
     }
     assert _memory_json(BARE)["sourceMessageIds"] == []  # present, empty
+    assert _memory_json(BARE)["validUntil"] is None  # present, null: a durable fact
     assert _memory_json(None) is None
 
 
-def test_jevs_memory_is_id_text_and_update_time():
+def test_jevs_memory_is_id_text_update_time_and_end():
     assert memory_body(FULL) == {
         "id": "k3x9a",
         "text": "姉はゆきで大阪に住んでいる",
         "updated_at": "2026-11-20T12:00:00.123456Z",
+        "valid_until": "2026-12-31",
     }
+    assert memory_body(BARE)["valid_until"] is None
 
 
 def test_an_import_row_gives_the_memory_it_names_under_a_fresh_id():
@@ -155,9 +164,16 @@ def test_an_exported_memory_comes_back_through_the_import_as_it_was_but_its_sour
 
 
 def test_the_keys_of_each_shape_come_from_the_declaration():
-    assert memory_record.keys_of(Shape.ROW) == {"userId", "scope", "text", "createdAt", "updatedAt"}
-    assert memory_record.keys_of(Shape.EXPORT) == {"id", "text", "createdAt", "updatedAt", "sourceMessageIds"}
-    assert memory_record.keys_of(Shape.JEV) == {"id", "text", "updated_at"}
+    assert memory_record.keys_of(Shape.ROW) == {"userId", "scope", "text", "createdAt", "updatedAt", "validUntil"}
+    assert memory_record.keys_of(Shape.EXPORT) == {
+        "id",
+        "text",
+        "createdAt",
+        "updatedAt",
+        "sourceMessageIds",
+        "validUntil",
+    }
+    assert memory_record.keys_of(Shape.JEV) == {"id", "text", "updated_at", "valid_until"}
     assert memory_record.keys_of(Shape.LEDGER) == {
         "user_id",
         "memory_id",
@@ -166,6 +182,7 @@ def test_the_keys_of_each_shape_come_from_the_declaration():
         "created_at",
         "updated_at",
         "sources",
+        "valid_until",
     }
     assert memory_record.key_of("created_at", Shape.ROW) == "createdAt"
     with pytest.raises(LookupError):
@@ -179,13 +196,13 @@ def test_every_memory_field_is_declared_once():
 def test_a_memory_field_without_a_declaration_stops_the_import():
     @dataclasses.dataclass(frozen=True)
     class Grown(Memory):
-        valid_until: datetime | None = None
+        pinned_at: datetime | None = None
 
-    with pytest.raises(TypeError, match=r"missing \['valid_until'\]"):
+    with pytest.raises(TypeError, match=r"missing \['pinned_at'\]"):
         memory_record.check_declared(Grown, FIELDS)
-    memory_record.check_declared(Grown, (*FIELDS, RecordField("valid_until", Kind.OPTIONAL_TIME)))
-    with pytest.raises(TypeError, match=r"unknown \['valid_until'\]"):
-        memory_record.check_declared(Memory, (*FIELDS, RecordField("valid_until", Kind.OPTIONAL_TIME)))
+    memory_record.check_declared(Grown, (*FIELDS, RecordField("pinned_at", Kind.OPTIONAL_TIME)))
+    with pytest.raises(TypeError, match=r"unknown \['pinned_at'\]"):
+        memory_record.check_declared(Memory, (*FIELDS, RecordField("pinned_at", Kind.OPTIONAL_TIME)))
 
 
 def test_only_the_stored_shapes_are_read_back_into_a_memory():

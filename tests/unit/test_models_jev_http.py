@@ -72,7 +72,12 @@ def test_verdict_sends_the_memory_with_string_id_and_iso_utc_time(jev, model):
     assert model.verdict(EXCHANGE, CAT) is Verdict.DELETE
     assert jev.requests_to("/verdict")[0].json == {
         **EXCHANGE_FIELDS,
-        "memory": {"id": "k3x9a", "text": "likes green tea", "updated_at": "2026-11-20T12:00:00.123456Z"},
+        "memory": {
+            "id": "k3x9a",
+            "text": "likes green tea",
+            "updated_at": "2026-11-20T12:00:00.123456Z",
+            "valid_until": None,
+        },
     }
 
 
@@ -105,7 +110,12 @@ def test_review_sends_the_memory_and_its_owner_as_the_speaker(jev, model):
     assert jev.requests_to("/review")[0].json == {
         "speaker": {"id": "u1", "name": None},
         "messages": [],
-        "memory": {"id": "k3x9a", "text": "likes green tea", "updated_at": "2026-11-20T12:00:00.123456Z"},
+        "memory": {
+            "id": "k3x9a",
+            "text": "likes green tea",
+            "updated_at": "2026-11-20T12:00:00.123456Z",
+            "valid_until": None,
+        },
     }
 
 
@@ -277,8 +287,18 @@ def test_decide_posts_the_exchange_and_every_memory_and_reads_each_verdict(jev, 
     assert jev.last("/decide").json == {
         **EXCHANGE_FIELDS,
         "memories": [
-            {"id": "k3x9a", "text": "likes green tea", "updated_at": "2026-11-20T12:00:00.123456Z"},
-            {"id": "m7pq2", "text": "has a cat called Tama", "updated_at": "2026-11-20T12:00:00.123456Z"},
+            {
+                "id": "k3x9a",
+                "text": "likes green tea",
+                "updated_at": "2026-11-20T12:00:00.123456Z",
+                "valid_until": None,
+            },
+            {
+                "id": "m7pq2",
+                "text": "has a cat called Tama",
+                "updated_at": "2026-11-20T12:00:00.123456Z",
+                "valid_until": None,
+            },
         ],
     }
     assert jev.questions() == ["decide"]

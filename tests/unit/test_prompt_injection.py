@@ -199,14 +199,18 @@ def test_jev_bodies_carry_hostile_text_as_plain_json_values_of_the_speakers_line
             {"author_id": "u1", "author_name": "alice", "content": HOSTILE_MESSAGE, "is_bot": False},
             {"author_id": "999", "author_name": "memorybot", "content": "ok", "is_bot": True},
         ]
-    evil = {"id": "k3x9a", "text": HOSTILE_MEMORY, "updated_at": "2026-11-20T12:00:00.000000Z"}
-    assert bodies[1]["memories"] == [evil]
+    assert bodies[1]["memories"] == [bodies[4]["memory"]]  # the same record, as /review sends it
     assert bodies[2]["memory"]["text"] == HOSTILE_MEMORY and bodies[2]["memory"]["id"] == "k3x9a"
     assert bodies[3]["verdicts"] == [{"id": "k3x9a", "text": HOSTILE_MEMORY, "verdict": "keep"}]
     assert bodies[4] == {
         "speaker": {"id": "u1", "name": None},
         "messages": [],
-        "memory": {"id": "k3x9a", "text": HOSTILE_MEMORY, "updated_at": "2026-11-20T12:00:00.000000Z"},
+        "memory": {
+            "id": "k3x9a",
+            "text": HOSTILE_MEMORY,
+            "updated_at": "2026-11-20T12:00:00.000000Z",
+            "valid_until": None,
+        },
     }
 
 

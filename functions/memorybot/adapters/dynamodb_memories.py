@@ -23,7 +23,7 @@ import logging
 import time
 import zlib
 from collections.abc import Callable, Iterable, Iterator
-from datetime import datetime
+from datetime import datetime, tzinfo
 from itertools import islice
 from typing import Any, TypeVar
 
@@ -34,6 +34,7 @@ from ..config import Settings
 from ..core import memory_record
 from ..core.domain import (
     CHANGE_ACTIONS,
+    JST,
     Action,
     Actor,
     Change,
@@ -86,6 +87,8 @@ FORGOTTEN_KEY = "#forgotten"
 BY_UPDATED = index_name(tables.MEMORIES, "by_updated")
 STALE = index_name(tables.MEMORIES, "stale")
 REVIEW_QUEUE = index_name(tables.MEMORIES, "review_queue")
+ENDING = index_name(tables.MEMORIES, "ending")
+ENDS_AT = "ends_at"  # bookkeeping of the ending index, like review_after: not a field of the memory
 STALE_PAGE = 100  # items read per page of the review queue (a filter keeps only the stale ones)
 BY_RUN = index_name(tables.MEMORY_LOG, "by_run")
 MEMORIES_BY_USER = index_name(tables.MEMORIES, "by_user")
@@ -97,15 +100,19 @@ def stale_shard(owner: Owner) -> str:
     return str(zlib.crc32(owner.key.encode("utf-8")) % tables.STALE_SHARDS)
 
 
-def memory_item(memory: Memory) -> Item:
+def memory_item(memory: Memory, zone: tzinfo = JST) -> Item:
     """The item a memory's Put writes: the record's item shape (core/memory_record.py) as typed
-    attribute values, with the keys and the index bookkeeping."""
+    attribute values, with the keys and the index bookkeeping (``zone``: the deployment's, which
+    says when a memory with an end ends)."""
     item: Item = {
         "owner": s(memory.owner.key),
         "stale_shard": s(stale_shard(memory.owner)),
         # A written memory (added, updated, restored) starts its place in the review queue afresh.
         "review_after": s(iso(memory.updated_at)),
     }
+    ends_at = memory.ends_at(zone)
+    if ends_at is not None:  # only then: the ending index stays sparse
+        item[ENDS_AT] = s(iso(ends_at))
     kinds = {key: f.kind for f, key in memory_record.fields_of(Shape.ITEM)}
     for key, value in memory_record.encode(memory, Shape.ITEM).items():
         item.update(_attributes(key, kinds[key], value))
@@ -235,6 +242,7 @@ class DynamoMemoryStore:
         self._log = settings.table(tables.MEMORY_LOG)
         self._people = settings.table(tables.PEOPLE)
         self._read_retention_days = settings.ledger_read_retention_days
+        self._zone = settings.zone
         self._clock = clock
 
     # -- reads of one person's profile
@@ -466,7 +474,7 @@ class DynamoMemoryStore:
             return {
                 "Put": {
                     "TableName": self._memories,
-                    "Item": memory_item(change.after),  # type: ignore[arg-type]  # Change guarantees one side
+                    "Item": memory_item(change.after, self._zone),  # type: ignore[arg-type]  # Change guarantees one side
                     "ConditionExpression": "attribute_not_exists(memory_id)",
                 }
             }
@@ -480,7 +488,7 @@ class DynamoMemoryStore:
                     **unchanged,
                 }
             }
-        return {"Put": {"TableName": self._memories, "Item": memory_item(change.after), **unchanged}}
+        return {"Put": {"TableName": self._memories, "Item": memory_item(change.after, self._zone), **unchanged}}
 
     def add_once(
         self,
@@ -506,7 +514,13 @@ class DynamoMemoryStore:
         )
         absent = "attribute_not_exists(memory_id)"
         transaction = [
-            {"Put": {"TableName": self._memories, "Item": memory_item(memory), "ConditionExpression": absent}},
+            {
+                "Put": {
+                    "TableName": self._memories,
+                    "Item": memory_item(memory, self._zone),
+                    "ConditionExpression": absent,
+                }
+            },
             # The marker: the one conditional write that makes the add happen once per key.
             {
                 "Put": {
@@ -591,6 +605,25 @@ class DynamoMemoryStore:
             for items in (queued, unqueued):
                 queues.append(sorted(islice(readable_memories(items), limit), key=_review_order))
         return list(islice(heapq.merge(*queues, key=_review_order), limit))
+
+    def ended(self, now: datetime, limit: int) -> list[Memory]:
+        if limit <= 0:
+            return []
+        queues: list[list[Memory]] = []
+        for shard in range(tables.STALE_SHARDS):
+            # Ended by now, earliest first; untouched since: no write or review after its end.
+            items = query_items(
+                self._client,
+                TableName=self._memories,
+                IndexName=ENDING,
+                KeyConditionExpression="stale_shard = :shard AND ends_at <= :now",
+                FilterExpression="review_after < ends_at",
+                ExpressionAttributeValues={":shard": s(str(shard)), ":now": s(iso(now))},
+                ScanIndexForward=True,
+                Limit=STALE_PAGE,
+            )
+            queues.append(list(islice(readable_memories(items), limit)))
+        return list(islice(heapq.merge(*queues, key=lambda m: m.ends_at(self._zone) or now), limit))
 
     def mark_reviewed(self, memory: Memory, at: datetime) -> None:
         # A failed condition means changed or deleted meanwhile: its own write placed it in the queue.

@@ -9,7 +9,7 @@ server, is simply not found.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import date, datetime
 from enum import Enum
 
 from . import memory_record
@@ -58,6 +58,7 @@ class Provenance:
     action: Action  # add or update: the change that set its current text
     at: datetime
     links: tuple[str, ...]
+    valid_until: date | None = None  # the last day it holds, if it has an end
 
 
 def why(memories: MemoryStore, owner: Owner, memory_id: str) -> Provenance | None:
@@ -72,7 +73,8 @@ def why(memories: MemoryStore, owner: Owner, memory_id: str) -> Provenance | Non
     at = current.updated_at
     action = Action.ADD if current.updated_at == current.created_at else Action.UPDATE
     # Only the owner's own messages are ever sources (Exchange.sources); links name ids, no text.
-    return Provenance(memory_id, action, at, tuple(ref.link(owner.scope) for ref in current.sources))
+    links = tuple(ref.link(owner.scope) for ref in current.sources)
+    return Provenance(memory_id, action, at, links, current.valid_until)
 
 
 def export(memories: MemoryStore, user_id: str, people: PeopleStore | None = None) -> dict:

@@ -351,11 +351,21 @@ class Consolidator:
             logged.add(owner)
         return [m for m in stale if m.owner in logged]
 
+    def _due(self, now: datetime) -> list[Memory]:
+        """Tonight's review, within its cap: the memories whose end has come (and untouched since)
+        first, earliest ended first; then the stale ones, least recently reviewed first."""
+        ended = self._memories.ended(now, STALE_REVIEWS_PER_NIGHT)[:STALE_REVIEWS_PER_NIGHT]
+        room = STALE_REVIEWS_PER_NIGHT - len(ended)
+        stale = self._memories.stale(now - STALE_AFTER, room + len(ended)) if room else []
+        taken = {(m.owner, m.memory_id) for m in ended}
+        return ended + [m for m in stale if (m.owner, m.memory_id) not in taken][:room]
+
     def _decay(self, now: datetime, run_id: int, tally: ReviewTally, counter: decisions.CallCounter) -> None:
-        """Review the stale records least recently reviewed first; only an explicit DELETE removes
-        one, and a KEEP marks it reviewed so that it goes behind those not yet reviewed."""
+        """Review the ended records, then the stale ones least recently reviewed first; only an
+        explicit DELETE removes one, and a KEEP marks it reviewed so that it goes behind those not
+        yet reviewed (an ended one kept leaves the ended set: it was looked at since its end)."""
         try:
-            stale = self._memories.stale(now - STALE_AFTER, STALE_REVIEWS_PER_NIGHT)
+            stale = self._due(now)
         except Exception as exc:  # noqa: BLE001 - decay failing must not lose the extraction's record
             logger.warning(
                 "nightly decay could not list stale records", extra={"run_id": run_id, "error": type(exc).__name__}

@@ -11,7 +11,7 @@ import secrets
 import unicodedata
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field, fields
-from datetime import UTC, datetime, timedelta, timezone
+from datetime import UTC, date, datetime, time, timedelta, timezone, tzinfo
 from enum import Enum
 
 JST = timezone(timedelta(hours=9), "JST")
@@ -226,10 +226,23 @@ class Memory:
     # Its text's vector (selection's semantic half), with the model that made it. Derived from
     # the text, so not part of the memory's identity: equality and conditional writes ignore it.
     embedding: Embedding | None = field(default=None, compare=False)
+    # The last day it holds (a plan, a time-limited situation), in the deployment's time zone;
+    # None for a durable fact. Past it, the reply leaves the memory out (``ended``).
+    valid_until: date | None = None
 
     @property
     def owner(self) -> Owner:
         return Owner(self.scope, self.user_id)
+
+    def ended(self, today: date) -> bool:
+        """Past its end: ``today`` (the deployment's date) is after its last day."""
+        return self.valid_until is not None and today > self.valid_until
+
+    def ends_at(self, zone: tzinfo) -> datetime | None:
+        """The moment it ends: midnight after its last day, in the deployment's time zone."""
+        if self.valid_until is None:
+            return None
+        return datetime.combine(self.valid_until + timedelta(days=1), time(), zone).astimezone(UTC)
 
     @property
     def review_after(self) -> datetime:
@@ -237,7 +250,8 @@ class Memory:
         return max(self.updated_at, self.reviewed_at) if self.reviewed_at else self.updated_at
 
     def preview(self) -> str:
-        return f"{self.memory_id} {self.text[:SHOW_PREVIEW_CHARS]}"
+        until = f" (until {self.valid_until.isoformat()})" if self.valid_until is not None else ""
+        return f"{self.memory_id} {self.text[:SHOW_PREVIEW_CHARS]}{until}"
 
 
 @dataclass(frozen=True)

@@ -4,7 +4,8 @@ person's ``/memory export`` file, the original system, or another bot.
 The body is either a list of rows::
 
     {"memories": [{"userId": "<snowflake>", "scope": "guild:<id>" | "dm" | "channel:<id>" | "global",
-                   "text": "...", "createdAt": "<ISO 8601>", "updatedAt": "<ISO 8601>", "id": "<optional>"}],
+                   "text": "...", "createdAt": "<ISO 8601>", "updatedAt": "<ISO 8601>", "id": "<optional>",
+                   "validUntil": "<YYYY-MM-DD, optional>"}],
      "dryRun": false}
 
 or an export file as ``/memory export`` writes it (``{"userId", "scopes": [{"scope", "memories",
@@ -28,7 +29,7 @@ import json
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass, replace
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, date, datetime, timedelta
 from typing import Any
 
 from . import memory_record
@@ -220,6 +221,9 @@ def parse_row(index: int, where: str, raw: object, *, now: datetime) -> ImportRo
     values.setdefault("updated_at", values["created_at"])
     if values["updated_at"] < values["created_at"]:
         raise bad("updatedAt", "is before createdAt")
+    until = values.get("valid_until")
+    if until is not None and until < values["created_at"].date():  # its last day, before it was said
+        raise bad(memory_record.key_of("valid_until", Shape.ROW), "is before createdAt")
     source_id = raw.get(SOURCE_ID)
     if source_id is not None and not (
         isinstance(source_id, str) and 1 <= len(source_id) <= SOURCE_ID_MAX_CHARS and source_id.isprintable()
@@ -236,8 +240,10 @@ def _row_value(f: RecordField, key: str, value: object, bad: Callable[[str, str]
     """One field of a row, read by its kind and checked by the import's rule for it."""
     if f.kind is Kind.TEXT:
         return _row_text(f.name, key, value, bad)
-    if f.kind is Kind.OPTIONAL_TIME and value is None:
+    if f.kind in (Kind.OPTIONAL_TIME, Kind.OPTIONAL_DATE) and value is None:
         return None
+    if f.kind is Kind.OPTIONAL_DATE:
+        return _date(value, key, bad)
     if f.kind not in (Kind.TIME, Kind.OPTIONAL_TIME):
         raise TypeError(f"an import row cannot carry {f.name} ({f.kind.value})")
     at = _time(value, key, bad)
@@ -284,6 +290,17 @@ def _time(value: object, field: str, bad: Callable[[str, str], BadImport]) -> da
     if at < EARLIEST_TIME:
         raise bad(field, f"is before {EARLIEST}; times go from {TIME_RANGE}")
     return at
+
+
+def _date(value: object, field: str, bad: Callable[[str, str], BadImport]) -> date:
+    """A calendar date, "YYYY-MM-DD" (the last day a memory holds)."""
+    problem = 'must be a date, e.g. "2026-12-31", or null'
+    if not isinstance(value, str) or len(value.strip()) != len("2026-12-31"):
+        raise bad(field, problem)
+    try:
+        return date.fromisoformat(value.strip())
+    except ValueError:
+        raise bad(field, problem) from None
 
 
 def is_scope(scope: object) -> bool:

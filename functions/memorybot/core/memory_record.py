@@ -25,6 +25,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
+from datetime import date
 from enum import Enum
 from typing import Any
 
@@ -39,6 +40,7 @@ class Kind(Enum):
     OPTIONAL_TIME = "optional time"  # a datetime or None
     SOURCES = "sources"  # SourceRefs: "channel/message" (export: the message ids only)
     EMBEDDING = "embedding"  # an Embedding or None: the item's only (vector bytes, model)
+    OPTIONAL_DATE = "optional date"  # a date or None, written "YYYY-MM-DD" (sorts as text)
 
 
 class Shape(Enum):
@@ -89,6 +91,9 @@ FIELDS: tuple[RecordField, ...] = (
     # An export names message ids without channels: an import cannot link them, so leaves them out.
     RecordField("sources", Kind.SOURCES, export="sourceMessageIds"),
     RecordField("embedding", Kind.EMBEDDING, ledger=False),
+    # Until when it holds (a plan's end): every shape carries it, so a rollback restores it and
+    # an export brings it back through the import.
+    RecordField("valid_until", Kind.OPTIONAL_DATE, export="validUntil", row="validUntil", jev="valid_until"),
 )
 
 
@@ -134,6 +139,8 @@ def _plain(kind: Kind, value: Any, shape: Shape) -> Any:
         return None
     if kind is Kind.TIME or kind is Kind.OPTIONAL_TIME:
         return iso(value)
+    if kind is Kind.OPTIONAL_DATE:
+        return value.isoformat()
     if kind is Kind.SOURCES:
         if shape is Shape.EXPORT:
             return [ref.message_id for ref in value]
@@ -161,6 +168,8 @@ def encode(memory: Memory, shape: Shape) -> dict[str, Any]:
 def _value(kind: Kind, plain: Any) -> Any:
     if kind is Kind.TIME or kind is Kind.OPTIONAL_TIME:
         return parse_iso(plain) if plain else None
+    if kind is Kind.OPTIONAL_DATE:
+        return date.fromisoformat(plain) if plain else None
     if kind is Kind.SOURCES:
         return tuple(SourceRef.decode(text) for text in plain)
     if kind is Kind.EMBEDDING:

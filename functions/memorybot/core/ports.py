@@ -164,6 +164,11 @@ class MemoryStore(Protocol):
         """Memories of any owner, in any scope, not updated since ``updated_before``, least recently
         reviewed first: by ``review_after`` = the later of their update and their last review."""
 
+    def ended(self, now: datetime, limit: int) -> list[Memory]:
+        """Memories of any owner, in any scope, whose end (``Memory.ends_at`` in the deployment's
+        time zone) has come by ``now`` and that no write or review has touched since it came
+        (``review_after`` before it), earliest ended first."""
+
     def mark_reviewed(self, memory: Memory, at: datetime) -> None:
         """Mark a memory kept by the stale review at ``at`` (it goes behind those not yet reviewed).
 

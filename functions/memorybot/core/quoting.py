@@ -15,6 +15,7 @@ imports nothing but the domain.
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from datetime import tzinfo
 from html import escape as _html_escape
 
 from .domain import BOT_NAME, Exchange, Memory, Message, Speaker, iso, plain_name
@@ -92,11 +93,21 @@ def memory_with_metadata(memory: Memory) -> str:
     return memory_tag(memory, id=memory.memory_id, updated_at=iso(memory.updated_at))
 
 
-def memories_block(memories: Iterable[Memory], *, dated: bool = False) -> str:
-    """One ``<memory id="...">`` line per memory, inside ``<memories>``; ``dated``: with the day it
-    was last updated (``updated="YYYY-MM-DD"``, UTC), all a decision needs of its time."""
-    tags = (memory_tag(m, id=m.memory_id, **({"updated": iso(m.updated_at)[:10]} if dated else {})) for m in memories)
-    return "\n".join(["<memories>", *tags, "</memories>"])
+def memories_block(memories: Iterable[Memory], zone: tzinfo | None = None) -> str:
+    """One ``<memory id="...">`` line per memory, inside ``<memories>``; with ``zone`` (the
+    deployment's), each also says the day it was learned or last changed, and its end if it has one."""
+    lines = ["<memories>", *(memory_tag(m, id=m.memory_id, **_dated(m, zone)) for m in memories), "</memories>"]
+    return "\n".join(lines)
+
+
+def _dated(memory: Memory, zone: tzinfo | None) -> dict[str, str]:
+    if zone is None:
+        return {}
+    changed = memory.updated_at != memory.created_at
+    dates = {"changed" if changed else "learned": memory.updated_at.astimezone(zone).date().isoformat()}
+    if memory.valid_until is not None:
+        dates["until"] = memory.valid_until.isoformat()
+    return dates
 
 
 def transcript_block(transcript: str) -> str:

@@ -94,10 +94,13 @@ class Recall:
         reason: str,
         run_id: int | None = None,
         unused_if: Callable[[], bool] | None = None,
+        usable: Callable[[Memory], bool] | None = None,
     ) -> list[Memory]:
-        """The owner's relevant memories; the read's ledger row names exactly these."""
+        """The owner's relevant memories; the read's ledger row names exactly these. With
+        ``usable``, the others are left out before choosing (neither chosen nor counted)."""
+        choose = query.choose if usable is None else (lambda profile: query.choose([m for m in profile if usable(m)]))
         return self._memories.read_selected(
-            owner, query.choose, actor=actor, reason=reason, run_id=run_id, unused_if=unused_if
+            owner, choose, actor=actor, reason=reason, run_id=run_id, unused_if=unused_if
         )
 
     def embed_texts(self, texts: Sequence[str]) -> dict[str, Embedding]:

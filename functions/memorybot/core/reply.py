@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from datetime import datetime, tzinfo
 
-from .domain import Actor, Memory, Message, Owner, Person, PromptMessage, Speaker
+from .domain import JST, Actor, Memory, Message, Owner, Person, PromptMessage, Speaker, utcnow
 from .ports import ChatModel, EmbeddingModel, MemoryStore, PeopleStore
 from .prompts import build_reply_prompt
 from .recall import PendingQuery, Recall, reply_query
@@ -19,10 +20,14 @@ class ReplyWriter:
         people: PeopleStore | None = None,
         *,
         embeddings: EmbeddingModel | None = None,
+        zone: tzinfo = JST,
+        clock: Callable[[], datetime] = utcnow,
     ) -> None:
         self._recall = Recall(memories, embeddings)
         self._chat = chat_model
         self._people = people
+        self._zone = zone  # the deployment's: "today" is its date
+        self._clock = clock
 
     def prompt_for(self, owner: Owner, speaker_name: str, conversation: Sequence[Message]) -> list[PromptMessage]:
         """Only this owner's memories (this person, this scope) reach the prompt: the ten most
@@ -43,10 +48,17 @@ class ReplyWriter:
                 record = pool.submit(self._people.get, owner.user_id)
                 memories = self._profile(owner, query, unused_if=lambda: record.result().paused)
                 person = record.result()
-        return person, build_reply_prompt(Speaker(owner.user_id, speaker_name), memories, conversation)
+        prompt = build_reply_prompt(
+            Speaker(owner.user_id, speaker_name), memories, conversation, now=self._clock(), zone=self._zone
+        )
+        return person, prompt
 
     def _profile(self, owner: Owner, query: PendingQuery, **kw) -> list[Memory]:
-        return self._recall.read(owner, query, actor=Actor.REPLY, reason="reply prompt", **kw)
+        # Past its end a memory is not used, nor counted among the ten (a plan that is over).
+        today = self._clock().astimezone(self._zone).date()
+        return self._recall.read(
+            owner, query, actor=Actor.REPLY, reason="reply prompt", usable=lambda m: not m.ended(today), **kw
+        )
 
     def write(self, owner: Owner, speaker_name: str, conversation: Sequence[Message]) -> tuple[str, Person]:
         """The chat model's answer and the person's record; raises if the model fails (the caller apologises)."""

@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 from datetime import tzinfo
 
+from ..core.dates import local_stamp
 from ..core.history import ChangeKind, HistoryLine, HistoryPage, UndoOutcome, UndoResult, Who
 
 UNDO_BUTTON = "memory-undo"
@@ -132,10 +133,9 @@ def _quote(text: str, lang: str) -> str:
 
 
 def line_text(n: int, line: HistoryLine, zone: tzinfo, lang: str) -> str:
-    at = line.at.astimezone(zone)
     head = TEXTS[lang]["line"].format(
         n=n,
-        at=f"{at:%Y-%m-%d %H:%M} {at.tzname()}",
+        at=local_stamp(line.at, zone),
         memory_id=line.memory_id,
         kind=KINDS[lang][line.kind],
         who=WHO[lang][line.who],

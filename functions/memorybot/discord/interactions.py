@@ -83,6 +83,7 @@ TEXT_WHY = "Memory {memory_id} was {verb} on {at} (UTC), from these messages of 
 TEXT_WHY_NO_SOURCES = (
     "Memory {memory_id} was {verb} on {at} (UTC); I have no record of which messages (it predates provenance)."
 )
+TEXT_WHY_UNTIL = "It holds until {until}; after that I no longer use it in my replies."
 TEXT_EXPORT_SENT = "I sent you a DM with a JSON file of everything I remember about you, and its history."
 TEXT_EXPORT_FAILED = (
     "I couldn't send you a DM, so I won't export your memories here. "
@@ -287,11 +288,11 @@ def _why(request: WhyMemory, deps: Dependencies) -> dict:
         return ephemeral(TEXT_NOT_FOUND.format(memory_id=request.memory_id.strip().lower()[:20] or "(none)"))
     verb = "learned" if found.action.value == "add" else "last changed"
     at = found.at.astimezone(UTC).strftime("%Y-%m-%d %H:%M")
+    until = "\n" + TEXT_WHY_UNTIL.format(until=found.valid_until.isoformat()) if found.valid_until else ""
     if not found.links:
-        return ephemeral(TEXT_WHY_NO_SOURCES.format(memory_id=found.memory_id, verb=verb, at=at))
-    return ephemeral(
-        TEXT_WHY.format(memory_id=found.memory_id, verb=verb, at=at, links="\n".join(found.links))[:MESSAGE_MAX_CHARS]
-    )
+        return ephemeral(TEXT_WHY_NO_SOURCES.format(memory_id=found.memory_id, verb=verb, at=at) + until)
+    text = TEXT_WHY.format(memory_id=found.memory_id, verb=verb, at=at, links="\n".join(found.links))
+    return ephemeral((text + until)[:MESSAGE_MAX_CHARS])
 
 
 EXPORT_FILENAME = "memorybot-export.json"
