@@ -16,7 +16,7 @@ from memorybot.adapters.discord_rest import DiscordRest
 from memorybot.bootstrap import Container
 from memorybot.config import Settings
 from memorybot.discord.signature import Verifier
-from memorybot.local import discord_recorder, moto_dynamo
+from memorybot.local import discord_recorder, moto_dynamo, moto_store
 
 _prefixes = itertools.count(1)
 
@@ -47,25 +47,11 @@ def dynamo(moto_server):
 
 
 @pytest.fixture
-def serialised_moto(monkeypatch):
-    """Make moto's DynamoDB answer one request at a time, for tests with real concurrent threads.
-
-    moto's TransactWriteItems is not thread-safe: a cancelled transaction restores a copy
-    of the tables taken when it started, wiping writes other threads committed meanwhile.
-    Real DynamoDB serialises per item; one request at a time is a stricter, faithful model.
-    """
-    import threading
-
-    from moto.dynamodb.responses import DynamoHandler
-
-    lock = threading.Lock()
-    unlocked = DynamoHandler.call_action
-
-    def call_action(self):
-        with lock:
-            return unlocked(self)
-
-    monkeypatch.setattr(DynamoHandler, "call_action", call_action)
+def serialised_moto():
+    """moto's DynamoDB behind the local store's layer (moto_store): one request at a time, and
+    transactions that journal only their own items. The session's moto server installs it; tests
+    that drive moto in-process (mock_aws) name this fixture to have it too."""
+    moto_store.install()
 
 
 @pytest.fixture

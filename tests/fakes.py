@@ -33,7 +33,7 @@ from memorybot.core.domain import (
     jst_day,
     snowflake_at,
 )
-from memorybot.core.ports import ConflictError, ModelError, PersonRefused, RollbackClaim
+from memorybot.core.ports import ConflictError, MemoryStore, ModelError, PersonRefused, RollbackClaim
 
 T0 = datetime(2026, 11, 20, 12, 0, tzinfo=UTC)
 
@@ -88,10 +88,10 @@ class FakePeopleStore:
             self._row(entry)
             return True
 
-    def claim_notice(self, user_id, scope):
+    def claim_notice(self, user_id, scope, check=None):
         with self._lock:
             person = self.get(user_id)
-            if scope in person.noticed:
+            if scope in person.noticed or (check is not None and not check.allows(person)):
                 return False
             self._set(user_id, noticed=person.noticed | {scope})
             return True
@@ -110,7 +110,9 @@ class FakePeopleStore:
             self.people[user_id] = Person(user_id, erased_at=at)
 
 
-class FakeMemoryStore:
+class FakeMemoryStore(MemoryStore):
+    """Every role of ``ports.MemoryStore`` in memory, as the DynamoDB store implements them."""
+
     def __init__(self, clock: Callable[[], datetime] | None = None, people: FakePeopleStore | None = None) -> None:
         self.rows: dict[tuple[Owner, str], Memory] = {}
         self.ledger: list[LedgerEntry] = []

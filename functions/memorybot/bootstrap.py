@@ -1,86 +1,157 @@
 """The composition root: adapters are wired here, once per process (Lambda container).
 
 Each dependency is built on first use, so a function imports only the adapters it
-touches (the interactions function must stay lean).
+touches (the interactions function must stay lean): the ports and use cases are named for the
+type checker only (under TYPE_CHECKING), and each provider imports its adapter when first asked.
+Every provider returns its port, and every override is a keyword argument of that port's type
+(``tests/typecheck/container_types.py``, checked by mypy in CI, holds it).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from functools import cached_property, lru_cache
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .config import Settings, settings
+
+if TYPE_CHECKING:
+    from datetime import tzinfo
+
+    from .core.consolidation import Consolidator
+    from .core.domain import ScopeMode
+    from .core.erasure import Erasure
+    from .core.extraction import Extractor
+    from .core.importing import Importer
+    from .core.ports import (
+        AsyncInvoker,
+        AttemptCounter,
+        ChatModel,
+        DecisionModel,
+        DiscordApi,
+        EmbeddingModel,
+        Idempotency,
+        ManifestStore,
+        MemoryStore,
+        MessageStore,
+        PeopleStore,
+        RunStore,
+    )
+    from .core.reply import ReplyWriter
+    from .core.rollback import Rollback
+    from .discord.signature import Verifier
+
+# botocore's low-level DynamoDB client: the project installs no type stubs for it.
+DynamoDBClient = Any
 
 
 class Container:
     """Built once per process and not changed afterwards; per-invocation values travel with the
     call (``for_invocation``)."""
 
-    def __init__(self, config: Settings, **overrides: Any) -> None:
-        """``overrides`` replace any property by name (the local stack and tests use this)."""
+    def __init__(
+        self,
+        config: Settings,
+        *,
+        dynamodb_client: DynamoDBClient = None,
+        memory_store: MemoryStore | None = None,
+        message_store: MessageStore | None = None,
+        people_store: PeopleStore | None = None,
+        run_store: RunStore | None = None,
+        decision_model: DecisionModel | None = None,
+        chat_model: ChatModel | None = None,
+        embedding_model: EmbeddingModel | None = None,
+        manifest_store: ManifestStore | None = None,
+        invoker: AsyncInvoker | None = None,
+        discord: DiscordApi | None = None,
+        discord_interactive: DiscordApi | None = None,
+        signature_verifier: Verifier | None = None,
+        idempotency: Idempotency | None = None,
+        unavailable_attempts: AttemptCounter | None = None,
+    ) -> None:
+        """Each keyword given takes the place of the provider of the same name (the local stack and
+        the tests use them); one not given (None) is built from ``config`` on first use. The use
+        cases are always built here, from whatever the stores and models are."""
         self.settings = config
-        self.__dict__.update(overrides)
+        given = {
+            "dynamodb_client": dynamodb_client,
+            "memory_store": memory_store,
+            "message_store": message_store,
+            "people_store": people_store,
+            "run_store": run_store,
+            "decision_model": decision_model,
+            "chat_model": chat_model,
+            "embedding_model": embedding_model,
+            "manifest_store": manifest_store,
+            "invoker": invoker,
+            "discord": discord,
+            "discord_interactive": discord_interactive,
+            "signature_verifier": signature_verifier,
+            "idempotency": idempotency,
+            "unavailable_attempts": unavailable_attempts,
+        }
+        # A cached property reads the instance's own value first: an override is its first build.
+        self.__dict__.update({name: value for name, value in given.items() if value is not None})
 
     @property
-    def scope_mode(self):
+    def scope_mode(self) -> ScopeMode:
         return self.settings.memory_scope
 
     @property
-    def zone(self):
+    def zone(self) -> tzinfo:
         return self.settings.zone
 
     @cached_property
-    def dynamodb_client(self) -> Any:
+    def dynamodb_client(self) -> DynamoDBClient:
         from .adapters.dynamodb_client import dynamodb_client
 
         return dynamodb_client()
 
     @cached_property
-    def memory_store(self):
+    def memory_store(self) -> MemoryStore:
         from .adapters.dynamodb_memories import DynamoMemoryStore
 
         return DynamoMemoryStore(self.dynamodb_client, self.settings)
 
     @cached_property
-    def message_store(self):
+    def message_store(self) -> MessageStore:
         from .adapters.dynamodb_messages import DynamoMessageStore
 
         return DynamoMessageStore(self.dynamodb_client, self.settings)
 
     @cached_property
-    def people_store(self):
+    def people_store(self) -> PeopleStore:
         from .adapters.dynamodb_people import DynamoPeopleStore
 
         return DynamoPeopleStore(self.dynamodb_client, self.settings)
 
     @cached_property
-    def run_store(self):
+    def run_store(self) -> RunStore:
         from .adapters.dynamodb_runs import DynamoRunStore
 
         return DynamoRunStore(self.dynamodb_client, self.settings)
 
     @cached_property
-    def decision_model(self):
+    def decision_model(self) -> DecisionModel:
         from .adapters.models import build_decision_model
 
         return build_decision_model(self.settings)
 
     @cached_property
-    def chat_model(self):
+    def chat_model(self) -> ChatModel:
         from .adapters.models import build_chat_model
 
         return build_chat_model(self.settings)
 
     @cached_property
-    def embedding_model(self):
+    def embedding_model(self) -> EmbeddingModel | None:
         """None when MEMORYBOT_EMBEDDING_MODEL is none: relevance is then lexical only."""
         from .adapters.models import build_embedding_model
 
         return build_embedding_model(self.settings)
 
     @cached_property
-    def extractor(self):
+    def extractor(self) -> Extractor:
         from .core.extraction import Extractor
 
         return Extractor(
@@ -93,7 +164,7 @@ class Container:
         )
 
     @cached_property
-    def manifest_store(self):
+    def manifest_store(self) -> ManifestStore:
         """S3 deployed; otherwise kept in this process (the local stack wires a folder instead)."""
         if self.settings.manifest_bucket:
             from .adapters.manifests import S3Manifests, s3_client
@@ -104,7 +175,7 @@ class Container:
         return InMemoryManifests()
 
     @cached_property
-    def consolidator(self):
+    def consolidator(self) -> Consolidator:
         from .core.consolidation import Consolidator
 
         return Consolidator(
@@ -121,25 +192,25 @@ class Container:
         )
 
     @cached_property
-    def rollback(self):
+    def rollback(self) -> Rollback:
         from .core.rollback import Rollback
 
         return Rollback(self.memory_store, self.run_store, people=self.people_store)
 
     @cached_property
-    def erasure(self):
+    def erasure(self) -> Erasure:
         from .core.erasure import Erasure
 
         return Erasure(self.memory_store, self.message_store, self.people_store)
 
     @cached_property
-    def importer(self):
+    def importer(self) -> Importer:
         from .core.importing import Importer
 
         return Importer(self.memory_store, self.settings.memory_scope)
 
     @cached_property
-    def reply_writer(self):
+    def reply_writer(self) -> ReplyWriter:
         from .core.reply import ReplyWriter
 
         return ReplyWriter(
@@ -149,27 +220,27 @@ class Container:
     # ---- the Discord front door and the workers
 
     @cached_property
-    def signature_verifier(self):
+    def signature_verifier(self) -> Verifier:
         from .discord.signature import Verifier
 
         return Verifier(self.settings.secret("DISCORD_PUBLIC_KEY"))
 
     @cached_property
-    def invoker(self):
+    def invoker(self) -> AsyncInvoker:
         from .adapters.invoker import LambdaInvoker, lambda_client
 
         names = {"reply": self.settings.reply_function_name, "extraction": self.settings.extraction_function_name}
         return LambdaInvoker(names, lambda_client)
 
     @cached_property
-    def discord(self):
+    def discord(self) -> DiscordApi:
         """For the workers: patient (timeouts of 10 s, 429s retried)."""
         from .adapters.discord_rest import DiscordRest
 
         return DiscordRest(self.settings.discord_api_base, self.settings.secret("DISCORD_BOT_TOKEN"))
 
     @cached_property
-    def discord_interactive(self):
+    def discord_interactive(self) -> DiscordApi:
         """For answers inside Discord's 3 s: short timeouts, no waiting out a 429."""
         from .adapters.discord_rest import DiscordRest
 
@@ -178,7 +249,7 @@ class Container:
         )
 
     @cached_property
-    def unavailable_attempts(self):
+    def unavailable_attempts(self) -> AttemptCounter:
         """Counts a worker's attempts that found the model unavailable (see adapters/attempts.py)."""
         from .adapters.attempts import DynamoAttemptCounter
         from .tables import DEDUP
@@ -186,7 +257,7 @@ class Container:
         return DynamoAttemptCounter(self.dynamodb_client, self.settings.table(DEDUP))
 
     @cached_property
-    def idempotency(self):
+    def idempotency(self) -> Idempotency:
         """Work done once per key on the dedup table (see adapters/idempotency.py)."""
         from .adapters.idempotency import DynamoIdempotency
         from .tables import DEDUP
@@ -201,14 +272,44 @@ class Container:
 class Invocation:
     """The container as one invocation sees it: the process's adapters (shared, each built once)
     and the invocation's own Lambda context, which travels with the call instead of being written
-    onto the shared container (the local stack's threads share one)."""
+    onto the shared container (the local stack's threads share one). It offers what answering an
+    interaction needs (``discord.interactions.Dependencies``) and no more."""
 
     def __init__(self, container: Container, context: Any) -> None:
         self._container = container
         self.context = context
 
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._container, name)
+    @property
+    def scope_mode(self) -> ScopeMode:
+        return self._container.scope_mode
+
+    @property
+    def zone(self) -> tzinfo:
+        return self._container.zone
+
+    @property
+    def signature_verifier(self) -> Verifier:
+        return self._container.signature_verifier
+
+    @property
+    def memory_store(self) -> MemoryStore:
+        return self._container.memory_store
+
+    @property
+    def message_store(self) -> MessageStore:
+        return self._container.message_store
+
+    @property
+    def people_store(self) -> PeopleStore:
+        return self._container.people_store
+
+    @property
+    def invoker(self) -> AsyncInvoker:
+        return self._container.invoker
+
+    @property
+    def discord_interactive(self) -> DiscordApi:
+        return self._container.discord_interactive
 
     def once(self, name: str, key: str, work: Callable[[], dict[str, Any]]) -> dict[str, Any] | None:
         """``work()``'s answer once per ``key``: a repeat gets the stored answer; None while another

@@ -4,11 +4,13 @@ import memories (operators), check a deployed stack (doctor)."""
 from __future__ import annotations
 
 import argparse
+import contextlib
 import functools
 import os
 import shutil
 import signal
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -173,37 +175,62 @@ def _local(args: argparse.Namespace) -> int:
 
     from .local import running, server
 
+    # Ctrl-C and `kill` (SIGTERM) end the stack at once from the moment it can be signalled, at any
+    # size: its data is meant to go with the process, so nothing is drained or torn down.
+    stop = _Stop()
+    signal.signal(signal.SIGTERM, stop)
+    signal.signal(signal.SIGINT, stop)
     try:
         stack = server.start(args.host, args.port, args.state_dir)
     except OSError as exc:  # most often: the port is taken (another stack still running?)
         print(port_taken_hint(args.host, args.port, exc), file=sys.stderr)
         return 1
-    note = running.leave_note(stack.url, args.state_dir)
+    with stop.held():  # a signal now waits for the note to be written, then removes it
+        stop.note = running.leave_note(stack.url, args.state_dir)
     for line in stack.notes:
         print(f"  {line}")
     print(f"memorybot local stack ready at {stack.url}", flush=True)
     state = "" if args.state_dir == DEFAULT_STATE_DIR else f" --state-dir {args.state_dir}"
     print(f"  Interactions endpoint: {stack.url}/interactions")
     print(f"  Chat with it from this folder: {command_name()} chat --user alice --url {stack.url}{state}")
-    print("  Stop it with Ctrl-C (its data goes with it).")
-    # `kill` (SIGTERM) still ends it at once, as it always did, but not before its note is gone.
-    signal.signal(signal.SIGTERM, lambda *_: _terminated(note))
-    try:
-        threading.Event().wait()
-    except KeyboardInterrupt:
-        print("stopping")
-        stack.stop()
-    finally:
-        running.remove_note(note)
+    print("  Stop it with Ctrl-C (its data goes with it).", flush=True)
+    threading.Event().wait()
     return 0
 
 
-def _terminated(note: Path | None) -> None:
-    from .local import running
+class _Stop:
+    """The local stack's SIGINT and SIGTERM handler: remove the stack's note and leave, now."""
 
-    running.remove_note(note)
-    sys.stdout.flush()
-    os._exit(0)  # no drain: moto's data is meant to go with the process
+    def __init__(self) -> None:
+        self.note: Path | None = None
+        self._held = False
+        self._pending: int | None = None
+
+    def __call__(self, signum: int, _frame: object) -> None:
+        if self._held:
+            self._pending = signum
+            return
+        self.now(signum)
+
+    @contextlib.contextmanager
+    def held(self) -> Iterator[None]:
+        self._held = True
+        try:
+            yield
+        finally:
+            self._held = False
+            if self._pending is not None:
+                self.now(self._pending)
+
+    def now(self, signum: int) -> None:
+        from .local import running
+
+        if signum == signal.SIGINT:
+            print("stopping", flush=True)
+        running.remove_note(self.note)
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(0)  # no drain, no teardown: a large heap is not freed object by object
 
 
 def port_taken_hint(host: str, port: int, exc: OSError) -> str:

@@ -424,6 +424,20 @@ def test_the_notice_is_claimed_once_per_scope_and_a_released_claim_can_be_taken_
     assert people.claim_notice("alice", "dm") is True
 
 
+def test_a_notice_for_a_turn_begun_before_the_persons_erasure_is_not_claimed_and_one_after_is(person_stores):
+    """The erasure leaves only its marker in the record; a turn in flight since before it must not
+    write the notices back (a later turn, from the person come back, gives the notice again)."""
+    people, _, _ = person_stores
+    said = T0 + timedelta(hours=1)
+    people.erased("alice", said + timedelta(minutes=1))
+    assert people.claim_notice("alice", "guild:1", PersonCheck("alice", said, Basis.STORE)) is False
+    assert people.get("alice").noticed == frozenset()
+    again = PersonCheck("alice", said + timedelta(minutes=2), Basis.STORE)
+    assert people.claim_notice("alice", "guild:1", again) is True
+    assert people.claim_notice("alice", "guild:1", again) is False
+    assert people.get("alice").noticed == frozenset({"guild:1"})
+
+
 def test_a_learning_write_is_refused_while_paused_and_for_lines_from_before_a_resume(person_stores):
     people, memories, _ = person_stores
     said = T0 + timedelta(hours=1)

@@ -45,25 +45,29 @@ def test_calls_in_flight_never_exceed_the_bound():
     assert peak[0] == 5 and limiter.peak_in_flight == 5 and limiter.in_flight == 0
 
 
-def test_starts_never_exceed_the_per_minute_bound_in_any_window():
-    period, per_minute = 1.0, 20  # "a minute" of one second
-    limiter = ModelCallLimiter(8, per_minute, period=period)
-    starts, lock = [], threading.Lock()
+def test_concurrent_starts_queue_one_behind_another():
+    """Threads reserving at the same instant each get a start of their own: the burst at once,
+    then one per 1/rate, none twice. The clock stands still (its sleep only records the wait), so
+    what is checked is the reservation under the lock, not the scheduler's timing."""
+    period, per_minute = 1.0, 120  # burst 2, then 118 a period
+    waits, lock = [], threading.Lock()
+
+    def sleep(seconds: float) -> None:
+        with lock:
+            waits.append(seconds)
+
+    limiter = ModelCallLimiter(8, per_minute, period=period, clock=lambda: 100.0, sleep=sleep)
 
     def call(_):
         with limiter.slot():
-            with lock:
-                starts.append(time.monotonic())
+            pass
 
-    began = time.monotonic()
     with ThreadPoolExecutor(10) as pool:
         list(pool.map(call, range(50)))
-    elapsed = time.monotonic() - began
-    starts.sort()
-    busiest = max(sum(1 for s in starts if t <= s < t + period) for t in starts)
-    assert busiest <= per_minute
-    # and it is a bound, not a brake: 50 starts need 1 burst + 49 refills at 19 a second
-    assert elapsed < (50 - 1) / 19 + 1.5  # with slack for a busy machine
+    rate = (per_minute - 2) / period
+    # The burst's two start without waiting; the other 48 waited 1, 2, ... 48 steps of 1/rate.
+    assert sorted(waits) == pytest.approx([k / rate for k in range(1, 49)])
+    assert limiter.started == 50 and limiter.in_flight == 0
 
 
 def test_the_limiter_keeps_a_process_under_the_providers_quota():
@@ -81,10 +85,37 @@ def test_the_limiter_keeps_a_process_under_the_providers_quota():
         with ThreadPoolExecutor(32) as pool:
             answers = list(pool.map(lambda _: model.worth(EXCHANGE), range(300)))
         assert answers == [0.9] * 300 and jev.served == 300
-        # Paced at the quota, a process is turned away only when its threads' starts bunch up
-        # on the way (the GIL, a busy machine's scheduler): rare, and retried. Unpaced, these
-        # 32 threads would send all 300 within a fraction of the period: most over the quota.
-        assert jev.throttled <= 300 * 0.15
+        # Every request the provider saw took a slot first (its answers and its refusals alike),
+        # and never more at once than the bound. How rarely a paced process is turned away depends
+        # on how busy the machine's scheduler is, so it is a figure of the quota benchmark
+        # (benchmarks/quota_bench.py prints it), not a bound here; the pacing itself is pinned on a
+        # clock the test controls (test_the_per_minute_bound_paces_starts_exactly).
+        assert limiter.started == jev.served + jev.throttled
+        assert limiter.peak_in_flight <= 16
+
+
+def test_the_per_minute_bound_paces_starts_exactly():
+    """The token bucket on a clock that moves only when the limiter waits: a burst of one
+    second's worth, then one start every 1/rate seconds, and never more than the bound in any
+    window of the (shrunken) minute."""
+    now = [100.0]
+
+    def sleep(seconds: float) -> None:
+        now[0] += seconds
+
+    period, per_minute = 1.0, 120  # burst 2, then 118 a period
+    limiter = ModelCallLimiter(4, per_minute, period=period, clock=lambda: now[0], sleep=sleep)
+    starts = []
+    for _ in range(300):
+        with limiter.slot():
+            starts.append(now[0])
+    rate = (per_minute - 2) / period
+    assert starts[:2] == [100.0, 100.0]  # the burst
+    gaps = [b - a for a, b in zip(starts[1:], starts[2:], strict=False)]
+    assert all(gap == pytest.approx(1 / rate) for gap in gaps)
+    busiest = max(sum(1 for s in starts if t <= s < t + period) for t in starts)
+    assert busiest <= per_minute
+    assert starts[-1] - starts[0] == pytest.approx((300 - 2) / rate)
 
 
 def test_over_the_quota_the_throttles_are_retried_and_every_call_answered():

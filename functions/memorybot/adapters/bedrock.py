@@ -24,7 +24,7 @@ shrink to the deadline's rest, so a call may end up to one model timeout past it
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import boto3
 from botocore.config import Config
@@ -38,6 +38,9 @@ from ..core.prompts import Question, TextTask
 from . import llm_backend
 from .retry import Retrier, Throttled, Transient, retrier_for, retry_after_seconds
 
+if TYPE_CHECKING:
+    from ..config import Settings
+
 T = TypeVar("T")
 
 # Stop reasons after which the content is not the model's answer.
@@ -49,7 +52,7 @@ _TRANSIENT_CODES = frozenset({"ServiceUnavailableException", "InternalServerExce
 _TRANSPORT_ERRORS = (BotoConnectionError, ReadTimeoutError, ConnectionClosedError)
 
 
-def bedrock_client(settings: Any, *, session: Any = None, endpoint_url: str | None = None) -> Any:
+def bedrock_client(settings: Settings, *, session: Any = None, endpoint_url: str | None = None) -> Any:
     """A bedrock-runtime client with the model timeout on connect and read, no retries of its own
     (``retry.py`` retries), and a pool as large as the process's limiter lets calls be in flight."""
     config = Config(
@@ -72,7 +75,7 @@ class BedrockConverse:
         self._retrier = retrier or Retrier()
 
     @classmethod
-    def from_settings(cls, settings: Any, model_id: str) -> BedrockConverse:
+    def from_settings(cls, settings: Settings, model_id: str) -> BedrockConverse:
         return cls(bedrock_client(settings), model_id, retrier_for(settings))
 
     def converse(self, **request: Any) -> dict[str, Any]:

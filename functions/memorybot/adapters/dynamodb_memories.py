@@ -1,4 +1,4 @@
-"""``ports.MemoryStore`` on DynamoDB: the memories with their ledger (memory_log).
+"""The memory store's roles (``ports.MemoryStore``) on DynamoDB: the memories with their ledger (memory_log).
 
 Every change to a memory commits in ONE TransactWriteItems call together with its
 ledger row, conditioned on the record being exactly as it was read: conditional
@@ -48,7 +48,7 @@ from ..core.domain import (
     utcnow,
 )
 from ..core.memory_record import Kind, Shape
-from ..core.ports import ConflictError, PersonRefused
+from ..core.ports import ConflictError, MemoryStore, PersonRefused
 from . import vectors
 from .dynamodb_items import (
     REASON_CONDITION_FAILED,
@@ -233,8 +233,8 @@ def _cursor_key(cursor: str) -> Item:
     return {"owner": s(owner_key), "memory_id": s(memory_id)}
 
 
-class DynamoMemoryStore:
-    """``ports.MemoryStore`` on the memories and memory_log tables."""
+class DynamoMemoryStore(MemoryStore):
+    """Every role of ``ports.MemoryStore`` on the memories and memory_log tables."""
 
     def __init__(self, client: Any, settings: Settings, *, clock: Callable[[], datetime] = utcnow) -> None:
         self._client = client
@@ -253,7 +253,7 @@ class DynamoMemoryStore:
         *,
         actor: Actor,
         reason: str,
-        limit: int,
+        limit: int | None,
         run_id: int | None = None,
     ) -> list[Memory]:
         profile: list[Memory] = []

@@ -143,14 +143,25 @@ class DynamoPeopleStore:
             raise
         return True
 
-    def claim_notice(self, user_id: str, scope: str) -> bool:
+    def claim_notice(self, user_id: str, scope: str, check: PersonCheck | None = None) -> bool:
+        condition: dict[str, Any] = {
+            "ConditionExpression": "NOT contains(noticed, :scope)",
+            "ExpressionAttributeValues": {":scopes": {"SS": [scope]}, ":scope": s(scope)},
+        }
+        if check is not None:  # and the person's record allows it (no erasure since the turn began)
+            allowed = person_check_item(self._table, check)["ConditionCheck"]
+            condition = {
+                "ConditionExpression": f"{condition['ConditionExpression']} AND {allowed['ConditionExpression']}",
+                "ExpressionAttributeNames": allowed["ExpressionAttributeNames"],
+                "ExpressionAttributeValues": condition["ExpressionAttributeValues"]
+                | allowed["ExpressionAttributeValues"],
+            }
         return conditional_write(
             self._client.update_item,
             TableName=self._table,
             Key=person_key(user_id),
             UpdateExpression="ADD noticed :scopes",
-            ConditionExpression="NOT contains(noticed, :scope)",
-            ExpressionAttributeValues={":scopes": {"SS": [scope]}, ":scope": s(scope)},
+            **condition,
         )
 
     def release_notice(self, user_id: str, scope: str) -> None:

@@ -18,16 +18,17 @@ import json
 import math
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any
-
-import httpx
+from typing import TYPE_CHECKING, Any, Unpack
 
 from ..core.domain import Embedding
 from ..core.ports import ModelError
 from . import bedrock
 from .bedrock import bedrock_client
-from .json_http import JsonService
+from .json_http import JsonService, ServiceOptions, service_options
 from .retry import Retrier, retrier_for
+
+if TYPE_CHECKING:
+    from ..config import Settings
 
 TITAN_DIMENSIONS = (256, 512, 1024)
 TITAN_MAX_CHARS = 50_000  # the model's documented input limit (8,192 tokens, ~50,000 characters)
@@ -60,7 +61,7 @@ class BedrockTitanEmbeddings:
         self._retrier = retrier or Retrier()
 
     @classmethod
-    def from_settings(cls, settings: Any) -> BedrockTitanEmbeddings:
+    def from_settings(cls, settings: Settings) -> BedrockTitanEmbeddings:
         return cls(
             bedrock_client(settings),
             settings.bedrock_embedding_model_id,
@@ -98,46 +99,22 @@ class OpenAIEmbeddings:
     """``POST {OPENAI_BASE_URL}/embeddings`` with ``{"model", "input": [...]}`` (and ``dimensions``
     when set: only some models accept it)."""
 
-    def __init__(
-        self,
-        base_url: str,
-        model: str,
-        *,
-        dimensions: int = 0,
-        timeout_seconds: float,
-        api_key: str = "",
-        max_connections: int = 20,
-        transport: httpx.BaseTransport | None = None,
-        retrier: Retrier | None = None,
-    ) -> None:
+    def __init__(self, base_url: str, model: str, *, dimensions: int = 0, **options: Unpack[ServiceOptions]) -> None:
         if not base_url or not model:
             raise ValueError("OPENAI_BASE_URL and OPENAI_EMBEDDING_MODEL are required for openai embeddings")
         self._model = model
         self._dimensions = dimensions
         self.model_id = f"{model}@{dimensions or 'native'}"
-        self._service = JsonService(
-            base_url,
-            timeout_seconds=timeout_seconds,
-            api_key=api_key,
-            max_connections=max_connections,
-            transport=transport,
-            retrier=retrier,
-        )
+        self._service = JsonService(base_url, **options)
 
     @classmethod
-    def from_settings(cls, settings: Any) -> OpenAIEmbeddings:
+    def from_settings(cls, settings: Settings) -> OpenAIEmbeddings:
         return cls(
             settings.openai_base_url,
             settings.openai_embedding_model,
             dimensions=settings.embedding_dimensions,
-            timeout_seconds=settings.model_timeout_seconds,
-            api_key=settings.secret("OPENAI_API_KEY"),
-            max_connections=max(settings.model_max_in_flight, 1),
-            retrier=retrier_for(settings),
+            **service_options(settings, "OPENAI_API_KEY"),
         )
-
-    def close(self) -> None:
-        self._service.close()
 
     def embed(self, texts: Sequence[str]) -> list[Embedding]:
         if not texts:

@@ -60,7 +60,7 @@ from __future__ import annotations
 import json
 import threading
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any, Unpack
 
 import httpx
 
@@ -70,8 +70,10 @@ from ..core.domain import BOT_NAME, MEMORY_VERDICTS, REVIEW_VERDICTS, Decision, 
 from ..core.memory_record import Shape
 from ..core.ports import ModelError
 from ..core.prompts import parse_decision, parse_probability, parse_verdict
-from .json_http import JsonService
-from .retry import Retrier, retrier_for
+from .json_http import JsonService, ServiceOptions, service_options
+
+if TYPE_CHECKING:
+    from ..config import Settings
 
 
 def memory_body(memory: Memory) -> dict[str, Any]:
@@ -109,39 +111,17 @@ _NOT_OFFERED = frozenset({404, 405})
 
 
 class JevHttpDecisionModel:
-    def __init__(
-        self,
-        base_url: str,
-        *,
-        timeout_seconds: float,
-        api_key: str = "",
-        max_connections: int = 20,
-        transport: httpx.BaseTransport | None = None,
-        retrier: Retrier | None = None,
-    ) -> None:
+    def __init__(self, base_url: str, **options: Unpack[ServiceOptions]) -> None:
         if not base_url:
             raise ValueError("JEV_URL is required for the http decision model")
-        self._service = JsonService(
-            base_url,
-            timeout_seconds=timeout_seconds,
-            api_key=api_key,
-            max_connections=max_connections,
-            transport=transport,
-            retrier=retrier,
-        )
-        self._concurrency = max(max_connections, 1)
+        self._service = JsonService(base_url, **options)
+        self._concurrency = max(options.get("max_connections", 20), 1)  # the per-record verdicts at once
         self._decide_offered = True  # until the service answers /decide 404 or 405
         self._lock = threading.Lock()
 
     @classmethod
-    def from_settings(cls, settings: Any) -> JevHttpDecisionModel:
-        return cls(
-            settings.jev_url,
-            timeout_seconds=settings.model_timeout_seconds,
-            api_key=settings.secret("JEV_API_KEY"),
-            max_connections=max(settings.model_max_in_flight, 1),
-            retrier=retrier_for(settings),
-        )
+    def from_settings(cls, settings: Settings) -> JevHttpDecisionModel:
+        return cls(settings.jev_url, **service_options(settings, "JEV_API_KEY"))
 
     # The DecisionModel port, and the per-record questions of services without /decide.
 

@@ -3,11 +3,14 @@ and how those two classify an HTTP attempt for the shared retry policy (``retry.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any, Required, TypedDict, Unpack
 
 import httpx
 
-from .retry import Retrier, Throttled, Transient, retry_after_seconds
+from .retry import Retrier, Throttled, Transient, retrier_for, retry_after_seconds
+
+if TYPE_CHECKING:
+    from ..config import Settings
 
 THROTTLE_STATUS = 429  # "slow down": not yet
 # A server or gateway failing: a few quick retries, then the call has failed; with a
@@ -56,28 +59,42 @@ def post_attempt(client: httpx.Client, path: str, body: dict[str, Any], *, timeo
     return response
 
 
+class ServiceOptions(TypedDict, total=False):
+    """How a JSON model service is reached, beside its URL: every HTTP adapter (Jev, chat
+    completions, embeddings) takes these keywords, and ``service_options`` reads them from the
+    settings."""
+
+    timeout_seconds: Required[float]  # each attempt; the retry policy's deadline bounds the call
+    api_key: str  # sent as a Bearer token when set
+    max_connections: int  # the pool: as many as the process's limiter lets be in flight
+    transport: httpx.BaseTransport | None  # tests: a mock transport
+    retrier: Retrier | None
+
+
+def service_options(settings: Settings, api_key_name: str) -> ServiceOptions:
+    """The deployed options: the model timeout, the key named ``api_key_name``, a pool as large as
+    the limiter's bound, and the process's retry policy."""
+    return ServiceOptions(
+        timeout_seconds=settings.model_timeout_seconds,
+        api_key=settings.secret(api_key_name),
+        max_connections=max(settings.model_max_in_flight, 1),
+        retrier=retrier_for(settings),
+    )
+
+
 class JsonService:
     """One JSON-over-HTTP model service (Jev, chat completions, embeddings): its pooled client,
     the per-call timeout, and every POST through the shared retry policy. Thread-safe."""
 
-    def __init__(
-        self,
-        base_url: str,
-        *,
-        timeout_seconds: float,
-        api_key: str = "",
-        max_connections: int = 20,
-        transport: httpx.BaseTransport | None = None,
-        retrier: Retrier | None = None,
-    ) -> None:
-        self._timeout = timeout_seconds
-        self.retrier = retrier or Retrier()
+    def __init__(self, base_url: str, **options: Unpack[ServiceOptions]) -> None:
+        self._timeout = options["timeout_seconds"]
+        self.retrier = options.get("retrier") or Retrier()
         self._client = json_client(
             base_url,
-            timeout_seconds=timeout_seconds,
-            api_key=api_key,
-            max_connections=max_connections,
-            transport=transport,
+            timeout_seconds=self._timeout,
+            api_key=options.get("api_key", ""),
+            max_connections=options.get("max_connections", 20),
+            transport=options.get("transport"),
         )
 
     def post(self, path: str, body: dict[str, Any], what: str) -> httpx.Response:

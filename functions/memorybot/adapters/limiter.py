@@ -18,7 +18,10 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from functools import cache
-from typing import Any
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from ..config import Settings
 
 
 class LimiterTimeout(Exception):
@@ -100,6 +103,6 @@ def _shared(max_in_flight: int, per_minute: int) -> ModelCallLimiter:
     return ModelCallLimiter(max_in_flight, per_minute)
 
 
-def process_limiter(settings: Any) -> ModelCallLimiter:
+def process_limiter(settings: Settings) -> ModelCallLimiter:
     """The process's limiter: every backend built from the same settings shares it."""
     return _shared(max(1, settings.model_max_in_flight), max(0, settings.model_rpm))

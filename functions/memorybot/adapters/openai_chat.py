@@ -17,7 +17,7 @@ import json
 import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any, Unpack
 
 import httpx
 
@@ -26,8 +26,10 @@ from ..core.domain import PromptMessage
 from ..core.ports import ModelError
 from ..core.prompts import Question, TextTask
 from . import llm_backend
-from .json_http import JsonService
-from .retry import Retrier, retrier_for
+from .json_http import JsonService, ServiceOptions, service_options
+
+if TYPE_CHECKING:
+    from ..config import Settings
 
 # Statuses with which servers without JSON mode refuse ``response_format``.
 _JSON_MODE_REFUSALS = frozenset({400, 404, 415, 422})
@@ -42,41 +44,17 @@ class Completion:
 class OpenAICompatibleClient:
     """One connection pool to one server; safe to share between threads."""
 
-    def __init__(
-        self,
-        base_url: str,
-        model: str,
-        *,
-        timeout_seconds: float,
-        api_key: str = "",
-        max_connections: int = 20,
-        transport: httpx.BaseTransport | None = None,
-        retrier: Retrier | None = None,
-    ) -> None:
+    def __init__(self, base_url: str, model: str, **options: Unpack[ServiceOptions]) -> None:
         if not base_url or not model:
             raise ValueError("OPENAI_BASE_URL and OPENAI_MODEL are required for the openai backend")
         self.model = model
-        self._service = JsonService(
-            base_url,
-            timeout_seconds=timeout_seconds,
-            api_key=api_key,
-            max_connections=max_connections,
-            transport=transport,
-            retrier=retrier,
-        )
+        self._service = JsonService(base_url, **options)
         self._json_mode = True  # until the server refuses it
         self._lock = threading.Lock()
 
     @classmethod
-    def from_settings(cls, settings: Any) -> OpenAICompatibleClient:
-        return cls(
-            settings.openai_base_url,
-            settings.openai_model,
-            timeout_seconds=settings.model_timeout_seconds,
-            api_key=settings.secret("OPENAI_API_KEY"),
-            max_connections=max(settings.model_max_in_flight, 1),
-            retrier=retrier_for(settings),
-        )
+    def from_settings(cls, settings: Settings) -> OpenAICompatibleClient:
+        return cls(settings.openai_base_url, settings.openai_model, **service_options(settings, "OPENAI_API_KEY"))
 
     def complete(
         self, messages: list[dict[str, str]], *, max_tokens: int, temperature: float = 0.0, json_object: bool = False

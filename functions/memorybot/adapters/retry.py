@@ -35,10 +35,13 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from email.utils import parsedate_to_datetime
 from functools import cache
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 from ..core.ports import ModelFailed, ModelUnavailable
 from .limiter import LimiterTimeout, ModelCallLimiter
+
+if TYPE_CHECKING:
+    from ..config import Settings
 
 T = TypeVar("T")
 
@@ -146,60 +149,91 @@ class Retrier:
         self._draw = draw
 
     def call(self, attempt: Callable[[float], T], what: str) -> T:
-        policy = self.policy
-        started: float | None = None
-        deadline: float | None = None
-        reason = "no attempt"
-        transient = 0  # transient failures so far
-        paid = 0  # the cost of the last retry, given back if the call then succeeds
+        """``attempt(remaining_seconds)``'s answer: throttles retried while the deadline allows (then
+        ``ModelUnavailable``), transient failures a few times (then ``ModelFailed``)."""
+        call = _Call(self.policy, self._clock)
         n = 0
-        for n in range(policy.max_attempts):
-            remaining = policy.deadline_seconds if deadline is None else deadline - self._clock()
+        for n in range(self.policy.max_attempts):
+            remaining = call.remaining()
             if remaining <= 0:
                 break
             try:
-                with self._slot(None if deadline is None else remaining):
-                    if deadline is None:
-                        started = self._clock()
-                        deadline = started + policy.deadline_seconds
-                        remaining = policy.deadline_seconds
-                    answer = attempt(remaining)
+                with self._slot(None if call.started is None else remaining):
+                    answer = attempt(call.start() if call.started is None else remaining)
             except LimiterTimeout:
-                reason = "no free model slot"
+                call.reason = "no free model slot"
                 break
             except Throttled as exc:
-                reason = exc.reason
-                if n + 1 >= policy.max_attempts:
+                delay = call.throttled(exc, n, self._draw)
+                if delay is None:
                     break
-                # Never sooner than the server asked; the jitter on top keeps the callers it
-                # turned away from all coming back in the same instant.
-                delay = (exc.retry_after or 0.0) + policy.backoff(n, self._draw)
-                assert deadline is not None
-                if self._clock() + delay >= deadline:
-                    break
-                paid = 0
             except Retryable as exc:
-                transient += 1
-                assert started is not None
-                delay = (exc.retry_after or 0.0) + policy.backoff(transient - 1, self._draw)
-                if transient >= policy.transient_attempts:
-                    raise ModelFailed(f"{exc.reason} ({what}: failed after {n + 1} attempt(s))") from exc
-                if self._clock() + delay - started > min(policy.transient_window_seconds, policy.deadline_seconds):
-                    raise ModelFailed(f"{exc.reason} ({what}: failed after {n + 1} attempt(s), no time left)") from exc
-                paid = self.budget.spend(exc.timed_out) if self.budget is not None else 0
-                if self.budget is not None and not paid:
-                    raise ModelFailed(f"{exc.reason} ({what}: failed, retry budget empty)") from exc
+                delay = call.transient(exc, n, what, self._draw, self.budget)
             else:
                 if self.budget is not None:
-                    self.budget.succeeded(paid)
+                    self.budget.succeeded(call.paid)
                 return answer
             self._sleep(delay)
-        raise ModelUnavailable(f"{reason} ({what}: gave up after {n + 1} attempt(s))")
+        raise ModelUnavailable(f"{call.reason} ({what}: gave up after {n + 1} attempt(s))")
 
     def _slot(self, timeout: float | None):
         if self.limiter is None:
             return _NO_SLOT
         return self.limiter.slot(timeout)
+
+
+class _Call:
+    """One call's attempts under the policy: its deadline (from when the first attempt got its
+    slot), the transient failures so far, and what the last retry cost (given back on success)."""
+
+    def __init__(self, policy: RetryPolicy, clock: Callable[[], float]) -> None:
+        self.policy = policy
+        self._clock = clock
+        self.started: float | None = None
+        self.reason = "no attempt"
+        self.transients = 0
+        self.paid = 0
+
+    def remaining(self) -> float:
+        if self.started is None:
+            return self.policy.deadline_seconds
+        return self.started + self.policy.deadline_seconds - self._clock()
+
+    def start(self) -> float:
+        """The first attempt has its slot: the deadline runs from now. The time it may take."""
+        self.started = self._clock()
+        return self.policy.deadline_seconds
+
+    def throttled(self, exc: Throttled, n: int, draw: Callable[[], float]) -> float | None:
+        """The wait before the next attempt, or None when none is left before the deadline."""
+        self.reason = exc.reason
+        if n + 1 >= self.policy.max_attempts:
+            return None
+        # Never sooner than the server asked; the jitter on top keeps the callers it turned away
+        # from all coming back in the same instant.
+        delay = (exc.retry_after or 0.0) + self.policy.backoff(n, draw)
+        if delay >= self.remaining():
+            return None
+        self.paid = 0
+        return delay
+
+    def transient(
+        self, exc: Retryable, n: int, what: str, draw: Callable[[], float], budget: RetryBudget | None
+    ) -> float:
+        """The wait before the next attempt; ``ModelFailed`` when the transient retries are spent:
+        too many, past the window, or not paid for by the process's budget."""
+        self.transients += 1
+        assert self.started is not None  # an attempt ran, so it had its slot
+        delay = (exc.retry_after or 0.0) + self.policy.backoff(self.transients - 1, draw)
+        if self.transients >= self.policy.transient_attempts:
+            raise ModelFailed(f"{exc.reason} ({what}: failed after {n + 1} attempt(s))") from exc
+        window = min(self.policy.transient_window_seconds, self.policy.deadline_seconds)
+        if self._clock() + delay - self.started > window:
+            raise ModelFailed(f"{exc.reason} ({what}: failed after {n + 1} attempt(s), no time left)") from exc
+        self.paid = budget.spend(exc.timed_out) if budget is not None else 0
+        if budget is not None and not self.paid:
+            raise ModelFailed(f"{exc.reason} ({what}: failed, retry budget empty)") from exc
+        return delay
 
 
 class _NoSlot:
@@ -237,7 +271,7 @@ def process_budget() -> RetryBudget:
     return RetryBudget()
 
 
-def retrier_for(settings: Any) -> Retrier:
+def retrier_for(settings: Settings) -> Retrier:
     """The deployed policy: the configured deadline, the process's shared limiter and retry budget."""
     from .limiter import process_limiter
 

@@ -11,17 +11,30 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import date, datetime
 from enum import Enum
+from typing import Protocol
 
 from . import memory_record
 from .consent import switch_json
 from .domain import PERSON_SCOPE, Action, Actor, Change, LedgerEntry, Memory, Owner, is_memory_id, iso, utcnow
 from .memory_record import Shape
-from .ports import ConflictError, MemoryStore, PeopleStore
+from .ports import (
+    ConflictError,
+    ForgottenSources,
+    Ledger,
+    MemoryWriter,
+    PeopleStore,
+    ProfileReader,
+    ReadLog,
+)
 
 FORGET_ATTEMPTS = 3  # a concurrent change between read and delete: read again
 
 
-def show(memories: MemoryStore, owner: Owner) -> list[str]:
+class CommandMemories(ProfileReader, ReadLog, MemoryWriter, Ledger, ForgottenSources, Protocol):
+    """The roles of the memory store a person's commands use (show, why, export, forget...)."""
+
+
+def show(memories: ProfileReader, owner: Owner) -> list[str]:
     """Every memory of the owner, newest first: the id, a space, and the first 80 characters.
     (The reply prompt and extraction still read only the newest ten.)"""
     profile = memories.read_profile(owner, actor=Actor.COMMAND, reason="memory show", limit=None)
@@ -31,7 +44,7 @@ def show(memories: MemoryStore, owner: Owner) -> list[str]:
 FORGET_ALL_COUNT_REASON = "memory forget-all count"
 
 
-def count(memories: MemoryStore, owner: Owner) -> int:
+def count(memories: ProfileReader, owner: Owner) -> int:
     """How many memories the owner has in this scope: the number the forget-all prompt asks about.
     The profile is read to count it, and the ledger says so (not a ``show`` nobody asked for)."""
     return len(memories.read_profile(owner, actor=Actor.COMMAND, reason=FORGET_ALL_COUNT_REASON, limit=None))
@@ -40,7 +53,7 @@ def count(memories: MemoryStore, owner: Owner) -> int:
 SUGGESTIONS = 25  # Discord's limit on autocomplete choices
 
 
-def suggest(memories: MemoryStore, owner: Owner, typed: str) -> list[tuple[str, str]]:
+def suggest(memories: ProfileReader, owner: Owner, typed: str) -> list[tuple[str, str]]:
     """Autocomplete for forget and why: (id, label) of the caller's own memories, all of them
     searched, matching what was typed (the newest 25)."""
     profile = memories.read_profile(owner, actor=Actor.COMMAND, reason="memory autocomplete", limit=None)
@@ -61,7 +74,7 @@ class Provenance:
     valid_until: date | None = None  # the last day it holds, if it has an end
 
 
-def why(memories: MemoryStore, owner: Owner, memory_id: str) -> Provenance | None:
+def why(memories: CommandMemories, owner: Owner, memory_id: str) -> Provenance | None:
     """The caller's own memory's provenance; None when it is not theirs (or not there)."""
     memory_id = memory_id.strip().lower()
     if not is_memory_id(memory_id):
@@ -77,7 +90,7 @@ def why(memories: MemoryStore, owner: Owner, memory_id: str) -> Provenance | Non
     return Provenance(memory_id, action, at, links, current.valid_until)
 
 
-def export(memories: MemoryStore, user_id: str, people: PeopleStore | None = None) -> dict:
+def export(memories: CommandMemories, user_id: str, people: PeopleStore | None = None) -> dict:
     """Every memory of the person in every scope, and the ledger rows about their memories
     (reads excluded), as JSON-ready data; with ``people``, their memory switch too (its own
     ledger rows with it). Only rows keyed by this person are read."""
@@ -124,7 +137,7 @@ def _entry_json(entry: LedgerEntry) -> dict:
     }
 
 
-def forget_all(memories: MemoryStore, owner: Owner, people: PeopleStore | None = None) -> list[str]:
+def forget_all(memories: CommandMemories, owner: Owner, people: PeopleStore | None = None) -> list[str]:
     """Delete every memory of the owner in this scope, each with its own ledger row; the ids deleted.
 
     With ``people``, first stamp the forget-all on the person's record: a later rollback of an
@@ -153,7 +166,7 @@ class ForgetResult:
 
 
 def forget(
-    memories: MemoryStore, owner: Owner, memory_id: str, *, reason: str = "user asked to forget"
+    memories: MemoryWriter, owner: Owner, memory_id: str, *, reason: str = "user asked to forget"
 ) -> ForgetResult:
     """Delete the caller's memory for real. Someone else's id is simply not found."""
     memory_id = memory_id.strip().lower()

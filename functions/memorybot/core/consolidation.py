@@ -25,6 +25,7 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
+from typing import Protocol
 
 from . import decisions
 from .domain import (
@@ -55,11 +56,16 @@ from .ports import (
     ConflictError,
     DecisionModel,
     EmbeddingModel,
+    ForgottenSources,
     ManifestStore,
-    MemoryStore,
+    MemoryWriter,
     MessageStore,
     PeopleStore,
+    ReadLog,
+    ReviewQueue,
+    RunLedger,
     RunStore,
+    VectorIndex,
 )
 
 logger = logging.getLogger(__name__)
@@ -189,6 +195,11 @@ def _diary_line(answer: object) -> str | None:
     return decisions.memory_text(answer)  # one line: whitespace folded, capped, never empty
 
 
+class NightlyMemories(MemoryWriter, ReadLog, ReviewQueue, VectorIndex, RunLedger, ForgottenSources, Protocol):
+    """The roles of the memory store the nightly run uses itself (its extractor has its own): the
+    changes, the review queue with its read rows, the vector backfill, the run's own rows."""
+
+
 class Consolidator:
     """The nightly run's steps, each idempotent on its run (and speaker): claim the day, plan the
     speakers (a manifest of ids), one speaker's chunks, the decay review and diary, finish.
@@ -200,7 +211,7 @@ class Consolidator:
 
     def __init__(
         self,
-        memories: MemoryStore,
+        memories: NightlyMemories,
         messages: MessageStore,
         runs: RunStore,
         extractor: Extractor,

@@ -174,7 +174,7 @@ def _give_notice(deps: ReplyDeps, job: ReplyJob) -> None:
     """The first-use notice, once per person and scope: the claim is a conditional write, so two
     first turns at once send it once. Only they see it (an ephemeral follow-up)."""
     try:
-        if not deps.people_store.claim_notice(job.user_id, job.scope):
+        if not deps.people_store.claim_notice(job.user_id, job.scope, stored_for(job)):
             return
     except Exception as exc:  # noqa: BLE001 - the reply is posted; the next turn tries again
         logger.warning("notice not claimed", extra={**job.ids(), "error": type(exc).__name__})

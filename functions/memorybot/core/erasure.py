@@ -21,9 +21,10 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Protocol
 
 from .domain import PERSON_SCOPE, Action, Actor, Change, LedgerEntry, Message, Owner, utcnow
-from .ports import ConflictError, MemoryStore, MessageStore, PeopleStore
+from .ports import ConflictError, Erasing, Ledger, MemoryWriter, MessageStore, PeopleStore, ProfileReader
 
 logger = logging.getLogger(__name__)
 
@@ -63,10 +64,15 @@ class _Erased:
         return _Erased(self.memories + other.memories, self.ledger_rows + other.ledger_rows, self.scopes + other.scopes)
 
 
+class ErasableMemories(ProfileReader, MemoryWriter, Ledger, Erasing, Protocol):
+    """The roles of the memory store an erasure uses: every scope and memory of the person, their
+    rows, and what only an erasure does."""
+
+
 class Erasure:
     def __init__(
         self,
-        memories: MemoryStore,
+        memories: ErasableMemories,
         messages: MessageStore,
         people: PeopleStore | None = None,
         *,

@@ -18,6 +18,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 from enum import Enum
+from typing import Protocol
 
 from . import decisions
 from .domain import (
@@ -40,7 +41,17 @@ from .domain import (
     new_memory_id,
     utcnow,
 )
-from .ports import ChatModel, ConflictError, DecisionModel, EmbeddingModel, MemoryStore, PeopleStore, PersonRefused
+from .ports import (
+    ChatModel,
+    ConflictError,
+    DecisionModel,
+    EmbeddingModel,
+    ForgottenSources,
+    MemoryWriter,
+    PeopleStore,
+    PersonRefused,
+    ProfileReader,
+)
 from .recall import Recall, exchange_query
 
 logger = logging.getLogger(__name__)
@@ -70,6 +81,11 @@ class ExtractionResult:
 def not_forgotten(messages: Sequence[Message], forgotten: frozenset[str]) -> list[Message]:
     """The messages minus those a forgotten memory was learned from (by message id)."""
     return [m for m in messages if m.message_id not in forgotten] if forgotten else list(messages)
+
+
+class LearningMemories(ProfileReader, MemoryWriter, ForgottenSources, Protocol):
+    """The roles of the memory store learning uses: the relevant profile, the changes, and the
+    messages that no longer teach."""
 
 
 Written = tuple[str | None, Embedding | None]  # a memory's text and its vector (None: none)
@@ -106,7 +122,7 @@ def _decision(answer: object) -> Decision | None:
 class Extractor:
     def __init__(
         self,
-        memories: MemoryStore,
+        memories: LearningMemories,
         decision_model: DecisionModel,
         chat_model: ChatModel,
         *,

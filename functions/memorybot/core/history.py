@@ -14,6 +14,7 @@ import logging
 from dataclasses import dataclass
 from datetime import datetime
 from enum import Enum
+from typing import Protocol
 
 from .domain import (
     CHANGE_ACTIONS,
@@ -27,13 +28,17 @@ from .domain import (
     Person,
     one_line,
 )
-from .ports import ConflictError, MemoryStore, PeopleStore, PersonRefused
+from .ports import ConflictError, History, MemoryWriter, PeopleStore, PersonRefused, ReadLog
 from .rollback import restoring, reversal
 
 logger = logging.getLogger(__name__)
 
 HISTORY_PAGE = 6  # changes per page: each line with its two previews fits Discord's 2,000 characters
 HISTORY_REASON = "memory history"
+
+
+class HistoryMemories(History, ReadLog, MemoryWriter, Protocol):
+    """The roles of the memory store ``/memory history`` and its undo use."""
 
 
 class ChangeKind(str, Enum):
@@ -109,7 +114,7 @@ def _preview(memory: Memory | None) -> str:
 
 
 def history(
-    memories: MemoryStore,
+    memories: HistoryMemories,
     owner: Owner,
     *,
     older_than: str = "",
@@ -172,7 +177,7 @@ class UndoResult:
     kind: ChangeKind | None = None  # what was undone
 
 
-def undo(memories: MemoryStore, owner: Owner, key: str) -> UndoResult:
+def undo(memories: HistoryMemories, owner: Owner, key: str) -> UndoResult:
     """Undo the owner's change ``key``: one conditional write with its ledger row (actor command,
     action undo), under the rollback's conditions. Logs carry ids only."""
     entry = memories.ledger_entry(owner, key)

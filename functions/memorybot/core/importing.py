@@ -16,7 +16,7 @@ other deployment and is not imported; nor is its memory switch (``memorySwitch``
 Every row is checked before anything is written: one bad row (or a scope this deployment
 does not use) refuses the whole request, naming the row and the field. Each imported
 memory gets an id of its own and commits with its ledger row (actor ``import``, the source
-id kept) and the owner's import marker in one transaction (``MemoryStore.add_once``): the
+id kept) and the owner's import marker in one transaction (``ImportWriter.add_once``): the
 marker is keyed by a hash of (user, scope, source id), or of (user, scope, text, createdAt)
 for a row without one, so importing the same rows again (at once or later, after a forget
 too) writes nothing and counts them as unchanged.
@@ -30,7 +30,7 @@ import logging
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from datetime import UTC, date, datetime, timedelta
-from typing import Any
+from typing import Any, Protocol
 
 from . import memory_record
 from .domain import (
@@ -53,7 +53,7 @@ from .domain import (
     utcnow,
 )
 from .memory_record import Kind, RecordField, Shape
-from .ports import ConflictError, MemoryStore, PersonRefused
+from .ports import ConflictError, ImportWriter, Ledger, PersonRefused
 
 logger = logging.getLogger(__name__)
 
@@ -341,10 +341,15 @@ class Held:
         return (memory_id, text) in self.texts
 
 
+class ImportMemories(ImportWriter, Ledger, Protocol):
+    """The roles of the memory store an import uses: adding once per key, and the owner's rows (what
+    this deployment held)."""
+
+
 class Importer:
     def __init__(
         self,
-        memories: MemoryStore,
+        memories: ImportMemories,
         mode: ScopeMode,
         *,
         new_id: Callable[[], str] = new_memory_id,

@@ -65,14 +65,17 @@ class PersonRefused(ConflictError):
     change drop this one too."""
 
 
-class MemoryStore(Protocol):
-    """One person's memories within one scope (``Owner``): no method reaches another profile,
-    except ``stale`` (the nightly review) and ``ledger_for_run`` (rollback)."""
+# ---- the memories and their ledger, by role. Each use case names the roles it uses (its own
+# Protocol combining them, never wider than ten methods); one DynamoDB class implements every
+# role (adapters/dynamodb_memories.py), as does the unit tests' fake, and the store contract
+# (tests/integration/test_store_contract.py) holds both to each. Scoping: every method is keyed by
+# the Owner (scope and user) it is given, or the Change's owner; none reaches another profile,
+# except ``ReviewQueue.stale`` (the nightly review) and ``RunLedger.ledger_for_run``.
 
-    def log_read(
-        self, owner: Owner, memory_ids: tuple[str, ...], *, actor: Actor, reason: str, run_id: int | None = None
-    ) -> None:
-        """One ``read`` ledger row for memories read some other way (the nightly review); raises if not written."""
+
+class ProfileReader(Protocol):
+    """A person's memories read to be used or shown (each read leaves its ``read`` ledger row
+    first), and the scopes the person has memories in."""
 
     def read_profile(
         self,
@@ -107,18 +110,25 @@ class MemoryStore(Protocol):
         reads the person's switch alongside, and a paused person's memories are not used).
         """
 
-    def set_embedding(self, memory: Memory, embedding: Embedding) -> bool:
-        """Store ``embedding`` as the memory's vector, only if the record is still exactly ``memory``
-        (False otherwise: changed meanwhile, its own write brings its own vector). Derived from the
-        text, like a review mark: no ledger row."""
+    def owners_of(self, user_id: str) -> list[Owner]:
+        """Every scope in which the person has memories or ledger rows (export, erasure)."""
 
-    def without_embedding(self, model: str, limit: int, *, start: str = "") -> tuple[list[Memory], str]:
-        """Up to ``limit`` memories of any owner with no vector from ``model`` (none, or another
-        model's), reading a bounded part of the table from the cursor ``start`` ("" = the
-        beginning); and the cursor to go on from next time ("" = the end was reached)."""
+
+class ReadLog(Protocol):
+    """The ``read`` row of memories read another way than through a ``ProfileReader``."""
+
+    def log_read(
+        self, owner: Owner, memory_ids: tuple[str, ...], *, actor: Actor, reason: str, run_id: int | None = None
+    ) -> None:
+        """One ``read`` ledger row for memories read some other way (the nightly review, ``why``); raises
+        if not written."""
+
+
+class MemoryWriter(Protocol):
+    """A change of one memory, conditioned on the record as read, committed with its ledger row."""
 
     def get(self, owner: Owner, memory_id: str) -> Memory | None:
-        """One memory by key, unlogged: for conditional checks inside the core only."""
+        """One memory by key, unlogged: the record a change is conditioned on (inside the core only)."""
 
     def apply(
         self,
@@ -137,6 +147,10 @@ class MemoryStore(Protocol):
         ``check``, on the person's record allowing it (in the same transaction).
         Raises ConflictError (PersonRefused for the check), and changes nothing, if not.
         """
+
+
+class ImportWriter(Protocol):
+    """Adding a memory once per key (the operator import)."""
 
     def add_once(
         self,
@@ -160,6 +174,11 @@ class MemoryStore(Protocol):
     def has_marker(self, owner: Owner, once: str) -> bool:
         """Whether ``add_once`` wrote the owner's marker ``once`` (a dry run's check; unlogged)."""
 
+
+class ReviewQueue(Protocol):
+    """The nightly review of memories untouched for long (every owner: one of the two cross-owner
+    reads)."""
+
     def stale(self, updated_before: datetime, limit: int) -> list[Memory]:
         """Memories of any owner, in any scope, not updated since ``updated_before``, least recently
         reviewed first: by ``review_after`` = the later of their update and their last review."""
@@ -177,11 +196,30 @@ class MemoryStore(Protocol):
         ``memory``; a record changed meanwhile is left alone (no error).
         """
 
-    def ledger_for_run(self, run_id: int) -> list[LedgerEntry]:
-        """The ledger rows a nightly run wrote, newest first."""
+
+class VectorIndex(Protocol):
+    """The memories' vectors: derived from their text, set without a ledger row."""
+
+    def without_embedding(self, model: str, limit: int, *, start: str = "") -> tuple[list[Memory], str]:
+        """Up to ``limit`` memories of any owner with no vector from ``model`` (none, or another
+        model's), reading a bounded part of the table from the cursor ``start`` ("" = the
+        beginning); and the cursor to go on from next time ("" = the end was reached)."""
+
+    def set_embedding(self, memory: Memory, embedding: Embedding) -> bool:
+        """Store ``embedding`` as the memory's vector, only if the record is still exactly ``memory``
+        (False otherwise: changed meanwhile, its own write brings its own vector). Derived from the
+        text, like a review mark: no ledger row."""
+
+
+class Ledger(Protocol):
+    """An owner's ledger rows (memory_log), all of them (export, erasure)."""
 
     def ledger_for(self, owner: Owner, limit: int | None = 100) -> list[LedgerEntry]:
         """The owner's ledger rows, newest first (``limit`` None: all of them)."""
+
+
+class History(Protocol):
+    """An owner's changes, page by page, and one row by its key (``/memory history`` and undo)."""
 
     def changes_of(self, owner: Owner, limit: int, *, older_than: str = "") -> list[LedgerEntry]:
         """Up to ``limit`` of the owner's rows that changed a memory (add, update, delete, rollback,
@@ -192,10 +230,32 @@ class MemoryStore(Protocol):
         """The owner's ledger row with this ``key``; None when the owner has none (another
         person's key is simply not found)."""
 
+
+class RunLedger(Protocol):
+    """The rows a nightly run wrote, whoever they are about (the summary, rollback)."""
+
+    def ledger_for_run(self, run_id: int) -> list[LedgerEntry]:
+        """The ledger rows a nightly run wrote, newest first."""
+
+
+class ForgottenSources(Protocol):
+    """The messages that never teach again, because a memory learned from them was forgotten."""
+
     def forgotten_sources(self, owner: Owner) -> frozenset[str]:
         """The ids of the messages every memory the owner forgot (by command) was learned from:
         never used to learn again. One small read, whatever the length of the owner's history:
         ``apply`` records a forget's sources (a delete with actor command) with the delete."""
+
+
+class Erasing(Protocol):
+    """What only an erasure does: its own ledger row, the redaction of the person's rows, and the
+    removal of their record of forgotten sources."""
+
+    def record(self, entry: LedgerEntry) -> None:
+        """Append one ledger row that changes no memory (an erasure's own row)."""
+
+    def redact(self, entry: LedgerEntry) -> None:
+        """Remove the row's before/after text, keeping its skeleton (erasure only)."""
 
     def erase_forgotten_sources(self, owner: Owner) -> None:
         """Remove the owner's record of forgotten sources (erasure only: it is personal data)."""
@@ -206,14 +266,23 @@ class MemoryStore(Protocol):
         read (erasure only: nothing of the person may stay for being malformed). The counts
         (memories deleted, ledger rows redacted)."""
 
-    def owners_of(self, user_id: str) -> list[Owner]:
-        """Every scope in which the person has memories or ledger rows (export, erasure)."""
 
-    def record(self, entry: LedgerEntry) -> None:
-        """Append one ledger row that changes no memory (an erasure's own row)."""
-
-    def redact(self, entry: LedgerEntry) -> None:
-        """Remove the row's before/after text, keeping its skeleton (erasure only)."""
+class MemoryStore(
+    ProfileReader,
+    ReadLog,
+    MemoryWriter,
+    ImportWriter,
+    ReviewQueue,
+    VectorIndex,
+    Ledger,
+    History,
+    RunLedger,
+    ForgottenSources,
+    Erasing,
+):
+    """Every role at once: what the composition root wires, one object for all of them (the
+    DynamoDB store; the fake in unit tests). A class, not a Protocol: an implementation says it
+    is one by subclassing, and no use case depends on it, only on the roles it names."""
 
 
 class MessageStore(Protocol):
@@ -258,8 +327,10 @@ class PeopleStore(Protocol):
     def resume(self, user_id: str, entry: LedgerEntry) -> bool:
         """Resume at ``entry.at``, with its ledger row; False (nothing written) when not paused."""
 
-    def claim_notice(self, user_id: str, scope: str) -> bool:
-        """True exactly once per person and scope (a conditional write): the caller gives the notice."""
+    def claim_notice(self, user_id: str, scope: str, check: PersonCheck | None = None) -> bool:
+        """True exactly once per person and scope (a conditional write): the caller gives the notice.
+        With ``check``, False too when the person's record does not allow it (erased since the turn
+        began: the record an erasure left is not written again)."""
 
     def release_notice(self, user_id: str, scope: str) -> None:
         """Undo a claim whose notice could not be sent, so that a later turn gives it."""
@@ -340,6 +411,14 @@ class Idempotency(Protocol):
         self, name: str, key: str, work: Callable[[], dict[str, Any]], *, invocation: Any = None
     ) -> dict[str, Any] | None:
         """As ``run``, but None while another copy is still running it."""
+
+
+class AttemptCounter(Protocol):
+    """How many times a worker's job found the model unavailable (Lambda does not tell a function
+    which retry it is running)."""
+
+    def count(self, worker: str, job_id: str) -> int:
+        """Count one more unavailable attempt of the job; the count including this one."""
 
 
 class RollbackClaim(str, Enum):

@@ -15,7 +15,7 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import Future
 
 from .domain import PROFILE_LIMIT, Actor, Embedding, Exchange, Memory, Message, Owner
-from .ports import EmbeddingModel, MemoryStore
+from .ports import EmbeddingModel, ProfileReader
 from .selection import select
 
 logger = logging.getLogger(__name__)
@@ -76,7 +76,7 @@ class PendingQuery:
 class Recall:
     """The one selection rule for every reader (reply prompt, live and nightly extraction)."""
 
-    def __init__(self, memories: MemoryStore, embeddings: EmbeddingModel | None, *, limit: int = PROFILE_LIMIT):
+    def __init__(self, memories: ProfileReader, embeddings: EmbeddingModel | None, *, limit: int = PROFILE_LIMIT):
         self._memories = memories
         self._embeddings = embeddings
         self.limit = limit

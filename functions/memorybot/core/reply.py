@@ -7,7 +7,7 @@ from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime, tzinfo
 
 from .domain import JST, Actor, Memory, Message, Owner, Person, PromptMessage, Speaker, utcnow
-from .ports import ChatModel, EmbeddingModel, MemoryStore, PeopleStore
+from .ports import ChatModel, EmbeddingModel, PeopleStore, ProfileReader
 from .prompts import build_reply_prompt
 from .recall import PendingQuery, Recall, reply_query
 
@@ -15,7 +15,7 @@ from .recall import PendingQuery, Recall, reply_query
 class ReplyWriter:
     def __init__(
         self,
-        memories: MemoryStore,
+        memories: ProfileReader,
         chat_model: ChatModel,
         people: PeopleStore | None = None,
         *,

@@ -7,7 +7,7 @@ A record that changed again after the run is skipped: a later extraction or a us
 forget is never overwritten by an old rollback; and a state older than the person's later
 forget-all in that scope (or their erasure) is never put back (``PersonCheck``, RESTORE, in the
 same transaction as the revert). Each revert is one conditional
-``MemoryStore.apply`` (actor nightly, the run's id, action ``rollback``), so the change
+``MemoryWriter.apply`` (actor nightly, the run's id, action ``rollback``), so the change
 and its ledger row commit together.
 
 Exactly once: the rollback first takes the run's lease (``RunStore.claim_rollback``);
@@ -29,6 +29,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from enum import Enum
+from typing import Protocol
 
 from .domain import (
     RUN_LEDGER_OWNER,
@@ -43,7 +44,7 @@ from .domain import (
     PersonCheck,
     utcnow,
 )
-from .ports import ConflictError, MemoryStore, PeopleStore, RollbackClaim, RunStore
+from .ports import ConflictError, MemoryWriter, PeopleStore, RollbackClaim, RunLedger, RunStore
 
 logger = logging.getLogger(__name__)
 
@@ -61,6 +62,10 @@ class Outcome(str, Enum):
     BUSY = "in_progress"
 
 
+class RollbackMemories(MemoryWriter, RunLedger, Protocol):
+    """The roles of the memory store a rollback uses: the run's rows, and the changes undoing them."""
+
+
 @dataclass(frozen=True)
 class RollbackResult:
     outcome: Outcome
@@ -75,7 +80,7 @@ class RollbackResult:
 class Rollback:
     def __init__(
         self,
-        memories: MemoryStore,
+        memories: RollbackMemories,
         runs: RunStore,
         *,
         clock: Callable[[], datetime] = utcnow,

@@ -14,9 +14,11 @@ from datetime import UTC, datetime, tzinfo
 from typing import Any, Protocol
 
 from ..core import commands, consent, conversation, history
+from ..core.commands import CommandMemories
 from ..core.domain import DM_SCOPE, GLOBAL_SCOPE, ScopeMode
+from ..core.history import HistoryMemories
 from ..core.jobs import ReplyJob
-from ..core.ports import AsyncInvoker, DiscordApi, MemoryStore, MessageStore, PeopleStore
+from ..core.ports import AsyncInvoker, DiscordApi, MessageStore, PeopleStore
 from . import history_view
 from .requests import (
     FORGET_ALL_TTL,
@@ -113,6 +115,10 @@ TEXT_BUSY = "Sorry, I can't answer right now. Please try again in a moment."
 TEXT_ERROR = "Sorry, something went wrong on my side."
 
 
+class InteractionMemories(CommandMemories, HistoryMemories, Protocol):
+    """The roles of the memory store answering an interaction uses (the commands and the history)."""
+
+
 class Dependencies(Protocol):
     """What answering needs (bootstrap.Container provides it)."""
 
@@ -121,7 +127,7 @@ class Dependencies(Protocol):
     def message_store(self) -> MessageStore: ...
 
     @property
-    def memory_store(self) -> MemoryStore: ...
+    def memory_store(self) -> InteractionMemories: ...
 
     @property
     def invoker(self) -> AsyncInvoker: ...

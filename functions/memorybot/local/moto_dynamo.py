@@ -1,4 +1,4 @@
-"""moto's DynamoDB server on loopback, for the local stack and the tests."""
+"""moto's DynamoDB server on loopback, for the local stack and the tests (behind moto_store's layer)."""
 
 from __future__ import annotations
 
@@ -30,9 +30,13 @@ class MotoDynamo:
 
 
 def start(host: str = "127.0.0.1", port: int = 0) -> MotoDynamo:
-    """Start moto's server in this process (port 0: any free port)."""
+    """Start moto's server in this process (port 0: any free port), its transactions atomic and
+    isolated (moto_store)."""
     from moto.server import ThreadedMotoServer
 
+    from . import moto_store
+
+    moto_store.install()
     logging.getLogger("werkzeug").setLevel(logging.ERROR)  # moto's request lines: one per request
     server = ThreadedMotoServer(ip_address=host, port=port, verbose=False)
     server.start()

@@ -12,6 +12,7 @@ import base64
 import json
 import os
 import secrets
+import sys
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -97,7 +98,7 @@ def start(host: str = DEFAULT_HOST, port: int = DEFAULT_PORT, state_dir: Path = 
     """Bind, wire and serve on a background thread; returns once requests can be answered."""
     os.environ.setdefault("POWERTOOLS_LOG_LEVEL", "WARNING")  # keep the foreground terminal readable
     found = config.Settings.from_env()
-    httpd = ThreadingHTTPServer((host, port), _Handler)
+    httpd = _Server((host, port), _Handler)
     url = f"http://{host}:{httpd.server_address[1]}"
     notes: list[str] = []
 
@@ -134,10 +135,8 @@ def start(host: str = DEFAULT_HOST, port: int = DEFAULT_PORT, state_dir: Path = 
     # The container is built once with what this stack needs: the hand-off runs here instead of
     # Lambda, and the nightly manifests go where this stack can read them.
     invoker = LocalInvoker({"reply": reply.handler, "extraction": extraction.handler})
-    local: dict[str, Any] = {"invoker": invoker}
-    if not wired.manifest_bucket:
-        local["manifest_store"] = FileManifests(state_dir / MANIFEST_DIR)
-    container = bootstrap.install(bootstrap.Container(wired, **local))
+    manifests = None if wired.manifest_bucket else FileManifests(state_dir / MANIFEST_DIR)
+    container = bootstrap.install(bootstrap.Container(wired, invoker=invoker, manifest_store=manifests))
     admin_secret = container.settings.secret("MEMORYBOT_ADMIN_SECRET")
     tables.create_tables(container.dynamodb_client, dict(container.settings.table_names))
     stack = LocalStack(
@@ -220,6 +219,13 @@ def proxy_event(method: str, path: str, query: str, headers: dict[str, str], bod
         "body": base64.b64encode(body).decode(),
         "isBase64Encoded": True,
     }
+
+
+class _Server(ThreadingHTTPServer):
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        if isinstance(sys.exc_info()[1], ConnectionError):
+            return  # the client went away mid-request (its Ctrl-C): nothing to tell anyone
+        super().handle_error(request, client_address)
 
 
 class _Handler(BaseHTTPRequestHandler):
