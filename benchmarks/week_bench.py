@@ -11,6 +11,10 @@ for each of ten people, one request each; tracebacks in the stack's output; fail
 invocations; whether the erased people left anything (a dry-run erasure finds nothing); and how
 long the stack, at the week's size, takes to stop on Ctrl-C.
 
+The median turn is also given for the people the import brought no memories to: a turn reads the
+speaker's whole profile (the relevance selection), so the imported people's turns cost more from
+the import on, whatever the store.
+
 Goals (issue 28): last day's median turn <= 1.3x the first's, resident memory after the week
 <= 400 MB, import cost per row flat across the ten people (last <= 1.3x first), zero tracebacks.
 
@@ -50,6 +54,7 @@ def _resident_mb(pid: int) -> float:
 @dataclass
 class Figures:
     turns: dict[int, list[float]]
+    plain_turns: dict[int, list[float]]  # the turns of people the import did not bring memories to
     nights: dict[int, float]
     resident: dict[int, float]
     import_per_row: list[float]
@@ -138,7 +143,10 @@ def _run(week, running, jev, llm, http, key: str) -> Figures:
                 clients[(person.name, in_dm)] = found
             return found
 
-    figures = Figures({}, {}, {}, [])
+    figures = Figures({}, {}, {}, {}, [])
+    imported = {
+        row["userId"] for day in week.days for a in day.before if a.kind == "import" for r in a.rows for row in r
+    }
     erased: list[str] = []
     for day in week.days:
         for action in day.before:
@@ -168,6 +176,7 @@ def _run(week, running, jev, llm, http, key: str) -> Figures:
                     who.forget_all()
                     who.click()
         timings: list[float] = []
+        plain: list[float] = []
         timings_lock = threading.Lock()
 
         def server_traffic(turns) -> None:
@@ -180,8 +189,11 @@ def _run(week, running, jev, llm, http, key: str) -> Figures:
                     llm.answer_once(llm.COMPLETIONS_PATH, status=503)
                 started = time.perf_counter()
                 who.chat(turn.text)
+                took = (time.perf_counter() - started) * 1000
                 with timings_lock:
-                    timings.append((time.perf_counter() - started) * 1000)
+                    timings.append(took)
+                    if user_id_for(turn.person.name) not in imported:
+                        plain.append(took)
 
         threads = [threading.Thread(target=server_traffic, args=(t,)) for t in day.turns_by_server.values()]
         for thread in threads:
@@ -189,6 +201,7 @@ def _run(week, running, jev, llm, http, key: str) -> Figures:
         for thread in threads:
             thread.join()
         figures.turns[day.number] = timings
+        figures.plain_turns[day.number] = plain
         started = time.perf_counter()
         night = http.post(f"{running.url}/local/nightly", json={"now": day.night.isoformat()}, headers=ADMIN)
         figures.nights[day.number] = time.perf_counter() - started
@@ -217,15 +230,20 @@ def _channel(server: str) -> str:
 
 def _report(f: Figures, tracebacks: int) -> None:
     days = sorted(f.turns)
-    print("\n| day | turns | median turn (ms) | night (s) | resident after the night (MB) |")
-    print("|---|---|---|---|---|")
+    print("\n| day | turns | median turn (ms) | the same, people with no import | night (s) | resident (MB) |")
+    print("|---|---|---|---|---|---|")
     for d in days:
+        plain = f"{statistics.median(f.plain_turns[d]):.0f}" if f.plain_turns[d] else "-"
         print(
-            f"| {d} | {len(f.turns[d])} | {statistics.median(f.turns[d]):.0f} | {f.nights[d]:.1f} | {f.resident[d]:.0f} |"
+            f"| {d} | {len(f.turns[d])} | {statistics.median(f.turns[d]):.0f} | {plain} | {f.nights[d]:.1f} "
+            f"| {f.resident[d]:.0f} |"
         )
     first, last = statistics.median(f.turns[days[0]]), statistics.median(f.turns[days[-1]])
     turn_ratio = last / first
     print(f"\nlast day's median turn / first's: {turn_ratio:.2f}x (goal <= {TURN_GOAL}x)")
+    if f.plain_turns[days[0]] and f.plain_turns[days[-1]]:
+        plain_ratio = statistics.median(f.plain_turns[days[-1]]) / statistics.median(f.plain_turns[days[0]])
+        print(f"  the same for the people the import brought no memories to: {plain_ratio:.2f}x")
     print(f"resident memory after the week: {f.resident[days[-1]]:.0f} MB (goal <= {MEMORY_GOAL_MB} MB)")
     if f.import_per_row:
         rows = ", ".join(f"{ms:.1f}" for ms in f.import_per_row)

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from aws_cdk import Duration, RemovalPolicy
+from aws_cdk import CfnOutput, Duration, RemovalPolicy
 from aws_cdk import aws_events as events
 from aws_cdk import aws_events_targets as targets
 from aws_cdk import aws_iam as iam
@@ -178,7 +178,15 @@ class NightlyRun(Construct):
 
 
 def schedule(scope: Construct, state_machine: sfn.IStateMachine, dead_letters: sqs.IQueue) -> events.Rule:
-    """Starts the run at 03:00 JST; a start that cannot be delivered goes to the dead-letter queue."""
+    """Starts the run at 03:00 JST; a start that cannot be delivered goes to the dead-letter queue.
+    The state machine's ARN is an output, so that an operator can start a night by hand with the
+    schedule's own input (docs/deploy.md, "A night by hand")."""
+    CfnOutput(
+        scope,
+        "NightlyStateMachineArn",
+        value=state_machine.state_machine_arn,
+        description='Start a night by hand: aws stepfunctions start-execution --input \'{"time": "<ISO 8601 UTC>"}\'',
+    )
     return events.Rule(
         scope,
         "NightlySchedule",

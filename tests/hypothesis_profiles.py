@@ -9,11 +9,15 @@ from __future__ import annotations
 
 import os
 
-from hypothesis import settings
+from hypothesis import HealthCheck, settings
 
 STANDARD = 100  # the profile's max_examples is the scale: 100 is "as written"
-settings.register_profile("standard", max_examples=STANDARD)
-settings.register_profile("thorough", max_examples=10 * STANDARD)
+# No example's outcome depends on how busy the machine is: no per-example deadline, and no
+# "generation too slow" health check (both measure wall time; two workers on two shared cores
+# can take several times longer than an idle machine).
+UNTIMED = {"deadline": None, "suppress_health_check": [HealthCheck.too_slow]}
+settings.register_profile("standard", max_examples=STANDARD, **UNTIMED)
+settings.register_profile("thorough", max_examples=10 * STANDARD, **UNTIMED)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE") or "standard")
 
 

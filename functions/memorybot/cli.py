@@ -14,7 +14,60 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from .ops.setup import SETUP_FAILED  # the environment stopped the command: one line says the fix
+
 DEFAULT_STATE_DIR = Path(".memorybot")
+INTERRUPTED = 130  # Ctrl-C, as a shell reports it
+
+# The environment variables each command reads, listed in its --help (the variables of the
+# stack itself are in docs/configuration.md).
+_ADMIN = {
+    "MEMORYBOT_ADMIN_SECRET": "the admin secret (a deployed stack's; locally it is read from --state-dir)",
+    "MEMORYBOT_RUNTIME_DIR": "where running local stacks leave their note (default ~/.memorybot/running)",
+}
+_AWS = {
+    "AWS_REGION, AWS_DEFAULT_REGION": "the region, in that order after --region",
+    "AWS_PROFILE": "an AWS CLI profile (or the usual credential chain: AWS_ACCESS_KEY_ID, ...)",
+}
+COMMAND_VARIABLES: dict[str, dict[str, str]] = {
+    "local": {
+        "MEMORYBOT_*, JEV_*, OPENAI_*, BEDROCK_*, DISCORD_*": "the stack's settings (docs/configuration.md)",
+        "AWS_ENDPOINT_URL_DYNAMODB": "a DynamoDB to use instead of moto in this process",
+        "MEMORYBOT_RUNTIME_DIR": _ADMIN["MEMORYBOT_RUNTIME_DIR"],
+    },
+    "chat": _ADMIN,
+    "register-commands": {
+        "DISCORD_APPLICATION_ID": "the application's id (developer portal -> General Information)",
+        "DISCORD_BOT_TOKEN": "the bot token, or DISCORD_BOT_TOKEN_SECRET_NAME: the Secrets Manager secret holding it",
+        "DISCORD_API_BASE": "Discord's API (default https://discord.com/api/v10)",
+        **_AWS,
+    },
+    "nightly": _ADMIN,
+    "rollback": _ADMIN,
+    "erase": _ADMIN,
+    "import": _ADMIN,
+    "doctor": {**_AWS, "DISCORD_API_BASE": "Discord's API (default https://discord.com/api/v10)"},
+}
+
+
+def _variables(command: str) -> str:
+    width = max(map(len, COMMAND_VARIABLES[command]))
+    rows = [f"  {name.ljust(width)}  {meaning}" for name, meaning in COMMAND_VARIABLES[command].items()]
+    return "environment variables:\n" + "\n".join(rows)
+
+
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("memorybot")
+    except PackageNotFoundError:  # run from a source tree that was never installed
+        return "unknown"
+
+
+def _setup_failed(message: str) -> int:
+    print(message, file=sys.stderr)
+    return SETUP_FAILED
 
 
 def _port(text: str) -> int:
@@ -72,14 +125,21 @@ def command_name() -> str:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="memorybot", description="Per-person long-term memory for a Discord bot.")
+    parser.add_argument("--version", action="version", version=f"memorybot {_version()}")
     sub = parser.add_subparsers(dest="command")
 
-    local = sub.add_parser("local", help="run the whole bot locally, in the foreground")
+    def command(name: str, **kwargs: Any) -> argparse.ArgumentParser:
+        """A subcommand whose --help ends with the environment variables it reads."""
+        return sub.add_parser(
+            name, epilog=_variables(name), formatter_class=argparse.RawDescriptionHelpFormatter, **kwargs
+        )
+
+    local = command("local", help="run the whole bot locally, in the foreground")
     local.add_argument("--host", default="127.0.0.1")
     local.add_argument("--port", type=_port, default=8787, help="0 picks a free port")
     local.add_argument("--state-dir", type=Path, default=DEFAULT_STATE_DIR, help="where the local signing key is kept")
 
-    chat = sub.add_parser("chat", help="a terminal client for the local stack")
+    chat = command("chat", help="a terminal client for the local stack")
     chat.add_argument("--user", required=True, type=_user_name, help="your name (the same name is the same person)")
     chat.add_argument("--url", type=_url, default="http://127.0.0.1:8787")
     chat.add_argument("--say", action="append", default=[], help="send this line and exit (repeatable)")
@@ -95,10 +155,18 @@ def main(argv: list[str] | None = None) -> int:
     chat.add_argument("--state-dir", type=Path, default=None, help="where to find the local signing key")
     chat.add_argument("--locale", default="en-US", help="your Discord language, as Discord sends it (e.g. ja)")
 
-    register = sub.add_parser("register-commands", help="install /chat and /memory on Discord (bulk overwrite)")
+    register = command("register-commands", help="install /chat and /memory on Discord (bulk overwrite)")
     register.add_argument("--guild", default=None, help="a guild id: instant, for testing (default: global)")
+    register.add_argument(
+        "--region",
+        default=None,
+        help="the region of DISCORD_BOT_TOKEN_SECRET_NAME (default: AWS_REGION, AWS_DEFAULT_REGION)",
+    )
 
-    nightly = sub.add_parser("nightly", help="run the nightly consolidation on a local stack now")
+    nightly = command(
+        "nightly",
+        help="run the nightly consolidation on a LOCAL stack now (a deployed one: docs/deploy.md, a night by hand)",
+    )
     nightly.add_argument("--url", type=_url, default="http://127.0.0.1:8787")
     nightly.add_argument(
         "--now",
@@ -112,9 +180,9 @@ def main(argv: list[str] | None = None) -> int:
         "the local stack's (default) or a deployed API's base URL, e.g. https://…/prod "
         "(set MEMORYBOT_ADMIN_SECRET for a deployed one)"
     )
-    rollback = sub.add_parser("rollback", help="undo a nightly run: shows a dry run, then asks to confirm")
+    rollback = command("rollback", help="undo a nightly run: shows a dry run, then asks to confirm")
     rollback.add_argument("--run-id", type=int, default=None, help="the run to undo (default: the latest)")
-    erase = sub.add_parser("erase", help="erase everything stored about a person: a dry run, then asks to confirm")
+    erase = command("erase", help="erase everything stored about a person: a dry run, then asks to confirm")
     who = erase.add_mutually_exclusive_group(required=True)
     who.add_argument("--user", type=_user_name, help="the person's name, as in chat --user (local stack)")
     who.add_argument("--user-id", type=_snowflake, help="the person's Discord user id")
@@ -123,7 +191,7 @@ def main(argv: list[str] | None = None) -> int:
         admin.add_argument("--state-dir", type=Path, default=None, help="where to find the local stack's admin secret")
         admin.add_argument("--yes", action="store_true", help="skip the confirmation (the dry run is still shown)")
 
-    imports = sub.add_parser(
+    imports = command(
         "import",
         help='import memories into a stack: a /memory export file, or {"memories": [rows]} (operators)',
     )
@@ -142,11 +210,11 @@ def main(argv: list[str] | None = None) -> int:
         help="where to find the local stack's admin secret (MEMORYBOT_ADMIN_SECRET, if set, is used instead)",
     )
 
-    doctor = sub.add_parser(
-        "doctor", help="check a deployed stack and its Discord application (read-only: changes nothing)"
-    )
+    doctor = command("doctor", help="check a deployed stack and its Discord application (read-only: changes nothing)")
     doctor.add_argument("--stack-name", default="MemoryBot", help="the CloudFormation stack (context stack_name)")
-    doctor.add_argument("--region", default=None, help="the stack's region (default: AWS_REGION or your profile's)")
+    doctor.add_argument(
+        "--region", default=None, help="the stack's region (default: AWS_REGION, AWS_DEFAULT_REGION, your profile's)"
+    )
     doctor.add_argument("--profile", default=None, help="an AWS CLI profile (default: the usual credential chain)")
     doctor.add_argument("--guild", default=None, help="check the commands registered for this guild, not global ones")
     doctor.add_argument(
@@ -167,7 +235,11 @@ def main(argv: list[str] | None = None) -> int:
         "import": _import,
         "doctor": _doctor,
     }
-    return commands[args.command](args)
+    try:
+        return commands[args.command](args)
+    except KeyboardInterrupt:  # Ctrl-C while a request was on its way: no traceback
+        print(file=sys.stderr)
+        return INTERRUPTED
 
 
 def _local(args: argparse.Namespace) -> int:
@@ -269,18 +341,55 @@ def _chat(args: argparse.Namespace) -> int:
 
 def _register(args: argparse.Namespace) -> int:
     from .adapters.discord_rest import DiscordRest
-    from .config import settings
+    from .config import Settings
+    from .core.ports import DiscordError
     from .discord.requests import COMMANDS
+    from .ops.setup import aws_problem, use_region
 
-    config = settings()
-    token, app_id = config.secret("DISCORD_BOT_TOKEN"), config.discord_application_id
-    if not token or not app_id:
-        print("Set DISCORD_APPLICATION_ID and DISCORD_BOT_TOKEN first.", file=sys.stderr)
-        return 2
-    registered = DiscordRest(config.discord_api_base, token).bulk_overwrite_commands(app_id, COMMANDS, args.guild)
+    region = use_region(args.region)
+    try:
+        config = Settings.from_env()
+    except ValueError as exc:
+        return _setup_failed(str(exc))
+    app_id = config.discord_application_id
+    secret_name = config.secret_names.get("DISCORD_BOT_TOKEN", "")
+    if not app_id:
+        token_too = "" if secret_name or config.plain_secrets.get("DISCORD_BOT_TOKEN") else " and DISCORD_BOT_TOKEN"
+        return _setup_failed(f"Set DISCORD_APPLICATION_ID (developer portal -> General Information){token_too}.")
+    try:
+        token = config.secret("DISCORD_BOT_TOKEN")
+    except Exception as exc:  # noqa: BLE001 - reading the secret: the environment's problem, said in one line
+        problem = aws_problem(exc, region=region, reading=f"the secret {secret_name}")
+        if problem is None:
+            raise
+        return _setup_failed(problem)
+    if not token:
+        return _setup_failed(
+            "Set DISCORD_BOT_TOKEN, or DISCORD_BOT_TOKEN_SECRET_NAME=memorybot/discord-bot-token to read it from "
+            "Secrets Manager."
+        )
+    try:
+        registered = DiscordRest(config.discord_api_base, token).bulk_overwrite_commands(app_id, COMMANDS, args.guild)
+    except DiscordError as exc:
+        return _setup_failed(_discord_problem(exc, config.discord_api_base, args.guild))
     where = f"guild {args.guild}" if args.guild else "all guilds (global commands can take a while to appear)"
     print(f"Registered {', '.join('/' + c['name'] for c in registered)} for {where}.")
     return 0
+
+
+def _discord_problem(exc: Exception, api_base: str, guild: str | None) -> str:
+    status = getattr(exc, "status", 0)
+    if not status:
+        return f"Cannot reach Discord at {api_base}: check the network (or DISCORD_API_BASE)."
+    if status == 401:
+        return (
+            "Discord refused the bot token (HTTP 401): put the current one (developer portal -> Bot -> Reset Token) "
+            "in DISCORD_BOT_TOKEN or its secret."
+        )
+    if status in (403, 404):
+        where = f" and that the bot is in guild {guild}" if guild else ""
+        return f"Discord refused the registration (HTTP {status}): check DISCORD_APPLICATION_ID is this bot's{where}."
+    return f"Discord answered HTTP {status}: try again in a minute."
 
 
 def _nightly(args: argparse.Namespace) -> int:
@@ -290,17 +399,17 @@ def _nightly(args: argparse.Namespace) -> int:
 
     url = args.url
     state_dir = client.resolve_state_dir(args.state_dir, url)
+    secret = _admin_secret(state_dir)
+    if secret is None:
+        return SETUP_FAILED
     try:
         with httpx.Client() as http:
-            status, answer, window = client.nightly_request(
-                http, url, client.admin_headers(client.find_admin_secret(state_dir)), args.now
-            )
+            status, answer, window = client.nightly_request(http, url, client.admin_headers(secret), args.now)
     except ValueError as exc:
         print(f"--now: {exc}", file=sys.stderr)
         return 2
     except httpx.TransportError:
-        print(client.no_stack_hint(url), file=sys.stderr)
-        return 1
+        return _setup_failed(client.no_stack_hint(url))
     if status == 401:
         print(client.refused_hint(url, state_dir), file=sys.stderr)
         return 1
@@ -317,15 +426,9 @@ def _operator(args: argparse.Namespace) -> int:
     from .local.operator import Operator
     from .local.people import user_id_for
 
-    try:
-        secret = client.find_admin_secret(client.resolve_state_dir(args.state_dir, args.url))
-    except SystemExit:
-        print(
-            "No admin secret: for a deployed stack set MEMORYBOT_ADMIN_SECRET; for a local one run this from "
-            "the folder it was started in, or pass its --state-dir.",
-            file=sys.stderr,
-        )
-        return 1
+    secret = _admin_secret(client.resolve_state_dir(args.state_dir, args.url))
+    if secret is None:
+        return SETUP_FAILED
     complain = functools.partial(print, file=sys.stderr)
     try:
         with httpx.Client(timeout=120) as http:
@@ -334,8 +437,21 @@ def _operator(args: argparse.Namespace) -> int:
                 return operator.rollback(args.run_id, yes=args.yes)
             return operator.erase(args.user_id or user_id_for(args.user), yes=args.yes)
     except httpx.TransportError:
-        print(client.no_stack_hint(args.url), file=sys.stderr)
-        return 1
+        return _setup_failed(client.no_stack_hint(args.url))
+
+
+def _admin_secret(state_dir: Path | None) -> str | None:
+    """The admin secret (MEMORYBOT_ADMIN_SECRET, or the local stack's); None, with the fix said, if there is none."""
+    from .local import client
+
+    try:
+        return client.find_admin_secret(state_dir)
+    except SystemExit:
+        _setup_failed(
+            "No admin secret: for a deployed stack set MEMORYBOT_ADMIN_SECRET; for a local one run this from "
+            "the folder it was started in, or pass its --state-dir."
+        )
+        return None
 
 
 # Answers after which the same request is simply sent again: the admin routes' throttle (429),
@@ -390,7 +506,10 @@ def _import(args: argparse.Namespace) -> int:
         print(f"{args.file}: {exc}; nothing was imported", file=sys.stderr)
         return 2
     url = args.url.rstrip("/") + "/memory/import"
-    headers = client.admin_headers(client.find_admin_secret(client.resolve_state_dir(args.state_dir, args.url)))
+    secret = _admin_secret(client.resolve_state_dir(args.state_dir, args.url))
+    if secret is None:
+        return SETUP_FAILED
+    headers = client.admin_headers(secret)
     batches = [rows[i : i + IMPORT_BATCH_ROWS] for i in range(0, len(rows), IMPORT_BATCH_ROWS)]
     done = 0
     totals = {}
@@ -409,8 +528,7 @@ def _import(args: argparse.Namespace) -> int:
                     if not dry_run:
                         done += len(batch)
     except httpx.TransportError:
-        print(client.no_stack_hint(args.url.rstrip("/")), file=sys.stderr)
-        return 1
+        return _setup_failed(client.no_stack_hint(args.url.rstrip("/")))
     if args.dry_run:
         print(f"Dry run: {totals['imported']} would be imported, {totals['unchanged']} unchanged; nothing written.")
     else:
@@ -441,15 +559,16 @@ def _doctor(args: argparse.Namespace) -> int:
 
     from .config import DEFAULT_DISCORD_API_BASE
     from .ops import doctor
+    from .ops.setup import aws_problem, use_region
 
+    region = use_region(args.region)
     api_base = args.discord_api_base or os.environ.get("DISCORD_API_BASE") or DEFAULT_DISCORD_API_BASE
     try:
         return doctor.run(
-            args.stack_name, region=args.region, profile=args.profile, discord_api_base=api_base, guild_id=args.guild
+            args.stack_name, region=region, profile=args.profile, discord_api_base=api_base, guild_id=args.guild
         )
     except BotoCoreError as exc:  # no credentials, no region, AWS unreachable: before any check could run
-        print(f"Cannot reach AWS: {exc}. Check your credentials (aws sts get-caller-identity) and --region.")
-        return 2
+        return _setup_failed(aws_problem(exc, region=region) or f"Cannot reach AWS: {exc}. Check --region.")
 
 
 if __name__ == "__main__":

@@ -49,22 +49,31 @@ def client_for(stack, name: str) -> LocalClient:
 
 
 def memorybot(
-    *args: str, cwd: Path | None = None, runtime_dir: Path | None = None, answer: str = "", home: Path | None = None
+    *args: str,
+    cwd: Path | None = None,
+    runtime_dir: Path | None = None,
+    answer: str = "",
+    home: Path | None = None,
+    terminal: bool = False,
 ) -> subprocess.CompletedProcess:
+    """The command in a subprocess; ``answer`` piped to it, or typed at a terminal (a pty) with ``terminal``."""
     env = {k: v for k, v in os.environ.items() if not k.startswith(SCRUBBED_PREFIXES)}
     if home:  # a home folder with no .memorybot of its own
         env["HOME"] = str(home)
     if runtime_dir:
         env["MEMORYBOT_RUNTIME_DIR"] = str(runtime_dir)
-    return subprocess.run(
-        [sys.executable, "-m", "memorybot.cli", *args],
-        capture_output=True,
-        text=True,
-        timeout=180,
-        cwd=cwd,
-        env=env,
-        input=answer,
-    )
+    command = [sys.executable, "-m", "memorybot.cli", *args]
+    if not terminal:
+        return subprocess.run(command, capture_output=True, text=True, timeout=180, cwd=cwd, env=env, input=answer)
+    import pty
+
+    typing, tty = pty.openpty()
+    try:
+        os.write(typing, answer.encode())  # the line discipline holds it until the command reads
+        return subprocess.run(command, capture_output=True, text=True, timeout=180, cwd=cwd, env=env, stdin=tty)
+    finally:
+        os.close(typing)
+        os.close(tty)
 
 
 def memory_ids(person: LocalClient) -> list[str]:
@@ -167,16 +176,19 @@ def test_rollback_shows_a_dry_run_and_changes_nothing_until_confirmed(stack):
     run_id = nightly_run(stack, "2034-05-02T03:00:00+09:00")
     args = ("rollback", "--url", url, "--state-dir", str(state_dir), "--run-id", str(run_id))
 
-    declined = memorybot(*args, answer="no\n")
+    declined = memorybot(*args, answer="no\n", terminal=True)
     assert declined.returncode == 1
     assert f"Dry run: rolling back nightly run {run_id} would revert" in declined.stdout
     assert "Type yes to go ahead" in declined.stdout and "Nothing was changed." in declined.stdout
     assert run_record(stack, run_id)["status"] == 200  # still not rolled back
 
-    no_terminal = memorybot(*args)  # stdin closed: a no
-    assert no_terminal.returncode == 1 and run_record(stack, run_id)["status"] == 200
+    for piped in ("", "yes\n"):  # no terminal: not even a "yes" piped in confirms
+        no_terminal = memorybot(*args, answer=piped)
+        assert no_terminal.returncode == 2 and run_record(stack, run_id)["status"] == 200
+        assert "read only from a terminal" in no_terminal.stderr and "--yes" in no_terminal.stderr
+        assert "Nothing was changed." in no_terminal.stdout and "Traceback" not in no_terminal.stderr
 
-    confirmed = memorybot(*args, answer="yes\n")
+    confirmed = memorybot(*args, answer="yes\n", terminal=True)
     assert confirmed.returncode == 0, confirmed.stderr
     assert confirmed.stdout.index("Dry run:") < confirmed.stdout.index(f"Rolled back nightly run {run_id}")
     assert run_record(stack, run_id) == {"status": 409, "runId": run_id, "alreadyRolledBack": True}
@@ -192,12 +204,15 @@ def test_erase_shows_a_dry_run_then_erases_only_after_yes(stack):
     lee.chat("I love chess")
     args = ("erase", "--url", url, "--state-dir", str(state_dir), "--user", "kim-clean-clone")
 
-    declined = memorybot(*args, answer="n\n")
+    declined = memorybot(*args, answer="n\n", terminal=True)
     assert declined.returncode == 1 and "Nothing was changed." in declined.stdout
     assert f"Dry run: erasing user {user_id_for('kim-clean-clone')}: would delete 1 memories" in declined.stdout
     assert len(memory_ids(kim)) == 1
 
-    confirmed = memorybot(*args, answer="yes\n")
+    piped = memorybot(*args, answer="yes\n")
+    assert piped.returncode == 2 and "--yes" in piped.stderr and len(memory_ids(kim)) == 1
+
+    confirmed = memorybot(*args, answer="yes\n", terminal=True)
     assert confirmed.returncode == 0, confirmed.stderr
     assert f"Erased user {kim.user_id}: deleted 1 memories" in confirmed.stdout
     assert "sailing" not in confirmed.stdout + confirmed.stderr  # ids and counts, never memory text
@@ -218,7 +233,7 @@ def test_rollback_with_the_wrong_secret_says_where_the_secret_comes_from(stack, 
 def test_rollback_with_no_stack_running_says_so(tmp_path):
     (tmp_path / "admin_secret").write_text("x\n")
     nobody = memorybot("rollback", "--url", "127.0.0.1:9", "--state-dir", str(tmp_path))
-    assert nobody.returncode == 1 and "No local stack answers at http://127.0.0.1:9" in nobody.stderr
+    assert nobody.returncode == 2 and "No local stack answers at http://127.0.0.1:9" in nobody.stderr
 
 
 def test_a_stacks_note_is_there_while_it_runs_and_gone_when_it_is_stopped(tmp_path):
@@ -236,5 +251,5 @@ def test_a_stacks_note_is_there_while_it_runs_and_gone_when_it_is_stopped(tmp_pa
 def test_an_operator_command_without_any_secret_says_where_to_get_one(tmp_path):
     lost = memorybot("erase", "--url", "https://example.invalid/prod", "--user-id", "123456789012345678",
                      cwd=tmp_path, runtime_dir=tmp_path / "none", home=tmp_path)  # fmt: skip
-    assert lost.returncode == 1 and "Traceback" not in lost.stderr
+    assert lost.returncode == 2 and "Traceback" not in lost.stderr
     assert "set MEMORYBOT_ADMIN_SECRET" in lost.stderr and "--state-dir" in lost.stderr

@@ -103,7 +103,7 @@ def test_the_client_refuses_a_bad_nightly_time_without_asking_the_stack(fresh):
 def test_memorybot_nightly_with_no_stack_running_says_so(fresh):
     _, state_dir, _ = fresh
     nobody = memorybot("nightly", "--url", "http://127.0.0.1:9", "--state-dir", str(state_dir))
-    assert nobody.returncode == 1 and "Traceback" not in nobody.stderr
+    assert nobody.returncode == 2 and "Traceback" not in nobody.stderr
     assert "No local stack answers at http://127.0.0.1:9" in nobody.stderr and "make run" in nobody.stderr
 
 

@@ -182,7 +182,7 @@ def test_a_model_without_access_and_one_not_offered_fail(world):
     world.healthy()
     world.bedrock.deny(MODEL_ID)
     [line] = [c for n, c in diagnose(world).items() if n.endswith(MODEL_ID)]
-    assert line.status == FAIL and "access not granted" in line.detail and "Model access" in line.fix
+    assert line.status == FAIL and "access not granted" in line.detail and "Model catalog" in line.fix
     world.bedrock.models.clear()
     [line] = [c for n, c in diagnose(world).items() if n.endswith(MODEL_ID)]
     assert line.status == FAIL and "not offered in eu-west-1" in line.detail

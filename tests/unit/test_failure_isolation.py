@@ -275,7 +275,7 @@ def test_a_no_to_the_add_writes_nothing_and_drops_the_draft():
     assert store.changes() == [] and [m.text for m in store.of("u1")] == ["likes tea"]  # no decision, no write
     # the draft was written beside the decision, and dropped
     assert sorted(name for name, _, _ in calls.spans) == ["add", "verdict", "worth", "write_memory"]
-    assert calls.depth() == 3 and elapsed < 4 * L
+    assert calls.depth() == 3
 
 
 class OneDecisionSlowJev(OneDecisionJev, SlowJev):
@@ -299,11 +299,11 @@ def _update_and_add(jev_kind) -> tuple[Calls, float, object, FakeMemoryStore]:
 
 def test_per_record_the_turn_takes_three_model_latencies_with_each_rewrite_started_by_its_verdict():
     """A Jev service without /decide: worth, verdicts (in parallel), add || (rewrite, draft): 3 L.
-    Each call sleeps L, so a path of four calls in sequence can never finish under 4 L; the rest
-    of that L is the margin a busy machine needs."""
+    The depth is the chain of calls each started after the one before it ended, so it says 3
+    whatever the machine's load; the wall time is the extraction benchmark's figure."""
     calls, elapsed, _, _ = _update_and_add(SlowJev)
     assert len(calls.spans) == 6 and calls.depth() == 3  # worth, 2 verdicts, add, rewrite, draft
-    assert 3 * L <= elapsed < 4 * L
+    assert elapsed >= 3 * L
 
 
 def test_one_decision_beside_the_draft_then_the_rewrites_three_latencies():
@@ -315,7 +315,7 @@ def test_one_decision_beside_the_draft_then_the_rewrites_three_latencies():
     draft, rewrite = sorted(_span(calls, "write_memory"))
     assert worth_end <= decide_start and worth_end <= draft[0] < decide_end  # the draft beside the decision
     assert rewrite[0] >= decide_end  # the rewrite once the decision named the update
-    assert calls.depth() == 3 and 3 * L <= elapsed < 4 * L
+    assert calls.depth() == 3 and elapsed >= 3 * L
 
 
 def test_a_kept_profile_and_an_add_take_two_latencies():
@@ -325,4 +325,4 @@ def test_a_kept_profile_and_an_add_take_two_latencies():
     jev = OneDecisionSlowJev(calls, add=0.9)  # keep all nine, add one
     elapsed, result = _timed_run(store, jev, SlowChat(calls))
     assert result.updated == result.deleted == [] and len(result.added) == 1 and result.model_calls == 3
-    assert calls.depth() == 2 and 2 * L <= elapsed < 3 * L
+    assert calls.depth() == 2 and elapsed >= 2 * L

@@ -30,13 +30,17 @@ EXCHANGE = exchange(("alice", "I moved to Osaka"))
 def test_calls_in_flight_never_exceed_the_bound():
     limiter = ModelCallLimiter(5)
     inside, peak, lock = [0], [0], threading.Lock()
+    full = threading.Event()  # the first five hold their slots until all five are in: the bound is reached
 
     def call(_):
         with limiter.slot():
             with lock:
                 inside[0] += 1
                 peak[0] = max(peak[0], inside[0])
-            time.sleep(0.01)
+                if inside[0] == 5:
+                    full.set()
+            full.wait(timeout=30)
+            time.sleep(0.001)
             with lock:
                 inside[0] -= 1
 

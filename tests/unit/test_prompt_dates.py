@@ -33,14 +33,14 @@ def test_the_reply_says_today_in_the_deployments_time_zone():
 
 def test_each_memory_says_when_it_was_learned_or_last_changed_and_a_plan_its_end():
     tokyo, paris = system(ZoneInfo("Asia/Tokyo")), system(ZoneInfo("Europe/Paris"))
-    assert '<memory id="tea22" learned="2026-03-03">likes tea</memory>' in tokyo  # 20:00 UTC is the next day there
-    assert '<memory id="tea22" learned="2026-03-02">likes tea</memory>' in paris
-    assert '<memory id="kyo22" changed="2026-11-18">moved to Kyoto</memory>' in tokyo
-    assert 'until="2026-12-24"' in tokyo
-    assert "learned" in tokyo and "you told me in March" in tokyo  # the instruction that uses them
+    assert '<memory id="tea22" on="2026-03-03">likes tea</memory>' in tokyo  # 20:00 UTC is the next day there
+    assert '<memory id="tea22" on="2026-03-02">likes tea</memory>' in paris
+    assert '<memory id="kyo22" on="2026-11-18">moved to Kyoto</memory>' in tokyo  # last changed
+    assert '<memory id="fuk22" on="2026-11-30" until="2026-12-24">' in paris
+    assert "learned it or it last changed" in tokyo and "you told me in March" in tokyo  # how to use them
 
 
 def test_without_a_time_the_prompt_has_no_dates():
     talk = [message("u1", "hi", name="alice", at=NOW)]
     content = build_reply_prompt(Speaker("u1", "alice"), [LEARNED], talk)[0].content
-    assert "Today is" not in content and "learned=" not in content
+    assert "Today is" not in content and "on=" not in content

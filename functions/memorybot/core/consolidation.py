@@ -77,6 +77,9 @@ CHUNK_MESSAGES = 6  # one speaker's messages are split into chunks of six
 CHUNKS_PER_SPEAKER = 5  # only the newest five chunks per speaker
 STALE_AFTER = timedelta(days=30)  # not updated for 30 days: a candidate for review
 STALE_REVIEWS_PER_NIGHT = 20  # oldest first, at most 20 a night
+# Reads of the review queue a night: more than one only when paused people's records (moved
+# behind the others, unreviewed) stood in the first places.
+STALE_LOOKS = 3
 DIARY_MESSAGES = 30  # the diary is written from the last 30 messages
 # Memories without a vector of the configured embedding model (imported, written before, after a
 # model change, or whose embedding failed) get one in the review step: at most this many texts a
@@ -376,15 +379,13 @@ class Consolidator:
         explicit DELETE removes one, and a KEEP marks it reviewed so that it goes behind those not
         yet reviewed (an ended one kept leaves the ended set: it was looked at since its end)."""
         try:
-            stale = self._due(now)
+            stale = self._due_unpaused(now, run_id, tally)  # a paused person's memories reach no model
         except Exception as exc:  # noqa: BLE001 - decay failing must not lose the extraction's record
             logger.warning(
                 "nightly decay could not list stale records", extra={"run_id": run_id, "error": type(exc).__name__}
             )
             tally.failures += 1
             return
-        stale = stale[:STALE_REVIEWS_PER_NIGHT]  # the cap holds whatever the store returns
-        stale = self._skip_paused(stale, run_id, tally)  # a paused person's memories reach no model
         stale = self._log_decay_reads(stale, run_id, tally)  # their text goes to the decision model
 
         def review(memory: Memory) -> Verdict | None:
@@ -471,15 +472,23 @@ class Consolidator:
         ids = sorted(user_ids)
         return {u for u, p in zip(ids, decisions.concurrently(paused, ids, REVIEW_CONCURRENCY), strict=True) if p}
 
-    def _skip_paused(self, stale: list[Memory], run_id: int, tally: ReviewTally) -> list[Memory]:
-        """The stale records of people who have not paused memory. A paused person's go behind
-        the others in the queue (a mark, as for a kept one, with no model asked), so that they
-        never hold the night's twenty places."""
-        kept = self._unpaused(stale)
-        for memory in stale:
-            if memory not in kept:
-                self._mark_kept(memory, run_id, tally)
-        return kept
+    def _due_unpaused(self, now: datetime, run_id: int, tally: ReviewTally) -> list[Memory]:
+        """Tonight's review (``_due``: ended, then stale; at most twenty) of people who have not
+        paused memory. A paused person's records go behind the others (a mark, as for a kept one,
+        with no model asked; an ended one so leaves the ended set and waits in the stale queue) and
+        the queue is read again, at most STALE_LOOKS times a night: so they never hold its places."""
+        chosen: dict[tuple[Owner, str], Memory] = {}
+        for _ in range(STALE_LOOKS):
+            stale = self._due(now)
+            unpaused = self._unpaused(stale)
+            for memory in stale:
+                if memory in unpaused:
+                    chosen.setdefault((memory.owner, memory.memory_id), memory)
+                else:
+                    self._mark_kept(memory, run_id, tally)
+            if len(unpaused) == len(stale) or len(chosen) >= STALE_REVIEWS_PER_NIGHT:
+                break
+        return list(chosen.values())[:STALE_REVIEWS_PER_NIGHT]
 
     def _unpaused(self, memories: list[Memory]) -> list[Memory]:
         paused = self._paused({m.user_id for m in memories})

@@ -123,10 +123,24 @@ def with_retries(
             sleep(wait)
 
 
+# The times a night may be run as of: from the Unix epoch to a day short of the calendar's end
+# (a night's window reaches a day back, its label a day on, in JST).
+EARLIEST_NIGHT = datetime(1970, 1, 2, tzinfo=UTC)
+LATEST_NIGHT = datetime(9999, 12, 30, tzinfo=UTC)
+
+
 def scheduled_time(raw: str) -> datetime:
-    """EventBridge's time (UTC, 'Z'); a time without a zone is UTC. Refused (ValueError) if it does not parse."""
+    """EventBridge's time (UTC, 'Z'); a time without a zone is UTC. Refused (ValueError) if it does
+    not parse or lies outside EARLIEST_NIGHT .. LATEST_NIGHT."""
     at = datetime.fromisoformat(raw.replace("Z", "+00:00"))
-    return at if at.tzinfo else at.replace(tzinfo=UTC)
+    at = at if at.tzinfo else at.replace(tzinfo=UTC)
+    try:
+        inside = EARLIEST_NIGHT <= at.astimezone(UTC) <= LATEST_NIGHT
+    except OverflowError:  # near year 1 or 9999, an offset leaves the calendar
+        inside = False
+    if not inside:
+        raise ValueError(f"{raw!r} is outside {EARLIEST_NIGHT.date()} .. {LATEST_NIGHT.date()}")
+    return at
 
 
 def claim(c: Consolidator, start: NightlyStart, hold: timedelta = NIGHTLY_MAX_DURATION) -> ClaimedRun:

@@ -71,8 +71,8 @@ PERSONA = (
 
 
 REPLY_DATES = (
-    "Each memory says the day you learned it (learned) or it last changed (changed), and a plan its "
-    'last day (until): say "you told me in March" when it helps, and treat a plan as what it was then.'
+    'A memory\'s "on" is the day you learned it or it last changed ("you told me in March"); '
+    '"until", a plan\'s last day.'
 )
 
 

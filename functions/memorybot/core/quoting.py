@@ -9,7 +9,7 @@ never by a display name: a nickname of "memorybot" or of another member changes 
 A display name appears once, sanitised, in a header tag's attribute.
 
 Core and adapters both use this module (the reply prompt is built in the core), so it
-imports nothing but the domain.
+imports nothing but the domain and the date formats (``dates``).
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ from collections.abc import Iterable, Sequence
 from datetime import tzinfo
 from html import escape as _html_escape
 
+from .dates import WEEKDAYS
 from .domain import BOT_NAME, Exchange, Memory, Message, Speaker, iso, plain_name
 
 FROM_SPEAKER = "speaker"
@@ -70,11 +71,21 @@ def owner_tag(user_id: str) -> str:
     return empty_tag("speaker", id=user_id)
 
 
-def exchange_block(exchange: Exchange) -> str:
-    """The speaker tag, then one tagged line per message, oldest first."""
+def exchange_block(exchange: Exchange, zone: tzinfo | None = None) -> str:
+    """The speaker tag, then one tagged line per message, oldest first. With ``zone`` (the
+    deployment's), each line carries its own time (``at="21:05"``, the message's, from its
+    snowflake: never the time the prompt is built) under a ``<day>`` line for each new date."""
     lines = [speaker_tag(exchange.speaker), "<conversation>"]
+    day = None
     for m in exchange.messages:
-        lines.append(tag("message", m.content.strip(), **{"from": _author_of(m, exchange.speaker.user_id)}))
+        attributes = {"from": _author_of(m, exchange.speaker.user_id)}
+        if zone is not None:
+            local = m.created_at.astimezone(zone)
+            if local.date() != day:
+                day = local.date()
+                lines.append(f"<day>{day.isoformat()} {WEEKDAYS[day.weekday()][:3]}</day>")
+            attributes["at"] = f"{local:%H:%M}"
+        lines.append(tag("message", m.content.strip(), **attributes))
     lines.append("</conversation>")
     return "\n".join(lines)
 
@@ -95,7 +106,8 @@ def memory_with_metadata(memory: Memory) -> str:
 
 def memories_block(memories: Iterable[Memory], zone: tzinfo | None = None) -> str:
     """One ``<memory id="...">`` line per memory, inside ``<memories>``; with ``zone`` (the
-    deployment's), each also says the day it was learned or last changed, and its end if it has one."""
+    deployment's), each also says the day it was learned or last changed (``on``), and its end if
+    it has one (``until``): a few tokens each, as the reply's budget wants."""
     lines = ["<memories>", *(memory_tag(m, id=m.memory_id, **_dated(m, zone)) for m in memories), "</memories>"]
     return "\n".join(lines)
 
@@ -103,8 +115,7 @@ def memories_block(memories: Iterable[Memory], zone: tzinfo | None = None) -> st
 def _dated(memory: Memory, zone: tzinfo | None) -> dict[str, str]:
     if zone is None:
         return {}
-    changed = memory.updated_at != memory.created_at
-    dates = {"changed" if changed else "learned": memory.updated_at.astimezone(zone).date().isoformat()}
+    dates = {"on": memory.updated_at.astimezone(zone).date().isoformat()}  # learned, or last changed
     if memory.valid_until is not None:
         dates["until"] = memory.valid_until.isoformat()
     return dates

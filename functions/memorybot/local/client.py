@@ -21,6 +21,7 @@ import httpx
 
 from ..core.consolidation import WINDOW, window_for
 from ..core.domain import JST, snowflake_at
+from ..core.nightly_steps import scheduled_time
 from ..discord.signature import sign
 from .people import user_id_for
 from .running import state_dir_for
@@ -102,10 +103,10 @@ def bad_time_hint(text: str) -> str:
 def parse_time(text: str) -> datetime:
     """An ISO 8601 time as the stack reads it (no zone means UTC); ValueError with the format's example."""
     try:
-        at = datetime.fromisoformat(text.strip().replace("Z", "+00:00"))
+        datetime.fromisoformat(text.strip().replace("Z", "+00:00"))
     except ValueError:
         raise ValueError(bad_time_hint(text)) from None
-    return at if at.tzinfo else at.replace(tzinfo=UTC)
+    return scheduled_time(text.strip())  # the stack's own rule: its range too (ValueError past it)
 
 
 def night_about_to_end(now: datetime) -> datetime:
@@ -175,6 +176,11 @@ def find_admin_secret(state_dir: Path | None) -> str:
 
 
 def no_stack_hint(url: str) -> str:
+    if httpx.URL(url).host not in ("127.0.0.1", "localhost", "::1"):  # a deployed API
+        return (
+            f"Nothing answers at {url}: check the network and the URL (the API's base URL, "
+            "https://ID.execute-api.REGION.amazonaws.com/prod, from the deploy's outputs)."
+        )
     return f"No local stack answers at {url}: start it with `make run` first (or pass the --url it printed)."
 
 

@@ -1,24 +1,31 @@
 """`memorybot rollback` and `memorybot erase`: the operator's two routes from a terminal.
 
 Each asks the route for a dry run first, shows what would change, and acts only after the
-operator confirms (or passed --yes). The same routes answer on the local stack and on a
-deployed API (its base URL, e.g. https://…/prod, with MEMORYBOT_ADMIN_SECRET set).
-Only ids and counts are printed, never memory text.
+operator confirms at a terminal (or passed --yes): a "yes" piped in is no confirmation. The same
+routes answer on the local stack and on a deployed API (its base URL, e.g. https://…/prod, with
+MEMORYBOT_ADMIN_SECRET set). Only ids and counts are printed, never memory text.
 """
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 import httpx
 
-Confirm = Callable[[str], bool]
+from ..ops.setup import SETUP_FAILED
+
+# The answer to a question: True (yes), False (anything else), None (no terminal to ask at).
+Confirm = Callable[[str], bool | None]
+NO_TERMINAL = "Not confirmed: a confirmation is read only from a terminal. To go ahead without one, pass --yes."
 
 
-def ask(question: str) -> bool:
-    """True only for an explicit yes; no terminal (EOF) or Ctrl-C is a no."""
+def ask(question: str) -> bool | None:
+    """True only for an explicit yes typed at a terminal; EOF or Ctrl-C is a no; no terminal: None."""
+    if not sys.stdin.isatty():
+        return None
     try:
         return input(f"{question} Type yes to go ahead: ").strip().lower() in ("y", "yes")
     except (EOFError, KeyboardInterrupt):
@@ -55,6 +62,16 @@ class Operator:
             self.complain(f"Refused (HTTP {status}){f': {error}' if error else ''}.")
         return 1
 
+    def _declined(self, question: str, yes: bool) -> int | None:
+        """None to go ahead; else the exit code, with nothing changed (no terminal: SETUP_FAILED)."""
+        answer = True if yes else self.confirm(question)
+        if answer:
+            return None
+        if answer is None:
+            self.complain(NO_TERMINAL)
+        self.say("Nothing was changed.")
+        return SETUP_FAILED if answer is None else 1
+
     def rollback(self, run_id: int | None, *, yes: bool = False) -> int:
         body: dict[str, Any] = {"dryRun": True} if run_id is None else {"runId": run_id, "dryRun": True}
         status, preview = self._post("rollback", body)
@@ -68,9 +85,8 @@ class Operator:
             return self._refused(status, preview)
         run = preview["runId"]
         self.say(_rollback_lines(run, preview, dry_run=True))
-        if not yes and not self.confirm(f"Roll back nightly run {run}?"):
-            self.say("Nothing was changed.")
-            return 1
+        if (declined := self._declined(f"Roll back nightly run {run}?", yes)) is not None:
+            return declined
         # The run that was previewed, by id: a run finishing meanwhile must not be rolled back instead.
         status, done = self._post("rollback", {"runId": run, "dryRun": False})
         if status != 200:
@@ -86,9 +102,9 @@ class Operator:
         if status != 200:
             return self._refused(status, preview)
         self.say(_erase_lines(preview, dry_run=True))
-        if not yes and not self.confirm(f"Erase everything stored about user {user_id}? This cannot be undone."):
-            self.say("Nothing was changed.")
-            return 1
+        question = f"Erase everything stored about user {user_id}? This cannot be undone."
+        if (declined := self._declined(question, yes)) is not None:
+            return declined
         status, done = self._post("erase", {"userId": user_id, "dryRun": False})
         if status != 200:
             return self._refused(status, done)

@@ -361,7 +361,9 @@ def _model_access(client: Any, model_id: str, roles: str, region: str) -> Check:
     from botocore.exceptions import ClientError
 
     name = f"{roles} model {model_id}"
-    access = f"Bedrock console ({region}) -> Model access -> request access to {{}}"
+    # The Model access page is retired: a serverless model is enabled on first use, and an
+    # Anthropic model asks a first-time account for its use-case details in the Model catalog.
+    access = f"Bedrock console ({region}) -> Model catalog -> {{}}: submit the use-case details if it asks"
     base = inference_profile_base(model_id) or model_id
     try:
         if base != model_id:
