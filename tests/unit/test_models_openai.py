@@ -116,8 +116,8 @@ def test_one_decision_sends_the_exchange_and_every_memory_with_its_day(llm, jev)
     [body] = llm.completions()
     user = _user_text(body)
     assert SAID in user
-    assert '<memory id="k3x9a" learned="2026-11-20">likes green tea</memory>' in user
-    assert '<memory id="m7pq2" learned="2026-11-20">has a cat called Tama</memory>' in user
+    assert '<memory id="k3x9a" on="2026-11-20">likes green tea</memory>' in user
+    assert '<memory id="m7pq2" on="2026-11-20">has a cat called Tama</memory>' in user
     assert '"keep" | "update" | "delete"' in user and body["messages"][0]["content"] == prompts.DECISION_SYSTEM
 
 
