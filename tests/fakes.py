@@ -10,6 +10,7 @@ import threading
 from collections.abc import Callable, Sequence
 from datetime import UTC, datetime, timedelta
 
+from memorybot.core.decisions import decide_per_record
 from memorybot.core.domain import (
     CHANGE_ACTIONS,
     GLOBAL_SCOPE,
@@ -18,6 +19,7 @@ from memorybot.core.domain import (
     Action,
     Actor,
     Change,
+    Decision,
     LedgerEntry,
     Memory,
     Message,
@@ -487,6 +489,10 @@ class ScriptedJev:
         self._record("worth", exchange)
         return self.worth_answer
 
+    def decide(self, exchange, memories, early=None):
+        """The per-record questions behind the one decision (as a Jev service without /decide)."""
+        return decide_per_record(self, exchange, memories, early)
+
     def verdict(self, exchange, memory):
         self._record("verdict", memory.memory_id)
         if memory.memory_id in self.fail:
@@ -505,6 +511,16 @@ class ScriptedJev:
 
     def asked(self, question: str) -> list[object]:
         return [s for q, s in self.calls if q == question]
+
+
+class OneDecisionJev(ScriptedJev):
+    """Answers every memory and the add in one call, as the LLM backends and Jev's /decide do
+    (``fail`` may name "decide")."""
+
+    def decide(self, exchange, memories, early=None):
+        self._record("decide", tuple(m.memory_id for m in memories))
+        verdicts = {m.memory_id: self.verdicts.get(m.memory_id, self.default_verdict) for m in memories}
+        return Decision(verdicts, self.add_answer)
 
 
 class ScriptedChat:

@@ -14,6 +14,7 @@ from fakes import (
     FakeMemoryStore,
     FakeMessageStore,
     FakeRunStore,
+    OneDecisionJev,
     ScriptedChat,
     ScriptedJev,
     Speaker,
@@ -561,15 +562,20 @@ def test_a_quiet_night_still_records_a_run_and_reviews_stale_records():
 
 
 def test_max_model_calls_follows_the_caps():
-    per_chunk = 1 + 10 + 1 + 10 + 1
-    assert max_model_calls(0) == STALE_REVIEWS_PER_NIGHT + 1
-    assert max_model_calls(7) == 7 * CHUNKS_PER_SPEAKER * per_chunk + STALE_REVIEWS_PER_NIGHT + 1
+    one_decision = 1 + 1 + 10 + 1  # worth, the decision, ten rewrites, the add's text
+    per_record = 1 + 10 + 1 + 10 + 1  # worth, ten verdicts, the add, ten rewrites, the add's text
+    assert max_model_calls(0) == max_model_calls(0, per_record=True) == STALE_REVIEWS_PER_NIGHT + 1
+    assert max_model_calls(7) == 7 * CHUNKS_PER_SPEAKER * one_decision + STALE_REVIEWS_PER_NIGHT + 1
+    assert max_model_calls(7, per_record=True) == 7 * CHUNKS_PER_SPEAKER * per_record + STALE_REVIEWS_PER_NIGHT + 1
 
 
-def test_model_calls_stay_within_the_bound_on_a_busy_day():
-    """Every question maxed out: ten memories each, every verdict an update, an add every time."""
+@pytest.mark.parametrize("per_record", [False, True])
+def test_model_calls_stay_within_the_bound_on_a_busy_day(per_record):
+    """Every question maxed out: ten memories each, every verdict an update, an add every time;
+    one decision a chunk, or (a Jev service without /decide) a verdict a record and the add."""
     speakers, per_speaker = 30, 50  # 50 messages each: nine chunks, capped to five
-    night = Night(jev=ScriptedJev(worth=0.9, add=0.9), speaker_concurrency=8)
+    jev = ScriptedJev(worth=0.9, add=0.9) if per_record else OneDecisionJev(worth=0.9, add=0.9)
+    night = Night(jev=jev, speaker_concurrency=8)
     night.jev.default_verdict = Verdict.UPDATE
     night.jev.default_review = Verdict.KEEP
     for s in range(speakers):
@@ -581,11 +587,11 @@ def test_model_calls_stay_within_the_bound_on_a_busy_day():
 
     run = night.run()
     actual = night.model_calls()
-    bound = max_model_calls(speakers)
+    bound = max_model_calls(speakers, per_record=per_record)
     assert actual <= bound
     assert actual == bound  # every cap reached: the bound is tight, not loose arithmetic
     assert run.summary.model_calls == actual
-    uncapped = speakers * -(-per_speaker // CHUNK_MESSAGES) * 23 + 25 + 1
+    uncapped = speakers * -(-per_speaker // CHUNK_MESSAGES) * (23 if per_record else 13) + 25 + 1
     assert uncapped > bound
 
 

@@ -45,7 +45,7 @@ def test_a_throttled_extraction_raises_is_retried_and_applies_once(front, jev):
     seed(front.memory_store, ALICE, "abcde", "lives in Osaka")
     _with_jev(front, jev)
     work = extraction_job(front)
-    jev.answer("/verdict", {"error": "slow down"}, status=429, headers={"Retry-After": "0"})
+    jev.answer("/decide", {"error": "slow down"}, status=429, headers={"Retry-After": "0"})
 
     with pytest.raises(ModelUnavailable):
         extraction.handler(dict(work), context())

@@ -10,22 +10,13 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from ..core.catalog import Language
-from ..core.domain import Exchange, Memory, PromptMessage, Verdict
+from ..core.domain import Decision, Exchange, Memory, PromptMessage, Verdict
 from ..core.ports import ModelError
-from ..core.prompts import (
-    Question,
-    TextTask,
-    add_question,
-    diary_task,
-    memory_task,
-    review_question,
-    verdict_question,
-    worth_question,
-)
+from ..core.prompts import Question, TextTask, decide_question, diary_task, memory_task, review_question, worth_question
 
 # ---------------------------------------------------------------- answer parsing
 
@@ -125,8 +116,9 @@ def alternating_turns(turns: Sequence[PromptMessage]) -> list[PromptMessage]:
 
 
 class AskingDecisionModel:
-    """``ports.DecisionModel`` for an LLM backend: each question is a prompt with a strict
-    JSON answer. A backend supplies ``_ask`` (send the question, return the parsed answer)."""
+    """``ports.DecisionModel`` for an LLM backend: each question is one request with a strict JSON
+    answer (the extraction's verdicts and add together, in one). A backend supplies ``_ask``
+    (send the question, return its parsed answer)."""
 
     def _ask(self, question: Question) -> Any:
         raise NotImplementedError
@@ -134,11 +126,10 @@ class AskingDecisionModel:
     def worth(self, exchange: Exchange) -> float:
         return self._ask(worth_question(exchange))
 
-    def verdict(self, exchange: Exchange, memory: Memory) -> Verdict:
-        return self._ask(verdict_question(exchange, memory))
-
-    def add(self, exchange: Exchange, verdicts: Sequence[tuple[Memory, Verdict]]) -> float:
-        return self._ask(add_question(exchange, verdicts))
+    def decide(
+        self, exchange: Exchange, memories: Sequence[Memory], early: Callable[[Memory, object], None] | None = None
+    ) -> Decision:
+        return self._ask(decide_question(exchange, memories))  # one answer: nothing is known early
 
     def review(self, memory: Memory) -> Verdict:
         return self._ask(review_question(memory))

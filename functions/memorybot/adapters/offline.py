@@ -19,6 +19,8 @@ authorship comes from ``is_bot`` and the author id, never from "name: text" text
   says "forget" / "no longer" / "not anymore" (忘れて, もう...ない); update it when the line is
   a self-statement; otherwise keep.
 - add: 0.8 when the line is a self-statement and no memory shown is about it; otherwise 0.2.
+- decide: the verdict rule for every memory shown and the add rule, in one answer (exactly what
+  the per-record questions answer one by one).
 - review: delete memories that look time-limited (today, tomorrow, this week, 明日 ...).
 - write_memory: that self-statement in the third person ("I love tea"
   -> "[offline] Loves tea").
@@ -36,7 +38,7 @@ from dataclasses import dataclass
 from html import unescape
 
 from ..core.catalog import Language
-from ..core.domain import Exchange, Memory, PromptMessage, Verdict
+from ..core.domain import Decision, Exchange, Memory, PromptMessage, Verdict
 from ..core.ports import ModelError
 
 OFFLINE_MEMORY_LABEL = "[offline]"
@@ -161,6 +163,20 @@ class OfflineDecisionModel:
         if _is_forget(said):
             return Verdict.DELETE
         return Verdict.UPDATE if _is_self_statement(said) else Verdict.KEEP
+
+    def decide(
+        self, exchange: Exchange, memories: Sequence[Memory], early: Callable[[Memory, object], None] | None = None
+    ) -> Decision:
+        """The per-record rules over every memory at once: the line's keywords taken once."""
+        said = _speaker_line(exchange)
+        if said is None:
+            return Decision({m.memory_id: Verdict.KEEP for m in memories}, ADD_NO)
+        words = _keywords(said)
+        about = {m.memory_id for m in memories if _about(m, words)}
+        statement = _is_self_statement(said)
+        changed = Verdict.DELETE if _is_forget(said) else Verdict.UPDATE if statement else Verdict.KEEP
+        verdicts = {m.memory_id: changed if m.memory_id in about else Verdict.KEEP for m in memories}
+        return Decision(verdicts, ADD_YES if statement and not about else ADD_NO)
 
     def add(self, exchange: Exchange, verdicts: Sequence[tuple[Memory, Verdict]]) -> float:
         statement = _statement(exchange)

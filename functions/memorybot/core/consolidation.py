@@ -113,14 +113,17 @@ def window_for(now: datetime) -> Window:
     return Window(start.astimezone(UTC), end.astimezone(UTC), jst_day(start))
 
 
-def max_model_calls(speakers: int) -> int:
-    """The hard upper bound on model calls for a night with ``speakers`` active speakers.
+def max_model_calls(speakers: int, *, per_record: bool = False) -> int:
+    """The hard upper bound on model requests for a night with ``speakers`` active speakers.
 
-    Per chunk (one extraction): worth, a verdict per profile record, the add decision,
-    a rewrite per profile record, the add text. Five chunks per speaker, plus the stale
-    reviews and the one diary call.
+    Per chunk (one extraction): worth, the one decision on the profile and the add, a rewrite
+    per profile record, the new memory's text (drafted beside the decision). ``per_record``: a
+    Jev service without ``/decide``, which takes a verdict per profile record and the add
+    instead of the one decision. Five chunks per speaker, plus the stale reviews and the one
+    diary call.
     """
-    per_chunk = 1 + PROFILE_LIMIT + 1 + PROFILE_LIMIT + 1
+    decision = PROFILE_LIMIT + 1 if per_record else 1
+    per_chunk = 1 + decision + PROFILE_LIMIT + 1
     return speakers * CHUNKS_PER_SPEAKER * per_chunk + STALE_REVIEWS_PER_NIGHT + 1
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 import secrets
 import unicodedata
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field, fields
 from datetime import UTC, date, datetime, time, timedelta, timezone, tzinfo
 from enum import Enum
@@ -67,6 +67,21 @@ class Verdict(str, Enum):
 # What each question may answer, defined once (the decision parsing and every prompt use them).
 MEMORY_VERDICTS: tuple[Verdict, ...] = (Verdict.KEEP, Verdict.UPDATE, Verdict.DELETE)
 REVIEW_VERDICTS: tuple[Verdict, ...] = (Verdict.KEEP, Verdict.DELETE)  # the stale review: never a rewrite
+
+
+@dataclass(frozen=True)
+class Decision:
+    """Jev's one answer on an exchange: a verdict for each memory it was shown, and the probability
+    that the exchange holds a new fact none of them covers (the add).
+
+    Values are as answered: the core checks each verdict and the add on its own
+    (``decisions.py``), so one unusable field is that record's failure alone. An id missing from
+    ``verdicts`` is a memory left untouched; ``add`` None: no add.
+    """
+
+    verdicts: Mapping[str, object]  # memory id -> the verdict given for it
+    add: object = None  # the add's probability as answered; None when not asked or not given
+    requests: int = 1  # model requests it took (per-record questions: one a memory, and the add)
 
 
 # ---- scopes: what is learned in one server (or DM) is read, shown and forgotten there only

@@ -16,6 +16,7 @@ from .domain import (
     Action,
     Actor,
     Change,
+    Decision,
     Embedding,
     Exchange,
     LedgerEntry,
@@ -438,12 +439,28 @@ class DecisionModel(Protocol):
 
     def worth(self, exchange: Exchange) -> float: ...
 
-    def verdict(self, exchange: Exchange, memory: Memory) -> Verdict: ...
+    def decide(
+        self, exchange: Exchange, memories: Sequence[Memory], early: Callable[[Memory, object], None] | None = None
+    ) -> Decision:
+        """One decision on every memory shown (keep, update or delete each) and on the add.
 
-    def add(self, exchange: Exchange, verdicts: Sequence[tuple[Memory, Verdict]]) -> float: ...
+        ``memories`` is never empty (with none, the design allows the add without asking).
+        Raises when the whole decision failed: then nothing is changed and nothing added.
+        ``early``: told each verdict as soon as it is known, when a backend learns them one by
+        one (per-record questions), so that a rewrite need not wait for the rest."""
 
     def review(self, memory: Memory) -> Verdict:
         """Nightly stale review of one owner's memory: KEEP or DELETE."""
+
+
+class RecordJudge(Protocol):
+    """Jev's per-record questions: a verdict on one memory, then the add given every verdict.
+    What a Jev service without ``/decide`` answers, and the offline stand-in's rules;
+    ``decisions.decide_per_record`` turns them into one ``Decision``."""
+
+    def verdict(self, exchange: Exchange, memory: Memory) -> Verdict: ...
+
+    def add(self, exchange: Exchange, verdicts: Sequence[tuple[Memory, Verdict]]) -> float: ...
 
 
 class ChatModel(Protocol):
