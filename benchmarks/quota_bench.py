@@ -7,7 +7,7 @@ the shared retry policy and a ``ModelCallLimiter`` configured with RPM = Q.
 
 1. A night: SPEAKERS busy speakers (``MEMORYBOT_BENCH_SPEAKERS``, default 1,000), each with
    six messages inside the night's window (one chunk) and MEMORIES memories (keep all, add one:
-   1 worth + MEMORIES verdicts + 1 add + 1 text calls), through the nightly state machine's own
+   1 worth + 1 decision + 1 text calls), through the nightly state machine's own
    steps (``nightly_steps``): claim, plan (the manifest), then every ``map_items`` payload (a
    ``SpeakerTask``, as the Distributed Map's ItemSelector makes it) through ``speaker``, the
    real per-speaker step (the speaker's lines read by id, newest-first chunks, the extraction

@@ -32,7 +32,7 @@ import threading
 import time
 from array import array
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 from pathlib import Path
@@ -40,11 +40,13 @@ from typing import Any
 
 from benchmarks.generate_profiles import LANGS, data_path
 from memorybot.adapters.offline import OfflineChatModel, OfflineDecisionModel
+from memorybot.core.decisions import decide_per_record
 from memorybot.core.domain import (
     GLOBAL_SCOPE,
     PROFILE_LIMIT,
     Action,
     Actor,
+    Decision,
     Embedding,
     Exchange,
     Memory,
@@ -244,6 +246,11 @@ class KnowsItJev:
 
     def worth(self, exchange: Exchange) -> float:
         return WORTH_YES
+
+    def decide(
+        self, exchange: Exchange, memories: Sequence[Memory], early: Callable[[Memory, object], None] | None = None
+    ) -> Decision:
+        return decide_per_record(self, exchange, memories, early)
 
     def verdict(self, exchange: Exchange, memory: Memory) -> Verdict:
         return Verdict.UPDATE if memory.memory_id == self.original else Verdict.KEEP

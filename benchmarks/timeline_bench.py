@@ -13,8 +13,8 @@ recall profiles.
    fact it is shown (benchmarks.recall_bench.KnowsItJev: it updates the superseded fact when it is
    among the ten read, else adds). Stale: the old fact left as it was beside the new one.
    newest-ten is the design's read, selection the relevance selection (core.selection).
-3. Tokens the dates add to a turn (goal <= 5 %): one live turn's prompts (worth, ten verdicts, the
-   add, two writing tasks and the reply with a channel tail of 20 lines, ten memories read) built
+3. Tokens the dates add to a turn (goal <= 5 %): one live turn's prompts (worth, the one decision,
+   two writing tasks and the reply with a channel tail of 20 lines, ten memories read) built
    with their dates and without, counted with an
    approximate tokenizer (a word, a group of up to three digits, or any other visible character
    is one token: close to what BPE tokenizers do with dates, which they cut into digit groups).
@@ -161,12 +161,12 @@ def approx_tokens(text: str) -> int:
 
 
 def turn_prompts(t: Timeline, *, dated: bool) -> list[str]:
-    """The texts one live turn sends to models (before the one-decision change: worth, a verdict
-    per memory read, the add, one rewrite and the new memory's text, and the reply with its
-    channel tail of 20 lines), with the ten memories read: dated or not."""
+    """The texts one live turn sends to models (worth, the one decision over the ten memories read,
+    one rewrite and the new memory's text, and the reply with its channel tail of 20 lines): with
+    today and each line's own time, or without (the memories' own days are in both)."""
     from memorybot.core import prompts
     from memorybot.core.dates import PromptTime
-    from memorybot.core.domain import Exchange, Speaker, Verdict
+    from memorybot.core.domain import Exchange, Speaker
 
     now = t.now
     memories = sorted(t.background, key=lambda m: m.updated_at, reverse=True)[:10]
@@ -175,9 +175,7 @@ def turn_prompts(t: Timeline, *, dated: bool) -> list[str]:
     exchange = Exchange.of(Speaker(t.person, "someone"), GLOBAL_SCOPE, lines[-6:])
     assert exchange is not None
     when = PromptTime(now, JST) if dated else None
-    questions = [prompts.worth_question(exchange, when)]
-    questions += [prompts.verdict_question(exchange, m, when) for m in memories]
-    questions.append(prompts.add_question(exchange, [(m, Verdict.KEEP) for m in memories], when))
+    questions = [prompts.worth_question(exchange, when), prompts.decide_question(exchange, memories, when)]
     tasks = [prompts.memory_task(exchange, memories[0], when), prompts.memory_task(exchange, None, when)]
     reply = prompts.build_reply_prompt(
         Speaker(t.person, "someone"), memories, lines * 2, **({"now": now, "zone": JST} if dated else {})

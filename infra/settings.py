@@ -7,6 +7,7 @@ from dataclasses import dataclass, fields
 from typing import Any
 
 from memorybot.config import DEFAULT_DISCORD_API_BASE, Settings
+from memorybot.core.catalog import Language
 from memorybot.core.domain import ScopeMode
 
 # The functions' own defaults are the single source for model ids and the ledger's read retention.
@@ -39,6 +40,7 @@ class StackConfig:
     discord_api_base: str = DEFAULT_DISCORD_API_BASE
     fetch_channel_history: bool = False
     memory_scope: str = ScopeMode.GUILD.value  # guild: memories stay in their server; global: one profile everywhere
+    diary_language: str = _DEFAULT_MODEL_ID["diary_language"].value  # the nightly diary's: ja (the design's) or en
     secret_prefix: str = "memorybot"
     service_name: str = "memorybot"
     metrics_namespace: str = "MemoryBot"
@@ -77,6 +79,7 @@ class StackConfig:
         if self.embedding_model == "bedrock" and self.embedding_dimensions not in TITAN_EMBEDDING_DIMENSIONS:
             raise ValueError(f"context embedding_dimensions must be one of {TITAN_EMBEDDING_DIMENSIONS}")
         _check(self.memory_scope, tuple(m.value for m in ScopeMode), "memory_scope")
+        _check(self.diary_language, tuple(lang.value for lang in Language), "diary_language")
         if not 1 <= self.nightly_max_concurrency <= 10000:
             raise ValueError("context nightly_max_concurrency must be between 1 and 10000")
         if not 0 <= self.nightly_tolerated_failure_percentage <= 100:

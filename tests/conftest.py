@@ -77,6 +77,7 @@ def front(dynamo, discord_api, monkeypatch):
         invoker=RecordingInvoker(),
         discord=DiscordRest(base, "test-token", sleep=lambda s: None),
         discord_interactive=DiscordRest(base, "test-token", timeout=1.0, max_attempts=1),
+        discord_webhooks=DiscordRest(base, None, sleep=lambda s: None),
         signature_verifier=Verifier(PUBLIC_KEY),
     )
     monkeypatch.setattr(bootstrap, "container", lambda: c)

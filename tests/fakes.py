@@ -10,6 +10,7 @@ import threading
 from collections.abc import Callable, Sequence
 from datetime import UTC, datetime, timedelta
 
+from memorybot.core.decisions import decide_per_record
 from memorybot.core.domain import (
     CHANGE_ACTIONS,
     GLOBAL_SCOPE,
@@ -18,6 +19,7 @@ from memorybot.core.domain import (
     Action,
     Actor,
     Change,
+    Decision,
     LedgerEntry,
     Memory,
     Message,
@@ -487,6 +489,10 @@ class ScriptedJev:
         self._record("worth", exchange)
         return self.worth_answer
 
+    def decide(self, exchange, memories, early=None):
+        """The per-record questions behind the one decision (as a Jev service without /decide)."""
+        return decide_per_record(self, exchange, memories, early)
+
     def verdict(self, exchange, memory):
         self._record("verdict", memory.memory_id)
         if memory.memory_id in self.fail:
@@ -507,11 +513,22 @@ class ScriptedJev:
         return [s for q, s in self.calls if q == question]
 
 
+class OneDecisionJev(ScriptedJev):
+    """Answers every memory and the add in one call, as the LLM backends and Jev's /decide do
+    (``fail`` may name "decide")."""
+
+    def decide(self, exchange, memories, early=None):
+        self._record("decide", tuple(m.memory_id for m in memories))
+        verdicts = {m.memory_id: self.verdicts.get(m.memory_id, self.default_verdict) for m in memories}
+        return Decision(verdicts, self.add_answer)
+
+
 class ScriptedChat:
     def __init__(self, texts: dict[str | None, str] | None = None, reply="ok", diary="今日は穏やかな一日だった。"):
         self.texts = texts or {}
         self.reply_answer = reply
         self.diary_answer = diary
+        self.diary_languages: list[str] = []  # the language each diary was asked in
         self.fail: set[str] = set()
         self.seen: list[tuple[str, object]] = []
         self._lock = threading.Lock()
@@ -531,8 +548,9 @@ class ScriptedChat:
         self._record("write_reply", list(prompt))
         return self.reply_answer
 
-    def write_diary(self, transcript):
+    def write_diary(self, transcript, language="ja"):
         self._record("write_diary", transcript)
+        self.diary_languages.append(language)
         return self.diary_answer
 
 

@@ -27,7 +27,13 @@ def interaction_id() -> str:
 
 
 def command(
-    name: str, options: list | None = None, *, user: str = ALICE, user_name: str = "alice", kind: int = 2
+    name: str,
+    options: list | None = None,
+    *,
+    user: str = ALICE,
+    user_name: str = "alice",
+    kind: int = 2,
+    locale: str | None = None,
 ) -> dict:
     return {
         "id": interaction_id(),
@@ -38,7 +44,24 @@ def command(
         "guild_id": GUILD,
         "member": {"user": {"id": user, "username": user_name}},
         "data": {"name": name, "options": options or []},
+        **({"locale": locale} if locale is not None else {}),
     }
+
+
+def remember_this(content: str, *, author: str = ALICE, message_id: str | None = None, **kw: Any) -> dict:
+    """ "Remember this" on a message ``author`` posted in the channel, as Discord sends the message
+    command: the target's id and the message itself in ``data.resolved.messages``."""
+    target = message_id or interaction_id()
+    payload = command("Remember this", **kw)
+    message = {"id": target, "channel_id": CHANNEL, "type": 0, "content": content, "author": {"id": author}}
+    payload["data"] = {
+        "id": "910000000000000001",
+        "name": "Remember this",
+        "type": 3,
+        "target_id": target,
+        "resolved": {"messages": {target: message}},
+    }
+    return payload
 
 
 def chat(text: str, **kw: Any) -> dict:

@@ -39,6 +39,7 @@ if TYPE_CHECKING:
     )
     from .core.reply import ReplyWriter
     from .core.rollback import Rollback
+    from .discord.guilds import GuildNames
     from .discord.signature import Verifier
 
 # botocore's low-level DynamoDB client: the project installs no type stubs for it.
@@ -65,6 +66,7 @@ class Container:
         invoker: AsyncInvoker | None = None,
         discord: DiscordApi | None = None,
         discord_interactive: DiscordApi | None = None,
+        discord_webhooks: DiscordApi | None = None,
         signature_verifier: Verifier | None = None,
         idempotency: Idempotency | None = None,
         unavailable_attempts: AttemptCounter | None = None,
@@ -86,6 +88,7 @@ class Container:
             "invoker": invoker,
             "discord": discord,
             "discord_interactive": discord_interactive,
+            "discord_webhooks": discord_webhooks,
             "signature_verifier": signature_verifier,
             "idempotency": idempotency,
             "unavailable_attempts": unavailable_attempts,
@@ -189,6 +192,7 @@ class Container:
             speaker_concurrency=self.settings.nightly_speaker_concurrency,
             embeddings=self.embedding_model,
             people=self.people_store,
+            diary_language=self.settings.diary_language,
         )
 
     @cached_property
@@ -247,6 +251,20 @@ class Container:
         return DiscordRest(
             self.settings.discord_api_base, self.settings.secret("DISCORD_BOT_TOKEN"), timeout=1.0, max_attempts=1
         )
+
+    @cached_property
+    def discord_webhooks(self) -> DiscordApi:
+        """For a worker that only fills in interaction answers: no bot token (the webhooks need none)."""
+        from .adapters.discord_rest import DiscordRest
+
+        return DiscordRest(self.settings.discord_api_base, None)
+
+    @cached_property
+    def guild_names(self) -> GuildNames:
+        """Servers' names for the answers, each read once (GET /guilds/{id}) inside the 3 s."""
+        from .discord.guilds import GuildNames
+
+        return GuildNames(self.discord_interactive)
 
     @cached_property
     def unavailable_attempts(self) -> AttemptCounter:
@@ -310,6 +328,10 @@ class Invocation:
     @property
     def discord_interactive(self) -> DiscordApi:
         return self._container.discord_interactive
+
+    @property
+    def guild_names(self) -> GuildNames:
+        return self._container.guild_names
 
     def once(self, name: str, key: str, work: Callable[[], dict[str, Any]]) -> dict[str, Any] | None:
         """``work()``'s answer once per ``key``: a repeat gets the stored answer; None while another

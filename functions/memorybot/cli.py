@@ -155,7 +155,9 @@ def main(argv: list[str] | None = None) -> int:
     chat.add_argument("--state-dir", type=Path, default=None, help="where to find the local signing key")
     chat.add_argument("--locale", default="en-US", help="your Discord language, as Discord sends it (e.g. ja)")
 
-    register = command("register-commands", help="install /chat and /memory on Discord (bulk overwrite)")
+    register = command(
+        "register-commands", help='install /chat, /memory and "Remember this" on Discord (bulk overwrite)'
+    )
     register.add_argument("--guild", default=None, help="a guild id: instant, for testing (default: global)")
     register.add_argument(
         "--region",
@@ -344,6 +346,7 @@ def _register(args: argparse.Namespace) -> int:
     from .config import Settings
     from .core.ports import DiscordError
     from .discord.requests import COMMANDS
+    from .ops.doctor import command_label
     from .ops.setup import aws_problem, use_region
 
     region = use_region(args.region)
@@ -373,7 +376,7 @@ def _register(args: argparse.Namespace) -> int:
     except DiscordError as exc:
         return _setup_failed(_discord_problem(exc, config.discord_api_base, args.guild))
     where = f"guild {args.guild}" if args.guild else "all guilds (global commands can take a while to appear)"
-    print(f"Registered {', '.join('/' + c['name'] for c in registered)} for {where}.")
+    print(f"Registered {', '.join(command_label(c) for c in registered)} for {where}.")
     return 0
 
 

@@ -15,6 +15,7 @@ from functools import lru_cache
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from . import tables
+from .core.catalog import Language
 from .core.domain import JST, ScopeMode
 
 DEFAULT_DISCORD_API_BASE = "https://discord.com/api/v10"
@@ -63,6 +64,8 @@ class Settings:
     # guild: what is learned in a server stays there (a DM is its own scope); global: one
     # profile per person everywhere (the design's single-server behaviour).
     memory_scope: ScopeMode = ScopeMode.GUILD
+    # The nightly diary's language: the design's servers talk Japanese (ja | en).
+    diary_language: Language = Language.JA
     reply_function_name: str = ""
     extraction_function_name: str = ""
     # The nightly run's manifest bucket (deployed); without one, manifests are kept in the process.
@@ -129,6 +132,7 @@ class Settings:
             discord_application_id=env.get("DISCORD_APPLICATION_ID", ""),
             fetch_channel_history=env.get("MEMORYBOT_FETCH_CHANNEL_HISTORY", "").lower() in ("1", "true", "yes"),
             memory_scope=_scope_mode(env.get("MEMORYBOT_MEMORY_SCOPE", ScopeMode.GUILD.value)),
+            diary_language=_diary_language(env.get("MEMORYBOT_DIARY_LANGUAGE", Language.JA.value)),
             reply_function_name=env.get("REPLY_FUNCTION_NAME", ""),
             extraction_function_name=env.get("EXTRACTION_FUNCTION_NAME", ""),
             manifest_bucket=env.get("MEMORYBOT_MANIFEST_BUCKET", ""),
@@ -169,6 +173,14 @@ def _scope_mode(value: str) -> ScopeMode:
     except ValueError:
         choices = ", ".join(m.value for m in ScopeMode)
         raise ValueError(f"MEMORYBOT_MEMORY_SCOPE must be one of: {choices}") from None
+
+
+def _diary_language(value: str) -> Language:
+    try:
+        return Language(value.strip().lower())
+    except ValueError:
+        choices = ", ".join(lang.value for lang in Language)
+        raise ValueError(f"MEMORYBOT_DIARY_LANGUAGE must be one of: {choices}") from None
 
 
 # A Bedrock cross-region inference profile is named "<geography>.<base model id>".

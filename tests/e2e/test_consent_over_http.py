@@ -16,7 +16,7 @@ import pytest
 from stack_process import stack_with_jev
 
 from loopback.jev_server import JevServer
-from memorybot.core.consent import NOTICES
+from memorybot.core.catalog import text
 from memorybot.core.consolidation import window_for
 from memorybot.core.domain import is_memory_id, iso, utcnow
 from memorybot.local.client import LOCAL_GUILD_ID, LocalClient, night_about_to_end
@@ -126,8 +126,8 @@ def test_pause_stops_learning_and_use_everywhere_deletes_nothing_and_resume_does
     assert "Paused" in "\n".join(kai.pause())
     assert "already paused" in "\n".join(kai.pause())
     jev.clear()
-    for client, text in ((kai, f"I adopted a {MARKER} ferret"), (kai_dm, f"I am {MARKER} learning the harp")):
-        reply = "\n".join(client.chat(text))
+    for client, line in ((kai, f"I adopted a {MARKER} ferret"), (kai_dm, f"I am {MARKER} learning the harp")):
+        reply = "\n".join(client.chat(line))
         assert "don't remember anything" in reply, reply  # none of their memories in the prompt
     assert jev.requests == []  # no question about them at all, in either scope
     lea.chat(f"I like {MARKER} lanterns")  # another person's pause changes nothing for anyone else
@@ -168,18 +168,18 @@ def test_the_notice_comes_once_per_person_and_scope_only_to_them_in_their_langua
     ben = person("ben-notice", yui.channel_id)
     seq = last_seq(http, running.url)
     first = yui.chat("こんにちは")
-    assert f"memorybot: (only you can see this) {NOTICES['ja']}" in first
+    assert f"memorybot: (only you can see this) {text('notice', 'ja')}" in first
     for name in ("/memory show", "/memory pause", "/memory forget-all"):
-        assert name in NOTICES["ja"] and name in NOTICES["en"]
+        assert name in text("notice", "ja") and name in text("notice", "en")
     yui.chat("今日はいい天気ですね")
     person("yui-notice", locale="ja", dm=True).chat("また話しましょう")  # another scope: once more there
     ben.chat("hello there")
     ben.chat("and again")
     notices = [e for e in events(http, running.url, seq) if e["kind"] == "followup"]
     assert [(e["body"]["content"], e["body"]["flags"]) for e in notices] == [
-        (NOTICES["ja"], 64),
-        (NOTICES["ja"], 64),
-        (NOTICES["en"], 64),
+        (text("notice", "ja"), 64),
+        (text("notice", "ja"), 64),
+        (text("notice", "en"), 64),
     ]
     # Each went to the person's own /chat interaction (its token), never to someone else's.
     edits = {e["interaction_token"]: e for e in events(http, running.url, seq) if e["kind"] == "edit"}
@@ -195,7 +195,7 @@ def test_two_first_turns_at_once_give_the_notice_once(consent_stack):
         assert zoe.send(payload)[0] == 200
     drain(http, running.url)
     notices = [e for e in events(http, running.url, seq) if e["kind"] == "followup"]
-    assert len(notices) == 1 and notices[0]["body"]["content"] == NOTICES["en"]
+    assert len(notices) == 1 and notices[0]["body"]["content"] == text("notice", "en")
 
 
 # ---- final means final -----------------------------------------------------------------------
@@ -230,12 +230,12 @@ def test_export_and_erasure_include_the_switch(consent_stack):
     running, jev, person, http = consent_stack
     ida = person("ida-switch", locale="ja")
     ida.chat("こんにちは")  # the notice is given: the record holds that scope
-    assert "Paused" in "\n".join(ida.pause())
+    assert text("paused", "ja") in "\n".join(ida.pause())  # in the person's language
     switch = exported(ida)["memorySwitch"]
     assert switch["paused"] and switch["noticeGivenIn"] == ["guild:1200000000000000001"]
     erased = http.post(f"{running.url}/memory/erase", json={"userId": ida.user_id}, headers=ADMIN).json()
     assert erased["switchErased"] is True, erased
-    assert "Memory is paused" not in "\n".join(ida.show())
+    assert "一時停止中" not in "\n".join(ida.show())  # the paused note (paused_note), in Japanese
     after = exported(ida)["memorySwitch"]
     assert (after["paused"], after["noticeGivenIn"]) == (False, [])
     # Unknown until now: a person with nothing but a switch is erasable (not a 404).

@@ -15,9 +15,9 @@ from stack_process import StackProcess
 
 from loopback.jev_server import JevServer
 from loopback.openai_server import OpenAIServer
+from memorybot.core.catalog import text
 from memorybot.core.commands import FORGET_ALL_COUNT_REASON
 from memorybot.core.domain import is_memory_id
-from memorybot.discord.interactions import TEXT_FORGET_ALL_EXPIRED
 from memorybot.discord.requests import FORGET_ALL_BUTTON
 from memorybot.local.client import LocalClient, find_signing_key
 
@@ -208,7 +208,7 @@ def test_a_confirmation_time_out_of_range_is_answered_as_expired(stack, asked_at
     yul.chat("I collect old maps")
     kept = memory_ids(stack, yul.user_id)
     answer = "\n".join(yul.click(f"{FORGET_ALL_BUTTON}:{yul.user_id}:{asked_at}"))
-    assert TEXT_FORGET_ALL_EXPIRED in answer
+    assert text("forget_all_expired") in answer
     assert kept and memory_ids(stack, yul.user_id) == kept
 
 

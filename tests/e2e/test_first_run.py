@@ -13,7 +13,7 @@ import httpx
 import pytest
 from stack_process import StackProcess
 
-from memorybot.discord.interactions import TEXT_DM_FAILED, TEXT_DM_SENT
+from memorybot.core.catalog import text
 from memorybot.local.client import TEXT_FORGET_WHICH, LocalClient, StackRefused, find_admin_secret, find_signing_key
 
 
@@ -178,10 +178,10 @@ def test_close_dms_takes_the_clients_name_and_open_dms_undoes_it(fresh):
     cleo.chat("I love rock climbing")
     closed = httpx.post(f"{url}/local/discord/close-dms", json={"user": "cleo-first-run"}, headers=admin)
     assert closed.status_code == 200 and closed.json() == {"closed": cleo.user_id}
-    assert cleo.show() == [f"memorybot: (only you can see this) {TEXT_DM_FAILED}"]
+    assert cleo.show() == [f"memorybot: (only you can see this) {text('dm_failed')}"]
     opened = httpx.post(f"{url}/local/discord/open-dms", json={"user": "cleo-first-run"}, headers=admin)
     assert opened.status_code == 200 and opened.json() == {"opened": cleo.user_id}
-    assert cleo.show()[0] == f"memorybot: (only you can see this) {TEXT_DM_SENT}"
+    assert cleo.show()[0] == f"memorybot: (only you can see this) {text('dm_sent')}"
 
 
 def test_a_name_given_as_user_id_is_refused_and_changes_nothing(fresh):
@@ -191,7 +191,7 @@ def test_a_name_given_as_user_id_is_refused_and_changes_nothing(fresh):
     dan.chat("I love jazz")
     refused = httpx.post(f"{url}/local/discord/close-dms", json={"user_id": "dan-first-run"}, headers=admin)
     assert refused.status_code == 400 and '{"user": "alice"}' in refused.json()["error"]
-    assert dan.show()[0] == f"memorybot: (only you can see this) {TEXT_DM_SENT}"
+    assert dan.show()[0] == f"memorybot: (only you can see this) {text('dm_sent')}"
 
 
 def test_say_mode_prints_the_user_id_once(fresh):

@@ -9,7 +9,7 @@ import httpx
 import pytest
 from stack_process import StackProcess
 
-from memorybot.discord.interactions import TEXT_DM_SENT
+from memorybot.core.catalog import text
 from memorybot.discord.signature import sign
 from memorybot.local.client import LocalClient, StackRefused, find_admin_secret, find_signing_key
 
@@ -111,7 +111,7 @@ def test_a_replayed_memory_show_sends_no_second_dm(person, stack, admin):
     payload = ivy._payload("memory", [{"type": 1, "name": "show", "options": []}])
     seq = last_seq(url, admin)
     first = ivy.send(payload)
-    assert first[0] == 200 and first[1]["data"]["content"] == TEXT_DM_SENT
+    assert first[0] == 200 and first[1]["data"]["content"] == text("dm_sent")
     replay = ivy.send(payload)  # the same signed interaction again, inside the signature window
     assert replay == first
     dms = [e for e in posted_since(url, admin, seq) if e["kind"] == "message"]

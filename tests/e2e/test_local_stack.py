@@ -8,10 +8,9 @@ import time
 
 import httpx
 
-from memorybot.core.consent import NOTICES
-from memorybot.discord.interactions import TEXT_DM_FAILED, TEXT_DM_SENT, TEXT_NOTHING_REMEMBERED, scope_label
+from memorybot.core.catalog import text
 from memorybot.discord.signature import new_key_pair, sign
-from memorybot.local.client import LOCAL_GUILD_ID
+from memorybot.local.discord_recorder import LOCAL_GUILD_NAME
 from memorybot.local.people import user_id_for
 
 
@@ -20,7 +19,7 @@ def events(url: str, admin: dict, after: int = 0) -> list[dict]:
 
 
 # The local client talks in one server by default: "nothing remembered" names it.
-NOTHING_HERE = TEXT_NOTHING_REMEMBERED.format(where=scope_label(f"guild:{LOCAL_GUILD_ID}"))
+NOTHING_HERE = text("nothing_remembered", where=text("where_server", name=LOCAL_GUILD_NAME))
 
 
 def dm_lines(output: list[str]) -> list[str]:
@@ -37,11 +36,11 @@ def test_chat_reply_memory_show_forget_gone(person, jev, stack):
     alice = person("alice-e2e")
     said = alice.chat("I love hiking in the Alps")
     assert said[0].startswith("memorybot: ")  # the deferred answer was filled in
-    assert said[1:] == [f"memorybot: (only you can see this) {NOTICES['en']}"]  # then the first-use notice
+    assert said[1:] == [f"memorybot: (only you can see this) {text('notice', 'en')}"]  # then the first-use notice
     assert jev.questions()[0] == "worth"  # extraction ran after the reply, through Jev
 
     shown = alice.show()
-    assert shown[0] == f"memorybot: (only you can see this) {TEXT_DM_SENT}"
+    assert shown[0] == f"memorybot: (only you can see this) {text('dm_sent')}"
     [memory_id] = memory_ids(shown)
     assert "Alps" in dm_lines(shown)[0]
 
@@ -71,7 +70,7 @@ def test_closed_dms_fall_back_without_repeating_any_memory(person, stack, admin)
     before = events(url, admin)[-1]["seq"]
     httpx.post(f"{url}/local/discord/close-dms", json={"user": "erin-e2e"}, headers=admin)
     output = erin.show()
-    assert output == [f"memorybot: (only you can see this) {TEXT_DM_FAILED}"]
+    assert output == [f"memorybot: (only you can see this) {text('dm_failed')}"]
     # Nothing posted anywhere after the show carries the memory.
     after = events(url, admin, before)
     assert all("peanut" not in json.dumps(e).lower() for e in after)
@@ -170,6 +169,6 @@ def test_the_terminal_client_can_be_driven_from_the_command_line(stack, jev):
     assert out[0] == f"(hana-e2e is user id {user_id_for('hana-e2e')})"
     assert out[1] == "hana-e2e> I love vinyl records"
     assert out[2].startswith("memorybot: ")
-    assert f"memorybot: (only you can see this) {TEXT_DM_SENT}" in out
+    assert f"memorybot: (only you can see this) {text('dm_sent')}" in out
     dm = out[out.index("[DM from memorybot to hana-e2e]") + 1 :]
     assert any("vinyl" in line for line in dm)

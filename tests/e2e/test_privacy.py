@@ -15,10 +15,11 @@ import pytest
 from stack_process import StackProcess
 
 from loopback.jev_server import JevServer
+from memorybot.core.catalog import text
 from memorybot.core.domain import JST, is_memory_id
 from memorybot.local.client import LocalClient, find_signing_key
 
-MARKERS = ("zanzibarmarker", "quokkamarker", "pelicanmarker")
+MARKERS = ("zanzibarmarker", "quokkamarker", "pelicanmarker", "ibexmarker")
 ADMIN_SECRET = "privacy-admin-secret-42"
 
 
@@ -52,6 +53,11 @@ def test_no_memory_or_message_text_in_any_log_line(scenario):
 
     alice.chat(f"I love {MARKERS[0]} pancakes every sunday")
     bob.chat(f"My {MARKERS[1]} is sick today")
+    # "Remember this": the message's text travels in the job to the extraction worker, never into a log
+    assert alice.remember(f"I love {MARKERS[3]} stamps") == [
+        f"memorybot: (only you can see this) {text('remember_will')}"
+    ]
+    assert text("remember_not_yours") in bob.remember(f"I hate {MARKERS[3]} stamps", author="alice")[0]
     shown = alice.show()
     assert any(MARKERS[0] in line for line in shown), shown  # the memory formed and the DM carries it
     jev.set_verdict("update")

@@ -160,13 +160,29 @@ def test_commands_not_registered_or_registered_differently_fail(world):
     world.register_commands([])  # an empty bulk overwrite: nothing registered
     checks = diagnose(world)
     assert failed(checks) == {"slash commands"}
-    assert "missing /chat, /memory" in checks["slash commands"].detail
+    assert 'missing "Remember this" (on a message), /chat, /memory' in checks["slash commands"].detail
     register = f"DISCORD_APPLICATION_ID={APPLICATION_ID} DISCORD_BOT_TOKEN_SECRET_NAME={world.prefix}/discord-bot-token"
     assert checks["slash commands"].fix == register + " memorybot register-commands"
     # An older definition of /memory (no `why`): it differs.
     older = [c if c["name"] != "memory" else {**c, "options": c["options"][:2]} for c in COMMANDS]
     world.register_commands(older)
     assert "differ /memory" in diagnose(world)["slash commands"].detail
+
+
+def test_commands_registered_without_their_japanese_texts_or_limits_differ(world):
+    world.healthy()
+
+    def english_only(option: dict) -> dict:
+        kept = {k: v for k, v in option.items() if k not in ("description_localizations", "max_length")}
+        return {**kept, **({"options": [english_only(o) for o in option["options"]]} if "options" in option else {})}
+
+    world.register_commands([english_only(c) for c in COMMANDS])
+    detail = diagnose(world)["slash commands"].detail
+    assert "differ /chat, /memory" in detail and "Remember this" not in detail  # its name is localized, no description
+    world.register_commands([{**c, "contexts": [0]} for c in COMMANDS])  # /memory no longer usable in the DM
+    assert 'differ "Remember this" (on a message), /chat, /memory' in diagnose(world)["slash commands"].detail
+    world.register_commands()
+    assert diagnose(world)["slash commands"].status == OK
 
 
 def test_commands_are_checked_where_they_were_registered(world):

@@ -1,4 +1,4 @@
-"""A fake Jev service speaking the HTTP contract (POST /worth, /verdict, /add, /review).
+"""A fake Jev service speaking the HTTP contract (POST /worth, /decide, /verdict, /add, /review).
 
 Unscripted requests get well-formed answers from settable defaults; per-memory
 verdicts are looked up by the ``memory.id`` the request carries:
@@ -9,6 +9,8 @@ verdicts are looked up by the ``memory.id`` the request carries:
         jev.set_verdict("keep")                     # every other memory
         jev.set_add(0.2)                            # /add -> {"probability": 0.2}
         jev.set_review("delete", memory_id="k3x9a")
+        jev.decide_offered = False                  # /decide answers 404, as a service written before it
+        # /decide -> {"verdicts": {id: the verdict set for it, ...}, "add": the add's probability}
         jev.answer("/verdict", status=500)          # scripted answers win over the defaults
         jev.fail("/verdict", "k3x9a", status=500)   # one memory's verdict (or review) always fails
         jev.questions()                             # ["worth", "verdict", ...] in arrival order
@@ -30,7 +32,7 @@ from typing import Any
 
 from . import Answer, LoopbackServer, Recorded
 
-PATHS = ("/worth", "/verdict", "/add", "/review")
+PATHS = ("/worth", "/decide", "/verdict", "/add", "/review")
 
 
 class JevServer(LoopbackServer):
@@ -54,6 +56,7 @@ class JevServer(LoopbackServer):
             self.verdicts: dict[str, Any] = {}
             self.reviews: dict[str, Any] = {}
             self.failing: dict[tuple[str, str], int] = {}
+            self.decide_offered = True
 
     def clear(self) -> None:
         """Also puts the default answers back to those given to the constructor."""
@@ -95,7 +98,11 @@ class JevServer(LoopbackServer):
         return [r.json for r in self.requests if r.path in PATHS and (path is None or r.path == path)]
 
     def default_answer(self, request: Recorded) -> Answer:
-        if request.method != "POST" or request.path not in PATHS:
+        if (
+            request.method != "POST"
+            or request.path not in PATHS
+            or (request.path == "/decide" and not self.decide_offered)
+        ):
             return Answer(404, {"error": "no such question"})
         try:
             body = json.loads(request.body)
@@ -108,6 +115,10 @@ class JevServer(LoopbackServer):
                 return Answer(self.failing[(request.path, memory_id)], {"error": "failing"})
             if request.path == "/worth":
                 return Answer(body={"probability": self.worth_probability})
+            if request.path == "/decide":
+                shown = [m.get("id") for m in body.get("memories", []) if isinstance(m, dict)]
+                verdicts = {i: self.verdicts.get(i, self.default_verdict) for i in shown}
+                return Answer(body={"verdicts": verdicts, "add": self.add_probability})
             if request.path == "/add":
                 return Answer(body={"probability": self.add_probability})
             if request.path == "/verdict":

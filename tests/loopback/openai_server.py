@@ -3,9 +3,10 @@
 ``url`` (and ``start()``) is the base URL *with* ``/v1``, as OPENAI_BASE_URL expects.
 Each completion's content comes from, in order: a one-shot ``reply_once`` text, the
 sticky ``reply`` text, ``responder(request_body) -> str`` if set, else a default that
-reads the system prompt: an answer to a JSON ``{"verdict": ...}`` question gets
-``{"verdict": default_verdict}``, a ``{"probability": ...}`` question gets
-``{"probability": default_probability}``, anything else ``default_text``.
+reads the prompt: the one decision (a ``{"verdicts": ...}`` question) gets ``default_verdict``
+for every ``<memory id="...">`` shown and ``default_probability`` as its add, a JSON
+``{"verdict": ...}`` question gets ``{"verdict": default_verdict}``, a ``{"probability": ...}``
+question ``{"probability": default_probability}``, anything else ``default_text``.
 
     with OpenAIServer(api_key="sk-test") as llm:
         llm.reply('{"probability": 0.7}')
@@ -23,6 +24,7 @@ statuses, recorded requests, ``api_key``.
 from __future__ import annotations
 
 import json
+import re
 import threading
 from collections import deque
 from collections.abc import Callable
@@ -123,12 +125,18 @@ class OpenAIServer(LoopbackServer):
                 return self._sticky_text
         if self.responder is not None:
             return self.responder(body)
-        system = " ".join(m.get("content", "") for m in body.get("messages", []) if m.get("role") == "system")
-        if '{"verdict"' in system:
+        asked = " ".join(str(m.get("content", "")) for m in body.get("messages", []))
+        if '{"verdicts"' in asked:  # the one decision: every memory shown, and the add
+            ids = _MEMORY_ID.findall(asked)
+            return json.dumps({"verdicts": dict.fromkeys(ids, self.default_verdict), "add": self.default_probability})
+        if '{"verdict"' in asked:
             return json.dumps({"verdict": self.default_verdict})
-        if '{"probability"' in system:
+        if '{"probability"' in asked:
             return json.dumps({"probability": self.default_probability})
         return self.default_text
+
+
+_MEMORY_ID = re.compile(r'<memory id="([^"]+)"')
 
 
 def completion(content: str | None, model: str = "", finish_reason: str = "stop") -> dict[str, Any]:

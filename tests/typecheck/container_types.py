@@ -31,6 +31,7 @@ from memorybot.core.ports import (
 )
 from memorybot.core.reply import ReplyWriter
 from memorybot.core.rollback import Rollback
+from memorybot.discord.guilds import GuildNames
 from memorybot.discord.interactions import Dependencies, InteractionMemories
 from memorybot.discord.signature import Verifier
 
@@ -63,6 +64,8 @@ def the_container_is_typed_by_its_ports(c: Container) -> None:
     assert_type(c.invoker, AsyncInvoker)
     assert_type(c.discord, DiscordApi)
     assert_type(c.discord_interactive, DiscordApi)
+    assert_type(c.discord_webhooks, DiscordApi)
+    assert_type(c.guild_names, GuildNames)
 
 
 def an_invocation_answers_interactions(c: Container) -> None:

@@ -124,3 +124,45 @@ def test_a_note_whose_folder_is_gone_is_ignored(tmp_path, monkeypatch):
     monkeypatch.setenv(running.RUNTIME_DIR_ENV, str(tmp_path))
     running.leave_note("http://127.0.0.1:8790", tmp_path / "gone")
     assert running.state_dir_for("http://127.0.0.1:8790") is None
+
+
+@pytest.mark.parametrize(
+    ("line", "called"),
+    [
+        ("/memory show", ("show",)),
+        ("/memory show please", ("show",)),
+        ("/memory suggest bees", ("suggest", "bees")),
+        ("/memory export", ("export",)),
+        ("/memory forget-all", ("forget_all",)),
+        ("/memory pause", ("pause",)),
+        ("/memory resume", ("resume",)),
+        ("/confirm", ("click",)),
+        ("/nightly", ("nightly", None)),
+        ("/nightly 2026-12-02T03:00:00+09:00", ("nightly", "2026-12-02T03:00:00+09:00")),
+        ("/chat /memory show", ("chat", "/memory show")),
+        ("I like tea", ("chat", "I like tea")),
+        ("/remember I like tea", ("remember", "I like tea", None)),
+        ("/remember @bob I like tea", ("remember", "I like tea", "bob")),
+    ],
+)
+def test_each_typed_command_reaches_its_action_with_the_rest_of_the_line(monkeypatch, line, called):
+    client = _offline_client()
+    seen: list[tuple] = []
+    for name in ("show", "suggest", "export", "forget_all", "pause", "resume", "click", "nightly", "chat", "remember"):
+        monkeypatch.setattr(client, name, lambda *args, _name=name: seen.append((_name, *args)) or [])
+    assert client.handle_line(line) == []
+    assert seen == [called]
+
+
+@pytest.mark.parametrize("line", ["/memory", "/memory dance", "/memorything", "/dance", "/quit now"])
+def test_an_unknown_command_is_named_and_nothing_is_sent(line):
+    [answer] = _offline_client().handle_line(line)
+    assert answer.startswith(f"Unknown command {line.split()[0] if line.split()[0] != '/memory' else line}:")
+
+
+def test_chat_and_remember_without_text_ask_for_it_and_quit_quits():
+    client = _offline_client()
+    assert client.handle_line("/chat") == ["Say something after /chat."]
+    assert client.handle_line("/remember   ")[0].startswith("Give the message to remember")
+    assert client.handle_line("") == []
+    assert client.handle_line("/quit") is None and client.handle_line(" /exit ") is None

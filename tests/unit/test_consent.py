@@ -23,6 +23,7 @@ from fakes import (
     speaker,
 )
 from memorybot.core import commands, consent, conversation
+from memorybot.core.catalog import text
 from memorybot.core.domain import (
     PERSON_SCOPE,
     Action,
@@ -86,9 +87,9 @@ def test_learnable_drops_everything_while_paused_and_what_came_before_a_resume_o
     "locale, language", [("ja", "ja"), ("JA", "ja"), ("en-US", "en"), ("en-GB", "en"), ("fr", "en"), ("", "en")]
 )
 def test_the_notice_speaks_the_persons_language_and_names_the_three_commands(locale, language):
-    text = consent.notice_text(locale)
-    assert text == consent.NOTICES[language]
-    assert all(name in text for name in ("/memory show", "/memory pause", "/memory forget-all"))
+    notice = consent.notice_text(locale)
+    assert notice == text("notice", language)
+    assert all(name in notice for name in ("/memory show", "/memory pause", "/memory forget-all"))
 
 
 # ---- extraction: paused, resumed, and a pause while the models think
@@ -190,10 +191,10 @@ def test_the_notice_is_given_once_per_person_and_scope_in_their_language():
     turn(deps, locale="ja")
     turn(deps, scope="dm", locale="ja")
     turn(deps, user="200")
-    assert [text for _, text in deps.discord.follow_ups] == [
-        consent.NOTICES["ja"],
-        consent.NOTICES["ja"],
-        consent.NOTICES["en"],
+    assert [sent for _, sent in deps.discord.follow_ups] == [
+        text("notice", "ja"),
+        text("notice", "ja"),
+        text("notice", "en"),
     ]
     assert deps.people_store.get("100").noticed == frozenset({"guild:1", "dm"})
 

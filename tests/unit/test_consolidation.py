@@ -14,6 +14,7 @@ from fakes import (
     FakeMemoryStore,
     FakeMessageStore,
     FakeRunStore,
+    OneDecisionJev,
     ScriptedChat,
     ScriptedJev,
     Speaker,
@@ -22,8 +23,11 @@ from fakes import (
     owner,
 )
 from memorybot.adapters.manifests import InMemoryManifests
+from memorybot.adapters.offline import OfflineChatModel
 from memorybot.admin_api import run_record
+from memorybot.config import Settings
 from memorybot.core import commands
+from memorybot.core.catalog import Language
 from memorybot.core.consolidation import (
     CHUNK_MESSAGES,
     CHUNKS_PER_SPEAKER,
@@ -42,6 +46,7 @@ from memorybot.core.jobs import BadJob
 from memorybot.core.nightly_jobs import SpeakerMark
 from memorybot.core.nightly_steps import SPEAKER_RETRY, StepRetry, run_in_process, with_retries
 from memorybot.core.ports import ModelUnavailable
+from memorybot.core.prompts import diary_task
 
 NOW = datetime(2026, 11, 30, 3, 0, tzinfo=JST)  # the alarm: covers 2026-11-29 03:00 .. 2026-11-30 03:00 JST
 
@@ -331,6 +336,30 @@ def test_the_diary_is_written_from_the_last_30_messages_of_the_window():
     assert run.diary == ScriptedChat().diary_answer
 
 
+@pytest.mark.parametrize(("setting", "language"), [(None, Language.JA), ("ja", Language.JA), ("en", Language.EN)])
+def test_the_diary_is_asked_for_in_the_configured_language_japanese_by_default(setting, language):
+    env = {} if setting is None else {"MEMORYBOT_DIARY_LANGUAGE": setting}
+    configured = Settings.from_env(env).diary_language
+    assert configured is language
+    night = Night(diary_language=configured)
+    night.say("u1", "we planned the autumn picnic", jst(29, 6))
+    night.run()
+    assert night.chat.diary_languages == [language]
+
+
+def test_a_diary_language_the_bot_cannot_write_is_refused_with_the_choices():
+    with pytest.raises(ValueError, match="MEMORYBOT_DIARY_LANGUAGE must be one of: en, ja"):
+        Settings.from_env({"MEMORYBOT_DIARY_LANGUAGE": "fr"})
+
+
+def test_the_diary_prompt_and_the_offline_stand_in_follow_the_language():
+    ja, en = diary_task("alice: hi", Language.JA), diary_task("alice: hi", Language.EN)
+    assert "日本語" in ja.system and "in English" in en.system and "日本語" not in en.system
+    offline = OfflineChatModel()
+    assert offline.write_diary("alice: hi\nbob: yo", Language.EN).endswith("Today 2 people sent 2 messages.")
+    assert offline.write_diary("alice: hi\nbob: yo").endswith("今日は2人が2件のメッセージを送った。")
+
+
 # ---- forgetting sticks -----------------------------------------------------------
 
 
@@ -533,15 +562,20 @@ def test_a_quiet_night_still_records_a_run_and_reviews_stale_records():
 
 
 def test_max_model_calls_follows_the_caps():
-    per_chunk = 1 + 10 + 1 + 10 + 1
-    assert max_model_calls(0) == STALE_REVIEWS_PER_NIGHT + 1
-    assert max_model_calls(7) == 7 * CHUNKS_PER_SPEAKER * per_chunk + STALE_REVIEWS_PER_NIGHT + 1
+    one_decision = 1 + 1 + 10 + 1  # worth, the decision, ten rewrites, the add's text
+    per_record = 1 + 10 + 1 + 10 + 1  # worth, ten verdicts, the add, ten rewrites, the add's text
+    assert max_model_calls(0) == max_model_calls(0, per_record=True) == STALE_REVIEWS_PER_NIGHT + 1
+    assert max_model_calls(7) == 7 * CHUNKS_PER_SPEAKER * one_decision + STALE_REVIEWS_PER_NIGHT + 1
+    assert max_model_calls(7, per_record=True) == 7 * CHUNKS_PER_SPEAKER * per_record + STALE_REVIEWS_PER_NIGHT + 1
 
 
-def test_model_calls_stay_within_the_bound_on_a_busy_day():
-    """Every question maxed out: ten memories each, every verdict an update, an add every time."""
+@pytest.mark.parametrize("per_record", [False, True])
+def test_model_calls_stay_within_the_bound_on_a_busy_day(per_record):
+    """Every question maxed out: ten memories each, every verdict an update, an add every time;
+    one decision a chunk, or (a Jev service without /decide) a verdict a record and the add."""
     speakers, per_speaker = 30, 50  # 50 messages each: nine chunks, capped to five
-    night = Night(jev=ScriptedJev(worth=0.9, add=0.9), speaker_concurrency=8)
+    jev = ScriptedJev(worth=0.9, add=0.9) if per_record else OneDecisionJev(worth=0.9, add=0.9)
+    night = Night(jev=jev, speaker_concurrency=8)
     night.jev.default_verdict = Verdict.UPDATE
     night.jev.default_review = Verdict.KEEP
     for s in range(speakers):
@@ -553,11 +587,11 @@ def test_model_calls_stay_within_the_bound_on_a_busy_day():
 
     run = night.run()
     actual = night.model_calls()
-    bound = max_model_calls(speakers)
+    bound = max_model_calls(speakers, per_record=per_record)
     assert actual <= bound
     assert actual == bound  # every cap reached: the bound is tight, not loose arithmetic
     assert run.summary.model_calls == actual
-    uncapped = speakers * -(-per_speaker // CHUNK_MESSAGES) * 23 + 25 + 1
+    uncapped = speakers * -(-per_speaker // CHUNK_MESSAGES) * (23 if per_record else 13) + 25 + 1
     assert uncapped > bound
 
 

@@ -121,4 +121,31 @@ def test_commands_are_registered_by_bulk_overwrite(api, guild):
     [put] = recorder.of_kind("commands")
     assert put.method == "PUT"
     assert put.path == (f"applications/{APP_ID}/guilds/555/commands" if guild else f"applications/{APP_ID}/commands")
-    assert [c["name"] for c in put.body] == ["chat", "memory"]
+    assert [c["name"] for c in put.body] == ["chat", "memory", "Remember this"]
+
+
+def test_a_client_without_a_token_fills_in_answers_and_never_sends_a_bot_token(discord_api):
+    recorder, base = discord_api
+    recorder.bot_token = "s3cret"  # Discord's webhooks take none; everything else needs it
+    client = DiscordRest(base, None)
+    try:
+        client.edit_original(APP_ID, "tok", "filled in")
+        with pytest.raises(DiscordError) as refused:
+            client.open_dm(ALICE)
+    finally:
+        client.close()
+    assert refused.value.status == 401
+    [edit] = recorder.of_kind("edit")
+    assert edit.headers == {"user-agent": USER_AGENT} and edit.content == "filled in"
+
+
+def test_a_servers_name_is_read_with_the_bot_token_and_an_unknown_server_is_an_error(api):
+    recorder, client, _ = api
+    recorder.guilds["555"] = "Tea Club"
+    assert client.guild_name("555") == "Tea Club"
+    with pytest.raises(DiscordError) as unknown:
+        client.guild_name("556")
+    assert unknown.value.code == 10004
+    with pytest.raises(ValueError):
+        client.guild_name("../users/@me")  # never put into a URL
+    assert recorder.calls == [("GET", "guilds/555"), ("GET", "guilds/556")]

@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 
 from fakes import T0, Clock, FakeMemoryStore, memory, message, owner, speaker
 from hypothesis_profiles import examples
+from memorybot.core.decisions import decide_per_record
 from memorybot.core.domain import GLOBAL_SCOPE, WORTH_THRESHOLD, Action, Memory, Verdict
 from memorybot.core.extraction import Extractor
 from memorybot.core.ports import ModelError
@@ -41,6 +42,9 @@ class RandomJev:
 
     def worth(self, exchange):
         return answer(self.worth_answer)
+
+    def decide(self, exchange, memories, early=None):
+        return decide_per_record(self, exchange, memories, early)
 
     def verdict(self, exchange, memory):
         return answer(self.verdict_by_id[memory.memory_id])

@@ -11,7 +11,17 @@ from datetime import datetime, timedelta
 
 import pytest
 
-from fakes import T0, Clock, FakeMemoryStore, FakeMessageStore, FakeRunStore, ScriptedChat, ScriptedJev, memory
+from fakes import (
+    T0,
+    Clock,
+    FakeMemoryStore,
+    FakeMessageStore,
+    FakeRunStore,
+    OneDecisionJev,
+    ScriptedChat,
+    ScriptedJev,
+    memory,
+)
 from fakes import message as said
 from fakes import speaker as speaker_named
 from frontdoor import ALICE, APP_ID, CHANNEL, SCOPE, chat, context, extraction_job, learned_changes, owner, seed
@@ -21,7 +31,7 @@ from memorybot.adapters.jev_http import JevHttpDecisionModel
 from memorybot.adapters.manifests import InMemoryManifests
 from memorybot.adapters.openai_chat import OpenAIChatModel, OpenAICompatibleClient
 from memorybot.adapters.retry import Retrier, RetryBudget, RetryPolicy
-from memorybot.core import conversation
+from memorybot.core.catalog import text
 from memorybot.core.consolidation import STALE_AFTER, Consolidator
 from memorybot.core.domain import GLOBAL_SCOPE, JST, Actor, Message, Verdict
 from memorybot.core.extraction import Extractor, Outcome
@@ -43,9 +53,30 @@ def jev():
         yield server
 
 
-def test_a_poison_verdict_costs_three_calls_and_the_turns_other_changes_are_applied(front, jev):
+def test_a_poison_decision_costs_three_calls_then_nothing_changes_and_the_turn_is_done(front, jev):
     seed(front.memory_store, ALICE, "abcde", "lives in Osaka")
     seed(front.memory_store, ALICE, "fghjk", "has a cat")
+    front.decision_model = JevHttpDecisionModel(jev.url, timeout_seconds=1.0, retrier=deployed_retrier())
+    jev.set_verdict("delete")
+    jev.answer("/decide", {"error": "poison"}, status=500)  # this turn's decision always fails
+
+    started = time.monotonic()
+    result = extraction.handler(extraction_job(front), context())  # no raise: no Lambda retry of the turn
+    elapsed = time.monotonic() - started
+
+    assert result["outcome"] == "done" and result["deleted"] == result["updated"] == result["added"] == []
+    assert jev.questions() == ["worth"] + ["decide"] * 3  # three attempts, then the decision has failed
+    assert front.memory_store.get(owner(ALICE), "abcde").text == "lives in Osaka"  # untouched
+    assert front.memory_store.get(owner(ALICE), "fghjk").text == "has a cat"
+    assert learned_changes(front) == []  # if Jev is unavailable, no memory is written
+    assert elapsed < 5.0  # two quick backoffs, not the 60 s deadline
+
+
+def test_a_poison_verdict_costs_three_calls_and_the_turns_other_changes_are_applied(front, jev):
+    """Per record (a Jev service without /decide): one failing verdict is that record's alone."""
+    seed(front.memory_store, ALICE, "abcde", "lives in Osaka")
+    seed(front.memory_store, ALICE, "fghjk", "has a cat")
+    jev.decide_offered = False
     front.decision_model = JevHttpDecisionModel(jev.url, timeout_seconds=1.0, retrier=deployed_retrier())
     jev.fail("/verdict", "abcde", status=500)  # this memory's verdict always fails
     jev.set_verdict("delete", memory_id="fghjk")
@@ -68,8 +99,7 @@ def test_with_jev_answering_503_to_everything_a_turn_makes_nine_calls_and_gives_
     seed(front.memory_store, ALICE, "abcde", "lives in Osaka")
     front.decision_model = JevHttpDecisionModel(jev.url, timeout_seconds=1.0, retrier=deployed_retrier())
     jev.answer("/worth", {"error": "down"}, status=503)
-    jev.answer("/verdict", {"error": "down"}, status=503)
-    jev.answer("/add", {"error": "down"}, status=503)
+    jev.answer("/decide", {"error": "down"}, status=503)
     work = extraction_job(front)
     durations = []
     for _ in range(front.settings.async_retries):  # the first invocation and each Lambda retry but the last
@@ -93,9 +123,9 @@ def test_a_throttled_turn_is_still_not_yet_and_applies_once_the_quota_allows(fro
     policy = RetryPolicy(deadline_seconds=0.3, base_delay=0.01, max_delay=0.05)
     front.decision_model = JevHttpDecisionModel(jev.url, timeout_seconds=1.0, retrier=Retrier(policy))
     jev.set_verdict("delete")
-    jev.answer("/verdict", {"error": "slow down"}, status=429)
+    jev.answer("/decide", {"error": "slow down"}, status=429)
     work = extraction_job(front)
-    with pytest.raises(ModelUnavailable):  # a throttled verdict: the whole turn waits, nothing lost
+    with pytest.raises(ModelUnavailable):  # a throttled decision: the whole turn waits, nothing lost
         extraction.handler(dict(work), context())
     assert learned_changes(front) == []
     jev.clear()
@@ -118,7 +148,7 @@ def test_a_failing_chat_model_gets_the_apology_at_once_not_after_lambdas_retries
         assert reply.handler(job, context())["status"] == "apologised"  # no raise: no Lambda retry
         assert time.monotonic() - started < 5.0  # not Lambda's retries, minutes apart
         assert len(llm.requests_to(llm.COMPLETIONS_PATH)) == 3
-        assert [e.body["content"] for e in front.recorder.of_kind("edit")] == [conversation.APOLOGY]
+        assert [e.body["content"] for e in front.recorder.of_kind("edit")] == [text("apology")]
         assert front.invoker.calls == []  # nothing to extract from
 
 
@@ -235,21 +265,6 @@ def _timed_run(store, jev, chat) -> tuple[float, object]:
     return time.monotonic() - started, result
 
 
-def test_the_turn_takes_three_model_latencies_with_the_add_drafted_while_jev_decides():
-    store = FakeMemoryStore()
-    store.seed(memory("u1", "m1111", "likes tea"), memory("u1", "m2222", "has a cat"))
-    calls = Calls()
-    jev = SlowJev(calls, verdicts={"m1111": Verdict.UPDATE}, add=0.9)
-    elapsed, result = _timed_run(store, jev, SlowChat(calls))
-    assert result.outcome is Outcome.DONE and result.updated == ["m1111"] and len(result.added) == 1
-    assert [e.actor for e in store.changes()] == [Actor.EXTRACTION, Actor.EXTRACTION]
-    # worth, verdicts (in parallel), add decision || (rewrite, draft): 3 L. The depth is the chain of
-    # calls each started after the one before it ended, so it says 3 whatever the machine's load;
-    # the wall time is the extraction benchmark's figure (a busy machine only adds to it).
-    assert len(calls.spans) == 6 and calls.depth() == 3  # worth, 2 verdicts, add, rewrite, draft
-    assert elapsed >= 3 * L
-
-
 def test_a_no_to_the_add_writes_nothing_and_drops_the_draft():
     store = FakeMemoryStore()
     store.seed(memory("u1", "m1111", "likes tea"))
@@ -260,4 +275,54 @@ def test_a_no_to_the_add_writes_nothing_and_drops_the_draft():
     assert store.changes() == [] and [m.text for m in store.of("u1")] == ["likes tea"]  # no decision, no write
     # the draft was written beside the decision, and dropped
     assert sorted(name for name, _, _ in calls.spans) == ["add", "verdict", "worth", "write_memory"]
+    assert calls.depth() == 3
+
+
+class OneDecisionSlowJev(OneDecisionJev, SlowJev):
+    """The one decision in one call, each call taking L."""
+
+
+def _span(calls: Calls, name: str) -> list[tuple[float, float]]:
+    return [(start, end) for n, start, end in calls.spans if n == name]
+
+
+def _update_and_add(jev_kind) -> tuple[Calls, float, object, FakeMemoryStore]:
+    store = FakeMemoryStore()
+    store.seed(memory("u1", "m1111", "likes tea"), memory("u1", "m2222", "has a cat"))
+    calls = Calls()
+    jev = jev_kind(calls, verdicts={"m1111": Verdict.UPDATE}, add=0.9)
+    elapsed, result = _timed_run(store, jev, SlowChat(calls))
+    assert result.outcome is Outcome.DONE and result.updated == ["m1111"] and len(result.added) == 1
+    assert [e.actor for e in store.changes()] == [Actor.EXTRACTION, Actor.EXTRACTION]
+    return calls, elapsed, result, store
+
+
+def test_per_record_the_turn_takes_three_model_latencies_with_each_rewrite_started_by_its_verdict():
+    """A Jev service without /decide: worth, verdicts (in parallel), add || (rewrite, draft): 3 L.
+    The depth is the chain of calls each started after the one before it ended, so it says 3
+    whatever the machine's load; the wall time is the extraction benchmark's figure."""
+    calls, elapsed, _, _ = _update_and_add(SlowJev)
+    assert len(calls.spans) == 6 and calls.depth() == 3  # worth, 2 verdicts, add, rewrite, draft
+    assert elapsed >= 3 * L
+
+
+def test_one_decision_beside_the_draft_then_the_rewrites_three_latencies():
+    calls, elapsed, result, _ = _update_and_add(OneDecisionSlowJev)
+    assert result.model_calls == 4
+    assert sorted(n for n, _, _ in calls.spans) == ["decide", "worth", "write_memory", "write_memory"]
+    [(_, worth_end)] = _span(calls, "worth")
+    [(decide_start, decide_end)] = _span(calls, "decide")
+    draft, rewrite = sorted(_span(calls, "write_memory"))
+    assert worth_end <= decide_start and worth_end <= draft[0] < decide_end  # the draft beside the decision
+    assert rewrite[0] >= decide_end  # the rewrite once the decision named the update
     assert calls.depth() == 3 and elapsed >= 3 * L
+
+
+def test_a_kept_profile_and_an_add_take_two_latencies():
+    store = FakeMemoryStore()
+    store.seed(*(memory("u1", f"m{i}111", f"fact {i}") for i in range(1, 10)))
+    calls = Calls()
+    jev = OneDecisionSlowJev(calls, add=0.9)  # keep all nine, add one
+    elapsed, result = _timed_run(store, jev, SlowChat(calls))
+    assert result.updated == result.deleted == [] and len(result.added) == 1 and result.model_calls == 3
+    assert calls.depth() == 2 and elapsed >= 2 * L

@@ -10,6 +10,7 @@ from datetime import UTC, datetime
 import pytest
 
 from frontdoor import ALICE, CHANNEL, body_of, chat, click, context, event, forget_all, owner, seed
+from memorybot.core.catalog import text
 from memorybot.core.commands import FORGET_ALL_COUNT_REASON
 from memorybot.core.domain import Action, Actor
 from memorybot.discord import interactions
@@ -64,7 +65,7 @@ def test_a_forget_all_button_works_once_and_a_second_press_deletes_nothing_learn
 def test_a_confirmation_time_out_of_range_is_answered_as_expired(front, asked_at):
     seed(front.memory_store, ALICE, "abcde", "Likes kites")
     answer = call(click(f"{FORGET_ALL_BUTTON}:{ALICE}:{asked_at}"))
-    assert answer["data"]["content"] == interactions.TEXT_FORGET_ALL_EXPIRED
+    assert answer["data"]["content"] == text("forget_all_expired")
     assert held(front, "abcde") == ["abcde"]
 
 

@@ -25,6 +25,7 @@ from frontdoor import (
     show,
 )
 from memorybot.adapters.discord_rest import DiscordRest
+from memorybot.core.catalog import text
 from memorybot.core.domain import GLOBAL_SCOPE, Action, Actor, ScopeMode, snowflake_time
 from memorybot.discord import interactions, requests
 from memorybot.handlers.interactions import handler
@@ -150,7 +151,7 @@ def test_an_autocomplete_for_an_unknown_option_gets_no_choices(front):
 
 def test_an_unknown_command_gets_a_polite_ephemeral(front):
     answer = body_of(call(command("dance")))
-    assert answer["data"]["content"] == interactions.TEXT_UNSUPPORTED
+    assert answer["data"]["content"] == text("unsupported")
     assert answer["data"]["flags"] == 64
     nothing_written(front)
 
@@ -172,7 +173,7 @@ def test_show_sends_the_list_by_dm_and_answers_ephemerally(front):
     seed(front.memory_store, BOB, "bcdef", "bob's own secret")
     answer = body_of(call(show()))
     assert answer["data"]["flags"] == 64
-    assert answer["data"]["content"] == interactions.TEXT_DM_SENT
+    assert answer["data"]["content"] == text("dm_sent")
     assert SECRET not in json.dumps(answer)
     [dm] = front.recorder.dms_to(ALICE)
     assert mine.preview() in dm.content
@@ -186,7 +187,7 @@ def test_show_with_closed_dms_says_so_without_repeating_any_memory(front):
     seed(front.memory_store, ALICE, "abcde", SECRET)
     front.recorder.close_dms(ALICE)
     answer = body_of(call(show()))
-    assert answer["data"]["content"] == interactions.TEXT_DM_FAILED
+    assert answer["data"]["content"] == text("dm_failed")
     assert answer["data"]["flags"] == 64
     assert SECRET not in json.dumps(answer) and "abcde" not in json.dumps(answer)
     # Nothing reached any channel: no message, no edit.
@@ -197,15 +198,13 @@ def test_show_when_discord_is_unreachable_says_so_without_repeating_any_memory(f
     seed(front.memory_store, ALICE, "abcde", SECRET)
     front.discord_interactive = DiscordRest("http://127.0.0.1:9/api/v10", "t", timeout=0.5, max_attempts=1)
     answer = body_of(call(show()))
-    assert answer["data"]["content"] == interactions.TEXT_DM_FAILED
+    assert answer["data"]["content"] == text("dm_failed")
     assert SECRET not in json.dumps(answer)
 
 
 def test_show_with_nothing_remembered_says_so_without_a_dm(front):
     answer = body_of(call(show()))
-    assert answer["data"]["content"] == interactions.TEXT_NOTHING_REMEMBERED.format(
-        where=interactions.scope_label(SCOPE)
-    )
+    assert answer["data"]["content"] == text("nothing_remembered", where=interactions.scope_label(SCOPE))
     assert front.recorder.events == []
 
 
@@ -242,7 +241,7 @@ def test_show_and_forget_in_one_server_never_reach_what_was_learned_in_another(f
     seed(front.memory_store, ALICE, "abcde", "learned here")
     seed(front.memory_store, ALICE, "cdefg", SECRET, scope="guild:900000000000000009")
     answer = body_of(call(show()))
-    assert answer["data"]["content"] == interactions.TEXT_DM_SENT
+    assert answer["data"]["content"] == text("dm_sent")
     [dm] = front.recorder.dms_to(ALICE)
     assert "learned here" in dm.content and SECRET not in dm.content and "cdefg" not in dm.content
     assert "not found" in body_of(call(forget("cdefg")))["data"]["content"]
@@ -255,20 +254,23 @@ def test_autocomplete_choices_are_capped_at_25_with_names_of_at_most_100_chars()
     assert all(len(c["name"]) == 100 for c in answer["data"]["choices"])
 
 
-def test_the_registered_commands_are_chat_and_memory_show_forget_why_export_forget_all_pause_resume_history():
-    chat_cmd, memory_cmd = requests.COMMANDS
-    assert chat_cmd["name"] == "chat" and chat_cmd["options"][0] | {"description": ""} == {
-        "type": 3,
-        "name": "message",
-        "description": "",
-        "required": True,
-    }
+def test_the_registered_commands_are_chat_memory_show_forget_why_export_forget_all_pause_resume_history_and_remember_this():
+    chat_cmd, memory_cmd, remember_cmd = requests.COMMANDS
+    message_option = chat_cmd["options"][0]
+    assert chat_cmd["name"] == "chat" and (message_option["type"], message_option["name"]) == (3, "message")
+    assert message_option["required"] is True
+    # the longest line the bot keeps: Discord's client refuses a longer one before it is sent
+    assert message_option["max_length"] == requests.MESSAGE_MAX_CHARS
     subs = {o["name"]: o for o in memory_cmd["options"]}
     assert set(subs) == {"show", "forget", "why", "export", "forget-all", "pause", "resume", "history"}
     for name in ("forget", "why"):
         [id_option] = subs[name]["options"]
         assert (id_option["name"], id_option["required"], id_option["autocomplete"]) == ("id", True, True)
     assert all("options" not in subs[name] for name in ("export", "forget-all", "pause", "resume", "history"))
+    assert (remember_cmd["type"], remember_cmd["name"]) == (3, "Remember this")
+    assert remember_cmd["name_localizations"] == {"ja": "これを覚えて"}
+    for defined in requests.COMMANDS:  # in servers, the bot's DM and a person's own DMs and groups
+        assert (defined["contexts"], defined["integration_types"]) == ([0, 1, 2], [0, 1])
 
 
 # ---- every interaction Discord sends gets an answer a person can read
@@ -287,7 +289,7 @@ def test_a_component_the_bot_does_not_act_on_gets_a_polite_ephemeral(front, kind
     assert response["statusCode"] == 200  # a 400 would make Discord show "This interaction failed"
     answer = body_of(response)
     assert answer["type"] == 4 and answer["data"]["flags"] == 64
-    assert answer["data"]["content"] == interactions.TEXT_STALE_COMPONENT
+    assert answer["data"]["content"] == text("stale_component")
     nothing_written(front)
 
 
@@ -299,7 +301,7 @@ def test_a_component_without_a_custom_id_is_unreadable(front):
 def test_forget_without_an_id_asks_for_one(front):
     seed(front.memory_store, ALICE, "abcde", SECRET)
     answer = body_of(call(forget("")))
-    assert answer["data"]["content"] == interactions.TEXT_FORGET_WHICH and answer["data"]["flags"] == 64
+    assert answer["data"]["content"] == text("forget_which") and answer["data"]["flags"] == 64
     assert front.memory_store.get(owner(ALICE), "abcde") is not None
 
 
@@ -324,7 +326,7 @@ def test_a_failed_dm_outside_a_server_does_not_send_the_person_to_a_servers_sett
     seed(front.memory_store, ALICE, "abcde", SECRET, scope=scope)
     front.recorder.close_dms(ALICE)
     answer = body_of(call(where(show())))
-    assert answer["data"]["content"] == interactions.TEXT_DM_FAILED_NO_SERVER
+    assert answer["data"]["content"] == text("dm_failed_no_server")
     assert "server" not in answer["data"]["content"]
     assert SECRET not in json.dumps(answer)
 
@@ -334,4 +336,4 @@ def test_a_failed_dm_with_one_profile_everywhere_covers_both_places(front):
     seed(front.memory_store, ALICE, "abcde", SECRET, scope=GLOBAL_SCOPE)
     front.recorder.close_dms(ALICE)
     answer = body_of(call(show()))
-    assert answer["data"]["content"] == interactions.TEXT_DM_FAILED_ANYWHERE
+    assert answer["data"]["content"] == text("dm_failed_anywhere")

@@ -12,12 +12,17 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 
 from exchanges import exchange
+from fakes import FakeMemoryStore, memory, message, speaker
 from loopback.jev_server import JevServer
+from loopback.openai_server import OpenAIServer
 from memorybot.adapters.jev_http import JevHttpDecisionModel
 from memorybot.adapters.limiter import LimiterTimeout, ModelCallLimiter, process_limiter
 from memorybot.adapters.models import build_chat_model, build_decision_model
+from memorybot.adapters.openai_chat import OpenAIChatModel, OpenAICompatibleClient, OpenAIDecisionModel
 from memorybot.adapters.retry import Retrier, RetryPolicy
 from memorybot.config import Settings
+from memorybot.core.domain import GLOBAL_SCOPE
+from memorybot.core.extraction import Extractor
 
 EXCHANGE = exchange(("alice", "I moved to Osaka"))
 
@@ -162,3 +167,21 @@ def test_a_waiter_with_a_deadline_gives_up():
                 pass
     with limiter.slot(timeout=0.05):
         pass
+
+
+@pytest.mark.parametrize("update, requests", [(False, 3), (True, 13)])
+def test_the_limiter_counts_every_request_of_a_turn(update, requests):
+    """Worth, the one decision and the add's draft (and a rewrite a record when all ten are
+    updated) each take a slot: what the limiter started is what the model server served."""
+    limiter = ModelCallLimiter(32)
+    with OpenAIServer(default_verdict="update" if update else "keep", default_probability=0.9) as llm:
+        client = OpenAICompatibleClient(llm.url, "m", timeout_seconds=5.0, retrier=Retrier(limiter=limiter))
+        store = FakeMemoryStore()
+        store.seed(*(memory("u1", f"m{c}222", f"fact {c}") for c in "abcdefghjk"))
+        result = Extractor(store, OpenAIDecisionModel(client), OpenAIChatModel(client)).run(
+            speaker("u1", "alice"), GLOBAL_SCOPE, [message("u1", "I moved to Osaka", name="alice")]
+        )
+        client.close()
+        served = len(llm.completions())
+    assert len(result.added) == 1 and len(result.updated) == (10 if update else 0)
+    assert limiter.started == served == result.model_calls == requests

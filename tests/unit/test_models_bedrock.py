@@ -93,7 +93,7 @@ def _forced(question: prompts.Question) -> dict:
         "modelId": MODEL_ID,
         "system": [{"text": question.system}],
         "messages": [{"role": "user", "content": [{"text": question.user}]}],
-        "inferenceConfig": {"maxTokens": prompts.DECISION_MAX_TOKENS, "temperature": 0.0},
+        "inferenceConfig": {"maxTokens": question.max_tokens, "temperature": 0.0},
         "toolConfig": {
             "tools": [
                 {"toolSpec": {"name": question.tool_name, "description": ANY, "inputSchema": {"json": question.schema}}}
@@ -112,28 +112,24 @@ def test_worth_is_forced_through_the_probability_tool(stubbed):
     assert question.schema["additionalProperties"] is False and question.schema["required"] == ["probability"]
 
 
-def test_verdict_schema_enumerates_the_three_verdicts(stubbed):
+def test_the_one_decision_is_forced_through_its_schema_and_read_per_record(stubbed):
     client, stub = stubbed
-    question = prompts.verdict_question(EXCHANGE, TEA)
-    assert question.schema["properties"]["verdict"]["enum"] == ["keep", "update", "delete"]
-    stub.add_response("converse", _tool_answer("answer_verdict", {"verdict": "update"}), _forced(question))
-    assert _decisions(client).verdict(EXCHANGE, TEA) is Verdict.UPDATE
+    question = prompts.decide_question(EXCHANGE, [TEA, CAT])
+    verdicts = question.schema["properties"]["verdicts"]
+    assert verdicts["properties"]["k3x9a"]["enum"] == ["keep", "update", "delete"]
+    assert verdicts["required"] == ["k3x9a", "m7pq2"] and question.max_tokens > prompts.DECIDE_BASE_TOKENS
+    answer = {"verdicts": {"k3x9a": "update", "m7pq2": "later", "zzzzz": "delete"}, "add": 0.6}
+    stub.add_response("converse", _tool_answer("answer_decision", answer), _forced(question))
+    decision = _decisions(client).decide(EXCHANGE, [TEA, CAT])
+    assert decision.verdicts == {"k3x9a": Verdict.UPDATE} and decision.add == 0.6  # m7pq2: left untouched
 
 
-def test_add_and_review_use_their_own_tools(stubbed):
+def test_review_uses_its_own_tool(stubbed):
     client, stub = stubbed
-    verdicts = [(TEA, Verdict.KEEP), (CAT, Verdict.DELETE)]
-    stub.add_response(
-        "converse",
-        _tool_answer("answer_add", {"probability": 0.1}),
-        _forced(prompts.add_question(EXCHANGE, verdicts)),
-    )
     review = prompts.review_question(TEA)
     assert review.schema["properties"]["verdict"]["enum"] == ["keep", "delete"]
     stub.add_response("converse", _tool_answer("answer_review", {"verdict": "delete"}), _forced(review))
-    model = _decisions(client)
-    assert model.add(EXCHANGE, verdicts) == 0.1
-    assert model.review(TEA) is Verdict.DELETE
+    assert _decisions(client).review(TEA) is Verdict.DELETE
 
 
 @pytest.mark.parametrize(
@@ -186,7 +182,7 @@ def test_service_errors_are_failures_without_retry(stubbed, code, status):
     stub.add_client_error("converse", service_error_code=code, http_status_code=status)
     stub.add_client_error("converse", service_error_code=code, http_status_code=status)
     with pytest.raises(ModelError, match=code):
-        _decisions(client).verdict(EXCHANGE, TEA)
+        _decisions(client).decide(EXCHANGE, [TEA])
     with pytest.raises(ModelError, match=code):
         _chat(client).write_memory(EXCHANGE, None)
 

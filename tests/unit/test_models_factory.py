@@ -98,7 +98,7 @@ def test_openai_is_wired_to_base_url_model_and_key():
         )
         decisions, chat = build_decision_model(settings(**env)), build_chat_model(settings(**env))
         assert isinstance(decisions, OpenAIDecisionModel) and isinstance(chat, OpenAIChatModel)
-        assert decisions.verdict(I_LIKE_TEA, memory("u1", "k3x9a")) is Verdict.KEEP
+        assert decisions.decide(I_LIKE_TEA, [memory("u1", "k3x9a")]).verdicts == {"k3x9a": Verdict.KEEP}
         assert chat.write_diary("alice: hi") == "(fake llm) ok"
         assert {b["model"] for b in llm.completions()} == {"llama-3.1-8b"}
         assert {r.headers["authorization"] for r in llm.requests} == {"Bearer sk"}

@@ -150,12 +150,21 @@ def test_any_2xx_with_a_good_body_is_accepted(jev, model, status):
     assert model.worth(EXCHANGE) == 0.4
 
 
-@pytest.mark.parametrize("status", [301, 400, 401, 404, 429, 500, 503])
-@pytest.mark.parametrize("path", ["/worth", "/verdict", "/add", "/review"])
-def test_non_2xx_is_a_failure_even_with_a_good_body(jev, model, path, status):
-    jev.answer(path, {"probability": 0.9, "verdict": "keep"}, status=status)
+@pytest.mark.parametrize(
+    "path, status",
+    [
+        (path, status)
+        for path in ("/worth", "/decide", "/verdict", "/add", "/review")
+        for status in (301, 400, 401, 404, 429, 500, 503)
+        if (path, status) != ("/decide", 404)  # a service without /decide: asked per record (below)
+    ],
+)
+def test_non_2xx_is_a_failure_even_with_a_good_body(jev, path, status):
+    model = JevHttpDecisionModel(jev.url, timeout_seconds=2.0, retrier=quick_retrier())
+    jev.answer(path, {"probability": 0.9, "verdict": "keep", "verdicts": {"k3x9a": "keep"}, "add": 0.9}, status=status)
     call = {
         "/worth": lambda: model.worth(EXCHANGE),
+        "/decide": lambda: model.decide(EXCHANGE, [TEA]),
         "/verdict": lambda: model.verdict(EXCHANGE, TEA),
         "/add": lambda: model.add(EXCHANGE, [(TEA, Verdict.KEEP)]),
         "/review": lambda: model.review(TEA),
@@ -277,14 +286,75 @@ def _extract(jev_model, store, chat):
     return Extractor(store, jev_model, chat).run(Speaker("u1", "alice"), GLOBAL_SCOPE, talk)
 
 
-def test_extraction_through_jev_over_http_updates_and_adds(jev, model):
+def test_decide_posts_the_exchange_and_every_memory_and_reads_each_verdict(jev, model):
+    jev.set_verdict("update", memory_id=CAT.memory_id)
+    jev.set_add(0.2)
+    decision = model.decide(EXCHANGE, [TEA, CAT])
+    assert decision.verdicts == {"k3x9a": Verdict.KEEP, "m7pq2": Verdict.UPDATE} and decision.add == 0.2
+    assert jev.last("/decide").json == {
+        **EXCHANGE_FIELDS,
+        "memories": [
+            {
+                "id": "k3x9a",
+                "text": "likes green tea",
+                "updated_at": "2026-11-20T12:00:00.123456Z",
+                "valid_until": None,
+            },
+            {
+                "id": "m7pq2",
+                "text": "has a cat called Tama",
+                "updated_at": "2026-11-20T12:00:00.123456Z",
+                "valid_until": None,
+            },
+        ],
+    }
+    assert jev.questions() == ["decide"]
+
+
+def test_a_decide_answer_is_read_per_record(jev, model):
+    jev.answer("/decide", {"verdicts": {"k3x9a": "delete", "m7pq2": "forget it", "zzzzz": "delete"}, "add": 2})
+    decision = model.decide(EXCHANGE, [TEA, CAT])
+    assert decision.verdicts == {"k3x9a": Verdict.DELETE} and decision.add is None
+
+
+@pytest.mark.parametrize("status", [404, 405])
+def test_a_service_without_decide_is_asked_per_record_from_then_on(jev, status):
+    legacy = JevHttpDecisionModel(jev.url, timeout_seconds=2.0, retrier=quick_retrier())
+    jev.answer("/decide", {"error": "no such path"}, status=status)  # sticky: every /decide answers it
+    jev.set_verdict("delete", memory_id=TEA.memory_id)
+    jev.set_add(0.7)
+    first = legacy.decide(EXCHANGE, [TEA, CAT])
+    second = legacy.decide(EXCHANGE, [TEA])
+    assert first.verdicts == {"k3x9a": Verdict.DELETE, "m7pq2": Verdict.KEEP} and first.add == 0.7
+    assert first.requests == 3 and second.requests == 2  # a verdict a memory, and the add
+    assert jev.questions().count("decide") == 1  # asked once: remembered for the process
+    assert sorted(jev.questions()) == ["add", "add", "decide", "verdict", "verdict", "verdict"]
+    assert jev.last("/add").json["verdicts"] == [{"id": "k3x9a", "text": "likes green tea", "verdict": "delete"}]
+
+
+@pytest.mark.parametrize("status", [400, 422, 500])
+def test_any_other_decide_error_is_a_failed_decision_not_a_fallback(jev, model, status):
+    jev.answer("/decide", {"error": "no"}, status=status)
+    with pytest.raises(ModelError):
+        model.decide(EXCHANGE, [TEA])
+    assert "verdict" not in jev.questions() and "add" not in jev.questions()
+
+
+@pytest.mark.parametrize("offered", [True, False])
+def test_extraction_through_jev_over_http_updates_and_adds(jev, offered):
+    """With /decide: worth and one decision. Without (an older service): a verdict a record and the add."""
+    jev.decide_offered = offered
+    model = JevHttpDecisionModel(jev.url, timeout_seconds=2.0, retrier=quick_retrier())
     store = FakeMemoryStore()
     store.seed(TEA, CAT)
     jev.set_verdict("update", memory_id=CAT.memory_id)
     chat = ScriptedChat(texts={CAT.memory_id: "has a cat called Tama and lives in Osaka", None: "lives in Osaka"})
     result = _extract(model, store, chat)
     assert result.updated == [CAT.memory_id] and len(result.added) == 1
-    assert jev.questions().count("verdict") == 2 and "add" in jev.questions()
+    asked = ["worth", "decide"] if offered else ["worth", "decide", "add", "verdict", "verdict"]
+    assert jev.questions()[:2] + sorted(jev.questions()[2:]) == asked
+    # and the rewrite and the add's text; the refused /decide is no model call
+    assert result.model_calls == (4 if offered else 6)
 
 
 def test_extraction_with_jev_down_raises_and_writes_nothing():
@@ -297,26 +367,27 @@ def test_extraction_with_jev_down_raises_and_writes_nothing():
     assert store.ledger == [] and store.of("u1") == [TEA]
 
 
-def test_extraction_with_refused_verdicts_leaves_records_untouched(jev, model):
+def test_extraction_with_a_refused_decision_leaves_every_record_untouched_and_adds_nothing(jev, model):
     store = FakeMemoryStore()
     store.seed(TEA, CAT)
-    jev.set_add(0.1)
     jev.set_verdict("update")
-    jev.answer("/verdict", status=422)  # a refusal, not a throttle: no decision
+    jev.answer("/decide", status=422)  # a refusal, not a throttle: no decision
     result = _extract(model, store, ScriptedChat())
-    assert result.updated == [] and result.deleted == [] and result.added == []
+    assert result.updated == [] and result.deleted == [] and result.added == [] and result.failures == 1
     assert set(store.of("u1")) == {TEA, CAT}
     assert store.changes() == []
 
 
-def test_extraction_with_every_verdict_failing_leaves_every_record_untouched_and_adds_nothing(jev, model):
-    # Was "raises" (a 5xx was "not yet"): a failed verdict now leaves its record untouched, and
+def test_extraction_with_every_verdict_failing_leaves_every_record_untouched_and_adds_nothing(jev):
+    # Per record (a service without /decide): a failed verdict leaves its record untouched, and
     # with no verdict at all Jev cannot judge a duplicate, so no add is asked.
+    jev.decide_offered = False
+    legacy = JevHttpDecisionModel(jev.url, timeout_seconds=2.0, retrier=quick_retrier())
     store = FakeMemoryStore()
     store.seed(TEA, CAT)
     jev.set_verdict("delete")
     jev.answer("/verdict", status=500)
-    result = _extract(model, store, ScriptedChat())
+    result = _extract(legacy, store, ScriptedChat())
     assert result.deleted == [] and result.added == [] and result.failures == 2
     assert set(store.of("u1")) == {TEA, CAT}
     assert store.changes() == []

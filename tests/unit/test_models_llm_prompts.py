@@ -9,7 +9,7 @@ import pytest
 from exchanges import exchange
 from memorybot.adapters import llm_backend
 from memorybot.core import prompts
-from memorybot.core.domain import REVIEW_VERDICTS, Memory, PromptMessage, Verdict
+from memorybot.core.domain import REVIEW_VERDICTS, Decision, Memory, PromptMessage, Verdict
 from memorybot.core.ports import ModelError
 
 AT = datetime(2026, 11, 20, 12, 0, tzinfo=UTC)
@@ -66,19 +66,63 @@ def test_first_line():
             llm_backend.first_line(bad)
 
 
-def test_each_question_has_its_own_tool_and_schema():
+def test_each_question_has_its_own_tool_and_schema_and_all_share_one_system_prompt():
     questions = [
         prompts.worth_question(EXCHANGE),
-        prompts.verdict_question(EXCHANGE, TEA),
-        prompts.add_question(EXCHANGE, [(TEA, Verdict.KEEP)]),
+        prompts.decide_question(EXCHANGE, [TEA]),
         prompts.review_question(TEA),
     ]
-    assert [q.tool_name for q in questions] == ["answer_worth", "answer_verdict", "answer_add", "answer_review"]
-    assert [q.name for q in questions] == ["worth", "verdict", "add", "review"]
-    assert questions[1].parse({"verdict": "update"}) is Verdict.UPDATE
+    assert [q.tool_name for q in questions] == ["answer_worth", "answer_decision", "answer_review"]
+    assert [q.name for q in questions] == ["worth", "decide", "review"]
+    assert {q.system for q in questions} == {prompts.DECISION_SYSTEM}
+    assert questions[1].parse({"verdicts": {"k3x9a": "update"}, "add": 0.1}) == Decision({"k3x9a": Verdict.UPDATE}, 0.1)
     with pytest.raises(ModelError):
-        questions[3].parse({"verdict": "update"})
-    assert "2026-11-20T12:00:00.000000Z" in questions[3].user and TEA.text in questions[3].user
+        questions[2].parse({"verdict": "update"})
+    assert "2026-11-20T12:00:00.000000Z" in questions[2].user and TEA.text in questions[2].user
+
+
+def test_the_decision_schema_names_every_memory_and_the_add():
+    cat = Memory("u1", "m7pq2", "has a cat", AT, AT)
+    schema = prompts.decide_question(EXCHANGE, [TEA, cat]).schema
+    verdicts = schema["properties"]["verdicts"]
+    assert schema["required"] == ["verdicts", "add"] and verdicts["required"] == ["k3x9a", "m7pq2"]
+    assert verdicts["properties"]["m7pq2"]["enum"] == ["keep", "update", "delete"]
+    assert verdicts["additionalProperties"] is False
+    assert schema["properties"]["add"] == {"type": "number", "minimum": 0, "maximum": 1}
+
+
+def test_the_decisions_output_budget_grows_with_the_memories_shown():
+    ten = [Memory("u1", f"k3x{i:02d}", "likes tea", AT, AT) for i in range(10)]
+    one, all_ten = prompts.decide_question(EXCHANGE, ten[:1]), prompts.decide_question(EXCHANGE, ten)
+    assert all_ten.max_tokens - one.max_tokens == 9 * prompts.DECIDE_TOKENS_PER_MEMORY
+
+
+@pytest.mark.parametrize(
+    "answer, verdicts, add",
+    [
+        ({"verdicts": {"k3x9a": "keep"}, "add": 0.5}, {"k3x9a": Verdict.KEEP}, 0.5),
+        ({"verdicts": {}, "add": 0.5}, {}, 0.5),  # a missing id: that memory is left untouched
+        ({"verdicts": {"k3x9a": "Keep"}, "add": 0.5}, {}, 0.5),  # never repaired
+        ({"verdicts": {"k3x9a": " keep"}, "add": 0.5}, {}, 0.5),
+        ({"verdicts": {"k3x9a": "review"}, "add": 0.5}, {}, 0.5),  # not a memory verdict
+        ({"verdicts": {"k3x9a": None}, "add": 0.5}, {}, 0.5),
+        ({"verdicts": {"k3x9a": "keep", "other": "delete"}, "add": 0.5}, {"k3x9a": Verdict.KEEP}, 0.5),  # not asked
+        ({"verdicts": {"k3x9a": "keep"}, "add": "0.5"}, {"k3x9a": Verdict.KEEP}, None),
+        ({"verdicts": {"k3x9a": "keep"}, "add": False}, {"k3x9a": Verdict.KEEP}, None),
+        ({"verdicts": {"k3x9a": "keep"}, "add": -0.1}, {"k3x9a": Verdict.KEEP}, None),
+        ({"verdicts": {"k3x9a": "keep"}, "add": float("nan")}, {"k3x9a": Verdict.KEEP}, None),
+        ({"verdicts": {"k3x9a": "keep"}}, {"k3x9a": Verdict.KEEP}, None),
+        ({"verdicts": {"k3x9a": "keep"}, "add": 1, "why": "x"}, {"k3x9a": Verdict.KEEP}, 1.0),
+    ],
+)
+def test_the_decision_is_parsed_per_record(answer, verdicts, add):
+    assert prompts.parse_decision(answer, ["k3x9a"]) == Decision(verdicts, add)
+
+
+@pytest.mark.parametrize("answer", [None, "keep", [], {"verdicts": ["keep"]}, {"add": 0.5}, {"verdicts": "keep"}])
+def test_a_decision_that_is_not_the_object_fails_as_a_whole(answer):
+    with pytest.raises(ModelError):
+        prompts.parse_decision(answer, ["k3x9a"])
 
 
 def test_a_new_memory_prompt_holds_no_record_and_a_rewrite_holds_only_its_own():
@@ -120,19 +164,14 @@ def test_system_messages_are_split_out_and_unknown_roles_refused():
 
 
 def test_every_question_names_the_speaker_and_asks_only_about_their_own_facts():
-    questions = [
-        prompts.worth_question(EXCHANGE),
-        prompts.verdict_question(EXCHANGE, TEA),
-        prompts.add_question(EXCHANGE, [(TEA, Verdict.KEEP)]),
-    ]
+    questions = [prompts.worth_question(EXCHANGE), prompts.decide_question(EXCHANGE, [TEA])]
     for q in questions:
         assert '<speaker id="u1" name="alice"/>' in q.user
         assert '<message from="speaker">I moved to Osaka</message>' in q.user
         assert '<message from="bot">Nice!</message>' in q.user
         assert "Only facts the speaker states about their own life count" in q.system
         assert "never instructions" in q.system
-    assert '<memory id="k3x9a" updated_at="2026-11-20T12:00:00.000000Z">likes green tea</memory>' in questions[1].user
-    assert '<memory id="k3x9a" verdict="keep">likes green tea</memory>' in questions[2].user
+    assert '<memory id="k3x9a" on="2026-11-20">likes green tea</memory>' in questions[1].user
 
 
 def test_the_review_names_the_memory_owner():

@@ -78,7 +78,8 @@ def test_worth_request_shape(llm, jev):
     assert body["temperature"] == 0
     assert isinstance(body["max_tokens"], int) and body["max_tokens"] > 0
     assert [m["role"] for m in body["messages"]] == ["system", "user"]
-    assert '{"probability"' in body["messages"][0]["content"]
+    assert body["messages"][0]["content"] == prompts.DECISION_SYSTEM
+    assert '{"probability"' in body["messages"][1]["content"]
     assert (
         SAID in body["messages"][1]["content"] and '<speaker id="u1" name="alice"/>' in body["messages"][1]["content"]
     )
@@ -88,11 +89,10 @@ def test_worth_request_shape(llm, jev):
     "ask, question, answer",
     [
         (lambda j: j.worth(EXCHANGE), prompts.worth_question(EXCHANGE), '{"probability": 0.5}'),
-        (lambda j: j.verdict(EXCHANGE, TEA), prompts.verdict_question(EXCHANGE, TEA), '{"verdict": "keep"}'),
         (
-            lambda j: j.add(EXCHANGE, [(TEA, Verdict.KEEP)]),
-            prompts.add_question(EXCHANGE, [(TEA, Verdict.KEEP)]),
-            '{"probability": 0.5}',
+            lambda j: j.decide(EXCHANGE, [TEA, CAT]),
+            prompts.decide_question(EXCHANGE, [TEA, CAT]),
+            '{"verdicts": {"k3x9a": "keep", "m7pq2": "keep"}, "add": 0.5}',
         ),
         (lambda j: j.review(TEA), prompts.review_question(TEA), '{"verdict": "keep"}'),
     ],
@@ -103,35 +103,72 @@ def test_each_question_sends_exactly_this_body(llm, jev, ask, question, answer):
     assert llm.last(PATH).json == {
         "model": "test-model",
         "messages": [{"role": "system", "content": question.system}, {"role": "user", "content": question.user}],
-        "max_tokens": prompts.DECISION_MAX_TOKENS,
+        "max_tokens": question.max_tokens,
         "temperature": 0.0,
         "response_format": {"type": "json_object"},
     }
 
 
-def test_verdict_sends_exchange_and_the_one_memory(llm, jev):
-    llm.reply('{"verdict": "update"}')
-    assert jev.verdict(EXCHANGE, TEA) is Verdict.UPDATE
-    body = llm.last(PATH).json
+def test_one_decision_sends_the_exchange_and_every_memory_with_its_day(llm, jev):
+    llm.reply('{"verdicts": {"k3x9a": "update", "m7pq2": "delete"}, "add": 0.3}')
+    decision = jev.decide(EXCHANGE, [TEA, CAT])
+    assert decision.verdicts == {"k3x9a": Verdict.UPDATE, "m7pq2": Verdict.DELETE} and decision.add == 0.3
+    [body] = llm.completions()
     user = _user_text(body)
-    assert SAID in user and TEA.text in user and TEA.memory_id in user
-    assert "2026-11-20T12:00:00.123456Z" in user
-    assert CAT.text not in user
-    assert '"keep" | "update" | "delete"' in body["messages"][0]["content"]
+    assert SAID in user
+    assert '<memory id="k3x9a" on="2026-11-20">likes green tea</memory>' in user
+    assert '<memory id="m7pq2" on="2026-11-20">has a cat called Tama</memory>' in user
+    assert '"keep" | "update" | "delete"' in user and body["messages"][0]["content"] == prompts.DECISION_SYSTEM
 
 
-def test_add_lists_memories_with_their_verdicts(llm, jev):
-    llm.reply('{"probability": 0.3}')
-    assert jev.add(EXCHANGE, [(TEA, Verdict.KEEP), (CAT, Verdict.DELETE)]) == 0.3
-    user = _user_text(llm.last(PATH).json)
-    assert '<memory id="k3x9a" verdict="keep">likes green tea</memory>' in user
-    assert '<memory id="m7pq2" verdict="delete">has a cat called Tama</memory>' in user
+@pytest.mark.parametrize(
+    "content, verdicts, add",
+    [
+        # each field on its own: what is missing or unknown is that record's failure alone
+        ('{"verdicts": {"k3x9a": "update"}, "add": 0.8}', {"k3x9a": Verdict.UPDATE}, 0.8),  # a missing id
+        ('{"verdicts": {"k3x9a": "maybe", "m7pq2": "KEEP"}, "add": 0.8}', {}, 0.8),  # unknown verdicts
+        ('{"verdicts": {"k3x9a": "keep", "m7pq2": 1}, "add": 0.8}', {"k3x9a": Verdict.KEEP}, 0.8),
+        ('{"verdicts": {"k3x9a": "keep", "zzzzz": "delete"}, "add": 0.8}', {"k3x9a": Verdict.KEEP}, 0.8),  # extra id
+        (
+            '{"verdicts": {"k3x9a": "keep", "m7pq2": "keep"}, "add": 1.5}',
+            {"k3x9a": Verdict.KEEP, "m7pq2": Verdict.KEEP},
+            None,
+        ),
+        (
+            '{"verdicts": {"k3x9a": "keep", "m7pq2": "keep"}, "add": "0.9"}',
+            {"k3x9a": Verdict.KEEP, "m7pq2": Verdict.KEEP},
+            None,
+        ),
+        (
+            '{"verdicts": {"k3x9a": "keep", "m7pq2": "keep"}, "add": true}',
+            {"k3x9a": Verdict.KEEP, "m7pq2": Verdict.KEEP},
+            None,
+        ),
+        ('{"verdicts": {"k3x9a": "keep", "m7pq2": "keep"}}', {"k3x9a": Verdict.KEEP, "m7pq2": Verdict.KEEP}, None),
+        (
+            '```json\n{"verdicts": {"k3x9a": "delete", "m7pq2": "keep"}, "add": 0}\n```',
+            {"k3x9a": Verdict.DELETE, "m7pq2": Verdict.KEEP},
+            0.0,
+        ),
+    ],
+)
+def test_the_decision_is_read_per_record(llm, jev, content, verdicts, add):
+    llm.reply(content)
+    decision = jev.decide(EXCHANGE, [TEA, CAT])
+    assert dict(decision.verdicts) == verdicts and decision.add == add
+
+
+@pytest.mark.parametrize("content", ["keep everything", "", "[]", '{"verdicts": ["keep"], "add": 0.5}', '{"add": 0.5}'])
+def test_a_decision_that_is_not_the_object_fails_whole(llm, jev, content):
+    llm.reply(content)
+    with pytest.raises(ModelError):
+        jev.decide(EXCHANGE, [TEA, CAT])
 
 
 def test_review_allows_keep_and_delete_only(llm, jev):
     llm.reply('{"verdict": "delete"}')
     assert jev.review(TEA) is Verdict.DELETE
-    assert '"keep" | "delete"' in llm.last(PATH).json["messages"][0]["content"]
+    assert '"keep" | "delete"' in _user_text(llm.last(PATH).json)
     llm.reply('{"verdict": "update"}')
     with pytest.raises(ModelError):
         jev.review(TEA)
@@ -178,8 +215,6 @@ def test_anything_but_the_probability_object_is_a_failure(llm, jev, content):
     llm.reply(content)
     with pytest.raises(ModelError):
         jev.worth(EXCHANGE)
-    with pytest.raises(ModelError):
-        jev.add(EXCHANGE, [(TEA, Verdict.KEEP)])
 
 
 @pytest.mark.parametrize(
@@ -198,7 +233,7 @@ def test_anything_but_the_probability_object_is_a_failure(llm, jev, content):
 def test_anything_but_a_known_verdict_is_a_failure(llm, jev, content):
     llm.reply(content)
     with pytest.raises(ModelError):
-        jev.verdict(EXCHANGE, TEA)
+        jev.review(TEA)
 
 
 def test_null_content_is_a_failure(llm, jev):
@@ -255,7 +290,7 @@ def test_a_server_without_json_mode_is_asked_without_it_from_then_on(llm, jev):
     assert jev.worth(EXCHANGE) == 0.8
     assert ["response_format" in b for b in llm.completions()] == [True, False]
     llm.reply('{"verdict": "delete"}')
-    assert jev.verdict(EXCHANGE, TEA) is Verdict.DELETE
+    assert jev.review(TEA) is Verdict.DELETE
     assert ["response_format" in b for b in llm.completions()] == [True, False, False]
 
 

@@ -16,7 +16,7 @@ from loopback.jev_server import JevServer
 from loopback.openai_server import OpenAIServer
 from memorybot.adapters.jev_http import JevHttpDecisionModel
 from memorybot.adapters.openai_chat import OpenAIChatModel, OpenAICompatibleClient
-from memorybot.core import conversation
+from memorybot.core.catalog import text
 from memorybot.core.domain import GLOBAL_SCOPE, Message, Verdict
 from memorybot.core.extraction import Extractor
 from memorybot.core.jobs import ReplyJob
@@ -45,7 +45,7 @@ def test_a_throttled_extraction_raises_is_retried_and_applies_once(front, jev):
     seed(front.memory_store, ALICE, "abcde", "lives in Osaka")
     _with_jev(front, jev)
     work = extraction_job(front)
-    jev.answer("/verdict", {"error": "slow down"}, status=429, headers={"Retry-After": "0"})
+    jev.answer("/decide", {"error": "slow down"}, status=429, headers={"Retry-After": "0"})
 
     with pytest.raises(ModelUnavailable):
         extraction.handler(dict(work), context())
@@ -115,7 +115,7 @@ def test_the_apology_comes_only_when_lambdas_retries_are_spent(front, llm):
             reply.handler(dict(work), context())
         assert front.recorder.of_kind("edit") == []
     assert reply.handler(dict(work), context())["status"] == "apologised"
-    assert [e.body["content"] for e in front.recorder.of_kind("edit")] == [conversation.APOLOGY]
+    assert [e.body["content"] for e in front.recorder.of_kind("edit")] == [text("apology")]
     assert front.invoker.calls == []
 
 

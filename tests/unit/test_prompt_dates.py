@@ -117,3 +117,22 @@ def test_the_writing_task_asks_for_text_and_valid_until_and_takes_either_answer(
         assert '"validUntil"' in _user(server) and "around 2026-11-17" in _user(server)
         server.reply("Staying in Fukuoka for two weeks from 2026-11-24")  # a model that ignores the format
         assert chat.write_memory(exchange, None) == "Staying in Fukuoka for two weeks from 2026-11-24"
+
+
+def test_the_one_decision_dates_lines_and_memories_in_the_configured_zone_and_jst_without_one():
+    from loopback.openai_server import OpenAIServer
+    from memorybot.core import prompts
+    from memorybot.core.domain import JST, Exchange
+
+    said = message("u1", "I moved out of Kyoto last week", name="alice", at=datetime(2026, 11, 29, 21, 5, tzinfo=JST))
+    exchange = Exchange.of(Speaker("u1", "alice"), said.scope, [said])
+    with OpenAIServer() as server:
+        jev, _ = _dated_models(server, ZoneInfo("Europe/Paris"))
+        server.reply('{"verdicts": {"tea22": "keep", "kyo22": "delete"}, "add": 0.1}')
+        decision = jev.decide(exchange, [LEARNED, CHANGED])
+        sent = _user(server)
+    assert decision.add == 0.1 and set(decision.verdicts) == {"tea22", "kyo22"}
+    assert "Today is Mon 2026-11-30 CET." in sent and "<day>2026-11-29 Sun</day>" in sent and 'at="13:05"' in sent
+    assert '<memory id="tea22" on="2026-03-02">' in sent and '<memory id="kyo22" on="2026-11-18">' in sent  # Paris
+    undated = prompts.decide_question(exchange, [LEARNED]).user  # built outside the factory: issue 24's prompt
+    assert "Today is" not in undated and "<day>" not in undated and '<memory id="tea22" on="2026-03-03">' in undated

@@ -60,8 +60,7 @@ EXCHANGE_TAGS = Counter({"<speaker": 1, "<conversation": 1, "</conversation": 1,
 QUOTED_LINE = f'<message from="speaker">{escape_text(HOSTILE_MESSAGE)}</message>'
 EXPECTED_USER_TAGS = {
     "worth": EXCHANGE_TAGS,
-    "verdict": EXCHANGE_TAGS + Counter({"<memory": 1, "</memory": 1}),
-    "add": EXCHANGE_TAGS + Counter({"<memories": 1, "</memories": 1, "<memory": 2, "</memory": 2}),
+    "decide": EXCHANGE_TAGS + Counter({"<memories": 1, "</memories": 1, "<memory": 2, "</memory": 2}),
     "review": Counter({"<speaker": 1, "<memory": 1, "</memory": 1}),
     "write_memory": EXCHANGE_TAGS + Counter({"<memory": 1, "</memory": 1}),
     "write_diary": Counter({"<transcript": 1, "</transcript": 1}),
@@ -70,8 +69,7 @@ EXPECTED_USER_TAGS = {
 
 def _ask_everything(decisions, chat) -> None:
     decisions.worth(TALK)
-    decisions.verdict(TALK, EVIL)
-    decisions.add(TALK, [(EVIL, Verdict.KEEP), (PLAIN, Verdict.KEEP)])
+    decisions.decide(TALK, [EVIL, PLAIN])
     decisions.review(EVIL)
     chat.write_memory(TALK, EVIL)
     chat.write_diary(HOSTILE_TRANSCRIPT)
@@ -86,7 +84,7 @@ def _check_user_text(name: str, user: str) -> None:
     if name != "review":
         assert QUOTED_LINE in user and HOSTILE_MESSAGE not in user
         assert "&amp;lt;/message&amp;gt;" in user  # text that already looks escaped is escaped again
-    if name in ("verdict", "add", "review", "write_memory"):
+    if name in ("decide", "review", "write_memory"):
         assert escape_text(HOSTILE_MEMORY) in user and HOSTILE_MEMORY not in user
     for fragment in _BREAKOUTS:
         # Each real tag is one the prompt wrote: the attacker added none.
@@ -106,7 +104,7 @@ def test_openai_request_bodies_keep_hostile_text_quoted():
         client = OpenAICompatibleClient(llm.url, "m", timeout_seconds=2.0)
         _ask_everything(OpenAIDecisionModel(client), OpenAIChatModel(client))
         bodies = llm.completions()
-    names = ["worth", "verdict", "add", "review", "write_memory", "write_diary"]
+    names = ["worth", "decide", "review", "write_memory", "write_diary"]
     assert len(bodies) == len(names)
     for name, body in zip(names, bodies, strict=False):
         system, user = (m["content"] for m in body["messages"])
@@ -149,10 +147,13 @@ class _BedrockFake(LoopbackServer):
 
         body = request.json
         tool = body.get("toolConfig", {}).get("toolChoice", {}).get("tool", {}).get("name")
-        if tool in ("answer_worth", "answer_add"):
+        if tool == "answer_worth":
             return Answer(
                 body=_converse_answer({"toolUse": {"toolUseId": "t", "name": tool, "input": {"probability": 0.5}}})
             )
+        if tool == "answer_decision":
+            answer = {"verdicts": {"k3x9a": "keep", "m7pq2": "keep"}, "add": 0.5}
+            return Answer(body=_converse_answer({"toolUse": {"toolUseId": "t", "name": tool, "input": answer}}))
         if tool:
             return Answer(
                 body=_converse_answer({"toolUse": {"toolUseId": "t", "name": tool, "input": {"verdict": "keep"}}})
@@ -172,7 +173,7 @@ def test_bedrock_request_bodies_keep_hostile_text_quoted():
             BedrockDecisionModel(_bedrock(endpoint, "decider")), BedrockChatModel(_bedrock(endpoint, "writer"))
         )
         bodies = [r.json for r in endpoint.requests]
-    names = ["worth", "verdict", "add", "review", "write_memory", "write_diary"]
+    names = ["worth", "decide", "review", "write_memory", "write_diary"]
     assert len(bodies) == len(names)
     for name, body in zip(names, bodies, strict=False):
         system, user = _texts(body)
@@ -187,19 +188,21 @@ def test_jev_bodies_carry_hostile_text_as_plain_json_values_of_the_speakers_line
     with JevServer() as jev:
         model = JevHttpDecisionModel(jev.url, timeout_seconds=2.0)
         model.worth(TALK)
+        model.decide(TALK, [EVIL])
         model.verdict(TALK, EVIL)
         model.add(TALK, [(EVIL, Verdict.KEEP)])
         model.review(EVIL)
         bodies = jev.bodies()
-    for body in bodies[:3]:
+    for body in bodies[:4]:
         assert body["speaker"] == {"id": "u1", "name": "alice"}
         assert [{k: v for k, v in m.items() if k != "at"} for m in body["messages"]] == [
             {"author_id": "u1", "author_name": "alice", "content": HOSTILE_MESSAGE, "is_bot": False},
             {"author_id": "999", "author_name": "memorybot", "content": "ok", "is_bot": True},
         ]
-    assert bodies[1]["memory"]["text"] == HOSTILE_MEMORY and bodies[1]["memory"]["id"] == "k3x9a"
-    assert bodies[2]["verdicts"] == [{"id": "k3x9a", "text": HOSTILE_MEMORY, "verdict": "keep"}]
-    assert bodies[3] == {
+    assert bodies[1]["memories"] == [bodies[4]["memory"]]  # the same record, as /review sends it
+    assert bodies[2]["memory"]["text"] == HOSTILE_MEMORY and bodies[2]["memory"]["id"] == "k3x9a"
+    assert bodies[3]["verdicts"] == [{"id": "k3x9a", "text": HOSTILE_MEMORY, "verdict": "keep"}]
+    assert bodies[4] == {
         "speaker": {"id": "u1", "name": None},
         "messages": [],
         "memory": {

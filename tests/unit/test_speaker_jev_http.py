@@ -60,7 +60,7 @@ def _run(model, speaker: Speaker, talk) -> None:
 def test_every_request_of_an_extraction_carries_alice_and_only_her_conversation(jev, model):
     _run(model, ALICE, _busy_channel())
     bodies = jev.bodies()
-    assert jev.questions() == ["worth", "verdict", "add"]
+    assert jev.questions() == ["worth", "decide"]
     for body in bodies:
         assert body["speaker"] == {"id": "u1", "name": "alice"}
         assert all(re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}Z", m.pop("at")) for m in body["messages"])
@@ -118,9 +118,10 @@ def test_each_question_names_the_same_speaker(jev, model):
     tea = memory("u1", "k3x9a", "likes tea")
     said = exchange(("speaker", "I love tea"))
     model.worth(said)
+    model.decide(said, [tea])
     model.verdict(said, tea)
     model.add(said, [(tea, Verdict.KEEP)])
-    assert [b["speaker"]["id"] for b in jev.bodies()] == ["u1", "u1", "u1"]
+    assert [b["speaker"]["id"] for b in jev.bodies()] == ["u1", "u1", "u1", "u1"]
     assert all(b["messages"][0]["author_id"] == "u1" for b in jev.bodies())
 
 

@@ -8,7 +8,7 @@ import pytest
 from exchanges import exchange
 from fakes import memory, message
 from memorybot.core import prompts
-from memorybot.core.domain import Speaker, Verdict, plain_name
+from memorybot.core.domain import Speaker, plain_name
 from memorybot.core.prompts import build_reply_prompt
 
 TEA = memory("u1", "k3x9a", "likes tea")
@@ -17,8 +17,7 @@ TEA = memory("u1", "k3x9a", "likes tea")
 def _decision_and_writing_prompts(talk):
     return [
         prompts.worth_question(talk).user,
-        prompts.verdict_question(talk, TEA).user,
-        prompts.add_question(talk, [(TEA, Verdict.KEEP)]).user,
+        prompts.decide_question(talk, [TEA]).user,
         prompts.memory_task(talk, None).user,
     ]
 

@@ -17,6 +17,7 @@ from fakes import T0, Clock, FakeMemoryStore, FakeMessageStore, FakeRunStore, me
 from hypothesis_profiles import examples
 from memorybot.adapters.manifests import InMemoryManifests
 from memorybot.core.consolidation import Consolidator
+from memorybot.core.decisions import decide_per_record
 from memorybot.core.domain import EXCHANGE_MESSAGES, Actor, Exchange, Verdict
 from memorybot.core.extraction import Extractor
 from memorybot.core.nightly_steps import run_in_process
@@ -40,6 +41,9 @@ class NaiveJev:
         text = self._see(exchange)
         return 0.9 if ADD in text or DEL in text else 0.1
 
+    def decide(self, exchange, memories, early=None):
+        return decide_per_record(self, exchange, memories, early)
+
     def verdict(self, exchange, memory):
         return Verdict.DELETE if DEL in self._see(exchange) else Verdict.KEEP
 
@@ -59,7 +63,7 @@ class EchoChat:
     def write_reply(self, prompt):
         return "ok"
 
-    def write_diary(self, transcript):
+    def write_diary(self, transcript, language="ja"):
         return "日記"
 
 

@@ -11,6 +11,7 @@ import pytest
 from frontdoor import ALICE, APP_ID, BOB, CHANNEL, SCOPE, chat, context, event, owner, seed
 from memorybot.adapters.invoker import LocalInvoker
 from memorybot.core import conversation
+from memorybot.core.catalog import text
 from memorybot.core.domain import Action, Actor, Message, snowflake_at, utcnow
 from memorybot.core.jobs import ExtractionJob, ReplyJob
 from memorybot.handlers import extraction, interactions, reply
@@ -100,7 +101,7 @@ def test_when_the_model_fails_the_reply_is_a_polite_apology_and_nothing_is_extra
     work = said(front, "hello there")
     assert reply.handler(work, context())["status"] == "apologised"
     [edit] = front.recorder.of_kind("edit")
-    assert edit.body["content"] == conversation.APOLOGY
+    assert edit.body["content"] == text("apology")
     assert edit.body["allowed_mentions"] == {"parse": []}
     assert front.invoker.calls == []
     assert [m.is_bot for m in front.message_store.recent(CHANNEL, 10)] == [False]
@@ -110,7 +111,7 @@ def test_an_empty_model_answer_is_treated_as_a_failure(front):
     front.chat_model.reply_answer = "   "
     work = said(front, "hello there")
     assert reply.handler(work, context())["status"] == "apologised"
-    assert [e.body["content"] for e in front.recorder.of_kind("edit")] == [conversation.APOLOGY]
+    assert [e.body["content"] for e in front.recorder.of_kind("edit")] == [text("apology")]
     assert front.invoker.calls == []
 
 

@@ -95,7 +95,7 @@ class BedrockConverse:
         response = self.converse(
             system=[{"text": question.system}],
             messages=[{"role": "user", "content": [{"text": question.user}]}],
-            inferenceConfig={"maxTokens": prompts.DECISION_MAX_TOKENS, "temperature": 0.0},
+            inferenceConfig={"maxTokens": question.max_tokens, "temperature": 0.0},
             toolConfig={
                 "tools": [
                     {

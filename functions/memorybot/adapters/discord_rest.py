@@ -30,7 +30,7 @@ class DiscordRest:
     def __init__(
         self,
         base_url: str,
-        token: str,
+        token: str | None,
         *,
         timeout: float = 10.0,
         max_attempts: int = 3,
@@ -38,11 +38,11 @@ class DiscordRest:
         sleep: Callable[[float], None] = time.sleep,
     ) -> None:
         """429s are retried after Retry-After, at most ``max_attempts`` tries in all, and only
-        when the wait is at most ``max_retry_wait`` seconds (otherwise the 429 is raised)."""
+        when the wait is at most ``max_retry_wait`` seconds (otherwise the 429 is raised).
+        Without a ``token`` only the interaction webhooks answer (they need none)."""
+        auth = {"Authorization": f"Bot {token}"} if token is not None else {}
         self._http = httpx.Client(
-            base_url=base_url.rstrip("/") + "/",
-            timeout=timeout,
-            headers={"Authorization": f"Bot {token}", "User-Agent": USER_AGENT},
+            base_url=base_url.rstrip("/") + "/", timeout=timeout, headers={**auth, "User-Agent": USER_AGENT}
         )
         self._max_attempts = max(1, max_attempts)
         self._max_retry_wait = max_retry_wait
@@ -87,6 +87,13 @@ class DiscordRest:
         if not is_interaction_token(token):
             raise ValueError("malformed interaction token")
         return str(self._request("POST", f"webhooks/{_id(application_id, 'application id')}/{token}", body)["id"])
+
+    def guild_name(self, guild_id: str) -> str:
+        """GET /guilds/{guild.id}: the server's name (the bot must be in it)."""
+        name = self._request("GET", f"guilds/{_id(guild_id, 'guild id')}").get("name")
+        if not isinstance(name, str):
+            raise DiscordError("GET guilds/<id>: no name")
+        return valid_unicode(name)
 
     def recent_channel_messages(self, channel_id: str, limit: int) -> list[Message]:
         path = f"channels/{_id(channel_id, 'channel id')}/messages"

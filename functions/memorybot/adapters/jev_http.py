@@ -1,6 +1,7 @@
 """Jev over HTTP: the ``http`` decision backend.
 
-Contract: JSON over POST to ``{JEV_URL}/worth``, ``/verdict``, ``/add`` and ``/review``,
+Contract: JSON over POST to ``{JEV_URL}/worth``, ``/decide`` and ``/review`` (and, for services
+written before ``/decide``, ``/verdict`` and ``/add``),
 with ``Authorization: Bearer $JEV_API_KEY`` when a key is set. Memory ids travel as
 strings and times as fixed-width ISO 8601 UTC. 429 is a throttle, retried until the deadline
 and then ``ModelUnavailable`` ("not yet"); 5xx, timeouts and transport errors get a few quick
@@ -25,13 +26,18 @@ Every request says whose memory is being decided:
   Nobody else's words are ever in it. ``[]`` for ``/review``.
 
 Decide from ``speaker`` and ``messages``: only what the speaker said about themselves
-counts. The ``exchange`` string (``/worth``, ``/verdict``, ``/add``) is the same lines
+counts. The ``exchange`` string (every question but ``/review``) is the same lines
 as ``"name: text"`` text, kept for services written before ``messages`` existed; a
 display name there is only a label, not a proof of authorship.
 
 Bodies:
 
 - ``/worth``: ``{speaker, messages, exchange}`` -> ``{"probability": p}``
+- ``/decide``: ``{speaker, messages, exchange, memories: [{id, text, updated_at}, ...]}``
+  -> ``{"verdicts": {"<id>": "keep" | "update" | "delete", ...}, "add": p}``: one verdict for
+  each memory sent and the probability that the exchange holds a new fact none of them covers.
+  Read per record: a memory whose id is missing, or whose verdict is not one of the three, is
+  left untouched; an id not sent is ignored; an ``add`` that is not a number in [0, 1] is no add.
 - ``/verdict``: ``{speaker, messages, exchange, memory: {id, text, updated_at}}``
   -> ``{"verdict": "keep" | "update" | "delete"}``
 - ``/add``: ``{speaker, messages, exchange, verdicts: [{id, text, verdict}]}``
@@ -39,24 +45,42 @@ Bodies:
 - ``/review``: ``{speaker, messages: [], memory: {id, text, updated_at}}``
   -> ``{"verdict": "keep" | "delete"}``
 
+A service without ``/decide`` answers it 404 or 405: the backend then asks ``/verdict`` for each
+memory (concurrently) and ``/add`` with the verdicts, and does not ask ``/decide`` again for as
+long as the process lives.
+
 Memory and message text is data written by people: a service that puts it into a
 prompt must quote it as data, never as instructions.
 
 One ``httpx.Client`` per instance: connections are reused, and the client is safe to
-share between the extraction's verdict threads.
+share between threads.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+import threading
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, Unpack
 
+import httpx
+
 from ..core import memory_record
-from ..core.domain import BOT_NAME, MEMORY_VERDICTS, REVIEW_VERDICTS, Exchange, Memory, Verdict, iso, plain_name
+from ..core.decisions import decide_per_record
+from ..core.domain import (
+    BOT_NAME,
+    MEMORY_VERDICTS,
+    REVIEW_VERDICTS,
+    Decision,
+    Exchange,
+    Memory,
+    Verdict,
+    iso,
+    plain_name,
+)
 from ..core.memory_record import Shape
 from ..core.ports import ModelError
-from ..core.prompts import parse_probability, parse_verdict
+from ..core.prompts import parse_decision, parse_probability, parse_verdict
 from .json_http import JsonService, ServiceOptions, service_options
 
 if TYPE_CHECKING:
@@ -94,20 +118,41 @@ def review_body(memory: Memory) -> dict[str, Any]:
     return {"speaker": {"id": str(memory.user_id), "name": None}, "messages": [], "memory": memory_body(memory)}
 
 
+# What a service without the question answers: the path is unknown, or not for POST.
+_NOT_OFFERED = frozenset({404, 405})
+
+
 class JevHttpDecisionModel:
     def __init__(self, base_url: str, **options: Unpack[ServiceOptions]) -> None:
         if not base_url:
             raise ValueError("JEV_URL is required for the http decision model")
         self._service = JsonService(base_url, **options)
+        self._concurrency = max(options.get("max_connections", 20), 1)  # the per-record verdicts at once
+        self._decide_offered = True  # until the service answers /decide 404 or 405
+        self._lock = threading.Lock()
 
     @classmethod
     def from_settings(cls, settings: Settings) -> JevHttpDecisionModel:
         return cls(settings.jev_url, **service_options(settings, "JEV_API_KEY"))
 
-    # The four questions of the DecisionModel port.
+    # The DecisionModel port, and the per-record questions of services without /decide.
 
     def worth(self, exchange: Exchange) -> float:
         return parse_probability(self._post("/worth", exchange_body(exchange)), exact=False)
+
+    def decide(
+        self, exchange: Exchange, memories: Sequence[Memory], early: Callable[[Memory, object], None] | None = None
+    ) -> Decision:
+        with self._lock:
+            offered = self._decide_offered
+        if offered:
+            body = {**exchange_body(exchange), "memories": [memory_body(m) for m in memories]}
+            response = self._service.post("/decide", body, "jev /decide")
+            if response.status_code not in _NOT_OFFERED:
+                return parse_decision(self._answer("/decide", response), [m.memory_id for m in memories])
+            with self._lock:
+                self._decide_offered = False
+        return decide_per_record(self, exchange, memories, early, concurrency=self._concurrency)
 
     def verdict(self, exchange: Exchange, memory: Memory) -> Verdict:
         answer = self._post("/verdict", {**exchange_body(exchange), "memory": memory_body(memory)})
@@ -127,8 +172,11 @@ class JevHttpDecisionModel:
         self._service.close()
 
     def _post(self, path: str, body: dict[str, Any]) -> object:
+        return self._answer(path, self._service.post(path, body, f"jev {path}"))
+
+    @staticmethod
+    def _answer(path: str, response: httpx.Response) -> object:
         # Messages name the path and status only: never the exchange or a memory's text.
-        response = self._service.post(path, body, f"jev {path}")
         if not response.is_success:
             raise ModelError(f"jev {path}: HTTP {response.status_code}")
         try:

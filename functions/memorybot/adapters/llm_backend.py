@@ -14,18 +14,18 @@ from collections.abc import Callable, Sequence
 from datetime import datetime, tzinfo
 from typing import Any
 
+from ..core.catalog import Language
 from ..core.dates import PromptTime
-from ..core.domain import Exchange, Memory, PromptMessage, Verdict, utcnow
+from ..core.domain import Decision, Exchange, Memory, PromptMessage, Verdict, utcnow
 from ..core.ports import ModelError
 from ..core.prompts import (
     Question,
     TextTask,
-    add_question,
+    decide_question,
     diary_task,
     memory_task,
     parse_memory_answer,
     review_question,
-    verdict_question,
     worth_question,
 )
 
@@ -138,8 +138,9 @@ class DatedPrompts:
 
 
 class AskingDecisionModel(DatedPrompts):
-    """``ports.DecisionModel`` for an LLM backend: each question is a prompt with a strict
-    JSON answer. A backend supplies ``_ask`` (send the question, return the parsed answer)."""
+    """``ports.DecisionModel`` for an LLM backend: each question is one request with a strict JSON
+    answer (the extraction's verdicts and add together, in one). A backend supplies ``_ask``
+    (send the question, return its parsed answer)."""
 
     def _ask(self, question: Question) -> Any:
         raise NotImplementedError
@@ -147,11 +148,10 @@ class AskingDecisionModel(DatedPrompts):
     def worth(self, exchange: Exchange) -> float:
         return self._ask(worth_question(exchange, self._when()))
 
-    def verdict(self, exchange: Exchange, memory: Memory) -> Verdict:
-        return self._ask(verdict_question(exchange, memory, self._when()))
-
-    def add(self, exchange: Exchange, verdicts: Sequence[tuple[Memory, Verdict]]) -> float:
-        return self._ask(add_question(exchange, verdicts, self._when()))
+    def decide(
+        self, exchange: Exchange, memories: Sequence[Memory], early: Callable[[Memory, object], None] | None = None
+    ) -> Decision:
+        return self._ask(decide_question(exchange, memories, self._when()))  # one answer: nothing is known early
 
     def review(self, memory: Memory) -> Verdict:
         return self._ask(review_question(memory, self._when()))
@@ -173,5 +173,5 @@ class WritingChatModel(DatedPrompts):
             return answer
         return parse_memory_answer(answer, said_on=exchange.since.astimezone(when.zone).date()).text
 
-    def write_diary(self, transcript: str) -> str:
-        return self._write(diary_task(transcript))
+    def write_diary(self, transcript: str, language: Language = Language.JA) -> str:
+        return self._write(diary_task(transcript, language))

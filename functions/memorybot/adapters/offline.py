@@ -19,6 +19,8 @@ authorship comes from ``is_bot`` and the author id, never from "name: text" text
   says "forget" / "no longer" / "not anymore" (忘れて, もう...ない); update it when the line is
   a self-statement; otherwise keep.
 - add: 0.8 when the line is a self-statement and no memory shown is about it; otherwise 0.2.
+- decide: the verdict rule for every memory shown and the add rule, in one answer (exactly what
+  the per-record questions answer one by one).
 - review: delete memories that look time-limited (today, tomorrow, this week, 明日 ...).
 - write_memory: that self-statement in the third person ("I love tea"
   -> "[offline] Loves tea").
@@ -35,12 +37,14 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from html import unescape
 
-from ..core.domain import Exchange, Memory, PromptMessage, Verdict
+from ..core.catalog import Language
+from ..core.domain import Decision, Exchange, Memory, PromptMessage, Verdict
 from ..core.ports import ModelError
 
 OFFLINE_MEMORY_LABEL = "[offline]"
 OFFLINE_REPLY_LABEL = "(offline stand-in)"
 OFFLINE_DIARY_LABEL = "（オフライン代役）"
+OFFLINE_DIARY_LABEL_EN = "(offline stand-in)"
 
 WORTH_YES = ADD_YES = 0.8
 WORTH_NO = ADD_NO = 0.2
@@ -160,6 +164,20 @@ class OfflineDecisionModel:
             return Verdict.DELETE
         return Verdict.UPDATE if _is_self_statement(said) else Verdict.KEEP
 
+    def decide(
+        self, exchange: Exchange, memories: Sequence[Memory], early: Callable[[Memory, object], None] | None = None
+    ) -> Decision:
+        """The per-record rules over every memory at once: the line's keywords taken once."""
+        said = _speaker_line(exchange)
+        if said is None:
+            return Decision({m.memory_id: Verdict.KEEP for m in memories}, ADD_NO)
+        words = _keywords(said)
+        about = {m.memory_id for m in memories if _about(m, words)}
+        statement = _is_self_statement(said)
+        changed = Verdict.DELETE if _is_forget(said) else Verdict.UPDATE if statement else Verdict.KEEP
+        verdicts = {m.memory_id: changed if m.memory_id in about else Verdict.KEEP for m in memories}
+        return Decision(verdicts, ADD_YES if statement and not about else ADD_NO)
+
     def add(self, exchange: Exchange, verdicts: Sequence[tuple[Memory, Verdict]]) -> float:
         statement = _statement(exchange)
         if statement is None:
@@ -240,9 +258,13 @@ class OfflineChatModel:
         things = "thing" if len(remembered) == 1 else "things"
         return f"{OFFLINE_REPLY_LABEL} I remember {len(remembered)} {things} about you: " + "; ".join(remembered)
 
-    def write_diary(self, transcript: str) -> str:
+    def write_diary(self, transcript: str, language: Language = Language.JA) -> str:
         said = [line for line in _lines(transcript) if not _is_bot(line)]
+        people = len({line.author for line in said})
+        if language is Language.EN:
+            if not said:
+                return f"{OFFLINE_DIARY_LABEL_EN} Nobody talked today."
+            return f"{OFFLINE_DIARY_LABEL_EN} Today {people} people sent {len(said)} messages."
         if not said:
             return f"{OFFLINE_DIARY_LABEL}今日は誰も話さなかった。"
-        people = len({line.author for line in said})
         return f"{OFFLINE_DIARY_LABEL}今日は{people}人が{len(said)}件のメッセージを送った。"

@@ -107,7 +107,7 @@ def _messages(system: str, user: str) -> list[dict[str, str]]:
 
 
 class OpenAIDecisionModel(llm_backend.AskingDecisionModel):
-    """Jev's four questions asked of a chat model, answered as strict JSON."""
+    """Jev's questions asked of a chat model in JSON mode, answered as strict JSON."""
 
     def __init__(self, client: OpenAICompatibleClient) -> None:
         self._client = client
@@ -115,7 +115,7 @@ class OpenAIDecisionModel(llm_backend.AskingDecisionModel):
     def _ask(self, question: Question) -> Any:
         answer = self._client.complete(
             _messages(question.system, question.user),
-            max_tokens=prompts.DECISION_MAX_TOKENS,
+            max_tokens=question.max_tokens,
             json_object=True,
         )
         return question.parse(llm_backend.extract_json_object(answer.text))

@@ -14,6 +14,7 @@ from enum import Enum
 from typing import Protocol
 
 from . import memory_record
+from .catalog import text
 from .consent import switch_json
 from .domain import PERSON_SCOPE, Action, Actor, Change, LedgerEntry, Memory, Owner, is_memory_id, iso, utcnow
 from .memory_record import Shape
@@ -34,11 +35,17 @@ class CommandMemories(ProfileReader, ReadLog, MemoryWriter, Ledger, ForgottenSou
     """The roles of the memory store a person's commands use (show, why, export, forget...)."""
 
 
-def show(memories: ProfileReader, owner: Owner) -> list[str]:
+def preview(memory: Memory, locale: str = "") -> str:
+    """A memory as a listing or a choice shows it, its end (if it has one) in the reader's language."""
+    until = memory.valid_until
+    return memory.preview(text("preview_until", locale, until=until.isoformat()) if until is not None else "")
+
+
+def show(memories: ProfileReader, owner: Owner, locale: str = "") -> list[str]:
     """Every memory of the owner, newest first: the id, a space, and the first 80 characters.
     (The reply prompt and extraction still read only the newest ten.)"""
     profile = memories.read_profile(owner, actor=Actor.COMMAND, reason="memory show", limit=None)
-    return [m.preview() for m in profile]
+    return [preview(m, locale) for m in profile]
 
 
 FORGET_ALL_COUNT_REASON = "memory forget-all count"
@@ -53,12 +60,12 @@ def count(memories: ProfileReader, owner: Owner) -> int:
 SUGGESTIONS = 25  # Discord's limit on autocomplete choices
 
 
-def suggest(memories: ProfileReader, owner: Owner, typed: str) -> list[tuple[str, str]]:
+def suggest(memories: ProfileReader, owner: Owner, typed: str, locale: str = "") -> list[tuple[str, str]]:
     """Autocomplete for forget and why: (id, label) of the caller's own memories, all of them
     searched, matching what was typed (the newest 25)."""
     profile = memories.read_profile(owner, actor=Actor.COMMAND, reason="memory autocomplete", limit=None)
     typed = typed.strip().lower()
-    return [(m.memory_id, m.preview()) for m in profile if typed in m.memory_id or typed in m.text.lower()][
+    return [(m.memory_id, preview(m, locale)) for m in profile if typed in m.memory_id or typed in m.text.lower()][
         :SUGGESTIONS
     ]
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
+from .catalog import text
 from .domain import PERSON_SCOPE, Action, Actor, LedgerEntry
 from .ports import PeopleStore
 
@@ -52,30 +53,13 @@ def _iso(at: datetime | None) -> str | None:
     return at.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ") if at else None
 
 
-# ---- the first-use notice: once per person and scope, in their language
-
-NOTICES = {
-    "en": (
-        "Just so you know: I remember things people tell me, to answer them better. "
-        "/memory show lists what I remember about you, /memory pause stops me learning from you "
-        "and using it, and /memory forget-all deletes it."
-    ),
-    "ja": (
-        "お知らせ：わたしは話してもらったことを覚えて、返事に活かします。"
-        "覚えていることは /memory show で確認でき、/memory pause で覚えるのも使うのも止められ、"
-        "/memory forget-all ですべて消せます。"
-    ),
-}
-DEFAULT_LANGUAGE = "en"
+# ---- the first-use notice (once per person and scope) and the switch's note, in their language
 
 
 def notice_text(locale: str) -> str:
     """The notice in the language of Discord's ``locale`` ("ja", "en-US", ...); English otherwise."""
-    return NOTICES.get(locale.split("-")[0].strip().lower(), NOTICES[DEFAULT_LANGUAGE])
+    return text("notice", locale)
 
 
-def paused_note(paused_at: datetime) -> str:
-    return (
-        f"Memory is paused (since {paused_at.astimezone(UTC).strftime('%Y-%m-%d %H:%M')} UTC): I'm not learning "
-        "from you or using what I remember, anywhere. /memory resume turns it back on."
-    )
+def paused_note(paused_at: datetime, locale: str = "") -> str:
+    return text("paused_note", locale, since=paused_at.astimezone(UTC).strftime("%Y-%m-%d %H:%M"))

@@ -28,6 +28,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Protocol
 
 from . import decisions
+from .catalog import Language
 from .domain import (
     BOT_NAME,
     DECAY_REASON,
@@ -112,14 +113,17 @@ def window_for(now: datetime) -> Window:
     return Window(start.astimezone(UTC), end.astimezone(UTC), jst_day(start))
 
 
-def max_model_calls(speakers: int) -> int:
-    """The hard upper bound on model calls for a night with ``speakers`` active speakers.
+def max_model_calls(speakers: int, *, per_record: bool = False) -> int:
+    """The hard upper bound on model requests for a night with ``speakers`` active speakers.
 
-    Per chunk (one extraction): worth, a verdict per profile record, the add decision,
-    a rewrite per profile record, the add text. Five chunks per speaker, plus the stale
-    reviews and the one diary call.
+    Per chunk (one extraction): worth, the one decision on the profile and the add, a rewrite
+    per profile record, the new memory's text (drafted beside the decision). ``per_record``: a
+    Jev service without ``/decide``, which takes a verdict per profile record and the add
+    instead of the one decision. Five chunks per speaker, plus the stale reviews and the one
+    diary call.
     """
-    per_chunk = 1 + PROFILE_LIMIT + 1 + PROFILE_LIMIT + 1
+    decision = PROFILE_LIMIT + 1 if per_record else 1
+    per_chunk = 1 + decision + PROFILE_LIMIT + 1
     return speakers * CHUNKS_PER_SPEAKER * per_chunk + STALE_REVIEWS_PER_NIGHT + 1
 
 
@@ -223,9 +227,11 @@ class Consolidator:
         speaker_concurrency: int = SPEAKER_CONCURRENCY,
         embeddings: EmbeddingModel | None = None,
         people: PeopleStore | None = None,
+        diary_language: Language = Language.JA,
     ) -> None:
         self._memories = memories
         self._people = people
+        self._diary_language = diary_language
         self._embeddings = embeddings
         self._messages = messages
         self._runs = runs
@@ -492,11 +498,11 @@ class Consolidator:
         return [m for m in memories if m.user_id not in paused]
 
     def _diary(self, recent: Sequence[Message], counter: decisions.CallCounter) -> str:
-        """One Japanese line from the last 30 messages; a failure leaves it empty."""
+        """One line from the last 30 messages, in the diary's language; a failure leaves it empty."""
         if not recent:
             return ""
         text = transcript(recent)
-        return counter.ask("diary", lambda: self._chat.write_diary(text), _diary_line) or ""
+        return counter.ask("diary", lambda: self._chat.write_diary(text, self._diary_language), _diary_line) or ""
 
     # ---- step 5: finish
 

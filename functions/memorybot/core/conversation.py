@@ -5,7 +5,9 @@
 - ``answer``: the reply job, the channel's recent log as context and only the speaker's
   memories in the prompt, then the exchange handed to extraction (the reply worker);
 - ``extract``: the person's own exchange up to that reply, Jev's decisions on their profile
-  (the extraction worker).
+  (the extraction worker);
+- ``remember``: "Remember this" on the person's own message: that message alone, through the
+  same decisions, and the person told what happened (the extraction worker).
 
 A model that stays throttled or unreachable is "not yet": the use case raises
 ``ModelUnavailable`` so that the worker's retry runs it again, unless ``give_up()`` says the
@@ -19,6 +21,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Protocol
 
+from .catalog import text
 from .consent import notice_text
 from .domain import (
     BOT_NAME,
@@ -35,7 +38,7 @@ from .domain import (
     snowflake_time,
     utcnow,
 )
-from .jobs import ExtractionJob, ReplyJob
+from .jobs import ExtractionJob, RememberJob, ReplyJob
 from .ports import AsyncInvoker, DiscordApi, MessageStore, ModelUnavailable, PeopleStore, PersonRefused
 
 if TYPE_CHECKING:  # the interactions function imports this module: keep its cold start lean
@@ -46,7 +49,6 @@ logger = logging.getLogger(__name__)
 
 CONVERSATION_MESSAGES = 20  # the recent channel log the reply prompt sees
 REPLY_MAX_CHARS = 2000  # Discord's message limit
-APOLOGY = "Sorry, I couldn't think of an answer just now. Please try again in a moment."
 
 
 class ExchangeNotReadable(Exception):
@@ -129,21 +131,21 @@ def answer(deps: ReplyDeps, job: ReplyJob, *, fetch_history: bool, give_up: Call
     conversation = deps.message_store.recent(job.channel_id, CONVERSATION_MESSAGES)
     person = Person(job.user_id)
     try:
-        text, person = deps.reply_writer.write(Owner(job.scope, job.user_id), job.user_name, conversation)
-        text = text.strip()[:REPLY_MAX_CHARS]
+        reply, person = deps.reply_writer.write(Owner(job.scope, job.user_id), job.user_name, conversation)
+        reply = reply.strip()[:REPLY_MAX_CHARS]
     except ModelUnavailable:
         if not give_up():
             logger.warning("reply model unavailable: left for the worker's retry")
             raise
         logger.warning("reply model unavailable after every retry")
-        text = ""
+        reply = ""
     except Exception as exc:  # noqa: BLE001 - the model failed: apologise, remember nothing
         logger.warning("reply model failed", extra={"error": type(exc).__name__})
-        text = ""
-    if not text:
-        deps.discord.edit_original(job.application_id, job.token, APOLOGY)
+        reply = ""
+    if not reply:
+        deps.discord.edit_original(job.application_id, job.token, text("apology", job.locale))
         return {"status": "apologised"}
-    message_id = deps.discord.edit_original(job.application_id, job.token, text) or snowflake_at(utcnow())
+    message_id = deps.discord.edit_original(job.application_id, job.token, reply) or snowflake_at(utcnow())
     # The reply belongs to the person it answers: part of their exchange, no one else's.
     try:
         deps.message_store.put(
@@ -152,7 +154,7 @@ def answer(deps: ReplyDeps, job: ReplyJob, *, fetch_history: bool, give_up: Call
                 message_id,
                 job.application_id,
                 BOT_NAME,
-                text,
+                reply,
                 is_bot=True,
                 scope=job.scope,
                 conversation_of=job.user_id,
@@ -256,3 +258,56 @@ def extract(deps: ExtractDeps, job: ExtractionJob, *, give_up: Callable[[], bool
         logger.warning("model unavailable after every retry: decisions lost")
         return Extracted(DECISIONS_LOST, [], [], [])
     return Extracted(result.outcome, result.added, result.updated, result.deleted)
+
+
+# ---- remember: "Remember this" on the person's own message
+
+
+class RememberDeps(Protocol):
+    @property
+    def extractor(self) -> Extractor: ...
+
+    @property
+    def discord_webhooks(self) -> DiscordApi: ...
+
+
+# What the person is told, by the extraction's outcome ("done" that changed nothing: nothing new).
+REMEMBER_ANSWERS = {
+    "paused": "remember_paused",
+    "no_exchange": "remember_nothing",  # said before a resume or an erasure, or its memory was forgotten
+    "not_worth": "remember_nothing",
+    "no_decision": "remember_not_now",
+    DECISIONS_LOST: "remember_not_now",
+}
+
+
+def remember(deps: RememberDeps, job: RememberJob, *, give_up: Callable[[], bool]) -> Extracted:
+    """The exchange is the message the person pointed at, with its own time; the same path as a
+    reply's extraction decides (worth, verdicts, add), actor ``command``, the message kept as the
+    memory's source. Their deferred answer then says what happened, in their language."""
+    message = Message(
+        job.channel_id,
+        job.target_message_id,
+        job.user_id,
+        job.user_name,
+        job.content,
+        is_bot=False,
+        scope=job.scope,
+        conversation_of=job.user_id,
+    )
+    try:
+        result = deps.extractor.run(Speaker(job.user_id, job.user_name), job.scope, [message], actor=Actor.COMMAND)
+        extracted = Extracted(result.outcome, result.added, result.updated, result.deleted)
+    except ModelUnavailable:
+        if not give_up():
+            logger.warning("model unavailable: remember left for the worker's retry", extra=job.ids())
+            raise
+        logger.warning("model unavailable after every retry: nothing remembered", extra=job.ids())
+        extracted = Extracted(DECISIONS_LOST, [], [], [])
+    changed = extracted.added or extracted.updated or extracted.deleted
+    key = "remember_will" if changed else REMEMBER_ANSWERS.get(extracted.outcome, "remember_nothing")
+    try:
+        deps.discord_webhooks.edit_original(job.application_id, job.token, text(key, job.locale))
+    except Exception as exc:  # noqa: BLE001 - what was decided stays decided; the answer is a courtesy
+        logger.warning("remember answer not sent", extra={**job.ids(), "error": type(exc).__name__})
+    return extracted

@@ -32,7 +32,7 @@ class PromptTime:
 
 
 # For the writer only (the decisions read the times, they resolve nothing): a few tokens.
-LINE_DATES_RULE = "Resolve relative dates against the <day> of the line that says them, not today."
+LINE_DATES_RULE = "Resolve relative dates from the line's own <day>, not today."
 
 
 def today_sentence(now: datetime, zone: tzinfo) -> str:

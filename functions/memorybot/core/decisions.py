@@ -20,8 +20,8 @@ from datetime import tzinfo
 from typing import TypeVar
 
 from . import domain, quoting
-from .domain import MEMORY_TEXT_MAX_CHARS, Memory, Verdict
-from .ports import ModelFailed, ModelUnavailable
+from .domain import MEMORY_TEXT_MAX_CHARS, PROFILE_LIMIT, Decision, Exchange, Memory, Verdict
+from .ports import ModelFailed, ModelUnavailable, RecordJudge
 
 logger = logging.getLogger(__name__)
 
@@ -116,14 +116,49 @@ class CallCounter:
             self.failures += answer is None and failure_counts
         return answer
 
-    def failed(self) -> None:
-        """Count one failure of a speculative call whose answer turned out to be wanted."""
+    def failed(self, count: int = 1) -> None:
+        """Count failures found in an answer (a speculative call's whose answer turned out to be
+        wanted, the records a decision left unjudged)."""
         with self._lock:
-            self.failures += 1
+            self.failures += count
+
+    def requested(self, count: int) -> None:
+        """Count requests made beyond the one ``ask`` counted (a per-record decision's)."""
+        with self._lock:
+            self.calls += count
+
+
+def decide_per_record(
+    judge: RecordJudge,
+    exchange: Exchange,
+    memories: Sequence[Memory],
+    early: Callable[[Memory, object], None] | None = None,
+    *,
+    concurrency: int = PROFILE_LIMIT,
+) -> Decision:
+    """One ``Decision`` from the per-record questions: a verdict on each memory (concurrently, each
+    told to ``early`` as it arrives), then the add, asked with every verdict. A verdict that fails
+    is that record's alone (left out: the memory is left untouched); the add is asked only when
+    every memory was judged, since a memory Jev could not judge may be the very fact the exchange
+    restates. A throttle ("not yet") is raised on, like any question's."""
+
+    def judged_one(memory: Memory) -> Verdict | None:
+        answer = ask("verdict", lambda: judge.verdict(exchange, memory), verdict)
+        if answer is not None and early is not None:
+            early(memory, answer)
+        return answer
+
+    judged = concurrently(judged_one, memories, concurrency)
+    verdicts = {m.memory_id: v for m, v in zip(memories, judged, strict=True) if v is not None}
+    if len(verdicts) < len(memories):
+        return Decision(verdicts, None, requests=len(memories))
+    add = ask("add", lambda: judge.add(exchange, [(m, verdicts[m.memory_id]) for m in memories]), probability)
+    return Decision(verdicts, add, requests=len(memories) + 1)
 
 
 def concurrently(fn: Callable[[T], R], items: Iterable[T], max_workers: int) -> list[R]:
-    """``map`` on a bounded thread pool, results in input order. ``fn`` must not raise."""
+    """``map`` on a bounded thread pool, results in input order; an exception ``fn`` raises is
+    raised once every call has ended."""
     items = list(items)
     if len(items) <= 1:
         return [fn(item) for item in items]

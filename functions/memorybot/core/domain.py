@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 import secrets
 import unicodedata
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field, fields
 from datetime import UTC, date, datetime, time, timedelta, timezone, tzinfo
 from enum import Enum
@@ -67,6 +67,21 @@ class Verdict(str, Enum):
 # What each question may answer, defined once (the decision parsing and every prompt use them).
 MEMORY_VERDICTS: tuple[Verdict, ...] = (Verdict.KEEP, Verdict.UPDATE, Verdict.DELETE)
 REVIEW_VERDICTS: tuple[Verdict, ...] = (Verdict.KEEP, Verdict.DELETE)  # the stale review: never a rewrite
+
+
+@dataclass(frozen=True)
+class Decision:
+    """Jev's one answer on an exchange: a verdict for each memory it was shown, and the probability
+    that the exchange holds a new fact none of them covers (the add).
+
+    Values are as answered: the core checks each verdict and the add on its own
+    (``decisions.py``), so one unusable field is that record's failure alone. An id missing from
+    ``verdicts`` is a memory left untouched; ``add`` None: no add.
+    """
+
+    verdicts: Mapping[str, object]  # memory id -> the verdict given for it
+    add: object = None  # the add's probability as answered; None when not asked or not given
+    requests: int = 1  # model requests it took (per-record questions: one a memory, and the add)
 
 
 # ---- scopes: what is learned in one server (or DM) is read, shown and forgotten there only
@@ -234,9 +249,9 @@ class Memory:
         """Its place in the stale review's queue: the later of its update and its last review."""
         return max(self.updated_at, self.reviewed_at) if self.reviewed_at else self.updated_at
 
-    def preview(self) -> str:
-        until = f" (until {self.valid_until.isoformat()})" if self.valid_until is not None else ""
-        return f"{self.memory_id} {self.text[:SHOW_PREVIEW_CHARS]}{until}"
+    def preview(self, until_note: str = "") -> str:
+        """The id and the text's start, then ``until_note`` (the end, in the reader's words)."""
+        return f"{self.memory_id} {self.text[:SHOW_PREVIEW_CHARS]}{until_note}"
 
 
 @dataclass(frozen=True)

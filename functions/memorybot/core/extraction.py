@@ -1,6 +1,7 @@
 """The write path, step by step as the design lists it.
 
-Jev decides whether and which record; the chat model only phrases. Each change
+Jev decides whether and which record (worth, then one decision on every memory read and the
+add); the chat model only phrases (one rewrite per record, and the new memory). Each change
 commits with its ledger row, conditioned on the record being as it was read.
 
 Whose memory: the exchange is the speaker's OWN conversation with the bot (``Exchange.of``),
@@ -11,6 +12,7 @@ model call receives that exchange, which names the speaker.
 from __future__ import annotations
 
 import logging
+import threading
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
@@ -27,6 +29,7 @@ from .domain import (
     Actor,
     Basis,
     Change,
+    Decision,
     Embedding,
     Exchange,
     Memory,
@@ -85,6 +88,37 @@ class LearningMemories(ProfileReader, MemoryWriter, ForgottenSources, Protocol):
     messages that no longer teach."""
 
 
+Written = tuple[str | None, Embedding | None]  # a memory's text and its vector (None: none)
+
+
+def _text_then_vector(
+    write: Callable[[], str | None],
+    embed: Callable[[str], Embedding | None] | None,
+    unwanted: threading.Event | None = None,
+) -> Written:
+    """The new memory's draft, then its vector in the same thread: both beside the decision.
+    ``unwanted`` set (Jev has answered meanwhile): the vector is left to the write, which asks
+    for it with the rewrites' if Jev wants the add."""
+    text = write()
+    if text is None or embed is None or (unwanted is not None and unwanted.is_set()):
+        return text, None
+    return text, embed(text)
+
+
+@dataclass
+class _Plan:
+    """What the decision asked for: the memories to delete, the rewrites under way (one a
+    record), the new memory's text if Jev wants one."""
+
+    deletes: list[Memory] = field(default_factory=list)
+    rewrites: list[tuple[Memory, Future[str | None]]] = field(default_factory=list)
+    add: Future[Written] | None = None
+
+
+def _decision(answer: object) -> Decision | None:
+    return answer if isinstance(answer, Decision) else None
+
+
 class Extractor:
     def __init__(
         self,
@@ -94,13 +128,14 @@ class Extractor:
         *,
         clock: Callable[[], datetime] = utcnow,
         new_id: Callable[[], str] = new_memory_id,
-        concurrency: int = PROFILE_LIMIT,  # every verdict of a full profile at once
+        concurrency: int = PROFILE_LIMIT,  # every rewrite of a full profile at once
         embeddings: EmbeddingModel | None = None,
         people: PeopleStore | None = None,  # the person's switch and erasure marker (None: not checked)
     ) -> None:
         self._people = people
         self._memories = memories
         self._recall = Recall(memories, embeddings)
+        self._embeds = embeddings is not None
         self._jev = decision_model
         self._chat = chat_model
         self._clock = clock
@@ -116,105 +151,54 @@ class Extractor:
         actor: Actor = Actor.EXTRACTION,
         run_id: int | None = None,
     ) -> ExtractionResult:
-        """Decide on the speaker's memories in ``scope`` from their own lines among ``messages``."""
-        if self._people is not None:
-            # Before any model call: a paused person is not asked about; after a resume (or an
-            # erasure) nothing said before it teaches.
-            person = self._people.get(speaker.user_id)
-            if person.paused:
-                return ExtractionResult(Outcome.PAUSED)
-            messages = person.learnable(messages)
-        # Forgetting sticks: the person's messages behind a memory they forgot never teach again.
-        messages = not_forgotten(messages, self._memories.forgotten_sources(Owner(scope, speaker.user_id)))
-        exchange = Exchange.of(speaker, scope, messages)
-        if exchange is None:
-            return ExtractionResult(Outcome.NO_EXCHANGE)
-        # Checked again in each write's own transaction: a pause or an erasure while the models
-        # think refuses the write.
-        check = PersonCheck(speaker.user_id, exchange.since, Basis.LEARN) if self._people is not None else None
-        calls = decisions.CallCounter()
+        """Decide on the speaker's memories in ``scope`` from their own lines among ``messages``.
 
+        Worth, then ONE decision on every memory read and the add (the new memory's draft is
+        written beside it), then the rewrites the decision names, one per record: three model
+        latencies at most."""
+        exchange = self._exchange(speaker, scope, messages)
+        if isinstance(exchange, Outcome):
+            return ExtractionResult(exchange)
+        calls = decisions.CallCounter()
         query = self._recall.start(exchange_query(exchange))  # embedded only if the read ranks
         # Nothing is decided yet: a failing service here is "not yet" (the job runs again later).
         worth = calls.ask("worth", lambda: self._jev.worth(exchange), decisions.probability, not_yet_if_failed=True)
         if worth is None or worth < WORTH_THRESHOLD:
             return self._result(Outcome.NO_DECISION if worth is None else Outcome.NOT_WORTH, calls)
-
         profile = self._recall.read(
             exchange.owner, query, actor=actor, reason=f"{actor.value}: exchange judged worth keeping", run_id=run_id
         )
-
+        # Checked again in each write's own transaction: a pause or an erasure while the models
+        # think refuses the write.
+        check = PersonCheck(speaker.user_id, exchange.since, Basis.LEARN) if self._people is not None else None
         with ThreadPoolExecutor(max_workers=max(1, self._concurrency) + 1) as pool:
-            # A rewrite starts as soon as its own verdict is known, and the new memory's draft
-            # as soon as every verdict is: both run while Jev decides on the add, so the
-            # critical path is worth, verdicts, add decision (three model latencies, not four).
-            rewrites: dict[str, Future[str | None]] = {}
-            judged = [pool.submit(self._judge, exchange, memory, calls, pool, rewrites) for memory in profile]
-            verdicts = [f.result() for f in judged]
-            add_text = self._maybe_add(exchange, profile, verdicts, calls, pool)
-            texts = {memory_id: f.result() for memory_id, f in rewrites.items()}
-
-        result = self._result(Outcome.DONE, calls)
-        # Each written text's vector, in one call; a failure leaves them without one (backfilled nightly).
-        written = [t for m in profile if (t := texts.get(m.memory_id)) is not None and t != m.text]
-        vectors = self._recall.embed_texts(written + ([add_text] if add_text is not None else []))
-        now = self._clock()
-        changes = [
-            Change(Action.DELETE, memory, None, "jev verdict: delete")
-            for memory, verdict in zip(profile, verdicts, strict=False)
-            if verdict is Verdict.DELETE
-        ]
-        for memory in profile:
-            text = texts.get(memory.memory_id)
-            if text is not None and text != memory.text:
-                after = replace(
-                    memory, text=text, updated_at=now, sources=exchange.sources, embedding=vectors.get(text)
-                )
-                changes.append(Change(Action.UPDATE, memory, after, "jev verdict: update"))
-        for change in changes:
-            if not self._apply(change, actor, run_id, check):
-                result.conflicts += 1
-            elif change.action is Action.DELETE:
-                result.deleted.append(change.memory_id)
-            else:
-                result.updated.append(change.memory_id)
-        if add_text is not None:
-            added = self._add(exchange, add_text, now, actor, run_id, check, vectors.get(add_text))
-            if added is None:
-                result.conflicts += 1
-            else:
-                result.added.append(added)
+            plan = self._decide(exchange, profile, calls, pool)
+            result = self._write(plan, exchange, actor=actor, run_id=run_id, check=check)
+        # Counted once the pool is done: every call of the turn, a dropped draft's too.
+        result.failures, result.model_calls = calls.failures, calls.calls
         return result
 
-    def _judge(
-        self,
-        exchange: Exchange,
-        memory: Memory,
-        calls: decisions.CallCounter,
-        pool: ThreadPoolExecutor,
-        rewrites: dict[str, Future[str | None]],
-    ) -> Verdict | None:
-        """Jev's verdict on one memory; an update's rewrite starts at once, into ``rewrites``."""
-        verdict = calls.ask("verdict", lambda: self._jev.verdict(exchange, memory), decisions.verdict)
-        if verdict is Verdict.UPDATE:
-            rewrites[memory.memory_id] = pool.submit(
-                calls.ask, "write_memory", lambda: self._chat.write_memory(exchange, memory), decisions.memory_text
-            )
-        return verdict
+    def _exchange(self, speaker: Speaker, scope: str, messages: Sequence[Message]) -> Exchange | Outcome:
+        """The speaker's exchange from what may still teach; or why there is nothing to decide."""
+        if self._people is not None:
+            # Before any model call: a paused person is not asked about; after a resume (or an
+            # erasure) nothing said before it teaches.
+            person = self._people.get(speaker.user_id)
+            if person.paused:
+                return Outcome.PAUSED
+            messages = person.learnable(messages)
+        # Forgetting sticks: the person's messages behind a memory they forgot never teach again.
+        messages = not_forgotten(messages, self._memories.forgotten_sources(Owner(scope, speaker.user_id)))
+        return Exchange.of(speaker, scope, messages) or Outcome.NO_EXCHANGE
 
-    def _maybe_add(
-        self,
-        exchange: Exchange,
-        profile: Sequence[Memory],
-        verdicts: Sequence[Verdict | None],
-        calls: decisions.CallCounter,
-        pool: ThreadPoolExecutor,
-    ) -> str | None:
-        """The new memory's text, when Jev wants one (and judged the profile it would join).
+    def _decide(
+        self, exchange: Exchange, profile: Sequence[Memory], calls: decisions.CallCounter, pool: ThreadPoolExecutor
+    ) -> _Plan:
+        """One decision on the profile and the add, the add's draft written beside it; each
+        rewrite starts as soon as the decision names it. A failed decision changes nothing.
 
-        The draft is written while Jev decides, and dropped unless the answer is yes: a chat call
-        spent on a "no" buys one model latency off every turn. No decision, no write.
-        """
+        A draft dropped on a "no" is no failure of the turn: it buys one model latency off every
+        turn that adds."""
 
         def draft(failure_counts: bool = True) -> str | None:
             return calls.ask(
@@ -224,27 +208,104 @@ class Extractor:
                 failure_counts=failure_counts,
             )
 
-        if not profile:
-            return draft()  # nothing to duplicate: the design allows the add
-        seen = [(m, v) for m, v in zip(profile, verdicts, strict=True) if v is not None]
-        if len(seen) < len(profile):
-            # A memory Jev could not judge may be the very fact this exchange restates: asked
-            # without it, the add would duplicate it (a retried speaker step would add its own
-            # earlier add again). No add this turn; the nightly run re-reads the day.
-            return None
-        drafted = pool.submit(draft, False)  # a draft dropped on a "no" is no failure of the turn
+        if not profile:  # nothing to duplicate: the design allows the add without asking
+            return _Plan(add=pool.submit(_text_then_vector, draft, self._embedder))
+        answered = threading.Event()
+        drafted = pool.submit(_text_then_vector, lambda: draft(False), self._embedder, answered)
+        rewrites: dict[str, Future[str | None]] = {}
+        lock = threading.Lock()
+
+        def rewrite(memory: Memory, verdict: object) -> None:
+            """Start the record's rewrite once the decision names the update (and only once)."""
+            if decisions.verdict(verdict) is Verdict.UPDATE:
+                with lock:
+                    if memory.memory_id not in rewrites:
+                        rewrites[memory.memory_id] = self._rewrite(exchange, memory, calls, pool)
+
         try:
-            p = calls.ask("add", lambda: self._jev.add(exchange, seen), decisions.probability)
-        except BaseException:
-            drafted.cancel()
-            raise
-        if p is None or p < ADD_THRESHOLD:
-            drafted.cancel()  # dropped: whatever it writes (or raises) is never looked at
-            return None
-        text = drafted.result()
-        if text is None:
-            calls.failed()  # the add was decided and its text could not be written
-        return text
+            decision = calls.ask("decide", lambda: self._jev.decide(exchange, profile, rewrite), _decision)
+        finally:
+            answered.set()  # from now on the draft's vector is asked for only if Jev wants the add
+        if decision is None:
+            return _Plan()
+        calls.requested(decision.requests - 1)
+        plan = _Plan()
+        judged = 0
+        for memory in profile:
+            verdict = decisions.verdict(decision.verdicts.get(memory.memory_id))
+            judged += verdict is not None
+            if verdict is Verdict.DELETE:
+                plan.deletes.append(memory)
+            elif verdict is Verdict.UPDATE:
+                rewrite(memory, verdict)
+                plan.rewrites.append((memory, rewrites[memory.memory_id]))
+        calls.failed(len(profile) - judged)  # those records are left untouched
+        # A memory Jev could not judge may be the very fact this exchange restates: added without
+        # it, the new memory would duplicate it (a retried speaker step would add its own earlier
+        # add again). No add this turn; the nightly run re-reads the day.
+        add = decisions.probability(decision.add) if judged == len(profile) else None
+        if add is None and judged == len(profile):
+            calls.failed()
+        if add is not None and add >= ADD_THRESHOLD:
+            if drafted.result()[0] is None:
+                calls.failed()  # the add was decided and its text could not be written
+            plan.add = drafted
+        return plan
+
+    def _rewrite(
+        self, exchange: Exchange, memory: Memory, calls: decisions.CallCounter, pool: ThreadPoolExecutor
+    ) -> Future[str | None]:
+        """The record's rewrite: it sees the exchange and that record only, never the profile."""
+        return pool.submit(
+            calls.ask, "write_memory", lambda: self._chat.write_memory(exchange, memory), decisions.memory_text
+        )
+
+    @property
+    def _embedder(self) -> Callable[[str], Embedding | None] | None:
+        return self._embed if self._embeds else None
+
+    def _embed(self, text: str) -> Embedding | None:
+        return self._recall.embed_texts([text]).get(text)
+
+    def _write(
+        self,
+        plan: _Plan,
+        exchange: Exchange,
+        *,
+        actor: Actor,
+        run_id: int | None,
+        check: PersonCheck | None,
+    ) -> ExtractionResult:
+        """Every change the plan holds, each with its ledger row and its text's vector, once every
+        text is written (a text that is "not yet" raises here, before anything is applied). The
+        vectors the draft's thread did not bring come in one call, once the last rewrite is in."""
+        texts = {memory.memory_id: future.result() for memory, future in plan.rewrites}
+        add_text, add_vector = plan.add.result() if plan.add is not None else (None, None)
+        rewritten = [t for m, _ in plan.rewrites if (t := texts[m.memory_id]) is not None and t != m.text]
+        vectors = self._recall.embed_texts(rewritten + ([add_text] if add_text and add_vector is None else []))
+        now = self._clock()
+        result = ExtractionResult(Outcome.DONE)
+        for memory in plan.deletes:
+            if self._apply(Change(Action.DELETE, memory, None, "jev verdict: delete"), actor, run_id, check):
+                result.deleted.append(memory.memory_id)
+            else:
+                result.conflicts += 1
+        for memory, _ in plan.rewrites:
+            text = texts[memory.memory_id]
+            if text is None or text == memory.text:
+                continue
+            after = replace(memory, text=text, updated_at=now, sources=exchange.sources, embedding=vectors.get(text))
+            if self._apply(Change(Action.UPDATE, memory, after, "jev verdict: update"), actor, run_id, check):
+                result.updated.append(memory.memory_id)
+            else:
+                result.conflicts += 1
+        if add_text is not None:
+            added = self._add(exchange, add_text, now, actor, run_id, check, add_vector or vectors.get(add_text))
+            if added is None:
+                result.conflicts += 1
+            else:
+                result.added.append(added)
+        return result
 
     def _add(
         self,

@@ -113,3 +113,24 @@ class ExtractionJob(Job):
     @classmethod
     def after_reply(cls, job: ReplyJob, reply_message_id: str) -> ExtractionJob:
         return cls(job.interaction_id, job.channel_id, job.user_id, job.user_name, job.scope, reply_message_id)
+
+
+@dataclass(frozen=True)
+class RememberJob(Job):
+    """ "Remember this" on the person's own message: the exchange is that message alone, at its
+    own time (interactions function → extraction worker, which fills in the deferred answer).
+    The message's text travels in the job: Discord handed it over with the command, and it may be
+    one the bot never stored (any ordinary message in the channel)."""
+
+    WORKER: ClassVar[str] = "extraction"
+
+    interaction_id: str
+    token: str
+    application_id: str
+    channel_id: str
+    user_id: str
+    user_name: str
+    scope: str
+    locale: str
+    target_message_id: str  # the message pointed at: the memory's source
+    content: str

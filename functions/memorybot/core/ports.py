@@ -11,10 +11,12 @@ from datetime import datetime, timedelta
 from enum import Enum
 from typing import Any, Protocol, TypeVar
 
+from .catalog import Language
 from .domain import (
     Action,
     Actor,
     Change,
+    Decision,
     Embedding,
     Exchange,
     LedgerEntry,
@@ -437,12 +439,28 @@ class DecisionModel(Protocol):
 
     def worth(self, exchange: Exchange) -> float: ...
 
-    def verdict(self, exchange: Exchange, memory: Memory) -> Verdict: ...
+    def decide(
+        self, exchange: Exchange, memories: Sequence[Memory], early: Callable[[Memory, object], None] | None = None
+    ) -> Decision:
+        """One decision on every memory shown (keep, update or delete each) and on the add.
 
-    def add(self, exchange: Exchange, verdicts: Sequence[tuple[Memory, Verdict]]) -> float: ...
+        ``memories`` is never empty (with none, the design allows the add without asking).
+        Raises when the whole decision failed: then nothing is changed and nothing added.
+        ``early``: told each verdict as soon as it is known, when a backend learns them one by
+        one (per-record questions), so that a rewrite need not wait for the rest."""
 
     def review(self, memory: Memory) -> Verdict:
         """Nightly stale review of one owner's memory: KEEP or DELETE."""
+
+
+class RecordJudge(Protocol):
+    """Jev's per-record questions: a verdict on one memory, then the add given every verdict.
+    What a Jev service without ``/decide`` answers, and the offline stand-in's rules;
+    ``decisions.decide_per_record`` turns them into one ``Decision``."""
+
+    def verdict(self, exchange: Exchange, memory: Memory) -> Verdict: ...
+
+    def add(self, exchange: Exchange, verdicts: Sequence[tuple[Memory, Verdict]]) -> float: ...
 
 
 class ChatModel(Protocol):
@@ -453,8 +471,8 @@ class ChatModel(Protocol):
 
     def write_reply(self, prompt: Sequence[PromptMessage]) -> str: ...
 
-    def write_diary(self, transcript: str) -> str:
-        """One line, in Japanese."""
+    def write_diary(self, transcript: str, language: Language = Language.JA) -> str:
+        """One line, in ``language`` (the design's servers talk Japanese: MEMORYBOT_DIARY_LANGUAGE)."""
 
 
 class EmbeddingModel(Protocol):
@@ -500,6 +518,9 @@ class DiscordApi(Protocol):
 
     def recent_channel_messages(self, channel_id: str, limit: int) -> list[Message]:
         """The channel's newest ordinary messages, oldest first (needs the Message Content intent)."""
+
+    def guild_name(self, guild_id: str) -> str:
+        """The server's name (raises when it cannot be read)."""
 
 
 class AsyncInvoker(Protocol):

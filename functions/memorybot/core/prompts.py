@@ -3,10 +3,13 @@ strict JSON answer it asks for and the parsing of that answer), and the writing 
 model adapters only carry these to a backend (``adapters/llm_backend.py``, Bedrock, OpenAI-
 compatible); what the bot is told, and the design's rules in it, is the core's.
 
-The decision questions get a strict JSON answer: ``{"probability": number}`` or
-``{"verdict": "..."}`` and nothing else. Parsing never repairs an answer: a string
-"0.7", a boolean, a probability outside [0, 1], an unknown verdict or an extra key
-is a ``ModelError``, never a decision.
+The decision questions share one system prompt (``DECISION_SYSTEM``: who decides, whose
+facts count, the quoting rule) and get a strict JSON answer: ``{"probability": number}``,
+``{"verdict": "..."}`` (the review) or, for the one decision of an extraction,
+``{"verdicts": {id: verdict, ...}, "add": number}``. Parsing never repairs an answer: a string
+"0.7", a boolean, a probability outside [0, 1] or an unknown verdict is never a decision. The
+one decision is parsed per record (``parse_decision``): one bad verdict is that memory's failure
+alone, a bad ``add`` no add.
 
 Whose memory: every question and memory task is about the exchange's speaker (the
 review's: the memory's owner). Prompts name the speaker once (a ``<speaker>`` tag with
@@ -27,15 +30,27 @@ from __future__ import annotations
 import json
 import math
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import date, datetime, tzinfo
 from typing import Any
 
 from . import quoting
+from .catalog import Language
 from .dates import LINE_DATES_RULE, PromptTime, today_sentence
 from .decisions import render_memories
-from .domain import JST, MEMORY_VERDICTS, REVIEW_VERDICTS, Exchange, Memory, Message, PromptMessage, Speaker, Verdict
+from .domain import (
+    JST,
+    MEMORY_VERDICTS,
+    REVIEW_VERDICTS,
+    Decision,
+    Exchange,
+    Memory,
+    Message,
+    PromptMessage,
+    Speaker,
+    Verdict,
+)
 from .ports import ModelError
 
 # Output budgets. Decisions are one tiny JSON object; texts are one line (reply: a few).
@@ -99,19 +114,16 @@ def build_reply_prompt(
 
 @dataclass(frozen=True)
 class Question:
-    """One decision question, ready for any backend: prompts, the answer schema, its tool name."""
+    """One decision question, ready for any backend: prompts, the answer schema, its tool name,
+    the output budget and the strict parsing of the answer."""
 
-    name: str  # worth | verdict | add | review
+    name: str  # worth | decide | review
     system: str
     user: str
     schema: dict[str, Any]
     tool_name: str
-    allowed: tuple[Verdict, ...] = ()  # empty: the answer is a probability
-
-    def parse(self, answer: object) -> float | Verdict:
-        if self.allowed:
-            return parse_verdict(answer, self.allowed)
-        return parse_probability(answer)
+    parse: Callable[[object], Any]
+    max_tokens: int = DECISION_MAX_TOKENS
 
 
 @dataclass(frozen=True)
@@ -130,7 +142,7 @@ class TextTask:
 def probability_schema() -> dict[str, Any]:
     return {
         "type": "object",
-        "properties": {"probability": {"type": "number", "minimum": 0, "maximum": 1}},
+        "properties": {"probability": _PROBABILITY},
         "required": ["probability"],
         "additionalProperties": False,
     }
@@ -139,41 +151,58 @@ def probability_schema() -> dict[str, Any]:
 def verdict_schema(allowed: Sequence[Verdict]) -> dict[str, Any]:
     return {
         "type": "object",
-        "properties": {"verdict": {"type": "string", "enum": [v.value for v in allowed]}},
+        "properties": {"verdict": _verdict_enum(allowed)},
         "required": ["verdict"],
         "additionalProperties": False,
     }
 
 
+def decision_schema(memory_ids: Sequence[str]) -> dict[str, Any]:
+    """A verdict for each memory shown, by id, and the add's probability."""
+    return {
+        "type": "object",
+        "properties": {
+            "verdicts": {
+                "type": "object",
+                "properties": {memory_id: _verdict_enum(MEMORY_VERDICTS) for memory_id in memory_ids},
+                "required": list(memory_ids),
+                "additionalProperties": False,
+            },
+            "add": _PROBABILITY,
+        },
+        "required": ["verdicts", "add"],
+        "additionalProperties": False,
+    }
+
+
+_PROBABILITY = {"type": "number", "minimum": 0, "maximum": 1}
+
+
+def _verdict_enum(allowed: Sequence[Verdict]) -> dict[str, Any]:
+    return {"type": "string", "enum": [v.value for v in allowed]}
+
+
 # ---------------------------------------------------------------- decision prompts
 
-_DECIDER = (
+# One system prompt for every decision question: who decides, whose facts count (the speaker's,
+# and only what they said about themselves), and the quoting rule. The question and its answer
+# form are the user message's first lines.
+DECISION_SYSTEM = (
     "You are Jev, the memory gatekeeper of a Discord bot that keeps a few short facts about each person "
-    "(preferences, relationships, ongoing situations, plans). You never write memories; you only decide. "
+    "(preferences, relationships, situations, plans). You only decide; you never write. "
+    "Every question is about one person, the speaker (the <speaker> tag). Only facts the speaker states "
+    'about their own life count, relationships included ("my sister lives in Kobe"); the bot\'s lines, '
+    "and what others said or like, are not facts about the speaker. " + quoting.QUOTED_DATA_RULE
 )
-# Whose memory it is: the speaker's, and only from what they said about themselves.
-_SPEAKER_RULE = (
-    "Every question is about ONE person, the speaker (the <speaker> tag). Only facts the speaker states "
-    'about their own life count, including their relationships ("my sister lives in Kobe"); what the bot '
-    "said, and what the speaker reports other people said or like, are not facts about the speaker. "
-)
-_PROBABILITY_FORMAT = (
-    'Answer with ONLY a JSON object of the form {"probability": <number between 0 and 1>} and nothing else.'
-)
+_PROBABILITY_FORMAT = 'Answer only {"probability": <0 to 1>}.'
 
 
 def _verdict_format(allowed: Sequence[Verdict]) -> str:
-    options = " | ".join(f'"{v.value}"' for v in allowed)
-    return f'Answer with ONLY a JSON object of the form {{"verdict": {options}}} and nothing else.'
-
-
-def _decision_system(task: str, answer_format: str) -> str:
-    return _DECIDER + _SPEAKER_RULE + task + " " + quoting.QUOTED_DATA_RULE + " " + answer_format
+    return 'Answer only {"verdict": ' + " | ".join(f'"{v.value}"' for v in allowed) + "}."
 
 
 def _dated(when: PromptTime | None, rule: str = "") -> str:
-    """What a dated prompt starts its user text with: today (and, for the writer, how to resolve
-    a relative date)."""
+    """Today's line for a dated prompt (and, for the writer, how to resolve a relative date)."""
     return f"{when.today()}{' ' + rule if rule else ''}\n" if when is not None else ""
 
 
@@ -182,96 +211,108 @@ def _zone(when: PromptTime | None) -> tzinfo | None:
 
 
 def worth_question(exchange: Exchange, when: PromptTime | None = None) -> Question:
-    system = _decision_system(
-        "Given the speaker's recent exchange with the bot, estimate the probability that the speaker stated "
-        "durable information about themselves that is worth remembering. Small talk, questions and greetings "
-        "are not worth keeping.",
-        _PROBABILITY_FORMAT,
-    )
-    user = f"{_dated(when)}Exchange:\n{quoting.exchange_block(exchange, _zone(when))}"
-    return Question("worth", system, user, probability_schema(), "answer_worth")
-
-
-def verdict_question(exchange: Exchange, memory: Memory, when: PromptTime | None = None) -> Question:
-    system = _decision_system(
-        "Given the speaker's exchange and ONE stored memory about the speaker, decide what to do with that "
-        'memory: "keep" if what the speaker said does not change it, "update" if the speaker refines or '
-        'corrects it, "delete" if the speaker shows it is no longer true or asks to forget it.',
-        _verdict_format(MEMORY_VERDICTS),
-    )
     user = (
-        f"{_dated(when)}Exchange:\n{quoting.exchange_block(exchange, _zone(when))}\n\n"
-        f"Stored memory about the speaker:\n{quoting.memory_with_metadata(memory)}"
+        "Probability that the speaker stated durable information about themselves worth remembering "
+        f"(small talk, questions and greetings are not). {_PROBABILITY_FORMAT}\n\n"
+        f"{_dated(when)}{quoting.exchange_block(exchange, _zone(when))}"
     )
-    return Question("verdict", system, user, verdict_schema(MEMORY_VERDICTS), "answer_verdict", MEMORY_VERDICTS)
+    return Question("worth", DECISION_SYSTEM, user, probability_schema(), "answer_worth", parse_probability)
 
 
-def add_question(
-    exchange: Exchange, verdicts: Sequence[tuple[Memory, Verdict]], when: PromptTime | None = None
-) -> Question:
-    system = _decision_system(
-        "Given the speaker's exchange and the speaker's existing memories with the verdict already reached for "
-        "each, estimate the probability that the speaker stated a NEW fact about themselves that none of these "
-        "memories covers (after the verdicts are applied) and that should be added as a new memory.",
-        _PROBABILITY_FORMAT,
-    )
-    listed = "\n".join(quoting.memory_tag(m, id=m.memory_id, verdict=Verdict(v).value) for m, v in verdicts)
+# Ten verdicts of a five-character id each fit in about 90 tokens, the add in a few more.
+DECIDE_BASE_TOKENS = 30
+DECIDE_TOKENS_PER_MEMORY = 12
+
+
+def decide_question(exchange: Exchange, memories: Sequence[Memory], when: PromptTime | None = None) -> Question:
+    """Every memory shown and the add, in one question (``memories`` is not empty); each memory
+    says the day it was learned or last changed, and its end if it has one, in the zone of
+    ``when`` (JST without it); dated (``when``), today and each line's own time too."""
+    ids = [m.memory_id for m in memories]
     user = (
-        f"{_dated(when)}Exchange:\n{quoting.exchange_block(exchange, _zone(when))}\n\n"
-        f"The speaker's existing memories and verdicts:\n<memories>\n{listed or '(none)'}\n</memories>"
+        'For each stored memory, by id: "keep" if the exchange does not change it, "update" if the speaker '
+        'refines or corrects it, "delete" if the speaker shows it is no longer true or asks to forget it. '
+        '"add": the probability that the speaker stated a new fact about themselves that no memory covers '
+        'once the verdicts are applied. Answer only {"verdicts": {"ID": "keep" | "update" | "delete", ...}, '
+        '"add": <0 to 1>}.\n\n'
+        f"{_dated(when)}{quoting.exchange_block(exchange, _zone(when))}\n"
+        f"{quoting.memories_block(memories, _zone(when) or JST)}"
     )
-    return Question("add", system, user, probability_schema(), "answer_add")
+    return Question(
+        "decide",
+        DECISION_SYSTEM,
+        user,
+        decision_schema(ids),
+        "answer_decision",
+        lambda answer: parse_decision(answer, ids),
+        DECIDE_BASE_TOKENS + DECIDE_TOKENS_PER_MEMORY * len(ids),
+    )
 
 
 def review_question(memory: Memory, when: PromptTime | None = None) -> Question:
-    system = _decision_system(
-        "This memory about the speaker has not been updated for at least 30 days. Decide whether it is still "
-        'durable profile information ("keep") or a time-limited detail that no longer matters ("delete"). '
-        "When unsure, keep.",
-        _verdict_format(REVIEW_VERDICTS),
-    )
     until = f" It holds until {memory.valid_until.isoformat()}." if memory.valid_until is not None else ""
     today = f"{when.today()}{until}\n" if when is not None else ""
-    user = f"{today}{quoting.owner_tag(memory.user_id)}\nMemory:\n{quoting.memory_with_metadata(memory)}"
-    return Question("review", system, user, verdict_schema(REVIEW_VERDICTS), "answer_review", REVIEW_VERDICTS)
+    user = (
+        "This memory about the speaker has not been updated for at least 30 days: still durable profile "
+        'information ("keep") or a time-limited detail that no longer matters ("delete")? When unsure, keep. '
+        f"{_verdict_format(REVIEW_VERDICTS)}\n\n"
+        f"{today}{quoting.owner_tag(memory.user_id)}\n{quoting.memory_with_metadata(memory)}"
+    )
+    return Question(
+        "review",
+        DECISION_SYSTEM,
+        user,
+        verdict_schema(REVIEW_VERDICTS),
+        "answer_review",
+        lambda answer: parse_verdict(answer, REVIEW_VERDICTS),
+    )
 
 
 # ---------------------------------------------------------------- writing prompts
 
 
 MEMORY_ANSWER_RULE = (
-    'Write absolute dates: "last week" said on 2026-11-24 is "around 2026-11-17". Answer ONLY '
-    '{"text": "<the fact>", "validUntil": "YYYY-MM-DD" or null} on one line: validUntil is the last day '
-    "a plan or time-limited situation holds (a trip, an exam), null for a durable fact."
+    'Dates absolute ("last week" said on 2026-11-24: "around 2026-11-17"). Answer only {"text": "<fact>", '
+    '"validUntil": "YYYY-MM-DD" | null} on one line: the last day a plan or time-limited situation holds, '
+    "null if durable."
 )
 
 
 def memory_task(exchange: Exchange, current: Memory | None, when: PromptTime | None = None) -> TextTask:
     """The rewrite sees the exchange and ``current`` only: never the rest of the profile. Dated
     (``when``), it resolves relative dates against each line's own day and may give an end."""
-    rules = (
-        "You write the memories of a Discord bot: one short natural-language fact about the speaker (the "
-        "<speaker> tag), such as a preference, a relationship, an ongoing situation or a plan, taken only from "
-        'what the speaker said about themselves (their from="speaker" messages), never from the bot\'s lines or '
-        "from what others said. Write it in the third person without their name, in the language of the "
-        "speaker, on ONE line, at most 200 characters. Output only the fact: no quotes, no tags, no preamble. "
-        + quoting.QUOTED_DATA_RULE
-    )
+    rules = MEMORY_WRITER
     if when is not None:  # instructions, so in the system prompt: the user message is the quoted data
-        rules = rules.replace("Output only the fact: no quotes, no tags, no preamble. ", MEMORY_ANSWER_RULE + " ")
+        rules = rules.replace(MEMORY_WRITER_ANSWER, ". " + MEMORY_ANSWER_RULE + " ")
         rules += " " + _dated(when, LINE_DATES_RULE).strip()
     block = quoting.exchange_block(exchange, _zone(when))
     if current is None:
-        return TextTask("write_memory", rules, f"Exchange:\n{block}\n\nWrite the new memory.", MEMORY_MAX_TOKENS)
+        return TextTask("write_memory", rules, f"{block}\n\nWrite the new memory.", MEMORY_MAX_TOKENS)
     end = {"until": current.valid_until.isoformat()} if when is not None and current.valid_until else {}
-    user = (
-        f"Exchange:\n{block}\n\nThe memory to rewrite:\n{quoting.memory_tag(current, **end)}\n\n"
-        "Rewrite this memory so that it reflects what the speaker said."
-    )
+    user = f"{block}\n{quoting.memory_tag(current, **end)}\n\nRewrite this memory to reflect what the speaker said."
     return TextTask("write_memory", rules, user, MEMORY_MAX_TOKENS)
 
 
-def diary_task(transcript: str) -> TextTask:
+MEMORY_WRITER_ANSWER = "; only the fact, no quotes, tags or preamble. "
+MEMORY_WRITER = (
+    "You write the memories of a Discord bot: one short fact about the speaker (the <speaker> tag), such as "
+    "a preference, relationship, situation or plan, taken only from what they said about themselves (their "
+    'from="speaker" messages). Third person without their name, in the speaker\'s language, ONE line of at '
+    "most 200 characters" + MEMORY_WRITER_ANSWER + quoting.QUOTED_DATA_RULE
+)
+
+
+def diary_task(transcript: str, language: Language = Language.JA) -> TextTask:
+    """The diary's one line, in ``language`` (the design's: Japanese, matching the server's talk)."""
+    if language is Language.EN:
+        system = (
+            "You keep the diary of a Discord server. From the conversation log, write what happened that day "
+            "in ONE sentence in English. Output only that line: no preamble, no quotes. Do not mention anyone's "
+            "secrets. " + quoting.QUOTED_DATA_RULE
+        )
+        return TextTask(
+            "write_diary", system, f"Conversation log:\n{quoting.transcript_block(transcript)}", DIARY_MAX_TOKENS
+        )
     system = (
         "あなたはDiscordサーバーの日記係です。与えられた会話ログから、その日の出来事を日本語の一文で書いてください。"
         "出力は一行だけ、前置きや引用符は不要です。個人の秘密には触れないでください。" + quoting.QUOTED_DATA_RULE_JA
@@ -301,6 +342,29 @@ def parse_probability(answer: object, *, exact: bool = True) -> float:
     if not math.isfinite(value) or not 0.0 <= value <= 1.0:
         raise ModelError("probability outside [0, 1]")
     return value
+
+
+def parse_decision(answer: object, memory_ids: Sequence[str]) -> Decision:
+    """``{"verdicts": {id: verdict, ...}, "add": p}``, each field on its own: a verdict that is not
+    exactly one of the three is left out (that memory stays untouched), as is an id that was not
+    asked; an ``add`` that is not a real number in [0, 1] is None (no add). Only an answer that is
+    not an object, or whose ``verdicts`` is not one, fails as a whole."""
+    if not isinstance(answer, Mapping):
+        raise ModelError("answer is not a JSON object")
+    given = answer.get("verdicts")
+    if not isinstance(given, Mapping):
+        raise ModelError("answer has no verdicts object")
+    allowed = {v.value: v for v in MEMORY_VERDICTS}
+    verdicts = {
+        memory_id: allowed[value]
+        for memory_id in memory_ids
+        if isinstance(value := given.get(memory_id), str) and value in allowed
+    }
+    try:
+        add: float | None = parse_probability({"probability": answer.get("add")})
+    except ModelError:
+        add = None
+    return Decision(verdicts, add)
 
 
 def parse_verdict(answer: object, allowed: Iterable[Verdict], *, exact: bool = True) -> Verdict:

@@ -1,5 +1,6 @@
 """``/memory history`` on Discord: the page of changes (only the caller sees it), its Undo and
-"Older" buttons, and the Undo's answer, in English or Japanese by the interaction's locale.
+"Older" buttons, and the Undo's answer, in English or Japanese by the interaction's locale
+(the words are the catalog's: core/catalog.py).
 
 Button custom_ids name the person and a ledger row's key, never any text:
 ``memory-undo:<user id>:<key>`` and ``memory-history:<user id>:<key to page on from>``.
@@ -10,8 +11,9 @@ from __future__ import annotations
 import re
 from datetime import tzinfo
 
+from ..core.catalog import text, where_label
 from ..core.dates import local_stamp
-from ..core.history import ChangeKind, HistoryLine, HistoryPage, UndoOutcome, UndoResult, Who
+from ..core.history import ChangeKind, HistoryLine, HistoryPage, UndoOutcome, UndoResult
 
 UNDO_BUTTON = "memory-undo"
 HISTORY_BUTTON = "memory-history"
@@ -24,101 +26,6 @@ ACTION_ROW, BUTTON, SECONDARY_STYLE = 1, 2, 2
 BUTTONS_PER_ROW = 5
 MESSAGE_MAX_CHARS = 2000
 
-TEXTS: dict[str, dict[str, str]] = {
-    "en": {
-        "header": "Your newest changes {where}, newest first:",
-        "header_older": "Older changes {where}:",
-        "nothing": "Nothing about you has changed {where} yet.",
-        "nothing_older": "There are no older changes {where}.",
-        "line": "{n}. {at} · memory {memory_id} {kind} by {who}",
-        "erased_text": "(its text was erased)",
-        "footer": "Undo N puts one change back as it was before (only while nothing changed it since).",
-        "undo_label": "Undo {n}",
-        "older_label": "Older",
-        "undone": "Undone: memory {memory_id} is back as it was before that change ({kind}).",
-        "changed": "Not undone: memory {memory_id} has changed since then, so nothing was changed. "
-        "/memory history shows what happened after.",
-        "final": "Not undone: what a forget-all or an erasure removed is never brought back. Nothing was changed.",
-        "not_found": "That change is not one of yours I can undo. Nothing was changed.",
-        "not_yours": "Sorry, only the person whose history this is can use its buttons. Nothing was changed.",
-    },
-    "ja": {
-        "header": "{where}での最近の変更（新しい順）：",
-        "header_older": "{where}でのそれより前の変更：",
-        "nothing": "{where}では、あなたについてまだ何も変わっていません。",
-        "nothing_older": "{where}では、これより前の変更はありません。",
-        "line": "{n}. {at} · メモ {memory_id} を{who}が{kind}",
-        "erased_text": "（本文は消去済み）",
-        "footer": "「取り消し N」で、その変更の前の状態に戻します（その後に変わっていない場合のみ）。",
-        "undo_label": "取り消し {n}",
-        "older_label": "前へ",
-        "undone": "取り消しました：メモ {memory_id} はその変更（{kind}）の前の状態に戻りました。",
-        "changed": "取り消せませんでした：メモ {memory_id} はその後に変わっているため、何も変更していません。"
-        "その後の経緯は /memory history で確認できます。",
-        "final": "取り消せませんでした：forget-all や消去で消したものは二度と戻りません。何も変更していません。",
-        "not_found": "その変更は、あなたの取り消せる変更ではありません。何も変更していません。",
-        "not_yours": "この履歴のボタンを使えるのは本人だけです。何も変更していません。",
-    },
-}
-KINDS: dict[str, dict[ChangeKind, str]] = {
-    "en": {
-        ChangeKind.ADDED: "added",
-        ChangeKind.UPDATED: "updated",
-        ChangeKind.DELETED: "deleted",
-        ChangeKind.DECAYED: "decayed",
-        ChangeKind.FORGOTTEN: "forgotten",
-        ChangeKind.ERASED: "erased",
-        ChangeKind.ROLLED_BACK: "rolled back",
-        ChangeKind.IMPORTED: "imported",
-        ChangeKind.UNDONE: "undone",
-    },
-    "ja": {
-        ChangeKind.ADDED: "追加",
-        ChangeKind.UPDATED: "更新",
-        ChangeKind.DELETED: "削除",
-        ChangeKind.DECAYED: "整理で削除",
-        ChangeKind.FORGOTTEN: "忘却",
-        ChangeKind.ERASED: "消去",
-        ChangeKind.ROLLED_BACK: "ロールバック",
-        ChangeKind.IMPORTED: "インポート",
-        ChangeKind.UNDONE: "取り消し",
-    },
-}
-WHO: dict[str, dict[Who, str]] = {
-    "en": {
-        Who.YOU: "you",
-        Who.CONVERSATION: "a conversation",
-        Who.NIGHT: "the night",
-        Who.OPERATOR: "an operator",
-        Who.IMPORT: "an import",
-    },
-    "ja": {
-        Who.YOU: "あなた",
-        Who.CONVERSATION: "会話",
-        Who.NIGHT: "夜間処理",
-        Who.OPERATOR: "運用者",
-        Who.IMPORT: "インポート",
-    },
-}
-WHERE: dict[str, dict[str, str]] = {
-    "en": {"global": "everywhere I talk with you", "dm": "in our direct messages", "guild": "in the server {id}"},
-    "ja": {"global": "すべての場所", "dm": "このDM", "guild": "サーバー {id}"},
-}
-WHERE_GROUP = {"en": "in the group chat {id}", "ja": "グループチャット {id}"}
-
-
-def language(locale: str) -> str:
-    """ "ja" for a Japanese Discord locale, English for everything else."""
-    lang = locale.split("-")[0].strip().lower()
-    return lang if lang in TEXTS else "en"
-
-
-def where(scope: str, lang: str) -> str:
-    kind, _, ident = scope.partition(":")
-    if kind in WHERE[lang] and (kind != "guild" or ident):
-        return WHERE[lang][kind].format(id=ident)
-    return WHERE_GROUP[lang].format(id=ident or scope)
-
 
 def undo_button(user_id: str, key: str) -> str:
     return f"{UNDO_BUTTON}:{user_id}:{key}"
@@ -128,51 +35,60 @@ def older_button(user_id: str, key: str) -> str:
     return f"{HISTORY_BUTTON}:{user_id}:{key}"
 
 
-def _quote(text: str, lang: str) -> str:
-    return f"「{text}」" if lang == "ja" else f"“{text}”"
+def _quoted(state: str, locale: str) -> str:
+    return text("history_quoted", locale, text=state) if state else "—"
 
 
-def line_text(n: int, line: HistoryLine, zone: tzinfo, lang: str) -> str:
-    head = TEXTS[lang]["line"].format(
+def line_text(n: int, line: HistoryLine, zone: tzinfo, locale: str) -> str:
+    head = text(
+        "history_line",
+        locale,
         n=n,
         at=local_stamp(line.at, zone),
         memory_id=line.memory_id,
-        kind=KINDS[lang][line.kind],
-        who=WHO[lang][line.who],
+        kind=kind_text(line.kind, locale),
+        who=text(f"who_{line.who.value}", locale),
     )
     if line.redacted:
-        return f"{head}\n   {TEXTS[lang]['erased_text']}"
-    states = [_quote(s, lang) if s else "—" for s in (line.before, line.after)]
-    return f"{head}\n   {states[0]} → {states[1]}"
+        return f"{head}\n   {text('history_erased_text', locale)}"
+    return f"{head}\n   {_quoted(line.before, locale)} → {_quoted(line.after, locale)}"
 
 
-def page_answer(page: HistoryPage, user_id: str, scope: str, zone: tzinfo, locale: str, *, older: bool) -> dict:
-    """The message data (content and buttons) of one page of history."""
-    lang = language(locale)
-    place = where(scope, lang)
-    texts = TEXTS[lang]
+def kind_text(kind: ChangeKind, locale: str) -> str:
+    return text("change_" + kind.value.replace(" ", "_"), locale)
+
+
+def page_answer(
+    page: HistoryPage, user_id: str, scope: str, zone: tzinfo, locale: str, *, older: bool, place: str = ""
+) -> dict:
+    """The message data (content and buttons) of one page of history; ``place`` names the scope
+    (the server by its name), else its label from the scope alone."""
+    place = place or where_label(scope, locale)
     if not page.lines:
-        return {"content": texts["nothing_older" if older else "nothing"].format(where=place), "components": []}
-    parts = [texts["header_older" if older else "header"].format(where=place)]
-    parts += [line_text(n, line, zone, lang) for n, line in enumerate(page.lines, 1)]
+        return {
+            "content": text("history_nothing_older" if older else "history_nothing", locale, where=place),
+            "components": [],
+        }
+    parts = [text("history_header_older" if older else "history_header", locale, where=place)]
+    parts += [line_text(n, line, zone, locale) for n, line in enumerate(page.lines, 1)]
     buttons = [
         {
             "type": BUTTON,
             "style": SECONDARY_STYLE,
-            "label": texts["undo_label"].format(n=n),
+            "label": text("history_undo_label", locale, n=n),
             "custom_id": undo_button(user_id, line.key),
         }
         for n, line in enumerate(page.lines, 1)
         if line.undoable
     ]
     if buttons:
-        parts.append(texts["footer"])
+        parts.append(text("history_footer", locale))
     if page.older:
         buttons.append(
             {
                 "type": BUTTON,
                 "style": SECONDARY_STYLE,
-                "label": texts["older_label"],
+                "label": text("history_older_label", locale),
                 "custom_id": older_button(user_id, page.older),
             }
         )
@@ -183,17 +99,18 @@ def page_answer(page: HistoryPage, user_id: str, scope: str, zone: tzinfo, local
     return {"content": "\n".join(parts)[:MESSAGE_MAX_CHARS], "components": rows}
 
 
+UNDO_ANSWERS = {
+    UndoOutcome.UNDONE: "undo_done",
+    UndoOutcome.CHANGED: "undo_changed",
+    UndoOutcome.FINAL: "undo_final",
+    UndoOutcome.NOT_FOUND: "undo_not_found",
+}
+
+
 def undo_text(result: UndoResult, locale: str) -> str:
-    lang = language(locale)
-    key = {
-        UndoOutcome.UNDONE: "undone",
-        UndoOutcome.CHANGED: "changed",
-        UndoOutcome.FINAL: "final",
-        UndoOutcome.NOT_FOUND: "not_found",
-    }[result.outcome]
-    kind = KINDS[lang][result.kind] if result.kind is not None else ""
-    return TEXTS[lang][key].format(memory_id=result.memory_id, kind=kind)
+    kind = kind_text(result.kind, locale) if result.kind is not None else ""
+    return text(UNDO_ANSWERS[result.outcome], locale, memory_id=result.memory_id, kind=kind)
 
 
 def not_yours_text(locale: str) -> str:
-    return TEXTS[language(locale)]["not_yours"]
+    return text("history_not_yours", locale)

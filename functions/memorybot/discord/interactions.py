@@ -14,16 +14,20 @@ from datetime import UTC, datetime, tzinfo
 from typing import Any, Protocol
 
 from ..core import commands, consent, conversation, history
+from ..core.catalog import text
+from ..core.catalog import where_label as scope_label
 from ..core.commands import CommandMemories
-from ..core.domain import DM_SCOPE, GLOBAL_SCOPE, ScopeMode
+from ..core.domain import GLOBAL_SCOPE, ScopeMode
 from ..core.history import HistoryMemories
-from ..core.jobs import ReplyJob
+from ..core.jobs import RememberJob, ReplyJob
 from ..core.ports import AsyncInvoker, DiscordApi, MessageStore, PeopleStore
 from . import history_view
+from .guilds import GuildNames
 from .requests import (
     FORGET_ALL_TTL,
     MESSAGE_MAX_CHARS,
     BadRequest,
+    Caller,
     Chat,
     ExportMemories,
     ForgetAllAsk,
@@ -31,6 +35,7 @@ from .requests import (
     ForgetMemory,
     PauseMemory,
     Ping,
+    RememberMessage,
     ResumeMemory,
     ShowHistory,
     ShowMemories,
@@ -52,67 +57,6 @@ EPHEMERAL = 64
 MAX_CHOICES = 25
 CHOICE_NAME_MAX_CHARS = 100
 NO_MENTIONS: dict[str, list[str]] = {"parse": []}
-
-TEXT_NOTHING_REMEMBERED = "I don't remember anything about you {where} yet."
-TEXT_DM_SENT = "I sent you a DM with what I remember about you."
-TEXT_DM_FAILED = (
-    "I couldn't send you a DM, so I won't show your memories here. "
-    "Allow direct messages from this server's members and try again."
-)
-# Where there is no server (the bot's DM, a group DM with a user-installed app) the fix is in
-# the person's own Discord settings; with one profile everywhere we cannot tell where they are.
-TEXT_DM_FAILED_NO_SERVER = (
-    "I couldn't send you a DM, so I won't show your memories here. "
-    "Check that you have not blocked me and that your Discord privacy settings allow direct "
-    "messages from apps, then try again."
-)
-TEXT_DM_FAILED_ANYWHERE = (
-    "I couldn't send you a DM, so I won't show your memories here. "
-    'Allow direct messages from me (in a server: its privacy settings, "Direct Messages"; '
-    "elsewhere: your Discord privacy settings) and try again."
-)
-TEXT_FORGET_WHICH = "Which memory should I forget? Give its id: /memory forget id:<id> (/memory show lists the ids)."
-TEXT_STALE_COMPONENT = (
-    "That button or form is not one I can act on (it may be from an older message). Use /memory or /chat instead."
-)
-TEXT_FORGOTTEN = "Forgotten: memory {memory_id} is deleted."
-TEXT_NOT_FOUND = "Memory {memory_id} was not found among your memories."
-TEXT_DM_PARTIAL = (
-    "I sent you {sent} of {total} DMs with your memories; the rest could not be sent just now. "
-    "/memory export sends them all as one file."
-)
-TEXT_WHY = "Memory {memory_id} was {verb} on {at} (UTC), from these messages of yours:\n{links}"
-TEXT_WHY_NO_SOURCES = (
-    "Memory {memory_id} was {verb} on {at} (UTC); I have no record of which messages (it predates provenance)."
-)
-TEXT_WHY_UNTIL = "It holds until {until}; after that I no longer use it in my replies."
-TEXT_EXPORT_SENT = "I sent you a DM with a JSON file of everything I remember about you, and its history."
-TEXT_EXPORT_FAILED = (
-    "I couldn't send you a DM, so I won't export your memories here. "
-    "Allow direct messages from this server's members and try again."
-)
-TEXT_NOTHING_TO_EXPORT = "I don't remember anything about you, anywhere."
-TEXT_FORGET_ALL_ASK = (
-    "Forget all {count} memories I have about you {where}? This cannot be undone. "
-    "Only you can confirm, within 15 minutes."
-)
-TEXT_FORGET_ALL_DONE = "Forgotten: {count} memories about you {where} are deleted."
-TEXT_FORGET_ALL_NOT_YOURS = "Sorry, only the person who asked can confirm this. Nothing was deleted."
-TEXT_FORGET_ALL_EXPIRED = "Sorry, this confirmation expired. Nothing was deleted; ask again with /memory forget-all."
-TEXT_PAUSED = (
-    "Paused: from now on I won't learn from you or use what I remember about you, anywhere. "
-    "Nothing is deleted: /memory show, export and forget still work. /memory resume turns it back on."
-)
-TEXT_ALREADY_PAUSED = "Memory was already paused. /memory resume turns it back on."
-TEXT_RESUMED = (
-    "Resumed: I'll learn from you and use what I remember again, from your next message. "
-    "Nothing you said while memory was paused will be learned."
-)
-TEXT_NOT_PAUSED = "Memory is not paused: I'm learning as usual. /memory pause stops it."
-TEXT_UNSUPPORTED = "Sorry, I don't know that command."
-TEXT_EMPTY_CHAT = "Say something after /chat and I'll answer."
-TEXT_BUSY = "Sorry, I can't answer right now. Please try again in a moment."
-TEXT_ERROR = "Sorry, something went wrong on my side."
 
 
 class InteractionMemories(CommandMemories, HistoryMemories, Protocol):
@@ -142,6 +86,9 @@ class Dependencies(Protocol):
     def scope_mode(self) -> ScopeMode: ...
 
     @property
+    def guild_names(self) -> GuildNames: ...
+
+    @property
     def zone(self) -> tzinfo:
         """The deployment's time zone (the dates /memory history shows)."""
 
@@ -165,29 +112,27 @@ def choices(pairs: list[tuple[str, str]]) -> dict:
     }
 
 
-def scope_label(scope: str) -> str:
-    """Where a listing's memories were learned, in words (the DM goes elsewhere, so say it)."""
-    if scope == GLOBAL_SCOPE:
-        return "everywhere I talk with you"
-    if scope == DM_SCOPE:
-        return "in our direct messages"
-    kind, _, ident = scope.partition(":")
-    return f"in the server {ident}" if kind == "guild" else f"in the group chat {ident}"
+def say(key: str, caller: Caller | str, **fields: object) -> dict:
+    """An ephemeral answer: the catalog's ``key`` in the language of the caller (or of a locale)."""
+    return ephemeral(text(key, caller if isinstance(caller, str) else caller.locale, **fields))
 
 
-DM_HEADER = "Here is what I remember about you {where} (id, then the start of each memory):"
-DM_FOOTER = "To make me forget one: /memory forget id:<id>"
+def where(caller: Caller, deps: Dependencies) -> str:
+    """The caller's scope in words, in their language: a server named by the interaction's guild
+    data, else by one cached REST read (``GuildNames``), else by its id."""
+    kind, _, ident = caller.scope.partition(":")
+    name = caller.guild_name or (deps.guild_names.name(ident) if kind == "guild" else None) or ""
+    return scope_label(caller.scope, caller.locale, name)
 
 
-def dm_text(lines: list[str], scope: str = GLOBAL_SCOPE) -> str:
-    return dm_messages(lines, scope)[0]
+def dm_text(lines: list[str], scope: str = GLOBAL_SCOPE, locale: str = "") -> str:
+    return dm_messages(lines, scope_label(scope, locale), locale)[0]
 
 
-def dm_messages(lines: list[str], scope: str = GLOBAL_SCOPE) -> list[str]:
+def dm_messages(lines: list[str], where: str, locale: str = "") -> list[str]:
     """The listing split into as few DMs as Discord's 2000 characters allow: the header opens
     the first, the footer closes the last, a line is never split (each is at most 86 characters)."""
-    header = DM_HEADER.format(where=scope_label(scope))
-    parts = [header, *lines, DM_FOOTER]
+    parts = [text("dm_header", locale, where=where), *lines, text("dm_footer", locale)]
     messages: list[str] = []
     current = ""
     for part in parts:
@@ -209,7 +154,7 @@ def respond(body: bytes, deps: Dependencies) -> tuple[int, dict]:
         logger.info("bad interaction", extra={"reason": str(exc)})
         return 400, {"error": "bad request"}
     if isinstance(request, Unsupported):
-        return 200, choices([]) if request.autocomplete else ephemeral(TEXT_UNSUPPORTED)
+        return 200, choices([]) if request.autocomplete else say("unsupported", request.locale)
     return 200, _HANDLERS[type(request)](request, deps)
 
 
@@ -219,9 +164,22 @@ def _ping(request: Ping, deps: Dependencies) -> dict:
 
 def _chat(request: Chat, deps: Dependencies) -> dict:
     if not request.text:
-        return ephemeral(TEXT_EMPTY_CHAT)
+        return say("empty_chat", request.caller)
     caller = request.caller
-    job = ReplyJob(
+    job = ReplyJob(*_answered_by_worker(request))
+    handed_on = conversation.hear(deps, job, request.text)
+    return {"type": DEFERRED_CHANNEL_MESSAGE} if handed_on else say("busy", caller)
+
+
+# (interaction id, token, application id, channel id, user id, user name, scope, locale)
+WorkerAnswer = tuple[str, str, str, str, str, str, str, str]
+
+
+def _answered_by_worker(request: Chat | RememberMessage) -> WorkerAnswer:
+    """What a worker needs to fill in a deferred answer for the caller, in the order the jobs
+    take it: the interaction, who asked, where, and in which language."""
+    caller = request.caller
+    return (
         request.interaction_id,
         request.token,
         request.application_id,
@@ -229,16 +187,14 @@ def _chat(request: Chat, deps: Dependencies) -> dict:
         caller.user_id,
         caller.user_name,
         caller.scope,
-        request.locale,
+        caller.locale,
     )
-    handed_on = conversation.hear(deps, job, request.text)
-    return {"type": DEFERRED_CHANNEL_MESSAGE} if handed_on else ephemeral(TEXT_BUSY)
 
 
 def _show(request: ShowMemories, deps: Dependencies) -> dict:
     # Discord's signature stays valid for minutes: a replayed request gets the first answer, no second DM.
     answer = deps.once("show", request.interaction_id, lambda: _show_once(request, deps))
-    return answer if answer is not None else ephemeral(TEXT_BUSY)
+    return answer if answer is not None else say("busy", request.caller)
 
 
 # Every DM of a listing is sent inline (each REST call has a 1-second timeout); past this
@@ -251,15 +207,16 @@ def _show_once(request: ShowMemories, deps: Dependencies) -> dict:
     answer = _show_listing(request, deps)
     paused_at = deps.people_store.get(request.caller.user_id).paused_at
     if paused_at is not None:  # /memory show says when memory is paused
-        answer["data"]["content"] += "\n" + consent.paused_note(paused_at)
+        answer["data"]["content"] += "\n" + consent.paused_note(paused_at, request.caller.locale)
     return answer
 
 
 def _show_listing(request: ShowMemories, deps: Dependencies) -> dict:
-    lines = commands.show(deps.memory_store, request.caller.owner)
+    caller = request.caller
+    lines = commands.show(deps.memory_store, caller.owner, caller.locale)
     if not lines:
-        return ephemeral(TEXT_NOTHING_REMEMBERED.format(where=scope_label(request.caller.scope)))
-    messages = dm_messages(lines, request.caller.scope)
+        return say("nothing_remembered", caller, where=where(caller, deps))
+    messages = dm_messages(lines, where(caller, deps), caller.locale)
     started = time.monotonic()
     sent = 0
     try:
@@ -275,30 +232,36 @@ def _show_listing(request: ShowMemories, deps: Dependencies) -> dict:
             "memory DM failed", extra={"user_id": request.caller.user_id, "error": type(exc).__name__, "sent": sent}
         )
     if sent == 0:
-        return ephemeral(dm_failed_text(request.caller.scope))
+        return say(dm_failed_key(caller.scope), caller)
     if sent < len(messages):
-        return ephemeral(TEXT_DM_PARTIAL.format(sent=sent, total=len(messages)))
-    return ephemeral(TEXT_DM_SENT)
+        return say("dm_partial", caller, sent=sent, total=len(messages))
+    return say("dm_sent", caller)
 
 
-def dm_failed_text(scope: str) -> str:
+def dm_failed_key(scope: str) -> str:
     """The advice for a DM that failed, fitted to where the person is: only a server has members' DM settings."""
     if scope.startswith("guild:"):
-        return TEXT_DM_FAILED
-    return TEXT_DM_FAILED_ANYWHERE if scope == GLOBAL_SCOPE else TEXT_DM_FAILED_NO_SERVER
+        return "dm_failed"
+    return "dm_failed_anywhere" if scope == GLOBAL_SCOPE else "dm_failed_no_server"
 
 
 def _why(request: WhyMemory, deps: Dependencies) -> dict:
-    found = commands.why(deps.memory_store, request.caller.owner, request.memory_id)
+    caller = request.caller
+    found = commands.why(deps.memory_store, caller.owner, request.memory_id)
     if found is None:
-        return ephemeral(TEXT_NOT_FOUND.format(memory_id=request.memory_id.strip().lower()[:20] or "(none)"))
-    verb = "learned" if found.action.value == "add" else "last changed"
+        return say("not_found", caller, memory_id=shown_id(request.memory_id.strip().lower(), caller.locale))
+    verb = text("why_verb_learned" if found.action.value == "add" else "why_verb_changed", caller.locale)
     at = found.at.astimezone(UTC).strftime("%Y-%m-%d %H:%M")
-    until = "\n" + TEXT_WHY_UNTIL.format(until=found.valid_until.isoformat()) if found.valid_until else ""
+    until = "\n" + text("why_until", caller.locale, until=found.valid_until.isoformat()) if found.valid_until else ""
     if not found.links:
-        return ephemeral(TEXT_WHY_NO_SOURCES.format(memory_id=found.memory_id, verb=verb, at=at) + until)
-    text = TEXT_WHY.format(memory_id=found.memory_id, verb=verb, at=at, links="\n".join(found.links))
-    return ephemeral((text + until)[:MESSAGE_MAX_CHARS])
+        return ephemeral(text("why_no_sources", caller.locale, memory_id=found.memory_id, verb=verb, at=at) + until)
+    answer = text("why", caller.locale, memory_id=found.memory_id, verb=verb, at=at, links="\n".join(found.links))
+    return ephemeral((answer + until)[:MESSAGE_MAX_CHARS])
+
+
+def shown_id(memory_id: str, locale: str) -> str:
+    """A typed memory id as an answer repeats it: at most 20 characters, "(none)" for nothing."""
+    return memory_id[:20] or text("no_memory_id", locale)
 
 
 EXPORT_FILENAME = "memorybot-export.json"
@@ -306,37 +269,36 @@ EXPORT_FILENAME = "memorybot-export.json"
 
 def _export(request: ExportMemories, deps: Dependencies) -> dict:
     answer = deps.once("export", request.interaction_id, lambda: _export_once(request, deps))
-    return answer if answer is not None else ephemeral(TEXT_BUSY)
+    return answer if answer is not None else say("busy", request.caller)
 
 
 def _export_once(request: ExportMemories, deps: Dependencies) -> dict:
     data = commands.export(deps.memory_store, request.caller.user_id, deps.people_store)
     switch = data.get("memorySwitch") or {}
     if not data["scopes"] and not (switch.get("ledger") or switch.get("noticeGivenIn") or switch.get("paused")):
-        return ephemeral(TEXT_NOTHING_TO_EXPORT)
+        return say("nothing_to_export", request.caller)
     raw = json.dumps(data, ensure_ascii=False, indent=2).encode("utf-8")
     try:
         discord = deps.discord_interactive
-        discord.send_file(
-            discord.open_dm(request.caller.user_id), "Your memorybot export (every scope).", EXPORT_FILENAME, raw
-        )
+        content = text("export_dm", request.caller.locale)
+        discord.send_file(discord.open_dm(request.caller.user_id), content, EXPORT_FILENAME, raw)
     except Exception as exc:  # noqa: BLE001 - say so, repeat nothing
         logger.info("export DM failed", extra={"user_id": request.caller.user_id, "error": type(exc).__name__})
-        return ephemeral(TEXT_EXPORT_FAILED)
-    return ephemeral(TEXT_EXPORT_SENT)
+        return say("export_failed", request.caller)
+    return say("export_sent", request.caller)
 
 
 def _forget_all_ask(request: ForgetAllAsk, deps: Dependencies) -> dict:
     caller = request.caller
     count = commands.count(deps.memory_store, caller.owner)
-    where = scope_label(caller.scope)
+    here = where(caller, deps)
     if not count:
-        return ephemeral(TEXT_NOTHING_REMEMBERED.format(where=where))
-    answer = ephemeral(TEXT_FORGET_ALL_ASK.format(count=count, where=where))
+        return say("nothing_remembered", caller, where=here)
+    answer = say("forget_all_ask", caller, count=count, where=here)
     button = {
         "type": BUTTON,
         "style": DANGER_STYLE,
-        "label": "Forget everything",
+        "label": text("forget_all_button", caller.locale),
         "custom_id": forget_all_button(caller.user_id, datetime.now(UTC)),
     }
     answer["data"]["components"] = [{"type": ACTION_ROW, "components": [button]}]
@@ -350,57 +312,59 @@ def _forget_all_confirm(request: ForgetAllConfirm, deps: Dependencies) -> dict:
     caller = request.caller
     if caller.user_id != request.requester:
         logger.info("forget-all refused: not the requester", extra={"user_id": caller.user_id})
-        return ephemeral(TEXT_FORGET_ALL_NOT_YOURS)
+        return say("forget_all_not_yours", caller)
     # In whole seconds, never through a datetime: a time out of its range (year 10,000) is simply not now.
     now = time.time()
     if not request.asked_at - FORGET_ALL_CLOCK_SKEW_SECONDS <= now <= request.asked_at + FORGET_ALL_TTL.total_seconds():
-        return ephemeral(TEXT_FORGET_ALL_EXPIRED)
+        return say("forget_all_expired", caller)
     # One button, one forget-all: a second press (or a replay) gets the first answer and deletes
     # nothing learned since. The custom_id (who asked, when) and the scope name the button.
     key = f"{caller.scope}:{request.requester}:{request.asked_at}"
     answer = deps.once("forget-all", key, lambda: _forget_all_once(request, deps))
-    return answer if answer is not None else ephemeral(TEXT_BUSY)
+    return answer if answer is not None else say("busy", caller)
 
 
 def _forget_all_once(request: ForgetAllConfirm, deps: Dependencies) -> dict:
     caller = request.caller
     deleted = commands.forget_all(deps.memory_store, caller.owner, deps.people_store)
     logger.info("forget-all done", extra={"user_id": caller.user_id, "deleted": len(deleted)})
-    text = TEXT_FORGET_ALL_DONE.format(count=len(deleted), where=scope_label(caller.scope))
-    return {"type": UPDATE_MESSAGE, "data": {"content": text, "components": [], "allowed_mentions": NO_MENTIONS}}
+    done = text("forget_all_done", caller.locale, count=len(deleted), where=where(caller, deps))
+    return {"type": UPDATE_MESSAGE, "data": {"content": done, "components": [], "allowed_mentions": NO_MENTIONS}}
 
 
 def _forget(request: ForgetMemory, deps: Dependencies) -> dict:
+    caller = request.caller
     if not request.memory_id.strip():
-        return ephemeral(TEXT_FORGET_WHICH)
-    result = commands.forget(deps.memory_store, request.caller.owner, request.memory_id)
-    template = TEXT_FORGOTTEN if result.outcome is commands.ForgetOutcome.FORGOTTEN else TEXT_NOT_FOUND
-    return ephemeral(template.format(memory_id=result.memory_id[:20] or "(none)"))
+        return say("forget_which", caller)
+    result = commands.forget(deps.memory_store, caller.owner, request.memory_id)
+    key = "forgotten" if result.outcome is commands.ForgetOutcome.FORGOTTEN else "not_found"
+    return say(key, caller, memory_id=shown_id(result.memory_id, caller.locale))
 
 
 def _suggest(request: SuggestForget, deps: Dependencies) -> dict:
-    return choices(commands.suggest(deps.memory_store, request.caller.owner, request.typed))
+    return choices(commands.suggest(deps.memory_store, request.caller.owner, request.typed, request.caller.locale))
 
 
 def _pause(request: PauseMemory, deps: Dependencies) -> dict:
     switched = consent.pause(deps.people_store, request.caller.user_id, datetime.now(UTC))
     logger.info("memory pause", extra={"user_id": request.caller.user_id, "changed": switched.changed})
-    return ephemeral(TEXT_PAUSED if switched.changed else TEXT_ALREADY_PAUSED)
+    return say("paused" if switched.changed else "already_paused", request.caller)
 
 
 def _resume(request: ResumeMemory, deps: Dependencies) -> dict:
     switched = consent.resume(deps.people_store, request.caller.user_id, datetime.now(UTC))
     logger.info("memory resume", extra={"user_id": request.caller.user_id, "changed": switched.changed})
-    return ephemeral(TEXT_RESUMED if switched.changed else TEXT_NOT_PAUSED)
+    return say("resumed" if switched.changed else "not_paused", request.caller)
 
 
 def _history(request: ShowHistory, deps: Dependencies) -> dict:
     caller = request.caller
     if request.requester and request.requester != caller.user_id:
-        return ephemeral(history_view.not_yours_text(request.locale))
+        return say("history_not_yours", request.locale)
     page = history.history(deps.memory_store, caller.owner, older_than=request.older_than, people=deps.people_store)
+    older = bool(request.older_than)
     data = history_view.page_answer(
-        page, caller.user_id, caller.scope, deps.zone, request.locale, older=bool(request.older_than)
+        page, caller.user_id, caller.scope, deps.zone, request.locale, older=older, place=where(caller, deps)
     )
     if request.requester:  # the "Older" button: the page turns in place
         return {"type": UPDATE_MESSAGE, "data": {**data, "allowed_mentions": NO_MENTIONS}}
@@ -413,10 +377,10 @@ def _undo(request: UndoChange, deps: Dependencies) -> dict:
     caller = request.caller
     if request.requester != caller.user_id:
         logger.info("undo refused: not the owner", extra={"user_id": caller.user_id})
-        return ephemeral(history_view.not_yours_text(request.locale))
+        return say("history_not_yours", request.locale)
     # A replay of the same click gets the first answer; a new click is judged afresh.
     answer = deps.once("undo", request.interaction_id, lambda: _undo_once(request, deps))
-    return answer if answer is not None else ephemeral(TEXT_BUSY)
+    return answer if answer is not None else say("busy", request.locale)
 
 
 def _undo_once(request: UndoChange, deps: Dependencies) -> dict:
@@ -426,7 +390,42 @@ def _undo_once(request: UndoChange, deps: Dependencies) -> dict:
 
 def _unknown_component(request: UnknownComponent, deps: Dependencies) -> dict:
     logger.info("component not acted on", extra={"custom_id": request.custom_id})
-    return ephemeral(TEXT_STALE_COMPONENT)
+    return say("stale_component", request.locale)
+
+
+def _remember(request: RememberMessage, deps: Dependencies) -> dict:
+    """ "Remember this": only on the person's own message, never while paused; the extraction runs
+    in the extraction worker (models take longer than Discord's 3 s), which fills in this
+    deferred, ephemeral answer with what happened."""
+    caller, target = request.caller, request.target
+    if target is None:
+        logger.info("remember refused: no readable target", extra={"user_id": caller.user_id})
+        return say("remember_unreadable", caller)
+    if target.author_id != caller.user_id:  # only a person's own words decide their memories
+        logger.info("remember refused: not their message", extra={"user_id": caller.user_id})
+        return say("remember_not_yours", caller)
+    if not target.content.strip():
+        return say("remember_no_text", caller)
+    if deps.people_store.get(caller.user_id).paused:
+        return say("remember_paused", caller)
+    job = RememberJob(*_answered_by_worker(request), target.message_id, target.content)
+    try:
+        deps.invoker.invoke(job)
+    except Exception as exc:  # noqa: BLE001 - the person gets an answer either way
+        logger.error("remember hand-off failed", extra={**job.ids(), "error": type(exc).__name__})
+        return say("busy", caller)
+    return {"type": DEFERRED_CHANNEL_MESSAGE, "data": {"flags": EPHEMERAL}}
+
+
+def error_answer(body: bytes) -> dict:
+    """The apology for an interaction that failed on our side, in the person's language if the
+    body says it (it may be what failed to parse)."""
+    try:
+        payload = json.loads(body)
+        locale = payload.get("locale") if isinstance(payload, dict) else ""
+    except (ValueError, UnicodeDecodeError, RecursionError):
+        locale = ""
+    return say("error", locale if isinstance(locale, str) else "")
 
 
 _HANDLERS: dict[type, Callable[[Any, Dependencies], dict]] = {
@@ -441,6 +440,7 @@ _HANDLERS: dict[type, Callable[[Any, Dependencies], dict]] = {
     ForgetAllConfirm: _forget_all_confirm,
     PauseMemory: _pause,
     ResumeMemory: _resume,
+    RememberMessage: _remember,
     ShowHistory: _history,
     UndoChange: _undo,
     UnknownComponent: _unknown_component,

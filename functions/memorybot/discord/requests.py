@@ -14,6 +14,7 @@ from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from typing import Any
 
+from ..core.catalog import COMMAND_DESCRIPTIONS, COMMAND_NAMES, REMEMBER_THIS, Language
 from ..core.domain import Owner, ScopeMode, scope_for
 from . import history_view
 from .formats import is_interaction_token, is_snowflake, valid_unicode
@@ -27,70 +28,95 @@ SUBCOMMAND = 1
 STRING_OPTION = 3
 MESSAGE_MAX_CHARS = 2000
 MAX_JSON_DEPTH = 32  # Discord's payloads nest about 8 deep
+GUILD_NAME_MAX_CHARS = 100  # Discord's limit on a server's name
 
-# The commands `memorybot register-commands` installs (bulk overwrite).
+CHAT_INPUT, MESSAGE_COMMAND = 1, 3  # application command types (data.type of an interaction)
+# Where the commands may be used (Discord's interaction context types) and how the app may be
+# installed: in servers, in the bot's DM and, installed by a person, in their own DMs and groups
+# (``/memory`` works in the DM, as the README says).
+CONTEXTS = [0, 1, 2]
+INTEGRATION_TYPES = [0, 1]
+
+
+def _localized(path: str) -> dict[str, Any]:
+    """The description of the command, subcommand or option at ``path``, with its translation."""
+    english, others = _in_languages(COMMAND_DESCRIPTIONS[path])
+    return {"description": english, "description_localizations": others}
+
+
+def _in_languages(texts: dict[Language, str]) -> tuple[str, dict[str, str]]:
+    """(the English default, {Discord locale: text} for every other language)."""
+    return texts[Language.EN], {DISCORD_LOCALES[lang]: t for lang, t in texts.items() if lang is not Language.EN}
+
+
+# Discord's locale key for each language of the catalog (English is the default text).
+DISCORD_LOCALES = {Language.EN: "en-US", Language.JA: "ja"}
+
+
+def _memory_id_option(subcommand: str) -> dict[str, Any]:
+    return {
+        "type": STRING_OPTION,
+        "name": "id",
+        **_localized(f"memory {subcommand} id"),
+        "required": True,
+        "autocomplete": True,
+    }
+
+
+def _subcommand(name: str, *options: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "type": SUBCOMMAND,
+        "name": name,
+        **_localized(f"memory {name}"),
+        **({"options": list(options)} if options else {}),
+    }
+
+
+def _everywhere(command: dict[str, Any]) -> dict[str, Any]:
+    return {**command, "contexts": CONTEXTS, "integration_types": INTEGRATION_TYPES}
+
+
+_REMEMBER_NAME, _REMEMBER_NAMES = _in_languages(COMMAND_NAMES[REMEMBER_THIS])
+
+# The commands `memorybot register-commands` installs (bulk overwrite) and the doctor compares.
 COMMANDS: list[dict[str, Any]] = [
-    {
-        "name": "chat",
-        "description": "Talk to memorybot",
-        "type": 1,
-        "options": [
-            {"type": STRING_OPTION, "name": "message", "description": "What you want to say", "required": True}
-        ],
-    },
-    {
-        "name": "memory",
-        "description": "What memorybot remembers about you",
-        "type": 1,
-        "options": [
-            {"type": SUBCOMMAND, "name": "show", "description": "DM me everything you remember about me here"},
-            {
-                "type": SUBCOMMAND,
-                "name": "forget",
-                "description": "Forget one of my memories",
-                "options": [
-                    {
-                        "type": STRING_OPTION,
-                        "name": "id",
-                        "description": "The memory's id",
-                        "required": True,
-                        "autocomplete": True,
-                    }
-                ],
-            },
-            {
-                "type": SUBCOMMAND,
-                "name": "why",
-                "description": "When and from which of my messages you learned a memory",
-                "options": [
-                    {
-                        "type": STRING_OPTION,
-                        "name": "id",
-                        "description": "The memory's id",
-                        "required": True,
-                        "autocomplete": True,
-                    }
-                ],
-            },
-            {
-                "type": SUBCOMMAND,
-                "name": "export",
-                "description": "DM me a JSON file of all my memories and their history",
-            },
-            {"type": SUBCOMMAND, "name": "forget-all", "description": "Forget everything you remember about me here"},
-            {
-                "type": SUBCOMMAND,
-                "name": "pause",
-                "description": "Stop learning from me and using what you remember, everywhere (nothing is deleted)",
-            },
-            {"type": SUBCOMMAND, "name": "resume", "description": "Start learning from me again, from now on"},
-            {
-                "type": SUBCOMMAND,
-                "name": "history",
-                "description": "What changed about me here lately, with an Undo for each change (only I see it)",
-            },
-        ],
-    },
+    _everywhere(
+        {
+            "name": "chat",
+            "type": CHAT_INPUT,
+            **_localized("chat"),
+            "options": [
+                {
+                    "type": STRING_OPTION,
+                    "name": "message",
+                    **_localized("chat message"),
+                    "required": True,
+                    "max_length": MESSAGE_MAX_CHARS,  # the longest line the bot keeps
+                }
+            ],
+        }
+    ),
+    _everywhere(
+        {
+            "name": "memory",
+            "type": CHAT_INPUT,
+            **_localized("memory"),
+            "options": [
+                _subcommand("show"),
+                _subcommand("forget", _memory_id_option("forget")),
+                _subcommand("why", _memory_id_option("why")),
+                _subcommand("export"),
+                _subcommand("forget-all"),
+                _subcommand("pause"),
+                _subcommand("resume"),
+                _subcommand("history"),
+            ],
+        }
+    ),
+    # A message command has no description (Discord requires an empty one); its name is localized.
+    _everywhere(
+        {"name": _REMEMBER_NAME, "type": MESSAGE_COMMAND, "name_localizations": _REMEMBER_NAMES, "description": ""}
+    ),
 ]
 
 
@@ -104,6 +130,8 @@ class Caller:
     user_name: str
     channel_id: str
     scope: str  # where this conversation's memories live (domain.scope_for)
+    locale: str = ""  # the person's Discord locale ("ja", "en-US"): the language of every answer
+    guild_name: str = ""  # the server's name when the interaction carries it (else read over REST)
 
     @property
     def owner(self) -> Owner:
@@ -122,7 +150,6 @@ class Chat:
     application_id: str
     caller: Caller
     text: str
-    locale: str = ""  # the person's Discord locale (the first-use notice's language)
 
 
 @dataclass(frozen=True)
@@ -203,12 +230,35 @@ class UnknownComponent:
     """A button click or form submit the bot does not act on: answered politely, nothing changes."""
 
     custom_id: str
+    locale: str = ""
 
 
 @dataclass(frozen=True)
 class Unsupported:
     what: str
     autocomplete: bool = False  # an autocomplete request must be answered with (no) choices
+    locale: str = ""
+
+
+@dataclass(frozen=True)
+class TargetMessage:
+    """The message "Remember this" was used on, as Discord resolved it."""
+
+    message_id: str
+    author_id: str
+    content: str
+
+
+@dataclass(frozen=True)
+class RememberMessage:
+    """The "Remember this" message command; ``target`` is None when Discord's resolved data
+    was missing or malformed (answered with a polite refusal, nothing read or written)."""
+
+    interaction_id: str
+    token: str
+    application_id: str
+    caller: Caller
+    target: TargetMessage | None
 
 
 Request = (
@@ -223,6 +273,7 @@ Request = (
     | ForgetAllConfirm
     | PauseMemory
     | ResumeMemory
+    | RememberMessage
     | ShowHistory
     | UndoChange
     | UnknownComponent
@@ -289,7 +340,15 @@ def _caller(payload: dict, scope_mode: ScopeMode) -> Caller:
         raise BadRequest("guild interaction without a guild id")  # its scope would be unknown
     bot_dm = payload.get("context") == CONTEXT_BOT_DM or _object(payload.get("channel")).get("type") == CHANNEL_TYPE_DM
     scope = scope_for(scope_mode, guild_id=guild_id, channel_id=channel_id, bot_dm=bot_dm)
-    return Caller(_snowflake(user.get("id"), "user id"), valid_unicode(str(name)), channel_id, scope)
+    guild_name = _object(payload.get("guild")).get("name")
+    return Caller(
+        _snowflake(user.get("id"), "user id"),
+        valid_unicode(str(name)),
+        channel_id,
+        scope,
+        _locale(payload.get("locale")),
+        valid_unicode(guild_name)[:GUILD_NAME_MAX_CHARS] if isinstance(guild_name, str) else "",
+    )
 
 
 def _options(data: dict) -> list[dict]:
@@ -345,7 +404,9 @@ def _command(payload: dict, scope_mode: ScopeMode) -> Request:
     command = _Command(payload, kind, caller, _options(data))
     handler = _COMMANDS.get((name, kind)) if isinstance(name, str) else None
     request = handler(command) if handler is not None else None
-    return request if request is not None else Unsupported(str(name), autocomplete=kind == AUTOCOMPLETE)
+    if request is None:
+        return Unsupported(str(name), autocomplete=kind == AUTOCOMPLETE, locale=caller.locale)
+    return request
 
 
 def _memory(command: _Command) -> Request | None:
@@ -367,8 +428,38 @@ def _chat(command: _Command) -> Request:
         _snowflake(command.payload.get("application_id"), "application id"),
         command.caller,
         _string_option(message).strip()[:MESSAGE_MAX_CHARS],
-        _locale(command.payload.get("locale")),
     )
+
+
+def _remember(command: _Command) -> Request:
+    """ "Remember this" on a message: the message as Discord resolved it (``data.target_id``,
+    ``data.resolved.messages``); anything missing or malformed there is no target."""
+    data = _data(command.payload)
+    if data.get("type") != MESSAGE_COMMAND:
+        return Unsupported(REMEMBER_THIS, locale=command.caller.locale)
+    return RememberMessage(
+        _interaction_id(command),
+        _token(command.payload.get("token")),
+        _snowflake(command.payload.get("application_id"), "application id"),
+        command.caller,
+        _target(data),
+    )
+
+
+def _target(data: dict) -> TargetMessage | None:
+    target_id = data.get("target_id")
+    if not isinstance(target_id, str) or not is_snowflake(target_id):
+        return None
+    message = _object(_object(_object(data.get("resolved")).get("messages")).get(target_id))
+    author = _object(message.get("author"))
+    content = message.get("content")
+    if message.get("id") != target_id or not is_snowflake(author.get("id")):
+        return None
+    if not isinstance(content, str):
+        return None
+    # A bot's or a webhook's message is nobody's own words, whoever points at it.
+    author_id = "" if author.get("bot") or message.get("webhook_id") else author["id"]
+    return TargetMessage(target_id, author_id, valid_unicode(content)[:MESSAGE_MAX_CHARS])
 
 
 def _interaction_id(command: _Command) -> str:
@@ -406,7 +497,7 @@ def _unknown_form(payload: dict) -> Request:
     custom_id = valid_unicode(data["custom_id"])
     # Components the bot acts on are recognised above this line, by their custom_id.
     # Fallback: anything else (an old message's button, a form from another version).
-    return UnknownComponent(custom_id[:100])
+    return UnknownComponent(custom_id[:100], _locale(payload.get("locale")))
 
 
 def _component(caller: Caller, data: dict) -> Request:
@@ -415,7 +506,7 @@ def _component(caller: Caller, data: dict) -> Request:
         raise BadRequest("malformed custom_id")
     match = _FORGET_ALL_ID.match(custom_id)
     if match is None:
-        return UnknownComponent(valid_unicode(custom_id))  # logged: keep it encodable
+        return UnknownComponent(valid_unicode(custom_id), caller.locale)  # logged: keep it encodable
     return ForgetAllConfirm(caller, match[1], int(match[2]))
 
 
@@ -454,6 +545,7 @@ _COMMANDS: dict[tuple[str, int], Callable[[_Command], Request | None]] = {
     ("chat", APPLICATION_COMMAND): _chat,
     ("memory", APPLICATION_COMMAND): _memory,
     ("memory", AUTOCOMPLETE): _memory,
+    (REMEMBER_THIS, APPLICATION_COMMAND): _remember,
 }
 _MEMORY_SUBCOMMANDS: dict[tuple[str, int], Callable[[_Command], Request]] = {
     ("show", APPLICATION_COMMAND): lambda c: ShowMemories(c.caller, _interaction_id(c)),

@@ -30,5 +30,5 @@ def handler(event: dict, context) -> dict:
         status, answer = interactions.respond(body, deps)
     except Exception:  # noqa: BLE001 - never a 500 to Discord: a polite ephemeral instead
         logger.exception("interaction failed")
-        status, answer = 200, interactions.ephemeral(interactions.TEXT_ERROR)
+        status, answer = 200, interactions.error_answer(body)
     return http_response(status, answer)

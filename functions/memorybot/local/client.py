@@ -10,7 +10,7 @@ from __future__ import annotations
 import itertools
 import json
 import secrets
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -19,17 +19,18 @@ from urllib.parse import urlsplit
 
 import httpx
 
+from ..core.catalog import REMEMBER_THIS
 from ..core.consolidation import WINDOW, window_for
 from ..core.domain import JST, snowflake_at
 from ..core.nightly_steps import scheduled_time
 from ..discord.signature import sign
+from .discord_recorder import LOCAL_GUILD_ID
 from .people import user_id_for
 from .running import state_dir_for
 from .server import ADMIN_SECRET_FILE, DEFAULT_HOST, DEFAULT_PORT, SIGNING_KEY_FILE, STATE_DIR
 
 DEFAULT_URL = f"http://{DEFAULT_HOST}:{DEFAULT_PORT}"
 LOCAL_CHANNEL_ID = "1100000000000000001"
-LOCAL_GUILD_ID = "1200000000000000001"
 HELP = """Type a message to /chat with the bot. Other commands:
   /memory show          the bot DMs you what it remembers about you
   /memory forget <id>   forget one memory (ids come from /memory show)
@@ -41,6 +42,9 @@ HELP = """Type a message to /chat with the bot. Other commands:
   /memory resume        start learning again, from your next message
   /memory history       what changed about you here lately (only you see it), with Undo buttons
   /undo <n>             click the history's "Undo <n>" button; /older: its "Older" button
+  /remember <text>      say <text> in the channel as an ordinary message, then use the
+                        "Remember this" message command on it (Apps -> Remember this)
+  /remember @<name> <text>  the same on a message <name> posted: the bot refuses
   /confirm              click the last confirmation button you were shown
   /nightly [ISO time]   run the nightly consolidation for the night about to end
                         (or for the night that time falls after, as the 03:00 JST schedule would)
@@ -309,6 +313,38 @@ class LocalClient:
             lines.append(f"  [button: {button.get('label', '')}] (type {hint} to click it)")
         return lines
 
+    def remember(self, content: str, author: str | None = None) -> list[str]:
+        """Post ``content`` in the channel as an ordinary message of ``author`` (by default this
+        person), then use "Remember this" on it, as Discord sends a message command: the message
+        itself in ``data.resolved.messages``."""
+        author_name = author or self.user_name
+        author_id = user_id_for(author_name)
+        said = {"channel_id": self.channel_id, "author_id": author_id, "author_name": author_name, "content": content}
+        response = self.http.post(f"{self.url}/local/discord/someone-said", json=said, headers=self._admin)
+        self._check_refused(response.status_code)
+        message_id = response.json()["id"] if response.status_code == 200 else snowflake_at(datetime.now(UTC))
+        message = {
+            "id": message_id,
+            "channel_id": self.channel_id,
+            "type": 0,
+            "content": content,
+            "author": {"id": author_id, "username": author_name},
+        }
+        data = {
+            "name": REMEMBER_THIS,
+            "type": 3,
+            "target_id": message_id,
+            "resolved": {"messages": {message_id: message}},
+        }
+        return self._interact(self._payload(REMEMBER_THIS, [], data=data))
+
+    def remember_typed(self, typed: str) -> list[str]:
+        """/remember <text> (your own message) or /remember @<name> <text> (someone else's)."""
+        author, _, text = typed.partition(" ") if typed.startswith("@") else ("", "", typed)
+        if not text.strip():
+            return ["Give the message to remember: /remember <text> (or /remember @<name> <text>)."]
+        return self.remember(text.strip(), author[1:] or None)
+
     def suggest(self, typed: str) -> list[str]:
         option = {"type": 3, "name": "id", "value": typed, "focused": True}
         status, answer = self.send(
@@ -340,7 +376,7 @@ class LocalClient:
         if status == 401:
             raise StackRefused(refused_hint(self.url, self.state_dir))
 
-    def _payload(self, name: str, options: list, kind: int = 2) -> dict:
+    def _payload(self, name: str, options: list, kind: int = 2, data: dict | None = None) -> dict:
         payload: dict[str, Any] = {
             "id": snowflake_at(datetime.now(UTC), next(_SEQUENCE)),
             "application_id": self.application_id,
@@ -348,7 +384,7 @@ class LocalClient:
             "token": secrets.token_urlsafe(24),
             "channel_id": self.channel_id,
             "locale": self.locale,
-            "data": {"name": name, "options": options},
+            "data": data or {"name": name, "options": options},
         }
         user = {"id": self.user_id, "username": self.user_name}
         if self.guild_id is None:  # as Discord sends a command in the bot's DM
@@ -362,7 +398,9 @@ class LocalClient:
         return response.status_code, (response.json() if response.content else {})
 
     def _command(self, name: str, options: list) -> list[str]:
-        payload = self._payload(name, options)
+        return self._interact(self._payload(name, options))
+
+    def _interact(self, payload: dict) -> list[str]:
         status, answer = self.send(payload)
         lines: list[str] = []
         self._check_refused(status)
@@ -376,7 +414,9 @@ class LocalClient:
         drained = self.http.post(
             f"{self.url}/local/drain", headers=self._admin
         ).json()  # reply and extraction run in the background
-        posted = list(self._posted(payload["token"]))
+        # A deferred answer Discord was told is ephemeral stays so when the bot fills it in.
+        deferred_ephemeral = answer.get("type") == 5 and bool(data.get("flags", 0) & 64)
+        posted = list(self._posted(payload["token"], deferred_ephemeral))
         if answer.get("type") == 5 and not posted:
             failed = drained.get("failedInvocations", 0)
             posted.append(
@@ -384,12 +424,12 @@ class LocalClient:
             )
         return lines + posted
 
-    def _posted(self, token: str) -> Iterable[str]:
+    def _posted(self, token: str, deferred_ephemeral: bool = False) -> Iterable[str]:
         for event in self._events():
             self._seen = max(self._seen, event["seq"])
             content = (event.get("body") or {}).get("content", "")
             if event["kind"] == "edit" and event["interaction_token"] == token:
-                yield f"memorybot: {content}"
+                yield f"memorybot: {'(only you can see this) ' if deferred_ephemeral else ''}{content}"
             elif event["kind"] == "followup" and event["interaction_token"] == token:
                 ephemeral = (event.get("body") or {}).get("flags", 0) & 64
                 yield f"memorybot: {'(only you can see this) ' if ephemeral else ''}{content}"
@@ -405,47 +445,51 @@ class LocalClient:
         return response.json()["events"] if response.status_code == 200 else []
 
     def handle_line(self, line: str) -> list[str] | None:
-        """One typed line; None means quit."""
+        """One typed line; None means quit. A line that is not a command is said to the bot."""
         line = line.strip()
-        words = line.split(maxsplit=2)
-        if not line:
-            return []
         if line in ("/quit", "/exit"):
             return None
-        if line == "/help":
-            return [HELP]
-        if words[:2] == ["/memory", "show"]:
-            return self.show()
-        if words[:2] == ["/memory", "forget"]:
-            memory_id = memory_id_typed(words[2] if len(words) > 2 else "")
-            return self.forget(memory_id) if memory_id else [TEXT_FORGET_WHICH]
-        if words[:2] == ["/memory", "suggest"]:
-            return self.suggest(words[2] if len(words) > 2 else "")
-        if words[:2] == ["/memory", "why"]:
-            memory_id = memory_id_typed(words[2] if len(words) > 2 else "")
-            return self.why(memory_id) if memory_id else [TEXT_WHY_WHICH]
-        if words[:2] == ["/memory", "export"]:
-            return self.export()
-        if words[:2] == ["/memory", "forget-all"]:
-            return self.forget_all()
-        if words[:2] == ["/memory", "pause"]:
-            return self.pause()
-        if words[:2] == ["/memory", "resume"]:
-            return self.resume()
-        if words[:2] == ["/memory", "history"]:
-            return self.history()
-        if words[0] in ("/undo", "/older"):
-            return self.history_button(words[1] if words[0] == "/undo" and len(words) > 1 else words[0][1:])
-        if words[0] == "/confirm":
-            return self.click()
-        if words[0] == "/nightly":
-            return self.nightly(line.split(maxsplit=1)[1] if len(words) > 1 else None)
-        if words[0] == "/chat":
-            return self.chat(line[len("/chat") :].strip()) if len(words) > 1 else ["Say something after /chat."]
-        if line.startswith("/"):  # a mistyped command is not something to say to the bot
-            command = " ".join(words[:2]) if words[0] == "/memory" else words[0]
-            return [TEXT_UNKNOWN_COMMAND.format(command=command)]
-        return self.chat(line)
+        if not line.startswith("/"):
+            return self.chat(line) if line else []
+        name, rest = command_of(line)
+        action = TYPED_COMMANDS.get(name)
+        if action is None:  # a mistyped command is not something to say to the bot
+            return [TEXT_UNKNOWN_COMMAND.format(command=name)]
+        return action(self, rest)
+
+    def with_memory_id(self, typed: str, act: Callable[[str], list[str]], which: str) -> list[str]:
+        """``act`` on the id typed after /memory forget or why; without one, ``which`` asks for it."""
+        memory_id = memory_id_typed(typed)
+        return act(memory_id) if memory_id else [which]
+
+
+def command_of(line: str) -> tuple[str, str]:
+    """(the command's name, the rest of the line): "/memory why id:ab12c" is ("/memory why", "id:ab12c")."""
+    words = line.split(maxsplit=2)
+    if words[0] == "/memory" and len(words) > 1:
+        return f"/memory {words[1]}", words[2] if len(words) > 2 else ""
+    return words[0], line[len(words[0]) :].strip()
+
+
+# What each typed command does with the rest of the line (HELP lists them).
+TYPED_COMMANDS: dict[str, Callable[[LocalClient, str], list[str]]] = {
+    "/help": lambda client, _rest: [HELP],
+    "/chat": lambda client, rest: client.chat(rest) if rest else ["Say something after /chat."],
+    "/memory show": lambda client, _rest: client.show(),
+    "/memory forget": lambda client, rest: client.with_memory_id(rest, client.forget, TEXT_FORGET_WHICH),
+    "/memory suggest": lambda client, rest: client.suggest(rest),
+    "/memory why": lambda client, rest: client.with_memory_id(rest, client.why, TEXT_WHY_WHICH),
+    "/memory export": lambda client, _rest: client.export(),
+    "/memory forget-all": lambda client, _rest: client.forget_all(),
+    "/memory pause": lambda client, _rest: client.pause(),
+    "/memory resume": lambda client, _rest: client.resume(),
+    "/memory history": lambda client, _rest: client.history(),
+    "/undo": lambda client, rest: client.history_button(rest.split()[0] if rest else "undo"),
+    "/older": lambda client, _rest: client.history_button("older"),
+    "/remember": lambda client, rest: client.remember_typed(rest),
+    "/confirm": lambda client, _rest: client.click(),
+    "/nightly": lambda client, rest: client.nightly(rest or None),
+}
 
 
 def run(

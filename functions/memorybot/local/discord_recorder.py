@@ -32,6 +32,12 @@ _FOLLOW_UP = re.compile(r"^webhooks/(?P<app>[^/]+)/(?P<token>[^/]+)$")
 _COMMANDS = re.compile(r"^applications/(?P<app>[^/]+)(/guilds/(?P<guild>[^/]+))?/commands$")
 _BOT_USER = re.compile(r"^users/@me$")
 _APPLICATION = re.compile(r"^applications/@me$")
+_GUILD = re.compile(r"^guilds/(?P<guild>[^/]+)$")
+_WEBHOOK = re.compile(r"^webhooks/")  # interaction webhooks take no bot token, as on Discord
+UNKNOWN_GUILD = {"code": 10004, "message": "Unknown Guild"}
+# The server the terminal client talks in: the recorder knows it by name, as Discord would.
+LOCAL_GUILD_ID = "1200000000000000001"
+LOCAL_GUILD_NAME = "memorybot local"
 
 
 @dataclass
@@ -86,6 +92,7 @@ class DiscordRecorder:
             "interactions_endpoint_url": None,
         }
         self.commands: dict[tuple[str, str | None], list[dict]] = {}  # (application, guild or None) -> registered
+        self.guilds: dict[str, str] = {LOCAL_GUILD_ID: LOCAL_GUILD_NAME}  # guild id -> name (others: 404)
 
     # ------------------------------------------------------------ test and demo controls
 
@@ -141,7 +148,8 @@ class DiscordRecorder:
                 return 400, {"code": 50109, "message": "The request body contains invalid JSON."}
         with self._lock:
             self.calls.append((method, path))
-            if self.bot_token is not None and lowered.get("authorization") != f"Bot {self.bot_token}":
+            authorized = lowered.get("authorization") == f"Bot {self.bot_token}" or _WEBHOOK.match(path)
+            if self.bot_token is not None and not authorized:
                 return 401, UNAUTHORIZED
             if self._rate_limits:
                 wait = self._rate_limits.pop(0)
@@ -224,6 +232,12 @@ class DiscordRecorder:
     def _read_application(self, _call: Call) -> tuple[int, Any]:
         return 200, dict(self.application)
 
+    def _read_guild(self, call: Call) -> tuple[int, Any]:
+        guild_id = call.match["guild"]
+        if guild_id not in self.guilds:
+            return 404, UNKNOWN_GUILD
+        return 200, {"id": guild_id, "name": self.guilds[guild_id]}
+
     def _new_id(self) -> str:
         return snowflake_at(utcnow(), next(self._ids))
 
@@ -245,6 +259,7 @@ _ROUTES: dict[tuple[str, re.Pattern[str]], Callable[[DiscordRecorder, Call], tup
     ("GET", _COMMANDS): DiscordRecorder._read_commands,
     ("GET", _BOT_USER): DiscordRecorder._read_bot_user,
     ("GET", _APPLICATION): DiscordRecorder._read_application,
+    ("GET", _GUILD): DiscordRecorder._read_guild,
 }
 
 

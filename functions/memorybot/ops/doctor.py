@@ -293,17 +293,23 @@ def _application(deployed: Deployed, secrets: dict[str, str], application: dict)
 
 
 def _normal(options: Iterable[dict] | None) -> list[dict]:
-    """Commands or options as compared: what the code defines, with Discord's defaults filled
-    in and what Discord adds (ids, versions, localizations) left out."""
+    """Commands or options as compared: what the code defines (localizations, limits, where it may
+    be used included), with Discord's defaults filled in and what Discord adds (ids, versions,
+    permissions) left out."""
     shaped = []
     for option in options or []:
         shaped.append(
             {
                 "name": option.get("name"),
+                "name_localizations": option.get("name_localizations") or {},
                 "type": option.get("type", 1),
                 "description": option.get("description", ""),
+                "description_localizations": option.get("description_localizations") or {},
                 "required": bool(option.get("required", False)),
                 "autocomplete": bool(option.get("autocomplete", False)),
+                "max_length": option.get("max_length"),
+                "contexts": sorted(option.get("contexts") or []),
+                "integration_types": sorted(option.get("integration_types") or []),
                 "options": _normal(option.get("options")),
             }
         )
@@ -313,6 +319,7 @@ def _normal(options: Iterable[dict] | None) -> list[dict]:
 def _commands(discord: DiscordReader, app_id: str, guild_id: str | None, token_secret: str) -> Check:
     where = f"guild {guild_id}" if guild_id else "global"
     path = f"applications/{app_id}/guilds/{guild_id}/commands" if guild_id else f"applications/{app_id}/commands"
+    path += "?with_localizations=true"  # the whole dictionaries, not the doctor's own language's
     # As the README registers them: the application's id and the bot token's secret name.
     register = (
         f"DISCORD_APPLICATION_ID={app_id} DISCORD_BOT_TOKEN_SECRET_NAME={token_secret} memorybot register-commands"
@@ -327,10 +334,21 @@ def _commands(discord: DiscordReader, app_id: str, guild_id: str | None, token_s
     differ = sorted(n for n in set(wanted) & set(have) if wanted[n] != have[n])
     extra = sorted(set(have) - set(wanted))
     if missing or differ or extra:
-        parts = [f"{label} {', '.join('/' + n for n in names)}" for label, names in _labelled(missing, differ, extra)]
+        shown = {**have, **wanted}
+        parts = [
+            f"{label} {', '.join(command_label(shown[n]) for n in names)}"
+            for label, names in _labelled(missing, differ, extra)
+        ]
         hint = " (registered for one guild only? add --guild ID)" if not have and not guild_id else ""
         return Check("slash commands", FAIL, f"{where}: {'; '.join(parts)}{hint}", register)
-    return Check("slash commands", OK, f"{where}: {', '.join('/' + n for n in sorted(have))} as the code defines them")
+    listed = ", ".join(command_label(have[n]) for n in sorted(have))
+    return Check("slash commands", OK, f"{where}: {listed} as the code defines them")
+
+
+def command_label(command: dict) -> str:
+    """A command as a person finds it: /chat, or "Remember this" in a message's Apps menu."""
+    name = str(command.get("name"))
+    return "/" + name if command.get("type", 1) == 1 else f'"{name}" (on a message)'
 
 
 def _labelled(missing: list[str], differ: list[str], extra: list[str]) -> list[tuple[str, list[str]]]:

@@ -1,0 +1,103 @@
+"""One extraction at a time, in a process of its own, for ``extraction_bench``: the write path of
+whichever source tree is first on ``PYTHONPATH`` (this one, or the per-record one it is compared
+with), through the real OpenAI-compatible adapters (chat completions and embeddings, one limiter,
+the shared retry policy) against the loopback servers the benchmark runs.
+
+It reads one JSON request a line on stdin ``{"chat": url, "embed": url, "memories": n}`` and answers one JSON line: how long ``Extractor.run`` took, when its last change was
+committed, and what it did. It imports only what both trees
+have, so that the same harness drives both.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from datetime import timedelta
+
+from memorybot.adapters.embeddings import OpenAIEmbeddings
+from memorybot.adapters.limiter import ModelCallLimiter
+from memorybot.adapters.openai_chat import OpenAIChatModel, OpenAICompatibleClient, OpenAIDecisionModel
+from memorybot.adapters.retry import Retrier
+from memorybot.core.domain import GLOBAL_SCOPE
+from memorybot.core.extraction import Extractor
+from tests.fakes import T0, FakeMemoryStore, memory, message, speaker
+
+MAX_IN_FLIGHT = 32  # the default MEMORYBOT_MODEL_MAX_IN_FLIGHT
+FACTS = (
+    "Lives in Kobe with her partner",
+    "Works as a nurse at a children's hospital",
+    "Has a cat called Tama",
+    "Plays the cello in a community orchestra",
+    "Loves green tea, especially gyokuro",
+    "Is learning Spanish for a trip to Seville next spring",
+    "Her sister Mei lives in Vancouver",
+    "Runs 5 km most mornings before work",
+    "Is allergic to peanuts",
+    "Prefers mountains to beaches for holidays",
+)
+SAID = (
+    ("alice", "I moved to Osaka last month for a new job at a game studio"),
+    ("bot", "Congratulations! How are you finding Osaka so far?"),
+    ("alice", "I love it, the food is great and my commute is only ten minutes"),
+)
+
+
+def one(request: dict) -> dict:
+    retrier = Retrier(None, ModelCallLimiter(MAX_IN_FLIGHT))  # one limiter for chat and embeddings
+    client = OpenAICompatibleClient(
+        request["chat"], "bench", timeout_seconds=8.0, max_connections=MAX_IN_FLIGHT, retrier=retrier
+    )
+    embeddings = OpenAIEmbeddings(
+        request["embed"],
+        "bench-embed",
+        dimensions=64,
+        timeout_seconds=8.0,
+        max_connections=MAX_IN_FLIGHT,
+        retrier=retrier,
+    )
+    store = FakeMemoryStore()
+    store.seed(
+        *(
+            memory("u1", f"m{c}222", text, at=T0 + timedelta(minutes=i))
+            for i, (c, text) in enumerate(zip("abcdefghjk", FACTS[: request["memories"]], strict=False))
+        )
+    )
+    committed: list[float] = []  # each change with its ledger row
+    original = store.apply
+
+    def timed(*args, **kwargs):
+        entry = original(*args, **kwargs)
+        committed.append(time.perf_counter())
+        return entry
+
+    store.apply = timed  # type: ignore[method-assign]
+    extractor = Extractor(store, OpenAIDecisionModel(client), OpenAIChatModel(client), embeddings=embeddings)
+    talk = [
+        message("999", text, name="memorybot", bot=True, to="u1")
+        if who == "bot"
+        else message("u1", text, name="alice", at=T0 + timedelta(days=1, seconds=k))
+        for k, (who, text) in enumerate(SAID)
+    ]
+    started = time.perf_counter()
+    result = extractor.run(speaker("u1", "alice"), GLOBAL_SCOPE, talk)
+    elapsed = time.perf_counter() - started
+    client.close()
+    getattr(embeddings, "close", lambda: None)()  # not every tree's embeddings adapter has one
+    return {
+        "elapsed": elapsed,  # until run returned (a vector stored after its write included)
+        "committed": (max(committed) - started) if committed else None,  # the last change written
+        "model_calls": result.model_calls,
+        "updated": len(result.updated),
+        "added": len(result.added),
+    }
+
+
+def main() -> None:
+    for line in sys.stdin:
+        if line.strip():
+            print(json.dumps(one(json.loads(line))), flush=True)
+
+
+if __name__ == "__main__":
+    main()

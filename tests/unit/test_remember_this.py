@@ -1,0 +1,163 @@
+""" "Remember this": on one's own message, the same decisions as a reply's extraction on that one
+message (actor command, the message kept as the source), answered in the person's language; on
+anyone else's, or on data Discord did not resolve, a polite refusal and no model call."""
+
+from __future__ import annotations
+
+import pytest
+
+from frontdoor import ALICE, BOB, SCOPE, body_of, context, event, forget, owner, pause, remember_this
+from memorybot.core.catalog import text
+from memorybot.core.domain import Action, Actor, snowflake_time
+from memorybot.handlers import extraction
+from memorybot.handlers.interactions import handler
+
+
+def call(payload) -> dict:
+    response = handler(event(payload), context())
+    assert response["statusCode"] == 200
+    return body_of(response)
+
+
+def run_jobs(front) -> list[dict]:
+    """What the extraction worker answers for each job handed to it, as Lambda would run them."""
+    jobs, front.invoker.calls[:] = list(front.invoker.calls), []
+    assert all(worker == "extraction" for worker, _ in jobs)
+    return [extraction.handler(job, context()) for _, job in jobs]
+
+
+def edits(front) -> list[str]:
+    return [e.content for e in front.recorder.of_kind("edit")]
+
+
+@pytest.mark.parametrize("locale", ["ja", "en-US"])
+def test_ones_own_message_is_learned_from_with_its_id_as_the_source(front, locale):
+    payload = remember_this("I keep two rabbits called Mochi and Kinako", locale=locale)
+    answer = call(payload)
+    assert answer == {"type": 5, "data": {"flags": 64}}  # deferred and ephemeral: only they see what happened
+    [done] = run_jobs(front)
+    assert done["outcome"] == "done" and len(done["added"]) == 1
+    assert edits(front) == [text("remember_will", locale)]
+    [learned] = front.memory_store.read_profile(owner(), actor=Actor.COMMAND, reason="test", limit=None)
+    target = payload["data"]["target_id"]
+    assert [s.message_id for s in learned.sources] == [target]
+    [add] = [e for e in front.memory_store.ledger_for(owner()) if e.action is Action.ADD]
+    assert add.actor is Actor.COMMAND
+    # the exchange was that message alone, at its own time
+    [(_, worth)] = [c for c in front.decision_model.calls if c[0] == "worth"]
+    assert [m.message_id for m in worth.messages] == [target]
+    assert worth.since == snowflake_time(target)
+
+
+def test_a_message_with_nothing_worth_keeping_is_answered_so_and_nothing_is_written(front):
+    front.decision_model.worth_answer = 0.1
+    call(remember_this("ok", locale="ja"))
+    assert run_jobs(front)[0]["outcome"] == "not_worth"
+    assert edits(front) == [text("remember_nothing", "ja")]
+    assert front.memory_store.read_profile(owner(), actor=Actor.COMMAND, reason="test", limit=None) == []
+
+
+@pytest.mark.parametrize("locale", ["ja", "en-US"])
+def test_someone_elses_message_is_refused_without_a_model_call(front, locale):
+    answer = call(remember_this("Alice is allergic to cats", author=BOB, locale=locale))
+    assert answer["data"] == {
+        "content": text("remember_not_yours", locale),
+        "flags": 64,
+        "allowed_mentions": {"parse": []},
+    }
+    assert front.invoker.calls == [] and front.decision_model.calls == []
+    assert front.memory_store.ledger_for(owner()) == [] and front.memory_store.ledger_for(owner(BOB)) == []
+
+
+def test_a_bots_or_a_webhooks_message_is_nobodys_own_words(front):
+    for flag in ({"bot": True}, {"webhook": True}):
+        payload = remember_this("I love natto")
+        message = next(iter(payload["data"]["resolved"]["messages"].values()))
+        if "bot" in flag:
+            message["author"]["bot"] = True
+        else:
+            message["webhook_id"] = "920000000000000001"
+        assert call(payload)["data"]["content"] == text("remember_not_yours")
+    assert front.invoker.calls == []
+
+
+def _malformed() -> list:
+    def missing_resolved(p):
+        p["data"].pop("resolved")
+
+    def other_id(p):
+        p["data"]["target_id"] = "930000000000000001"
+
+    def target_a_list(p):
+        p["data"]["target_id"] = [1]
+
+    def content_a_number(p):
+        next(iter(p["data"]["resolved"]["messages"].values()))["content"] = 7
+
+    def author_without_id(p):
+        next(iter(p["data"]["resolved"]["messages"].values()))["author"] = {"username": "alice"}
+
+    def messages_a_list(p):
+        p["data"]["resolved"]["messages"] = ["nope"]
+
+    return [missing_resolved, other_id, target_a_list, content_a_number, author_without_id, messages_a_list]
+
+
+@pytest.mark.parametrize("spoil", _malformed(), ids=lambda f: f.__name__)
+def test_missing_or_malformed_resolved_data_gets_a_polite_refusal_and_changes_nothing(front, spoil):
+    payload = remember_this("I moved to Sapporo", locale="ja")
+    spoil(payload)
+    assert call(payload)["data"]["content"] == text("remember_unreadable", "ja")
+    assert front.invoker.calls == [] and front.decision_model.calls == []
+
+
+def test_a_message_without_text_has_nothing_to_remember(front):
+    assert call(remember_this("   ", locale="ja"))["data"]["content"] == text("remember_no_text", "ja")
+    assert front.invoker.calls == []
+
+
+def test_while_paused_nothing_is_asked_and_the_answer_says_so(front):
+    call(pause(locale="ja"))
+    answer = call(remember_this("I started learning the koto", locale="ja"))
+    assert answer["data"]["content"] == text("remember_paused", "ja")
+    assert front.invoker.calls == [] and front.decision_model.calls == []
+
+
+def test_a_pause_between_the_hand_off_and_the_worker_still_learns_nothing(front):
+    call(remember_this("I started learning the koto", locale="ja"))
+    call(pause())
+    assert run_jobs(front)[0]["outcome"] == "paused"
+    assert edits(front) == [text("remember_paused", "ja")]
+    assert front.decision_model.calls == []
+
+
+def test_a_forgotten_memorys_message_is_never_learned_from_again(front):
+    payload = remember_this("My cat is called Tama", locale="en-US")
+    call(payload)
+    [done] = run_jobs(front)
+    assert "Forgotten" in call(forget(done["added"][0]))["data"]["content"]
+    again = remember_this("My cat is called Tama", message_id=payload["data"]["target_id"])
+    call(again)
+    assert run_jobs(front)[0]["outcome"] == "no_exchange"
+    assert edits(front)[-1] == text("remember_nothing")
+    assert front.memory_store.read_profile(owner(), actor=Actor.COMMAND, reason="test", limit=None) == []
+
+
+def test_a_replayed_interaction_decides_once(front):
+    payload = remember_this("I run every morning at six")
+    call(payload)
+    call(payload)  # Discord's signature stays valid for minutes
+    answers = run_jobs(front)
+    assert answers[0] == answers[1] and len(answers[0]["added"]) == 1
+    assert len([e for e in front.memory_store.ledger_for(owner()) if e.action is Action.ADD]) == 1
+
+
+def test_in_the_bots_dm_the_memory_lives_in_the_dm(front):
+    payload = remember_this("I prefer green tea", locale="ja")
+    payload.pop("guild_id")
+    payload["user"] = payload.pop("member")["user"]
+    payload["context"] = 1
+    call(payload)
+    run_jobs(front)
+    assert front.memory_store.read_profile(owner(ALICE, "dm"), actor=Actor.COMMAND, reason="t", limit=None)
+    assert front.memory_store.read_profile(owner(ALICE, SCOPE), actor=Actor.COMMAND, reason="t", limit=None) == []
