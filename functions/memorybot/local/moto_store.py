@@ -107,10 +107,13 @@ class _Journal:
         self.before.clear()
 
 
+# One operation's cancellation reason as moto reports it: (code, message, the item as it was).
+_Reason = tuple[str | None, str | None, dict[str, Any] | None]
+
+
 def _transact_write_items(self: Any, transact_items: list[dict[str, Any]]) -> None:
     """moto's TransactWriteItems (same checks, same errors, same cancellation reasons), with the
     whole-table copies replaced by a journal of the items written."""
-    from moto.dynamodb.comparisons import get_filter_expression
     from moto.dynamodb.exceptions import (  # moto's own errors, for the same answers
         ConditionalCheckFailed,
         MockValidationException,
@@ -124,81 +127,78 @@ def _transact_write_items(self: Any, transact_items: list[dict[str, Any]]) -> No
         raise TooManyTransactionsException()
     journal = _Journal()
     named: set[tuple[str, str]] = set()
-    errors: list[tuple[str | None, str | None, dict[str, Any] | None]] = []
+    errors: list[_Reason] = []
     for item in transact_items:
-        original_item: dict[str, Any] | None = None
         if len(item) > 1:
             journal.undo()
             raise TransactWriteSingleOpException
         try:
-            op_type, op = next(iter(item.items()))
-            if op_type not in {"ConditionCheck", "Put", "Delete", "Update"}:
-                raise ValueError("Unsupported transaction operation")
-            table_name = op["TableName"]
-            condition_expression = op.get("ConditionExpression")
-            names = op.get("ExpressionAttributeNames")
-            values = op.get("ExpressionAttributeValues")
-            if op_type == "Put":
-                attrs = op["Item"]
-                table = self.get_table(table_name)
-                key = {table.hash_key_attr: attrs[table.hash_key_attr]}
-                if table.range_key_attr is not None:
-                    key[table.range_key_attr] = attrs[table.range_key_attr]
-            else:
-                key = op["Key"]
-            unique = (str(table_name), str(dict(sorted(key.items()))))
-            if unique in named:
-                raise MultipleTransactionsException()
-            named.add(unique)
-
-            current = self.get_item(table_name, key)
-            if condition_expression is not None:
-                condition = get_filter_expression(condition_expression, names, values)
-                if not condition.expr(current):
-                    if op.get("ReturnValuesOnConditionCheckFailure") == "ALL_OLD" and current:
-                        original_item = current.to_json()["Attributes"]
-                    raise ConditionalCheckFailed(item=original_item)
-
-            if op_type != "ConditionCheck":
-                table = self.get_table(table_name)
-                journal.remember(table, *self.get_keys_value(table, key))
-            if op_type == "Put":
-                self.put_item(
-                    table_name,
-                    op["Item"],
-                    condition_expression=condition_expression,
-                    expression_attribute_names=names,
-                    expression_attribute_values=values,
-                )
-            elif op_type == "Delete":
-                self.delete_item(
-                    table_name,
-                    key,
-                    condition_expression=condition_expression,
-                    expression_attribute_names=names,
-                    expression_attribute_values=values,
-                )
-            elif op_type == "Update":
-                self.update_item(
-                    table_name,
-                    key,
-                    update_expression=op["UpdateExpression"],
-                    condition_expression=condition_expression,
-                    expression_attribute_names=names,
-                    expression_attribute_values=values,
-                )
-            errors.append((None, None, None))
+            errors.append(_write_one(self, item, journal, named))
         except (MultipleTransactionsException, MockValidationException):
             journal.undo()
             raise
         except ConditionalCheckFailed as e:
-            errors.append(("ConditionalCheckFailed", str(e.message), original_item))
+            errors.append(("ConditionalCheckFailed", str(e.message), None))
         except Exception as e:  # noqa: BLE001 - moto's own: any other failure is that item's reason
-            errors.append((type(e).__name__, str(e), original_item))
+            errors.append((type(e).__name__, str(e), None))
 
     if any(code is not None for code, _, _ in errors):
         journal.undo()
         raise TransactionCanceledException(errors)
+
+
+def _write_one(self: Any, item: dict[str, Any], journal: _Journal, named: set[tuple[str, str]]) -> _Reason:
+    """One operation of a transaction: its condition checked on the item as it is (a failed one is
+    its cancellation reason, with the item as it was when ALL_OLD is asked), its write journalled,
+    then applied through moto's own single-item call."""
+    from moto.dynamodb.comparisons import get_filter_expression
+    from moto.dynamodb.exceptions import ConditionalCheckFailed, MultipleTransactionsException
+
+    done: _Reason = (None, None, None)
+
+    op_type, op = next(iter(item.items()))
+    if op_type not in {"ConditionCheck", "Put", "Delete", "Update"}:
+        raise ValueError("Unsupported transaction operation")
+    table_name = op["TableName"]
+    condition_expression = op.get("ConditionExpression")
+    names = op.get("ExpressionAttributeNames")
+    values = op.get("ExpressionAttributeValues")
+    table = self.get_table(table_name)
+    if op_type == "Put":
+        attrs = op["Item"]
+        key = {table.hash_key_attr: attrs[table.hash_key_attr]}
+        if table.range_key_attr is not None:
+            key[table.range_key_attr] = attrs[table.range_key_attr]
+    else:
+        key = op["Key"]
+    unique = (str(table_name), str(dict(sorted(key.items()))))
+    if unique in named:
+        raise MultipleTransactionsException()
+    named.add(unique)
+
+    current = self.get_item(table_name, key)
+    if condition_expression is not None:
+        condition = get_filter_expression(condition_expression, names, values)
+        if not condition.expr(current):
+            original = None
+            if op.get("ReturnValuesOnConditionCheckFailure") == "ALL_OLD" and current:
+                original = current.to_json()["Attributes"]
+            return ("ConditionalCheckFailed", str(ConditionalCheckFailed(item=original).message), original)
+    if op_type == "ConditionCheck":
+        return done
+    journal.remember(table, *self.get_keys_value(table, key))
+    conditions = {
+        "condition_expression": condition_expression,
+        "expression_attribute_names": names,
+        "expression_attribute_values": values,
+    }
+    if op_type == "Put":
+        self.put_item(table_name, op["Item"], **conditions)
+    elif op_type == "Delete":
+        self.delete_item(table_name, key, **conditions)
+    else:
+        self.update_item(table_name, key, update_expression=op["UpdateExpression"], **conditions)
+    return done
 
 
 def _narrow_queries(table_class: Any) -> None:
