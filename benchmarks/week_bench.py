@@ -120,7 +120,7 @@ def _ctrl_c(running) -> float:
 
 
 def _run(week, running, jev, llm, http, key: str) -> Figures:
-    from memorybot.local.people import dm_channel_for, user_id_for
+    from memorybot.local.people import dm_channel_for
 
     clients: dict[tuple[str, bool], WeekClient] = {}
     clients_lock = threading.Lock()
@@ -150,56 +150,8 @@ def _run(week, running, jev, llm, http, key: str) -> Figures:
     erased: list[str] = []
     for day in week.days:
         for action in day.before:
-            if action.kind == "import":
-                for rows in action.rows:
-                    started = time.perf_counter()
-                    answer = http.post(f"{running.url}/memory/import", json={"memories": rows}, headers=ADMIN)
-                    assert answer.status_code == 200, answer.text
-                    figures.import_per_row.append((time.perf_counter() - started) * 1000 / len(rows))
-                    print(f"  import: {len(rows)} rows, {figures.import_per_row[-1]:.1f} ms a row", flush=True)
-            elif action.kind == "erase":
-                user_id = user_id_for(action.person.name)
-                answer = http.post(f"{running.url}/memory/erase", json={"userId": user_id}, headers=ADMIN)
-                assert answer.status_code in (200, 404), answer.text
-                erased.append(user_id)
-            elif action.kind == "rollback":
-                answer = http.post(f"{running.url}/memory/rollback", json={}, headers=ADMIN)
-                assert answer.status_code in (200, 404, 409), answer.text
-            else:
-                who = client(action.person)
-                who.at = day.night - timedelta(hours=23)  # the day's start
-                if action.kind == "pause":
-                    who.pause()
-                elif action.kind == "resume":
-                    who.resume()
-                elif action.kind == "forget-all":
-                    who.forget_all()
-                    who.click()
-        timings: list[float] = []
-        plain: list[float] = []
-        timings_lock = threading.Lock()
-
-        def server_traffic(turns) -> None:
-            for turn in turns:
-                who = client(turn.person, turn.in_dm)
-                who.at = turn.at
-                if turn.jev_fault:
-                    jev.answer_once("/worth", status=503)
-                if turn.chat_fault:
-                    llm.answer_once(llm.COMPLETIONS_PATH, status=503)
-                started = time.perf_counter()
-                who.chat(turn.text)
-                took = (time.perf_counter() - started) * 1000
-                with timings_lock:
-                    timings.append(took)
-                    if user_id_for(turn.person.name) not in imported:
-                        plain.append(took)
-
-        threads = [threading.Thread(target=server_traffic, args=(t,)) for t in day.turns_by_server.values()]
-        for thread in threads:
-            thread.start()
-        for thread in threads:
-            thread.join()
+            _operator_action(action, day, client, running, http, figures, erased)
+        timings, plain = _turns_of(day, client, jev, llm, imported)
         figures.turns[day.number] = timings
         figures.plain_turns[day.number] = plain
         started = time.perf_counter()
@@ -220,6 +172,70 @@ def _run(week, running, jev, llm, http, key: str) -> Figures:
         found = left.json() if left.status_code == 200 else {}
         figures.left_of_erased += found.get("memories", 0) + found.get("messages", 0)
     return figures
+
+
+def _operator_action(action, day, client, running, http, figures: Figures, erased: list[str]) -> None:
+    """One of the day's actions before its turns: an operator's (import, erase, rollback) or a person's command."""
+    from memorybot.local.people import user_id_for
+
+    if action.kind == "import":
+        for rows in action.rows:
+            started = time.perf_counter()
+            answer = http.post(f"{running.url}/memory/import", json={"memories": rows}, headers=ADMIN)
+            assert answer.status_code == 200, answer.text
+            figures.import_per_row.append((time.perf_counter() - started) * 1000 / len(rows))
+            print(f"  import: {len(rows)} rows, {figures.import_per_row[-1]:.1f} ms a row", flush=True)
+    elif action.kind == "erase":
+        user_id = user_id_for(action.person.name)
+        answer = http.post(f"{running.url}/memory/erase", json={"userId": user_id}, headers=ADMIN)
+        assert answer.status_code in (200, 404), answer.text
+        erased.append(user_id)
+    elif action.kind == "rollback":
+        answer = http.post(f"{running.url}/memory/rollback", json={}, headers=ADMIN)
+        assert answer.status_code in (200, 404, 409), answer.text
+    else:
+        who = client(action.person)
+        who.at = day.night - timedelta(hours=23)  # the day's start
+        if action.kind == "pause":
+            who.pause()
+        elif action.kind == "resume":
+            who.resume()
+        elif action.kind == "forget-all":
+            who.forget_all()
+            who.click()
+
+
+def _turns_of(day, client, jev, llm, imported: set[str]) -> tuple[list[float], list[float]]:
+    """The day's turns, each server's in a thread of its own: every turn's time, and those of the
+    people the import brought nothing to."""
+    from memorybot.local.people import user_id_for
+
+    timings: list[float] = []
+    plain: list[float] = []
+    timings_lock = threading.Lock()
+
+    def server_traffic(turns) -> None:
+        for turn in turns:
+            who = client(turn.person, turn.in_dm)
+            who.at = turn.at
+            if turn.jev_fault:
+                jev.answer_once("/worth", status=503)
+            if turn.chat_fault:
+                llm.answer_once(llm.COMPLETIONS_PATH, status=503)
+            started = time.perf_counter()
+            who.chat(turn.text)
+            took = (time.perf_counter() - started) * 1000
+            with timings_lock:
+                timings.append(took)
+                if user_id_for(turn.person.name) not in imported:
+                    plain.append(took)
+
+    threads = [threading.Thread(target=server_traffic, args=(t,)) for t in day.turns_by_server.values()]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    return timings, plain
 
 
 def _channel(server: str) -> str:
