@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import time
+
 import pytest
 
 from frontdoor import ALICE, APP_ID, CHANNEL
@@ -149,3 +151,37 @@ def test_a_servers_name_is_read_with_the_bot_token_and_an_unknown_server_is_an_e
     with pytest.raises(ValueError):
         client.guild_name("../users/@me")  # never put into a URL
     assert recorder.calls == [("GET", "guilds/555"), ("GET", "guilds/556")]
+
+
+def test_a_servers_name_gets_one_short_attempt_a_slow_or_rate_limited_discord_is_not_waited_for():
+    import threading
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_GET(self):  # noqa: N802 - the http.server name
+            if self.path.endswith("/555"):
+                time.sleep(8)  # far slower than the name's budget
+            self.send_response(429 if self.path.endswith("/556") else 200)
+            self.send_header("Retry-After", "1")
+            self.send_header("Content-Type", "application/json")
+            self.end_headers()
+            self.wfile.write(b'{"message": "rate limited", "retry_after": 1, "name": "x"}')
+
+        def log_message(self, *args):
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    slept: list[float] = []
+    client = DiscordRest(f"http://127.0.0.1:{server.server_port}", "t", sleep=slept.append)
+    try:
+        started = time.monotonic()
+        with pytest.raises(DiscordError):
+            client.guild_name("555")
+        assert time.monotonic() - started < 5  # not the client's own 10 s timeout
+        with pytest.raises(DiscordError):
+            client.guild_name("556")
+        assert slept == []  # a 429 on a courtesy read is raised, not waited on
+    finally:
+        client.close()
+        server.shutdown()
