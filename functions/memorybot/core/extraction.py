@@ -30,7 +30,6 @@ from .domain import (
     Basis,
     Change,
     Decision,
-    Embedding,
     Exchange,
     Memory,
     Message,
@@ -51,6 +50,7 @@ from .ports import (
     PeopleStore,
     PersonRefused,
     ProfileReader,
+    VectorWriter,
 )
 from .recall import Recall, exchange_query
 
@@ -83,26 +83,9 @@ def not_forgotten(messages: Sequence[Message], forgotten: frozenset[str]) -> lis
     return [m for m in messages if m.message_id not in forgotten] if forgotten else list(messages)
 
 
-class LearningMemories(ProfileReader, MemoryWriter, ForgottenSources, Protocol):
-    """The roles of the memory store learning uses: the relevant profile, the changes, and the
-    messages that no longer teach."""
-
-
-Written = tuple[str | None, Embedding | None]  # a memory's text and its vector (None: none)
-
-
-def _text_then_vector(
-    write: Callable[[], str | None],
-    embed: Callable[[str], Embedding | None] | None,
-    unwanted: threading.Event | None = None,
-) -> Written:
-    """The new memory's draft, then its vector in the same thread: both beside the decision.
-    ``unwanted`` set (Jev has answered meanwhile): the vector is left to the write, which asks
-    for it with the rewrites' if Jev wants the add."""
-    text = write()
-    if text is None or embed is None or (unwanted is not None and unwanted.is_set()):
-        return text, None
-    return text, embed(text)
+class LearningMemories(ProfileReader, MemoryWriter, VectorWriter, ForgottenSources, Protocol):
+    """The roles of the memory store learning uses: the relevant profile, the changes, the
+    written memories' vectors, and the messages that no longer teach."""
 
 
 @dataclass
@@ -112,7 +95,7 @@ class _Plan:
 
     deletes: list[Memory] = field(default_factory=list)
     rewrites: list[tuple[Memory, Future[str | None]]] = field(default_factory=list)
-    add: Future[Written] | None = None
+    add: Future[str | None] | None = None
 
 
 def _decision(answer: object) -> Decision | None:
@@ -135,7 +118,6 @@ class Extractor:
         self._people = people
         self._memories = memories
         self._recall = Recall(memories, embeddings)
-        self._embeds = embeddings is not None
         self._jev = decision_model
         self._chat = chat_model
         self._clock = clock
@@ -155,23 +137,41 @@ class Extractor:
 
         Worth, then ONE decision on every memory read and the add (the new memory's draft is
         written beside it), then the rewrites the decision names, one per record: three model
-        latencies at most."""
+        latencies at most; the written memories' vectors are stored after their writes."""
         exchange = self._exchange(speaker, scope, messages)
         if isinstance(exchange, Outcome):
             return ExtractionResult(exchange)
         calls = decisions.CallCounter()
         query = self._recall.start(exchange_query(exchange))  # embedded only if the read ranks
-        # Nothing is decided yet: a failing service here is "not yet" (the job runs again later).
-        worth = calls.ask("worth", lambda: self._jev.worth(exchange), decisions.probability, not_yet_if_failed=True)
-        if worth is None or worth < WORTH_THRESHOLD:
-            return self._result(Outcome.NO_DECISION if worth is None else Outcome.NOT_WORTH, calls)
-        profile = self._recall.read(
-            exchange.owner, query, actor=actor, reason=f"{actor.value}: exchange judged worth keeping", run_id=run_id
-        )
         # Checked again in each write's own transaction: a pause or an erasure while the models
         # think refuses the write.
         check = PersonCheck(speaker.user_id, exchange.since, Basis.LEARN) if self._people is not None else None
+        # Every rewrite at once, beside the draft (and, before them, the profile's read beside "worth").
         with ThreadPoolExecutor(max_workers=max(1, self._concurrency) + 1) as pool:
+            worth_it: Future[bool] = Future()
+            # The profile is loaded beside "worth" (so the query embedding a ranking needs starts
+            # then, and never delays the decision), read (its row) only if the exchange is worth it.
+            reason = f"{actor.value}: exchange judged worth keeping"
+            loading = pool.submit(
+                self._recall.read_once,
+                exchange.owner,
+                query,
+                worth_it.result,
+                actor=actor,
+                reason=reason,
+                run_id=run_id,
+            )
+            worth: float | None = None
+            try:
+                # Nothing is decided yet: a failing service here is "not yet" (the job runs again later).
+                worth = calls.ask(
+                    "worth", lambda: self._jev.worth(exchange), decisions.probability, not_yet_if_failed=True
+                )
+            finally:
+                worth_it.set_result(worth is not None and worth >= WORTH_THRESHOLD)
+            if worth is None or worth < WORTH_THRESHOLD:
+                return self._result(Outcome.NO_DECISION if worth is None else Outcome.NOT_WORTH, calls)
+            profile = loading.result() or []
             plan = self._decide(exchange, profile, calls, pool)
             result = self._write(plan, exchange, actor=actor, run_id=run_id, check=check)
         # Counted once the pool is done: every call of the turn, a dropped draft's too.
@@ -209,9 +209,8 @@ class Extractor:
             )
 
         if not profile:  # nothing to duplicate: the design allows the add without asking
-            return _Plan(add=pool.submit(_text_then_vector, draft, self._embedder))
-        answered = threading.Event()
-        drafted = pool.submit(_text_then_vector, lambda: draft(False), self._embedder, answered)
+            return _Plan(add=pool.submit(draft))
+        drafted = pool.submit(draft, False)
         rewrites: dict[str, Future[str | None]] = {}
         lock = threading.Lock()
 
@@ -222,10 +221,7 @@ class Extractor:
                     if memory.memory_id not in rewrites:
                         rewrites[memory.memory_id] = self._rewrite(exchange, memory, calls, pool)
 
-        try:
-            decision = calls.ask("decide", lambda: self._jev.decide(exchange, profile, rewrite), _decision)
-        finally:
-            answered.set()  # from now on the draft's vector is asked for only if Jev wants the add
+        decision = calls.ask("decide", lambda: self._jev.decide(exchange, profile, rewrite), _decision)
         if decision is None:
             return _Plan()
         calls.requested(decision.requests - 1)
@@ -247,7 +243,7 @@ class Extractor:
         if add is None and judged == len(profile):
             calls.failed()
         if add is not None and add >= ADD_THRESHOLD:
-            if drafted.result()[0] is None:
+            if drafted.result() is None:
                 calls.failed()  # the add was decided and its text could not be written
             plan.add = drafted
         return plan
@@ -260,13 +256,6 @@ class Extractor:
             calls.ask, "write_memory", lambda: self._chat.write_memory(exchange, memory), decisions.memory_text
         )
 
-    @property
-    def _embedder(self) -> Callable[[str], Embedding | None] | None:
-        return self._embed if self._embeds else None
-
-    def _embed(self, text: str) -> Embedding | None:
-        return self._recall.embed_texts([text]).get(text)
-
     def _write(
         self,
         plan: _Plan,
@@ -276,15 +265,15 @@ class Extractor:
         run_id: int | None,
         check: PersonCheck | None,
     ) -> ExtractionResult:
-        """Every change the plan holds, each with its ledger row and its text's vector, once every
-        text is written (a text that is "not yet" raises here, before anything is applied). The
-        vectors the draft's thread did not bring come in one call, once the last rewrite is in."""
+        """Every change the plan holds, each with its ledger row, once every text is written (a
+        text that is "not yet" raises here, before anything is applied); then the written texts'
+        vectors. No write waits for a vector: the turn's changes are committed as soon as the
+        last text is in."""
         texts = {memory.memory_id: future.result() for memory, future in plan.rewrites}
-        add_text, add_vector = plan.add.result() if plan.add is not None else (None, None)
-        rewritten = [t for m, _ in plan.rewrites if (t := texts[m.memory_id]) is not None and t != m.text]
-        vectors = self._recall.embed_texts(rewritten + ([add_text] if add_text and add_vector is None else []))
+        add_text = plan.add.result() if plan.add is not None else None
         now = self._clock()
         result = ExtractionResult(Outcome.DONE)
+        written: list[Memory] = []  # as committed: each is given its vector afterwards
         for memory in plan.deletes:
             if self._apply(Change(Action.DELETE, memory, None, "jev verdict: delete"), actor, run_id, check):
                 result.deleted.append(memory.memory_id)
@@ -294,18 +283,40 @@ class Extractor:
             text = texts[memory.memory_id]
             if text is None or text == memory.text:
                 continue
-            after = replace(memory, text=text, updated_at=now, sources=exchange.sources, embedding=vectors.get(text))
+            # The old text's vector goes with it: the new one is stored once the text is written.
+            after = replace(memory, text=text, updated_at=now, sources=exchange.sources, embedding=None)
             if self._apply(Change(Action.UPDATE, memory, after, "jev verdict: update"), actor, run_id, check):
                 result.updated.append(memory.memory_id)
+                written.append(after)
             else:
                 result.conflicts += 1
         if add_text is not None:
-            added = self._add(exchange, add_text, now, actor, run_id, check, add_vector or vectors.get(add_text))
+            added = self._add(exchange, add_text, now, actor, run_id, check)
             if added is None:
                 result.conflicts += 1
             else:
-                result.added.append(added)
+                result.added.append(added.memory_id)
+                written.append(added)
+        self._store_vectors(written)
         return result
+
+    def _store_vectors(self, written: Sequence[Memory]) -> None:
+        """The written memories' vectors, in one call once every change is committed, each stored
+        onto its record only if it is still as written (a record changed, forgotten or erased
+        meanwhile is left as it is). A vector is derived from the text, not a change of the
+        memory: no ledger row, as the nightly backfill's. A failed or throttled embedding leaves
+        the record without one: it ranks by its words until the backfill gives it one."""
+        vectors = self._recall.embed_texts([m.text for m in written])
+        for memory in written:
+            vector = vectors.get(memory.text)
+            if vector is None:
+                continue
+            try:
+                self._memories.set_embedding(memory, vector)
+            except Exception as exc:  # noqa: BLE001 - the record is written; the backfill gives it one
+                logger.info(
+                    "memory vector not stored", extra={"memory_id": memory.memory_id, "error": type(exc).__name__}
+                )
 
     def _add(
         self,
@@ -315,9 +326,9 @@ class Extractor:
         actor: Actor,
         run_id: int | None,
         check: PersonCheck | None,
-        embedding: Embedding | None = None,
-    ) -> str | None:
-        """The new memory's id; None when every fresh id collided (counted as a conflict)."""
+    ) -> Memory | None:
+        """The new memory as written; None when every fresh id collided or the person's record
+        refused it (counted as a conflict)."""
         for _ in range(ADD_ID_ATTEMPTS):
             memory = Memory(
                 exchange.speaker.user_id,
@@ -327,7 +338,6 @@ class Extractor:
                 now,
                 scope=exchange.scope,
                 sources=exchange.sources,
-                embedding=embedding,
             )
             try:
                 self._memories.apply(
@@ -338,7 +348,7 @@ class Extractor:
                 return None
             except ConflictError:
                 continue
-            return memory.memory_id
+            return memory
         return None
 
     def _apply(self, change: Change, actor: Actor, run_id: int | None, check: PersonCheck | None) -> bool:
