@@ -16,13 +16,14 @@ import threading
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
-from datetime import datetime
+from datetime import datetime, tzinfo
 from enum import Enum
 from typing import Protocol
 
 from . import decisions
 from .domain import (
     ADD_THRESHOLD,
+    JST,
     PROFILE_LIMIT,
     WORTH_THRESHOLD,
     Action,
@@ -32,11 +33,13 @@ from .domain import (
     Decision,
     Exchange,
     Memory,
+    MemoryDraft,
     Message,
     Owner,
     PersonCheck,
     Speaker,
     Verdict,
+    end_holds,
     new_memory_id,
     utcnow,
 )
@@ -91,11 +94,11 @@ class LearningMemories(ProfileReader, MemoryWriter, VectorWriter, ForgottenSourc
 @dataclass
 class _Plan:
     """What the decision asked for: the memories to delete, the rewrites under way (one a
-    record), the new memory's text if Jev wants one."""
+    record), the new memory's draft if Jev wants one."""
 
     deletes: list[Memory] = field(default_factory=list)
-    rewrites: list[tuple[Memory, Future[str | None]]] = field(default_factory=list)
-    add: Future[str | None] | None = None
+    rewrites: list[tuple[Memory, Future[MemoryDraft | None]]] = field(default_factory=list)
+    add: Future[MemoryDraft | None] | None = None
 
 
 def _decision(answer: object) -> Decision | None:
@@ -114,7 +117,9 @@ class Extractor:
         concurrency: int = PROFILE_LIMIT,  # every rewrite of a full profile at once
         embeddings: EmbeddingModel | None = None,
         people: PeopleStore | None = None,  # the person's switch and erasure marker (None: not checked)
+        zone: tzinfo = JST,  # the deployment's (MEMORYBOT_TIMEZONE): the day a memory's end is checked against
     ) -> None:
+        self._zone = zone
         self._people = people
         self._memories = memories
         self._recall = Recall(memories, embeddings)
@@ -200,18 +205,18 @@ class Extractor:
         A draft dropped on a "no" is no failure of the turn: it buys one model latency off every
         turn that adds."""
 
-        def draft(failure_counts: bool = True) -> str | None:
+        def draft(failure_counts: bool = True) -> MemoryDraft | None:
             return calls.ask(
                 "write_memory",
                 lambda: self._chat.write_memory(exchange, None),
-                decisions.memory_text,
+                decisions.memory_draft,
                 failure_counts=failure_counts,
             )
 
         if not profile:  # nothing to duplicate: the design allows the add without asking
             return _Plan(add=pool.submit(draft))
         drafted = pool.submit(draft, False)
-        rewrites: dict[str, Future[str | None]] = {}
+        rewrites: dict[str, Future[MemoryDraft | None]] = {}
         lock = threading.Lock()
 
         def rewrite(memory: Memory, verdict: object) -> None:
@@ -250,10 +255,10 @@ class Extractor:
 
     def _rewrite(
         self, exchange: Exchange, memory: Memory, calls: decisions.CallCounter, pool: ThreadPoolExecutor
-    ) -> Future[str | None]:
+    ) -> Future[MemoryDraft | None]:
         """The record's rewrite: it sees the exchange and that record only, never the profile."""
         return pool.submit(
-            calls.ask, "write_memory", lambda: self._chat.write_memory(exchange, memory), decisions.memory_text
+            calls.ask, "write_memory", lambda: self._chat.write_memory(exchange, memory), decisions.memory_draft
         )
 
     def _write(
@@ -268,36 +273,54 @@ class Extractor:
         """Every change the plan holds, each with its ledger row, once every text is written (a
         text that is "not yet" raises here, before anything is applied); then the written texts'
         vectors. No write waits for a vector: the turn's changes are committed as soon as the
-        last text is in."""
-        texts = {memory.memory_id: future.result() for memory, future in plan.rewrites}
-        add_text = plan.add.result() if plan.add is not None else None
+        last text is in.
+
+        A live turn runs as the line is said, so its clock is the line's time; a nightly run works
+        hours later, so what it learns is dated by the speaker's newest line, never by the run (an
+        update never before the record's last change). The writer's end is kept only when it can
+        end the record (``end_holds``)."""
+        drafts = {memory.memory_id: future.result() for memory, future in plan.rewrites}
+        add_draft = plan.add.result() if plan.add is not None else None
         now = self._clock()
+        learned = min(now, exchange.said_at) if actor is Actor.NIGHTLY else now
+        changed = [
+            (memory, replace(memory, text=d.text, valid_until=end_holds(d.valid_until, memory.created_at, self._zone)))
+            for memory, _ in plan.rewrites
+            if (d := drafts[memory.memory_id]) is not None
+        ]
+        changed = [(m, after) for m, after in changed if after.text != m.text or after.valid_until != m.valid_until]
         result = ExtractionResult(Outcome.DONE)
-        written: list[Memory] = []  # as committed: each is given its vector afterwards
+        to_embed: list[Memory] = []  # as committed, with a new text: each is given its vector afterwards
         for memory in plan.deletes:
             if self._apply(Change(Action.DELETE, memory, None, "jev verdict: delete"), actor, run_id, check):
                 result.deleted.append(memory.memory_id)
             else:
                 result.conflicts += 1
-        for memory, _ in plan.rewrites:
-            text = texts[memory.memory_id]
-            if text is None or text == memory.text:
-                continue
-            # The old text's vector goes with it: the new one is stored once the text is written.
-            after = replace(memory, text=text, updated_at=now, sources=exchange.sources, embedding=None)
+        for memory, after in changed:
+            # Only the end moved: the text's vector stays. A new text's vector is stored once the
+            # text is written (the old one goes with the old text). Never dated before the record's
+            # last change.
+            moved = after.text != memory.text
+            after = replace(
+                after,
+                updated_at=max(learned, memory.updated_at),
+                sources=exchange.sources,
+                embedding=None if moved else memory.embedding,
+            )
             if self._apply(Change(Action.UPDATE, memory, after, "jev verdict: update"), actor, run_id, check):
                 result.updated.append(memory.memory_id)
-                written.append(after)
+                if moved:
+                    to_embed.append(after)
             else:
                 result.conflicts += 1
-        if add_text is not None:
-            added = self._add(exchange, add_text, now, actor, run_id, check)
+        if add_draft is not None:
+            added = self._add(exchange, add_draft, learned, actor, run_id, check)
             if added is None:
                 result.conflicts += 1
             else:
                 result.added.append(added.memory_id)
-                written.append(added)
-        self._store_vectors(written)
+                to_embed.append(added)
+        self._store_vectors(to_embed)
         return result
 
     def _store_vectors(self, written: Sequence[Memory]) -> None:
@@ -321,8 +344,8 @@ class Extractor:
     def _add(
         self,
         exchange: Exchange,
-        text: str,
-        now: datetime,
+        draft: MemoryDraft,
+        learned: datetime,
         actor: Actor,
         run_id: int | None,
         check: PersonCheck | None,
@@ -333,11 +356,12 @@ class Extractor:
             memory = Memory(
                 exchange.speaker.user_id,
                 self._new_id(),
-                text,
-                now,
-                now,
+                draft.text,
+                learned,
+                learned,
                 scope=exchange.scope,
                 sources=exchange.sources,
+                valid_until=end_holds(draft.valid_until, learned, self._zone),
             )
             try:
                 self._memories.apply(
