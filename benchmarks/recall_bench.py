@@ -50,6 +50,7 @@ from memorybot.core.domain import (
     Embedding,
     Exchange,
     Memory,
+    MemoryDraft,
     Owner,
     Verdict,
     parse_iso,
@@ -266,8 +267,8 @@ class RestatingChat(OfflineChatModel):
     """Writes the person's line as the memory (the stand-in chat model refuses lines it does not
     read as self-statements, which would turn a judged add into a failure)."""
 
-    def write_memory(self, exchange: Exchange, current: Memory | None) -> str:
-        return exchange.speaker_said()[-1]
+    def write_memory(self, exchange: Exchange, current: Memory | None) -> MemoryDraft:
+        return MemoryDraft(exchange.speaker_said()[-1])
 
 
 @dataclass

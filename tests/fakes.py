@@ -22,6 +22,7 @@ from memorybot.core.domain import (
     Decision,
     LedgerEntry,
     Memory,
+    MemoryDraft,
     Message,
     NightlyRun,
     Owner,
@@ -524,7 +525,15 @@ class OneDecisionJev(ScriptedJev):
 
 
 class ScriptedChat:
-    def __init__(self, texts: dict[str | None, str] | None = None, reply="ok", diary="今日は穏やかな一日だった。"):
+    """``texts``: by the rewritten memory's id (None: the new memory), a text (no end) or a whole
+    ``MemoryDraft`` (a text and its end)."""
+
+    def __init__(
+        self,
+        texts: dict[str | None, str | MemoryDraft] | None = None,
+        reply="ok",
+        diary="今日は穏やかな一日だった。",
+    ):
         self.texts = texts or {}
         self.reply_answer = reply
         self.diary_answer = diary
@@ -542,7 +551,8 @@ class ScriptedChat:
     def write_memory(self, exchange, current):
         self._record("write_memory", (exchange, current))
         key = current.memory_id if current else None
-        return self.texts.get(key, f"rewritten {current.memory_id}" if current else "new fact")
+        written = self.texts.get(key, f"rewritten {current.memory_id}" if current else "new fact")
+        return written if isinstance(written, MemoryDraft) else MemoryDraft(written)
 
     def write_reply(self, prompt: Sequence[PromptMessage]):
         self._record("write_reply", list(prompt))

@@ -164,6 +164,7 @@ class Container:
             concurrency=self.settings.model_concurrency,
             embeddings=self.embedding_model,
             people=self.people_store,
+            zone=self.settings.zone,
         )
 
     @cached_property

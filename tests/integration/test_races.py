@@ -18,7 +18,7 @@ from faults import Snapshot, assert_every_change_has_exactly_one_ledger_row
 from memorybot.adapters.dynamodb_memories import DynamoMemoryStore
 from memorybot.adapters.dynamodb_runs import DynamoRunStore
 from memorybot.core import commands
-from memorybot.core.domain import GLOBAL_SCOPE, Action, Actor, Change, Verdict
+from memorybot.core.domain import GLOBAL_SCOPE, Action, Actor, Change, MemoryDraft, Verdict
 from memorybot.core.extraction import Extractor
 from memorybot.core.rollback import Outcome, Rollback
 
@@ -35,7 +35,7 @@ class SlowChat(ScriptedChat):
 
     def write_memory(self, exchange, current):
         time.sleep(self.delay)
-        return f"{self.tag} rewrote {current.memory_id}" if current else f"{self.tag} added"
+        return MemoryDraft(f"{self.tag} rewrote {current.memory_id}" if current else f"{self.tag} added")
 
 
 @pytest.fixture

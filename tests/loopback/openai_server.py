@@ -6,7 +6,9 @@ sticky ``reply`` text, ``responder(request_body) -> str`` if set, else a default
 reads the prompt: the one decision (a ``{"verdicts": ...}`` question) gets ``default_verdict``
 for every ``<memory id="...">`` shown and ``default_probability`` as its add, a JSON
 ``{"verdict": ...}`` question gets ``{"verdict": default_verdict}``, a ``{"probability": ...}``
-question ``{"probability": default_probability}``, anything else ``default_text``.
+question ``{"probability": default_probability}``, the dated writing task (it asks for
+``{"text", "validUntil"}``) ``{"text": default_text, "validUntil": default_valid_until}``, anything
+else ``default_text``.
 
     with OpenAIServer(api_key="sk-test") as llm:
         llm.reply('{"probability": 0.7}')
@@ -62,6 +64,7 @@ class OpenAIServer(LoopbackServer):
             self._once_texts: deque[str] = deque()
         self.responder: Callable[[dict[str, Any]], str] | None = None
         self.default_probability, self.default_verdict, self.default_text = self._initial
+        self.default_valid_until: str | None = None  # the dated writer's end ("YYYY-MM-DD"), None: durable
         self.reject_response_format = False
         self.finish_reason = "stop"
 
@@ -133,6 +136,8 @@ class OpenAIServer(LoopbackServer):
             return json.dumps({"verdict": self.default_verdict})
         if '{"probability"' in asked:
             return json.dumps({"probability": self.default_probability})
+        if '"validUntil"' in asked:  # the dated writer, answered as a model that follows the format
+            return json.dumps({"text": self.default_text, "validUntil": self.default_valid_until}, ensure_ascii=False)
         return self.default_text
 
 

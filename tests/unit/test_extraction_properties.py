@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 from fakes import T0, Clock, FakeMemoryStore, memory, message, owner, speaker
 from hypothesis_profiles import examples
 from memorybot.core.decisions import decide_per_record
-from memorybot.core.domain import GLOBAL_SCOPE, WORTH_THRESHOLD, Action, Memory, Verdict
+from memorybot.core.domain import GLOBAL_SCOPE, WORTH_THRESHOLD, Action, Memory, MemoryDraft, Verdict
 from memorybot.core.extraction import Extractor
 from memorybot.core.ports import ModelError
 
@@ -65,7 +65,7 @@ class RandomChat:
         key = current.memory_id if current else None
         text = answer(self.text_by_id[key])
         self.written[key] = text
-        return text
+        return MemoryDraft(text) if isinstance(text, str) else text  # anything else: an unusable answer
 
 
 def valid_p(value) -> bool:

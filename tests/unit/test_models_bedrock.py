@@ -18,7 +18,7 @@ from memorybot.adapters import llm_backend
 from memorybot.adapters.bedrock import BedrockChatModel, BedrockConverse, BedrockDecisionModel, bedrock_client
 from memorybot.config import Settings
 from memorybot.core import prompts
-from memorybot.core.domain import Memory, PromptMessage, Speaker, Verdict
+from memorybot.core.domain import Memory, MemoryDraft, PromptMessage, Speaker, Verdict
 from memorybot.core.ports import ModelError, ModelFailed, ModelUnavailable
 from memorybot.core.prompts import build_reply_prompt
 from retrying import quick_retrier
@@ -211,7 +211,7 @@ def test_write_memory_asks_with_the_chat_model_and_takes_the_first_line(stubbed)
             "inferenceConfig": {"maxTokens": prompts.MEMORY_MAX_TOKENS, "temperature": 0.0},
         },
     )
-    assert _chat(client).write_memory(EXCHANGE, TEA) == "Likes green tea; moved to Osaka."
+    assert _chat(client).write_memory(EXCHANGE, TEA) == MemoryDraft("Likes green tea; moved to Osaka.")
     assert TEA.text in task.user and CAT.text not in task.user + task.system
 
 
@@ -221,7 +221,7 @@ def test_a_memory_cut_off_at_max_tokens_is_a_failure(stubbed):
     stub.add_response("converse", _text_answer("Likes green tea.\nand more and more", stop="max_tokens"))
     with pytest.raises(ModelError, match="cut off"):
         _chat(client).write_memory(EXCHANGE, None)
-    assert _chat(client).write_memory(EXCHANGE, None) == "Likes green tea."
+    assert _chat(client).write_memory(EXCHANGE, None) == MemoryDraft("Likes green tea.")
 
 
 def test_write_diary_takes_the_first_line(stubbed):

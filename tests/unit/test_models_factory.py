@@ -19,7 +19,7 @@ from memorybot.adapters.models import build_chat_model, build_decision_model
 from memorybot.adapters.offline import OfflineChatModel, OfflineDecisionModel
 from memorybot.adapters.openai_chat import OpenAIChatModel, OpenAIDecisionModel
 from memorybot.config import Settings
-from memorybot.core.domain import Verdict
+from memorybot.core.domain import MemoryDraft, Verdict
 
 I_LIKE_TEA = said("I like tea", bot_reply=None)
 
@@ -126,7 +126,7 @@ def test_bedrock_is_wired_to_the_model_ids_in_settings(monkeypatch):
         decisions, chat = build_decision_model(settings(**env)), build_chat_model(settings(**env))
         assert isinstance(decisions, BedrockDecisionModel) and isinstance(chat, BedrockChatModel)
         assert decisions.worth(I_LIKE_TEA) == 0.7
-        assert chat.write_memory(I_LIKE_TEA, None) == "Likes tea"
+        assert chat.write_memory(I_LIKE_TEA, None) == MemoryDraft("Likes tea")
         assert [r.path for r in endpoint.requests] == ["/model/decider/converse", "/model/writer/converse"]
 
 

@@ -30,7 +30,7 @@ def ex(*lines: str) -> str:
 def test_they_say_they_are_stand_ins():
     for thing in (offline, OfflineDecisionModel, OfflineChatModel):
         assert "STAND-IN" in (thing.__doc__ or "").upper()
-    assert chat.write_memory(said("I love tea"), None).startswith("[offline] ")
+    assert chat.write_memory(said("I love tea"), None).text.startswith("[offline] ")
     assert chat.write_reply([PromptMessage("system", "x"), PromptMessage("user", "hi")]).startswith(
         "(offline stand-in)"
     )
@@ -190,7 +190,7 @@ def test_review_deletes_what_looks_time_limited(text, verdict):
 def test_write_memory_turns_the_statement_into_a_fact(said_text, fact):
     assert third_person(said_text) == fact
     assert (
-        chat.write_memory(exchange(("speaker", "hi"), ("bot", "hello"), ("speaker", said_text)), None)
+        chat.write_memory(exchange(("speaker", "hi"), ("bot", "hello"), ("speaker", said_text)), None).text
         == f"[offline] {fact}"
     )
 
@@ -345,14 +345,14 @@ def test_a_bot_line_that_says_a_self_statement_is_ignored():
 def test_the_speakers_own_line_is_judged_even_when_a_bot_line_comes_after_it():
     talk = exchange(("speaker", "I play the piano"), ("bot", "I no longer drink tea, forget it"))
     assert jev.worth(talk) == 0.8
-    assert chat.write_memory(talk, None) == "[offline] Plays the piano"
+    assert chat.write_memory(talk, None).text == "[offline] Plays the piano"
     assert jev.verdict(talk, memory("u1", "k3x9a", "[offline] Drinks tea")) is Verdict.KEEP
 
 
 def test_a_speaker_nicknamed_memorybot_is_still_the_speaker():
     talk = exchange(("speaker", "I love green tea"), ("bot", "nice"), name="memorybot")
     assert jev.worth(talk) == 0.8
-    assert chat.write_memory(talk, None) == "[offline] Loves green tea"
+    assert chat.write_memory(talk, None).text == "[offline] Loves green tea"
 
 
 def test_a_line_carrying_the_reply_label_is_still_the_speakers():

@@ -12,7 +12,7 @@ from fakes import FakeMemoryStore, ScriptedJev, message
 from loopback.openai_server import OpenAIServer
 from memorybot.adapters.openai_chat import OpenAIChatModel, OpenAICompatibleClient, OpenAIDecisionModel
 from memorybot.core import prompts
-from memorybot.core.domain import GLOBAL_SCOPE, Memory, PromptMessage, Speaker, Verdict
+from memorybot.core.domain import GLOBAL_SCOPE, Memory, MemoryDraft, PromptMessage, Speaker, Verdict
 from memorybot.core.extraction import Extractor
 from memorybot.core.ports import ModelError, ModelFailed
 from memorybot.core.prompts import build_reply_prompt
@@ -327,7 +327,7 @@ def test_a_server_requiring_a_key_refuses_a_wrong_one():
 
 def test_write_memory_takes_the_first_non_empty_line(llm, chat):
     llm.reply("\n\n  Lives in Osaka since last month.  \nSecond line that is not a memory")
-    assert chat.write_memory(EXCHANGE, None) == "Lives in Osaka since last month."
+    assert chat.write_memory(EXCHANGE, None) == MemoryDraft("Lives in Osaka since last month.")
     body = llm.last(PATH).json
     assert "response_format" not in body
     assert SAID in _user_text(body)
@@ -359,7 +359,7 @@ def test_a_memory_cut_off_at_the_token_limit_is_a_failure(llm, chat):
     with pytest.raises(ModelError, match="cut off"):
         chat.write_memory(EXCHANGE, None)
     llm.reply("Likes green tea.\nAnd then the model kept going until it ran out of")
-    assert chat.write_memory(EXCHANGE, None) == "Likes green tea."
+    assert chat.write_memory(EXCHANGE, None) == MemoryDraft("Likes green tea.")
 
 
 def test_a_filtered_completion_is_a_failure(llm, chat):

@@ -8,7 +8,7 @@ from datetime import UTC, date, datetime
 from zoneinfo import ZoneInfo
 
 from fakes import memory, message
-from memorybot.core.domain import Speaker
+from memorybot.core.domain import MemoryDraft, Speaker
 from memorybot.core.prompts import build_reply_prompt
 
 NOW = datetime(2026, 11, 30, 16, 30, tzinfo=UTC)  # Monday 30 November in Paris, Tuesday 1 December in Tokyo
@@ -113,10 +113,12 @@ def test_the_writing_task_asks_for_text_and_valid_until_and_takes_either_answer(
     with OpenAIServer() as server:
         _, chat = _dated_models(server, ZoneInfo("Asia/Tokyo"))
         server.reply('{"text": "Staying in Fukuoka until around 2026-12-08", "validUntil": "2026-12-08"}')
-        assert chat.write_memory(exchange, None) == "Staying in Fukuoka until around 2026-12-08"
+        assert chat.write_memory(exchange, None) == MemoryDraft(
+            "Staying in Fukuoka until around 2026-12-08", date(2026, 12, 8)
+        )
         assert '"validUntil"' in _user(server) and "around 2026-11-17" in _user(server)
         server.reply("Staying in Fukuoka for two weeks from 2026-11-24")  # a model that ignores the format
-        assert chat.write_memory(exchange, None) == "Staying in Fukuoka for two weeks from 2026-11-24"
+        assert chat.write_memory(exchange, None) == MemoryDraft("Staying in Fukuoka for two weeks from 2026-11-24")
 
 
 def test_the_one_decision_dates_lines_and_memories_in_the_configured_zone_and_jst_without_one():

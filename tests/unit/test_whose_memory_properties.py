@@ -18,7 +18,7 @@ from hypothesis_profiles import examples
 from memorybot.adapters.manifests import InMemoryManifests
 from memorybot.core.consolidation import Consolidator
 from memorybot.core.decisions import decide_per_record
-from memorybot.core.domain import EXCHANGE_MESSAGES, Actor, Exchange, Verdict
+from memorybot.core.domain import EXCHANGE_MESSAGES, Actor, Exchange, MemoryDraft, Verdict
 from memorybot.core.extraction import Extractor
 from memorybot.core.nightly_steps import run_in_process
 
@@ -58,7 +58,7 @@ class EchoChat:
     """Writes a memory as the whole exchange: a foreign line would show up in its text."""
 
     def write_memory(self, exchange, current):
-        return exchange.render()
+        return MemoryDraft(exchange.render())
 
     def write_reply(self, prompt):
         return "ok"

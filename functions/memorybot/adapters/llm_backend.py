@@ -16,7 +16,7 @@ from typing import Any
 
 from ..core.catalog import Language
 from ..core.dates import PromptTime
-from ..core.domain import Decision, Exchange, Memory, PromptMessage, Verdict, utcnow
+from ..core.domain import Decision, Exchange, Memory, MemoryDraft, PromptMessage, Verdict, utcnow
 from ..core.ports import ModelError
 from ..core.prompts import (
     Question,
@@ -164,14 +164,14 @@ class WritingChatModel(DatedPrompts):
     def _write(self, task: TextTask) -> str:
         raise NotImplementedError
 
-    def write_memory(self, exchange: Exchange, current: Memory | None) -> str:
-        """The memory's text from ``{"text", "validUntil"}`` or a plain line (the end is read,
-        and not yet carried by the write path: see docs/design.md)."""
+    def write_memory(self, exchange: Exchange, current: Memory | None) -> MemoryDraft:
+        """The memory from ``{"text", "validUntil"}`` or a plain line (then no end). Undated (no
+        zone), the task asks for the text alone."""
         when = self._when()
         answer = self._write(memory_task(exchange, current, when))
         if when is None:
-            return answer
-        return parse_memory_answer(answer, said_on=exchange.since.astimezone(when.zone).date()).text
+            return MemoryDraft(answer)
+        return parse_memory_answer(answer, said_on=exchange.since.astimezone(when.zone).date())
 
     def write_diary(self, transcript: str, language: Language = Language.JA) -> str:
         return self._write(diary_task(transcript, language))

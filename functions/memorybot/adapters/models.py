@@ -78,7 +78,7 @@ def build_chat_model(settings: Settings) -> ChatModel:
     if kind == "offline":
         from .offline import OfflineChatModel
 
-        return OfflineChatModel()
+        return _dated(OfflineChatModel(), settings)  # its plans' ends are days in the deployment's zone
     if kind == "http":
         raise ValueError("MEMORYBOT_CHAT_MODEL cannot be 'http': the Jev service only decides, it does not write")
     raise ValueError(

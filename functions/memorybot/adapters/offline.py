@@ -23,7 +23,9 @@ authorship comes from ``is_bot`` and the author id, never from "name: text" text
   the per-record questions answer one by one).
 - review: delete memories that look time-limited (today, tomorrow, this week, 明日 ...).
 - write_memory: that self-statement in the third person ("I love tea"
-  -> "[offline] Loves tea").
+  -> "[offline] Loves tea"); a plan's end when the line says how long it lasts ("for the next 2
+  weeks", "until 2026-12-31", これから3週間, 2026-12-31まで), counted from the line's own day in
+  the deployment's zone; otherwise no end.
 - write_reply: lists the memories quoted in the prompt's system message (its
   ``<memory>`` tags, unescaped), and only those: never text from the conversation turns.
 - write_diary: counts the people and their messages in the "name: text" transcript
@@ -35,10 +37,11 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from datetime import date, timedelta, tzinfo
 from html import unescape
 
 from ..core.catalog import Language
-from ..core.domain import Decision, Exchange, Memory, PromptMessage, Verdict
+from ..core.domain import JST, Decision, Exchange, Memory, MemoryDraft, Message, PromptMessage, Verdict
 from ..core.ports import ModelError
 
 OFFLINE_MEMORY_LABEL = "[offline]"
@@ -110,14 +113,18 @@ def _is_bot(line: _Line) -> bool:
     return line.author.lower() in BOT_NAMES or OFFLINE_REPLY_LABEL in line.text
 
 
-def _speaker_line(exchange: Exchange) -> str | None:
-    """What the speaker said last: their newest own line (never the bot's, never anyone else's)."""
+def _speaker_message(exchange: Exchange) -> Message | None:
+    """The speaker's newest own line (never the bot's, never anyone else's)."""
     own = [
-        m.content.strip()
-        for m in exchange.messages
-        if not m.is_bot and m.author_id == exchange.speaker.user_id and m.content.strip()
+        m for m in exchange.messages if not m.is_bot and m.author_id == exchange.speaker.user_id and m.content.strip()
     ]
     return own[-1] if own else None
+
+
+def _speaker_line(exchange: Exchange) -> str | None:
+    """What the speaker said last: the text of their newest own line."""
+    message = _speaker_message(exchange)
+    return message.content.strip() if message is not None else None
 
 
 def _keywords(text: str) -> set[str]:
@@ -239,14 +246,44 @@ def third_person(statement: str) -> str:
 _QUOTED_MEMORY = re.compile(r"<memory(?:\s[^>]*)?>([^<]*)</memory>")
 
 
+_NUMBERS = {"a": 1, "an": 1, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "ten": 10}
+_UNIT_DAYS = {"day": 1, "week": 7, "month": 30, "日": 1, "週間": 7, "か月": 30, "ヶ月": 30, "カ月": 30}
+_LASTS_EN = re.compile(
+    r"\bfor\s+(?:the\s+next\s+)?(\d{1,3}|a|an|one|two|three|four|five|six|ten)\s+(day|week|month)s?\b", re.I
+)
+_LASTS_JA = re.compile(r"(\d{1,3})\s*(日|週間|か月|ヶ月|カ月)")
+_UNTIL_DATE = re.compile(r"\buntil\s+(\d{4}-\d{2}-\d{2})\b|(\d{4}-\d{2}-\d{2})\s*まで", re.I)
+
+
+def plan_end(said: str, said_on: date) -> date | None:
+    """The last day of a plan the line gives a length or an end date to, counted from ``said_on``
+    (the line's own day): "for the next 2 weeks" said on 2026-11-24 -> 2026-12-08. None otherwise."""
+    until = _UNTIL_DATE.search(said)
+    if until is not None:
+        try:
+            return date.fromisoformat(until.group(1) or until.group(2))
+        except ValueError:
+            return None
+    lasts = _LASTS_EN.search(said) or _LASTS_JA.search(said)
+    if lasts is None:
+        return None
+    count = lasts.group(1).lower()
+    days = (int(count) if count.isdigit() else _NUMBERS[count]) * _UNIT_DAYS[lasts.group(2).lower()]
+    return said_on + timedelta(days=days) if days else None
+
+
 class OfflineChatModel:
     """STAND-IN for the chat model (templates, not a model). See the module docstring."""
 
-    def write_memory(self, exchange: Exchange, current: Memory | None) -> str:
+    zone: tzinfo | None = None  # the deployment's (the factory sets MEMORYBOT_TIMEZONE's; JST without it)
+
+    def write_memory(self, exchange: Exchange, current: Memory | None) -> MemoryDraft:
         statement = _statement(exchange)
-        if statement is None:
+        said = _speaker_message(exchange)
+        if statement is None or said is None:
             raise ModelError("offline stand-in: no self-statement to write down")
-        return f"{OFFLINE_MEMORY_LABEL} {third_person(statement)}"
+        end = plan_end(statement, said.created_at.astimezone(self.zone or JST).date())
+        return MemoryDraft(f"{OFFLINE_MEMORY_LABEL} {third_person(statement)}", end)
 
     def write_reply(self, prompt: Sequence[PromptMessage]) -> str:
         system = next((m.content for m in prompt if m.role == "system"), "")

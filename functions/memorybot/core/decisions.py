@@ -16,11 +16,11 @@ import re
 import threading
 from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from datetime import tzinfo
+from datetime import date, datetime, tzinfo
 from typing import TypeVar
 
 from . import domain, quoting
-from .domain import MEMORY_TEXT_MAX_CHARS, PROFILE_LIMIT, Decision, Exchange, Memory, Verdict
+from .domain import MEMORY_TEXT_MAX_CHARS, PROFILE_LIMIT, Decision, Exchange, Memory, MemoryDraft, Verdict
 from .ports import ModelFailed, ModelUnavailable, RecordJudge
 
 logger = logging.getLogger(__name__)
@@ -58,6 +58,18 @@ def memory_text(answer: object) -> str | None:
         return None
     text = _SPACE.sub(" ", answer).strip()
     return text[:MEMORY_TEXT_MAX_CHARS] or None
+
+
+def memory_draft(answer: object) -> MemoryDraft | None:
+    """A written memory: its text as ``memory_text`` takes it (empty: no answer), and its end when
+    that is a date (anything else: no end; whether it can end the record is the write's check)."""
+    if not isinstance(answer, MemoryDraft):
+        return None
+    text = memory_text(answer.text)
+    if text is None:
+        return None
+    until = answer.valid_until
+    return MemoryDraft(text, until if isinstance(until, date) and not isinstance(until, datetime) else None)
 
 
 def ask(

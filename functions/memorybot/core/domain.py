@@ -255,6 +255,24 @@ class Memory:
 
 
 @dataclass(frozen=True)
+class MemoryDraft:
+    """What the chat model wrote for a memory: its text and, for a plan or a time-limited
+    situation, its last day (None: a durable fact, or a writer that gave no end)."""
+
+    text: str
+    valid_until: date | None = None
+
+
+def end_holds(valid_until: date | None, created_at: datetime, zone: tzinfo) -> date | None:
+    """``valid_until`` when it can be a memory's end: not before the day the memory was learned
+    (``created_at``, in the deployment's zone); otherwise None. The import refuses such a row; a
+    model's end that fails it is simply no end."""
+    if valid_until is None or valid_until < created_at.astimezone(zone).date():
+        return None
+    return valid_until
+
+
+@dataclass(frozen=True)
 class Message:
     """One line of the channel log. Its time is the time in its snowflake.
 
@@ -312,6 +330,12 @@ class Exchange:
     def since(self) -> datetime:
         """When its oldest line was said: what a memory learned from it rests on (PersonCheck)."""
         return min(m.created_at for m in self.messages)
+
+    @property
+    def said_at(self) -> datetime:
+        """When the speaker's newest line was said: the time a memory learned from it is dated by
+        (a nightly run's too, never the run's)."""
+        return max(m.created_at for m in self.messages if not m.is_bot)
 
     @property
     def sources(self) -> tuple[SourceRef, ...]:

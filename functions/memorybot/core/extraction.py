@@ -16,13 +16,14 @@ import threading
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
-from datetime import datetime
+from datetime import datetime, tzinfo
 from enum import Enum
 from typing import Protocol
 
 from . import decisions
 from .domain import (
     ADD_THRESHOLD,
+    JST,
     PROFILE_LIMIT,
     WORTH_THRESHOLD,
     Action,
@@ -33,11 +34,13 @@ from .domain import (
     Embedding,
     Exchange,
     Memory,
+    MemoryDraft,
     Message,
     Owner,
     PersonCheck,
     Speaker,
     Verdict,
+    end_holds,
     new_memory_id,
     utcnow,
 )
@@ -88,30 +91,30 @@ class LearningMemories(ProfileReader, MemoryWriter, ForgottenSources, Protocol):
     messages that no longer teach."""
 
 
-Written = tuple[str | None, Embedding | None]  # a memory's text and its vector (None: none)
+Written = tuple[MemoryDraft | None, Embedding | None]  # a memory's draft and its text's vector (None: none)
 
 
 def _text_then_vector(
-    write: Callable[[], str | None],
+    write: Callable[[], MemoryDraft | None],
     embed: Callable[[str], Embedding | None] | None,
     unwanted: threading.Event | None = None,
 ) -> Written:
     """The new memory's draft, then its vector in the same thread: both beside the decision.
     ``unwanted`` set (Jev has answered meanwhile): the vector is left to the write, which asks
     for it with the rewrites' if Jev wants the add."""
-    text = write()
-    if text is None or embed is None or (unwanted is not None and unwanted.is_set()):
-        return text, None
-    return text, embed(text)
+    draft = write()
+    if draft is None or embed is None or (unwanted is not None and unwanted.is_set()):
+        return draft, None
+    return draft, embed(draft.text)
 
 
 @dataclass
 class _Plan:
     """What the decision asked for: the memories to delete, the rewrites under way (one a
-    record), the new memory's text if Jev wants one."""
+    record), the new memory's draft if Jev wants one."""
 
     deletes: list[Memory] = field(default_factory=list)
-    rewrites: list[tuple[Memory, Future[str | None]]] = field(default_factory=list)
+    rewrites: list[tuple[Memory, Future[MemoryDraft | None]]] = field(default_factory=list)
     add: Future[Written] | None = None
 
 
@@ -131,7 +134,9 @@ class Extractor:
         concurrency: int = PROFILE_LIMIT,  # every rewrite of a full profile at once
         embeddings: EmbeddingModel | None = None,
         people: PeopleStore | None = None,  # the person's switch and erasure marker (None: not checked)
+        zone: tzinfo = JST,  # the deployment's (MEMORYBOT_TIMEZONE): the day a memory's end is checked against
     ) -> None:
+        self._zone = zone
         self._people = people
         self._memories = memories
         self._recall = Recall(memories, embeddings)
@@ -200,11 +205,11 @@ class Extractor:
         A draft dropped on a "no" is no failure of the turn: it buys one model latency off every
         turn that adds."""
 
-        def draft(failure_counts: bool = True) -> str | None:
+        def draft(failure_counts: bool = True) -> MemoryDraft | None:
             return calls.ask(
                 "write_memory",
                 lambda: self._chat.write_memory(exchange, None),
-                decisions.memory_text,
+                decisions.memory_draft,
                 failure_counts=failure_counts,
             )
 
@@ -212,7 +217,7 @@ class Extractor:
             return _Plan(add=pool.submit(_text_then_vector, draft, self._embedder))
         answered = threading.Event()
         drafted = pool.submit(_text_then_vector, lambda: draft(False), self._embedder, answered)
-        rewrites: dict[str, Future[str | None]] = {}
+        rewrites: dict[str, Future[MemoryDraft | None]] = {}
         lock = threading.Lock()
 
         def rewrite(memory: Memory, verdict: object) -> None:
@@ -254,10 +259,10 @@ class Extractor:
 
     def _rewrite(
         self, exchange: Exchange, memory: Memory, calls: decisions.CallCounter, pool: ThreadPoolExecutor
-    ) -> Future[str | None]:
+    ) -> Future[MemoryDraft | None]:
         """The record's rewrite: it sees the exchange and that record only, never the profile."""
         return pool.submit(
-            calls.ask, "write_memory", lambda: self._chat.write_memory(exchange, memory), decisions.memory_text
+            calls.ask, "write_memory", lambda: self._chat.write_memory(exchange, memory), decisions.memory_draft
         )
 
     @property
@@ -278,29 +283,45 @@ class Extractor:
     ) -> ExtractionResult:
         """Every change the plan holds, each with its ledger row and its text's vector, once every
         text is written (a text that is "not yet" raises here, before anything is applied). The
-        vectors the draft's thread did not bring come in one call, once the last rewrite is in."""
-        texts = {memory.memory_id: future.result() for memory, future in plan.rewrites}
-        add_text, add_vector = plan.add.result() if plan.add is not None else (None, None)
-        rewritten = [t for m, _ in plan.rewrites if (t := texts[m.memory_id]) is not None and t != m.text]
-        vectors = self._recall.embed_texts(rewritten + ([add_text] if add_text and add_vector is None else []))
+        vectors the draft's thread did not bring come in one call, once the last rewrite is in.
+
+        A live turn runs as the line is said, so its clock is the line's time; a nightly run works
+        hours later, so what it learns is dated by the speaker's newest line, never by the run (an
+        update never before the record's last change). The writer's end is kept only when it can
+        end the record (``end_holds``)."""
+        drafts = {memory.memory_id: future.result() for memory, future in plan.rewrites}
+        add_draft, add_vector = plan.add.result() if plan.add is not None else (None, None)
         now = self._clock()
+        learned = min(now, exchange.said_at) if actor is Actor.NIGHTLY else now
+        changed = [
+            (memory, replace(memory, text=d.text, valid_until=end_holds(d.valid_until, memory.created_at, self._zone)))
+            for memory, _ in plan.rewrites
+            if (d := drafts[memory.memory_id]) is not None
+        ]
+        changed = [(m, after) for m, after in changed if after.text != m.text or after.valid_until != m.valid_until]
+        rewritten = [after.text for m, after in changed if after.text != m.text]
+        add_text = add_draft.text if add_draft is not None else None
+        vectors = self._recall.embed_texts(rewritten + ([add_text] if add_text and add_vector is None else []))
         result = ExtractionResult(Outcome.DONE)
         for memory in plan.deletes:
             if self._apply(Change(Action.DELETE, memory, None, "jev verdict: delete"), actor, run_id, check):
                 result.deleted.append(memory.memory_id)
             else:
                 result.conflicts += 1
-        for memory, _ in plan.rewrites:
-            text = texts[memory.memory_id]
-            if text is None or text == memory.text:
-                continue
-            after = replace(memory, text=text, updated_at=now, sources=exchange.sources, embedding=vectors.get(text))
+        for memory, after in changed:
+            # Only the end moved: the text's vector stays. Never dated before the record's last change.
+            vector = vectors.get(after.text) if after.text != memory.text else memory.embedding
+            after = replace(
+                after, updated_at=max(learned, memory.updated_at), sources=exchange.sources, embedding=vector
+            )
             if self._apply(Change(Action.UPDATE, memory, after, "jev verdict: update"), actor, run_id, check):
                 result.updated.append(memory.memory_id)
             else:
                 result.conflicts += 1
-        if add_text is not None:
-            added = self._add(exchange, add_text, now, actor, run_id, check, add_vector or vectors.get(add_text))
+        if add_draft is not None:
+            added = self._add(
+                exchange, add_draft, learned, actor, run_id, check, add_vector or vectors.get(add_draft.text)
+            )
             if added is None:
                 result.conflicts += 1
             else:
@@ -310,8 +331,8 @@ class Extractor:
     def _add(
         self,
         exchange: Exchange,
-        text: str,
-        now: datetime,
+        draft: MemoryDraft,
+        learned: datetime,
         actor: Actor,
         run_id: int | None,
         check: PersonCheck | None,
@@ -322,12 +343,13 @@ class Extractor:
             memory = Memory(
                 exchange.speaker.user_id,
                 self._new_id(),
-                text,
-                now,
-                now,
+                draft.text,
+                learned,
+                learned,
                 scope=exchange.scope,
                 sources=exchange.sources,
                 embedding=embedding,
+                valid_until=end_holds(draft.valid_until, learned, self._zone),
             )
             try:
                 self._memories.apply(

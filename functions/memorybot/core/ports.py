@@ -21,6 +21,7 @@ from .domain import (
     Exchange,
     LedgerEntry,
     Memory,
+    MemoryDraft,
     Message,
     NightlyRun,
     Owner,
@@ -466,8 +467,10 @@ class RecordJudge(Protocol):
 class ChatModel(Protocol):
     """Phrases things. Never decides whether to write."""
 
-    def write_memory(self, exchange: Exchange, current: Memory | None) -> str:
-        """The text of a new memory about the exchange's speaker (current None) or the rewrite of ``current``."""
+    def write_memory(self, exchange: Exchange, current: Memory | None) -> MemoryDraft:
+        """A new memory about the exchange's speaker (current None) or the rewrite of ``current``:
+        its text and its end (the last day a plan holds; None for a durable fact). The core checks
+        the end against the record before storing it."""
 
     def write_reply(self, prompt: Sequence[PromptMessage]) -> str: ...
 

@@ -46,6 +46,7 @@ from .domain import (
     Decision,
     Exchange,
     Memory,
+    MemoryDraft,
     Message,
     PromptMessage,
     Speaker,
@@ -379,15 +380,6 @@ def parse_verdict(answer: object, allowed: Iterable[Verdict], *, exact: bool = T
 
 
 # ---------------------------------------------------------------- the writing answer
-
-
-@dataclass(frozen=True)
-class MemoryDraft:
-    """What the writer answered: the memory's text and, for a plan or a time-limited situation,
-    its last day (None: a durable fact)."""
-
-    text: str
-    valid_until: date | None = None
 
 
 _FENCE = re.compile(r"^```(?:json)?\s*(.*?)\s*```$", re.DOTALL)
