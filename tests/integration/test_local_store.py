@@ -15,6 +15,7 @@ from moto.dynamodb.models import dynamodb_backends
 from moto.dynamodb.models.table import Table
 
 from memorybot.local import moto_dynamo
+from store_tables import create_indexed_table
 
 _names = itertools.count(1)
 
@@ -24,23 +25,7 @@ def table(moto_server):
     """A fresh table (pk, sk) with a global index on ``g``; (client, name)."""
     client = moto_server.client()
     name = f"store{next(_names)}"
-    client.create_table(
-        TableName=name,
-        KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}, {"AttributeName": "sk", "KeyType": "RANGE"}],
-        AttributeDefinitions=[
-            {"AttributeName": "pk", "AttributeType": "S"},
-            {"AttributeName": "sk", "AttributeType": "S"},
-            {"AttributeName": "g", "AttributeType": "S"},
-        ],
-        GlobalSecondaryIndexes=[
-            {
-                "IndexName": "by_g",
-                "KeySchema": [{"AttributeName": "g", "KeyType": "HASH"}, {"AttributeName": "sk", "KeyType": "RANGE"}],
-                "Projection": {"ProjectionType": "ALL"},
-            }
-        ],
-        BillingMode="PAY_PER_REQUEST",
-    )
+    create_indexed_table(client, name)
     return client, name
 
 

@@ -16,7 +16,14 @@ Here, installed once per process by ``install()``:
 - a transaction journals only the items it names (their state before its write) and on refusal
   puts back exactly those, so its cost is that of its items and a refusal touches nothing else;
 - a query reads only its partition (or, on an index, the items whose index key matches) before
-  moto sorts and pages them, instead of sorting the whole table first.
+  moto sorts and pages them, instead of sorting the whole table first;
+- reads answer without moto's copies: a query of a table's partition pages, filters and projects
+  the stored items themselves (moto deep-copied every item it returned, and projected each one by
+  turning the whole item into plain values once per attribute named), and a query's, scan's or
+  get's answer is written as JSON straight from the items (moto's generic response serializer
+  walked the model's shapes value by value). Under the lock nothing changes an item while its
+  answer is written, so sharing it is safe; the answers are moto's own, which
+  tests/integration/test_local_store_reads.py checks request by request (``moto_answers``).
 
 The deployed bot never runs this: it is for the local stack, its tests and its benchmarks. It is
 written against moto's internals, so pyproject pins moto's minor version, and ``install`` refuses
@@ -25,10 +32,13 @@ a moto whose internals are not the ones it knows.
 
 from __future__ import annotations
 
+import base64
 import copy
 import inspect
+import json
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -59,6 +69,7 @@ def install() -> None:
         _serialise(DynamoHandler)
         DynamoDBBackend.transact_write_items = _transact_write_items  # type: ignore[method-assign]
         _narrow_queries(Table)
+        _plain_answers()
         _installed = True
 
 
@@ -201,16 +212,40 @@ def _write_one(self: Any, item: dict[str, Any], journal: _Journal, named: set[tu
     return done
 
 
+# Off only inside ``moto_answers``: every read answered by moto's own code (the reference the
+# differential tests compare this layer's answers with).
+_own_reads = True
+
+
+@contextmanager
+def moto_answers() -> Iterator[None]:
+    """Within: reads take moto's own path (its copies, its projection, its serializer), for a test
+    to compare this layer's answers with moto's on the same requests."""
+    global _own_reads
+    with REQUEST_LOCK:  # between requests, never during one
+        _own_reads = False
+    try:
+        yield
+    finally:
+        with REQUEST_LOCK:
+            _own_reads = True
+
+
 def _narrow_queries(table_class: Any) -> None:
-    """Hand moto's Table.query only the items that can match, for it to sort, page and filter."""
+    """Hand moto's Table.query only the items that can match; a table's own partition is paged,
+    filtered and projected here, without moto's copy of every item."""
     unnarrowed = table_class.query
     signature = inspect.signature(unnarrowed)
+    item_class = _moto_item_class()
+    moto_project = item_class.project
 
     def query(self: Any, *args: Any, **kwargs: Any) -> Any:
         asked = signature.bind(self, *args, **kwargs).arguments
         candidates = _candidates(self, asked.get("index_name"), asked.get("hash_key"), asked.get("hash_key_conditions"))
         if candidates is None:
             return unnarrowed(self, *args, **kwargs)
+        if _own_reads and not asked.get("index_name") and not asked.get("filter_kwargs"):
+            return _query_partition(self, candidates, asked)
         # Safe under REQUEST_LOCK: no other request sees this table while it answers.
         self.all_items = lambda: candidates
         try:
@@ -218,7 +253,181 @@ def _narrow_queries(table_class: Any) -> None:
         finally:
             del self.all_items
 
+    def project(self: Any, projection_expressions: list[list[str]]) -> Any:
+        if _own_reads and all(_top_level(path) for path in projection_expressions):
+            return _project(self, [path[0] for path in projection_expressions])
+        return moto_project(self, projection_expressions)
+
     table_class.query = query
+    item_class.project = project
+
+
+def _moto_item_class() -> Any:
+    from moto.dynamodb.models.dynamo_type import Item
+
+    return Item
+
+
+def _top_level(path: list[str]) -> bool:
+    """An attribute of the item itself, not a path into one (a map's key, a list's element)."""
+    return len(path) == 1 and "." not in path[0] and "[" not in path[0]
+
+
+# moto's projection turns each value into a plain one and back: a number comes back in its canonical
+# form (1e2 as 1E+2), a set in any order, a nested value rebuilt. Values of these types come back
+# as they are and are shared; the others take moto's own round trip, one attribute at a time.
+_AS_STORED = frozenset({"S", "B", "BOOL", "NULL", "SS", "BS"})
+
+
+def _project(item: Any, names: list[str]) -> Any:
+    """moto's Item.project for top-level names: the item's own values, not copies of the item."""
+    from moto.dynamodb.models.dynamo_type import DynamoType, Item, LimitedSizeDict, deserializer, serializer
+
+    attrs = LimitedSizeDict.__new__(LimitedSizeDict)
+    dict.__init__(attrs)
+    for name in names:
+        value = item.attrs.get(name)
+        if value is None:
+            continue
+        if value.type not in _AS_STORED:
+            value = DynamoType(serializer.serialize(deserializer.deserialize(value.to_regular_json())))
+        dict.__setitem__(attrs, name, value)  # within the item's size: the stored item passed the check
+    projected: Any = Item.__new__(Item)
+    projected.hash_key, projected.range_key, projected.attrs = item.hash_key, item.range_key, attrs
+    return projected
+
+
+def _query_partition(table: Any, candidates: list[Any], asked: dict[str, Any]) -> tuple[list[Any], int, Any]:
+    """moto's Table.query on the table's own partition (the same order, start key, Limit, 1 MB page,
+    key condition, filter, projection and LastEvaluatedKey) over the stored items, uncopied."""
+    from moto.dynamodb.models.table import RESULT_SIZE_LIMIT
+
+    forward = asked.get("scan_index_forward", True)
+    ordered = sorted(candidates, key=lambda item: item.range_key)
+    if forward is False:
+        ordered.reverse()
+    start = asked.get("exclusive_start_key")
+    if start is not None:
+        keys = ([table.hash_key_attr], [table.range_key_attr])
+        ordered = list(_after(ordered, lambda item: table._item_comes_before_dct(item, start, *keys, forward)))
+    matches = _range_matches(asked)
+    limit = asked.get("limit")
+    results: list[Any] = []
+    size = 0
+    last_key = None
+    for item in ordered:
+        item_size = item.size()
+        if len(results) == limit or size + item_size > RESULT_SIZE_LIMIT:
+            last_key = table._get_last_evaluated_key(results[-1], None)
+            break
+        if matches(item):
+            results.append(item)
+            size += item_size
+    scanned = len(results)
+    condition = asked.get("filter_expression")
+    if condition is not None:
+        results = [item for item in results if condition.expr(item)]
+    projection = asked.get("projection_expressions")
+    if projection:
+        results = [item.project(projection) for item in results]
+    return results, scanned, last_key
+
+
+def _after(items: list[Any], before: Callable[[Any], bool]) -> Iterator[Any]:
+    """The items from the first one that does not come before (or at) the start key."""
+    started = False
+    for item in items:
+        started = started or not before(item)
+        if started:
+            yield item
+
+
+def _range_matches(asked: dict[str, Any]) -> Callable[[Any], bool]:
+    """The sort key's condition as moto applies it to a table's partition (all match without one)."""
+    comparison = asked.get("range_comparison")
+    if not comparison:
+        return lambda item: True
+    values = asked.get("range_objs")
+    conditions = asked.get("range_key_conditions")
+    name = conditions[-1][0] if conditions else None
+
+    def matches(item: Any) -> bool:
+        if name and item.attrs.get(name):
+            return bool(item.attrs[name].compare(comparison, values))
+        return bool(item.range_key.compare(comparison, values))
+
+    return matches
+
+
+# The answers written as JSON here, with the keys each may have; any other key (ConsumedCapacity,
+# whose numbers the serializer formats) leaves the answer to moto's serializer.
+_PLAIN_ANSWERS = {
+    "Query": frozenset({"Items", "Count", "ScannedCount", "LastEvaluatedKey"}),
+    "Scan": frozenset({"Items", "Count", "ScannedCount", "LastEvaluatedKey"}),
+    "GetItem": frozenset({"Item"}),
+}
+
+
+class _NotPlain(Exception):
+    """A value the JSON writer does not know: moto's serializer answers instead."""
+
+
+def _plain_answers() -> None:
+    """moto's DynamoResult, with the answers of _PLAIN_ANSWERS written straight to JSON."""
+    from moto.core.responses import ActionResult
+    from moto.dynamodb import responses
+    from moto.dynamodb.models.utilities import dynamo_to_dict
+
+    class PlainAnswer(responses.DynamoResult):
+        def __init__(self, result: object) -> None:
+            ActionResult.__init__(self, result)  # converted when it is written, not before
+
+        def execute_result(self, context: Any) -> Any:
+            keys = _PLAIN_ANSWERS.get(context.operation_model.name)
+            if _own_reads and keys is not None and isinstance(self.result, dict) and set(self.result) <= keys:
+                try:
+                    body = json.dumps(_wire(self.result))
+                except _NotPlain:
+                    pass
+                else:
+                    version = context.service_model.metadata.get("jsonVersion", "1.0")
+                    return 200, {"Content-Type": f"application/x-amz-json-{version}"}, body
+            return ActionResult(dynamo_to_dict(self.result)).execute_result(context)
+
+    responses.DynamoResult = PlainAnswer  # type: ignore[misc]
+
+
+def _wire(value: Any) -> Any:
+    """An answer's value as DynamoDB's JSON carries it (binary as base64)."""
+    from moto.dynamodb.models.dynamo_type import DynamoType
+
+    if isinstance(value, DynamoType):
+        return {value.type: _wire_value(value.type, value.value)}
+    if isinstance(value, dict):
+        return {key: _wire(v) for key, v in value.items()}
+    if isinstance(value, list):
+        return [_wire(v) for v in value]
+    if value is None or isinstance(value, str | int):  # bool is an int
+        return value
+    raise _NotPlain(type(value).__name__)
+
+
+def _wire_value(kind: str, value: Any) -> Any:
+    if kind == "B":
+        return _base64(value)
+    if kind == "BS":
+        return [_base64(v) for v in value]
+    if kind in ("L", "M"):
+        return _wire(value)
+    if kind in ("SS", "NS"):
+        return list(value)
+    return value
+
+
+def _base64(value: bytes | str) -> str:
+    """As moto's serializer writes it: a value moto holds as base64 text is decoded, then encoded."""
+    raw = value if isinstance(value, bytes) else base64.b64decode(value)
+    return base64.b64encode(raw).decode("ascii")
 
 
 def _candidates(table: Any, index_name: str | None, hash_key: Any, conditions: Any) -> list[Any] | None:
