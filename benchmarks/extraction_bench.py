@@ -61,6 +61,12 @@ def cl100k():
     return encoding
 
 
+def request_tokens(encoding, bodies) -> int:
+    """Input tokens of chat-completions requests: cl100k over every message's content, plus the
+    chat format's overhead a message."""
+    return sum(len(encoding.encode(m["content"])) + MESSAGE_OVERHEAD for b in bodies for m in b["messages"])
+
+
 @dataclass(frozen=True)
 class Case:
     name: str
@@ -174,7 +180,7 @@ def measure(path: Path_, case: Case, latency: float, embed_factor: float, chat, 
         assert runs[-1]["updated"] == expected_updates, (path.name, case, runs[-1])
         assert runs[-1]["added"] == (1 if case.worth > 0.5 else 0), (path.name, case, runs[-1])
     bodies = [body for body, _ in judge.answers]  # the last run's
-    inputs = sum(len(encoding.encode(m["content"])) + MESSAGE_OVERHEAD for b in bodies for m in b["messages"])
+    inputs = request_tokens(encoding, bodies)
     outputs = sum(len(encoding.encode(answer)) for _, answer in judge.answers)
     committed = [r["committed"] for r in runs if r["committed"] is not None]
     return Figures(
