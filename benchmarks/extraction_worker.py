@@ -35,6 +35,9 @@ FACTS = (
     "Runs 5 km most mornings before work",
     "Is allergic to peanuts",
     "Prefers mountains to beaches for holidays",
+    # beyond ten: the ten are ranked, with the query's embedding
+    "Collects vintage film cameras",
+    "Volunteers at an animal shelter on Sundays",
 )
 SAID = (
     ("alice", "I moved to Osaka last month for a new job at a game studio"),
@@ -60,7 +63,7 @@ def one(request: dict) -> dict:
     store.seed(
         *(
             memory("u1", f"m{c}222", text, at=T0 + timedelta(minutes=i))
-            for i, (c, text) in enumerate(zip("abcdefghjk", FACTS[: request["memories"]], strict=False))
+            for i, (c, text) in enumerate(zip("abcdefghjkmn", FACTS[: request["memories"]], strict=False))
         )
     )
     committed: list[float] = []  # each change with its ledger row

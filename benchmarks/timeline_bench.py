@@ -13,11 +13,14 @@ recall profiles.
    fact it is shown (benchmarks.recall_bench.KnowsItJev: it updates the superseded fact when it is
    among the ten read, else adds). Stale: the old fact left as it was beside the new one.
    newest-ten is the design's read, selection the relevance selection (core.selection).
-3. Tokens the dates add to a turn (goal <= 5 %): one live turn's prompts (worth, the one decision,
-   two writing tasks and the reply with a channel tail of 20 lines, ten memories read) built
-   with their dates and without, counted with an
-   approximate tokenizer (a word, a group of up to three digits, or any other visible character
-   is one token: close to what BPE tokenizers do with dates, which they cut into digit groups).
+3. Tokens the dates add to a turn (goal <= 5 %): one live turn (ten lines of the person, each
+   answered by the bot, three minutes apart, the last at the data's now) through the real
+   OpenAI-compatible adapters against a loopback server: worth, the one decision over the ten
+   newest memories, the new memory's text and one rewrite, and the reply over the 20 lines; sent
+   with the factory's dating (JST) and without any, every request's messages counted in cl100k
+   (quicktok's cl100k_base, as benchmarks/extraction_bench.py counts: plus 4 a message). Also, for
+   information, the same lines read by the next 03:00 nightly run (no reply), where each
+   exchange's first line says its day and time.
 """
 
 from __future__ import annotations
@@ -27,13 +30,14 @@ import json
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import date, datetime
+from datetime import date, datetime, time, timedelta
 from typing import Any
 
+from benchmarks.extraction_bench import cl100k, request_tokens
 from benchmarks.generate_profiles import LANGS
 from benchmarks.generate_timelines import data_path
 from benchmarks.recall_bench import KnowsItJev, NewestTenStore, RestatingChat, load
-from memorybot.core.domain import GLOBAL_SCOPE, JST, Memory, Owner, parse_iso
+from memorybot.core.domain import GLOBAL_SCOPE, JST, Actor, Memory, Message, Owner, parse_iso
 from memorybot.core.extraction import Extractor
 from memorybot.core.reply import ReplyWriter
 from tests.fakes import FakeMemoryStore, ScriptedChat, message, speaker
@@ -147,50 +151,109 @@ def stale_facts(people: Sequence[Timeline], *, newest: bool) -> Stale:
     return out
 
 
-_TOKEN = re.compile(r"[^\W\d_]+|\d{1,3}|[^\w\s]|_", re.UNICODE)
-_CJK = re.compile(r"[\u3040-\u30ff\u3400-\u9fff]")
+BOT_ID = "999"
+BOT_SAYS = {"en": "Nice, tell me more.", "ja": "いいですね、もっと聞かせて。"}
+PROMPTS = ("worth", "decide", "write new", "rewrite", "reply")  # one live turn's requests, in order
 
 
-def approx_tokens(text: str) -> int:
-    """Words and digit groups of up to three, one token each; punctuation one each; CJK text one
-    token a character (a CJK run is one match of the word pattern: count its characters)."""
-    count = 0
-    for token in _TOKEN.findall(text):
-        count += len(_CJK.findall(token)) or 1
-    return count
+def live_turn(t: Timeline, code: str) -> list[Message]:
+    """The turn's conversation: the person's lines (their changes and plans, ten) each answered
+    by the bot, three minutes apart, the last at the data's now; the reply sees all 20 lines, the
+    extraction its exchange (the newest six)."""
+    said = ([c["said"] for c in t.changes] + [p["said"] for p in t.plans])[:10]
+    lines = []
+    for i, text in enumerate(said):
+        at = t.now - timedelta(minutes=3 * (len(said) - 1 - i))
+        lines.append(message(t.person, text, at=at - timedelta(seconds=30)))
+        lines.append(message(BOT_ID, BOT_SAYS[code], bot=True, to=t.person, at=at))
+    return lines[:-1]  # the turn ends on the person's line
 
 
-def turn_prompts(t: Timeline, *, dated: bool) -> list[str]:
-    """The texts one live turn sends to models (worth, the one decision over the ten memories read,
-    one rewrite and the new memory's text, and the reply with its channel tail of 20 lines): with
-    today and each line's own time, or without (the memories' own days are in both)."""
-    from memorybot.core import prompts
-    from memorybot.core.dates import PromptTime
-    from memorybot.core.domain import Exchange, Speaker
+def _prompt_of(body: dict[str, Any]) -> str:
+    asked = " ".join(str(m.get("content", "")) for m in body["messages"])
+    if '{"verdicts"' in asked:
+        return "decide"
+    if '{"probability"' in asked:
+        return "worth"
+    if "Write the new memory" in asked:
+        return "write new"
+    return "rewrite" if "Rewrite this memory" in asked else "reply"
 
-    now = t.now
+
+def _answer(body: dict[str, Any]) -> str:
+    """The loopback model's answers for the turn: worth, then the first memory updated and an add."""
+    kind = _prompt_of(body)
+    if kind == "worth":
+        return '{"probability": 0.9}'
+    if kind == "decide":
+        ids = re.findall(r'<memory id="([^"]+)"', body["messages"][-1]["content"])
+        return json.dumps({"verdicts": {i: "update" if n == 0 else "keep" for n, i in enumerate(ids)}, "add": 0.9})
+    if kind == "reply":
+        return "Good to hear from you."
+    return '{"text": "Staying in Fukuoka until around 2026-12-08", "validUntil": "2026-12-08"}'
+
+
+def nightly_run_time(t: Timeline) -> datetime:
+    """03:00 JST the day after the data's now: when the nightly run reads that evening's lines."""
+    day = t.now.astimezone(JST).date() + timedelta(days=1)
+    return datetime.combine(day, time(3), JST)
+
+
+def turn_requests(
+    t: Timeline, code: str, server: Any, *, dated: bool, nightly: bool = False
+) -> dict[str, list[dict[str, Any]]]:
+    """The chat requests of one live turn, by prompt, through the real OpenAI-compatible adapters
+    (the factory's dating in JST, or none): the extraction (worth, the one decision over the ten
+    newest memories, the new memory and one rewrite) and the reply over the 20 lines. ``nightly``:
+    the same lines read by the next 03:00 run (actor nightly, no reply)."""
+    from memorybot.adapters.openai_chat import OpenAIChatModel, OpenAICompatibleClient, OpenAIDecisionModel
+    from memorybot.core.domain import Speaker
+    from memorybot.core.prompts import build_reply_prompt
+    from tests.retrying import quick_retrier
+
+    server.clear()
+    server.responder = _answer
+    client = OpenAICompatibleClient(server.url, "m", timeout_seconds=5.0, api_key="k", retrier=quick_retrier())
+    jev, chat = OpenAIDecisionModel(client), OpenAIChatModel(client)
+    now = nightly_run_time(t) if nightly else t.now
+    if dated:
+        for model in (jev, chat):
+            model.zone, model.clock = JST, lambda: now
     memories = sorted(t.background, key=lambda m: m.updated_at, reverse=True)[:10]
-    said = [c["said"] for c in t.changes] + [p["said"] for p in t.plans]
-    lines = [message(t.person, text, at=now) for text in said[:10]]
-    exchange = Exchange.of(Speaker(t.person, "someone"), GLOBAL_SCOPE, lines[-6:])
-    assert exchange is not None
-    when = PromptTime(now, JST) if dated else None
-    questions = [prompts.worth_question(exchange, when), prompts.decide_question(exchange, memories, when)]
-    tasks = [prompts.memory_task(exchange, memories[0], when), prompts.memory_task(exchange, None, when)]
-    reply = prompts.build_reply_prompt(
-        Speaker(t.person, "someone"), memories, lines * 2, **({"now": now, "zone": JST} if dated else {})
-    )
-    texts = [text for q in questions for text in (q.system, q.user)] + [x for k in tasks for x in (k.system, k.user)]
-    return texts + [m.content for m in reply]
+    store = FakeMemoryStore(clock=lambda: now)
+    store.seed(*memories)
+    lines = live_turn(t, code)
+    actor = Actor.NIGHTLY if nightly else Actor.EXTRACTION
+    Extractor(store, jev, chat, clock=lambda: now, zone=JST).run(speaker(t.person), GLOBAL_SCOPE, lines, actor=actor)
+    if not nightly:
+        chat.write_reply(
+            build_reply_prompt(
+                Speaker(t.person, "someone"), memories, lines, **({"now": now, "zone": JST} if dated else {})
+            )
+        )
+    by_prompt: dict[str, list[dict[str, Any]]] = {name: [] for name in PROMPTS}
+    for request in server.requests_to(server.COMPLETIONS_PATH):
+        by_prompt[_prompt_of(request.json)].append(request.json)
+    return by_prompt
 
 
-def date_tokens(people: Sequence[Timeline]) -> tuple[int, int]:
-    """(tokens of the turns without dates, tokens the dates add), over every person's turn."""
-    plain = dated = 0
-    for t in people:
-        plain += sum(approx_tokens(text) for text in turn_prompts(t, dated=False))
-        dated += sum(approx_tokens(text) for text in turn_prompts(t, dated=True))
-    return plain, dated - plain
+def date_tokens(people: Sequence[Timeline], code: str, *, nightly: bool = False) -> dict[str, tuple[int, int]]:
+    """By prompt: (cl100k tokens of the turns without dates, tokens the dates add), every person's turn."""
+    from tests.loopback.openai_server import OpenAIServer
+
+    encoding = cl100k()
+    names = PROMPTS[:-1] if nightly else PROMPTS
+    out = {name: (0, 0) for name in names}
+    with OpenAIServer() as server:
+        for t in people:
+            plain = turn_requests(t, code, server, dated=False, nightly=nightly)
+            dated = turn_requests(t, code, server, dated=True, nightly=nightly)
+            for name in names:
+                assert len(plain[name]) == len(dated[name]) == 1, (name, t.person)  # the same turn, dated or not
+                without, added = out[name]
+                cost = request_tokens(encoding, plain[name])
+                out[name] = (without + cost, added + request_tokens(encoding, dated[name]) - cost)
+    return out
 
 
 def pct(n: int, total: int) -> str:
@@ -224,11 +287,21 @@ def main() -> None:
         " stale: it was left as it was beside the new memory; re-mention dups: later mentions of the new\n"
         " state that added yet another memory.)"
     )
-    print("\ntokens the dates add to a turn (goal <= 5 %), approximate tokenizer (see the module docstring)")
-    print(f"{'lang':<5}{'turns':>6}{'tokens without':>15}{'added by dates':>15}{'share':>8}")
-    for code, people in datasets.items():
-        plain, added = date_tokens(people)
-        print(f"{code:<5}{len(people):>6}{plain:>15}{added:>15}{pct(added, plain):>8}")
+    print("\ntokens the dates add to a live turn (goal <= 5 %), cl100k over the requests the adapters send")
+    print(f"{'lang':<5}{'turns':>6}{'tokens without':>15}{'added by dates':>15}{'share':>8}   by prompt: added (share)")
+    for nightly in (False, True):
+        for code, people in datasets.items():
+            by_prompt = date_tokens(people, code, nightly=nightly)
+            plain, added = (sum(v[i] for v in by_prompt.values()) for i in (0, 1))
+            parts = ", ".join(
+                f"{name} {a / len(people):.0f} ({pct(a, p).strip()})" for name, (p, a) in by_prompt.items()
+            )
+            label = f"{code} n" if nightly else code
+            print(f"{label:<5}{len(people):>6}{plain:>15}{added:>15}{pct(added, plain):>8}   {parts}")
+    print(
+        "(by prompt: the tokens the dates add to that request, per turn, and their share of it; 'n': the same\n"
+        " lines read by the next 03:00 run, no reply: each exchange's first line then says its day and time)"
+    )
 
 
 if __name__ == "__main__":

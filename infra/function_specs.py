@@ -104,8 +104,9 @@ FUNCTIONS = (
         tables={
             "messages": access(indexes=("by_conversation",)),  # the person's own exchange, nothing else
             # GetItem: the sources of the memories the person forgot (one item), never learned from again;
-            # Query: the whole profile, for relevance selection
-            "memories": access("GetItem", "PutItem", "DeleteItem", "Query"),
+            # Query: the whole profile, for relevance selection; UpdateItem: a written memory's vector,
+            # stored after its write only if the record is still as written (no ledger row)
+            "memories": access("GetItem", "PutItem", "DeleteItem", "Query", "UpdateItem"),
             "memory_log": access("PutItem", "GetItem"),
             # GetItem: paused? learned from what? (before any model call); ConditionCheckItem: each
             # write checks the record again in its own transaction
@@ -139,8 +140,9 @@ FUNCTIONS = (
         timeout=Duration.minutes(5),
         tables={
             "messages": access(indexes=("by_conversation",)),  # the speaker's own lines, by id
-            # GetItem: the sources of the speaker's forgotten memories (one item); Query: the whole profile
-            "memories": access("GetItem", "PutItem", "DeleteItem", "Query"),
+            # GetItem: the sources of the speaker's forgotten memories (one item); Query: the whole profile;
+            # UpdateItem: a written memory's vector, as the extraction worker
+            "memories": access("GetItem", "PutItem", "DeleteItem", "Query", "UpdateItem"),
             "memory_log": access("PutItem", "GetItem"),  # GetItem: a change whose answer was lost
             "nightly_runs": access("GetItem", "PutItem"),  # the speaker's mark: checked first, written once
             "people": access("GetItem", "ConditionCheckItem"),  # as the extraction worker

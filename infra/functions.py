@@ -171,6 +171,7 @@ def environment(c: StackConfig, built_tables: Mapping[str, dynamodb.Table]) -> d
         "MEMORYBOT_FETCH_CHANNEL_HISTORY": "true" if c.fetch_channel_history else "false",
         "MEMORYBOT_MEMORY_SCOPE": c.memory_scope,
         "MEMORYBOT_DIARY_LANGUAGE": c.diary_language,
+        "MEMORYBOT_TIMEZONE": c.timezone,
         "MEMORYBOT_LEDGER_READ_RETENTION_DAYS": str(c.ledger_read_retention_days),
     }
     env.update(_model_quota_environment(c))

@@ -5,8 +5,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, fields
 from typing import Any
+from zoneinfo import ZoneInfoNotFoundError
 
-from memorybot.config import DEFAULT_DISCORD_API_BASE, Settings
+from memorybot.config import DEFAULT_DISCORD_API_BASE, Settings, time_zone
 from memorybot.core.catalog import Language
 from memorybot.core.domain import ScopeMode
 
@@ -41,6 +42,9 @@ class StackConfig:
     fetch_channel_history: bool = False
     memory_scope: str = ScopeMode.GUILD.value  # guild: memories stay in their server; global: one profile everywhere
     diary_language: str = _DEFAULT_MODEL_ID["diary_language"].value  # the nightly diary's: ja (the design's) or en
+    # The deployment's time zone (an IANA name): the dates the prompts, /memory history and a memory's
+    # end are read in (MEMORYBOT_TIMEZONE); the nightly schedule stays the design's 03:00 JST.
+    timezone: str = _DEFAULT_MODEL_ID["timezone"]
     secret_prefix: str = "memorybot"
     service_name: str = "memorybot"
     metrics_namespace: str = "MemoryBot"
@@ -80,6 +84,12 @@ class StackConfig:
             raise ValueError(f"context embedding_dimensions must be one of {TITAN_EMBEDDING_DIMENSIONS}")
         _check(self.memory_scope, tuple(m.value for m in ScopeMode), "memory_scope")
         _check(self.diary_language, tuple(lang.value for lang in Language), "diary_language")
+        try:
+            time_zone(self.timezone)
+        except (ZoneInfoNotFoundError, ValueError):
+            raise ValueError(
+                f"context timezone={self.timezone!r}: expected an IANA time zone (Asia/Tokyo, UTC...)"
+            ) from None
         if not 1 <= self.nightly_max_concurrency <= 10000:
             raise ValueError("context nightly_max_concurrency must be between 1 and 10000")
         if not 0 <= self.nightly_tolerated_failure_percentage <= 100:

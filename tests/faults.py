@@ -7,6 +7,7 @@ moto's server, so the adapter code under test is exactly the deployed code.
 from __future__ import annotations
 
 import itertools
+import json
 import threading
 from dataclasses import dataclass, field
 from typing import Any
@@ -32,13 +33,16 @@ class RequestFaults:
         self.count = 0
         self.fail_at: set[int] = set()
         self.operations: list[str] = []
+        self.tables: list[str] = []  # each request's TableName ("" for a transaction's)
         self._lock = threading.Lock()
         client.meta.events.register("before-call.dynamodb", self._before_call)
 
-    def _before_call(self, model, **_: Any) -> None:
+    def _before_call(self, model, params, **_: Any) -> None:
+        table = json.loads(params.get("body") or b"{}").get("TableName", "")
         with self._lock:
             self.count += 1
             self.operations.append(model.name)
+            self.tables.append(table)
             failing = self.count in self.fail_at
         if failing:
             raise InjectedFault(f"request {self.count} ({model.name})")
@@ -47,6 +51,7 @@ class RequestFaults:
         with self._lock:
             self.count = 0
             self.operations = []
+            self.tables = []
             self.fail_at = set(fail_at or ())
 
 

@@ -234,6 +234,7 @@ def variant():
             "model_max_in_flight": "16",
             "reply_reserved_concurrency": "5",
             "extraction_reserved_concurrency": "20",
+            "timezone": "Europe/Paris",
             "aws:cdk:bundling-stacks": [],
         },
         builtin_cloud_formation_validation=False,
@@ -284,6 +285,8 @@ def test_alarm_email_gets_every_alarm_through_an_encrypted_ssl_only_topic(varian
         ({"python_version": "3.9"}, "python_version"),
         ({"chat_model": "openai"}, "chat_model"),
         ({"decision_model": "http"}, "jev_url"),
+        ({"timezone": "Mars/Olympus_Mons"}, "timezone"),
+        ({"timezone": "../etc/passwd"}, "timezone"),
     ],
 )
 def test_bad_context_is_refused_before_anything_is_built(context, message):
@@ -323,3 +326,20 @@ def test_the_workers_reserved_concurrency_and_model_quota_come_from_context(vari
     assert all(
         "ReservedConcurrentExecutions" not in f["Properties"] for f in synth.of_type("AWS::Lambda::Function").values()
     )
+
+
+def test_the_time_zone_from_context_reaches_every_function_as_its_settings_read_it(variant, synth):
+    """One context value, ``timezone``: every function's MEMORYBOT_TIMEZONE, which the functions'
+    settings turn into the zone their prompts, history and memories' ends are read in."""
+    from zoneinfo import ZoneInfo
+
+    from memorybot.config import Settings
+
+    for template, zone in ((variant, "Europe/Paris"), (synth.template, "Asia/Tokyo")):  # cdk.json's default
+        functions = [r["Properties"] for r in template["Resources"].values() if r["Type"] == "AWS::Lambda::Function"]
+        assert len(functions) == 11
+        for props in functions:
+            env = props["Environment"]["Variables"]
+            assert env["MEMORYBOT_TIMEZONE"] == zone
+            plain = {k: v for k, v in env.items() if isinstance(v, str)}  # table names are references here
+            assert Settings.from_env(plain).zone == ZoneInfo(zone)

@@ -804,3 +804,50 @@ def test_every_writer_of_a_persons_data_checks_their_record_in_the_same_transact
         need = Need("dynamodb:ConditionCheckItem", "dynamodb:people")
         assert role_policies[request.function].allows(need), request.function
     assert set(checked) == set(PERSON_CHECKED_WRITERS), checked
+
+
+# ---- learning stores a written memory's vector after its write -------------------------------
+
+LEARNING = ("Extraction", "NightlySpeaker")  # the extraction path, live and nightly
+VECTOR_UPDATE = "SET embedding = :vector, embedding_model = :model"
+AS_WRITTEN = "#text = :text AND updated_at = :updated AND created_at = :created"
+
+
+def test_learning_updates_a_memory_only_to_store_its_vector_after_its_write_and_its_role_allows_that(
+    recorded, role_policies, synth
+):
+    """The extraction path writes a memory (its transaction, with the ledger row), then stores the
+    text's vector with one UpdateItem conditioned on the record being as written: the only
+    UpdateItem it makes on memories, each after the write of the same key, and allowed by both
+    roles; without the grant, exactly these requests are denied."""
+    recorder, harness = recorded
+    memories = harness.settings.table(tables.MEMORIES)
+    updates = [
+        (i, r)
+        for i, r in enumerate(recorder.requests)
+        if r.function in LEARNING and r.operation == "UpdateItem" and r.params["TableName"] == memories
+    ]
+    assert {r.function for _, r in updates} == set(LEARNING)
+    for index, request in updates:
+        params = request.params
+        assert params["UpdateExpression"] == VECTOR_UPDATE and params["ConditionExpression"] == AS_WRITTEN
+        assert set(params["ExpressionAttributeValues"]) == {":vector", ":model", ":text", ":updated", ":created"}
+        written_before = [
+            item["Put"]["Item"]
+            for r in recorder.requests[:index]
+            if r.function == request.function and r.operation == "TransactWriteItems"
+            for item in r.params["TransactItems"]
+            if "Put" in item and item["Put"]["TableName"] == memories
+        ]
+        key = params["Key"]
+        assert any(all(item.get(k) == v for k, v in key.items()) for item in written_before), key
+    need = Need("dynamodb:UpdateItem", f"dynamodb:{tables.MEMORIES.logical_name}")
+    assert all(role_policies[name].allows(need) for name in LEARNING)
+    names = [spec.name for spec in FUNCTIONS]
+    template = synth.template
+    for name in LEARNING:
+        template = _without_grant(template, name, "dynamodb:UpdateItem", "AWS::DynamoDB::Table", "Memories")
+    verdict = check(recorder.requests, policies(template, names), harness.logical_tables, harness.logical_buckets)
+    assert sorted(set(verdict.denial_lines())) == [
+        f"{name}: dynamodb:UpdateItem on dynamodb:memories (for UpdateItem)" for name in sorted(LEARNING)
+    ]

@@ -257,7 +257,8 @@ TABLE_ACCESS = {
     },
     "Extraction": {
         "messages": _dynamodb("Query"),
-        "memories": _dynamodb("GetItem", "PutItem", "DeleteItem", "Query"),  # GetItem: the forgotten sources
+        # GetItem: the forgotten sources; UpdateItem: a written memory's vector, after its write
+        "memories": _dynamodb("GetItem", "PutItem", "DeleteItem", "Query", "UpdateItem"),
         "memory_log": _dynamodb("PutItem", "GetItem"),
         "people": _dynamodb("GetItem", "ConditionCheckItem"),
         "dedup": IDEMPOTENCY,
@@ -266,7 +267,7 @@ TABLE_ACCESS = {
     "NightlyPlan": {"messages": _dynamodb("Query")},
     "NightlySpeaker": {
         "messages": _dynamodb("Query"),
-        "memories": _dynamodb("GetItem", "PutItem", "DeleteItem", "Query"),
+        "memories": _dynamodb("GetItem", "PutItem", "DeleteItem", "Query", "UpdateItem"),
         "memory_log": _dynamodb("PutItem", "GetItem"),
         "nightly_runs": _dynamodb("GetItem", "PutItem"),
         "people": _dynamodb("GetItem", "ConditionCheckItem"),

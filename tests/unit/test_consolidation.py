@@ -5,7 +5,7 @@ from __future__ import annotations
 import dataclasses
 import json
 from dataclasses import replace
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, date, datetime, timedelta
 
 import pytest
 
@@ -666,3 +666,20 @@ def test_ended_memories_are_reviewed_first_within_the_same_cap_and_a_kept_one_le
     second = night.jev.asked("review")[STALE_REVIEWS_PER_NIGHT:]
     assert second[:1] == ["e9222"]  # its end came since: first tonight
     assert set(stale[17:]) <= set(second) and not {"e1222", "e2222", "e3222"} & set(second)
+
+
+# ---- what the night learns is dated by the line it came from --------------------
+
+
+def test_a_nightly_memory_is_dated_by_the_line_it_came_from_and_its_end_counted_from_that_day():
+    chat = OfflineChatModel()
+    chat.zone = JST
+    night = Night(chat=chat)
+    night.clock.now = NOW + timedelta(minutes=2)  # the run's own time, the next day
+    said = night.say("a", "I'm in Fukuoka for the next 2 weeks", jst(29, 21, 5))
+    night.run()
+    [learned] = night.memories.of("a")
+    assert learned.created_at == learned.updated_at == said.created_at  # 21:05 on the 29th, not the run's 03:02
+    assert learned.valid_until == date(2026, 12, 13)  # two weeks from the 29th (the run's day would give the 14th)
+    [row] = night.memories.changes()
+    assert row.actor is Actor.NIGHTLY and row.after == learned

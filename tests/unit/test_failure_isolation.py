@@ -27,13 +27,14 @@ from fakes import speaker as speaker_named
 from frontdoor import ALICE, APP_ID, CHANNEL, SCOPE, chat, context, extraction_job, learned_changes, owner, seed
 from loopback.jev_server import JevServer
 from loopback.openai_server import OpenAIServer
+from memorybot.adapters.embeddings_offline import OfflineEmbeddingModel
 from memorybot.adapters.jev_http import JevHttpDecisionModel
 from memorybot.adapters.manifests import InMemoryManifests
 from memorybot.adapters.openai_chat import OpenAIChatModel, OpenAICompatibleClient
 from memorybot.adapters.retry import Retrier, RetryBudget, RetryPolicy
 from memorybot.core.catalog import text
 from memorybot.core.consolidation import STALE_AFTER, Consolidator
-from memorybot.core.domain import GLOBAL_SCOPE, JST, Actor, Message, Verdict
+from memorybot.core.domain import GLOBAL_SCOPE, JST, Action, Actor, Message, Owner, Verdict
 from memorybot.core.extraction import Extractor, Outcome
 from memorybot.core.jobs import ReplyJob
 from memorybot.core.nightly_steps import run_in_process
@@ -227,11 +228,12 @@ class Calls:
         with self._lock:
             self.spans.append((name, started, time.monotonic()))
 
-    def depth(self) -> int:
+    def depth(self, until: float | None = None) -> int:
         """The longest chain of calls each started after the one before it ended: the model
-        latencies on the critical path, whatever the machine's load."""
+        latencies on the critical path, whatever the machine's load (``until``: of the calls
+        that had ended by then)."""
         longest: dict[int, int] = {}
-        spans = sorted(self.spans, key=lambda s: s[2])
+        spans = sorted((s for s in self.spans if until is None or s[2] <= until), key=lambda s: s[2])
         for i, (_, start, _end) in enumerate(spans):
             before = [longest[j] for j in range(i) if spans[j][2] <= start]
             longest[i] = 1 + max(before, default=0)
@@ -326,3 +328,102 @@ def test_a_kept_profile_and_an_add_take_two_latencies():
     elapsed, result = _timed_run(store, jev, SlowChat(calls))
     assert result.updated == result.deleted == [] and len(result.added) == 1 and result.model_calls == 3
     assert calls.depth() == 2 and elapsed >= 2 * L
+
+
+# ---- a written memory's vector: after its write, never one more wait before it
+
+
+class SlowEmbeddings(OfflineEmbeddingModel):
+    """Embeddings as slow as the chat model (E = L), each call timed with the model calls."""
+
+    def __init__(self, calls: Calls) -> None:
+        super().__init__()
+        self.timing = calls
+
+    def embed(self, texts):
+        self.timing.take("embed")
+        return super().embed(texts)
+
+
+class TimedStore(FakeMemoryStore):
+    """When each change was committed and each vector stored (by memory id)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.committed: dict[str, float] = {}
+        self.vector_stored: dict[str, float] = {}
+
+    def apply(self, change, **kw):
+        entry = super().apply(change, **kw)
+        self.committed[change.memory_id] = time.monotonic()
+        return entry
+
+    def set_embedding(self, memory, embedding):
+        stored = super().set_embedding(memory, embedding)
+        self.vector_stored[memory.memory_id] = time.monotonic()
+        return stored
+
+
+def _with_slow_embeddings(store, jev, chat, calls) -> tuple[float, object]:
+    embeddings = SlowEmbeddings(calls)
+    extractor = Extractor(store, jev, chat, clock=Clock(T0 + timedelta(days=1)), embeddings=embeddings)
+    started = time.monotonic()
+    result = extractor.run(speaker_named("u1"), GLOBAL_SCOPE, [said("u1", "I started learning the cello")])
+    return time.monotonic() - started, result
+
+
+def test_a_kept_profile_and_an_add_commit_after_two_latencies_and_the_vector_comes_after_the_write():
+    """worth -> decide || draft -> write -> the vector: with embeddings as slow as the model, the
+    add is still committed after two model latencies; its vector is stored after the write."""
+    store = TimedStore()
+    store.seed(*(memory("u1", f"m{i}111", f"fact {i}") for i in range(1, 10)))  # nine: nothing ranked
+    calls = Calls()
+    elapsed, result = _with_slow_embeddings(store, OneDecisionSlowJev(calls, add=0.9), SlowChat(calls), calls)
+    [added] = result.added
+    committed = store.committed[added]
+    assert sorted(n for n, _, _ in calls.spans) == ["decide", "embed", "worth", "write_memory"]
+    assert calls.depth(until=committed) == 2  # worth, then the decision beside the draft: no embedding
+    [(_, embedded)] = _span(calls, "embed")
+    assert committed < embedded <= store.vector_stored[added]  # the vector came after the write
+    assert store.get(Owner(GLOBAL_SCOPE, "u1"), added).embedding == OfflineEmbeddingModel().embed_one("new fact")
+    assert [e.action for e in store.changes()] == [Action.ADD]  # the vector is no change: no ledger row
+    assert elapsed >= 2 * L
+
+
+def test_rewrites_commit_after_three_latencies_and_their_vectors_are_asked_for_after_the_writes():
+    """worth -> decide || draft -> rewrites -> writes -> the rewrites' vectors (one call)."""
+    store = TimedStore()
+    store.seed(memory("u1", "m1111", "likes tea"), memory("u1", "m2222", "has a cat"))
+    calls = Calls()
+    jev = OneDecisionSlowJev(calls, verdicts={"m1111": Verdict.UPDATE, "m2222": Verdict.UPDATE}, add=0.9)
+    chat = SlowChat(calls, texts={"m1111": "likes green tea", "m2222": "has two cats", None: "plays the cello"})
+    _, result = _with_slow_embeddings(store, jev, chat, calls)
+    assert sorted(result.updated) == ["m1111", "m2222"] and len(result.added) == 1
+    last_commit = max(store.committed.values())
+    assert calls.depth(until=last_commit) == 3  # worth, decide, the rewrites: no embedding before a write
+    rewrites_end = max(end for start, end in _span(calls, "write_memory") if start >= _span(calls, "decide")[0][1])
+    after_writes = [span for span in _span(calls, "embed") if span[0] >= rewrites_end]
+    assert len(after_writes) == 1 and after_writes[0][0] >= min(store.committed[m] for m in ("m1111", "m2222"))
+    for memory_id in [*result.updated, *result.added]:
+        assert store.committed[memory_id] < store.vector_stored[memory_id]
+        stored = store.get(Owner(GLOBAL_SCOPE, "u1"), memory_id)
+        assert stored.embedding == OfflineEmbeddingModel().embed_one(stored.text)
+
+
+def test_a_ranked_profiles_query_embedding_runs_beside_worth_and_never_delays_the_decision():
+    """Twelve memories: the ten are ranked with the query's embedding, which starts beside "worth"
+    (the profile is loaded then): the decision starts as soon as worth has answered."""
+    store = TimedStore()
+    store.seed(*(memory("u1", f"m{i:02d}x1"[:5], f"fact {i}") for i in range(12)))
+    calls = Calls()
+    jev = OneDecisionSlowJev(calls, add=0.9)
+    _, result = _with_slow_embeddings(store, jev, SlowChat(calls), calls)
+    [added] = result.added
+    [(worth_start, worth_end)] = _span(calls, "worth")
+    [(decide_start, _)] = _span(calls, "decide")
+    query, vector = sorted(_span(calls, "embed"))
+    assert query[0] < worth_end and query[1] <= decide_start  # beside worth, in before the decision
+    assert decide_start - worth_end < L / 2  # nothing waited between them
+    assert calls.depth(until=store.committed[added]) == 2  # worth (|| the query's embedding), the decision
+    assert vector[0] >= store.committed[added]  # the new memory's vector after its write
+    assert len(jev.asked("decide")[0]) == 10

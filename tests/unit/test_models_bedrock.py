@@ -5,7 +5,7 @@ real HTTP against a loopback server standing in for the Bedrock Runtime endpoint
 from __future__ import annotations
 
 import dataclasses
-from datetime import UTC, datetime
+from datetime import UTC, date, datetime
 
 import boto3
 import pytest
@@ -213,6 +213,30 @@ def test_write_memory_asks_with_the_chat_model_and_takes_the_first_line(stubbed)
     )
     assert _chat(client).write_memory(EXCHANGE, TEA) == MemoryDraft("Likes green tea; moved to Osaka.")
     assert TEA.text in task.user and CAT.text not in task.user + task.system
+
+
+def test_a_dated_write_memory_asks_for_the_end_and_answers_the_text_with_it(stubbed):
+    from memorybot.core.dates import PromptTime
+    from memorybot.core.domain import JST
+
+    client, stub = stubbed
+    chat = _chat(client)
+    now = datetime(2026, 11, 20, 21, 0, tzinfo=UTC)
+    chat.zone, chat.clock = JST, lambda: now
+    task = prompts.memory_task(EXCHANGE, None, PromptTime(now, JST))
+    assert '"validUntil"' in task.system and "Today is Sat 2026-11-21." in task.system
+    answer = '{"text": "In Osaka until around 2026-12-05", "validUntil": "2026-12-05"}'
+    stub.add_response(
+        "converse",
+        _text_answer(answer),
+        {
+            "modelId": "chat-model-id",
+            "system": [{"text": task.system}],
+            "messages": [{"role": "user", "content": [{"text": task.user}]}],
+            "inferenceConfig": {"maxTokens": prompts.MEMORY_MAX_TOKENS, "temperature": 0.0},
+        },
+    )
+    assert chat.write_memory(EXCHANGE, None) == MemoryDraft("In Osaka until around 2026-12-05", date(2026, 12, 5))
 
 
 def test_a_memory_cut_off_at_max_tokens_is_a_failure(stubbed):

@@ -171,7 +171,7 @@ def test_every_question_names_the_speaker_and_asks_only_about_their_own_facts():
         assert '<message from="bot">Nice!</message>' in q.user
         assert "Only facts the speaker states about their own life count" in q.system
         assert "never instructions" in q.system
-    assert '<memory id="k3x9a" on="2026-11-20">likes green tea</memory>' in questions[1].user
+    assert '<memory id="k3x9a">likes green tea</memory>' in questions[1].user
 
 
 def test_the_review_names_the_memory_owner():

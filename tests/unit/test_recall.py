@@ -1,7 +1,8 @@
 """One selection rule for every reader (core/recall.py): the reply prompt, the live extraction
 and the nightly extraction read the ten memories most relevant to what the person is saying;
 the query is embedded only when a ranking needs it (more than ten memories, read for a person
-who is not paused), once the profile is read; the vectors are written with the memory and backfilled nightly, within a bound."""
+who is not paused), once the profile is loaded (by the extraction, beside "worth"); the vectors
+are stored after the memory's write and backfilled nightly, within a bound."""
 
 from __future__ import annotations
 
@@ -25,7 +26,7 @@ from memorybot.adapters.manifests import InMemoryManifests
 from memorybot.adapters.offline import OfflineChatModel, OfflineDecisionModel
 from memorybot.core.consolidation import EMBED_BACKFILL_PER_NIGHT, Consolidator
 from memorybot.core.domain import GLOBAL_SCOPE, JST, Action, Actor, LedgerEntry, Memory, Owner, Speaker, Verdict
-from memorybot.core.extraction import Extractor
+from memorybot.core.extraction import Extractor, Outcome
 from memorybot.core.nightly_steps import run_in_process
 from memorybot.core.ports import ModelError
 from memorybot.core.recall import reply_query
@@ -211,24 +212,64 @@ def test_a_re_mentioned_old_fact_is_updated_not_duplicated():
     assert store.get(ME, "m00xx").text == "[offline] Loves hiking in the Dolomites now"
 
 
-def test_extraction_embeds_its_query_only_once_worth_said_yes_and_jev_judges_the_selected_ten():
-    asked_worth = threading.Event()
+def test_extraction_embeds_its_query_beside_worth_and_reads_only_once_worth_said_yes():
+    """The profile is loaded beside "worth" and, holding more than ten, its query embedding starts
+    then (worth waits here until it has): the decision never waits for it. The read's row comes
+    once worth said yes and names what Jev judged."""
+    embedding_started = threading.Event()
+    saw_it: list[bool] = []
 
-    class SignallingJev(ScriptedJev):
+    class StartedEmbeddings(OfflineEmbeddingModel):
+        def embed(self, texts):
+            embedding_started.set()
+            return super().embed(texts)
+
+    class WaitingJev(ScriptedJev):
         def worth(self, exchange):
-            asked_worth.set()
+            saw_it.append(embedding_started.wait(timeout=5))
             return super().worth(exchange)
 
-    embeddings = GatedEmbeddings(asked_worth)
+    embeddings = StartedEmbeddings()
     store = FakeMemoryStore(Clock(T0 + timedelta(days=1)))
     twelve(store, embeddings)
-    jev = SignallingJev(add=0.1)
+    jev = WaitingJev(add=0.1)
     Extractor(store, jev, ScriptedChat(), embeddings=embeddings).run(ALICE, GLOBAL_SCOPE, [said("hiking today!")])
-    assert embeddings.ran_beside[0] is True
+    assert saw_it == [True]  # the query embedding had started while worth was being asked
     judged = jev.asked("verdict")
-    assert len(judged) == 10 and "m00xx" in judged
+    assert len(judged) == 10 and "m00xx" in judged  # ranked with it: the hiking fact among the ten
     [read] = reads(store)
     assert sorted(read) == sorted(judged)  # the ledger names what Jev saw
+
+
+def test_an_exchange_not_worth_keeping_leaves_no_read_row_and_ten_or_fewer_are_never_embedded():
+    counting = CountingEmbeddings()
+    store = FakeMemoryStore(Clock(T0 + timedelta(days=1)))
+    twelve(store)
+    result = Extractor(store, ScriptedJev(worth=0.1), ScriptedChat(), embeddings=counting).run(
+        ALICE, GLOBAL_SCOPE, [said("lol ok")]
+    )
+    assert result.outcome is Outcome.NOT_WORTH and reads(store) == [] and store.changes() == []
+
+    few = FakeMemoryStore(Clock(T0 + timedelta(days=1)))
+    few.seed(*[Memory("u1", f"f{i}xxx"[:5], text, T0, T0) for i, text in enumerate(FILLERS[:10])])
+    counting = CountingEmbeddings()
+    jev = ScriptedJev(add=0.1)
+    Extractor(few, jev, ScriptedChat(), embeddings=counting).run(ALICE, GLOBAL_SCOPE, [said("hiking today!")])
+    assert counting.texts == [] and len(jev.asked("verdict")) == 10  # all ten judged, nothing ranked
+
+
+def test_a_paused_persons_exchange_is_never_embedded_nor_read():
+    people = FakePeopleStore()
+    store = FakeMemoryStore(people=people)
+    twelve(store)
+    people.pause("u1", LedgerEntry("u1", Action.PAUSE, Actor.COMMAND, "pause", T0))
+    counting = CountingEmbeddings()
+    jev = ScriptedJev()
+    result = Extractor(store, jev, ScriptedChat(), embeddings=counting, people=people).run(
+        ALICE, GLOBAL_SCOPE, [said("I went hiking")]
+    )
+    assert result.outcome is Outcome.PAUSED and counting.texts == [] and jev.calls == []
+    assert store.whole_profile_reads == 0 and reads(store) == []
 
 
 def test_written_memories_carry_a_vector_of_the_model_and_a_failed_embedding_does_not_block_the_write():

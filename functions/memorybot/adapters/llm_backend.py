@@ -146,7 +146,7 @@ class AskingDecisionModel(DatedPrompts):
         raise NotImplementedError
 
     def worth(self, exchange: Exchange) -> float:
-        return self._ask(worth_question(exchange, self._when()))
+        return self._ask(worth_question(exchange))
 
     def decide(
         self, exchange: Exchange, memories: Sequence[Memory], early: Callable[[Memory, object], None] | None = None

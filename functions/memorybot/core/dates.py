@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import date, datetime, tzinfo
+from datetime import date, datetime, timedelta, tzinfo
 
 WEEKDAYS = ("Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday")
 
@@ -30,12 +30,30 @@ class PromptTime:
     def today(self) -> str:
         return today_sentence(self.now, self.zone)
 
+    @property
+    def local_now(self) -> datetime:
+        return self.now.astimezone(self.zone)
 
-# For the writer only (the decisions read the times, they resolve nothing): a few tokens.
-LINE_DATES_RULE = "Resolve relative dates from the line's own <day>, not today."
+
+# A line said within this of the moment a reader knows (now, or the last time a line carries) is
+# not dated: a chat log shows times the same way, at its gaps.
+LINE_TIME_GAP = timedelta(hours=1)
+
+
+def line_needs_time(said: datetime, last_shown: datetime | None, now: datetime) -> bool:
+    """Whether a line said at ``said`` (local) carries its time: the first line not said today
+    within the hour before ``now``; after a line that carries one (``last_shown``), each line said
+    on another day or an hour or more later."""
+    known = last_shown if last_shown is not None else now
+    return said.date() != known.date() or abs(known - said) >= LINE_TIME_GAP
+
+
+def line_stamp(local: datetime) -> str:
+    """ "2026-11-29 Sun 21:05": a line's day (with its weekday, for "on Friday") and time."""
+    return f"{local:%Y-%m-%d} {WEEKDAYS[local.weekday()][:3]} {local:%H:%M}"
 
 
 def today_sentence(now: datetime, zone: tzinfo) -> str:
-    """What a prompt says about today: the date, its weekday and the zone it is in."""
+    """What a prompt says about today: the date and its weekday (the zone is the deployment's)."""
     local = now.astimezone(zone)
-    return f"Today is {WEEKDAYS[local.weekday()][:3]} {local:%Y-%m-%d} {local.tzname()}."
+    return f"Today is {WEEKDAYS[local.weekday()][:3]} {local:%Y-%m-%d}."

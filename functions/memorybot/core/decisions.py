@@ -16,7 +16,7 @@ import re
 import threading
 from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from datetime import date, datetime, tzinfo
+from datetime import date, datetime
 from typing import TypeVar
 
 from . import domain, quoting
@@ -178,7 +178,7 @@ def concurrently(fn: Callable[[T], R], items: Iterable[T], max_workers: int) -> 
         return list(pool.map(fn, items))
 
 
-def render_memories(memories: Sequence[Memory], zone: tzinfo | None = None) -> str:
+def render_memories(memories: Sequence[Memory]) -> str:
     """The memories as quoted data (escaped inside ``<memory>`` tags): a stored memory that reads
-    like an instruction stays a quoted fact. With ``zone``, each is dated (``quoting.memories_block``)."""
-    return quoting.memories_block(memories, zone)
+    like an instruction stays a quoted fact."""
+    return quoting.memories_block(memories)

@@ -31,7 +31,6 @@ from .domain import (
     Basis,
     Change,
     Decision,
-    Embedding,
     Exchange,
     Memory,
     MemoryDraft,
@@ -54,6 +53,7 @@ from .ports import (
     PeopleStore,
     PersonRefused,
     ProfileReader,
+    VectorWriter,
 )
 from .recall import Recall, exchange_query
 
@@ -86,26 +86,9 @@ def not_forgotten(messages: Sequence[Message], forgotten: frozenset[str]) -> lis
     return [m for m in messages if m.message_id not in forgotten] if forgotten else list(messages)
 
 
-class LearningMemories(ProfileReader, MemoryWriter, ForgottenSources, Protocol):
-    """The roles of the memory store learning uses: the relevant profile, the changes, and the
-    messages that no longer teach."""
-
-
-Written = tuple[MemoryDraft | None, Embedding | None]  # a memory's draft and its text's vector (None: none)
-
-
-def _text_then_vector(
-    write: Callable[[], MemoryDraft | None],
-    embed: Callable[[str], Embedding | None] | None,
-    unwanted: threading.Event | None = None,
-) -> Written:
-    """The new memory's draft, then its vector in the same thread: both beside the decision.
-    ``unwanted`` set (Jev has answered meanwhile): the vector is left to the write, which asks
-    for it with the rewrites' if Jev wants the add."""
-    draft = write()
-    if draft is None or embed is None or (unwanted is not None and unwanted.is_set()):
-        return draft, None
-    return draft, embed(draft.text)
+class LearningMemories(ProfileReader, MemoryWriter, VectorWriter, ForgottenSources, Protocol):
+    """The roles of the memory store learning uses: the relevant profile, the changes, the
+    written memories' vectors, and the messages that no longer teach."""
 
 
 @dataclass
@@ -115,7 +98,7 @@ class _Plan:
 
     deletes: list[Memory] = field(default_factory=list)
     rewrites: list[tuple[Memory, Future[MemoryDraft | None]]] = field(default_factory=list)
-    add: Future[Written] | None = None
+    add: Future[MemoryDraft | None] | None = None
 
 
 def _decision(answer: object) -> Decision | None:
@@ -140,7 +123,6 @@ class Extractor:
         self._people = people
         self._memories = memories
         self._recall = Recall(memories, embeddings)
-        self._embeds = embeddings is not None
         self._jev = decision_model
         self._chat = chat_model
         self._clock = clock
@@ -160,23 +142,41 @@ class Extractor:
 
         Worth, then ONE decision on every memory read and the add (the new memory's draft is
         written beside it), then the rewrites the decision names, one per record: three model
-        latencies at most."""
+        latencies at most; the written memories' vectors are stored after their writes."""
         exchange = self._exchange(speaker, scope, messages)
         if isinstance(exchange, Outcome):
             return ExtractionResult(exchange)
         calls = decisions.CallCounter()
         query = self._recall.start(exchange_query(exchange))  # embedded only if the read ranks
-        # Nothing is decided yet: a failing service here is "not yet" (the job runs again later).
-        worth = calls.ask("worth", lambda: self._jev.worth(exchange), decisions.probability, not_yet_if_failed=True)
-        if worth is None or worth < WORTH_THRESHOLD:
-            return self._result(Outcome.NO_DECISION if worth is None else Outcome.NOT_WORTH, calls)
-        profile = self._recall.read(
-            exchange.owner, query, actor=actor, reason=f"{actor.value}: exchange judged worth keeping", run_id=run_id
-        )
         # Checked again in each write's own transaction: a pause or an erasure while the models
         # think refuses the write.
         check = PersonCheck(speaker.user_id, exchange.since, Basis.LEARN) if self._people is not None else None
+        # Every rewrite at once, beside the draft (and, before them, the profile's read beside "worth").
         with ThreadPoolExecutor(max_workers=max(1, self._concurrency) + 1) as pool:
+            worth_it: Future[bool] = Future()
+            # The profile is loaded beside "worth" (so the query embedding a ranking needs starts
+            # then, and never delays the decision), read (its row) only if the exchange is worth it.
+            reason = f"{actor.value}: exchange judged worth keeping"
+            loading = pool.submit(
+                self._recall.read_once,
+                exchange.owner,
+                query,
+                worth_it.result,
+                actor=actor,
+                reason=reason,
+                run_id=run_id,
+            )
+            worth: float | None = None
+            try:
+                # Nothing is decided yet: a failing service here is "not yet" (the job runs again later).
+                worth = calls.ask(
+                    "worth", lambda: self._jev.worth(exchange), decisions.probability, not_yet_if_failed=True
+                )
+            finally:
+                worth_it.set_result(worth is not None and worth >= WORTH_THRESHOLD)
+            if worth is None or worth < WORTH_THRESHOLD:
+                return self._result(Outcome.NO_DECISION if worth is None else Outcome.NOT_WORTH, calls)
+            profile = loading.result() or []
             plan = self._decide(exchange, profile, calls, pool)
             result = self._write(plan, exchange, actor=actor, run_id=run_id, check=check)
         # Counted once the pool is done: every call of the turn, a dropped draft's too.
@@ -214,9 +214,8 @@ class Extractor:
             )
 
         if not profile:  # nothing to duplicate: the design allows the add without asking
-            return _Plan(add=pool.submit(_text_then_vector, draft, self._embedder))
-        answered = threading.Event()
-        drafted = pool.submit(_text_then_vector, lambda: draft(False), self._embedder, answered)
+            return _Plan(add=pool.submit(draft))
+        drafted = pool.submit(draft, False)
         rewrites: dict[str, Future[MemoryDraft | None]] = {}
         lock = threading.Lock()
 
@@ -227,10 +226,7 @@ class Extractor:
                     if memory.memory_id not in rewrites:
                         rewrites[memory.memory_id] = self._rewrite(exchange, memory, calls, pool)
 
-        try:
-            decision = calls.ask("decide", lambda: self._jev.decide(exchange, profile, rewrite), _decision)
-        finally:
-            answered.set()  # from now on the draft's vector is asked for only if Jev wants the add
+        decision = calls.ask("decide", lambda: self._jev.decide(exchange, profile, rewrite), _decision)
         if decision is None:
             return _Plan()
         calls.requested(decision.requests - 1)
@@ -252,7 +248,7 @@ class Extractor:
         if add is None and judged == len(profile):
             calls.failed()
         if add is not None and add >= ADD_THRESHOLD:
-            if drafted.result()[0] is None:
+            if drafted.result() is None:
                 calls.failed()  # the add was decided and its text could not be written
             plan.add = drafted
         return plan
@@ -265,13 +261,6 @@ class Extractor:
             calls.ask, "write_memory", lambda: self._chat.write_memory(exchange, memory), decisions.memory_draft
         )
 
-    @property
-    def _embedder(self) -> Callable[[str], Embedding | None] | None:
-        return self._embed if self._embeds else None
-
-    def _embed(self, text: str) -> Embedding | None:
-        return self._recall.embed_texts([text]).get(text)
-
     def _write(
         self,
         plan: _Plan,
@@ -281,16 +270,17 @@ class Extractor:
         run_id: int | None,
         check: PersonCheck | None,
     ) -> ExtractionResult:
-        """Every change the plan holds, each with its ledger row and its text's vector, once every
-        text is written (a text that is "not yet" raises here, before anything is applied). The
-        vectors the draft's thread did not bring come in one call, once the last rewrite is in.
+        """Every change the plan holds, each with its ledger row, once every text is written (a
+        text that is "not yet" raises here, before anything is applied); then the written texts'
+        vectors. No write waits for a vector: the turn's changes are committed as soon as the
+        last text is in.
 
         A live turn runs as the line is said, so its clock is the line's time; a nightly run works
         hours later, so what it learns is dated by the speaker's newest line, never by the run (an
         update never before the record's last change). The writer's end is kept only when it can
         end the record (``end_holds``)."""
         drafts = {memory.memory_id: future.result() for memory, future in plan.rewrites}
-        add_draft, add_vector = plan.add.result() if plan.add is not None else (None, None)
+        add_draft = plan.add.result() if plan.add is not None else None
         now = self._clock()
         learned = min(now, exchange.said_at) if actor is Actor.NIGHTLY else now
         changed = [
@@ -299,34 +289,57 @@ class Extractor:
             if (d := drafts[memory.memory_id]) is not None
         ]
         changed = [(m, after) for m, after in changed if after.text != m.text or after.valid_until != m.valid_until]
-        rewritten = [after.text for m, after in changed if after.text != m.text]
-        add_text = add_draft.text if add_draft is not None else None
-        vectors = self._recall.embed_texts(rewritten + ([add_text] if add_text and add_vector is None else []))
         result = ExtractionResult(Outcome.DONE)
+        to_embed: list[Memory] = []  # as committed, with a new text: each is given its vector afterwards
         for memory in plan.deletes:
             if self._apply(Change(Action.DELETE, memory, None, "jev verdict: delete"), actor, run_id, check):
                 result.deleted.append(memory.memory_id)
             else:
                 result.conflicts += 1
         for memory, after in changed:
-            # Only the end moved: the text's vector stays. Never dated before the record's last change.
-            vector = vectors.get(after.text) if after.text != memory.text else memory.embedding
+            # Only the end moved: the text's vector stays. A new text's vector is stored once the
+            # text is written (the old one goes with the old text). Never dated before the record's
+            # last change.
+            moved = after.text != memory.text
             after = replace(
-                after, updated_at=max(learned, memory.updated_at), sources=exchange.sources, embedding=vector
+                after,
+                updated_at=max(learned, memory.updated_at),
+                sources=exchange.sources,
+                embedding=None if moved else memory.embedding,
             )
             if self._apply(Change(Action.UPDATE, memory, after, "jev verdict: update"), actor, run_id, check):
                 result.updated.append(memory.memory_id)
+                if moved:
+                    to_embed.append(after)
             else:
                 result.conflicts += 1
         if add_draft is not None:
-            added = self._add(
-                exchange, add_draft, learned, actor, run_id, check, add_vector or vectors.get(add_draft.text)
-            )
+            added = self._add(exchange, add_draft, learned, actor, run_id, check)
             if added is None:
                 result.conflicts += 1
             else:
-                result.added.append(added)
+                result.added.append(added.memory_id)
+                to_embed.append(added)
+        self._store_vectors(to_embed)
         return result
+
+    def _store_vectors(self, written: Sequence[Memory]) -> None:
+        """The written memories' vectors, in one call once every change is committed, each stored
+        onto its record only if it is still as written (a record changed, forgotten or erased
+        meanwhile is left as it is). A vector is derived from the text, not a change of the
+        memory: no ledger row, as the nightly backfill's. A failed or throttled embedding leaves
+        the record without one: it ranks by its words until the backfill gives it one."""
+        vectors = self._recall.embed_texts([m.text for m in written])
+        for memory in written:
+            vector = vectors.get(memory.text)
+            if vector is None:
+                continue
+            try:
+                self._memories.set_embedding(memory, vector)
+            except Exception as exc:  # noqa: BLE001 - the record is written; the backfill gives it one
+                logger.info(
+                    "memory vector not stored", extra={"memory_id": memory.memory_id, "error": type(exc).__name__}
+                )
 
     def _add(
         self,
@@ -336,9 +349,9 @@ class Extractor:
         actor: Actor,
         run_id: int | None,
         check: PersonCheck | None,
-        embedding: Embedding | None = None,
-    ) -> str | None:
-        """The new memory's id; None when every fresh id collided (counted as a conflict)."""
+    ) -> Memory | None:
+        """The new memory as written; None when every fresh id collided or the person's record
+        refused it (counted as a conflict)."""
         for _ in range(ADD_ID_ATTEMPTS):
             memory = Memory(
                 exchange.speaker.user_id,
@@ -348,7 +361,6 @@ class Extractor:
                 learned,
                 scope=exchange.scope,
                 sources=exchange.sources,
-                embedding=embedding,
                 valid_until=end_holds(draft.valid_until, learned, self._zone),
             )
             try:
@@ -360,7 +372,7 @@ class Extractor:
                 return None
             except ConflictError:
                 continue
-            return memory.memory_id
+            return memory
         return None
 
     def _apply(self, change: Change, actor: Actor, run_id: int | None, check: PersonCheck | None) -> bool:

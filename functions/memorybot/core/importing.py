@@ -44,6 +44,7 @@ from .domain import (
     Owner,
     PersonCheck,
     ScopeMode,
+    end_holds,
     is_memory_id,
     is_snowflake,
     iso,
@@ -222,7 +223,7 @@ def parse_row(index: int, where: str, raw: object, *, now: datetime) -> ImportRo
     if values["updated_at"] < values["created_at"]:
         raise bad("updatedAt", "is before createdAt")
     until = values.get("valid_until")
-    if until is not None and until < values["created_at"].date():  # its last day, before it was said
+    if until is not None and end_holds(until, values["created_at"], UTC) is None:  # its last day, before it was said
         raise bad(memory_record.key_of("valid_until", Shape.ROW), "is before createdAt")
     source_id = raw.get(SOURCE_ID)
     if source_id is not None and not (

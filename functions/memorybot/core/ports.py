@@ -109,7 +109,8 @@ class ProfileReader(Protocol):
         Writes one ``read`` ledger row naming exactly the chosen ids before returning anything
         (the rest were scored, never shown to a model or a person). ``unused_if``, asked once the
         memories are read: when it says so, nothing is returned and no row is written (the reply
-        reads the person's switch alongside, and a paused person's memories are not used).
+        reads the person's switch alongside, and a paused person's memories are not used). An
+        exception ``choose`` raises ends the read with it, before any row is written.
         """
 
     def owners_of(self, user_id: str) -> list[Owner]:
@@ -199,18 +200,22 @@ class ReviewQueue(Protocol):
         """
 
 
-class VectorIndex(Protocol):
+class VectorWriter(Protocol):
+    """A memory's vector, stored after its text is written (learning) or later (the backfill)."""
+
+    def set_embedding(self, memory: Memory, embedding: Embedding) -> bool:
+        """Store ``embedding`` as the memory's vector, only if the record is still exactly ``memory``
+        (False otherwise: changed, forgotten or erased meanwhile; a later write brings its own
+        vector). Derived from the text, like a review mark: no ledger row."""
+
+
+class VectorIndex(VectorWriter, Protocol):
     """The memories' vectors: derived from their text, set without a ledger row."""
 
     def without_embedding(self, model: str, limit: int, *, start: str = "") -> tuple[list[Memory], str]:
         """Up to ``limit`` memories of any owner with no vector from ``model`` (none, or another
         model's), reading a bounded part of the table from the cursor ``start`` ("" = the
         beginning); and the cursor to go on from next time ("" = the end was reached)."""
-
-    def set_embedding(self, memory: Memory, embedding: Embedding) -> bool:
-        """Store ``embedding`` as the memory's vector, only if the record is still exactly ``memory``
-        (False otherwise: changed meanwhile, its own write brings its own vector). Derived from the
-        text, like a review mark: no ledger row."""
 
 
 class Ledger(Protocol):

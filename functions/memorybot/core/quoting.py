@@ -18,7 +18,7 @@ from collections.abc import Iterable, Sequence
 from datetime import tzinfo
 from html import escape as _html_escape
 
-from .dates import WEEKDAYS
+from .dates import PromptTime, line_needs_time, line_stamp
 from .domain import BOT_NAME, Exchange, Memory, Message, Speaker, iso, plain_name
 
 FROM_SPEAKER = "speaker"
@@ -71,20 +71,22 @@ def owner_tag(user_id: str) -> str:
     return empty_tag("speaker", id=user_id)
 
 
-def exchange_block(exchange: Exchange, zone: tzinfo | None = None) -> str:
-    """The speaker tag, then one tagged line per message, oldest first. With ``zone`` (the
-    deployment's), each line carries its own time (``at="21:05"``, the message's, from its
-    snowflake: never the time the prompt is built) under a ``<day>`` line for each new date."""
+def exchange_block(exchange: Exchange, when: PromptTime | None = None) -> str:
+    """The speaker tag, then one tagged line per message, oldest first. With ``when`` (now, in the
+    deployment's zone), a line carries its own time (``at="2026-11-29 Sun 21:05"``: the message's,
+    from its snowflake, never the time the prompt is built) where a reader could not tell it
+    (``dates.line_needs_time``): a line without one was said today within the hour before now, or
+    within the hour after the line before it that has one, on its day. A live turn's lines carry
+    none; a nightly run's, the day they were said."""
     lines = [speaker_tag(exchange.speaker), "<conversation>"]
-    day = None
+    shown = None  # the last time a line carried
     for m in exchange.messages:
         attributes = {"from": _author_of(m, exchange.speaker.user_id)}
-        if zone is not None:
-            local = m.created_at.astimezone(zone)
-            if local.date() != day:
-                day = local.date()
-                lines.append(f"<day>{day.isoformat()} {WEEKDAYS[day.weekday()][:3]}</day>")
-            attributes["at"] = f"{local:%H:%M}"
+        if when is not None:
+            local = m.created_at.astimezone(when.zone)
+            if line_needs_time(local, shown, when.local_now):
+                shown = local
+                attributes["at"] = line_stamp(local)
         lines.append(tag("message", m.content.strip(), **attributes))
     lines.append("</conversation>")
     return "\n".join(lines)
@@ -104,21 +106,31 @@ def memory_with_metadata(memory: Memory) -> str:
     return memory_tag(memory, id=memory.memory_id, updated_at=iso(memory.updated_at))
 
 
-def memories_block(memories: Iterable[Memory], zone: tzinfo | None = None) -> str:
-    """One ``<memory id="...">`` line per memory, inside ``<memories>``; with ``zone`` (the
-    deployment's), each also says the day it was learned or last changed (``on``), and its end if
-    it has one (``until``): a few tokens each, as the reply's budget wants."""
-    lines = ["<memories>", *(memory_tag(m, id=m.memory_id, **_dated(m, zone)) for m in memories), "</memories>"]
+def memories_block(memories: Iterable[Memory], *, ends: bool = False) -> str:
+    """One ``<memory id="...">`` line per memory, inside ``<memories>``; with ``ends``, a memory
+    that has an end says its last day (``until``)."""
+    lines = ["<memories>", *(memory_tag(m, id=m.memory_id, **_end(m, ends)) for m in memories), "</memories>"]
     return "\n".join(lines)
 
 
-def _dated(memory: Memory, zone: tzinfo | None) -> dict[str, str]:
-    if zone is None:
-        return {}
-    dates = {"on": memory.updated_at.astimezone(zone).date().isoformat()}  # learned, or last changed
-    if memory.valid_until is not None:
-        dates["until"] = memory.valid_until.isoformat()
-    return dates
+def memories_by_month(memories: Iterable[Memory], zone: tzinfo) -> str:
+    """The memories newest first, each month they were learned or last changed said once, on a
+    line of its own before them ("2026-03:", in the deployment's zone), a plan's end on its
+    memory (``until``): "you told me in March" for a few tokens a month, not a date a memory."""
+    lines = ["<memories>"]
+    month = None
+    for m in sorted(memories, key=lambda m: m.updated_at, reverse=True):
+        learned = m.updated_at.astimezone(zone)
+        if (learned.year, learned.month) != month:
+            month = (learned.year, learned.month)
+            lines.append(f"{learned:%Y-%m}:")
+        lines.append(memory_tag(m, id=m.memory_id, **_end(m, True)))
+    lines.append("</memories>")
+    return "\n".join(lines)
+
+
+def _end(memory: Memory, ends: bool) -> dict[str, str]:
+    return {"until": memory.valid_until.isoformat()} if ends and memory.valid_until is not None else {}
 
 
 def transcript_block(transcript: str) -> str:

@@ -1,10 +1,11 @@
 """Reading the relevant ten: what the reply and extraction ask the store for, and with what query.
 
-The query embedding is made only when a ranking needs it: once the profile is read, and only
+The query embedding is made only when a ranking needs it: once the profile is loaded, and only
 when it holds more than ``limit`` memories (otherwise all of them are read and nothing is
 ranked), and never for a reader that does not use what it read (a paused person's reply: the
-person's words reach no memory model). A failed, slow or missing embedding means lexical
-relevance only.
+person's words reach no memory model). The extraction loads the profile beside "worth"
+(``read_once``), so that this embedding runs beside that call. A failed, slow or missing
+embedding means lexical relevance only.
 """
 
 from __future__ import annotations
@@ -40,27 +41,43 @@ def exchange_query(exchange: Exchange) -> str:
 
 
 class PendingQuery:
-    """A query, embedded only if and when a ranking asks for its embedding."""
+    """A query, embedded only if and when a ranking asks for its embedding (or, with ``prefetch``,
+    as soon as the profile shows that a ranking will)."""
 
     def __init__(self, text: str, embeddings: EmbeddingModel | None, limit: int) -> None:
         self.text = text
         self._embeddings = embeddings if text.strip() else None
         self._limit = limit
+        self._future: Future[Embedding] | None = None
+        self._lock = threading.Lock()
+
+    def prefetch(self, memories: Sequence[Memory]) -> None:
+        """Start the embedding now if choosing among ``memories`` will rank them."""
+        if len(memories) > self._limit:
+            self._started()
+
+    def _started(self) -> Future[Embedding] | None:
+        with self._lock:
+            if self._future is not None or self._embeddings is None:
+                return self._future
+            future: Future[Embedding] = Future()
+            embeddings, text = self._embeddings, self.text
+
+            def work() -> None:
+                try:
+                    future.set_result(embeddings.embed([text])[0])
+                except BaseException as exc:  # noqa: BLE001 - handed to the reader, which goes on without it
+                    future.set_exception(exc)
+
+            # In a thread of its own, so that a slow model costs at most the wait, never the reply.
+            threading.Thread(target=work, name="query-embedding", daemon=True).start()
+            self._future = future
+            return future
 
     def embedding(self) -> Embedding | None:
-        if self._embeddings is None:
+        future = self._started()
+        if future is None:
             return None
-        future: Future[Embedding] = Future()
-        embeddings, text = self._embeddings, self.text
-
-        def work() -> None:
-            try:
-                future.set_result(embeddings.embed([text])[0])
-            except BaseException as exc:  # noqa: BLE001 - handed to the reader, which goes on without it
-                future.set_exception(exc)
-
-        # In a thread of its own, so that a slow model costs at most the wait, never the reply.
-        threading.Thread(target=work, name="query-embedding", daemon=True).start()
         try:
             return future.result(timeout=QUERY_EMBEDDING_WAIT_SECONDS)
         except Exception as exc:  # noqa: BLE001 - relevance degrades to lexical, the read goes on
@@ -71,6 +88,10 @@ class PendingQuery:
         if len(memories) <= self._limit:
             return select(memories, self.text, limit=self._limit)  # all of them: nothing to rank
         return select(memories, self.text, limit=self._limit, query_embedding=self.embedding())
+
+
+class _Unwanted(Exception):
+    """A read's memories turned out not to be wanted: raised by ``choose``, before the read's row."""
 
 
 class Recall:
@@ -102,6 +123,32 @@ class Recall:
         return self._memories.read_selected(
             owner, choose, actor=actor, reason=reason, run_id=run_id, unused_if=unused_if
         )
+
+    def read_once(
+        self,
+        owner: Owner,
+        query: PendingQuery,
+        wanted: Callable[[], bool],
+        *,
+        actor: Actor,
+        reason: str,
+        run_id: int | None = None,
+    ) -> list[Memory] | None:
+        """The owner's relevant memories, loaded now (beside the model call that decides whether
+        they are wanted) and used only once ``wanted()`` says so: the query's embedding starts as
+        soon as the loaded profile shows a ranking will need it, so it never waits after that
+        call. ``wanted()`` False: None, and no read row (loaded, never chosen nor used)."""
+
+        def choose(profile: list[Memory]) -> list[Memory]:
+            query.prefetch(profile)
+            if not wanted():
+                raise _Unwanted
+            return query.choose(profile)
+
+        try:
+            return self._memories.read_selected(owner, choose, actor=actor, reason=reason, run_id=run_id)
+        except _Unwanted:
+            return None
 
     def embed_texts(self, texts: Sequence[str]) -> dict[str, Embedding]:
         """Vectors for memory texts about to be written; {} when there is no model or it fails
