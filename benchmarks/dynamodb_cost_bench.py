@@ -149,6 +149,7 @@ def extraction_only() -> None:
     from datetime import timedelta
 
     from memorybot.adapters.dynamodb_memories import DynamoMemoryStore
+    from memorybot.adapters.embeddings_offline import OfflineEmbeddingModel
     from memorybot.config import Settings
     from memorybot.core.domain import GLOBAL_SCOPE, Action, Actor, Change, Verdict
     from memorybot.core.extraction import Extractor
@@ -160,25 +161,30 @@ def extraction_only() -> None:
         client = moto.client()
         moto_dynamo.create_tables(client, "x-")
         store = DynamoMemoryStore(client, Settings.from_env({"MEMORYBOT_TABLE_PREFIX": "x-"}), clock=Clock())
-        for i, c in enumerate("abcdefghjk"):
-            m = memory(
-                "u1",
-                f"m{c}222",
-                f"a fact of ordinary length about person one, number {i}",
-                at=T0 + timedelta(minutes=i),
+        # Without an embedding model, and with the offline one at the deployed size (each written
+        # text's vector is stored after its write: one conditioned UpdateItem a memory).
+        cases = (("u1", "no embeddings", None), ("u2", "vectors, 256 dims", OfflineEmbeddingModel(256)))
+        for user, label, embeddings in cases:
+            for i, c in enumerate("abcdefghjk"):
+                m = memory(
+                    user,
+                    f"m{c}222",
+                    f"a fact of ordinary length about person one, number {i}",
+                    at=T0 + timedelta(minutes=i),
+                )
+                store.apply(Change(Action.ADD, None, m, "seed"), actor=Actor.EXTRACTION)
+            meter = Meter(client)
+            jev = ScriptedJev(worth=0.9, add=0.9)
+            jev.default_verdict = Verdict.UPDATE
+            Extractor(store, jev, ScriptedChat(), clock=Clock(T0 + timedelta(days=1)), embeddings=embeddings).run(
+                speaker(user, "alice"), GLOBAL_SCOPE, [message(user, "news", name="alice")]
             )
-            store.apply(Change(Action.ADD, None, m, "seed"), actor=Actor.EXTRACTION)
-        meter = Meter(client)
-        jev = ScriptedJev(worth=0.9, add=0.9)
-        jev.default_verdict = Verdict.UPDATE
-        Extractor(store, jev, ScriptedChat(), clock=Clock(T0 + timedelta(days=1))).run(
-            speaker("u1", "alice"), GLOBAL_SCOPE, [message("u1", "news", name="alice")]
-        )
-        requests, wru, rru = meter.snapshot()
-        print(
-            f"one extraction, ten memories, 10 updates + 1 add: {sum(requests.values())} requests "
-            f"({', '.join(f'{op} {n}' for op, n in requests.most_common())}), ~{wru:.0f} write units, ~{rru:.0f} read units"
-        )
+            requests, wru, rru = meter.snapshot()
+            print(
+                f"one extraction, ten memories, 10 updates + 1 add ({label}): {sum(requests.values())} requests "
+                f"({', '.join(f'{op} {n}' for op, n in requests.most_common())}), ~{wru:.0f} write units, "
+                f"~{rru:.0f} read units"
+            )
     finally:
         moto.stop()
 

@@ -3,9 +3,10 @@ adapters: the OpenAI-compatible backend over HTTP to a loopback model server tha
 for L, under the process's model-call limiter (MEMORYBOT_MODEL_MAX_IN_FLIGHT's default).
 
 Every speaker had a busy day: 30 messages (five chunks, the cap) and ten memories; Jev
-keeps every memory and wants an add each time, so each chunk costs 1 worth + 10
-verdicts + 1 add decision + 1 add text = 13 calls, with a critical path of 4 L
-(worth, the verdicts in parallel, add, text). Plus 20 stale reviews and the diary.
+keeps every memory and wants an add each time, so each chunk costs 1 worth + 1 decision (every
+memory and the add) + 1 add text, drafted beside the decision = 3 calls, with a critical path of
+2 L (the per-record path took 13: a verdict a memory and an add decision, 4 L). Plus 20 stale
+reviews and the diary.
 
 "Sequential" is every model call one after another: calls x L (a lower bound for a
 one-call-at-a-time implementation; store time is not counted in it). L = 20 ms keeps
@@ -112,6 +113,9 @@ class PerUserStore:
     def stale(self, updated_before, limit):
         every = (m for mine in self.rows.values() for m in mine.values() if m.updated_at < updated_before)
         return sorted(every, key=lambda m: m.updated_at)[:limit]
+
+    def ended(self, now, limit):
+        return []  # no memory here has an end: the review takes the stale ones
 
     def ledger_for_run(self, run_id):
         return [e for e in reversed(self.ledger) if e.run_id == run_id]

@@ -23,6 +23,7 @@ ROLES = (
     ports.MemoryWriter,
     ports.ImportWriter,
     ports.ReviewQueue,
+    ports.VectorWriter,
     ports.VectorIndex,
     ports.Ledger,
     ports.History,

@@ -67,6 +67,7 @@ from .ports import (
     RunLedger,
     RunStore,
     VectorIndex,
+    VectorWriter,
 )
 
 logger = logging.getLogger(__name__)
@@ -199,7 +200,9 @@ def _diary_line(answer: object) -> str | None:
     return decisions.memory_text(answer)  # one line: whitespace folded, capped, never empty
 
 
-class NightlyMemories(MemoryWriter, ReadLog, ReviewQueue, VectorIndex, RunLedger, ForgottenSources, Protocol):
+class NightlyMemories(
+    MemoryWriter, ReadLog, ReviewQueue, VectorWriter, VectorIndex, RunLedger, ForgottenSources, Protocol
+):
     """The roles of the memory store the nightly run uses itself (its extractor has its own): the
     changes, the review queue with its read rows, the vector backfill, the run's own rows."""
 

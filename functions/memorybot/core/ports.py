@@ -209,8 +209,8 @@ class VectorWriter(Protocol):
         vector). Derived from the text, like a review mark: no ledger row."""
 
 
-class VectorIndex(VectorWriter, Protocol):
-    """The memories' vectors: derived from their text, set without a ledger row."""
+class VectorIndex(Protocol):
+    """The memories still without a vector of the model (the nightly backfill's pass)."""
 
     def without_embedding(self, model: str, limit: int, *, start: str = "") -> tuple[list[Memory], str]:
         """Up to ``limit`` memories of any owner with no vector from ``model`` (none, or another
@@ -280,6 +280,7 @@ class MemoryStore(
     MemoryWriter,
     ImportWriter,
     ReviewQueue,
+    VectorWriter,
     VectorIndex,
     Ledger,
     History,
