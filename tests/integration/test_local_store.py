@@ -5,6 +5,7 @@ inside the store, a transaction copies only the items it names, a query answers 
 from __future__ import annotations
 
 import copy
+import gc
 import itertools
 import threading
 from concurrent.futures import ThreadPoolExecutor
@@ -12,6 +13,7 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 from botocore.exceptions import ClientError
 from moto.dynamodb.models import dynamodb_backends
+from moto.dynamodb.models.dynamo_type import Item
 from moto.dynamodb.models.table import Table
 
 from memorybot.local import moto_dynamo
@@ -229,3 +231,74 @@ def test_queries_answer_a_partition_and_an_index_in_order_page_by_page(table):
     assert [sk for _, sk in index] == sorted(sk for _, sk in index)  # the index's sort key orders it
     nobody = pages(KeyConditionExpression="pk = :p", ExpressionAttributeValues={":p": {"S": "nobody"}})
     assert nobody == []
+
+
+def test_reads_and_writes_leave_no_item_behind_them(table):
+    """moto kept every item it made (each stored, read, copied or projected one) in a list for its
+    dashboard: the stack grew with every request. Only the stored items are left."""
+    client, name = table
+    for i in range(20):
+        client.put_item(TableName=name, Item={**key("h", f"{i:02}"), "v": {"S": "x"}, "g": {"S": "i"}})
+
+    def live_items() -> int:
+        gc.collect()
+        return sum(isinstance(o, Item) for o in gc.get_objects())
+
+    before = live_items()
+    for _ in range(10):
+        client.query(
+            TableName=name,
+            KeyConditionExpression="pk = :p",
+            ExpressionAttributeValues={":p": {"S": "h"}},
+            ProjectionExpression="v",
+        )
+        client.query(
+            TableName=name,
+            IndexName="by_g",
+            KeyConditionExpression="g = :g",
+            ExpressionAttributeValues={":g": {"S": "i"}},
+        )
+        client.scan(TableName=name, Limit=5)
+        client.get_item(TableName=name, Key=key("h", "01"), ProjectionExpression="v")
+        client.update_item(
+            TableName=name,
+            Key=key("h", "02"),
+            UpdateExpression="SET v = :v",
+            ExpressionAttributeValues={":v": {"S": "y"}},
+        )
+        with pytest.raises(ClientError):
+            client.transact_write_items(TransactItems=[put(name, "h", "new"), absent(name, "h", "00")])
+    assert live_items() <= before
+    assert len(Item.instances_tracked) == 0
+
+
+def test_a_condition_parsed_once_is_still_checked_against_each_item_and_each_request_values(table):
+    """The layer keeps moto's parse of a condition for the same expression, names and values: the
+    kept tree must judge every item afresh, and other values must make another condition."""
+    client, name = table
+    guarded = {"ConditionExpression": "attribute_not_exists(pk) OR v = :v"}
+    outcomes = []
+    for i, (stored, asked) in enumerate([(None, "a"), ("a", "a"), ("b", "a"), ("b", "b"), (None, "b")]):
+        item_key = key("j", f"{i}")
+        if stored is not None:
+            client.put_item(TableName=name, Item={**item_key, "v": {"S": stored}})
+        try:
+            client.put_item(
+                TableName=name,
+                Item={**item_key, "v": {"S": "new"}},
+                ExpressionAttributeValues={":v": {"S": asked}},
+                **guarded,
+            )
+            outcomes.append("written")
+        except ClientError as exc:
+            outcomes.append(exc.response["Error"]["Code"])
+    assert outcomes == ["written", "written", "ConditionalCheckFailedException", "written", "written"]
+    for _ in range(2):  # the handler's check of the names used, on a parse it made and on a remembered one
+        with pytest.raises(ClientError) as unused:
+            client.put_item(
+                TableName=name,
+                Item=key("j", "x"),
+                ConditionExpression="attribute_not_exists(pk)",
+                ExpressionAttributeNames={"#never": "v"},
+            )
+        assert unused.value.response["Error"]["Code"] == "ValidationException"

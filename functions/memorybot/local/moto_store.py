@@ -23,7 +23,15 @@ Here, installed once per process by ``install()``:
   get's answer is written as JSON straight from the items (moto's generic response serializer
   walked the model's shapes value by value). Under the lock nothing changes an item while its
   answer is written, so sharing it is safe; the answers are moto's own, which
-  tests/integration/test_local_store_reads.py checks request by request (``moto_answers``).
+  tests/integration/test_local_store_reads.py checks request by request (``moto_answers``);
+- an item is not kept once nothing uses it: moto keeps every instance of its models in a list
+  for its dashboard, and an item is created for every one stored, read, copied and projected, so
+  each request left its copies behind for good (the stack grew by the megabyte a day);
+- a condition is parsed once: moto parsed a write's condition two or three times a request (half
+  the store's time on an import), into a tree that evaluating never changes;
+- the server finds a request's service once per host name: moto's looked for it on every request,
+  listing its own package's folders from disk and matching every service's URL patterns, under a
+  lock all requests wait on.
 
 The deployed bot never runs this: it is for the local stack, its tests and its benchmarks. It is
 written against moto's internals, so pyproject pins moto's minor version, and ``install`` refuses
@@ -34,6 +42,7 @@ from __future__ import annotations
 
 import base64
 import copy
+import functools
 import inspect
 import json
 import threading
@@ -58,8 +67,10 @@ def install() -> None:
             return
         import moto
         from moto.dynamodb.models import DynamoDBBackend
+        from moto.dynamodb.models.dynamo_type import Item
         from moto.dynamodb.models.table import Table
         from moto.dynamodb.responses import DynamoHandler
+        from moto.moto_server.werkzeug_app import DomainDispatcherApplication
 
         if not moto.__version__.startswith(SUPPORTED_MOTO):
             raise RuntimeError(
@@ -70,6 +81,9 @@ def install() -> None:
         DynamoDBBackend.transact_write_items = _transact_write_items  # type: ignore[method-assign]
         _narrow_queries(Table)
         _plain_answers()
+        _untracked(Item)
+        _remember_conditions()
+        _remember_services(DomainDispatcherApplication)
         _installed = True
 
 
@@ -81,6 +95,74 @@ def _serialise(handler: Any) -> None:
             return unlocked(self)
 
     handler.call_action = call_action
+
+
+def _untracked(model: Any) -> None:
+    """Instances of ``model`` made without moto's BaseModel.__new__, which appends each to a list
+    on the class that is never emptied (moto's reset makes a new list, and the appends go on)."""
+
+    def __new__(cls: type, *args: Any, **kwargs: Any) -> Any:
+        return object.__new__(cls)
+
+    model.__new__ = __new__
+    model.instances_tracked = []  # the ones made before: free once the tables drop them
+
+
+CONDITIONS_REMEMBERED = 512  # distinct (expression, names, values): the constant ones stay
+
+
+class _ParsedCondition:
+    """What moto's ConditionExpressionParser gives its callers (``parse()`` and the names and
+    values it found), from a parse made once for the same expression, names and values."""
+
+    def __init__(self, asked: str, parsed: Callable[[str], tuple[Any, tuple[str, ...], tuple[str, ...]]]) -> None:
+        self._asked, self._parsed = asked, parsed
+        self.expr_attr_names_found: list[str] = []
+        self.expr_attr_values_found: list[str] = []
+
+    def parse(self) -> Any:
+        op, names, values = self._parsed(self._asked)
+        # Fresh lists: moto's callers extend them.
+        self.expr_attr_names_found, self.expr_attr_values_found = list(names), list(values)
+        return op
+
+
+def _remember_conditions() -> None:
+    """moto's condition parser, each parse kept for the same expression, names and values (the
+    handlers' checks and the writes' conditions alike)."""
+    from moto.dynamodb import comparisons, responses
+
+    parser = comparisons.ConditionExpressionParser
+
+    @functools.lru_cache(maxsize=CONDITIONS_REMEMBERED)
+    def parsed(asked: str) -> tuple[Any, tuple[str, ...], tuple[str, ...]]:
+        once = parser(*json.loads(asked))
+        op = once.parse()
+        return op, tuple(once.expr_attr_names_found), tuple(once.expr_attr_values_found)
+
+    def create_condition_expression_parser(expr: str | None, names: Any, values: Any) -> Any:
+        try:
+            asked = json.dumps([expr, names, values], sort_keys=True)
+        except TypeError:  # a value JSON does not carry (none of a request's): parsed as it is
+            return parser(expr, names, values)
+        return _ParsedCondition(asked, parsed)
+
+    for module in (comparisons, responses):
+        module.create_condition_expression_parser = create_condition_expression_parser  # type: ignore[attr-defined]
+
+
+def _remember_services(application: Any) -> None:
+    """The service a host name names, found once: the answer depends on the name alone (moto's
+    folders and URL patterns do not change while it runs)."""
+    find: Callable[[Any, str | None], Any] = application.get_backend_for_host
+    found: dict[str | None, Any] = {}
+
+    def get_backend_for_host(self: Any, host: str | None) -> Any:
+        if host not in found:
+            found[host] = find(self, host)
+        return found[host]
+
+    application.get_backend_for_host = get_backend_for_host
 
 
 @dataclass
