@@ -178,3 +178,37 @@ def test_every_handler_imports_from_the_code_asset_and_layer_alone(synth, host_l
     )
     assert result.returncode == 0, result.stderr[-4000:]
     assert result.stdout.strip().endswith("ok")
+
+
+ZONE_WITHOUT_A_SYSTEM_DATABASE = textwrap.dedent(
+    """
+    import sys, zoneinfo
+    from datetime import datetime, timezone
+    code, layer = sys.argv[1:3]
+    sys.path[:0] = [code, layer]
+    zoneinfo.reset_tzpath(to=[])  # as on a runtime without /usr/share/zoneinfo
+    from memorybot.config import Settings
+    zone = Settings.from_env({"MEMORYBOT_TIMEZONE": "Europe/Paris"}).zone
+    assert datetime(2026, 7, 1, tzinfo=timezone.utc).astimezone(zone).utcoffset().total_seconds() == 7200
+    assert datetime(2026, 12, 1, tzinfo=timezone.utc).astimezone(zone).utcoffset().total_seconds() == 3600
+    import tzdata
+    assert tzdata.__file__.startswith(layer), tzdata.__file__
+    print("ok")
+    """
+)
+
+
+@needs_linux
+def test_any_time_zone_loads_from_the_layer_without_a_system_database(synth, host_layer):
+    """MEMORYBOT_TIMEZONE (stack context timezone) names any IANA zone: the layer carries the
+    database (tzdata), so a runtime without one still starts."""
+    interpreter, site = host_layer
+    [key] = {f["Properties"]["Code"]["S3Key"] for f in synth.of_type("AWS::Lambda::Function").values()}
+    result = subprocess.run(
+        [interpreter, "-I", "-S", "-c", ZONE_WITHOUT_A_SYSTEM_DATABASE, str(synth.asset_dir(key)), str(site)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert result.returncode == 0, result.stderr[-4000:]
+    assert result.stdout.strip() == "ok"
