@@ -346,3 +346,26 @@ def test_a_query_embedding_that_does_not_come_back_in_time_leaves_lexical_releva
     ReplyWriter(store, ScriptedChat(), embeddings=slow).reply(ME, "alice", [said("I went hiking")])
     release.set()
     assert reads(store)[0][0] == "m00xx"  # ranked by its words
+
+
+def test_a_pause_right_after_the_write_sends_none_of_the_persons_texts_to_the_embedding_model():
+    """The written memory's vector comes after its write: the person's record is read again first,
+    and a pause since the write (its own check passed) keeps the text from the embedding model."""
+
+    class PausedOnWrite(FakeMemoryStore):
+        def apply(self, change, **kw):
+            entry = super().apply(change, **kw)
+            people.pause("u1", LedgerEntry("u1", Action.PAUSE, Actor.COMMAND, "pause", T0 + timedelta(days=1)))
+            return entry
+
+    for store_kind, paused in ((FakeMemoryStore, False), (PausedOnWrite, True)):
+        people = FakePeopleStore()
+        store = store_kind(Clock(T0 + timedelta(days=1)), people=people)
+        counting = CountingEmbeddings()
+        result = Extractor(store, ScriptedJev(), ScriptedChat(), embeddings=counting, people=people).run(
+            ALICE, GLOBAL_SCOPE, [said("I have a cat")]
+        )
+        [added] = result.added
+        assert store.get(ME, added).text == "new fact"  # written either way: its check passed
+        assert counting.texts == ([] if paused else ["new fact"])
+        assert (store.get(ME, added).embedding is None) is paused

@@ -320,15 +320,21 @@ class Extractor:
             else:
                 result.added.append(added.memory_id)
                 to_embed.append(added)
-        self._store_vectors(to_embed)
+        self._store_vectors(to_embed, check)
         return result
 
-    def _store_vectors(self, written: Sequence[Memory]) -> None:
+    def _store_vectors(self, written: Sequence[Memory], check: PersonCheck | None) -> None:
         """The written memories' vectors, in one call once every change is committed, each stored
         onto its record only if it is still as written (a record changed, forgotten or erased
         meanwhile is left as it is). A vector is derived from the text, not a change of the
         memory: no ledger row, as the nightly backfill's. A failed or throttled embedding leaves
-        the record without one: it ranks by its words until the backfill gives it one."""
+        the record without one: it ranks by its words until the backfill gives it one.
+
+        The writes checked the person's record; it is read again first, so that a pause or an
+        erasure since then sends none of their texts to the embedding model (the backfill leaves
+        a paused person's memories out too)."""
+        if not written or not self._may_embed(check):
+            return
         vectors = self._recall.embed_texts([m.text for m in written])
         for memory in written:
             vector = vectors.get(memory.text)
@@ -340,6 +346,15 @@ class Extractor:
                 logger.info(
                     "memory vector not stored", extra={"memory_id": memory.memory_id, "error": type(exc).__name__}
                 )
+
+    def _may_embed(self, check: PersonCheck | None) -> bool:
+        if check is None or self._people is None or not self._recall.embeds:
+            return True
+        try:
+            return check.allows(self._people.get(check.user_id))
+        except Exception as exc:  # noqa: BLE001 - unread, nothing is sent: the backfill decides later
+            logger.info("person unread: memory vectors left to the backfill", extra={"error": type(exc).__name__})
+            return False
 
     def _add(
         self,

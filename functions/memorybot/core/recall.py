@@ -102,6 +102,11 @@ class Recall:
         self._embeddings = embeddings
         self.limit = limit
 
+    @property
+    def embeds(self) -> bool:
+        """Whether there is an embedding model to ask."""
+        return self._embeddings is not None
+
     def start(self, query: str) -> PendingQuery:
         """The query for a read; nothing is sent to a model until the read ranks with it."""
         return PendingQuery(query, self._embeddings, self.limit)
