@@ -11,6 +11,11 @@ for each of ten people, one request each; tracebacks in the stack's output; fail
 invocations; whether the erased people left anything (a dry-run erasure finds nothing); and how
 long the stack, at the week's size, takes to stop on Ctrl-C.
 
+Beside each wall time, the stack process's own CPU time (all its threads, from /proc): a day's
+turns (their replies and extractions) divided by their number, and each import request divided
+by its rows. Other work on a shared machine stretches the wall times; it hardly changes how much
+CPU the stack spends on the same work, so the CPU figures show a trend the wall times can hide.
+
 The median turn is also given for the people the import brought no memories to: a turn reads the
 speaker's whole profile (the relevance selection), so the imported people's turns cost more from
 the import on, whatever the store.
@@ -30,7 +35,7 @@ import sys
 import tempfile
 import threading
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -42,6 +47,12 @@ MEMORY_GOAL_MB = 400
 IMPORT_GOAL = 1.3
 STOP_GOAL_SECONDS = 2.0
 STOP_WAIT_SECONDS = 150  # longer than the drain the stack once did on Ctrl-C (120 s)
+
+
+def _cpu_seconds(pid: int) -> float:
+    """The process's user + system CPU time so far, every thread's (fields 14 and 15 of /proc/pid/stat)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def _resident_mb(pid: int) -> float:
@@ -58,6 +69,8 @@ class Figures:
     nights: dict[int, float]
     resident: dict[int, float]
     import_per_row: list[float]
+    turn_cpu: dict[int, float] = field(default_factory=dict)  # the stack's CPU ms per turn, a day
+    import_cpu_per_row: list[float] = field(default_factory=list)  # the stack's CPU ms a row, a request
     failed_invocations: int = 0
     left_of_erased: int = 0
     stopped_after: float = float("nan")
@@ -151,7 +164,10 @@ def _run(week, running, jev, llm, http, key: str) -> Figures:
     for day in week.days:
         for action in day.before:
             _operator_action(action, day, client, running, http, figures, erased)
+        cpu_before = _cpu_seconds(running.process.pid)
         timings, plain = _turns_of(day, client, jev, llm, imported)
+        http.post(f"{running.url}/local/drain", headers=ADMIN)  # the day's extractions done
+        figures.turn_cpu[day.number] = (_cpu_seconds(running.process.pid) - cpu_before) * 1000 / len(timings)
         figures.turns[day.number] = timings
         figures.plain_turns[day.number] = plain
         started = time.perf_counter()
@@ -161,7 +177,8 @@ def _run(week, running, jev, llm, http, key: str) -> Figures:
             print(f"  night {day.number}: HTTP {night.status_code} {night.text[:200]}")
         figures.resident[day.number] = _resident_mb(running.process.pid)
         print(
-            f"  day {day.number}: {len(timings)} turns, median {statistics.median(timings):.0f} ms; "
+            f"  day {day.number}: {len(timings)} turns, median {statistics.median(timings):.0f} ms "
+            f"(stack CPU {figures.turn_cpu[day.number]:.0f} ms a turn); "
             f"night {figures.nights[day.number]:.1f} s; resident {figures.resident[day.number]:.0f} MB",
             flush=True,
         )
@@ -180,11 +197,16 @@ def _operator_action(action, day, client, running, http, figures: Figures, erase
 
     if action.kind == "import":
         for rows in action.rows:
-            started = time.perf_counter()
+            started, cpu_before = time.perf_counter(), _cpu_seconds(running.process.pid)
             answer = http.post(f"{running.url}/memory/import", json={"memories": rows}, headers=ADMIN)
             assert answer.status_code == 200, answer.text
             figures.import_per_row.append((time.perf_counter() - started) * 1000 / len(rows))
-            print(f"  import: {len(rows)} rows, {figures.import_per_row[-1]:.1f} ms a row", flush=True)
+            figures.import_cpu_per_row.append((_cpu_seconds(running.process.pid) - cpu_before) * 1000 / len(rows))
+            print(
+                f"  import: {len(rows)} rows, {figures.import_per_row[-1]:.1f} ms a row "
+                f"(stack CPU {figures.import_cpu_per_row[-1]:.1f} ms)",
+                flush=True,
+            )
     elif action.kind == "erase":
         user_id = user_id_for(action.person.name)
         answer = http.post(f"{running.url}/memory/erase", json={"userId": user_id}, headers=ADMIN)
@@ -246,13 +268,16 @@ def _channel(server: str) -> str:
 
 def _report(f: Figures, tracebacks: int) -> None:
     days = sorted(f.turns)
-    print("\n| day | turns | median turn (ms) | the same, people with no import | night (s) | resident (MB) |")
-    print("|---|---|---|---|---|---|")
+    print(
+        "\n| day | turns | median turn (ms) | the same, people with no import | stack CPU a turn (ms) "
+        "| night (s) | resident (MB) |"
+    )
+    print("|---|---|---|---|---|---|---|")
     for d in days:
         plain = f"{statistics.median(f.plain_turns[d]):.0f}" if f.plain_turns[d] else "-"
         print(
-            f"| {d} | {len(f.turns[d])} | {statistics.median(f.turns[d]):.0f} | {plain} | {f.nights[d]:.1f} "
-            f"| {f.resident[d]:.0f} |"
+            f"| {d} | {len(f.turns[d])} | {statistics.median(f.turns[d]):.0f} | {plain} | {f.turn_cpu[d]:.0f} "
+            f"| {f.nights[d]:.1f} | {f.resident[d]:.0f} |"
         )
     first, last = statistics.median(f.turns[days[0]]), statistics.median(f.turns[days[-1]])
     turn_ratio = last / first
@@ -260,11 +285,16 @@ def _report(f: Figures, tracebacks: int) -> None:
     if f.plain_turns[days[0]] and f.plain_turns[days[-1]]:
         plain_ratio = statistics.median(f.plain_turns[days[-1]]) / statistics.median(f.plain_turns[days[0]])
         print(f"  the same for the people the import brought no memories to: {plain_ratio:.2f}x")
+    print(f"  the stack's CPU a turn, last day / first: {f.turn_cpu[days[-1]] / f.turn_cpu[days[0]]:.2f}x")
     print(f"resident memory after the week: {f.resident[days[-1]]:.0f} MB (goal <= {MEMORY_GOAL_MB} MB)")
     if f.import_per_row:
         rows = ", ".join(f"{ms:.1f}" for ms in f.import_per_row)
         ratio = f.import_per_row[-1] / f.import_per_row[0]
         print(f"import, ms a row, person by person: {rows}; last / first {ratio:.2f}x (goal <= {IMPORT_GOAL}x)")
+        cpu = ", ".join(f"{ms:.1f}" for ms in f.import_cpu_per_row)
+        print(
+            f"  the stack's CPU, ms a row: {cpu}; last / first {f.import_cpu_per_row[-1] / f.import_cpu_per_row[0]:.2f}x"
+        )
     print(f"tracebacks in the stack's output: {tracebacks} (goal 0)")
     print(f"failed background invocations: {f.failed_invocations}")
     print(f"memories and messages the erased people left: {f.left_of_erased} (must be 0)")
