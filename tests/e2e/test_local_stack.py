@@ -49,6 +49,24 @@ def test_chat_reply_memory_show_forget_gone(person, jev, stack):
     assert alice.show() == [f"memorybot: (only you can see this) {NOTHING_HERE}"]
 
 
+def test_a_plan_said_with_its_length_is_stored_with_its_end_counted_from_the_day_it_was_said(person):
+    """The writer's end reaching the stored record through the stack's own extraction path (the
+    offline writer, dated in the deployment's zone): show marks it, the export carries it."""
+    from datetime import datetime, timedelta
+
+    from memorybot.core.domain import JST
+
+    gina = person("gina-e2e")
+    before = datetime.now(JST).date()
+    gina.chat("I'm in Fukuoka for the next 2 weeks")
+    ends = {str(day + timedelta(days=14)) for day in (before, datetime.now(JST).date())}
+    [line] = [line for line in dm_lines(gina.show()) if "Fukuoka" in line]
+    assert any(line.endswith(f"(until {end})") for end in ends), line
+    [exported] = [json.loads(t.split("\n", 1)[1]) for t in gina.export() if t.startswith("[attached file")]
+    [memory] = [m for scope in exported["scopes"] for m in scope["memories"]]
+    assert memory["validUntil"] in ends
+
+
 def test_memories_are_per_person_and_forget_cannot_touch_someone_elses(person):
     carol, dave = person("carol-e2e"), person("dave-e2e")
     carol.chat("My cat is called Miso")

@@ -1,7 +1,8 @@
 """A written memory's vector is stored after its write, on the local DynamoDB store over HTTP: one
 UpdateItem conditioned on the record being as written, so a vector never lands on a record that
-was changed, forgotten or erased while it was computed (the condition refuses it); an embedding
-that fails leaves the record written without one and the turn's other work done."""
+was changed, forgotten or erased while it was computed (the condition refuses it, and brings back
+no item); an embedding that fails leaves the record written without one and the turn's other work
+done."""
 
 from __future__ import annotations
 
@@ -14,9 +15,12 @@ import pytest
 from fakes import T0, Clock, ScriptedChat, ScriptedJev, memory, message, owner, speaker
 from memorybot import tables
 from memorybot.adapters.dynamodb_memories import DynamoMemoryStore
+from memorybot.adapters.dynamodb_messages import DynamoMessageStore
+from memorybot.adapters.dynamodb_people import DynamoPeopleStore
 from memorybot.adapters.embeddings_offline import OfflineEmbeddingModel
 from memorybot.core import commands
 from memorybot.core.domain import GLOBAL_SCOPE, Action, Actor, Change, Embedding, Verdict
+from memorybot.core.erasure import Erasure
 from memorybot.core.extraction import Extractor, Outcome
 from memorybot.core.ports import ModelError, ModelUnavailable
 
@@ -119,3 +123,30 @@ def test_a_failed_or_throttled_embedding_leaves_the_record_written_and_the_turns
     assert store.get(owner(ALICE), "exa2s") is None
     assert [m.memory_id for m in store.without_embedding(embeddings.model_id, 10)[0]].count("h2me3") == 1
     assert _changes(store) == ["add", "add", "add", "delete", "update"]
+
+
+def test_a_person_erased_while_the_vector_was_computed_keeps_nothing_not_even_the_vector(dynamo, serialised_moto):
+    """The person's record allowed the embedding (read again after the writes); the erasure comes
+    while the model works: the vector's update is refused and brings back no item."""
+    client, settings = dynamo
+    person = "424242424242424242"
+    clock = Clock(NOW)
+    store = DynamoMemoryStore(client, settings, clock=clock)
+    people = DynamoPeopleStore(client, settings)
+    store.apply(Change(Action.ADD, None, memory(person, "h2me3", "Lives in Kyoto"), "seed"), actor=Actor.EXTRACTION)
+
+    def erased() -> None:
+        later = Clock(NOW + timedelta(seconds=1))
+        result = Erasure(store, DynamoMessageStore(client, settings), people, clock=later).run(person)
+        assert result.found and result.memories == 1
+
+    jev = ScriptedJev(verdicts={"h2me3": Verdict.UPDATE}, add=0.1)
+    chat = ScriptedChat(texts={"h2me3": REWRITTEN})
+    said = [message(person, "I moved to Osaka", name="p", at=NOW - timedelta(minutes=1))]
+    extractor = Extractor(
+        store, jev, chat, clock=clock, embeddings=MeanwhileEmbeddings(REWRITTEN, erased), people=people
+    )
+    result = extractor.run(speaker(person, "p"), GLOBAL_SCOPE, said)
+    assert result.updated == ["h2me3"]  # written before the erasure
+    key = {"owner": {"S": owner(person).key}, "memory_id": {"S": "h2me3"}}
+    assert client.get_item(TableName=settings.table(tables.MEMORIES), Key=key, ConsistentRead=True).get("Item") is None
