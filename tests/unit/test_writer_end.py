@@ -14,7 +14,7 @@ import pytest
 
 from fakes import Clock, FakeMemoryStore, ScriptedChat, ScriptedJev, memory, message, owner, speaker
 from memorybot.adapters.offline import OfflineChatModel, OfflineDecisionModel, plan_end
-from memorybot.core.domain import GLOBAL_SCOPE, JST, Action, Actor, Embedding, MemoryDraft, Verdict
+from memorybot.core.domain import GLOBAL_SCOPE, JST, Action, Actor, Embedding, Exchange, MemoryDraft, Verdict
 from memorybot.core.extraction import Extractor
 
 ALICE = "100"
@@ -202,3 +202,14 @@ def test_a_nightly_update_is_dated_by_its_line_but_never_before_the_records_last
             ME, GLOBAL_SCOPE, said("moving on to Kagoshima", at=line_at), actor=Actor.NIGHTLY
         )
         assert store.get(MINE, "fuk22").updated_at == (dated or last_change)
+
+
+def test_the_offline_writer_moves_a_plans_end_or_keeps_it_when_the_line_gives_none():
+    chat = OfflineChatModel()
+    chat.zone = TOKYO
+    plan = replace(memory(ALICE, "fuk22", "[offline] Is in Fukuoka", at=SAID), valid_until=UNTIL)
+    longer = Exchange.of(ME, GLOBAL_SCOPE, said("I'm in Fukuoka for the next 3 weeks"))
+    still = Exchange.of(ME, GLOBAL_SCOPE, said("I'm still in Fukuoka"))
+    assert chat.write_memory(longer, plan).valid_until == date(2026, 12, 15)
+    assert chat.write_memory(still, plan).valid_until == UNTIL
+    assert chat.write_memory(still, None).valid_until is None

@@ -25,7 +25,7 @@ authorship comes from ``is_bot`` and the author id, never from "name: text" text
 - write_memory: that self-statement in the third person ("I love tea"
   -> "[offline] Loves tea"); a plan's end when the line says how long it lasts ("for the next 2
   weeks", "until 2026-12-31", これから3週間, 2026-12-31まで), counted from the line's own day in
-  the deployment's zone; otherwise no end.
+  the deployment's zone; otherwise none (a rewrite keeps the memory's end).
 - write_reply: lists the memories quoted in the prompt's system message (its
   ``<memory>`` tags, unescaped), and only those: never text from the conversation turns.
 - write_diary: counts the people and their messages in the "name: text" transcript
@@ -283,6 +283,8 @@ class OfflineChatModel:
         if statement is None or said is None:
             raise ModelError("offline stand-in: no self-statement to write down")
         end = plan_end(statement, said.created_at.astimezone(self.zone or JST).date())
+        if end is None and current is not None:
+            end = current.valid_until  # a line that gives no new end leaves the plan's as it was
         return MemoryDraft(f"{OFFLINE_MEMORY_LABEL} {third_person(statement)}", end)
 
     def write_reply(self, prompt: Sequence[PromptMessage]) -> str:
