@@ -17,6 +17,9 @@ embedding is made then), and small talk (ten memories, "not worth keeping"):
 - input tokens: cl100k over every message of every request, plus 4 a message (the chat format's
   overhead); output tokens: cl100k over each answer. Counted with quicktok's cl100k_base, whose ids
   are tiktoken's (checked below on a known string), so the figures are exact offline;
+- the prompts dated as deployed (``MEMORYBOT_TIMEZONE``, Asia/Tokyo by default), a live turn's lines
+  over the two minutes before now (see the worker); the per-record tree predates dates, so its
+  figures carry none;
 - the critical path, in L: until the last change is committed, and until ``run`` returns (a
   vector still on its way at the write is stored right after it, so "returned" can be later).
 
@@ -100,6 +103,8 @@ class Judge:
         elif '{"probability"' in asked:  # worth, or the per-record add decision (which lists the verdicts)
             add = "existing memories and verdicts" in asked
             answer = json.dumps({"probability": 0.9 if add else self.case.worth})
+        elif '{"text"' in asked:  # a dated writing task: the text and a plan's end
+            answer = json.dumps({"text": ANSWER_TEXT, "validUntil": None}, ensure_ascii=False)
         else:
             answer = ANSWER_TEXT
         with self.lock:

@@ -3,9 +3,14 @@ whichever source tree is first on ``PYTHONPATH`` (this one, or the per-record on
 with), through the real OpenAI-compatible adapters (chat completions and embeddings, one limiter,
 the shared retry policy) against the loopback servers the benchmark runs.
 
-It reads one JSON request a line on stdin ``{"chat": url, "embed": url, "memories": n}`` and answers one JSON line: how long ``Extractor.run`` took, when its last change was
-committed, and what it did. It imports only what both trees
-have, so that the same harness drives both.
+The adapters are dated as the deployed factory dates them (``MEMORYBOT_TIMEZONE``, Asia/Tokyo by
+default: today and each line's own time in the prompts) when the tree has dates; the per-record
+tree predates them, so its prompts carry none. The exchange is a live turn: three lines over the
+two minutes before now, the memories learned over the weeks before.
+
+It reads one JSON request a line on stdin ``{"chat": url, "embed": url, "memories": n}`` and answers
+one JSON line: how long ``Extractor.run`` took, when its last change was committed, and what it
+did. It imports only what both trees have, so that the same harness drives both.
 """
 
 from __future__ import annotations
@@ -13,15 +18,16 @@ from __future__ import annotations
 import json
 import sys
 import time
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 
 from memorybot.adapters.embeddings import OpenAIEmbeddings
 from memorybot.adapters.limiter import ModelCallLimiter
 from memorybot.adapters.openai_chat import OpenAIChatModel, OpenAICompatibleClient, OpenAIDecisionModel
 from memorybot.adapters.retry import Retrier
+from memorybot.config import Settings
 from memorybot.core.domain import GLOBAL_SCOPE
 from memorybot.core.extraction import Extractor
-from tests.fakes import T0, FakeMemoryStore, memory, message, speaker
+from tests.fakes import Clock, FakeMemoryStore, memory, message, speaker
 
 MAX_IN_FLIGHT = 32  # the default MEMORYBOT_MODEL_MAX_IN_FLIGHT
 FACTS = (
@@ -39,11 +45,21 @@ FACTS = (
     "Collects vintage film cameras",
     "Volunteers at an animal shelter on Sundays",
 )
-SAID = (
-    ("alice", "I moved to Osaka last month for a new job at a game studio"),
-    ("bot", "Congratulations! How are you finding Osaka so far?"),
-    ("alice", "I love it, the food is great and my commute is only ten minutes"),
+SAID = (  # (who, what, seconds before now)
+    ("alice", "I moved to Osaka last month for a new job at a game studio", 110),
+    ("bot", "Congratulations! How are you finding Osaka so far?", 95),
+    ("alice", "I love it, the food is great and my commute is only ten minutes", 20),
 )
+NOW = datetime(2026, 12, 1, 11, 30, tzinfo=UTC)  # 20:30 in Tokyo: one date in every zone near it
+ZONE = getattr(Settings.from_env(), "zone", None)  # MEMORYBOT_TIMEZONE, as deployed; None: a tree without dates
+
+
+def dated(model):
+    """The factory's dating (the zone, and the clock the prompts' "today" is read from), where the
+    tree's backends show dates."""
+    if ZONE is not None and hasattr(model, "zone"):
+        model.zone, model.clock = ZONE, lambda: NOW
+    return model
 
 
 def one(request: dict) -> dict:
@@ -59,10 +75,10 @@ def one(request: dict) -> dict:
         max_connections=MAX_IN_FLIGHT,
         retrier=retrier,
     )
-    store = FakeMemoryStore()
+    store = FakeMemoryStore(clock=Clock(NOW))
     store.seed(
         *(
-            memory("u1", f"m{c}222", text, at=T0 + timedelta(minutes=i))
+            memory("u1", f"m{c}222", text, at=NOW - timedelta(days=60 - 4 * i, hours=i))
             for i, (c, text) in enumerate(zip("abcdefghjkmn", FACTS[: request["memories"]], strict=False))
         )
     )
@@ -75,12 +91,14 @@ def one(request: dict) -> dict:
         return entry
 
     store.apply = timed  # type: ignore[method-assign]
-    extractor = Extractor(store, OpenAIDecisionModel(client), OpenAIChatModel(client), embeddings=embeddings)
+    dates = {"zone": ZONE} if ZONE is not None else {}  # the day a memory's end is checked against
+    jev, chat = dated(OpenAIDecisionModel(client)), dated(OpenAIChatModel(client))
+    extractor = Extractor(store, jev, chat, embeddings=embeddings, clock=lambda: NOW, **dates)
     talk = [
-        message("999", text, name="memorybot", bot=True, to="u1")
+        message("999", text, name="memorybot", bot=True, to="u1", at=NOW - timedelta(seconds=ago))
         if who == "bot"
-        else message("u1", text, name="alice", at=T0 + timedelta(days=1, seconds=k))
-        for k, (who, text) in enumerate(SAID)
+        else message("u1", text, name="alice", at=NOW - timedelta(seconds=ago))
+        for who, text, ago in SAID
     ]
     started = time.perf_counter()
     result = extractor.run(speaker("u1", "alice"), GLOBAL_SCOPE, talk)
