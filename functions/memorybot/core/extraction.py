@@ -105,6 +105,25 @@ def _decision(answer: object) -> Decision | None:
     return answer if isinstance(answer, Decision) else None
 
 
+THREAD_START_TIMEOUT = 1.0  # seconds: a pool that cannot start them all stops waiting (harmless)
+
+
+def _start_threads(pool: ThreadPoolExecutor, count: int) -> None:
+    """``count`` of ``pool``'s threads started (this one among them), then idle: a pool starts a
+    thread only when a task finds none idle, so each of these waits until all have begun."""
+    started = threading.Barrier(count, timeout=THREAD_START_TIMEOUT)
+
+    def wait() -> None:
+        try:
+            started.wait()
+        except threading.BrokenBarrierError:
+            pass
+
+    for _ in range(count - 1):
+        pool.submit(wait)
+    wait()
+
+
 class Extractor:
     def __init__(
         self,
@@ -216,6 +235,9 @@ class Extractor:
         if not profile:  # nothing to duplicate: the design allows the add without asking
             return _Plan(add=pool.submit(draft))
         drafted = pool.submit(draft, False)
+        # The rewrites' threads are started while the decision is out (one for the draft): a pool
+        # starts a thread on a submit, and ten starts after the decision cost its rewrites ~10 ms.
+        pool.submit(_start_threads, pool, min(len(profile), max(1, self._concurrency)))
         rewrites: dict[str, Future[MemoryDraft | None]] = {}
         lock = threading.Lock()
 
