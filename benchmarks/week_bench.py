@@ -79,7 +79,7 @@ class Figures:
 def main() -> None:
     sys.path[:0] = [str(ROOT / "tests"), str(ROOT / "tests" / "e2e")]  # the loopback servers, the stack process
     import httpx
-    from stack_process import StackProcess
+    from stack_process import StackProcess, loopback_models
 
     from benchmarks.week_generator import generate
     from loopback.jev_server import JevServer
@@ -99,11 +99,7 @@ def main() -> None:
         running = StackProcess(
             state_dir,
             {
-                "MEMORYBOT_DECISION_MODEL": "http",
-                "JEV_URL": jev.url,
-                "MEMORYBOT_CHAT_MODEL": "openai",
-                "OPENAI_BASE_URL": llm.url,
-                "OPENAI_API_KEY": "sk-local-stand-in",
+                **loopback_models(jev.url, llm.url, chat=True),
                 "MEMORYBOT_ADMIN_SECRET": ADMIN_SECRET,
             },
         )

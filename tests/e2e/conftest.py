@@ -7,7 +7,7 @@ import itertools
 
 import httpx
 import pytest
-from stack_process import StackProcess
+from stack_process import StackProcess, loopback_models
 
 from loopback.jev_server import JevServer
 from memorybot.local.client import LocalClient, find_admin_secret, find_signing_key
@@ -26,7 +26,7 @@ def stack(jev, tmp_path_factory):
     """(base URL, state dir) of a running local stack; stopped at the end of the session."""
     state_dir = tmp_path_factory.mktemp("memorybot-state")
     # A short retry deadline: a Jev that stays down is given up on in a second per attempt.
-    env = {"MEMORYBOT_DECISION_MODEL": "http", "JEV_URL": jev.url, "MEMORYBOT_MODEL_DEADLINE": "1"}
+    env = {**loopback_models(jev.url), "MEMORYBOT_MODEL_DEADLINE": "1"}
     running = StackProcess(state_dir, env)
     yield running.url, state_dir
     running.stop()

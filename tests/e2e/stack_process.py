@@ -23,6 +23,22 @@ START_TIMEOUT_SECONDS = 60
 SCRUBBED_PREFIXES = ("DISCORD_", "MEMORYBOT_", "AWS_", "JEV_", "OPENAI_", "BEDROCK_", "POWERTOOLS_")
 
 
+def loopback_models(
+    jev_url: str, openai_url: str | None = None, *, chat: bool = False, embeddings: bool = False
+) -> dict[str, str]:
+    """The stack's settings for deciding through a loopback Jev and, where asked, writing (``chat``)
+    or embedding (``embeddings``) through a loopback OpenAI-compatible server."""
+    env = {"MEMORYBOT_DECISION_MODEL": "http", "JEV_URL": jev_url}
+    if chat or embeddings:
+        assert openai_url, "an OpenAI-compatible model needs its server's URL"
+        env |= {"OPENAI_BASE_URL": openai_url, "OPENAI_API_KEY": "sk-loopback"}
+    if chat:
+        env["MEMORYBOT_CHAT_MODEL"] = "openai"
+    if embeddings:
+        env["MEMORYBOT_EMBEDDING_MODEL"] = "openai"
+    return env
+
+
 class StackProcess:
     def __init__(self, state_dir: Path, env: dict[str, str]) -> None:
         clean = {k: v for k, v in os.environ.items() if not k.startswith(SCRUBBED_PREFIXES)}
@@ -73,8 +89,7 @@ def stack_with_jev(
     person in a channel of their own from ``channels`` unless one is named."""
     with JevServer(worth=0.9, add=0.9, verdict="keep", review="keep") as jev:
         env = {
-            "MEMORYBOT_DECISION_MODEL": "http",
-            "JEV_URL": jev.url,
+            **loopback_models(jev.url),
             "MEMORYBOT_ADMIN_SECRET": admin_secret,
             "POWERTOOLS_LOG_LEVEL": "DEBUG",
         }

@@ -18,7 +18,7 @@ from datetime import UTC, datetime, timedelta
 
 import httpx
 import pytest
-from stack_process import StackProcess
+from stack_process import StackProcess, loopback_models
 
 from loopback.jev_server import JevServer
 from memorybot import tables
@@ -108,8 +108,7 @@ def races(moto_server, tmp_path_factory):
             {
                 "AWS_ENDPOINT_URL_DYNAMODB": moto_server.endpoint,
                 "MEMORYBOT_TABLE_PREFIX": PREFIX,
-                "MEMORYBOT_DECISION_MODEL": "http",
-                "JEV_URL": jev.url,
+                **loopback_models(jev.url),
                 "MEMORYBOT_ADMIN_SECRET": ADMIN_SECRET,
             },
         )

@@ -11,7 +11,7 @@ from collections.abc import Callable
 
 import httpx
 import pytest
-from stack_process import StackProcess
+from stack_process import StackProcess, loopback_models
 
 from loopback.jev_server import JevServer
 from loopback.openai_server import OpenAIServer
@@ -77,11 +77,7 @@ def stack(moto_server, tmp_path_factory):
             {
                 "AWS_ENDPOINT_URL_DYNAMODB": moto_server.endpoint,
                 "MEMORYBOT_TABLE_PREFIX": PREFIX,
-                "MEMORYBOT_DECISION_MODEL": "http",
-                "JEV_URL": jev.url,
-                "MEMORYBOT_CHAT_MODEL": "openai",
-                "OPENAI_BASE_URL": llm.url,
-                "OPENAI_API_KEY": "sk-local-stand-in",
+                **loopback_models(jev.url, llm.url, chat=True),
                 "MEMORYBOT_ADMIN_SECRET": ADMIN_SECRET,
             },
         )

@@ -12,7 +12,7 @@ from datetime import UTC, datetime, timedelta
 
 import httpx
 import pytest
-from stack_process import StackProcess
+from stack_process import StackProcess, loopback_models
 
 from loopback.jev_server import JevServer
 from memorybot.core.catalog import text
@@ -30,8 +30,7 @@ def scenario(tmp_path_factory):
         running = StackProcess(
             state_dir,
             {
-                "MEMORYBOT_DECISION_MODEL": "http",
-                "JEV_URL": jev.url,
+                **loopback_models(jev.url),
                 "MEMORYBOT_ADMIN_SECRET": ADMIN_SECRET,
                 "POWERTOOLS_LOG_LEVEL": "DEBUG",  # the most a deployed operator could turn on
             },

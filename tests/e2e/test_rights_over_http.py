@@ -22,7 +22,7 @@ from datetime import timedelta
 
 import httpx
 import pytest
-from stack_process import StackProcess
+from stack_process import StackProcess, loopback_models
 
 from loopback.jev_server import JevServer
 from loopback.openai_server import OpenAIServer
@@ -48,11 +48,7 @@ def rights(tmp_path_factory):
             state_dir,
             {
                 "AWS_ENDPOINT_URL_DYNAMODB": dynamo.endpoint,
-                "MEMORYBOT_DECISION_MODEL": "http",
-                "JEV_URL": jev.url,
-                "MEMORYBOT_EMBEDDING_MODEL": "openai",
-                "OPENAI_BASE_URL": llm.url,
-                "OPENAI_API_KEY": "sk-loopback",
+                **loopback_models(jev.url, llm.url, embeddings=True),
                 "MEMORYBOT_FETCH_CHANNEL_HISTORY": "true",
                 "MEMORYBOT_ADMIN_SECRET": SECRET,
                 "POWERTOOLS_LOG_LEVEL": "DEBUG",

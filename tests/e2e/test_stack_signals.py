@@ -15,7 +15,7 @@ import time
 
 import httpx
 import pytest
-from stack_process import SCRUBBED_PREFIXES, StackProcess
+from stack_process import SCRUBBED_PREFIXES, StackProcess, loopback_models
 
 from loopback.jev_server import JevServer
 from memorybot.local.client import LocalClient, find_signing_key
@@ -34,7 +34,7 @@ def jev():
 def start(tmp_path, jev: JevServer) -> tuple[StackProcess, LocalClient]:
     state_dir = tmp_path / ".memorybot"
     state_dir.mkdir()
-    env = {"MEMORYBOT_DECISION_MODEL": "http", "JEV_URL": jev.url, "MEMORYBOT_ADMIN_SECRET": ADMIN_SECRET}
+    env = {**loopback_models(jev.url), "MEMORYBOT_ADMIN_SECRET": ADMIN_SECRET}
     running = StackProcess(state_dir, env)
     client = LocalClient(running.url, "sig", find_signing_key(state_dir), admin_secret=ADMIN_SECRET)
     return running, client

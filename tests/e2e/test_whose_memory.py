@@ -18,7 +18,7 @@ from datetime import timedelta
 
 import httpx
 import pytest
-from stack_process import StackProcess
+from stack_process import StackProcess, loopback_models
 
 from loopback import Answer, LoopbackServer, Recorded
 from loopback.openai_server import OpenAIServer
@@ -70,10 +70,7 @@ def race_stack(tmp_path_factory):
         running = StackProcess(
             state_dir,
             {
-                "MEMORYBOT_DECISION_MODEL": "http",
-                "JEV_URL": jev.url,
-                "MEMORYBOT_CHAT_MODEL": "openai",
-                "OPENAI_BASE_URL": llm.url,
+                **loopback_models(jev.url, llm.url, chat=True),
                 "OPENAI_MODEL": "loopback",
                 "MEMORYBOT_FETCH_CHANNEL_HISTORY": "true",
             },

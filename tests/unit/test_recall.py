@@ -167,14 +167,20 @@ def test_the_query_is_embedded_after_the_read_and_only_when_more_than_ten_are_ra
 
 
 def test_a_paused_persons_words_are_never_embedded_and_they_are_still_answered():
-    people = FakePeopleStore()
-    store = FakeMemoryStore(people=people)
-    twelve(store)
-    people.pause("u1", LedgerEntry("u1", Action.PAUSE, Actor.COMMAND, "pause", T0))
+    store, people = paused_twelve()
     counting = CountingEmbeddings()
     chat = ScriptedChat(reply="hello")
     answer = ReplyWriter(store, chat, people, embeddings=counting).reply(ME, "alice", [said("I went hiking")])
     assert answer == "hello" and counting.texts == [] and reads(store) == []
+
+
+def paused_twelve() -> tuple[FakeMemoryStore, FakePeopleStore]:
+    """A person with twelve memories who has paused memory."""
+    people = FakePeopleStore()
+    store = FakeMemoryStore(people=people)
+    twelve(store)
+    people.pause("u1", LedgerEntry("u1", Action.PAUSE, Actor.COMMAND, "pause", T0))
+    return store, people
 
 
 class BrokenEmbeddings:
@@ -259,10 +265,7 @@ def test_an_exchange_not_worth_keeping_leaves_no_read_row_and_ten_or_fewer_are_n
 
 
 def test_a_paused_persons_exchange_is_never_embedded_nor_read():
-    people = FakePeopleStore()
-    store = FakeMemoryStore(people=people)
-    twelve(store)
-    people.pause("u1", LedgerEntry("u1", Action.PAUSE, Actor.COMMAND, "pause", T0))
+    store, people = paused_twelve()
     counting = CountingEmbeddings()
     jev = ScriptedJev()
     result = Extractor(store, jev, ScriptedChat(), embeddings=counting, people=people).run(
