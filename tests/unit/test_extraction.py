@@ -195,6 +195,19 @@ def test_the_rewrites_threads_are_started_while_the_decision_is_out(store):
     assert jev.threads - before >= len(profile)
 
 
+@pytest.mark.parametrize(("actor", "started"), [(Actor.EXTRACTION, [4]), (Actor.COMMAND, [4]), (Actor.NIGHTLY, [])])
+def test_only_a_live_turn_starts_threads_for_rewrites_before_the_decision(store, monkeypatch, actor, started):
+    # The nightly run's chunks are paced by CPU, which threads for rewrites that may not come take.
+    import memorybot.core.extraction as extraction
+
+    counts = []
+    monkeypatch.setattr(extraction, "_start_threads", lambda pool, count: counts.append(count))
+    profile = seed_profile(store, n=4)
+    jev = ScriptedJev(verdicts=dict.fromkeys((m.memory_id for m in profile), "update"), add=0.0)
+    result = extractor(store, jev, ScriptedChat()).run(ME, SCOPE, exchange(), actor=actor)
+    assert len(result.updated) == 4 and counts == started
+
+
 def test_start_threads_starts_that_many_of_the_pools_threads():
     with ThreadPoolExecutor(max_workers=8) as pool:
         pool.submit(_start_threads, pool, 5).result()  # returns once all five ran at once

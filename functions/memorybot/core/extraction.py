@@ -196,7 +196,9 @@ class Extractor:
             if worth is None or worth < WORTH_THRESHOLD:
                 return self._result(Outcome.NO_DECISION if worth is None else Outcome.NOT_WORTH, calls)
             profile = loading.result() or []
-            plan = self._decide(exchange, profile, calls, pool)
+            # A live turn waits on its path; the nightly run's many chunks at once are paced by CPU,
+            # which threads started for rewrites that may never come would only take from them.
+            plan = self._decide(exchange, profile, calls, pool, start_threads=actor is not Actor.NIGHTLY)
             result = self._write(plan, exchange, actor=actor, run_id=run_id, check=check)
         # Counted once the pool is done: every call of the turn, a dropped draft's too.
         result.failures, result.model_calls = calls.failures, calls.calls
@@ -216,7 +218,13 @@ class Extractor:
         return Exchange.of(speaker, scope, messages) or Outcome.NO_EXCHANGE
 
     def _decide(
-        self, exchange: Exchange, profile: Sequence[Memory], calls: decisions.CallCounter, pool: ThreadPoolExecutor
+        self,
+        exchange: Exchange,
+        profile: Sequence[Memory],
+        calls: decisions.CallCounter,
+        pool: ThreadPoolExecutor,
+        *,
+        start_threads: bool = True,
     ) -> _Plan:
         """One decision on the profile and the add, the add's draft written beside it; each
         rewrite starts as soon as the decision names it. A failed decision changes nothing.
@@ -235,9 +243,10 @@ class Extractor:
         if not profile:  # nothing to duplicate: the design allows the add without asking
             return _Plan(add=pool.submit(draft))
         drafted = pool.submit(draft, False)
-        # The rewrites' threads are started while the decision is out (one for the draft): a pool
-        # starts a thread on a submit, and ten starts after the decision cost its rewrites ~10 ms.
-        pool.submit(_start_threads, pool, min(len(profile), max(1, self._concurrency)))
+        if start_threads:
+            # The rewrites' threads are started while the decision is out: a pool starts a thread
+            # on a submit, and ten starts after the decision cost its rewrites ~10 ms at L = 50 ms.
+            pool.submit(_start_threads, pool, min(len(profile), max(1, self._concurrency)))
         rewrites: dict[str, Future[MemoryDraft | None]] = {}
         lock = threading.Lock()
 
