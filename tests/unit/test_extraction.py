@@ -3,16 +3,13 @@
 from __future__ import annotations
 
 import math
-import threading
-import time
-from concurrent.futures import ThreadPoolExecutor
 from datetime import timedelta
 
 import pytest
 
 from fakes import T0, Clock, FakeMemoryStore, ScriptedChat, ScriptedJev, memory, message, owner, speaker
 from memorybot.core.domain import GLOBAL_SCOPE, Action, Actor, Exchange, Memory, Verdict
-from memorybot.core.extraction import Extractor, _start_threads
+from memorybot.core.extraction import Extractor
 
 ALICE, BOB = "100", "200"
 SCOPE = GLOBAL_SCOPE
@@ -164,54 +161,6 @@ def test_update_verdict_rewrites_the_text_and_keeps_identity(store):
     assert after.created_at == a.created_at and after.updated_at > a.updated_at
     [row] = store.changes()
     assert (row.action, row.before, row.after) == (Action.UPDATE, a, after)
-
-
-class ThreadCountingJev(ScriptedJev):
-    """Notes how many of the extraction's threads are running while the decision is out."""
-
-    def decide(self, exchange, memories, early=None):
-        wanted = len(memories)  # a rewrite's thread for every memory read
-        self.threads = pool_threads()
-        for _ in range(200):  # at most 2 s: the starts run beside this call
-            if self.threads >= wanted:
-                break
-            time.sleep(0.01)
-            self.threads = pool_threads()
-        return super().decide(exchange, memories, early)
-
-
-def pool_threads():
-    return sum(t.name.startswith("ThreadPoolExecutor") for t in threading.enumerate())
-
-
-def test_the_rewrites_threads_are_started_while_the_decision_is_out(store):
-    profile = seed_profile(store, n=4)
-    jev = ThreadCountingJev(verdicts=dict.fromkeys((m.memory_id for m in profile), "update"), add=0.0)
-    before = pool_threads()
-    result = extractor(store, jev, ScriptedChat()).run(ME, SCOPE, exchange())
-    assert sorted(result.updated) == sorted(m.memory_id for m in profile)
-    # Started on a submit, the rewrites' threads would begin only after the decision (the profile's
-    # read and the draft's two before it).
-    assert jev.threads - before >= len(profile)
-
-
-@pytest.mark.parametrize(("actor", "started"), [(Actor.EXTRACTION, [4]), (Actor.COMMAND, [4]), (Actor.NIGHTLY, [])])
-def test_only_a_live_turn_starts_threads_for_rewrites_before_the_decision(store, monkeypatch, actor, started):
-    # The nightly run's chunks are paced by CPU, which threads for rewrites that may not come take.
-    import memorybot.core.extraction as extraction
-
-    counts = []
-    monkeypatch.setattr(extraction, "_start_threads", lambda pool, count: counts.append(count))
-    profile = seed_profile(store, n=4)
-    jev = ScriptedJev(verdicts=dict.fromkeys((m.memory_id for m in profile), "update"), add=0.0)
-    result = extractor(store, jev, ScriptedChat()).run(ME, SCOPE, exchange(), actor=actor)
-    assert len(result.updated) == 4 and counts == started
-
-
-def test_start_threads_starts_that_many_of_the_pools_threads():
-    with ThreadPoolExecutor(max_workers=8) as pool:
-        pool.submit(_start_threads, pool, 5).result()  # returns once all five ran at once
-        assert len(pool._threads) == 5
 
 
 def test_the_rewrite_sees_only_the_exchange_and_the_record_being_rewritten(store):

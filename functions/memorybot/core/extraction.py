@@ -105,25 +105,6 @@ def _decision(answer: object) -> Decision | None:
     return answer if isinstance(answer, Decision) else None
 
 
-THREAD_START_TIMEOUT = 1.0  # seconds: a pool that cannot start them all stops waiting (harmless)
-
-
-def _start_threads(pool: ThreadPoolExecutor, count: int) -> None:
-    """``count`` of ``pool``'s threads started (this one among them), then idle: a pool starts a
-    thread only when a task finds none idle, so each of these waits until all have begun."""
-    started = threading.Barrier(count, timeout=THREAD_START_TIMEOUT)
-
-    def wait() -> None:
-        try:
-            started.wait()
-        except threading.BrokenBarrierError:
-            pass
-
-    for _ in range(count - 1):
-        pool.submit(wait)
-    wait()
-
-
 class Extractor:
     def __init__(
         self,
@@ -196,9 +177,7 @@ class Extractor:
             if worth is None or worth < WORTH_THRESHOLD:
                 return self._result(Outcome.NO_DECISION if worth is None else Outcome.NOT_WORTH, calls)
             profile = loading.result() or []
-            # A live turn waits on its path; the nightly run's many chunks at once are paced by CPU,
-            # which threads started for rewrites that may never come would only take from them.
-            plan = self._decide(exchange, profile, calls, pool, start_threads=actor is not Actor.NIGHTLY)
+            plan = self._decide(exchange, profile, calls, pool)
             result = self._write(plan, exchange, actor=actor, run_id=run_id, check=check)
         # Counted once the pool is done: every call of the turn, a dropped draft's too.
         result.failures, result.model_calls = calls.failures, calls.calls
@@ -218,13 +197,7 @@ class Extractor:
         return Exchange.of(speaker, scope, messages) or Outcome.NO_EXCHANGE
 
     def _decide(
-        self,
-        exchange: Exchange,
-        profile: Sequence[Memory],
-        calls: decisions.CallCounter,
-        pool: ThreadPoolExecutor,
-        *,
-        start_threads: bool = True,
+        self, exchange: Exchange, profile: Sequence[Memory], calls: decisions.CallCounter, pool: ThreadPoolExecutor
     ) -> _Plan:
         """One decision on the profile and the add, the add's draft written beside it; each
         rewrite starts as soon as the decision names it. A failed decision changes nothing.
@@ -243,10 +216,6 @@ class Extractor:
         if not profile:  # nothing to duplicate: the design allows the add without asking
             return _Plan(add=pool.submit(draft))
         drafted = pool.submit(draft, False)
-        if start_threads:
-            # The rewrites' threads are started while the decision is out: a pool starts a thread
-            # on a submit, and ten starts after the decision cost its rewrites ~10 ms at L = 50 ms.
-            pool.submit(_start_threads, pool, min(len(profile), max(1, self._concurrency)))
         rewrites: dict[str, Future[MemoryDraft | None]] = {}
         lock = threading.Lock()
 
