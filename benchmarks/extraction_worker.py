@@ -15,6 +15,7 @@ did. It imports only what both trees have, so that the same harness drives both.
 
 from __future__ import annotations
 
+import functools
 import json
 import sys
 import time
@@ -62,19 +63,27 @@ def dated(model):
     return model
 
 
-def one(request: dict) -> dict:
+@functools.cache
+def adapters(chat_url: str, embed_url: str) -> tuple[OpenAICompatibleClient, OpenAIEmbeddings]:
+    """Wired once for the worker's life, as a warm function's composition root wires them once: a
+    run after the first finds its connections open, as a deployed turn after the first does."""
     retrier = Retrier(None, ModelCallLimiter(MAX_IN_FLIGHT))  # one limiter for chat and embeddings
     client = OpenAICompatibleClient(
-        request["chat"], "bench", timeout_seconds=8.0, max_connections=MAX_IN_FLIGHT, retrier=retrier
+        chat_url, "bench", timeout_seconds=8.0, max_connections=MAX_IN_FLIGHT, retrier=retrier
     )
     embeddings = OpenAIEmbeddings(
-        request["embed"],
+        embed_url,
         "bench-embed",
         dimensions=64,
         timeout_seconds=8.0,
         max_connections=MAX_IN_FLIGHT,
         retrier=retrier,
     )
+    return client, embeddings
+
+
+def one(request: dict) -> dict:
+    client, embeddings = adapters(request["chat"], request["embed"])
     store = FakeMemoryStore(clock=Clock(NOW))
     store.seed(
         *(
@@ -103,8 +112,6 @@ def one(request: dict) -> dict:
     started = time.perf_counter()
     result = extractor.run(speaker("u1", "alice"), GLOBAL_SCOPE, talk)
     elapsed = time.perf_counter() - started
-    client.close()
-    getattr(embeddings, "close", lambda: None)()  # not every tree's embeddings adapter has one
     return {
         "elapsed": elapsed,  # until run returned (a vector stored after its write included)
         "committed": (max(committed) - started) if committed else None,  # the last change written
