@@ -161,3 +161,21 @@ def test_in_the_bots_dm_the_memory_lives_in_the_dm(front):
     run_jobs(front)
     assert front.memory_store.read_profile(owner(ALICE, "dm"), actor=Actor.COMMAND, reason="t", limit=None)
     assert front.memory_store.read_profile(owner(ALICE, SCOPE), actor=Actor.COMMAND, reason="t", limit=None) == []
+
+
+def test_a_job_failing_on_every_attempt_tells_the_person_on_the_last_and_still_fails(front, monkeypatch):
+    """Not the model's "not yet": a store that fails. Lambda runs the job again; only its last
+    attempt answers, so the person is not left with Discord's "thinking" until the token expires."""
+    call(remember_this("I run every morning at six", locale="ja"))
+    [(_, job)], front.invoker.calls[:] = list(front.invoker.calls), []
+
+    def broken(*args, **kwargs):
+        raise RuntimeError("injected store failure")
+
+    monkeypatch.setattr(front.memory_store, "apply", broken)
+    attempts = front.settings.async_retries + 1  # Lambda's own run and its retries
+    for attempt in range(attempts):
+        with pytest.raises(RuntimeError):
+            extraction.handler(job, context())
+        assert edits(front) == ([text("remember_failed", "ja")] if attempt == attempts - 1 else [])
+    assert front.memory_store.read_profile(owner(), actor=Actor.COMMAND, reason="test", limit=None) == []

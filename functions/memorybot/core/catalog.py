@@ -382,6 +382,10 @@ TEXTS: dict[str, dict[Language, str]] = {
         Language.EN: "I couldn't decide about that just now, so I remembered nothing. Please try again later.",
         Language.JA: "今は判断できなかったので、何も覚えていません。しばらくしてからもう一度お試しください。",
     },
+    "remember_failed": {  # the job failed for good (not the model's "not yet"): some of it may be done
+        Language.EN: "Sorry, something went wrong on my side with that. Please try again later.",
+        Language.JA: "ごめんなさい、こちら側で問題が起きました。しばらくしてからもう一度お試しください。",
+    },
     # ---- /chat and everything else
     "empty_chat": {
         Language.EN: "Say something after /chat and I'll answer.",

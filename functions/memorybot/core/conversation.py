@@ -304,10 +304,23 @@ def remember(deps: RememberDeps, job: RememberJob, *, give_up: Callable[[], bool
             raise
         logger.warning("model unavailable after every retry: nothing remembered", extra=job.ids())
         extracted = Extracted(DECISIONS_LOST, [], [], [])
+    except Exception as exc:
+        # Lambda runs a failed job again; on its last attempt the person is told rather than left
+        # with Discord's "thinking" until the token expires, and the job still fails into the
+        # dead-letter queue. What it had committed stays committed, so the answer promises nothing.
+        if give_up():
+            logger.warning("remember failed on its last attempt", extra={**job.ids(), "error": type(exc).__name__})
+            _answer_remember(deps, job, "remember_failed")
+        raise
     changed = extracted.added or extracted.updated or extracted.deleted
-    key = "remember_will" if changed else REMEMBER_ANSWERS.get(extracted.outcome, "remember_nothing")
+    _answer_remember(
+        deps, job, "remember_will" if changed else REMEMBER_ANSWERS.get(extracted.outcome, "remember_nothing")
+    )
+    return extracted
+
+
+def _answer_remember(deps: RememberDeps, job: RememberJob, key: str) -> None:
     try:
         deps.discord_webhooks.edit_original(job.application_id, job.token, text(key, job.locale))
     except Exception as exc:  # noqa: BLE001 - what was decided stays decided; the answer is a courtesy
         logger.warning("remember answer not sent", extra={**job.ids(), "error": type(exc).__name__})
-    return extracted

@@ -69,8 +69,9 @@ def job_worker(
 
 
 def retries_spent(c: Container, worker: str, interaction_id: str) -> bool:
-    """Called when the job found the model unavailable: counts the attempt, and answers whether
-    Lambda has no retry left for it (then the caller gives up instead of raising)."""
+    """Called when the job found the model unavailable (or, for "Remember this", failed otherwise):
+    counts the attempt, and answers whether Lambda has no retry left for it (then the caller gives
+    up instead of raising, or tells the person before it raises)."""
     return c.unavailable_attempts.count(worker, interaction_id) > c.settings.async_retries
 
 
