@@ -579,27 +579,11 @@ class DynamoMemoryStore(MemoryStore):
         queues: list[list[Memory]] = []
         for shard in range(tables.STALE_SHARDS):
             # The review queue, least recently reviewed first; only the stale ones count.
-            queued = query_items(
-                self._client,
-                TableName=self._memories,
-                IndexName=REVIEW_QUEUE,
-                KeyConditionExpression="stale_shard = :shard",
-                FilterExpression="updated_at < :cutoff",
-                ExpressionAttributeValues={":shard": s(str(shard)), ":cutoff": s(cutoff)},
-                ScanIndexForward=True,
-                Limit=STALE_PAGE,
-            )
+            queued = self._review_shard(shard, REVIEW_QUEUE, "", "updated_at < :cutoff", {":cutoff": s(cutoff)})
             # Records written before review_after existed are not in that index: they are found
             # by their update time (their place in the queue), until a write or a review marks them.
-            unqueued = query_items(
-                self._client,
-                TableName=self._memories,
-                IndexName=STALE,
-                KeyConditionExpression="stale_shard = :shard AND updated_at < :cutoff",
-                FilterExpression="attribute_not_exists(review_after)",
-                ExpressionAttributeValues={":shard": s(str(shard)), ":cutoff": s(cutoff)},
-                ScanIndexForward=True,
-                Limit=STALE_PAGE,
+            unqueued = self._review_shard(
+                shard, STALE, "updated_at < :cutoff", "attribute_not_exists(review_after)", {":cutoff": s(cutoff)}
             )
             # No shard can contribute more than ``limit`` to the first ``limit`` overall.
             for items in (queued, unqueued):
@@ -612,18 +596,29 @@ class DynamoMemoryStore(MemoryStore):
         queues: list[list[Memory]] = []
         for shard in range(tables.STALE_SHARDS):
             # Ended by now, earliest first; untouched since: no write or review after its end.
-            items = query_items(
-                self._client,
-                TableName=self._memories,
-                IndexName=ENDING,
-                KeyConditionExpression="stale_shard = :shard AND ends_at <= :now",
-                FilterExpression="review_after < ends_at",
-                ExpressionAttributeValues={":shard": s(str(shard)), ":now": s(iso(now))},
-                ScanIndexForward=True,
-                Limit=STALE_PAGE,
+            items = self._review_shard(
+                shard, ENDING, "ends_at <= :now", "review_after < ends_at", {":now": s(iso(now))}
             )
             queues.append(list(islice(readable_memories(items), limit)))
         return list(islice(heapq.merge(*queues, key=lambda m: m.ends_at(self._zone) or now), limit))
+
+    def _review_shard(
+        self, shard: int, index: str, sort_condition: str, keep: str, values: dict[str, Any]
+    ) -> Iterator[Item]:
+        """One shard of a review index in the index's order, a page of STALE_PAGE at a time and
+        only as far as the caller reads, keeping what ``keep`` (a filter) allows;
+        ``sort_condition`` narrows the sort key, when the index has one."""
+        key = "stale_shard = :shard" + (f" AND {sort_condition}" if sort_condition else "")
+        return query_items(
+            self._client,
+            TableName=self._memories,
+            IndexName=index,
+            KeyConditionExpression=key,
+            FilterExpression=keep,
+            ExpressionAttributeValues={":shard": s(str(shard)), **values},
+            ScanIndexForward=True,
+            Limit=STALE_PAGE,
+        )
 
     def mark_reviewed(self, memory: Memory, at: datetime) -> None:
         # A failed condition means changed or deleted meanwhile: its own write placed it in the queue.
