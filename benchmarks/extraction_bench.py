@@ -198,6 +198,28 @@ def measure(path: Path_, case: Case, latency: float, embed_factor: float, chat, 
     )
 
 
+def measure_floor(path: Path_, latency: float, chat, judge) -> tuple[float, float]:
+    """The shape's floor on this machine, in L (one bare call; a call, a call, then ten at once),
+    the median of RUNS after one uncounted run; see ``extraction_worker.floor``."""
+    chat.clear()
+    chat.set_delay(latency)
+    judge.case, judge.answers = CASES[0], []
+    chat.responder = judge
+    runs = [path.run({"chat": chat.url, "floor": True}) for _ in range(RUNS + 1)][1:]
+    return (statistics.median(r["one"] for r in runs) / latency, statistics.median(r["chain"] for r in runs) / latency)
+
+
+def _over(table: dict[tuple, Figures], latency: float, chain: float) -> str:
+    """How much later than the floor the one decision's last change of "10 updated + add" was
+    committed, in ms, at each embedding speed."""
+    cells = []
+    for factor, label in EMBEDDING_SPEEDS:
+        committed = table[("one decision", "10 updated + add", latency, factor)].committed
+        if committed is not None:
+            cells.append(f"+{(committed - chain) * latency * 1000:.1f} ms ({label})")
+    return ", ".join(cells)
+
+
 def _l(value: float | None) -> str:
     return "-" if value is None else f"{value:.2f}"
 
@@ -213,6 +235,7 @@ def main() -> None:
             print(f"(commit {PER_RECORD_COMMIT[:7]} is not in this clone: the per-record path is not measured)")
         try:
             table: dict[tuple, Figures] = {}
+            floors = {latency: measure_floor(paths[-1], latency, chat, judge) for latency in LATENCIES}
             for latency in LATENCIES:
                 for factor, _ in EMBEDDING_SPEEDS:
                     for case in CASES:
@@ -233,6 +256,12 @@ def main() -> None:
             f = table[(name, case.name, LATENCIES[0], EMBEDDING_SPEEDS[0][0])]
             cells.append(f"{f.requests:>3} {f.input_tokens:>6,} {f.output_tokens:>5,} ({f.embedding_requests})")
         print(f"{case.name:<24} | " + " | ".join(f"{c:<33}" for c in cells))
+    print("\nThe shape's floor on this machine (bare POSTs through one warm httpx client to the same server):")
+    for latency, (one_call, chain) in floors.items():
+        print(
+            f"L = {latency * 1000:.0f} ms: one call {one_call:.2f} L; a call, a call, then ten at once {chain:.2f} L "
+            f"(the path over it: every memory updated + add {_over(table, latency, chain)})"
+        )
     for latency in LATENCIES:
         for factor, label in EMBEDDING_SPEEDS:
             print(f"\nCritical path in L, L = {latency * 1000:.0f} ms, {label}: last change committed / run returned")

@@ -19,7 +19,10 @@ import functools
 import json
 import sys
 import time
+from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime, timedelta
+
+import httpx
 
 from memorybot.adapters.embeddings import OpenAIEmbeddings
 from memorybot.adapters.limiter import ModelCallLimiter
@@ -121,10 +124,36 @@ def one(request: dict) -> dict:
     }
 
 
+@functools.cache
+def bare(chat_url: str) -> tuple[httpx.Client, ThreadPoolExecutor]:
+    return httpx.Client(limits=httpx.Limits(max_connections=MAX_IN_FLIGHT)), ThreadPoolExecutor(10)
+
+
+def floor(request: dict) -> dict:
+    """The shape's floor on this machine: a call, then another, then ten at once (as worth, the
+    decision and the rewrites), each a bare POST of a small JSON body through one warm httpx
+    client to the same server: no prompt, no parsing, no store. What it takes over 3 L is the
+    loopback server's and this machine's own (timers, waking up, the loopback), not the path's."""
+    client, pool = bare(request["chat"])
+    url = request["chat"] + "/chat/completions"
+
+    def call(_: object = None) -> None:
+        client.post(url, json={"model": "bench", "messages": [{"role": "user", "content": "floor"}]}).raise_for_status()
+
+    call()  # the connection is open, as the path's are
+    started = time.perf_counter()
+    call()
+    one_call = time.perf_counter() - started
+    call()
+    list(pool.map(call, range(10)))
+    return {"one": one_call, "chain": time.perf_counter() - started}
+
+
 def main() -> None:
     for line in sys.stdin:
         if line.strip():
-            print(json.dumps(one(json.loads(line))), flush=True)
+            request = json.loads(line)
+            print(json.dumps(floor(request) if request.get("floor") else one(request)), flush=True)
 
 
 if __name__ == "__main__":

@@ -25,8 +25,11 @@ Common API (``LoopbackServer``):
 - ``api_key``: when set, a request without ``Authorization: Bearer <key>`` gets 401.
 - Subclasses answer unscripted paths in ``default_answer(request)`` (base: 404).
 
-A delay is cut short by ``stop()``, so a test that times out its client never waits
-for the server.
+A delay counts from the request's arrival (its request line read): the server's own work on
+it (parsing, the scripted or default answer, the response's bytes) is done inside the delay,
+and the response leaves in one write when it is up, so a delay of L is a service that answers
+in L, not in L plus this Python server's time. A delay is cut short by ``stop()``, so a test
+that times out its client never waits for the server.
 
 A stand-in for a model under a quota: ``set_delay(L)`` is the model's latency, and
 ``set_quota(Q)`` lets at most Q requests per minute through (a token bucket of one second's
@@ -59,6 +62,7 @@ class Recorded:
     headers: dict[str, str]
     body: bytes
     client_port: int  # the client's port: the same port twice means a reused connection
+    arrived: float = 0.0  # time.monotonic() when its request line was read: a delay counts from then
 
     @property
     def json(self) -> Any:
@@ -215,7 +219,8 @@ class LoopbackServer:
     def default_answer(self, request: Recorded) -> Answer:
         return Answer(404, {"error": f"nothing scripted for {request.path}"})
 
-    def _answer_for(self, request: Recorded) -> Answer:
+    def _answer_for(self, request: Recorded) -> tuple[Answer, bytes]:
+        """The answer and its body's bytes, once its delay since the request arrived is up."""
         with self._lock:
             self._requests.append(request)
             wait = self._quota.take() if self._quota is not None else 0.0
@@ -229,15 +234,18 @@ class LoopbackServer:
                 self.in_flight += 1
                 self.peak_in_flight = max(self.peak_in_flight, self.in_flight)
         if wait > 0:
-            return self.throttled_answer(wait)
+            answer = self.throttled_answer(wait)
+            return answer, answer.payload()
         try:
             if self.api_key is not None and request.headers.get("authorization") != f"Bearer {self.api_key}":
-                return Answer(401, {"error": "unauthorized"})
+                answer = Answer(401, {"error": "unauthorized"})
+                return answer, answer.payload()
             answer = scripted or self.default_answer(request)
-            total = delay + answer.delay
-            if total > 0:
-                self._stopping.wait(total)
-            return answer
+            payload = answer.payload()
+            held = delay + answer.delay - (time.monotonic() - request.arrived)
+            if delay + answer.delay > 0 and held > 0:
+                self._stopping.wait(held)
+            return answer, payload
         finally:
             with self._lock:
                 self.in_flight -= 1
@@ -275,7 +283,12 @@ class _Server(ThreadingHTTPServer):
 def _handler_for(owner: LoopbackServer) -> type[BaseHTTPRequestHandler]:
     class Handler(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"  # keep-alive, so connection reuse is observable
-        disable_nagle_algorithm = True  # headers and body go out separately: no 40 ms delayed-ACK stall
+        disable_nagle_algorithm = True  # a long body goes out in parts: no 40 ms delayed-ACK stall
+        wbufsize = 64 * 1024  # headers and body buffered: sent together when the handler flushes
+
+        def parse_request(self) -> bool:
+            self.arrived = time.monotonic()  # the request line is in: the delay counts from here
+            return super().parse_request()
 
         def _serve(self) -> None:
             length = int(self.headers.get("Content-Length") or 0)
@@ -286,9 +299,9 @@ def _handler_for(owner: LoopbackServer) -> type[BaseHTTPRequestHandler]:
                 {k.lower(): v for k, v in self.headers.items()},
                 body,
                 self.client_address[1],
+                self.arrived,
             )
-            answer = owner._answer_for(request)
-            payload = answer.payload()
+            answer, payload = owner._answer_for(request)
             try:
                 self.send_response(answer.status)
                 self.send_header("Content-Type", answer.headers.get("Content-Type", "application/json"))

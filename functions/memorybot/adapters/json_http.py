@@ -1,9 +1,13 @@
-"""One pooled, thread-safe httpx client for a JSON API (the Jev and OpenAI-compatible backends),
-and how those two classify an HTTP attempt for the shared retry policy (``retry.py``)."""
+"""One pooled, thread-safe JSON endpoint over httpx's transport (the Jev, OpenAI-compatible and
+embeddings backends), and how those classify an HTTP attempt for the shared retry policy
+(``retry.py``)."""
 
 from __future__ import annotations
 
+import json
+import urllib.request
 from typing import TYPE_CHECKING, Any, Required, TypedDict, Unpack
+from urllib.parse import urlsplit
 
 import httpx
 
@@ -18,34 +22,76 @@ THROTTLE_STATUS = 429  # "slow down": not yet
 SERVER_ERROR_STATUSES = frozenset({500, 502, 503, 504})
 
 
-def json_client(
-    base_url: str,
-    *,
-    timeout_seconds: float,
-    api_key: str = "",
-    max_connections: int = 20,
-    transport: httpx.BaseTransport | None = None,
-) -> httpx.Client:
-    """Bearer auth when a key is set; every call bounded by ``timeout_seconds``; as many pooled
-    connections as the process's limiter lets model calls be in flight (no hidden cap below it)."""
-    headers = {"Accept": "application/json"}
-    if api_key:
-        headers["Authorization"] = f"Bearer {api_key}"
-    return httpx.Client(
-        base_url=base_url.rstrip("/"),
-        headers=headers,
-        timeout=httpx.Timeout(timeout_seconds),
-        limits=httpx.Limits(max_connections=max_connections, max_keepalive_connections=max_connections),
-        transport=transport,
-    )
+class JsonEndpoint:
+    """A JSON API's pooled connections, posted to through httpx's transport directly.
+
+    A model call needs nothing ``httpx.Client`` adds on top of its transport (cookies, redirects,
+    auth flows, event hooks, URL merging), and that layer cost a third of a call's CPU (0.59 ->
+    0.41 ms a completion over loopback): the ten rewrites of a turn are sent under one
+    interpreter lock, so each request's CPU delays the next. What the client read from the
+    environment is kept: the proxy (``environment_proxy``) and, in the transport itself,
+    SSL_CERT_FILE / SSL_CERT_DIR. The pool, the timeouts and the exceptions are httpx's.
+    Thread-safe."""
+
+    def __init__(
+        self,
+        base_url: str,
+        *,
+        api_key: str = "",
+        max_connections: int = 20,
+        transport: httpx.BaseTransport | None = None,
+    ) -> None:
+        self._base_url = base_url.rstrip("/")
+        headers = [("Accept", "application/json"), ("Content-Type", "application/json")]
+        if api_key:
+            headers.append(("Authorization", f"Bearer {api_key}"))
+        self._headers = headers
+        # As many pooled connections as the process's limiter lets model calls be in flight
+        # (no hidden cap below it).
+        self._transport = transport or httpx.HTTPTransport(
+            limits=httpx.Limits(max_connections=max_connections, max_keepalive_connections=max_connections),
+            proxy=environment_proxy(self._base_url),
+        )
+
+    def post(self, path: str, body: dict[str, Any], *, timeout: float) -> httpx.Response:
+        """The whole response to one POST of ``body`` as JSON; httpx's exceptions on failure."""
+        request = httpx.Request(
+            "POST",
+            self._base_url + path,
+            headers=self._headers,
+            content=json.dumps(body, separators=(",", ":"), ensure_ascii=False).encode(),
+            extensions={"timeout": httpx.Timeout(timeout).as_dict()},
+        )
+        response = self._transport.handle_request(request)
+        try:
+            response.read()
+        finally:
+            response.close()
+        return response
+
+    def close(self) -> None:
+        self._transport.close()
 
 
-def post_attempt(client: httpx.Client, path: str, body: dict[str, Any], *, timeout: float, what: str) -> httpx.Response:
+def environment_proxy(url: str) -> str | None:
+    """The proxy the environment names for ``url``: HTTPS_PROXY or HTTP_PROXY by its scheme, else
+    ALL_PROXY, unless NO_PROXY covers its host (the standard library's reading of them)."""
+    parts = urlsplit(url)
+    proxies = urllib.request.getproxies()
+    proxy = proxies.get(parts.scheme) or proxies.get("all")
+    if not proxy or urllib.request.proxy_bypass(parts.hostname or ""):
+        return None
+    return proxy if "://" in proxy else f"http://{proxy}"
+
+
+def post_attempt(
+    endpoint: JsonEndpoint, path: str, body: dict[str, Any], *, timeout: float, what: str
+) -> httpx.Response:
     """One POST, classified for the retry policy: 429 (or a server error with Retry-After) raises
     ``Throttled``; another server error, a timeout or a transport error ``Transient``; any other
     response is returned for the backend to judge. Reasons name the path and status only."""
     try:
-        response = client.post(path, json=body, timeout=timeout)
+        response = endpoint.post(path, body, timeout=timeout)
     except httpx.TimeoutException as exc:
         raise Transient(f"{what}: timed out", timed_out=True) from exc
     except httpx.TransportError as exc:
@@ -89,9 +135,8 @@ class JsonService:
     def __init__(self, base_url: str, **options: Unpack[ServiceOptions]) -> None:
         self._timeout = options["timeout_seconds"]
         self.retrier = options.get("retrier") or Retrier()
-        self._client = json_client(
+        self._endpoint = JsonEndpoint(
             base_url,
-            timeout_seconds=self._timeout,
             api_key=options.get("api_key", ""),
             max_connections=options.get("max_connections", 20),
             transport=options.get("transport"),
@@ -100,9 +145,11 @@ class JsonService:
     def post(self, path: str, body: dict[str, Any], what: str) -> httpx.Response:
         """The answer to one POST, retried as ``post_attempt`` classifies each attempt."""
         return self.retrier.call(
-            lambda remaining: post_attempt(self._client, path, body, timeout=min(self._timeout, remaining), what=what),
+            lambda remaining: post_attempt(
+                self._endpoint, path, body, timeout=min(self._timeout, remaining), what=what
+            ),
             what,
         )
 
     def close(self) -> None:
-        self._client.close()
+        self._endpoint.close()

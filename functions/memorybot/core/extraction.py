@@ -14,7 +14,7 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Callable, Sequence
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import Executor, Future
 from dataclasses import dataclass, field, replace
 from datetime import datetime, tzinfo
 from enum import Enum
@@ -56,10 +56,15 @@ from .ports import (
     VectorWriter,
 )
 from .recall import Recall, exchange_query
+from .threads import Tasks, WarmThreads
 
 logger = logging.getLogger(__name__)
 
 ADD_ID_ATTEMPTS = 3  # a fresh random id collides with an existing one only by bad luck
+# The process's extraction threads, shared by every extractor in it (a task never waits behind
+# another run's): a turn's worth (the draft and every rewrite of a full profile) waits between
+# turns, so a warm function starts none on its path.
+_THREADS = WarmThreads(PROFILE_LIMIT + 1, name="extraction")
 
 
 class Outcome(str, Enum):
@@ -127,7 +132,7 @@ class Extractor:
         self._chat = chat_model
         self._clock = clock
         self._new_id = new_id
-        self._concurrency = concurrency
+        self._concurrency = max(1, concurrency)  # model calls of one turn at once, beside the decision
 
     def run(
         self,
@@ -151,8 +156,9 @@ class Extractor:
         # Checked again in each write's own transaction: a pause or an erasure while the models
         # think refuses the write.
         check = PersonCheck(speaker.user_id, exchange.since, Basis.LEARN) if self._people is not None else None
-        # Every rewrite at once, beside the draft (and, before them, the profile's read beside "worth").
-        with ThreadPoolExecutor(max_workers=max(1, self._concurrency) + 1) as pool:
+        # Every rewrite at once, beside the draft (and, before them, the profile's read beside "worth"),
+        # on threads kept from the turns before.
+        with Tasks(_THREADS, self._concurrency + 1) as pool:
             worth_it: Future[bool] = Future()
             # The profile is loaded beside "worth" (so the query embedding a ranking needs starts
             # then, and never delays the decision), read (its row) only if the exchange is worth it.
@@ -197,7 +203,7 @@ class Extractor:
         return Exchange.of(speaker, scope, messages) or Outcome.NO_EXCHANGE
 
     def _decide(
-        self, exchange: Exchange, profile: Sequence[Memory], calls: decisions.CallCounter, pool: ThreadPoolExecutor
+        self, exchange: Exchange, profile: Sequence[Memory], calls: decisions.CallCounter, pool: Executor
     ) -> _Plan:
         """One decision on the profile and the add, the add's draft written beside it; each
         rewrite starts as soon as the decision names it. A failed decision changes nothing.
@@ -254,7 +260,7 @@ class Extractor:
         return plan
 
     def _rewrite(
-        self, exchange: Exchange, memory: Memory, calls: decisions.CallCounter, pool: ThreadPoolExecutor
+        self, exchange: Exchange, memory: Memory, calls: decisions.CallCounter, pool: Executor
     ) -> Future[MemoryDraft | None]:
         """The record's rewrite: it sees the exchange and that record only, never the profile."""
         return pool.submit(
