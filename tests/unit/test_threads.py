@@ -61,24 +61,36 @@ def test_a_waiting_thread_holds_nothing_of_the_task_it_ran():
     assert seen() is None
 
 
+class AtOnce:
+    """Counts how many calls are inside ``during()`` at once; each stays 20 ms."""
+
+    def __init__(self):
+        self._lock = threading.Lock()
+        self._running = 0
+        self.peak = 0
+        self.done = 0
+
+    def during(self):
+        with self._lock:
+            self._running += 1
+            self.peak = max(self.peak, self._running)
+        threading.Event().wait(0.02)
+        with self._lock:
+            self._running -= 1
+            self.done += 1
+
+
 def test_a_run_s_tasks_keep_to_its_limit_and_its_with_waits_for_every_one():
-    threads = WarmThreads(keep=8)
-    lock, running, peak, done = threading.Lock(), [0], [0], []
+    threads, at_once = WarmThreads(keep=8), AtOnce()
 
     def call(i):
-        with lock:
-            running[0] += 1
-            peak[0] = max(peak[0], running[0])
-        threading.Event().wait(0.02)
-        with lock:
-            running[0] -= 1
-            done.append(i)
+        at_once.during()
         return i
 
     with Tasks(threads, limit=3) as tasks:
         futures = [tasks.submit(call, i) for i in range(9)]
-    assert len(done) == 9  # leaving the with waited for all of them
-    assert peak[0] == 3
+    assert at_once.done == 9  # leaving the with waited for all of them
+    assert at_once.peak == 3
     assert [f.result() for f in futures] == list(range(9))
 
 
@@ -142,20 +154,14 @@ def test_a_turn_s_rewrites_run_on_the_threads_the_turn_before_left_waiting():
 
 
 def test_a_turn_keeps_to_its_concurrency_on_the_shared_threads():
-    store = FakeMemoryStore()
-    lock, running, peak = threading.Lock(), [0], [0]
+    store, at_once = FakeMemoryStore(), AtOnce()
 
     class SlowChat(ScriptedChat):
         def write_memory(self, exchange, current):
-            with lock:
-                running[0] += 1
-                peak[0] = max(peak[0], running[0])
-            threading.Event().wait(0.02)
-            with lock:
-                running[0] -= 1
+            at_once.during()
             return super().write_memory(exchange, current)
 
     extractor = Extractor(store, _updating_jev(), SlowChat(), clock=Clock(T0 + timedelta(days=1)), concurrency=2)
     result = _turn(extractor, store, 6)
     assert len(result.updated) == 6
-    assert peak[0] == 3  # MEMORYBOT_MODEL_CONCURRENCY 2: two calls and the draft, at most, at once
+    assert at_once.peak == 3  # MEMORYBOT_MODEL_CONCURRENCY 2: two calls and the draft, at most, at once
