@@ -25,6 +25,13 @@ embedding is made then), and small talk (ten memories, "not worth keeping"):
 
 Goals with ten memories: kept + add <= 4 requests, <= 1,500 input tokens, <= 2.2 L; every memory
 updated + add <= 4,500 input tokens, <= 3.2 L; small talk one request, <= 350 tokens.
+
+Beside them, the shape's floor on this machine: a call, another, then ten at once, as bare POSTs
+through one warm httpx client to the same loopback server (no prompt, no parsing, no store;
+``extraction_worker.floor``). What it takes over 3 L is this machine's (its timers and waking up
+after each wait, the loopback, the Python server), which no path can go under; the path's figure
+over it is what the path itself costs. A loopback delay counts from the request's arrival (see
+``tests/loopback``), so the server's own work is inside L.
 """
 
 from __future__ import annotations
@@ -279,6 +286,15 @@ def main() -> None:
             f"{_l(updated.committed)} L (<= 3.2); small talk {small.requests} request, "
             f"{small.input_tokens} tokens (<= 350); twelve in the profile, kept + add "
             f"{_l(after['12 kept + add (10 read)'].committed)} L"
+        )
+    for latency in LATENCIES[:-1]:
+        cells = []
+        for factor, label in EMBEDDING_SPEEDS:
+            kept, updated = (table[("one decision", c, latency, factor)] for c in ("10 kept + add", "10 updated + add"))
+            cells.append(f"{label}: kept + add {_l(kept.committed)} L, updated + add {_l(updated.committed)} L")
+        print(
+            f"At L = {latency * 1000:.0f} ms: " + "; ".join(cells) + f" (the shape's floor on this machine: "
+            f"{floors[latency][1]:.2f} L)"
         )
 
 
