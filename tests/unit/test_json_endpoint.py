@@ -4,6 +4,7 @@ delay counts from the request's arrival)."""
 
 from __future__ import annotations
 
+import gzip
 import json
 import time
 
@@ -38,6 +39,14 @@ def test_a_post_sends_compact_json_with_the_key_and_reads_the_whole_answer(no_pr
     assert sent.headers["content-type"] == "application/json"
     assert sent.headers["authorization"] == "Bearer sk-1"
     assert sent.headers["accept"] == "application/json"
+    assert sent.headers["accept-encoding"] == "gzip, deflate"  # as httpx's client asked
+
+
+def test_a_compressed_answer_is_read_as_its_json(no_proxies):
+    with LoopbackServer() as service:
+        service.answer("/z", raw=gzip.compress(b'{"data": [1.5]}'), headers={"Content-Encoding": "gzip"})
+        response = JsonEndpoint(service.url).post("/z", {}, timeout=2.0)
+    assert json.loads(response.content) == {"data": [1.5]}
 
 
 def test_without_a_key_no_authorization_is_sent(no_proxies):

@@ -42,7 +42,13 @@ class JsonEndpoint:
         transport: httpx.BaseTransport | None = None,
     ) -> None:
         self._base_url = base_url.rstrip("/")
-        headers = [("Accept", "application/json"), ("Content-Type", "application/json")]
+        # What httpx's client sent by default, beside the JSON's own headers: answers (an
+        # embedding's vectors above all) may come compressed.
+        headers = [
+            ("Accept", "application/json"),
+            ("Accept-Encoding", "gzip, deflate"),
+            ("Content-Type", "application/json"),
+        ]
         if api_key:
             headers.append(("Authorization", f"Bearer {api_key}"))
         self._headers = headers
