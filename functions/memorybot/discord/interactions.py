@@ -360,11 +360,11 @@ def _resume(request: ResumeMemory, deps: Dependencies) -> dict:
 def _history(request: ShowHistory, deps: Dependencies) -> dict:
     caller = request.caller
     if request.requester and request.requester != caller.user_id:
-        return say("history_not_yours", request.locale)
+        return say("history_not_yours", caller)
     page = history.history(deps.memory_store, caller.owner, older_than=request.older_than, people=deps.people_store)
     older = bool(request.older_than)
     data = history_view.page_answer(
-        page, caller.user_id, caller.scope, deps.zone, request.locale, older=older, place=where(caller, deps)
+        page, caller.user_id, caller.scope, deps.zone, caller.locale, older=older, place=where(caller, deps)
     )
     if request.requester:  # the "Older" button: the page turns in place
         return {"type": UPDATE_MESSAGE, "data": {**data, "allowed_mentions": NO_MENTIONS}}
@@ -377,15 +377,15 @@ def _undo(request: UndoChange, deps: Dependencies) -> dict:
     caller = request.caller
     if request.requester != caller.user_id:
         logger.info("undo refused: not the owner", extra={"user_id": caller.user_id})
-        return say("history_not_yours", request.locale)
+        return say("history_not_yours", caller)
     # A replay of the same click gets the first answer; a new click is judged afresh.
     answer = deps.once("undo", request.interaction_id, lambda: _undo_once(request, deps))
-    return answer if answer is not None else say("busy", request.locale)
+    return answer if answer is not None else say("busy", caller)
 
 
 def _undo_once(request: UndoChange, deps: Dependencies) -> dict:
     result = history.undo(deps.memory_store, request.caller.owner, request.key)
-    return ephemeral(history_view.undo_text(result, request.locale))
+    return ephemeral(history_view.undo_text(result, request.caller.locale))
 
 
 def _unknown_component(request: UnknownComponent, deps: Dependencies) -> dict:

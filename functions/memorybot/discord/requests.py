@@ -208,8 +208,7 @@ class ForgetAllConfirm:
 class ShowHistory:
     """/memory history, or its "Older" button (``requester`` and ``older_than`` from its custom_id)."""
 
-    caller: Caller
-    locale: str = ""
+    caller: Caller  # its locale is the answer's language, as for every command
     older_than: str = ""  # a ledger key: the page of changes before it ("" = the newest)
     requester: str = ""  # the button's: whose history it pages ("" for the command itself)
 
@@ -222,7 +221,6 @@ class UndoChange:
     requester: str
     key: str
     interaction_id: str
-    locale: str = ""
 
 
 @dataclass(frozen=True)
@@ -480,11 +478,10 @@ def _component_interaction(payload: dict, scope_mode: ScopeMode) -> Request:
 
 def _history_component(payload: dict, caller: Caller, custom_id: str) -> Request | None:
     """The history page's buttons (None: not one of them)."""
-    locale = _locale(payload.get("locale"))
     if match := history_view.UNDO_ID.match(custom_id):
-        return UndoChange(caller, match[1], match[2], _snowflake(payload.get("id"), "interaction id"), locale)
+        return UndoChange(caller, match[1], match[2], _snowflake(payload.get("id"), "interaction id"))
     if match := history_view.HISTORY_ID.match(custom_id):
-        return ShowHistory(caller, locale, older_than=match[2], requester=match[1])
+        return ShowHistory(caller, older_than=match[2], requester=match[1])
     return None
 
 
@@ -557,5 +554,5 @@ _MEMORY_SUBCOMMANDS: dict[tuple[str, int], Callable[[_Command], Request]] = {
     ("forget-all", APPLICATION_COMMAND): lambda c: ForgetAllAsk(c.caller),
     ("pause", APPLICATION_COMMAND): lambda c: PauseMemory(c.caller),
     ("resume", APPLICATION_COMMAND): lambda c: ResumeMemory(c.caller),
-    ("history", APPLICATION_COMMAND): lambda c: ShowHistory(c.caller, _locale(c.payload.get("locale"))),
+    ("history", APPLICATION_COMMAND): lambda c: ShowHistory(c.caller),
 }
