@@ -125,7 +125,8 @@ def one(request: dict) -> dict:
 
 
 @functools.cache
-def bare(chat_url: str) -> tuple[httpx.Client, ThreadPoolExecutor]:
+def bare() -> tuple[httpx.Client, ThreadPoolExecutor]:
+    """The floor's client and its ten threads, made once for the worker's life (kept warm)."""
     return httpx.Client(limits=httpx.Limits(max_connections=MAX_IN_FLIGHT)), ThreadPoolExecutor(10)
 
 
@@ -134,7 +135,7 @@ def floor(request: dict) -> dict:
     decision and the rewrites), each a bare POST of a small JSON body through one warm httpx
     client to the same server: no prompt, no parsing, no store. What it takes over 3 L is the
     loopback server's and this machine's own (timers, waking up, the loopback), not the path's."""
-    client, pool = bare(request["chat"])
+    client, pool = bare()
     url = request["chat"] + "/chat/completions"
 
     def call(_: object = None) -> None:

@@ -243,7 +243,7 @@ class LoopbackServer:
             answer = scripted or self.default_answer(request)
             payload = answer.payload()
             held = delay + answer.delay - (time.monotonic() - request.arrived)
-            if delay + answer.delay > 0 and held > 0:
+            if held > 0:
                 self._stopping.wait(held)
             return answer, payload
         finally:
