@@ -267,6 +267,29 @@ class FakeMemoryStore(MemoryStore):
     def has_marker(self, owner: Owner, once):
         return (owner, once) in self.markers
 
+    def take_back(self, added: LedgerEntry, once, *, reason):
+        memory = added.after
+        with self._lock:
+            if self.rows.get((memory.owner, memory.memory_id)) != memory:
+                return False
+            del self.rows[(memory.owner, memory.memory_id)]
+            self.markers.discard((memory.owner, once))
+            self.ledger.append(
+                LedgerEntry(
+                    memory.user_id,
+                    Action.DELETE,
+                    Actor.IMPORT,
+                    reason,
+                    self.clock(),
+                    (memory.memory_id,),
+                    memory,
+                    None,
+                    scope=memory.scope,
+                    import_id=added.import_id,
+                )
+            )
+            return True
+
     def stale(self, updated_before, limit):
         old = sorted(
             (m for m in self.rows.values() if m.updated_at < updated_before),

@@ -382,10 +382,16 @@ def import_scenario(h: Harness) -> None:
         {"userId": ALICE, "scope": SCOPE, "text": "Plays the shamisen", "createdAt": at, "id": "legacy-1"},
         {"userId": BOB, "scope": SCOPE, "text": "Grows bonsai", "createdAt": at, "updatedAt": at},
     ]
-    assert imports({"memories": rows, "dryRun": True}) == (200, {"imported": 2, "unchanged": 0, "dryRun": True})
+    counted = {"unchanged": 0, "alreadyHere": 0, "refused": 0}
+    assert imports({"memories": rows, "dryRun": True}) == (200, counted | {"imported": 2, "dryRun": True})
     h.recorder.lose_answer("Admin", "TransactWriteItems")
-    assert imports({"memories": rows}) == (200, {"imported": 2, "unchanged": 0, "dryRun": False})
-    assert imports({"memories": rows}) == (200, {"imported": 0, "unchanged": 2, "dryRun": False})
+    assert imports({"memories": rows}) == (200, counted | {"imported": 2, "dryRun": False})
+    assert imports({"memories": rows}) == (200, counted | {"imported": 0, "unchanged": 2, "dryRun": False})
+    # A failure part way: the row added before it is taken back (its memory, marker and a ledger row).
+    more = [{**row, "id": f"legacy-{n}", "text": f"Fact {n}"} for n, row in enumerate(rows, start=2)]
+    h.recorder.fail("Admin", "TransactWriteItems", nth_from_now=2)
+    assert imports({"memories": more})[0] == 503
+    assert imports({"memories": more}) == (200, counted | {"imported": 2, "dryRun": False})
 
 
 def erase_scenario(h: Harness) -> None:

@@ -570,6 +570,45 @@ class DynamoMemoryStore(MemoryStore):
     def has_marker(self, owner: Owner, once: str) -> bool:
         return get_item(self._client, self._memories, marker_key(owner, once)) is not None
 
+    def take_back(self, added: LedgerEntry, once: str, *, reason: str) -> bool:
+        memory = added.after
+        if memory is None:
+            raise ValueError("only an add is taken back")
+        entry = LedgerEntry(
+            memory.user_id,
+            Action.DELETE,
+            Actor.IMPORT,
+            reason,
+            self._clock(),
+            (memory.memory_id,),
+            before=memory,
+            scope=memory.scope,
+            import_id=added.import_id,
+        )
+        transaction = [
+            self._memory_write(Change(Action.DELETE, memory, None, reason)),
+            {"Delete": {"TableName": self._memories, "Key": marker_key(memory.owner, once)}},
+            {
+                "Put": {
+                    "TableName": self._log,
+                    "Item": ledger_item(entry),
+                    "ConditionExpression": "attribute_not_exists(entry_key)",
+                }
+            },
+        ]
+        try:
+            transact_or_find_committed(
+                self._client,
+                transaction,
+                refused=lambda error: cancellation_code(error, 0) == REASON_CONDITION_FAILED,
+                committed=lambda: self._committed(entry),
+            )
+        except ClientError as error:
+            if cancellation_code(error, 0) == REASON_CONDITION_FAILED:
+                return False
+            raise
+        return True
+
     # -- the nightly review (every user)
 
     def stale(self, updated_before: datetime, limit: int) -> list[Memory]:

@@ -11,8 +11,10 @@ import secrets
 import unicodedata
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field, fields
-from datetime import UTC, date, datetime, time, timedelta, timezone, tzinfo
+from datetime import UTC, date, datetime, timedelta, timezone, tzinfo
 from enum import Enum
+
+from .dates import day_ends
 
 JST = timezone(timedelta(hours=9), "JST")
 DISCORD_EPOCH_MS = 1420070400000
@@ -240,9 +242,7 @@ class Memory:
 
     def ends_at(self, zone: tzinfo) -> datetime | None:
         """The moment it ends: midnight after its last day, in the deployment's time zone."""
-        if self.valid_until is None:
-            return None
-        return datetime.combine(self.valid_until + timedelta(days=1), time(), zone).astimezone(UTC)
+        return None if self.valid_until is None else day_ends(self.valid_until, zone)
 
     @property
     def review_after(self) -> datetime:

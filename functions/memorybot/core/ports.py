@@ -177,6 +177,12 @@ class ImportWriter(Protocol):
     def has_marker(self, owner: Owner, once: str) -> bool:
         """Whether ``add_once`` wrote the owner's marker ``once`` (a dry run's check; unlogged)."""
 
+    def take_back(self, added: LedgerEntry, once: str, *, reason: str) -> bool:
+        """Undo one ``add_once`` (``added`` its ledger row) of a request that failed part way:
+        delete the memory, if it is still exactly as added, and the marker ``once``, with a delete
+        row in the ledger (actor import, ``reason``), in one transaction. False, writing nothing,
+        when the memory changed since (someone acted on it: it stays theirs)."""
+
 
 class ReviewQueue(Protocol):
     """The nightly review of memories untouched for long (every owner: one of the two cross-owner
