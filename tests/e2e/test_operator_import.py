@@ -77,7 +77,9 @@ def test_an_export_file_restores_the_persons_memories_after_an_erasure_and_a_sec
 
     # The export file as it is, straight to the route: a dry run counts and writes nothing.
     preview = httpx.post(route, json=export | {"dryRun": True}, headers=admin, timeout=60)
-    assert preview.json() == {"imported": count, "unchanged": 0, "alreadyHere": 0, "refused": 0, "dryRun": True}, preview.text
+    assert preview.json() == {"imported": count, "unchanged": 0, "alreadyHere": 0, "refused": 0, "dryRun": True}, (
+        preview.text
+    )
     assert "don't remember anything" in "\n".join(ann.show())
 
     # The operator's command, with the admin secret from the stack's state dir.

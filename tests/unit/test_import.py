@@ -89,7 +89,10 @@ def written(memories: FakeMemoryStore) -> tuple:
 
 def test_rows_are_imported_with_ids_of_their_own_their_times_and_one_ledger_row_each(memories):
     rows = [row(id="src-1"), row(userId=BOB, scope="dm", text="Lives  in\nOsaka", updatedAt=...)]
-    assert post({"memories": rows}) == (200, {"imported": 2, "unchanged": 0, "alreadyHere": 0, "refused": 0, "dryRun": False})
+    assert post({"memories": rows}) == (
+        200,
+        {"imported": 2, "unchanged": 0, "alreadyHere": 0, "refused": 0, "dryRun": False},
+    )
     [cello] = memories.of(owner(ALICE, GUILD))
     [osaka] = memories.of(owner(BOB, "dm"))
     assert is_memory_id(cello.memory_id) and cello.memory_id != "src-1"
@@ -128,7 +131,10 @@ def test_the_same_rows_again_import_nothing_and_count_as_unchanged(memories):
     rows = [row(id="src-1"), row(text="Keeps bees"), row(text="Keeps bees", createdAt="2026-03-02T00:00:00Z")]
     assert post({"memories": rows})[1]["imported"] == 3
     before = written(memories)
-    assert post({"memories": rows}) == (200, {"imported": 0, "unchanged": 3, "alreadyHere": 0, "refused": 0, "dryRun": False})
+    assert post({"memories": rows}) == (
+        200,
+        {"imported": 0, "unchanged": 3, "alreadyHere": 0, "refused": 0, "dryRun": False},
+    )
     assert written(memories) == before
 
 
@@ -141,19 +147,37 @@ def test_the_key_is_the_source_id_when_there_is_one_and_text_and_creation_time_o
         row(text="Keeps bees", scope="dm"),  # another scope: its own row
         row(id="src-2", text="Keeps bees"),  # a source id makes it another row
     ]
-    assert post({"memories": again})[1] == {"imported": 3, "unchanged": 2, "alreadyHere": 0, "refused": 0, "dryRun": False}
+    assert post({"memories": again})[1] == {
+        "imported": 3,
+        "unchanged": 2,
+        "alreadyHere": 0,
+        "refused": 0,
+        "dryRun": False,
+    }
 
 
 def test_a_forgotten_imported_memory_is_not_brought_back_by_importing_the_file_again(memories):
     post({"memories": [row(id="src-1")]})
     [cello] = memories.of(owner(ALICE, GUILD))
     assert commands.forget(memories, owner(ALICE, GUILD), cello.memory_id).outcome is commands.ForgetOutcome.FORGOTTEN
-    assert post({"memories": [row(id="src-1")]})[1] == {"imported": 0, "unchanged": 1, "alreadyHere": 0, "refused": 0, "dryRun": False}
+    assert post({"memories": [row(id="src-1")]})[1] == {
+        "imported": 0,
+        "unchanged": 1,
+        "alreadyHere": 0,
+        "refused": 0,
+        "dryRun": False,
+    }
     assert memories.of(owner(ALICE, GUILD)) == []
 
 
 def test_identical_rows_in_one_request_are_imported_once(memories):
-    assert post({"memories": [row(), row()]})[1] == {"imported": 1, "unchanged": 1, "alreadyHere": 0, "refused": 0, "dryRun": False}
+    assert post({"memories": [row(), row()]})[1] == {
+        "imported": 1,
+        "unchanged": 1,
+        "alreadyHere": 0,
+        "refused": 0,
+        "dryRun": False,
+    }
     assert len(memories.of(owner(ALICE, GUILD))) == 1
 
 
@@ -164,7 +188,13 @@ def test_dry_run_counts_what_would_be_imported_and_writes_nothing(memories):
     assert post(body) == (200, {"imported": 1, "unchanged": 2, "alreadyHere": 0, "refused": 0, "dryRun": True})
     assert written(memories) == before
     # and the real run then does what the dry run said
-    assert post(body | {"dryRun": False})[1] == {"imported": 1, "unchanged": 2, "alreadyHere": 0, "refused": 0, "dryRun": False}
+    assert post(body | {"dryRun": False})[1] == {
+        "imported": 1,
+        "unchanged": 2,
+        "alreadyHere": 0,
+        "refused": 0,
+        "dryRun": False,
+    }
 
 
 def test_a_taken_memory_id_is_drawn_again():
@@ -218,7 +248,13 @@ def test_an_export_file_is_accepted_as_it_is_and_restores_every_scope(memories):
         [restored] = memories.of(m.owner)
         assert (restored.text, restored.created_at, restored.updated_at) == (m.text, m.created_at, m.updated_at)
     assert {e.import_id for e in memories.changes()} == {"abcde", "fghjk"}  # the export's ids, on the ledger
-    assert post(exported | {"dryRun": True})[1] == {"imported": 0, "unchanged": 2, "alreadyHere": 0, "refused": 0, "dryRun": True}
+    assert post(exported | {"dryRun": True})[1] == {
+        "imported": 0,
+        "unchanged": 2,
+        "alreadyHere": 0,
+        "refused": 0,
+        "dryRun": True,
+    }
 
 
 def test_an_export_that_lists_forgotten_messages_imports_its_memories_and_nothing_forgotten(memories):

@@ -443,7 +443,9 @@ class Importer:
                 self._memories.take_back(entry, row.once, reason=TAKEN_BACK_REASON)
                 taken += 1
         except Exception as exc:  # noqa: BLE001 - the request's own failure is the one raised
-            logger.warning("import not taken back", extra={"taken": taken, "left": len(added) - taken, "error": type(exc).__name__})
+            logger.warning(
+                "import not taken back", extra={"taken": taken, "left": len(added) - taken, "error": type(exc).__name__}
+            )
             return
         logger.info("import taken back", extra={"taken": taken})
 

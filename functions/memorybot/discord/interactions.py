@@ -17,10 +17,10 @@ from ..core import commands, consent, conversation, history
 from ..core.catalog import text
 from ..core.catalog import where_label as scope_label
 from ..core.commands import CommandMemories
-from ..core.domain import GLOBAL_SCOPE, ScopeMode
+from ..core.domain import GLOBAL_SCOPE, Owner, ScopeMode, shows_nothing, utcnow
 from ..core.history import HistoryMemories
 from ..core.jobs import RememberJob, ReplyJob
-from ..core.ports import AsyncInvoker, DiscordApi, MessageStore, PeopleStore
+from ..core.ports import AsyncInvoker, DiscordApi, MessageStore, PeopleStore, RememberedMessages
 from . import history_view
 from .guilds import GuildNames
 from .requests import (
@@ -78,6 +78,9 @@ class Dependencies(Protocol):
 
     @property
     def people_store(self) -> PeopleStore: ...
+
+    @property
+    def remembered_messages(self) -> RememberedMessages: ...
 
     @property
     def discord_interactive(self) -> DiscordApi: ...
@@ -404,15 +407,24 @@ def _remember(request: RememberMessage, deps: Dependencies) -> dict:
     if target.author_id != caller.user_id:  # only a person's own words decide their memories
         logger.info("remember refused: not their message", extra={"user_id": caller.user_id})
         return say("remember_not_yours", caller)
-    if not target.content.strip():
+    if shows_nothing(target.content):  # the import's rule: nothing visible is nothing to learn
         return say("remember_no_text", caller)
     if deps.people_store.get(caller.user_id).paused:
         return say("remember_paused", caller)
+    # A message is taken in once per person: of clicks at once, or one later, the first claim
+    # runs the job; every other click is told so, and no model is asked again.
+    owner = Owner(caller.scope, caller.user_id)
+    if not deps.remembered_messages.claim_message(owner, target.message_id, request.interaction_id, utcnow()):
+        logger.info("remember refused: the message is taken in already", extra={"user_id": caller.user_id})
+        # What was learned from it and then forgotten is never learned again: say so, not "remembered".
+        forgotten = target.message_id in deps.memory_store.forgotten_sources(owner)
+        return say("remember_nothing" if forgotten else "remember_already", caller)
     job = RememberJob(*_answered_by_worker(request), target.message_id, target.content)
     try:
         deps.invoker.invoke(job)
     except Exception as exc:  # noqa: BLE001 - the person gets an answer either way
         logger.error("remember hand-off failed", extra={**job.ids(), "error": type(exc).__name__})
+        deps.remembered_messages.settle_message(owner, target.message_id, request.interaction_id, learned=False)
         return say("busy", caller)
     return {"type": DEFERRED_CHANNEL_MESSAGE, "data": {"flags": EPHEMERAL}}
 
