@@ -38,6 +38,7 @@ from frontdoor import (
     forget,
     forget_all,
     pause,
+    remember_this,
     resume,
     show,
     why,
@@ -202,6 +203,15 @@ def interactions_scenario(h: Harness) -> None:
     assert body(h.call("Interactions", event(show())))["type"] == 4
     assert "UTC" in body(h.call("Interactions", event(why(kept.memory_id))))["data"]["content"]
     assert "DM" in body(h.call("Interactions", event(export())))["data"]["content"]
+    # "Remember this": the click claims the message (a conditional Put); a second click on it is
+    # refused (the claim read back, the forgotten sources read); a failed hand-off gives the claim
+    # back (a Delete). The job that runs settles its claim (the extraction function's Update).
+    first = remember_this("I play the shakuhachi")
+    assert body(h.call("Interactions", event(first)))["type"] == 5
+    again = remember_this("I play the shakuhachi", message_id=first["data"]["target_id"])
+    assert "already" in body(h.call("Interactions", event(again)))["data"]["content"]
+    h.recorder.fail("Interactions", "Invoke")
+    assert body(h.call("Interactions", event(remember_this("I keep koi"))))["type"] == 4
     assert body(h.call("Interactions", event(forget_all())))["data"]["components"]
     assert body(h.call("Interactions", event(click(forget_all_button(ALICE, utcnow())))))["type"] == 7
     h.deliver()  # the reply worker, then the extraction worker
