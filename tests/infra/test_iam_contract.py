@@ -49,7 +49,7 @@ from loopback.bedrock_server import BedrockServer
 from memorybot import bootstrap, tables
 from memorybot.adapters.bedrock import bedrock_client
 from memorybot.adapters.discord_rest import DiscordRest
-from memorybot.adapters.dynamodb_memories import MARKER_PREFIX, DynamoMemoryStore
+from memorybot.adapters.dynamodb_memories import MARKER_PREFIX, MESSAGE_MARKER, DynamoMemoryStore
 from memorybot.adapters.dynamodb_messages import DynamoMessageStore
 from memorybot.adapters.embeddings import BedrockTitanEmbeddings
 from memorybot.adapters.invoker import LambdaInvoker, LocalContext
@@ -695,7 +695,9 @@ def test_the_import_is_in_the_contract_its_marker_written_with_the_memory_and_re
     marker = MARKER_PREFIX
 
     def is_marker(item: dict) -> bool:
-        return item.get("memory_id", {}).get("S", "").startswith(marker)
+        """An import marker ("Remember this" claims its messages under the same prefix)."""
+        key = item.get("memory_id", {}).get("S", "")
+        return key.startswith(marker) and not key.startswith(marker + MESSAGE_MARKER)
 
     imports = [
         r
@@ -841,7 +843,10 @@ def test_learning_updates_a_memory_only_to_store_its_vector_after_its_write_and_
     updates = [
         (i, r)
         for i, r in enumerate(recorder.requests)
-        if r.function in LEARNING and r.operation == "UpdateItem" and r.params["TableName"] == memories
+        if r.function in LEARNING
+        and r.operation == "UpdateItem"
+        and r.params["TableName"] == memories
+        and not r.params["Key"]["memory_id"]["S"].startswith(MARKER_PREFIX)  # a "Remember this" claim settled
     ]
     assert {r.function for _, r in updates} == set(LEARNING)
     for index, request in updates:
