@@ -14,6 +14,7 @@ from datetime import tzinfo
 from ..core.catalog import text, where_label
 from ..core.dates import local_stamp
 from ..core.history import ChangeKind, HistoryLine, HistoryPage, UndoOutcome, UndoResult
+from .formats import markdown_escaped
 
 UNDO_BUTTON = "memory-undo"
 HISTORY_BUTTON = "memory-history"
@@ -36,7 +37,8 @@ def older_button(user_id: str, key: str) -> str:
 
 
 def _quoted(state: str, locale: str) -> str:
-    return text("history_quoted", locale, text=state) if state else "—"
+    """The start of a memory's text, shown as written (never as markup)."""
+    return text("history_quoted", locale, text=markdown_escaped(state)) if state else "—"
 
 
 def line_text(n: int, line: HistoryLine, zone: tzinfo, locale: str) -> str:
@@ -45,7 +47,7 @@ def line_text(n: int, line: HistoryLine, zone: tzinfo, locale: str) -> str:
         locale,
         n=n,
         at=local_stamp(line.at, zone),
-        memory_id=line.memory_id,
+        memory_id=markdown_escaped(line.memory_id),
         kind=kind_text(line.kind, locale),
         who=text(f"who_{line.who.value}", locale),
     )
