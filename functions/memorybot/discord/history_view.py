@@ -36,9 +36,20 @@ def older_button(user_id: str, key: str) -> str:
     return f"{HISTORY_BUTTON}:{user_id}:{key}"
 
 
+# An escaped start of a text (80 characters, up to twice that escaped) is cut to this, so a page's
+# six lines with two each stay inside one message however much of the text is markup.
+QUOTED_MAX_CHARS = 120
+
+
 def _quoted(state: str, locale: str) -> str:
     """The start of a memory's text, shown as written (never as markup)."""
-    return text("history_quoted", locale, text=markdown_escaped(state)) if state else "—"
+    if not state:
+        return "—"
+    shown = markdown_escaped(state)
+    while len(shown) > QUOTED_MAX_CHARS:  # cut the text, never an escape in two
+        state = state[: len(state) - max(1, (len(shown) - QUOTED_MAX_CHARS) // 2)]
+        shown = markdown_escaped(state)
+    return text("history_quoted", locale, text=shown)
 
 
 def line_text(n: int, line: HistoryLine, zone: tzinfo, locale: str) -> str:

@@ -134,7 +134,8 @@ def dm_text(lines: list[str], scope: str = GLOBAL_SCOPE, locale: str = "") -> st
 
 def dm_messages(lines: list[str], where: str, locale: str = "") -> list[str]:
     """The listing split into as few DMs as Discord's 2000 characters allow: the header opens
-    the first, the footer closes the last, a line is never split (each is at most 86 characters)."""
+    the first, the footer closes the last, a line is never split (each is at most 86 characters,
+    twice that where every character of the memory is escaped)."""
     parts = [text("dm_header", locale, where=where), *lines, text("dm_footer", locale)]
     messages: list[str] = []
     current = ""
