@@ -51,7 +51,7 @@ def _client(_server):
 
 @pytest.fixture
 def jev(llm, _client):
-    _client._json_mode = True  # a previous test may have taught it the server has no JSON mode
+    _client._format_step = 0  # a previous test may have taught it the server takes no schema
     return OpenAIDecisionModel(_client)
 
 
@@ -74,7 +74,11 @@ def test_worth_request_shape(llm, jev):
     assert sent.headers["authorization"] == "Bearer sk-test"
     body = sent.json
     assert body["model"] == "test-model"
-    assert body["response_format"] == {"type": "json_object"}
+    question = prompts.worth_question(EXCHANGE)
+    assert body["response_format"] == {
+        "type": "json_schema",
+        "json_schema": {"name": "answer_worth", "strict": True, "schema": question.schema},
+    }
     assert body["temperature"] == 0
     assert isinstance(body["max_tokens"], int) and body["max_tokens"] > 0
     assert [m["role"] for m in body["messages"]] == ["system", "user"]
@@ -105,7 +109,10 @@ def test_each_question_sends_exactly_this_body(llm, jev, ask, question, answer):
         "messages": [{"role": "system", "content": question.system}, {"role": "user", "content": question.user}],
         "max_tokens": question.max_tokens,
         "temperature": 0.0,
-        "response_format": {"type": "json_object"},
+        "response_format": {
+            "type": "json_schema",
+            "json_schema": {"name": question.tool_name, "strict": True, "schema": question.schema},
+        },
     }
 
 
@@ -284,23 +291,70 @@ def test_a_slow_server_times_out(llm):
     assert len(llm.requests) <= 6
 
 
-def test_a_server_without_json_mode_is_asked_without_it_from_then_on(llm, jev):
+def _formats(llm) -> list[str]:
+    """The response_format type of each completion request, in order ("text": none asked)."""
+    return [b.get("response_format", {}).get("type", "text") for b in llm.completions()]
+
+
+def test_a_server_without_any_response_format_is_asked_in_plain_text_from_then_on(llm, jev, _client):
     llm.reject_response_format = True
     llm.reply('Sure. {"probability": 0.8}')
     assert jev.worth(EXCHANGE) == 0.8
-    assert ["response_format" in b for b in llm.completions()] == [True, False]
+    assert _formats(llm) == ["json_schema", "json_object", "text"]
     llm.reply('{"verdict": "delete"}')
     assert jev.review(TEA) is Verdict.DELETE
-    assert ["response_format" in b for b in llm.completions()] == [True, False, False]
+    assert _formats(llm) == ["json_schema", "json_object", "text", "text"]  # remembered: one request
+    assert _client.answer_format == "text"
 
 
-def test_other_400s_do_not_switch_json_mode_off(llm, jev):
+def test_a_server_that_refuses_json_schema_gets_json_mode_and_keeps_it(llm, jev, _client):
+    llm.refused_formats = {"json_schema"}
+    llm.reply('{"probability": 0.6}')
+    assert jev.worth(EXCHANGE) == 0.6
+    assert _formats(llm) == ["json_schema", "json_object"]
+    assert llm.completions()[1]["response_format"] == {"type": "json_object"}
+    llm.reply('{"verdicts": {"k3x9a": "keep", "m7pq2": "delete"}, "add": 0.1}')
+    assert jev.decide(EXCHANGE, [TEA, CAT]).verdicts == {"k3x9a": Verdict.KEEP, "m7pq2": Verdict.DELETE}
+    assert jev.worth(EXCHANGE) is not None
+    assert _formats(llm) == ["json_schema", "json_object", "json_object", "json_object"]
+    assert _client.answer_format == "json_object"
+
+
+def test_each_question_sends_its_own_schema(llm, jev):
+    llm.reply('{"verdicts": {"k3x9a": "keep", "m7pq2": "keep"}, "add": 0.2}')
+    jev.decide(EXCHANGE, [TEA, CAT])
+    llm.reply('{"verdict": "keep"}')
+    jev.review(TEA)
+    decide, review = (b["response_format"]["json_schema"] for b in llm.completions())
+    assert decide["name"] == "answer_decision" and review["name"] == "answer_review"
+    assert decide["schema"]["properties"]["verdicts"]["required"] == ["k3x9a", "m7pq2"]
+    assert review["schema"]["properties"]["verdict"]["enum"] == ["keep", "delete"]
+    assert decide["strict"] is review["strict"] is True
+
+
+def test_the_format_is_remembered_per_server(llm, jev):
+    """Another client (another server or model) starts from the schema again."""
+    llm.refused_formats = {"json_schema"}
+    llm.reply('{"probability": 0.6}')
+    jev.worth(EXCHANGE)
+    fresh = OpenAIDecisionModel(OpenAICompatibleClient(llm.url, "other-model", timeout_seconds=2.0))
+    fresh.worth(EXCHANGE)
+    assert _formats(llm) == ["json_schema", "json_object", "json_schema", "json_object"]
+
+
+def test_texts_ask_no_response_format(llm, chat):
+    chat.write_diary("alice: hi")
+    assert _formats(llm) == ["text"]
+
+
+def test_other_400s_do_not_switch_the_schema_off(llm, jev, _client):
     llm.answer_once(PATH, {"error": {"message": "context length exceeded"}}, status=400)
     with pytest.raises(ModelError):
         jev.worth(EXCHANGE)
     llm.reply('{"probability": 0.5}')
     assert jev.worth(EXCHANGE) == 0.5
-    assert ["response_format" in b for b in llm.completions()] == [True, True]
+    assert _formats(llm) == ["json_schema", "json_schema"]
+    assert _client.answer_format == "json_schema"
 
 
 def test_no_authorization_header_without_a_key(llm):

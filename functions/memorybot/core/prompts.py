@@ -52,7 +52,7 @@ from .domain import (
     Speaker,
     Verdict,
 )
-from .ports import ModelError
+from .ports import ModelError, UnusableAnswer
 
 # Output budgets. Decisions are one tiny JSON object; texts are one line (reply: a few).
 DECISION_MAX_TOKENS = 100
@@ -326,11 +326,11 @@ def diary_task(transcript: str, language: Language = Language.JA) -> TextTask:
 
 def _only_key(answer: object, key: str, *, exact: bool) -> object:
     if not isinstance(answer, Mapping):
-        raise ModelError("answer is not a JSON object")
+        raise UnusableAnswer("answer is not a JSON object")
     if key not in answer:
-        raise ModelError(f"answer has no {key!r}")
+        raise UnusableAnswer(f"answer has no {key!r}")
     if exact and set(answer) != {key}:
-        raise ModelError(f"answer has keys other than {key!r}")
+        raise UnusableAnswer(f"answer has keys other than {key!r}")
     return answer[key]
 
 
@@ -338,10 +338,10 @@ def parse_probability(answer: object, *, exact: bool = True) -> float:
     """``{"probability": p}`` with p a real JSON number in [0, 1]; never coerced or clamped."""
     value = _only_key(answer, "probability", exact=exact)
     if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise ModelError("probability is not a number")
+        raise UnusableAnswer("probability is not a number")
     value = float(value)
     if not math.isfinite(value) or not 0.0 <= value <= 1.0:
-        raise ModelError("probability outside [0, 1]")
+        raise UnusableAnswer("probability outside [0, 1]")
     return value
 
 
@@ -351,10 +351,10 @@ def parse_decision(answer: object, memory_ids: Sequence[str]) -> Decision:
     asked; an ``add`` that is not a real number in [0, 1] is None (no add). Only an answer that is
     not an object, or whose ``verdicts`` is not one, fails as a whole."""
     if not isinstance(answer, Mapping):
-        raise ModelError("answer is not a JSON object")
+        raise UnusableAnswer("answer is not a JSON object")
     given = answer.get("verdicts")
     if not isinstance(given, Mapping):
-        raise ModelError("answer has no verdicts object")
+        raise UnusableAnswer("answer has no verdicts object")
     allowed = {v.value: v for v in MEMORY_VERDICTS}
     verdicts = {
         memory_id: allowed[value]
@@ -372,11 +372,11 @@ def parse_verdict(answer: object, allowed: Iterable[Verdict], *, exact: bool = T
     """``{"verdict": v}`` with v exactly one of ``allowed`` (lower case, as the schema says)."""
     value = _only_key(answer, "verdict", exact=exact)
     if not isinstance(value, str):
-        raise ModelError("verdict is not a string")
+        raise UnusableAnswer("verdict is not a string")
     for verdict in allowed:
         if value == verdict.value:
             return verdict
-    raise ModelError("verdict not allowed for this question")
+    raise UnusableAnswer("verdict not allowed for this question")
 
 
 # ---------------------------------------------------------------- the writing answer
@@ -399,10 +399,10 @@ def parse_memory_answer(raw: str, *, said_on: date | None = None) -> MemoryDraft
     try:
         data = json.loads(answer)
     except ValueError:
-        raise ModelError("memory answer is not valid JSON") from None
+        raise UnusableAnswer("memory answer is not valid JSON") from None
     text = data.get("text") if isinstance(data, dict) else None
     if not isinstance(text, str):
-        raise ModelError("memory answer has no text")
+        raise UnusableAnswer("memory answer has no text")
     until = data.get("validUntil")
     try:
         end = date.fromisoformat(until) if isinstance(until, str) and len(until) == len("2026-12-31") else None
