@@ -315,7 +315,8 @@ def test_a_server_that_refuses_json_schema_gets_json_mode_and_keeps_it(llm, jev,
     assert llm.completions()[1]["response_format"] == {"type": "json_object"}
     llm.reply('{"verdicts": {"k3x9a": "keep", "m7pq2": "delete"}, "add": 0.1}')
     assert jev.decide(EXCHANGE, [TEA, CAT]).verdicts == {"k3x9a": Verdict.KEEP, "m7pq2": Verdict.DELETE}
-    assert jev.worth(EXCHANGE) is not None
+    llm.reply('{"verdict": "keep"}')
+    assert jev.review(TEA) is Verdict.KEEP
     assert _formats(llm) == ["json_schema", "json_object", "json_object", "json_object"]
     assert _client.answer_format == "json_object"
 

@@ -81,6 +81,7 @@ class Turn:
     """One labelled turn (see benchmarks/generate_eval.py)."""
 
     id: str
+    person: str
     lang: str
     kind: str
     said: str
@@ -124,6 +125,7 @@ def turn_from(row: dict[str, Any]) -> Turn:
     write = row.get("write")
     return Turn(
         id=row["id"],
+        person=row["person"],
         lang=row["lang"],
         kind=row["kind"],
         said=row["said"],
