@@ -3,6 +3,7 @@ answers each question of ``memorybot eval`` right, or wrong, or unparseably, on 
 turn, so a test knows every figure the eval must print.
 
     model = LabelledModel(turns, wrong={"en-01-change"}, unparseable={"en-02-question"})
+    LabelledModel.half_wrong(turns)          # every kind of turn wrong for every other person
     llm.responder = model                    # an OpenAIServer's
     DriftingModel(turns)                     # right only when the request carries its JSON schema
 
@@ -54,6 +55,18 @@ class LabelledModel:
         self._turns = sorted(turns, key=lambda t: -len(t.said))
         self.wrong = set(wrong)
         self.unparseable = set(unparseable)
+
+    @classmethod
+    def half_wrong(cls, turns: Sequence[Turn]) -> LabelledModel:
+        """Wrong on half the turns of each language: the odd ones of one person, the even ones of
+        the next (each person has six turns, one of each kind, in the same order), so every kind
+        of turn is wrong as often as right."""
+        wrong, seen = set(), dict[str, int]()
+        for turn in turns:
+            k = seen[turn.lang] = seen.get(turn.lang, -1) + 1
+            if (k + k // 6) % 2 == 1:
+                wrong.add(turn.id)
+        return cls(turns, wrong=wrong)
 
     def turn_of(self, body: dict[str, Any]) -> Turn:
         text = " ".join(str(m.get("content", "")) for m in body.get("messages", []))

@@ -58,10 +58,6 @@ def _run(llm: OpenAIServer, lang: str = "en", sample: int = SAMPLE) -> LanguageS
     return score
 
 
-def _odd(turns: list[Turn]) -> set[str]:
-    return {t.id for k, t in enumerate(turns) if k % 2 == 1}
-
-
 # ------------------------------------------------------------------ the data
 
 
@@ -146,8 +142,9 @@ def test_all_right_scores_everything_right_and_counts_each_request_and_token(llm
 @pytest.mark.parametrize("lang", ["en", "ja"])
 def test_half_wrong_scores_exactly_what_the_labels_say(llm: OpenAIServer, lang: str) -> None:
     turns = _turns(lang)
-    wrong = _odd(turns)
-    llm.responder = LabelledModel(turns, wrong=wrong)
+    llm.responder = model = LabelledModel.half_wrong(turns)
+    wrong = model.wrong
+    assert len(wrong) == len(turns) // 2
     score = _run(llm, lang)
 
     judged = [t for t in turns if t.worth is not None]
@@ -163,6 +160,8 @@ def test_half_wrong_scores_exactly_what_the_labels_say(llm: OpenAIServer, lang: 
     writes = [t for t in turns if t.write is not None]
     assert (score.ends.right, score.ends.total) == (sum(t.id not in wrong for t in writes), len(writes))
     assert (score.unparsed, score.errors) == (0, 0)
+    # every kind is wrong for one of the two people: half of each verdict and end
+    assert score.verdicts["update"].share == score.verdicts["delete"].share == score.ends.share == 0.5
     # the table shows it
     row = dict(zip(evaluation.COLUMNS, evaluation.table_rows([score])[0], strict=True))
     assert row["worth P"] == f"{100 * tp / (tp + fp):.0f} %" and row["unparsed"] == f"0/{score.questions}"
@@ -193,6 +192,7 @@ def test_a_model_that_drifts_parses_only_with_its_schema(llm: OpenAIServer) -> N
     json_mode = _run(llm)
     assert json_mode.unparsed == 2 * len(turns)  # every worth and every decision
     assert json_mode.requests == json_mode.questions + 1  # the refused schema, asked once
+    assert json_mode.tokens_known  # the refusal spent none
     assert json_mode.worth_tp == 0 and json_mode.verdict_accuracy == 0
 
     llm.clear()

@@ -268,7 +268,7 @@ class LanguageScore:
                     "requests": u.requests,
                     "inputTokens": u.input_tokens if u.counted == u.requests else None,
                     "outputTokens": u.output_tokens if u.counted == u.requests else None,
-                    "pricePerMillion": list(self.prices[model]) if self.prices.get(model) else None,
+                    "pricePerMillion": list(price) if (price := self.prices.get(model)) else None,
                 }
                 for model, u in sorted(self.usage.items())
             },
@@ -347,9 +347,7 @@ class Evaluator:
 
         decision = self._ask(score, lambda: self._decision.decide(exchange, list(turn.memories)))
         given = decision.answer.verdicts if decision.answered else {}
-        if decision.answered and (
-            any(m.memory_id not in given for m in turn.memories) or decision.answer.add is None
-        ):
+        if decision.answered and (any(m.memory_id not in given for m in turn.memories) or decision.answer.add is None):
             decision.unparsed = True  # answered, but not every part in the form asked
             score.unparsed += 1
         for memory_id, expected in turn.verdicts.items():

@@ -13,6 +13,7 @@ what the provider counts.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import threading
 from collections.abc import Callable, Iterator
@@ -58,7 +59,7 @@ class UsageBook:
 
     def snapshot(self) -> dict[str, ModelUsage]:
         with self._lock:
-            return {m: ModelUsage(u.requests, u.counted, u.input_tokens, u.output_tokens) for m, u in self.by_model.items()}
+            return {model: dataclasses.replace(usage) for model, usage in self.by_model.items()}
 
 
 def since(before: dict[str, ModelUsage], after: dict[str, ModelUsage]) -> dict[str, ModelUsage]:
@@ -81,13 +82,22 @@ def _count(value: object) -> int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else None
 
 
-def openai_usage(answer: object) -> tuple[int, int] | None:
-    """``usage.prompt_tokens`` and ``usage.completion_tokens`` of a chat completion, if given."""
+def _usage(answer: object, input_key: str, output_key: str) -> tuple[int, int] | None:
     usage = answer.get("usage") if isinstance(answer, dict) else None
     if not isinstance(usage, dict):
         return None
-    counts = _count(usage.get("prompt_tokens")), _count(usage.get("completion_tokens"))
-    return (counts[0], counts[1]) if counts[0] is not None and counts[1] is not None else None
+    given, written = _count(usage.get(input_key)), _count(usage.get(output_key))
+    return (given, written) if given is not None and written is not None else None
+
+
+def openai_usage(answer: object) -> tuple[int, int] | None:
+    """``usage.prompt_tokens`` and ``usage.completion_tokens`` of a chat completion, if given."""
+    return _usage(answer, "prompt_tokens", "completion_tokens")
+
+
+def bedrock_usage(answer: object) -> tuple[int, int] | None:
+    """``usage.inputTokens`` and ``usage.outputTokens`` of a Converse answer, if given."""
+    return _usage(answer, "inputTokens", "outputTokens")
 
 
 class MeteringRelay:
@@ -102,8 +112,7 @@ class MeteringRelay:
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
         self._server.daemon_threads = True
         self._thread = threading.Thread(target=self._server.serve_forever, name="metering-relay", daemon=True)
-        host, port = self._server.server_address[:2]
-        self.url = f"http://{host}:{port}"
+        self.url = f"http://127.0.0.1:{self._server.server_address[1]}"
 
     def __enter__(self) -> MeteringRelay:
         self._thread.start()
@@ -119,16 +128,20 @@ class MeteringRelay:
             asked = json.loads(body)
         except ValueError:
             asked = None
-        model = asked.get("model") if isinstance(asked, dict) and isinstance(asked.get("model"), str) else self._label
+        named = asked.get("model") if isinstance(asked, dict) else None
+        model = named if isinstance(named, str) else self._label
         try:
             response = self._client.post(self._upstream + path, headers=headers, content=body)
         except httpx.HTTPError:
             self._book.add(model, None)
             raise
-        try:
-            tokens = openai_usage(response.json())
-        except ValueError:
-            tokens = None
+        if not response.is_success:
+            tokens: tuple[int, int] | None = (0, 0)  # a refusal or a throttle: no tokens spent
+        else:
+            try:
+                tokens = openai_usage(response.json())
+            except ValueError:
+                tokens = None
         self._book.add(model, tokens)
         return response
 
@@ -172,16 +185,13 @@ def metered_bedrock(book: UsageBook) -> Iterator[None]:
 
     if boto3.DEFAULT_SESSION is None:
         boto3.setup_default_session()
-    events = boto3.DEFAULT_SESSION.events  # type: ignore[union-attr]
+    events = boto3.DEFAULT_SESSION.events
 
     def asked(params: dict[str, Any], context: dict[str, Any], **_: Any) -> None:
         context["metered_model"] = str(params.get("modelId", "bedrock"))
 
-    def answered(parsed: dict[str, Any], context: dict[str, Any], **_: Any) -> None:
-        usage = parsed.get("usage") if isinstance(parsed, dict) else None
-        counts = (_count(usage.get("inputTokens")), _count(usage.get("outputTokens"))) if isinstance(usage, dict) else ()
-        tokens = (counts[0], counts[1]) if len(counts) == 2 and None not in counts else None
-        book.add(context.get("metered_model", "bedrock"), tokens)  # type: ignore[arg-type]
+    def answered(parsed: object, context: dict[str, Any], **_: Any) -> None:
+        book.add(str(context.get("metered_model", "bedrock")), bedrock_usage(parsed))
 
     hooks: list[tuple[str, Callable[..., None]]] = [
         ("before-parameter-build.bedrock-runtime.Converse", asked),
