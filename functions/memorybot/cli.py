@@ -606,10 +606,6 @@ def _doctor(args: argparse.Namespace) -> int:
         return _setup_failed(aws_problem(exc, region=region) or f"Cannot reach AWS: {exc}. Check --region.")
 
 
-if __name__ == "__main__":
-    sys.exit(main())
-
-
 def _eval(args: argparse.Namespace) -> int:
     from .config import Settings
     from .ops import evaluation
@@ -628,3 +624,7 @@ def _eval(args: argparse.Namespace) -> int:
         )
     except (FileNotFoundError, ValueError) as exc:  # no data; a backend's settings refused
         return _setup_failed(str(exc))
+
+
+if __name__ == "__main__":
+    sys.exit(main())

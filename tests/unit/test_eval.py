@@ -273,3 +273,19 @@ def test_a_bad_price_setting_is_refused_with_its_name(text: str) -> None:
     with pytest.raises(ValueError, match="MEMORYBOT_MODEL_PRICES"):
         Settings.from_env({"MEMORYBOT_MODEL_PRICES": text})
     assert not math.isnan(0.0)
+
+
+def test_the_installed_command_runs_it(tmp_path) -> None:
+    import subprocess
+    import sys
+
+    done = subprocess.run(
+        [sys.executable, "-m", "memorybot.cli", "eval", "--sample", "2", "--lang", "en"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=tmp_path,  # the repository's data is found from anywhere
+        env={"PATH": "/usr/bin:/bin", "HOME": str(tmp_path)},
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines()[3].split()[:2] == ["en", "2"]
