@@ -8,6 +8,7 @@ import io
 import json
 import math
 from collections.abc import Iterator
+from urllib.parse import quote
 
 import pytest
 
@@ -289,3 +290,68 @@ def test_the_installed_command_runs_it(tmp_path) -> None:
     )
     assert done.returncode == 0, done.stderr
     assert done.stdout.splitlines()[3].split()[:2] == ["en", "2"]
+
+
+# ------------------------------------------------------------------ the other backends, as deployed
+
+
+def test_jev_over_http_is_counted_at_the_wire_without_tokens() -> None:
+    from loopback.jev_server import JevServer
+
+    with JevServer(api_key="jev-key") as jev:
+        settings = Settings.from_env({"MEMORYBOT_DECISION_MODEL": "http", "JEV_URL": jev.url, "JEV_API_KEY": "jev-key"})
+        [score] = evaluation.evaluate(settings, languages=["en"], sample=6, progress=io.StringIO())
+        assert len(jev.requests) == 12 and {r.headers["authorization"] for r in jev.requests} == {"Bearer jev-key"}
+    assert score.usage["jev"].requests == 12
+    assert score.verdicts["keep"].right == score.verdicts["keep"].total == 16  # answered: the relay passed the key
+    assert not score.tokens_known and score.cost_usd is None  # Jev's contract carries no usage
+    row = dict(zip(evaluation.COLUMNS, evaluation.table_rows([score])[0], strict=True))
+    assert (row["requests/1k"], row["tokens in/1k"], row["$/1k turns"]) == ("2,000", "—", "—")
+
+
+def _converse_path(model_id: str) -> str:
+    return f"/model/{quote(model_id, safe='')}/converse"  # as botocore sends it (":" is %3A)
+
+
+def _converse(content: list[dict], tokens: tuple[int, int]) -> dict:
+    return {
+        "output": {"message": {"role": "assistant", "content": content}},
+        "stopReason": "end_turn",
+        "usage": {"inputTokens": tokens[0], "outputTokens": tokens[1], "totalTokens": sum(tokens)},
+        "metrics": {"latencyMs": 1},
+    }
+
+
+def test_bedrock_is_counted_by_model_id_with_its_usage(monkeypatch: pytest.MonkeyPatch) -> None:
+    from loopback.bedrock_server import BedrockServer
+
+    decider, writer = "anthropic.claude-3-haiku-20240307-v1:0", "us.anthropic.claude-3-haiku-20240307-v1:0"
+    with BedrockServer() as bedrock:
+        for name, value in {
+            "AWS_ENDPOINT_URL_BEDROCK_RUNTIME": bedrock.url,
+            "AWS_ACCESS_KEY_ID": "testing",
+            "AWS_SECRET_ACCESS_KEY": "testing",
+            "AWS_REGION": "us-east-1",
+            "AWS_DEFAULT_REGION": "us-east-1",
+        }.items():
+            monkeypatch.setenv(name, value)
+        worth = {"toolUse": {"toolUseId": "t1", "name": "answer_worth", "input": {"probability": 0.9}}}
+        bedrock.answer(_converse_path(decider), _converse([worth], (100, 10)))
+        bedrock.answer(_converse_path(writer), _converse([{"text": "Has a plan"}], (50, 5)))
+        settings = Settings.from_env(
+            {
+                "MEMORYBOT_DECISION_MODEL": "bedrock",
+                "MEMORYBOT_CHAT_MODEL": "bedrock",
+                "BEDROCK_DECISION_MODEL_ID": decider,
+                "BEDROCK_CHAT_MODEL_ID": writer,
+            }
+        )
+        [score] = evaluation.evaluate(settings, languages=["en"], sample=6, progress=io.StringIO())
+    decisions, texts = score.usage[decider], score.usage[writer]
+    assert (decisions.requests, decisions.input_tokens, decisions.output_tokens) == (12, 1200, 120)
+    writes = 3  # two plans and a change among the first six turns
+    assert (texts.requests, texts.input_tokens, texts.output_tokens) == (6 + writes, 50 * 9, 5 * 9)
+    # every decision got worth's tool back: forced tools that do not match are unparsed, not errors
+    assert score.unparsed == 6 and score.worth_tp == 3
+    haiku_in, haiku_out = DEFAULT_MODEL_PRICES[decider]  # the inference profile: its base model's price
+    assert score.cost_usd == pytest.approx(((1200 + 450) * haiku_in + (120 + 45) * haiku_out) / 1e6)

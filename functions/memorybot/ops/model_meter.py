@@ -190,8 +190,9 @@ def metered_bedrock(book: UsageBook) -> Iterator[None]:
     def asked(params: dict[str, Any], context: dict[str, Any], **_: Any) -> None:
         context["metered_model"] = str(params.get("modelId", "bedrock"))
 
-    def answered(parsed: object, context: dict[str, Any], **_: Any) -> None:
-        book.add(str(context.get("metered_model", "bedrock")), bedrock_usage(parsed))
+    def answered(http_response: Any, parsed: object, context: dict[str, Any], **_: Any) -> None:
+        refused = not 200 <= int(getattr(http_response, "status_code", 200)) < 300  # no tokens spent
+        book.add(str(context.get("metered_model", "bedrock")), (0, 0) if refused else bedrock_usage(parsed))
 
     hooks: list[tuple[str, Callable[..., None]]] = [
         ("before-parameter-build.bedrock-runtime.Converse", asked),
