@@ -101,13 +101,16 @@ class LabelledModel:
 
 class DriftingModel(LabelledModel):
     """Right when the request asks for its JSON schema; in JSON mode an object of its own shape,
-    in plain text prose: a small local model held to the form only by the server."""
+    in plain text prose (the memory: a plain line, without its end): a small local model held to
+    the form only by the server."""
 
     def __call__(self, body: dict[str, Any]) -> str:
         turn, question = self.turn_of(body), question_of(body)
         asked = (body.get("response_format") or {}).get("type", "text")
-        if question in ("worth", "decide") and asked != "json_schema":
+        if question in ("worth", "decide", "write") and asked != "json_schema":
             if asked == "json_object":
                 return json.dumps({"answer": "yes", "confidence": "high"})
+            if question == "write":  # a plain line: a memory without an end
+                return "They are away for a while."
             return "I would say this is probably worth remembering."
         return self.answer(turn, question, wrong=False)

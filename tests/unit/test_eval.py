@@ -191,8 +191,10 @@ def test_a_model_that_drifts_parses_only_with_its_schema(llm: OpenAIServer) -> N
     llm.responder = DriftingModel(turns)
     llm.refused_formats = {"json_schema"}  # a server without schemas: JSON mode, any object
     json_mode = _run(llm)
-    assert json_mode.unparsed == 2 * len(turns)  # every worth and every decision
-    assert json_mode.requests == json_mode.questions + 1  # the refused schema, asked once
+    writes = [t for t in turns if t.write is not None]
+    assert json_mode.unparsed == 2 * len(turns) + len(writes)  # every worth, decision and memory
+    # the refused schema, asked once by each client (the decision model's and the writer's)
+    assert json_mode.requests == json_mode.questions + 2
     assert json_mode.tokens_known  # the refusal spent none
     assert json_mode.worth_tp == 0 and json_mode.verdict_accuracy == 0
 
@@ -200,7 +202,9 @@ def test_a_model_that_drifts_parses_only_with_its_schema(llm: OpenAIServer) -> N
     llm.responder = DriftingModel(turns)
     llm.reject_response_format = True  # neither: plain text, prose
     text = _run(llm)
-    assert text.unparsed == 2 * len(turns) and text.requests == text.questions + 2
+    assert text.unparsed == 2 * len(turns) and text.requests == text.questions + 4
+    # a memory in a plain line is taken, without an end: right only where none was due
+    assert text.ends.right == sum(t.write.valid_until is None for t in writes if t.write) < len(writes)
 
 
 def test_failed_calls_are_errors_not_parse_failures(llm: OpenAIServer) -> None:

@@ -471,3 +471,29 @@ def test_extraction_rewrites_see_only_the_record_being_rewritten(llm):
     assert len(bodies) == 3
     seen = [{m.memory_id for m in profile if m.text in b} for b in bodies]
     assert sorted(seen, key=sorted) == [set(), {"mem01"}, {"mem03"}]
+
+
+def test_the_dated_memory_asks_for_its_schema_and_reads_an_object_over_lines(llm, _client):
+    from datetime import date
+
+    from memorybot.core.domain import JST
+
+    chat = OpenAIChatModel(_client)
+    chat.zone, chat.clock = JST, lambda: AT  # as the factory dates it
+    llm.reply('{\n  "text": "Lives in Osaka",\n  "validUntil": "2030-01-31"\n}')
+    assert chat.write_memory(EXCHANGE, None) == MemoryDraft("Lives in Osaka", date(2030, 1, 31))
+    asked = llm.last(PATH).json["response_format"]
+    assert asked == {
+        "type": "json_schema",
+        "json_schema": {"name": "write_memory", "strict": True, "schema": prompts.memory_schema()},
+    }
+    llm.finish_reason = "length"  # an object cut short is no memory
+    llm.reply('{"text": "Lives in Os')
+    with pytest.raises(ModelError):
+        chat.write_memory(EXCHANGE, None)
+
+
+def test_the_undated_memory_asks_no_format(llm, chat):
+    llm.reply("Lives in Osaka.")
+    assert chat.write_memory(EXCHANGE, None) == MemoryDraft("Lives in Osaka.")
+    assert "response_format" not in llm.last(PATH).json

@@ -1,7 +1,8 @@
 """OpenAI-compatible chat completions (OpenAI, vLLM, llama.cpp, Ollama...) through httpx.
 
 ``POST {OPENAI_BASE_URL}/chat/completions`` with the configured model and, when set,
-``Authorization: Bearer $OPENAI_API_KEY``. Each decision asks for its own answer's JSON schema
+``Authorization: Bearer $OPENAI_API_KEY``. Each decision (and the dated memory, whose answer is
+``{"text", "validUntil"}``) asks for its own answer's JSON schema
 (``response_format`` ``{"type": "json_schema", "json_schema": {"name", "strict": true, "schema"}}``),
 so a model that would drift from the form, small local ones above all, is held to it by the
 server. A server that refuses it (a 4xx whose body names ``response_format`` or ``json_schema``)
@@ -27,7 +28,7 @@ import httpx
 
 from ..core import prompts
 from ..core.domain import PromptMessage
-from ..core.ports import ModelError
+from ..core.ports import ModelError, UnusableAnswer
 from ..core.prompts import Question, TextTask
 from . import llm_backend
 from .json_http import JsonService, ServiceOptions, service_options
@@ -167,7 +168,14 @@ class OpenAIChatModel(llm_backend.WritingChatModel):
         self._client = client
 
     def _write(self, task: TextTask) -> str:
-        answer = self._client.complete(_messages(task.system, task.user), max_tokens=task.max_tokens)
+        """The first line; a JSON answer (the dated memory's, asked with its schema) whole, since
+        a server that holds a model to a schema may have it spread the object over lines."""
+        schema = AnswerSchema(task.name, task.schema) if task.schema is not None else None
+        answer = self._client.complete(_messages(task.system, task.user), max_tokens=task.max_tokens, schema=schema)
+        if schema is not None and answer.text.lstrip().startswith("{"):
+            if answer.cut_off:
+                raise UnusableAnswer("answer cut off at the token limit")
+            return answer.text.strip()
         return llm_backend.first_line(answer.text, cut_off=answer.cut_off)
 
     def write_reply(self, prompt: Sequence[PromptMessage]) -> str:

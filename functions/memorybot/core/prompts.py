@@ -129,12 +129,14 @@ class Question:
 
 @dataclass(frozen=True)
 class TextTask:
-    """One writing task: a system prompt, a user prompt and an output budget."""
+    """One writing task: a system prompt, a user prompt, an output budget and, for an answer in
+    JSON (the dated memory's), its schema."""
 
     name: str  # write_memory | write_diary
     system: str
     user: str
     max_tokens: int
+    schema: dict[str, Any] | None = None
 
 
 # ---------------------------------------------------------------- schemas
@@ -172,6 +174,16 @@ def decision_schema(memory_ids: Sequence[str]) -> dict[str, Any]:
             "add": _PROBABILITY,
         },
         "required": ["verdicts", "add"],
+        "additionalProperties": False,
+    }
+
+
+def memory_schema() -> dict[str, Any]:
+    """The dated memory's answer: its text, and its last day or null."""
+    return {
+        "type": "object",
+        "properties": {"text": {"type": "string"}, "validUntil": {"type": ["string", "null"]}},
+        "required": ["text", "validUntil"],
         "additionalProperties": False,
     }
 
@@ -283,15 +295,17 @@ def memory_task(exchange: Exchange, current: Memory | None, when: PromptTime | N
     """The rewrite sees the exchange and ``current`` only: never the rest of the profile. Dated
     (``when``), it resolves relative dates against each line's own day and may give an end."""
     rules = MEMORY_WRITER
+    schema = None
     if when is not None:  # instructions, so in the system prompt: the user message is the quoted data
         rules = rules.replace(MEMORY_WRITER_ANSWER, ". " + MEMORY_ANSWER_RULE + " ")
         rules += " " + _dated(when).strip()
+        schema = memory_schema()
     block = quoting.exchange_block(exchange, when)
     if current is None:
-        return TextTask("write_memory", rules, f"{block}\n\nWrite the new memory.", MEMORY_MAX_TOKENS)
+        return TextTask("write_memory", rules, f"{block}\n\nWrite the new memory.", MEMORY_MAX_TOKENS, schema)
     end = {"until": current.valid_until.isoformat()} if when is not None and current.valid_until else {}
     user = f"{block}\n{quoting.memory_tag(current, **end)}\n\nRewrite this memory to reflect what the speaker said."
-    return TextTask("write_memory", rules, user, MEMORY_MAX_TOKENS)
+    return TextTask("write_memory", rules, user, MEMORY_MAX_TOKENS, schema)
 
 
 MEMORY_WRITER_ANSWER = "; only the fact, no quotes, tags or preamble. "
