@@ -258,9 +258,9 @@ class LanguageScore:
             "answers": {"questions": self.questions, "unparsed": self.unparsed, "errors": self.errors},
             "per1000Turns": {
                 "requests": self.per_turns(self.requests),
-                "inputTokens": self.per_turns(self.input_tokens) if self.tokens_known else None,
-                "outputTokens": self.per_turns(self.output_tokens) if self.tokens_known else None,
-                "costUsd": self.per_turns(self.cost_usd),
+                "inputTokens": self.per_turns(self.input_tokens) if self.tokens_known and self.requests else None,
+                "outputTokens": self.per_turns(self.output_tokens) if self.tokens_known and self.requests else None,
+                "costUsd": self.per_turns(self.cost_usd) if self.requests else None,
             },
             "latencyMs": {"p50": _ms(self.latency(0.5)), "p95": _ms(self.latency(0.95))},
             "models": {
@@ -290,11 +290,13 @@ def _ms(seconds: float | None) -> float | None:
 # ---------------------------------------------------------------- asking
 
 
+@dataclass
 class Outcome:
     """One question's fate: its answer, or why there is none."""
 
-    def __init__(self, answer: Any = None, *, unparsed: bool = False, error: bool = False) -> None:
-        self.answer, self.unparsed, self.error = answer, unparsed, error
+    answer: Any = None
+    unparsed: bool = False
+    error: bool = False
 
     @property
     def answered(self) -> bool:
@@ -453,9 +455,9 @@ def render_table(scores: Sequence[LanguageScore], heading: str) -> str:
         if k == 0:
             lines.append("  ".join("-" * w for w in widths))
     lines.append(
-        "worth P/R: precision and recall of keeping (p >= 0.5); verdicts: memories given their labelled "
-        "verdict (keep, update, delete apart); ends: memories written with the labelled end; unparsed: "
-        "answers not in the form asked / questions asked; errors: failed calls; latency: per question."
+        "worth P/R: precision and recall of keeping (p >= 0.5); verdicts: memories given their labelled verdict\n"
+        "(keep, update, delete apart); ends: memories written with the labelled end (validUntil); unparsed:\n"
+        "answers not in the form asked / questions asked; errors: failed calls; latency: per question (docs/eval.md)."
     )
     unpriced = sorted({m for s in scores for m, u in s.usage.items() if u.requests and s.prices.get(m) is None})
     if unpriced:
