@@ -359,3 +359,15 @@ def test_bedrock_is_counted_by_model_id_with_its_usage(monkeypatch: pytest.Monke
     assert score.unparsed == 6 and score.worth_tp == 3
     haiku_in, haiku_out = DEFAULT_MODEL_PRICES[decider]  # the inference profile: its base model's price
     assert score.cost_usd == pytest.approx(((1200 + 450) * haiku_in + (120 + 45) * haiku_out) / 1e6)
+
+
+def test_a_throttle_passes_through_the_relay_and_is_one_more_request(llm: OpenAIServer) -> None:
+    turns = _turns("en", 2)
+    llm.responder = LabelledModel(turns)
+    llm.answer_once(
+        OpenAIServer.COMPLETIONS_PATH, {"error": {"message": "slow down"}}, status=429, headers={"Retry-After": "0"}
+    )
+    score = _run(llm, sample=2)
+    assert (score.errors, score.unparsed, score.verdict_accuracy) == (0, 0, 1)  # retried, as deployed
+    assert score.requests == score.questions + 1 == len(llm.completions())
+    assert score.tokens_known  # the throttle spent none
