@@ -149,4 +149,9 @@ def test_an_import_with_a_bad_row_after_good_rows_writes_nothing(end_stack):
         answer = import_rows(http, running.url, [*good, bad])
         assert answer.status_code == 400 and answer.json()["row"] == 3, answer.text
         assert "don't remember anything" in "\n".join(juno_dm.show())
+    # The row that failed at its write after the good ones had been written (an end on the
+    # calendar's last day, a 503 on every retry) is now a row like any other: all four, once.
+    answer = import_rows(http, running.url, [*good, row(uid, "Has an owl", validUntil=LAST_DAY)])
+    assert answer.status_code == 200 and answer.json()["imported"] == 4, answer.text
+    assert len(dm_lines(juno_dm.show())) == 4
     no_failures(running)
