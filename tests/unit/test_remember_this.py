@@ -8,7 +8,7 @@ import threading
 
 import pytest
 
-from frontdoor import ALICE, BOB, SCOPE, body_of, context, event, forget, owner, pause, remember_this
+from frontdoor import ALICE, BOB, SCOPE, body_of, context, event, forget, interaction_id, owner, pause, remember_this
 from memorybot.core.catalog import text
 from memorybot.core.domain import Action, Actor, snowflake_time, text_problem
 from memorybot.handlers import extraction
@@ -249,3 +249,18 @@ def test_a_failed_hand_off_gives_the_claim_back(front, monkeypatch):
     assert call(payload)["data"]["content"] == text("busy")
     down.clear()
     assert call(remember_this("I collect fountain pens", message_id=payload["data"]["target_id"]))["type"] == 5
+
+
+@pytest.mark.parametrize("since", ["forget_all", "erasure"])
+def test_a_message_taken_in_before_a_forget_all_or_an_erasure_has_nothing_more_to_teach(front, since):
+    payload = remember_this("I sing in a choir")
+    call(payload)
+    assert len(run_jobs(front)[0]["added"]) == 1
+    now = snowflake_time(interaction_id())
+    if since == "forget_all":
+        front.people_store.forgot_all(ALICE, SCOPE, now)
+    else:
+        front.people_store.erased(ALICE, now)
+    again = remember_this("I sing in a choir", message_id=payload["data"]["target_id"])
+    assert call(again)["data"]["content"] == text("remember_nothing")  # not "remembered": it is gone
+    assert run_jobs(front) == []
