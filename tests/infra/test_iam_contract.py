@@ -201,7 +201,7 @@ def interactions_scenario(h: Harness) -> None:
     assert "Undone" in body(h.call("Interactions", event(click(undo))))["data"]["content"]
     h.recorder.fail("Interactions", "Query")  # a show whose read fails: its dedup record is given back
     assert body(h.call("Interactions", event(show())))["type"] == 4
-    assert "UTC" in body(h.call("Interactions", event(why(kept.memory_id))))["data"]["content"]
+    assert "JST" in body(h.call("Interactions", event(why(kept.memory_id))))["data"]["content"]  # the zone
     assert "DM" in body(h.call("Interactions", event(export())))["data"]["content"]
     # "Remember this": the click claims the message (a conditional Put); a second click on it is
     # refused (the claim read back, the forgotten sources read); a failed hand-off gives the claim
