@@ -14,7 +14,7 @@ real adapters:
   with the sequential order (embed, then read) for comparison. moto is far slower than DynamoDB
   at returning thousands of items, so the absolute read times are an upper bound; the difference
   between the concurrent and the sequential columns is what running beside the read saves.
-- the ranking's own CPU time (core/selection.py, pure Python) at each size.
+- the ranking's own CPU time (core/prompting/selection.py, pure Python) at each size.
 """
 
 from __future__ import annotations
@@ -57,9 +57,9 @@ def main() -> None:
     from memorybot.adapters.embeddings import BedrockTitanEmbeddings
     from memorybot.adapters.embeddings_offline import OfflineEmbeddingModel
     from memorybot.config import Settings
-    from memorybot.core import selection
-    from memorybot.core.domain import PROFILE_LIMIT, Actor, Embedding, Memory, Owner
-    from memorybot.core.recall import Recall
+    from memorybot.core.prompting import selection
+    from memorybot.core.prompting.recall import Recall
+    from memorybot.core.record.domain import PROFILE_LIMIT, Actor, Embedding, Memory, Owner
     from memorybot.local import moto_dynamo
     from tests.fakes import T0
     from tests.loopback.bedrock_server import BedrockServer
@@ -218,7 +218,7 @@ def main() -> None:
             )
 
         print()
-        print("ranking CPU (core/selection.py, pure Python), median ms")
+        print("ranking CPU (core/prompting/selection.py, pure Python), median ms")
         model = OfflineEmbeddingModel(256)
         for n in SIZES:
             profile = [

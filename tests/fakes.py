@@ -10,8 +10,9 @@ import threading
 from collections.abc import Callable, Sequence
 from datetime import UTC, datetime, timedelta
 
-from memorybot.core.decisions import decide_per_record
-from memorybot.core.domain import (
+from memorybot.core.prompting.decisions import decide_per_record
+from memorybot.core.record.changes import Change, LedgerEntry, NightlyRun
+from memorybot.core.record.domain import (
     CHANGE_ACTIONS,
     GLOBAL_SCOPE,
     JST,
@@ -19,23 +20,19 @@ from memorybot.core.domain import (
     REMEMBER_CLAIM_LEASE,
     Action,
     Actor,
-    Change,
     Decision,
-    LedgerEntry,
     Memory,
     MemoryDraft,
     Message,
-    NightlyRun,
     Owner,
-    Person,
-    PersonCheck,
     PromptMessage,
     Speaker,
     Verdict,
     jst_day,
     snowflake_at,
 )
-from memorybot.core.ports import ConflictError, MemoryStore, ModelError, PersonRefused, RollbackClaim
+from memorybot.core.record.person import Person, PersonCheck
+from memorybot.core.record.ports import ConflictError, MemoryStore, ModelError, PersonRefused, RollbackClaim
 
 T0 = datetime(2026, 11, 20, 12, 0, tzinfo=UTC)
 

@@ -15,8 +15,9 @@ from typing import Any
 from memorybot.adapters.dynamodb_ledger import ledger_from_item
 from memorybot.adapters.dynamodb_memories import FORGOTTEN_KEY, MARKER_PREFIX, memory_from_item
 from memorybot.config import Settings
-from memorybot.core.domain import Action, LedgerEntry, Memory, Owner
-from memorybot.core.ports import ModelError
+from memorybot.core.record.changes import LedgerEntry
+from memorybot.core.record.domain import Action, Memory, Owner
+from memorybot.core.record.ports import ModelError
 from memorybot.local import moto_dynamo
 
 _prefixes = itertools.count(1)

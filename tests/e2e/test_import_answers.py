@@ -10,7 +10,7 @@ import time
 
 import httpx
 
-from memorybot.core.importing import MAX_IMPORT_ROWS
+from memorybot.core.rights.importing import MAX_IMPORT_ROWS
 
 
 def test_a_repeated_id_is_a_400_naming_both_rows_and_nothing_is_written(stack, person, admin):

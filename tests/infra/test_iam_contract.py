@@ -56,11 +56,12 @@ from memorybot.adapters.invoker import LambdaInvoker, LocalContext
 from memorybot.adapters.manifests import S3Manifests
 from memorybot.bootstrap import Container
 from memorybot.config import Settings
-from memorybot.core import nightly_steps
-from memorybot.core.consolidation import STALE_AFTER, manifest_key, window_for
-from memorybot.core.domain import Action, Actor, Change, Message, SourceRef, snowflake_at, utcnow
-from memorybot.core.jobs import ExtractionJob, ReplyJob
-from memorybot.core.nightly_jobs import RunPlan
+from memorybot.core.night import nightly_steps
+from memorybot.core.night.consolidation import STALE_AFTER, manifest_key, window_for
+from memorybot.core.night.nightly_jobs import RunPlan
+from memorybot.core.record.changes import Change
+from memorybot.core.record.domain import Action, Actor, Message, SourceRef, snowflake_at, utcnow
+from memorybot.core.record.jobs import ExtractionJob, ReplyJob
 from memorybot.discord.requests import forget_all_button
 from memorybot.discord.signature import Verifier
 from memorybot.local import discord_recorder, moto_dynamo

@@ -25,20 +25,20 @@ from memorybot.adapters.invoker import LocalContext, LocalInvoker
 from memorybot.adapters.offline import OfflineChatModel, OfflineDecisionModel
 from memorybot.bootstrap import Container
 from memorybot.config import Settings
-from memorybot.core.consolidation import STALE_AFTER, window_for
-from memorybot.core.domain import (
+from memorybot.core.night.consolidation import STALE_AFTER, window_for
+from memorybot.core.record.changes import Change
+from memorybot.core.record.domain import (
     GLOBAL_SCOPE,
     JST,
     Action,
     Actor,
-    Change,
     Message,
     Owner,
     parse_iso,
     snowflake_at,
     utcnow,
 )
-from memorybot.core.jobs import ExtractionJob, ReplyJob
+from memorybot.core.record.jobs import ExtractionJob, ReplyJob
 from memorybot.handlers import admin, extraction, nightly, reply
 
 DELIVERIES = [2, 3]

@@ -8,10 +8,18 @@ from pathlib import Path
 
 import pytest
 
-from memorybot.core import catalog
-from memorybot.core.catalog import COMMAND_DESCRIPTIONS, COMMAND_NAMES, TEXTS, Language, fields_of, language_of, text
+from memorybot.core.record import catalog
+from memorybot.core.record.catalog import (
+    COMMAND_DESCRIPTIONS,
+    COMMAND_NAMES,
+    TEXTS,
+    Language,
+    fields_of,
+    language_of,
+    text,
+)
 
-PACKAGE = Path(catalog.__file__).resolve().parents[1]
+PACKAGE = Path(catalog.__file__).resolve().parents[2]  # memorybot/core/record/catalog.py
 EVERY_TABLE = {"TEXTS": TEXTS, "COMMAND_DESCRIPTIONS": COMMAND_DESCRIPTIONS, "COMMAND_NAMES": COMMAND_NAMES}
 JAPANESE = re.compile(r"[\u3000-\u30ff\u4e00-\u9fff]")  # Japanese punctuation, kana or kanji
 
@@ -49,9 +57,9 @@ def test_a_missing_field_is_an_error_not_a_text_with_braces():
 # The modules whose output a person reads: the answers, DMs, replies and notices.
 ANSWERING = [
     *sorted((PACKAGE / "discord").glob("*.py")),
-    PACKAGE / "core" / "conversation.py",
-    PACKAGE / "core" / "consent.py",
-    PACKAGE / "core" / "commands.py",
+    PACKAGE / "core" / "turn" / "conversation.py",
+    PACKAGE / "core" / "rights" / "consent.py",
+    PACKAGE / "core" / "rights" / "commands.py",
     *sorted((PACKAGE / "handlers").glob("*.py")),
 ]
 _WORDS = re.compile(r"[A-Za-z']+")

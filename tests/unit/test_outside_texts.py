@@ -16,9 +16,9 @@ from hypothesis import strategies as st
 
 from fakes import T0, Clock, FakeMemoryStore, memory, message
 from memorybot.adapters.offline import OfflineChatModel, OfflineDecisionModel, _is_forget
-from memorybot.core.dates import local_stamp
-from memorybot.core.domain import GLOBAL_SCOPE, Speaker
-from memorybot.core.extraction import Extractor
+from memorybot.core.record.dates import local_stamp
+from memorybot.core.record.domain import GLOBAL_SCOPE, Speaker
+from memorybot.core.turn.extraction import Extractor
 from memorybot.discord.formats import markdown_escaped, markdown_shown
 from memorybot.local import client as client_module
 from memorybot.local.client import LocalClient, button_command, nightly_lines

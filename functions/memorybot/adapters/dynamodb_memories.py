@@ -31,25 +31,24 @@ from botocore.exceptions import ClientError
 
 from .. import tables
 from ..config import Settings
-from ..core import memory_record
-from ..core.domain import (
+from ..core.record import memory_record
+from ..core.record.changes import Change, LedgerEntry
+from ..core.record.domain import (
     CHANGE_ACTIONS,
     JST,
     REMEMBER_CLAIM_LEASE,
     Action,
     Actor,
-    Change,
     Embedding,
-    LedgerEntry,
     Memory,
     Owner,
-    PersonCheck,
     SourceRef,
     iso,
     utcnow,
 )
-from ..core.memory_record import Kind, Shape
-from ..core.ports import ConflictError, MemoryStore, PersonRefused
+from ..core.record.memory_record import Kind, Shape
+from ..core.record.person import PersonCheck
+from ..core.record.ports import ConflictError, MemoryStore, PersonRefused
 from . import vectors
 from .dynamodb_items import (
     REASON_CONDITION_FAILED,
@@ -102,7 +101,7 @@ def stale_shard(owner: Owner) -> str:
 
 
 def memory_item(memory: Memory, zone: tzinfo = JST) -> Item:
-    """The item a memory's Put writes: the record's item shape (core/memory_record.py) as typed
+    """The item a memory's Put writes: the record's item shape (core/record/memory_record.py) as typed
     attribute values, with the keys and the index bookkeeping (``zone``: the deployment's, which
     says when a memory with an end ends)."""
     item: Item = {

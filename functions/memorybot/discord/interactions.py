@@ -13,15 +13,17 @@ from collections.abc import Callable
 from datetime import UTC, datetime, tzinfo
 from typing import Any, Protocol
 
-from ..core import commands, consent, conversation, history
-from ..core.catalog import text
-from ..core.catalog import where_label as scope_label
-from ..core.commands import CommandMemories
-from ..core.dates import local_stamp
-from ..core.domain import GLOBAL_SCOPE, Owner, Person, ScopeMode, shows_nothing, snowflake_time, utcnow
-from ..core.history import HistoryMemories
-from ..core.jobs import RememberJob, ReplyJob
-from ..core.ports import AsyncInvoker, DiscordApi, MessageStore, PeopleStore, RememberedMessages
+from ..core.record.catalog import text
+from ..core.record.catalog import where_label as scope_label
+from ..core.record.dates import local_stamp
+from ..core.record.domain import GLOBAL_SCOPE, Owner, ScopeMode, shows_nothing, snowflake_time, utcnow
+from ..core.record.jobs import RememberJob, ReplyJob
+from ..core.record.person import Person
+from ..core.record.ports import AsyncInvoker, DiscordApi, MessageStore, PeopleStore, RememberedMessages
+from ..core.rights import commands, consent, history
+from ..core.rights.commands import CommandMemories
+from ..core.rights.history import HistoryMemories
+from ..core.turn import conversation
 from . import history_view
 from .formats import markdown_escaped
 from .guilds import GuildNames

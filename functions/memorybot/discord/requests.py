@@ -14,8 +14,8 @@ from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from typing import Any
 
-from ..core.catalog import COMMAND_DESCRIPTIONS, COMMAND_NAMES, REMEMBER_THIS, Language
-from ..core.domain import Owner, ScopeMode, scope_for
+from ..core.record.catalog import COMMAND_DESCRIPTIONS, COMMAND_NAMES, REMEMBER_THIS, Language
+from ..core.record.domain import Owner, ScopeMode, scope_for
 from . import history_view
 from .formats import is_interaction_token, is_snowflake, valid_unicode
 

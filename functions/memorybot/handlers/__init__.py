@@ -13,7 +13,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from .. import bootstrap
-from ..core.jobs import BadJob, Job
+from ..core.record.jobs import BadJob, Job
 
 if TYPE_CHECKING:
     from ..admin_api import AdminRoute

@@ -16,8 +16,8 @@ from typing import Any
 from aws_lambda_powertools import Logger
 
 from ..bootstrap import Container
-from ..core import conversation
-from ..core.jobs import ExtractionJob, RememberJob
+from ..core.record.jobs import ExtractionJob, RememberJob
+from ..core.turn import conversation
 from . import count_metric, job_worker, log_core_with, retries_spent
 
 logger = Logger(service="memorybot-extraction")

@@ -11,8 +11,8 @@ from __future__ import annotations
 from aws_lambda_powertools import Logger
 
 from ..bootstrap import Container
-from ..core import conversation
-from ..core.jobs import ReplyJob
+from ..core.record.jobs import ReplyJob
+from ..core.turn import conversation
 from . import job_worker, log_core_with, retries_spent
 
 logger = Logger(service="memorybot-reply")

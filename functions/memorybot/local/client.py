@@ -19,10 +19,10 @@ from urllib.parse import urlsplit
 
 import httpx
 
-from ..core.catalog import REMEMBER_THIS
-from ..core.consolidation import WINDOW, window_for
-from ..core.domain import JST, snowflake_at
-from ..core.nightly_steps import scheduled_time
+from ..core.night.consolidation import WINDOW, window_for
+from ..core.night.nightly_steps import scheduled_time
+from ..core.record.catalog import REMEMBER_THIS
+from ..core.record.domain import JST, snowflake_at
 from ..discord.formats import markdown_shown
 from ..discord.signature import sign
 from .discord_recorder import LOCAL_GUILD_ID

@@ -21,25 +21,22 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Protocol
 
-from .catalog import text
-from .consent import notice_text
-from .domain import (
+from ..record.catalog import text
+from ..record.domain import (
     BOT_NAME,
     EXCHANGE_MESSAGES,
     Actor,
-    Basis,
     Message,
     Owner,
-    Person,
-    PersonCheck,
     Speaker,
     is_snowflake,
     snowflake_at,
     snowflake_time,
     utcnow,
 )
-from .jobs import ExtractionJob, RememberJob, ReplyJob
-from .ports import (
+from ..record.jobs import ExtractionJob, RememberJob, ReplyJob
+from ..record.person import Basis, Person, PersonCheck
+from ..record.ports import (
     AsyncInvoker,
     DiscordApi,
     MessageStore,
@@ -48,6 +45,7 @@ from .ports import (
     PersonRefused,
     RememberedMessages,
 )
+from ..rights.consent import notice_text
 
 if TYPE_CHECKING:  # the interactions function imports this module: keep its cold start lean
     from .extraction import Extractor

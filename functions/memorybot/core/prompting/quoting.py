@@ -18,8 +18,8 @@ from collections.abc import Iterable, Sequence
 from datetime import tzinfo
 from html import escape as _html_escape
 
-from .dates import PromptTime, line_needs_time, line_stamp
-from .domain import BOT_NAME, Exchange, Memory, Message, Speaker, iso, plain_name
+from ..record.dates import PromptTime, line_needs_time, line_stamp
+from ..record.domain import BOT_NAME, Exchange, Memory, Message, Speaker, iso, plain_name
 
 FROM_SPEAKER = "speaker"
 FROM_BOT = "bot"

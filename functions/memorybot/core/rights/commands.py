@@ -14,12 +14,13 @@ from datetime import date, datetime
 from enum import Enum
 from typing import Protocol
 
-from . import memory_record
-from .catalog import text
-from .consent import switch_json
-from .domain import PERSON_SCOPE, Action, Actor, Change, LedgerEntry, Memory, Owner, is_memory_id, iso, utcnow
-from .memory_record import Shape
-from .ports import (
+from ..record import memory_record
+from ..record.catalog import text
+from ..record.changes import Change, LedgerEntry
+from ..record.domain import Action, Actor, Memory, Owner, is_memory_id, iso, utcnow
+from ..record.memory_record import Shape
+from ..record.person import PERSON_SCOPE
+from ..record.ports import (
     ConflictError,
     ForgottenSources,
     Ledger,
@@ -28,6 +29,7 @@ from .ports import (
     ProfileReader,
     ReadLog,
 )
+from .consent import switch_json
 
 FORGET_ATTEMPTS = 3  # a concurrent change between read and delete: read again
 

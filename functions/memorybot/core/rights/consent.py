@@ -1,7 +1,7 @@
 """The person's say over being remembered: the memory switch (pause, resume), the first-use
 notice, and what /memory show says about the switch.
 
-The record behind it is one per person, everywhere (``domain.Person``, ``ports.PeopleStore``).
+The record behind it is one per person, everywhere (``person.Person``, ``ports.PeopleStore``).
 While paused nothing is learned from them (``Person.learnable``, checked at the start of every
 extraction and again in each write's transaction: ``PersonCheck``) and the reply prompt carries
 none of their memories; nothing is deleted, and the commands keep working.
@@ -12,10 +12,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import UTC, datetime, tzinfo
 
-from .catalog import text
-from .dates import local_stamp
-from .domain import PERSON_SCOPE, Action, Actor, LedgerEntry
-from .ports import PeopleStore
+from ..record.catalog import text
+from ..record.changes import LedgerEntry
+from ..record.dates import local_stamp
+from ..record.domain import Action, Actor
+from ..record.person import PERSON_SCOPE
+from ..record.ports import PeopleStore
 
 
 @dataclass(frozen=True)

@@ -6,9 +6,9 @@ The shapes:
 - ``ITEM``: the memories table's item (``adapters/dynamodb_memories.py`` turns these plain
   values into DynamoDB's typed attribute values, by kind);
 - ``LEDGER``: a ledger row's before / after state (JSON, ``adapters/dynamodb_ledger.py``);
-- ``EXPORT``: a memory in ``/memory export`` (``core/commands.py``), which ``POST /memory/import``
+- ``EXPORT``: a memory in ``/memory export`` (``core/rights/commands.py``), which ``POST /memory/import``
   also reads back;
-- ``ROW``: an import row (``core/importing.py``: its keys, and each value's type by kind);
+- ``ROW``: an import row (``core/rights/importing.py``: its keys, and each value's type by kind);
 - ``JEV``: the ``memory`` object of the Jev HTTP contract (``adapters/jev_http.py``).
 
 The stored shapes (item, ledger) leave an unset optional field out, so a sparse index stays

@@ -32,7 +32,7 @@ from collections.abc import Callable, Sequence
 from enum import Enum
 from functools import lru_cache
 
-from .domain import PROFILE_LIMIT, Embedding, Memory
+from ..record.domain import PROFILE_LIMIT, Embedding, Memory
 
 # BM25's usual constants (Robertson et al.): term-frequency saturation and length normalisation.
 BM25_K1 = 1.2

@@ -19,7 +19,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from .jobs import Payload
+from ..record.jobs import Payload
 
 CLAIMED = "claimed"
 ALREADY_CLAIMED = "already_claimed"

@@ -33,18 +33,16 @@ from datetime import UTC, date, datetime, timedelta
 from enum import Enum
 from typing import Any, Protocol
 
-from . import memory_record
-from .dates import parse_day
-from .domain import (
+from ..record import memory_record
+from ..record.changes import LedgerEntry
+from ..record.dates import parse_day
+from ..record.domain import (
     DM_SCOPE,
     GLOBAL_SCOPE,
     MEMORY_TEXT_MAX_CHARS,
     Actor,
-    Basis,
-    LedgerEntry,
     Memory,
     Owner,
-    PersonCheck,
     ScopeMode,
     end_holds,
     is_memory_id,
@@ -55,8 +53,9 @@ from .domain import (
     text_problem,
     utcnow,
 )
-from .memory_record import Kind, RecordField, Shape
-from .ports import ConflictError, ImportWriter, Ledger, PersonRefused
+from ..record.memory_record import Kind, RecordField, Shape
+from ..record.person import Basis, PersonCheck
+from ..record.ports import ConflictError, ImportWriter, Ledger, PersonRefused
 
 logger = logging.getLogger(__name__)
 
@@ -77,7 +76,7 @@ ID_ATTEMPTS = 5  # a fresh memory id that is taken already: draw another
 IMPORT_REASON = "operator import"
 TAKEN_BACK_REASON = "operator import failed part way: taken back"
 
-# A row's keys are the memory record's (core/memory_record.py), and "id": the memory's id in the
+# A row's keys are the memory record's (core/record/memory_record.py), and "id": the memory's id in the
 # system it came from (an export's own "id"), kept as provenance, never used as this one's id.
 SOURCE_ID = "id"
 ROW_FIELDS = memory_record.keys_of(Shape.ROW) | {SOURCE_ID}
@@ -85,7 +84,7 @@ REQUIRED_ROW_FIELDS = tuple(key for f, key in memory_record.fields_of(Shape.ROW)
 # memorySwitch: an export file's memory switch (docs/consent.md). Accepted and not imported: a
 # pause or a notice given elsewhere is the person's to give again here.
 BODY_FIELDS = frozenset({"memories", "dryRun", "userId", "scopes", "memorySwitch"})
-# An export file (core/commands.py export): what each of its scopes and memories carries.
+# An export file (core/rights/commands.py export): what each of its scopes and memories carries.
 # Its ledger and its list of forgotten message ids are left out, as rows are all an import adds.
 EXPORT_SCOPE_FIELDS = frozenset({"scope", "memories", "ledger", "forgottenSourceMessageIds"})
 EXPORT_MEMORY_FIELDS = memory_record.keys_of(Shape.EXPORT)

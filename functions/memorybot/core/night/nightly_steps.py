@@ -20,10 +20,12 @@ from datetime import UTC, datetime, timedelta
 from enum import Enum
 from typing import Any, TypeVar
 
-from . import decisions
+from ..prompting import decisions
+from ..record.changes import NightlyRun
+from ..record.domain import NIGHTLY_MAX_DURATION, Owner, iso, parse_iso
+from ..record.jobs import BadJob
+from ..record.ports import ModelUnavailable
 from .consolidation import Consolidator
-from .domain import NIGHTLY_MAX_DURATION, NightlyRun, Owner, iso, parse_iso
-from .jobs import BadJob
 from .nightly_jobs import (
     ALREADY_CLAIMED,
     CLAIMED,
@@ -35,7 +37,6 @@ from .nightly_jobs import (
     SpeakerFailure,
     SpeakerTask,
 )
-from .ports import ModelUnavailable
 
 logger = logging.getLogger(__name__)
 

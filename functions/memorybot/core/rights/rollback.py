@@ -31,20 +31,10 @@ from datetime import datetime, timedelta
 from enum import Enum
 from typing import Protocol
 
-from .domain import (
-    RUN_LEDGER_OWNER,
-    Action,
-    Actor,
-    Basis,
-    Change,
-    LedgerEntry,
-    Memory,
-    Owner,
-    Person,
-    PersonCheck,
-    utcnow,
-)
-from .ports import ConflictError, MemoryWriter, PeopleStore, RollbackClaim, RunLedger, RunStore
+from ..record.changes import RUN_LEDGER_OWNER, Change, LedgerEntry
+from ..record.domain import Action, Actor, Memory, Owner, utcnow
+from ..record.person import Basis, Person, PersonCheck
+from ..record.ports import ConflictError, MemoryWriter, PeopleStore, RollbackClaim, RunLedger, RunStore
 
 logger = logging.getLogger(__name__)
 

@@ -35,11 +35,9 @@ from dataclasses import dataclass
 from datetime import date, datetime, tzinfo
 from typing import Any
 
-from . import quoting
-from .catalog import Language
-from .dates import PromptTime, parse_day, today_sentence
-from .decisions import render_memories
-from .domain import (
+from ..record.catalog import Language
+from ..record.dates import PromptTime, parse_day, today_sentence
+from ..record.domain import (
     JST,
     MEMORY_VERDICTS,
     REVIEW_VERDICTS,
@@ -52,7 +50,9 @@ from .domain import (
     Speaker,
     Verdict,
 )
-from .ports import ModelError, UnusableAnswer
+from ..record.ports import ModelError, UnusableAnswer
+from . import quoting
+from .decisions import render_memories
 
 # Output budgets. Decisions are one tiny JSON object; texts are one line (reply: a few).
 DECISION_MAX_TOKENS = 100

@@ -330,7 +330,7 @@ TEXTS: dict[str, dict[Language, str]] = {
         Language.EN: "That change is not one of yours I can undo. Nothing was changed.",
         Language.JA: "その変更は、あなたの取り消せる変更ではありません。何も変更していません。",
     },
-    # what kind of change (history_line's {kind}), by core.history.ChangeKind
+    # what kind of change (history_line's {kind}), by core.rights.history.ChangeKind
     "change_added": {Language.EN: "added", Language.JA: "追加"},
     "change_updated": {Language.EN: "updated", Language.JA: "更新"},
     "change_deleted": {Language.EN: "deleted", Language.JA: "削除"},
@@ -340,7 +340,7 @@ TEXTS: dict[str, dict[Language, str]] = {
     "change_rolled_back": {Language.EN: "rolled back", Language.JA: "ロールバック"},
     "change_imported": {Language.EN: "imported", Language.JA: "インポート"},
     "change_undone": {Language.EN: "undone", Language.JA: "取り消し"},
-    # who made it (history_line's {who}), by core.history.Who
+    # who made it (history_line's {who}), by core.rights.history.Who
     "who_you": {Language.EN: "you", Language.JA: "あなた"},
     "who_conversation": {Language.EN: "a conversation", Language.JA: "会話"},
     "who_night": {Language.EN: "the night", Language.JA: "夜間処理"},

@@ -15,8 +15,8 @@ import threading
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future
 
-from .domain import PROFILE_LIMIT, Actor, Embedding, Exchange, Memory, Message, Owner
-from .ports import EmbeddingModel, ProfileReader
+from ..record.domain import PROFILE_LIMIT, Actor, Embedding, Exchange, Memory, Message, Owner
+from ..record.ports import EmbeddingModel, ProfileReader
 from .selection import select
 
 logger = logging.getLogger(__name__)

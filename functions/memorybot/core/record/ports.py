@@ -12,25 +12,22 @@ from enum import Enum
 from typing import Any, Protocol, TypeVar
 
 from .catalog import Language
+from .changes import Change, LedgerEntry, NightlyRun
 from .domain import (
     Action,
     Actor,
-    Change,
     Decision,
     Embedding,
     Exchange,
-    LedgerEntry,
     Memory,
     MemoryDraft,
     Message,
-    NightlyRun,
     Owner,
-    Person,
-    PersonCheck,
     PromptMessage,
     Verdict,
 )
 from .jobs import Job, Payload
+from .person import Person, PersonCheck
 
 M = TypeVar("M", bound=Payload)
 
@@ -111,7 +108,7 @@ class ProfileReader(Protocol):
         unused_if: Callable[[], bool] | None = None,
     ) -> list[Memory]:
         """The owner's whole profile (one read of their own partition), narrowed by ``choose``
-        (the relevance selection, core/selection.py); what ``choose`` returns, as it ordered it.
+        (the relevance selection, core/prompting/selection.py); what ``choose`` returns, as it ordered it.
 
         Writes one ``read`` ledger row naming exactly the chosen ids before returning anything
         (the rest were scored, never shown to a model or a person). ``unused_if``, asked once the
@@ -352,7 +349,7 @@ class MessageStore(Protocol):
 
 
 class PeopleStore(Protocol):
-    """One record per person, everywhere (``domain.Person``)."""
+    """One record per person, everywhere (``person.Person``)."""
 
     def get(self, user_id: str) -> Person:
         """The person's record (all defaults when there is none)."""

@@ -19,9 +19,10 @@ from concurrent.futures import ThreadPoolExecutor
 from datetime import date, datetime
 from typing import TypeVar
 
-from . import domain, quoting
-from .domain import MEMORY_TEXT_MAX_CHARS, PROFILE_LIMIT, Decision, Exchange, Memory, MemoryDraft, Verdict
-from .ports import ModelFailed, ModelUnavailable, RecordJudge
+from ..record import domain
+from ..record.domain import MEMORY_TEXT_MAX_CHARS, PROFILE_LIMIT, Decision, Exchange, Memory, MemoryDraft, Verdict
+from ..record.ports import ModelFailed, ModelUnavailable, RecordJudge
+from . import quoting
 
 logger = logging.getLogger(__name__)
 

@@ -20,30 +20,30 @@ from datetime import datetime, tzinfo
 from enum import Enum
 from typing import Protocol
 
-from . import decisions
-from .domain import (
+from ..prompting import decisions
+from ..prompting.recall import Recall, exchange_query
+from ..record.changes import Change
+from ..record.domain import (
     ADD_THRESHOLD,
     JST,
     PROFILE_LIMIT,
     WORTH_THRESHOLD,
     Action,
     Actor,
-    Basis,
-    Change,
     Decision,
     Exchange,
     Memory,
     MemoryDraft,
     Message,
     Owner,
-    PersonCheck,
     Speaker,
     Verdict,
     end_holds,
     new_memory_id,
     utcnow,
 )
-from .ports import (
+from ..record.person import Basis, PersonCheck
+from ..record.ports import (
     ChatModel,
     ConflictError,
     DecisionModel,
@@ -55,8 +55,7 @@ from .ports import (
     ProfileReader,
     VectorWriter,
 )
-from .recall import Recall, exchange_query
-from .threads import Tasks, WarmThreads
+from ..record.threads import Tasks, WarmThreads
 
 logger = logging.getLogger(__name__)
 

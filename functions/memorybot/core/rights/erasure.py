@@ -2,7 +2,7 @@
 
 First marks the person erased (their record keeps only ``erased_at``: the memory switch and the
 notices go), so that nothing already in flight for them writes after this point: every writer
-checks that marker in its own transaction (``domain.PersonCheck``). Then deletes the person's
+checks that marker in its own transaction (``person.PersonCheck``). Then deletes the person's
 memories in every scope (each delete with its ledger row, written without text) and the record
 of which of their messages they had forgotten, deletes their stored messages (their own lines
 and the bot's replies to them), and redacts the text of their ledger rows: before/after go, the
@@ -23,8 +23,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Protocol
 
-from .domain import PERSON_SCOPE, Action, Actor, Change, LedgerEntry, Message, Owner, utcnow
-from .ports import ConflictError, Erasing, Ledger, MemoryWriter, MessageStore, PeopleStore, ProfileReader
+from ..record.changes import Change, LedgerEntry
+from ..record.domain import Action, Actor, Message, Owner, utcnow
+from ..record.person import PERSON_SCOPE
+from ..record.ports import ConflictError, Erasing, Ledger, MemoryWriter, MessageStore, PeopleStore, ProfileReader
 
 logger = logging.getLogger(__name__)
 

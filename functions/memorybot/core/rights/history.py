@@ -16,19 +16,10 @@ from datetime import datetime
 from enum import Enum
 from typing import Protocol
 
-from .domain import (
-    CHANGE_ACTIONS,
-    DECAY_REASON,
-    SHOW_PREVIEW_CHARS,
-    Action,
-    Actor,
-    LedgerEntry,
-    Memory,
-    Owner,
-    Person,
-    one_line,
-)
-from .ports import ConflictError, History, MemoryWriter, PeopleStore, PersonRefused, ReadLog
+from ..record.changes import DECAY_REASON, LedgerEntry
+from ..record.domain import CHANGE_ACTIONS, SHOW_PREVIEW_CHARS, Action, Actor, Memory, Owner, one_line
+from ..record.person import Person
+from ..record.ports import ConflictError, History, MemoryWriter, PeopleStore, PersonRefused, ReadLog
 from .rollback import restoring, reversal
 
 logger = logging.getLogger(__name__)

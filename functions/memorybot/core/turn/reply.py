@@ -6,10 +6,11 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime, tzinfo
 
-from .domain import JST, Actor, Memory, Message, Owner, Person, PromptMessage, Speaker, utcnow
-from .ports import ChatModel, EmbeddingModel, PeopleStore, ProfileReader
-from .prompts import build_reply_prompt
-from .recall import PendingQuery, Recall, reply_query
+from ..prompting.prompts import build_reply_prompt
+from ..prompting.recall import PendingQuery, Recall, reply_query
+from ..record.domain import JST, Actor, Memory, Message, Owner, PromptMessage, Speaker, utcnow
+from ..record.person import Person
+from ..record.ports import ChatModel, EmbeddingModel, PeopleStore, ProfileReader
 
 
 class ReplyWriter:

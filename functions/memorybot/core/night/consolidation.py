@@ -27,22 +27,19 @@ from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
 from typing import Protocol
 
-from . import decisions
-from .catalog import Language
-from .domain import (
+from ..prompting import decisions
+from ..record.catalog import Language
+from ..record.changes import DECAY_REASON, Change, NightlyRun, RunSummary
+from ..record.domain import (
     BOT_NAME,
-    DECAY_REASON,
     JST,
     NIGHTLY_MAX_DURATION,
     PROFILE_LIMIT,
     Action,
     Actor,
-    Change,
     Memory,
     Message,
-    NightlyRun,
     Owner,
-    RunSummary,
     Speaker,
     Verdict,
     jst_day,
@@ -50,9 +47,7 @@ from .domain import (
     plain_name,
     utcnow,
 )
-from .extraction import Extractor, not_forgotten
-from .nightly_jobs import ReviewMark, SpeakerMark, manifest_entry
-from .ports import (
+from ..record.ports import (
     ChatModel,
     ConflictError,
     DecisionModel,
@@ -69,6 +64,8 @@ from .ports import (
     VectorIndex,
     VectorWriter,
 )
+from ..turn.extraction import Extractor, not_forgotten
+from .nightly_jobs import ReviewMark, SpeakerMark, manifest_entry
 
 logger = logging.getLogger(__name__)
 

@@ -1,0 +1,6 @@
+"""What a model is shown and what it answers: which ten memories a reader sees (selection, recall),
+how conversation lines are quoted and dated (quoting), every prompt and the strict parsing of its
+answer (prompts), and the decision model's verdicts read into changes (decisions).
+
+May import: record.
+"""
