@@ -85,7 +85,9 @@ FUNCTIONS = (
         tables={
             # PutItem: the reply, in a transaction with the person's check; GetItem: a store whose answer was lost
             "messages": access("PutItem", "GetItem", "Query"),
-            "memories": access("Query"),  # the person's whole profile (one partition), for relevance selection
+            # Query: a small profile whole, or a large one's selection index (one partition);
+            # BatchGetItem: the ten chosen from the index
+            "memories": access("Query", "BatchGetItem"),
             "memory_log": access("PutItem"),
             # GetItem: the switch, read alongside the profile; UpdateItem: the first-use notice's
             # claim (and its release when the notice could not be sent); ConditionCheckItem: the reply
@@ -104,9 +106,11 @@ FUNCTIONS = (
         tables={
             "messages": access(indexes=("by_conversation",)),  # the person's own exchange, nothing else
             # GetItem: the sources of the memories the person forgot (one item), never learned from again;
-            # Query: the whole profile, for relevance selection; UpdateItem: a written memory's vector,
-            # stored after its write only if the record is still as written (no ledger row)
-            "memories": access("GetItem", "PutItem", "DeleteItem", "Query", "UpdateItem"),
+            # Query: a small profile, or a large one's selection index; BatchGetItem: the ten chosen
+            # from it; UpdateItem: a written memory's vector, stored after its write only if the record
+            # is still as written (no ledger row), and each change's selection index entry; PutItem,
+            # DeleteItem: the memory writes, and the index built from a whole read where none was
+            "memories": access("GetItem", "PutItem", "DeleteItem", "Query", "UpdateItem", "BatchGetItem"),
             "memory_log": access("PutItem", "GetItem"),
             # GetItem: paused? learned from what? (before any model call); ConditionCheckItem: each
             # write checks the record again in its own transaction
@@ -140,9 +144,10 @@ FUNCTIONS = (
         timeout=Duration.minutes(5),
         tables={
             "messages": access(indexes=("by_conversation",)),  # the speaker's own lines, by id
-            # GetItem: the sources of the speaker's forgotten memories (one item); Query: the whole profile;
-            # UpdateItem: a written memory's vector, as the extraction worker
-            "memories": access("GetItem", "PutItem", "DeleteItem", "Query", "UpdateItem"),
+            # GetItem: the sources of the speaker's forgotten memories (one item); Query, BatchGetItem:
+            # the profile or its selection index and the chosen; UpdateItem: a written memory's vector
+            # and index entries; PutItem, DeleteItem: the writes and the index's build, as the extraction worker
+            "memories": access("GetItem", "PutItem", "DeleteItem", "Query", "UpdateItem", "BatchGetItem"),
             "memory_log": access("PutItem", "GetItem"),  # GetItem: a change whose answer was lost
             "nightly_runs": access("GetItem", "PutItem"),  # the speaker's mark: checked first, written once
             "people": access("GetItem", "ConditionCheckItem"),  # as the extraction worker
@@ -195,8 +200,9 @@ FUNCTIONS = (
         memory_mb=512,
         timeout=Duration.seconds(29),  # API Gateway's own limit
         tables={
-            # rollback: reverts; import: each memory with its marker (PutItem), a dry run's marker check (GetItem)
-            "memories": access("GetItem", "PutItem", "DeleteItem"),
+            # rollback: reverts; import: each memory with its marker (PutItem), a dry run's marker check (GetItem);
+            # UpdateItem: each change's entry in the owner's selection index (same transaction)
+            "memories": access("GetItem", "PutItem", "DeleteItem", "UpdateItem"),
             # the rows of both; GetItem finds a change whose answer was lost
             "memory_log": access("PutItem", "GetItem", indexes=("by_run",)),
             "nightly_runs": access("GetItem", "UpdateItem"),  # the lease and the rolled-back mark
@@ -213,8 +219,9 @@ FUNCTIONS = (
         timeout=Duration.seconds(29),  # API Gateway's own limit
         tables={
             # every scope (by_user), each profile (by_updated), each memory deleted with its row
-            # Query: the owner's partition, for the records no reader can read (deleted all the same)
-            "memories": access("GetItem", "DeleteItem", "Query", indexes=("by_updated", "by_user")),
+            # Query: the owner's partition, for the records no reader can read (deleted all the same),
+            # and their selection index (deleted last); UpdateItem: each delete's index entry (same transaction)
+            "memories": access("GetItem", "DeleteItem", "Query", "UpdateItem", indexes=("by_updated", "by_user")),
             # UpdateItem: the redaction, granted apart and conditioned (see grants.grant_ledger_redaction)
             "memory_log": access("PutItem", "GetItem", "Query", indexes=("by_user",)),
             # their own lines (by_author) and the bot's replies to them (by_conversation_of)

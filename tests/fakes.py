@@ -118,6 +118,7 @@ class FakeMemoryStore(MemoryStore):
         self.rows: dict[tuple[Owner, str], Memory] = {}
         self.ledger: list[LedgerEntry] = []
         self.forgotten: dict[Owner, set[str]] = {}  # as the real store: recorded with each forget
+        self.selection_index_erased: set[Owner] = set()  # owners whose erasure removed the index
         self.clock = clock or Clock()
         self._lock = threading.Lock()
         self.fail_apply: Callable[[Change], bool] = lambda change: False
@@ -307,6 +308,9 @@ class FakeMemoryStore(MemoryStore):
     def erase_forgotten_sources(self, owner: Owner):
         with self._lock:
             self.forgotten.pop(owner, None)
+
+    def erase_selection_index(self, owner: Owner):
+        self.selection_index_erased.add(owner)  # this fake ranks its own records: it keeps no index
 
     def erase_unreadable(self, owner: Owner, *, actor, reason):
         return 0, 0  # every record of the fake is a Memory: readable

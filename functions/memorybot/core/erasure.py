@@ -161,6 +161,7 @@ class Erasure:
         for entry in texts:
             self._memories.redact(entry)
         self._memories.erase_forgotten_sources(owner)  # the ids of their forgotten memories' messages
+        self._memories.erase_selection_index(owner)  # what ranked their memories: their texts among it
         return _Erased(len(profile) + unreadable, len(texts) + unreadable_rows, 1)
 
     def _texts(self, owner: Owner) -> list[LedgerEntry]:

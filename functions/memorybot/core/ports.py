@@ -267,6 +267,10 @@ class Erasing(Protocol):
     def erase_forgotten_sources(self, owner: Owner) -> None:
         """Remove the owner's record of forgotten sources (erasure only: it is personal data)."""
 
+    def erase_selection_index(self, owner: Owner) -> None:
+        """Remove what the store keeps beside the owner's memories to rank them (erasure only,
+        after their memories are deleted: it held their texts)."""
+
     def erase_unreadable(self, owner: Owner, *, actor: Actor, reason: str) -> tuple[int, int]:
         """Delete the owner's memory records that no reader can read (every reader skips them),
         each with a ledger row of ids only, and redact the owner's ledger rows no reader can
