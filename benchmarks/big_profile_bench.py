@@ -161,10 +161,87 @@ def main() -> None:
             f"{large['read_ms'] / small['read_ms']:.1f}× wall; /chat turn {large['turn_rru'] / small['turn_rru']:.1f}× "
             f"read units, {large['turn_ms'] / small['turn_ms']:.1f}× wall (goal: ≤ 2×)"
         )
+    vector_tradeoff()
+
+
+def _signs(vector: tuple[float, ...]) -> tuple[float, ...]:
+    """A vector kept as its signs only (one bit a dimension), read back normalised."""
+    scale = 1 / math.sqrt(len(vector))
+    return tuple(scale if x >= 0 else -scale for x in vector)
+
+
+def vector_tradeoff() -> None:
+    """What a smaller vector in the index would save, and what it would cost in recall@10 on the
+    generated profiles (benchmarks/data, as recall_bench reads them): the stored int8 vector (what
+    the index holds: the same ten as the whole profile) against its signs alone (1 bit a dimension,
+    the query kept whole). With MEMORYBOT_BENCH_E5=1 (and the bench-semantic extra) also with
+    multilingual-e5-small; otherwise with the offline stand-in only, which knows spelling, not
+    meaning."""
+    from benchmarks import e5_server
+    from benchmarks.recall_bench import E5_CACHE, E5_ENV, CachedEmbeddings, load, offline_embeddings
+    from memorybot.adapters import profile_index, vectors
+    from memorybot.adapters.embeddings import OpenAIEmbeddings
+    from memorybot.core.domain import Embedding
+    from memorybot.core.selection import select
+
+    def recall(people, model) -> tuple[float, float]:
+        hits = {"int8": 0, "signs": 0}
+        questions = 0
+        for person in people:
+            found = model.embed([m.text for m in person.memories])
+            stored = [Embedding(e.model, vectors.decode(vectors.encode(e.vector))) for e in found]
+            as_int8 = [replace(m, embedding=e) for m, e in zip(person.memories, stored, strict=True)]
+            as_signs = [
+                replace(m, embedding=Embedding(e.model, _signs(e.vector)))
+                for m, e in zip(person.memories, found, strict=True)
+            ]
+            for q in person.questions:
+                query = model.embed([q["text"]])[0]
+                evidence = set(q["evidence"])
+                questions += 1
+                for label, memories in (("int8", as_int8), ("signs", as_signs)):
+                    ten = select(memories, q["text"], query_embedding=query)
+                    hits[label] += any(m.memory_id in evidence for m in ten)
+        return hits["int8"] / questions, hits["signs"] / questions
+
+    entry = sum(len(profile_index.encode_entry(_sized(i))) for i in range(2000)) / 2000
+    print("\nthe index's vector: the stored int8 bytes (the same ten as the whole profile) or its signs alone")
+    print(f"  an entry at 256 dimensions: {entry + 5:.0f} bytes with int8 (~{2000 * (entry + 5) / 4096:.0f} read units")
+    print(
+        f"  for 2,000 memories), {entry + 5 - 261 + 32:.0f} bytes with signs (~{2000 * (entry + 5 - 229) / 4096:.0f} read units)"
+    )
+    models = {"offline stand-in": offline_embeddings()}
+    server = None
+    if os.environ.get(E5_ENV) == "1" and e5_server.available():
+        server = e5_server.e5_server()
+        url = server.__enter__()
+        models["multilingual-e5-small"] = CachedEmbeddings(
+            OpenAIEmbeddings(url, e5_server.E5_MODEL, timeout_seconds=300.0), path=E5_CACHE
+        )
+    try:
+        print(f"  {'lang':<5}{'model':<24}{'recall@10 int8':>15}{'signs':>8}")
+        for label, model in models.items():
+            for code in ("en", "ja"):
+                int8, signs = recall(load(code), model)
+                print(f"  {code:<5}{label:<24}{100 * int8:>14.1f}%{100 * signs:>7.1f}%")
+    finally:
+        if server is not None:
+            server.__exit__(None, None, None)
+
+
+def _sized(i: int):
+    """A memory of the benchmark's texts with a 256-dimension vector, for the entry's size."""
+    from memorybot.adapters.embeddings_offline import OfflineEmbeddingModel
+    from memorybot.core.domain import Memory, utcnow
+
+    now = utcnow()
+    return Memory("u", "abcde", _text(i), now, now, embedding=OfflineEmbeddingModel(256).embed_one(_text(i)))
 
 
 if __name__ == "__main__":
-    if len(sys.argv) > 1:
+    if sys.argv[1:] == ["vectors"]:
+        vector_tradeoff()
+    elif len(sys.argv) > 1:
         print(json.dumps(_one_size(int(sys.argv[1]))))
     else:
         main()
