@@ -38,6 +38,7 @@ from frontdoor import (
     forget,
     forget_all,
     pause,
+    remember_this,
     resume,
     show,
     why,
@@ -48,7 +49,7 @@ from loopback.bedrock_server import BedrockServer
 from memorybot import bootstrap, tables
 from memorybot.adapters.bedrock import bedrock_client
 from memorybot.adapters.discord_rest import DiscordRest
-from memorybot.adapters.dynamodb_memories import MARKER_PREFIX, SMALL_PROFILE_ITEMS, DynamoMemoryStore
+from memorybot.adapters.dynamodb_memories import MARKER_PREFIX, MESSAGE_MARKER, SMALL_PROFILE_ITEMS, DynamoMemoryStore
 from memorybot.adapters.dynamodb_messages import DynamoMessageStore
 from memorybot.adapters.embeddings import BedrockTitanEmbeddings
 from memorybot.adapters.invoker import LambdaInvoker, LocalContext
@@ -210,8 +211,17 @@ def interactions_scenario(h: Harness) -> None:
     assert "Undone" in body(h.call("Interactions", event(click(undo))))["data"]["content"]
     h.recorder.fail("Interactions", "Query")  # a show whose read fails: its dedup record is given back
     assert body(h.call("Interactions", event(show())))["type"] == 4
-    assert "UTC" in body(h.call("Interactions", event(why(kept.memory_id))))["data"]["content"]
+    assert "JST" in body(h.call("Interactions", event(why(kept.memory_id))))["data"]["content"]  # the zone
     assert "DM" in body(h.call("Interactions", event(export())))["data"]["content"]
+    # "Remember this": the click claims the message (a conditional Put); a second click on it is
+    # refused (the claim read back, the forgotten sources read); a failed hand-off gives the claim
+    # back (a Delete). The job that runs settles its claim (the extraction function's Update).
+    first = remember_this("I play the shakuhachi")
+    assert body(h.call("Interactions", event(first)))["type"] == 5
+    again = remember_this("I play the shakuhachi", message_id=first["data"]["target_id"])
+    assert "already" in body(h.call("Interactions", event(again)))["data"]["content"]
+    h.recorder.fail("Interactions", "Invoke")
+    assert body(h.call("Interactions", event(remember_this("I keep koi"))))["type"] == 4
     assert body(h.call("Interactions", event(forget_all())))["data"]["components"]
     assert body(h.call("Interactions", event(click(forget_all_button(ALICE, utcnow())))))["type"] == 7
     h.deliver()  # the reply worker, then the extraction worker
@@ -411,10 +421,16 @@ def import_scenario(h: Harness) -> None:
         {"userId": ALICE, "scope": SCOPE, "text": "Plays the shamisen", "createdAt": at, "id": "legacy-1"},
         {"userId": BOB, "scope": SCOPE, "text": "Grows bonsai", "createdAt": at, "updatedAt": at},
     ]
-    assert imports({"memories": rows, "dryRun": True}) == (200, {"imported": 2, "unchanged": 0, "dryRun": True})
+    counted = {"unchanged": 0, "alreadyHere": 0, "refused": 0}
+    assert imports({"memories": rows, "dryRun": True}) == (200, counted | {"imported": 2, "dryRun": True})
     h.recorder.lose_answer("Admin", "TransactWriteItems")
-    assert imports({"memories": rows}) == (200, {"imported": 2, "unchanged": 0, "dryRun": False})
-    assert imports({"memories": rows}) == (200, {"imported": 0, "unchanged": 2, "dryRun": False})
+    assert imports({"memories": rows}) == (200, counted | {"imported": 2, "dryRun": False})
+    assert imports({"memories": rows}) == (200, counted | {"imported": 0, "unchanged": 2, "dryRun": False})
+    # A failure part way: the row added before it is taken back (its memory, marker and a ledger row).
+    more = [{**row, "id": f"legacy-{n}", "text": f"Fact {n}"} for n, row in enumerate(rows, start=2)]
+    h.recorder.fail("Admin", "TransactWriteItems", nth_from_now=2)
+    assert imports({"memories": more})[0] == 503
+    assert imports({"memories": more}) == (200, counted | {"imported": 2, "dryRun": False})
 
 
 def erase_scenario(h: Harness) -> None:
@@ -708,7 +724,9 @@ def test_the_import_is_in_the_contract_its_marker_written_with_the_memory_and_re
     marker = MARKER_PREFIX
 
     def is_marker(item: dict) -> bool:
-        return item.get("memory_id", {}).get("S", "").startswith(marker)
+        """An import marker ("Remember this" claims its messages under the same prefix)."""
+        key = item.get("memory_id", {}).get("S", "")
+        return key.startswith(marker) and not key.startswith(marker + MESSAGE_MARKER)
 
     imports = [
         r
@@ -878,7 +896,10 @@ def test_learning_stores_a_memorys_vector_after_its_write_with_its_index_entry_a
         key = params["Key"]
         assert any(all(item.get(k) == v for k, v in key.items()) for item in written_before), key
     alone = [r for r in recorder.requests if r.function in LEARNING and r.operation == "UpdateItem"]
-    assert not [r for r in alone if r.params["TableName"] == memories]
+    # outside a transaction, only a "Remember this" claim settled (its marker), never a memory
+    assert all(
+        r.params["Key"]["memory_id"]["S"].startswith(MARKER_PREFIX) for r in alone if r.params["TableName"] == memories
+    )
     need = Need("dynamodb:UpdateItem", f"dynamodb:{tables.MEMORIES.logical_name}")
     assert all(role_policies[name].allows(need) for name in LEARNING)
     names = [spec.name for spec in FUNCTIONS]
@@ -886,6 +907,8 @@ def test_learning_stores_a_memorys_vector_after_its_write_with_its_index_entry_a
     for name in LEARNING:
         template = _without_grant(template, name, "dynamodb:UpdateItem", "AWS::DynamoDB::Table", "Memories")
     verdict = check(recorder.requests, policies(template, names), harness.logical_tables, harness.logical_buckets)
-    assert sorted(set(verdict.denial_lines())) == [
-        f"{name}: dynamodb:UpdateItem on dynamodb:memories (for TransactWriteItems)" for name in sorted(LEARNING)
-    ]
+    settles = {r.function for r in alone if r.params["TableName"] == memories}
+    assert sorted(set(verdict.denial_lines())) == sorted(
+        [f"{name}: dynamodb:UpdateItem on dynamodb:memories (for TransactWriteItems)" for name in LEARNING]
+        + [f"{name}: dynamodb:UpdateItem on dynamodb:memories (for UpdateItem)" for name in settles]
+    )
