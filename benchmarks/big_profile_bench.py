@@ -21,6 +21,7 @@ sizes and repeats.
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import math
 import os
@@ -161,7 +162,8 @@ def main() -> None:
             f"{large['read_ms'] / small['read_ms']:.1f}× wall; /chat turn {large['turn_rru'] / small['turn_rru']:.1f}× "
             f"read units, {large['turn_ms'] / small['turn_ms']:.1f}× wall (goal: ≤ 2×)"
         )
-    vector_tradeoff()
+    if importlib.util.find_spec("memorybot.adapters.profile_index") is not None:  # not in older code
+        vector_tradeoff()
 
 
 def _signs(vector: tuple[float, ...]) -> tuple[float, ...]:

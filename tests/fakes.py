@@ -349,12 +349,10 @@ class FakeMemoryStore(MemoryStore):
     def forgotten_sources(self, owner: Owner):
         return frozenset(self.forgotten.get(owner, ()))
 
-    def erase_forgotten_sources(self, owner: Owner):
+    def erase_kept_beside(self, owner: Owner):
         with self._lock:
             self.forgotten.pop(owner, None)
-
-    def erase_selection_index(self, owner: Owner):
-        self.selection_index_erased.add(owner)  # this fake ranks its own records: it keeps no index
+            self.selection_index_erased.add(owner)  # this fake ranks its own records: it keeps no index
 
     def erase_unreadable(self, owner: Owner, *, actor, reason):
         return 0, 0  # every record of the fake is a Memory: readable

@@ -1,7 +1,7 @@
 """The selection index against moto's DynamoDB server: it agrees with the memories after every
 write path (extraction's add, update and vector, the nightly run's changes and decay, forget,
-forget-all, an import, a rollback's or an Undo's restore, the erasure of unreadable records, the
-erasure itself, which removes it), a large profile's selection from it chooses the same memories
+forget-all, an import and its take-back, a rollback's or an Undo's restore, the erasure of
+unreadable records, the erasure itself, which removes it), a large profile's selection from it chooses the same memories
 as one from the whole profile, and an index missing (memories written before it existed) is built
 by the extraction's read, never by the reply's, and never from a read that a write overtook."""
 
@@ -140,10 +140,12 @@ def test_the_index_agrees_with_the_memories_after_every_write_path(store, dynamo
     store.apply(Change(Action.ADD, None, decayed, "rollback of run 7"), actor=Actor.OPERATOR, run_id=7)
     assert_index_agrees(store)
 
-    # An import row (the memory with its marker, once).
-    for m in memories[30:]:
-        assert store.add_once(m, f"import:{m.memory_id}", actor=Actor.OPERATOR, reason="import") is not None
+    # An import row (the memory with its marker, once), and one taken back (its request failed later).
+    added = [store.add_once(m, f"import:{m.memory_id}", actor=Actor.OPERATOR, reason="import") for m in memories[30:]]
     assert store.add_once(memories[30], f"import:{memories[30].memory_id}", actor=Actor.OPERATOR, reason="i") is None
+    assert_index_agrees(store)
+    assert added[-1] is not None and store.take_back(added[-1], f"import:{memories[-1].memory_id}", reason="failed")
+    assert memories[-1].memory_id not in {m.memory_id for m in index_of(store).memories()}
     assert_index_agrees(store)
 
     # A record no reader can read is erased with its entry.

@@ -159,10 +159,10 @@ def test_the_record_of_forgotten_sources_is_found_by_the_persons_id_and_erased_w
     memories.apply(Change(Action.DELETE, other, None, "forget"), actor=Actor.COMMAND)
     assert owner("a", "guild:1") in memories.owners_of("a")
     assert memories.read_profile(owner("a", "guild:1"), actor=Actor.COMMAND, reason="t", limit=None) == []
-    memories.erase_forgotten_sources(owner("a", "guild:1"))
+    memories.erase_kept_beside(owner("a", "guild:1"))
     assert memories.forgotten_sources(owner("a", "guild:1")) == frozenset()
     assert memories.forgotten_sources(owner("b", "guild:1")) == {"201"}  # only that person's
-    memories.erase_forgotten_sources(owner("a", "guild:1"))  # nothing left: no error
+    memories.erase_kept_beside(owner("a", "guild:1"))  # nothing left: no error
 
 
 def test_a_message_stored_twice_is_stored_once(messages):

@@ -904,11 +904,9 @@ class DynamoMemoryStore(MemoryStore):
         ).get("Item")
         return frozenset(item["forgotten"]["SS"]) if item and "forgotten" in item else frozenset()
 
-    def erase_forgotten_sources(self, owner: Owner) -> None:
+    def erase_kept_beside(self, owner: Owner) -> None:
         self._client.delete_item(TableName=self._memories, Key=memory_key(owner, FORGOTTEN_KEY))
-
-    def erase_selection_index(self, owner: Owner) -> None:
-        for key in profile_index.keys_of(owner, self._index(owner, None)):
+        for key in profile_index.keys_of(owner, self._index(owner, None)):  # the selection index
             self._client.delete_item(TableName=self._memories, Key=key)
 
     def erase_unreadable(self, owner: Owner, *, actor: Actor, reason: str) -> tuple[int, int]:

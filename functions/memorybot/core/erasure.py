@@ -160,8 +160,8 @@ class Erasure:
         texts = self._texts(owner)
         for entry in texts:
             self._memories.redact(entry)
-        self._memories.erase_forgotten_sources(owner)  # the ids of their forgotten memories' messages
-        self._memories.erase_selection_index(owner)  # what ranked their memories: their texts among it
+        # the ids of their forgotten memories' messages, and what ranked their memories (their texts)
+        self._memories.erase_kept_beside(owner)
         return _Erased(len(profile) + unreadable, len(texts) + unreadable_rows, 1)
 
     def _texts(self, owner: Owner) -> list[LedgerEntry]:

@@ -292,12 +292,10 @@ class Erasing(Protocol):
     def redact(self, entry: LedgerEntry) -> None:
         """Remove the row's before/after text, keeping its skeleton (erasure only)."""
 
-    def erase_forgotten_sources(self, owner: Owner) -> None:
-        """Remove the owner's record of forgotten sources (erasure only: it is personal data)."""
-
-    def erase_selection_index(self, owner: Owner) -> None:
-        """Remove what the store keeps beside the owner's memories to rank them (erasure only,
-        after their memories are deleted: it held their texts)."""
+    def erase_kept_beside(self, owner: Owner) -> None:
+        """Remove what the store keeps beside the owner's memories: their record of forgotten
+        sources and what ranks their memories, which held their texts (erasure only, after the
+        memories are deleted: it is personal data)."""
 
     def erase_unreadable(self, owner: Owner, *, actor: Actor, reason: str) -> tuple[int, int]:
         """Delete the owner's memory records that no reader can read (every reader skips them),
