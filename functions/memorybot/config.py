@@ -7,6 +7,7 @@ through Powertools Parameters, cached. Locally the plain variables are used.
 
 from __future__ import annotations
 
+import math
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -21,6 +22,31 @@ from .core.domain import JST, ScopeMode
 DEFAULT_DISCORD_API_BASE = "https://discord.com/api/v10"
 SECRET_CACHE_SECONDS = 300
 DEFAULT_TIMEZONE = "Asia/Tokyo"  # the design's 03:00 JST
+
+
+@dataclass(frozen=True)
+class ModelPrice:
+    """A model's price in US dollars per million tokens, read and written (the estimated cost metric)."""
+
+    input_per_million: float
+    output_per_million: float = 0.0
+
+    @property
+    def valid(self) -> bool:
+        return all(math.isfinite(p) and p >= 0 for p in (self.input_per_million, self.output_per_million))
+
+    def cost(self, input_tokens: int, output_tokens: int) -> float:
+        return (input_tokens * self.input_per_million + output_tokens * self.output_per_million) / 1_000_000
+
+
+# On-demand list prices of the default models (USD per million tokens; Bedrock's in us-east-1).
+# Another region, model or contract: set MEMORYBOT_MODEL_PRICES (docs/operations.md).
+DEFAULT_MODEL_PRICES: Mapping[str, ModelPrice] = {
+    "anthropic.claude-3-haiku-20240307-v1:0": ModelPrice(0.25, 1.25),
+    "amazon.titan-embed-text-v2:0": ModelPrice(0.02),
+    "gpt-4o-mini": ModelPrice(0.15, 0.60),
+    "text-embedding-3-small": ModelPrice(0.02),
+}
 
 
 @dataclass(frozen=True)
@@ -45,6 +71,11 @@ class Settings:
     # expire through DynamoDB TTL; change rows never carry the attribute (docs/ledger-retention.md).
     ledger_read_retention_days: int = 400
     metrics_namespace: str = "MemoryBot"
+    service_name: str = "memorybot"  # POWERTOOLS_SERVICE_NAME: the metrics' service dimension
+    # The metrics' function dimension: the function's name in the stack (infra/function_specs.py).
+    function_name: str = "local"
+    # Per model id: what the estimated cost metric multiplies tokens by (MEMORYBOT_MODEL_PRICES).
+    model_prices: Mapping[str, ModelPrice] = field(default_factory=lambda: dict(DEFAULT_MODEL_PRICES))
     jev_url: str = ""
     openai_base_url: str = "https://api.openai.com/v1"
     openai_model: str = "gpt-4o-mini"
@@ -117,6 +148,9 @@ class Settings:
                 int(env.get("MEMORYBOT_LEDGER_READ_RETENTION_DAYS", cls.ledger_read_retention_days)),
             ),
             metrics_namespace=env.get("POWERTOOLS_METRICS_NAMESPACE") or cls.metrics_namespace,
+            service_name=env.get("POWERTOOLS_SERVICE_NAME") or cls.service_name,
+            function_name=env.get("MEMORYBOT_FUNCTION") or cls.function_name,
+            model_prices=model_prices(env.get("MEMORYBOT_MODEL_PRICES", "")),
             jev_url=env.get("JEV_URL", "").rstrip("/"),
             openai_base_url=env.get("OPENAI_BASE_URL", "https://api.openai.com/v1").rstrip("/"),
             openai_model=env.get("OPENAI_MODEL", "gpt-4o-mini"),
@@ -140,6 +174,28 @@ class Settings:
             plain_secrets={k: env.get(k, "") for k in SECRET_KEYS + MODEL_SECRET_KEYS},
             secret_names={k: env.get(f"{k}_SECRET_NAME", "") for k in SECRET_KEYS + MODEL_SECRET_KEYS},
         )
+
+
+def model_prices(raw: str) -> dict[str, ModelPrice]:
+    """The default prices, with ``MEMORYBOT_MODEL_PRICES`` on top: ``model=input/output`` pairs
+    (USD per million tokens) separated by commas, e.g.
+    ``anthropic.claude-3-5-haiku-20241022-v1:0=0.8/4,amazon.titan-embed-text-v2:0=0.02``."""
+    prices = dict(DEFAULT_MODEL_PRICES)
+    for part in (p.strip() for p in raw.split(",")):
+        if not part:
+            continue
+        model, sep, price = part.rpartition("=")
+        read, _, written = price.partition("/")
+        try:
+            parsed = ModelPrice(float(read), float(written or 0))
+        except ValueError:
+            parsed = None
+        if not sep or not model.strip() or parsed is None or not parsed.valid:
+            raise ValueError(
+                f"MEMORYBOT_MODEL_PRICES: {part!r} is not model=input/output (US dollars per million tokens)"
+            )
+        prices[model.strip()] = parsed
+    return prices
 
 
 def _non_negative(name: str, value: int) -> int:

@@ -24,9 +24,11 @@ import httpx
 from ..core import prompts
 from ..core.domain import PromptMessage
 from ..core.ports import ModelError
+from ..core.metrics import purpose_of
 from ..core.prompts import Question, TextTask
 from . import llm_backend
 from .json_http import JsonService, ServiceOptions, service_options
+from .metering import NO_METER
 
 if TYPE_CHECKING:
     from ..config import Settings
@@ -39,6 +41,9 @@ _JSON_MODE_REFUSALS = frozenset({400, 404, 415, 422})
 class Completion:
     text: str
     cut_off: bool  # finish_reason "length": the model hit max_tokens
+    # The server's own count (``usage.prompt_tokens``, ``usage.completion_tokens``); 0 when it gave none.
+    input_tokens: object = 0
+    output_tokens: object = 0
 
 
 class OpenAICompatibleClient:
@@ -87,7 +92,8 @@ class OpenAICompatibleClient:
         if not response.is_success:
             raise ModelError(f"chat completions: HTTP {response.status_code}")
         try:
-            choice = json.loads(response.content)["choices"][0]
+            answer = json.loads(response.content)
+            choice = answer["choices"][0]
             content = choice["message"]["content"]
         except (ValueError, KeyError, IndexError, TypeError) as exc:
             raise ModelError("chat completions: unexpected body") from exc
@@ -95,7 +101,18 @@ class OpenAICompatibleClient:
             raise ModelError("chat completions: no text content")
         if choice.get("finish_reason") == "content_filter":
             raise ModelError("chat completions: filtered")
-        return Completion(content, choice.get("finish_reason") == "length")
+        usage = answer.get("usage") if isinstance(answer, dict) else None
+        usage = usage if isinstance(usage, dict) else {}
+        return Completion(
+            content, choice.get("finish_reason") == "length", usage.get("prompt_tokens"), usage.get("completion_tokens")
+        )
+
+    def metered(self, purpose: str, messages: list[dict[str, str]], **options: Any) -> Completion:
+        """``complete``, counted for the metrics as a request of ``purpose`` (adapters/metering.py)."""
+        with (self._service.retrier.meter or NO_METER).call(purpose, self.model) as call:
+            answer = self.complete(messages, **options)
+            call.usage(answer.input_tokens, answer.output_tokens)
+        return answer
 
 
 def _refuses_json_mode(response: httpx.Response) -> bool:
@@ -113,7 +130,8 @@ class OpenAIDecisionModel(llm_backend.AskingDecisionModel):
         self._client = client
 
     def _ask(self, question: Question) -> Any:
-        answer = self._client.complete(
+        answer = self._client.metered(
+            purpose_of(question.name),
             _messages(question.system, question.user),
             max_tokens=question.max_tokens,
             json_object=True,
@@ -126,7 +144,9 @@ class OpenAIChatModel(llm_backend.WritingChatModel):
         self._client = client
 
     def _write(self, task: TextTask) -> str:
-        answer = self._client.complete(_messages(task.system, task.user), max_tokens=task.max_tokens)
+        answer = self._client.metered(
+            purpose_of(task.name), _messages(task.system, task.user), max_tokens=task.max_tokens
+        )
         return llm_backend.first_line(answer.text, cut_off=answer.cut_off)
 
     def write_reply(self, prompt: Sequence[PromptMessage]) -> str:
@@ -135,7 +155,7 @@ class OpenAIChatModel(llm_backend.WritingChatModel):
         messages += [{"role": t.role, "content": t.content} for t in turns]
         if not turns:
             raise ModelError("reply prompt has no conversation")
-        answer = self._client.complete(
-            messages, max_tokens=prompts.REPLY_MAX_TOKENS, temperature=prompts.REPLY_TEMPERATURE
+        answer = self._client.metered(
+            "reply", messages, max_tokens=prompts.REPLY_MAX_TOKENS, temperature=prompts.REPLY_TEMPERATURE
         )
         return llm_backend.reply_text(answer.text)  # a reply cut short is still worth sending

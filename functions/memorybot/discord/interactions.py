@@ -14,13 +14,14 @@ from datetime import UTC, datetime, tzinfo
 from typing import Any, Protocol
 
 from ..core import commands, consent, conversation, history
+from ..core.metrics import MEMORIES_FORGOTTEN
 from ..core.catalog import text
 from ..core.catalog import where_label as scope_label
 from ..core.commands import CommandMemories
 from ..core.domain import GLOBAL_SCOPE, ScopeMode
 from ..core.history import HistoryMemories
 from ..core.jobs import RememberJob, ReplyJob
-from ..core.ports import AsyncInvoker, DiscordApi, MessageStore, PeopleStore
+from ..core.ports import AsyncInvoker, DiscordApi, MessageStore, Metrics, PeopleStore
 from . import history_view
 from .guilds import GuildNames
 from .requests import (
@@ -91,6 +92,10 @@ class Dependencies(Protocol):
     @property
     def zone(self) -> tzinfo:
         """The deployment's time zone (the dates /memory history shows)."""
+
+    @property
+    def metrics(self) -> Metrics:
+        """Counts for the operator (memories forgotten), written out when the invocation ends."""
 
     def once(self, name: str, key: str, work: Callable[[], dict]) -> dict | None:
         """``work()``'s answer, computed once per key (the dedup ledger); None while another copy runs it."""
@@ -327,6 +332,8 @@ def _forget_all_confirm(request: ForgetAllConfirm, deps: Dependencies) -> dict:
 def _forget_all_once(request: ForgetAllConfirm, deps: Dependencies) -> dict:
     caller = request.caller
     deleted = commands.forget_all(deps.memory_store, caller.owner, deps.people_store)
+    if deleted:
+        deps.metrics.add(MEMORIES_FORGOTTEN, len(deleted))
     logger.info("forget-all done", extra={"user_id": caller.user_id, "deleted": len(deleted)})
     done = text("forget_all_done", caller.locale, count=len(deleted), where=where(caller, deps))
     return {"type": UPDATE_MESSAGE, "data": {"content": done, "components": [], "allowed_mentions": NO_MENTIONS}}
@@ -338,6 +345,8 @@ def _forget(request: ForgetMemory, deps: Dependencies) -> dict:
         return say("forget_which", caller)
     result = commands.forget(deps.memory_store, caller.owner, request.memory_id)
     key = "forgotten" if result.outcome is commands.ForgetOutcome.FORGOTTEN else "not_found"
+    if result.outcome is commands.ForgetOutcome.FORGOTTEN:
+        deps.metrics.add(MEMORIES_FORGOTTEN)
     return say(key, caller, memory_id=shown_id(result.memory_id, caller.locale))
 
 
