@@ -8,6 +8,7 @@ from typing import Any
 from zoneinfo import ZoneInfoNotFoundError
 
 from memorybot.config import DEFAULT_DISCORD_API_BASE, Settings, time_zone
+from memorybot.config import model_prices as read_model_prices
 from memorybot.core.catalog import Language
 from memorybot.core.domain import ScopeMode
 
@@ -43,8 +44,11 @@ class StackConfig:
     memory_scope: str = ScopeMode.GUILD.value  # guild: memories stay in their server; global: one profile everywhere
     diary_language: str = _DEFAULT_MODEL_ID["diary_language"].value  # the nightly diary's: ja (the design's) or en
     # The deployment's time zone (an IANA name): the dates the prompts, /memory history and a memory's
-    # end are read in (MEMORYBOT_TIMEZONE); the nightly schedule stays the design's 03:00 JST.
+    # end are read in (MEMORYBOT_TIMEZONE), and the night's 03:00 (the schedule's time zone).
     timezone: str = _DEFAULT_MODEL_ID["timezone"]
+    # Model prices for the estimated cost metric, on top of the defaults (MEMORYBOT_MODEL_PRICES:
+    # "model=input/output,...", US dollars per million tokens).
+    model_prices: str = ""
     secret_prefix: str = "memorybot"
     service_name: str = "memorybot"
     metrics_namespace: str = "MemoryBot"
@@ -94,6 +98,7 @@ class StackConfig:
             raise ValueError("context nightly_max_concurrency must be between 1 and 10000")
         if not 0 <= self.nightly_tolerated_failure_percentage <= 100:
             raise ValueError("context nightly_tolerated_failure_percentage must be between 0 and 100")
+        read_model_prices(self.model_prices)  # refused here, not by every function at its first start
         if self.ledger_read_retention_days < 0:
             raise ValueError("context ledger_read_retention_days must be 0 (keep for ever) or a number of days")
         if self.decision_model == "http" and not self.jev_url:
