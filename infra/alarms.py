@@ -59,7 +59,7 @@ def build_alarms(
     nightly_run: NightlyRun,
     tables: Mapping[str, dynamodb.ITable] | None = None,
     api: apigw.RestApi | None = None,
-) -> list[cloudwatch.Alarm]:
+) -> list[cloudwatch.AlarmBase]:
     """The dashboard and the alarms: every function's errors and throttles, the dead letters, lost
     decisions and the nightly run's failures; each notifies the alarm topic when the operator
     gave an address. The dashboard's URL is the ``DashboardUrl`` output."""
@@ -151,7 +151,8 @@ def build_alarms(
 
 def _search(config: StackConfig, metric: str, statistic: str, period: Duration) -> str:
     """A search over every dimension set the bot emits ``metric`` with (function; purpose and model)."""
-    return f"SEARCH('Namespace=\"{config.metrics_namespace}\" MetricName=\"{metric}\"', '{statistic}', {int(period.to_seconds())})"
+    terms = f'Namespace="{config.metrics_namespace}" MetricName="{metric}"'
+    return f"SEARCH('{terms}', '{statistic}', {int(period.to_seconds())})"
 
 
 def _total(config: StackConfig, metric: str, label: str, period: Duration = ONE_DAY) -> cloudwatch.MathExpression:

@@ -273,7 +273,11 @@ def _acknowledge_nightly(
         _ack(policy, "NIST.800.53.R5-IAMNoInlinePolicy")
     schedule_role = stack.node.try_find_child("NightlyScheduleRole")
     if schedule_role is not None:
-        _ack(schedule_role.node.find_child("DefaultPolicy"), "NIST.800.53.R5-IAMNoInlinePolicy", NIGHTLY_REASONS["schedule"])
+        _ack(
+            schedule_role.node.find_child("DefaultPolicy"),
+            "NIST.800.53.R5-IAMNoInlinePolicy",
+            NIGHTLY_REASONS["schedule"],
+        )
 
 
 def acknowledge_findings(
@@ -287,7 +291,7 @@ def acknowledge_findings(
     api: apigw.RestApi,
     api_access_logs: logs.LogGroup,
     nightly_run: NightlyRun,
-    alarms: Sequence[cloudwatch.Alarm],
+    alarms: Sequence[cloudwatch.AlarmBase],
 ) -> None:
     """Every finding the design accepts, on the part that raises it (``stack`` only resolves ids and
     says how ARNs name its region and account)."""
@@ -329,7 +333,7 @@ def acknowledge_nist_findings(
     functions: Mapping[str, lambda_.Function],
     api: apigw.RestApi,
     api_access_logs: logs.LogGroup,
-    alarms: Sequence[cloudwatch.Alarm],
+    alarms: Sequence[cloudwatch.AlarmBase],
 ) -> None:
     """NIST 800-53 rev 5: what the stack does not fix, each on its resource (see REASONS)."""
     for table in stores.tables.values():

@@ -206,9 +206,11 @@ def schedule(
         ),
         description="memorybot nightly schedule: starts the nightly state machine",
     )
-    role.add_to_policy(iam.PolicyStatement(actions=["states:StartExecution"], resources=[state_machine.state_machine_arn]))
+    role.add_to_policy(
+        iam.PolicyStatement(actions=["states:StartExecution"], resources=[state_machine.state_machine_arn])
+    )
     role.add_to_policy(iam.PolicyStatement(actions=["sqs:SendMessage"], resources=[dead_letters.queue_arn]))
-    return scheduler.CfnSchedule(
+    schedule = scheduler.CfnSchedule(
         scope,
         "NightlySchedule",
         description=f"memorybot nightly consolidation at 03:00 {timezone}",
@@ -228,3 +230,10 @@ def schedule(
             dead_letter_config=scheduler.CfnSchedule.DeadLetterConfigProperty(arn=dead_letters.queue_arn),
         ),
     )
+    CfnOutput(
+        scope,
+        "NightlyScheduleName",
+        value=schedule.ref,
+        description="The nightly schedule (EventBridge Scheduler, default group): memorybot doctor reads it",
+    )
+    return schedule

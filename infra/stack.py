@@ -83,7 +83,7 @@ class MemoryBotStack(Stack):
         self.nightly_schedule = nightly.schedule(
             self, self.nightly_run.state_machine, self.dead_letters, config.timezone
         )
-        self.alarms: list[cloudwatch.Alarm] = build_alarms(
+        self.alarms: list[cloudwatch.AlarmBase] = build_alarms(
             self,
             config,
             functions=self.functions,

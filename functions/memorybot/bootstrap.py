@@ -33,8 +33,8 @@ if TYPE_CHECKING:
         Idempotency,
         ManifestStore,
         MemoryStore,
-        Metrics,
         MessageStore,
+        Metrics,
         PeopleStore,
         RunStore,
     )

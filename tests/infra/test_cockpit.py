@@ -39,9 +39,7 @@ def dashboard_body(template: dict) -> tuple[dict, str]:
     """The one dashboard and its body, with each reference written as ``<Ref:id>``."""
     [dashboard] = [r for r in template["Resources"].values() if r["Type"] == "AWS::CloudWatch::Dashboard"]
     parts = dashboard["Properties"]["DashboardBody"]["Fn::Join"][1]
-    body = "".join(
-        p if isinstance(p, str) else f"<Ref:{p.get('Ref') or p.get('Fn::GetAtt', ['?'])[0]}>" for p in parts
-    )
+    body = "".join(p if isinstance(p, str) else f"<Ref:{p.get('Ref') or p.get('Fn::GetAtt', ['?'])[0]}>" for p in parts)
     return dashboard, body
 
 

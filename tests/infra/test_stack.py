@@ -466,7 +466,8 @@ def test_the_template_has_what_memorybot_doctor_reads(synth):
     assert {key + doctor.SECRET_NAME_SUFFIX for key in SECRET_KEYS} <= named
     read = {*doctor.MODEL_BACKENDS.values(), *doctor.BEDROCK_MODEL_IDS.values(), doctor.APPLICATION_ID}
     assert all(read <= set(env) for env in environments)
-    assert len(synth.of_type("AWS::Scheduler::Schedule")) == 1
+    [schedule_id] = synth.of_type("AWS::Scheduler::Schedule")
+    assert synth.template["Outputs"][doctor.SCHEDULE_OUTPUT]["Value"] == {"Ref": schedule_id}
 
 
 # -- schedule and asynchronous invocations --------------------------------------------------
@@ -551,5 +552,3 @@ def test_alarms_on_errors_throttles_and_dead_letters(synth):
     assert ("AWS/SQS", "ApproximateNumberOfMessagesVisible", queue_id) in watched
     # Exchanges the extraction worker gave up on (Powertools metric, service dimension).
     assert ("MemoryBot", "DecisionsLost", "memorybot") in watched
-
-

@@ -23,8 +23,8 @@ import httpx
 
 from ..core import prompts
 from ..core.domain import PromptMessage
-from ..core.ports import ModelError
 from ..core.metrics import purpose_of
+from ..core.ports import ModelError
 from ..core.prompts import Question, TextTask
 from . import llm_backend
 from .json_http import JsonService, ServiceOptions, service_options

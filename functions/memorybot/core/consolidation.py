@@ -120,12 +120,13 @@ def latest_run_time(now: datetime, zone: tzinfo = JST) -> datetime:
     return end.astimezone(UTC)
 
 
-def next_run_time(now: datetime, zone: tzinfo = JST) -> datetime:
-    """The first 03:00 in ``zone`` after ``now``, in UTC (when the schedule next starts a night)."""
+def next_run_time(now: datetime, zone: tzinfo = JST, *, hour: int = RUN_HOUR, minute: int = 0) -> datetime:
+    """The first ``hour``:``minute`` (03:00) in ``zone`` after ``now``, in UTC: when a daily schedule
+    in that zone next starts a night."""
     local = now.astimezone(zone)
-    candidate = local.replace(hour=RUN_HOUR, minute=0, second=0, microsecond=0)
+    candidate = local.replace(hour=hour, minute=minute, second=0, microsecond=0)
     if candidate.astimezone(UTC) <= now.astimezone(UTC):
-        candidate = (local + timedelta(days=1)).replace(hour=RUN_HOUR, minute=0, second=0, microsecond=0)
+        candidate = (local + timedelta(days=1)).replace(hour=hour, minute=minute, second=0, microsecond=0)
     return candidate.astimezone(UTC)
 
 

@@ -24,6 +24,7 @@ from . import decisions
 from .consolidation import Consolidator
 from .domain import NIGHTLY_MAX_DURATION, NightlyRun, Owner, iso, parse_iso
 from .jobs import BadJob
+from .metrics import NO_METRICS, record_night
 from .nightly_jobs import (
     ALREADY_CLAIMED,
     CLAIMED,
@@ -35,7 +36,6 @@ from .nightly_jobs import (
     SpeakerFailure,
     SpeakerTask,
 )
-from .metrics import NO_METRICS, record_night
 from .ports import Metrics, ModelUnavailable
 
 logger = logging.getLogger(__name__)

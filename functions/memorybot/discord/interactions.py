@@ -14,13 +14,13 @@ from datetime import UTC, datetime, tzinfo
 from typing import Any, Protocol
 
 from ..core import commands, consent, conversation, history
-from ..core.metrics import MEMORIES_FORGOTTEN
 from ..core.catalog import text
 from ..core.catalog import where_label as scope_label
 from ..core.commands import CommandMemories
 from ..core.domain import GLOBAL_SCOPE, ScopeMode
 from ..core.history import HistoryMemories
 from ..core.jobs import RememberJob, ReplyJob
+from ..core.metrics import MEMORIES_FORGOTTEN
 from ..core.ports import AsyncInvoker, DiscordApi, MessageStore, Metrics, PeopleStore
 from . import history_view
 from .guilds import GuildNames

@@ -23,8 +23,8 @@ from ..core.consolidation import Consolidator, window_for
 from ..core.domain import NIGHTLY_EXECUTION_TIMEOUT, NightlyRun
 from ..core.jobs import BadJob, Payload
 from ..core.metrics import NO_METRICS
-from ..core.ports import Metrics
 from ..core.nightly_jobs import ClaimedRun, NightlyStart, RunPlan, SpeakerFailure, SpeakerTask
+from ..core.ports import Metrics
 from . import log_core_with, measured
 
 logger = Logger(service="memorybot-nightly")
