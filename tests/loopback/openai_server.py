@@ -17,6 +17,7 @@ else ``default_text``.
         llm.completions()[-1]["messages"]    # request bodies, parsed
         llm.finish_reason = "length"         # as if the model hit max_tokens
         llm.answer(llm.COMPLETIONS_PATH, raw=b"{broken")   # bypass the envelope entirely
+        llm.usage_given                      # each completion's usage fields, as answered
         llm.clear()                          # back to the constructor's defaults, no requests
 
 See ``loopback`` (the package docstring) for the common API: delays, scripted
@@ -67,6 +68,7 @@ class OpenAIServer(LoopbackServer):
         self.default_valid_until: str | None = None  # the dated writer's end ("YYYY-MM-DD"), None: durable
         self.reject_response_format = False
         self.finish_reason = "stop"
+        self.usage_given: list[dict[str, int]] = []  # each completion's usage, as answered
 
     def clear(self) -> None:
         """Also forgets scripted texts, the responder and the flags (constructor defaults again)."""
@@ -118,7 +120,10 @@ class OpenAIServer(LoopbackServer):
             return Answer(
                 400, {"error": {"message": "Unsupported parameter: 'response_format'", "type": "invalid_request_error"}}
             )
-        return Answer(body=completion(self._content(body), body.get("model", ""), self.finish_reason))
+        content = self._content(body)
+        usage = usage_of(body, content)
+        self.usage_given.append(usage)
+        return Answer(body=completion(content, body.get("model", ""), self.finish_reason, usage))
 
     def _content(self, body: dict[str, Any]) -> str:
         with self._content_lock:
@@ -144,7 +149,16 @@ class OpenAIServer(LoopbackServer):
 _MEMORY_ID = re.compile(r'<memory id="([^"]+)"')
 
 
-def completion(content: str | None, model: str = "", finish_reason: str = "stop") -> dict[str, Any]:
+def usage_of(body: dict[str, Any], content: str | None) -> dict[str, int]:
+    """A token count as a server reports it: here, the words of the prompt and of the answer."""
+    prompt = sum(len(str(m.get("content", "")).split()) for m in body.get("messages", []) if isinstance(m, dict))
+    answered = len((content or "").split())
+    return {"prompt_tokens": prompt, "completion_tokens": answered, "total_tokens": prompt + answered}
+
+
+def completion(
+    content: str | None, model: str = "", finish_reason: str = "stop", usage: dict[str, int] | None = None
+) -> dict[str, Any]:
     """A chat.completion envelope around ``content``."""
     return {
         "id": "chatcmpl-loopback",
@@ -152,5 +166,5 @@ def completion(content: str | None, model: str = "", finish_reason: str = "stop"
         "created": 0,
         "model": model,
         "choices": [{"index": 0, "message": {"role": "assistant", "content": content}, "finish_reason": finish_reason}],
-        "usage": {"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0},
+        "usage": usage or {"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0},
     }
