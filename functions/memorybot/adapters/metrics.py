@@ -21,7 +21,9 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from ..config import Settings
 
-EMF_MAX_VALUES = 100  # CloudWatch takes at most 100 values of one metric in one line
+# CloudWatch takes at most 100 values of one metric in one line, and Powertools publishes a set by
+# itself (to stdout) when a metric reaches 100: rounds of 99 keep every line this module's.
+EMF_MAX_VALUES = 99
 _SUMMED_UNITS = frozenset({"Count", "None"})
 
 
