@@ -7,6 +7,7 @@ through Powertools Parameters, cached. Locally the plain variables are used.
 
 from __future__ import annotations
 
+import json
 import math
 import os
 from collections.abc import Mapping
@@ -23,29 +24,15 @@ DEFAULT_DISCORD_API_BASE = "https://discord.com/api/v10"
 SECRET_CACHE_SECONDS = 300
 DEFAULT_TIMEZONE = "Asia/Tokyo"  # the design's 03:00 JST
 
-
-@dataclass(frozen=True)
-class ModelPrice:
-    """A model's price in US dollars per million tokens, read and written (the estimated cost metric)."""
-
-    input_per_million: float
-    output_per_million: float = 0.0
-
-    @property
-    def valid(self) -> bool:
-        return all(math.isfinite(p) and p >= 0 for p in (self.input_per_million, self.output_per_million))
-
-    def cost(self, input_tokens: int, output_tokens: int) -> float:
-        return (input_tokens * self.input_per_million + output_tokens * self.output_per_million) / 1_000_000
-
-
-# On-demand list prices of the default models (USD per million tokens; Bedrock's in us-east-1).
-# Another region, model or contract: set MEMORYBOT_MODEL_PRICES (docs/operations.md).
-DEFAULT_MODEL_PRICES: Mapping[str, ModelPrice] = {
-    "anthropic.claude-3-haiku-20240307-v1:0": ModelPrice(0.25, 1.25),
-    "amazon.titan-embed-text-v2:0": ModelPrice(0.02),
-    "gpt-4o-mini": ModelPrice(0.15, 0.60),
-    "text-embedding-3-small": ModelPrice(0.02),
+# Estimated cost: US dollars per million input and output tokens, by model id (on-demand list
+# prices when written; check the provider's page). MEMORYBOT_MODEL_PRICES adds models or replaces
+# these: {"<model id>": [input, output], ...}. A Bedrock inference profile ("us.<model id>") is
+# priced as its base model.
+DEFAULT_MODEL_PRICES: Mapping[str, tuple[float, float]] = {
+    "anthropic.claude-3-haiku-20240307-v1:0": (0.25, 1.25),  # the default Bedrock models
+    "amazon.titan-embed-text-v2:0": (0.02, 0.0),
+    "gpt-4o-mini": (0.15, 0.60),  # the default OpenAI-compatible models
+    "text-embedding-3-small": (0.02, 0.0),
 }
 
 
@@ -74,8 +61,9 @@ class Settings:
     service_name: str = "memorybot"  # POWERTOOLS_SERVICE_NAME: the metrics' service dimension
     # The metrics' function dimension: the function's name in the stack (infra/function_specs.py).
     function_name: str = "local"
-    # Per model id: what the estimated cost metric multiplies tokens by (MEMORYBOT_MODEL_PRICES).
-    model_prices: Mapping[str, ModelPrice] = field(default_factory=lambda: dict(DEFAULT_MODEL_PRICES))
+    # USD per million input and output tokens, by model id (DEFAULT_MODEL_PRICES, then the
+    # environment's MEMORYBOT_MODEL_PRICES): what an estimated cost multiplies tokens by.
+    model_prices: Mapping[str, tuple[float, float]] = field(default_factory=lambda: dict(DEFAULT_MODEL_PRICES))
     jev_url: str = ""
     openai_base_url: str = "https://api.openai.com/v1"
     openai_model: str = "gpt-4o-mini"
@@ -111,6 +99,11 @@ class Settings:
     @property
     def zone(self) -> tzinfo:
         return time_zone(self.timezone)
+
+    def price(self, model_id: str) -> tuple[float, float] | None:
+        """USD per million (input, output) tokens of ``model_id`` (an inference profile's: its base
+        model's); None when no price is set for it."""
+        return price_in(self.model_prices, model_id)
 
     def table(self, spec: tables.TableSpec) -> str:
         return self.table_names[spec.logical_name]
@@ -150,7 +143,7 @@ class Settings:
             metrics_namespace=env.get("POWERTOOLS_METRICS_NAMESPACE") or cls.metrics_namespace,
             service_name=env.get("POWERTOOLS_SERVICE_NAME") or cls.service_name,
             function_name=env.get("MEMORYBOT_FUNCTION") or cls.function_name,
-            model_prices=model_prices(env.get("MEMORYBOT_MODEL_PRICES", "")),
+            model_prices={**DEFAULT_MODEL_PRICES, **_model_prices(env.get("MEMORYBOT_MODEL_PRICES", ""))},
             jev_url=env.get("JEV_URL", "").rstrip("/"),
             openai_base_url=env.get("OPENAI_BASE_URL", "https://api.openai.com/v1").rstrip("/"),
             openai_model=env.get("OPENAI_MODEL", "gpt-4o-mini"),
@@ -176,32 +169,49 @@ class Settings:
         )
 
 
-def model_prices(raw: str) -> dict[str, ModelPrice]:
-    """The default prices, with ``MEMORYBOT_MODEL_PRICES`` on top: ``model=input/output`` pairs
-    (USD per million tokens) separated by commas, e.g.
-    ``anthropic.claude-3-5-haiku-20241022-v1:0=0.8/4,amazon.titan-embed-text-v2:0=0.02``."""
-    prices = dict(DEFAULT_MODEL_PRICES)
-    for part in (p.strip() for p in raw.split(",")):
-        if not part:
-            continue
-        model, sep, price = part.rpartition("=")
-        read, _, written = price.partition("/")
-        try:
-            parsed = ModelPrice(float(read), float(written or 0))
-        except ValueError:
-            parsed = None
-        if not sep or not model.strip() or parsed is None or not parsed.valid:
-            raise ValueError(
-                f"MEMORYBOT_MODEL_PRICES: {part!r} is not model=input/output (US dollars per million tokens)"
-            )
-        prices[model.strip()] = parsed
-    return prices
-
-
 def _non_negative(name: str, value: int) -> int:
     if value < 0:
         raise ValueError(f"{name} must be 0 (keep for ever) or a number of days")
     return value
+
+
+def price_in(prices: Mapping[str, tuple[float, float]], model_id: str) -> tuple[float, float] | None:
+    """``model_id``'s price in ``prices`` (an inference profile's: its base model's), or None."""
+    found = prices.get(model_id)
+    base = inference_profile_base(model_id)
+    if found is None and base is not None:
+        found = prices.get(base)
+    return found
+
+
+def estimated_cost(price: tuple[float, float], input_tokens: int, output_tokens: int) -> float:
+    """US dollars for these tokens at ``price`` (USD per million input and output tokens)."""
+    return (input_tokens * price[0] + output_tokens * price[1]) / 1_000_000
+
+
+def _model_prices(text: str) -> dict[str, tuple[float, float]]:
+    """``{"<model id>": [input, output], ...}``: USD per million tokens, two non-negative numbers."""
+    if not text.strip():
+        return {}
+    problem = (
+        'MEMORYBOT_MODEL_PRICES must be a JSON object {"<model id>": [input, output], ...} of USD per million '
+        "tokens (non-negative numbers)"
+    )
+    try:
+        given = json.loads(text)
+    except ValueError:
+        raise ValueError(problem) from None
+    if not isinstance(given, dict):
+        raise ValueError(problem)
+    prices = {}
+    for model_id, pair in given.items():
+        numbers = pair if isinstance(pair, list) and len(pair) == 2 else []
+        if not numbers or not all(
+            isinstance(n, (int, float)) and not isinstance(n, bool) and math.isfinite(n) and n >= 0 for n in numbers
+        ):
+            raise ValueError(f"{problem}; {model_id!r} is not")
+        prices[str(model_id)] = (float(numbers[0]), float(numbers[1]))
+    return prices
 
 
 def time_zone(name: str) -> tzinfo:

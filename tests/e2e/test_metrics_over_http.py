@@ -16,7 +16,7 @@ import pytest
 from stack_process import StackProcess
 
 from loopback.openai_server import OpenAIServer
-from memorybot.config import DEFAULT_MODEL_PRICES
+from memorybot.config import DEFAULT_MODEL_PRICES, estimated_cost
 from memorybot.core import metrics as names
 from memorybot.core.consolidation import window_for
 from memorybot.core.domain import iso, utcnow
@@ -125,8 +125,8 @@ def test_one_chat_turn_and_one_night_as_metric_lines(running, llm):
         assert turn.total(names.OUTPUT_TOKENS) == sum(u["completion_tokens"] for u in usage) > 0
         assert len(turn.values[names.MODEL_LATENCY]) == len(usage)
         assert all(0 < ms < 60_000 for ms in turn.values[names.MODEL_LATENCY])
-        price = DEFAULT_MODEL_PRICES[MODEL]
-        expected_cost = price.cost(int(turn.total(names.INPUT_TOKENS)), int(turn.total(names.OUTPUT_TOKENS)))
+        tokens = int(turn.total(names.INPUT_TOKENS)), int(turn.total(names.OUTPUT_TOKENS))
+        expected_cost = estimated_cost(DEFAULT_MODEL_PRICES[MODEL], *tokens)
         assert turn.total(names.ESTIMATED_COST) == pytest.approx(expected_cost)
         purposes = {purpose for (name, purpose) in turn.by_purpose if name == names.MODEL_REQUESTS}
         assert {"reply", "worth", "write"} <= purposes <= {"reply", "worth", "decide", "write"}

@@ -12,6 +12,7 @@ import pytest
 
 from memorybot.core import metrics as names
 
+PRICES = '{"anthropic.claude-3-5-haiku-20241022-v1:0": [0.8, 4]}'
 BOT_METRICS = (
     names.TURNS,
     *names.TURN_OUTCOMES.values(),
@@ -132,7 +133,7 @@ def new_york_with_alarm_email() -> dict:
         context={
             "timezone": "America/New_York",
             "alarm_email": "ops@example.com",
-            "model_prices": "anthropic.claude-3-5-haiku-20241022-v1:0=0.8/4",
+            "model_prices": PRICES,
             "aws:cdk:bundling-stacks": [],
         },
         builtin_cloud_formation_validation=False,
@@ -151,7 +152,7 @@ def test_the_night_runs_at_03_00_in_the_configured_zone(new_york_with_alarm_emai
     for function in functions:
         env = function["Environment"]["Variables"]
         assert env["MEMORYBOT_TIMEZONE"] == "America/New_York"  # the night's window and label: the same zone
-        assert env["MEMORYBOT_MODEL_PRICES"] == "anthropic.claude-3-5-haiku-20241022-v1:0=0.8/4"
+        assert env["MEMORYBOT_MODEL_PRICES"] == PRICES
 
 
 def test_every_alarm_notifies_the_topic_when_an_address_is_given(new_york_with_alarm_email):

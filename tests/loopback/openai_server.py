@@ -14,6 +14,7 @@ else ``default_text``.
         llm.reply('{"probability": 0.7}')
         llm.reply_once("a text for the next call only")
         llm.reject_response_format = True   # 400 naming response_format, like servers without JSON mode
+        llm.refused_formats = {"json_schema"}  # 400 for these response_format types only
         llm.completions()[-1]["messages"]    # request bodies, parsed
         llm.finish_reason = "length"         # as if the model hit max_tokens
         llm.answer(llm.COMPLETIONS_PATH, raw=b"{broken")   # bypass the envelope entirely
@@ -67,6 +68,7 @@ class OpenAIServer(LoopbackServer):
         self.default_probability, self.default_verdict, self.default_text = self._initial
         self.default_valid_until: str | None = None  # the dated writer's end ("YYYY-MM-DD"), None: durable
         self.reject_response_format = False
+        self.refused_formats: set[str] = set()
         self.finish_reason = "stop"
         self.usage_given: list[dict[str, int]] = []  # each completion's usage, as answered
 
@@ -116,10 +118,12 @@ class OpenAIServer(LoopbackServer):
             body = json.loads(request.body)
         except ValueError:
             return Answer(400, {"error": {"message": "body is not JSON"}})
-        if self.reject_response_format and "response_format" in body:
-            return Answer(
-                400, {"error": {"message": "Unsupported parameter: 'response_format'", "type": "invalid_request_error"}}
-            )
+        asked_format = body.get("response_format")
+        if asked_format is not None and (
+            self.reject_response_format or str(asked_format.get("type")) in self.refused_formats
+        ):
+            message = f"Unsupported parameter: 'response_format' of type '{asked_format.get('type')}'"
+            return Answer(400, {"error": {"message": message, "type": "invalid_request_error"}})
         content = self._content(body)
         usage = usage_of(body, content)
         self.usage_given.append(usage)
@@ -150,10 +154,11 @@ _MEMORY_ID = re.compile(r'<memory id="([^"]+)"')
 
 
 def usage_of(body: dict[str, Any], content: str | None) -> dict[str, int]:
-    """A token count as a server reports it: here, the words of the prompt and of the answer."""
-    prompt = sum(len(str(m.get("content", "")).split()) for m in body.get("messages", []) if isinstance(m, dict))
-    answered = len((content or "").split())
-    return {"prompt_tokens": prompt, "completion_tokens": answered, "total_tokens": prompt + answered}
+    """Deterministic token counts for a request and its answer: a token every four UTF-8 bytes of
+    the messages' and the answer's text (what a tokenizer gives English, about)."""
+    asked = sum(len(str(m.get("content", "")).encode()) for m in body.get("messages", []))
+    prompt, answer = -(-asked // 4), -(-len((content or "").encode()) // 4)
+    return {"prompt_tokens": prompt, "completion_tokens": answer, "total_tokens": prompt + answer}
 
 
 def completion(

@@ -34,7 +34,7 @@ from botocore.exceptions import ConnectionError as BotoConnectionError
 from ..core import prompts
 from ..core.domain import PromptMessage
 from ..core.metrics import purpose_of
-from ..core.ports import ModelError
+from ..core.ports import ModelError, UnusableAnswer
 from ..core.prompts import Question, TextTask
 from . import llm_backend
 from .metering import NO_METER, ModelMeter
@@ -125,7 +125,7 @@ class BedrockConverse:
             use = block.get("toolUse") if isinstance(block, dict) else None
             if use and use.get("name") == question.tool_name:
                 return use.get("input")
-        raise ModelError("bedrock converse: no toolUse answer")
+        raise UnusableAnswer("bedrock converse: no toolUse answer")
 
     def text(
         self,
@@ -150,7 +150,7 @@ class BedrockConverse:
             if isinstance(block, dict) and isinstance(block.get("text"), str)
         ]
         if not texts:
-            raise ModelError("bedrock converse: no text answer")
+            raise UnusableAnswer("bedrock converse: no text answer")
         return "".join(texts), response.get("stopReason") == "max_tokens"
 
 

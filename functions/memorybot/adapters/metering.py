@@ -19,13 +19,16 @@ from dataclasses import dataclass
 from functools import cache
 from typing import TYPE_CHECKING
 
+from ..config import estimated_cost, price_in
 from ..core import metrics as names
 from ..core.metrics import NO_METRICS
 from ..core.ports import Metrics
 from . import tracing
 
 if TYPE_CHECKING:
-    from ..config import ModelPrice, Settings
+    from ..config import Settings
+
+Price = tuple[float, float]  # USD per million input and output tokens (config.DEFAULT_MODEL_PRICES)
 
 
 @dataclass
@@ -48,7 +51,7 @@ def _count(value: object) -> int:
 
 
 class ModelMeter:
-    def __init__(self, metrics: Metrics = NO_METRICS, prices: Mapping[str, ModelPrice] | None = None) -> None:
+    def __init__(self, metrics: Metrics = NO_METRICS, prices: Mapping[str, Price] | None = None) -> None:
         self.metrics = metrics
         self.prices = dict(prices or {})
         self._current = threading.local()
@@ -77,13 +80,11 @@ class ModelMeter:
         add(names.OUTPUT_TOKENS, call.output_tokens, **labels)
         price = self.price_of(call.model)
         if price is not None:
-            cost = price.cost(call.input_tokens, call.output_tokens)
+            cost = estimated_cost(price, call.input_tokens, call.output_tokens)
             add(names.ESTIMATED_COST, cost, unit="None", **labels)
 
-    def price_of(self, model: str) -> ModelPrice | None:
-        from ..config import inference_profile_base
-
-        return self.prices.get(model) or self.prices.get(inference_profile_base(model) or "")
+    def price_of(self, model: str) -> Price | None:
+        return price_in(self.prices, model)
 
     def throttled(self) -> None:
         """The provider throttled an attempt of the call in progress on this thread."""
