@@ -251,3 +251,17 @@ def test_the_night_is_03_00_in_the_zone_over_the_24_real_hours_before_it():
     assert next_run_time(datetime(2026, 3, 8, 7, tzinfo=UTC), new_york) == datetime(2026, 3, 9, 7, tzinfo=UTC)
     tokyo = window_for(datetime(2026, 12, 2, 1, tzinfo=UTC))  # JST by default: 03:00 JST is 18:00 UTC
     assert tokyo.end == datetime(2026, 12, 1, 18, tzinfo=UTC) and tokyo.day_label == "2026-12-01"
+
+
+def test_a_forgotten_memory_is_counted_once_and_a_refused_forget_not_at_all(front):
+    from frontdoor import ALICE, BOB, context, event, forget, seed
+    from memorybot.handlers.interactions import handler
+
+    recorded = Recording()
+    front.__dict__["metrics"] = recorded  # the container's metrics port, as an override is given
+    seed(front.memory_store, ALICE, "abcde", "likes green tea")
+    seed(front.memory_store, BOB, "bcdef", "likes black tea")
+    handler(event(forget("bcdef", user=ALICE)), context())  # Bob's: not found for Alice
+    assert recorded.total(names.MEMORIES_FORGOTTEN) == 0 and recorded.flushed == 1
+    handler(event(forget("abcde", user=ALICE)), context())
+    assert recorded.added == [(names.MEMORIES_FORGOTTEN, 1, "Count", "", "")] and recorded.flushed == 2

@@ -20,7 +20,6 @@ from ..core.commands import CommandMemories
 from ..core.domain import GLOBAL_SCOPE, ScopeMode
 from ..core.history import HistoryMemories
 from ..core.jobs import RememberJob, ReplyJob
-from ..core.metrics import MEMORIES_FORGOTTEN
 from ..core.ports import AsyncInvoker, DiscordApi, MessageStore, Metrics, PeopleStore
 from . import history_view
 from .guilds import GuildNames
@@ -333,10 +332,16 @@ def _forget_all_once(request: ForgetAllConfirm, deps: Dependencies) -> dict:
     caller = request.caller
     deleted = commands.forget_all(deps.memory_store, caller.owner, deps.people_store)
     if deleted:
-        deps.metrics.add(MEMORIES_FORGOTTEN, len(deleted))
+        _count_forgotten(deps, len(deleted))
     logger.info("forget-all done", extra={"user_id": caller.user_id, "deleted": len(deleted)})
     done = text("forget_all_done", caller.locale, count=len(deleted), where=where(caller, deps))
     return {"type": UPDATE_MESSAGE, "data": {"content": done, "components": [], "allowed_mentions": NO_MENTIONS}}
+
+
+def _count_forgotten(deps: Dependencies, count: int) -> None:
+    from ..core.metrics import MEMORIES_FORGOTTEN  # on a forget only: the cold start imports nothing more
+
+    deps.metrics.add(MEMORIES_FORGOTTEN, count)
 
 
 def _forget(request: ForgetMemory, deps: Dependencies) -> dict:
@@ -346,7 +351,7 @@ def _forget(request: ForgetMemory, deps: Dependencies) -> dict:
     result = commands.forget(deps.memory_store, caller.owner, request.memory_id)
     key = "forgotten" if result.outcome is commands.ForgetOutcome.FORGOTTEN else "not_found"
     if result.outcome is commands.ForgetOutcome.FORGOTTEN:
-        deps.metrics.add(MEMORIES_FORGOTTEN)
+        _count_forgotten(deps, 1)
     return say(key, caller, memory_id=shown_id(result.memory_id, caller.locale))
 
 
