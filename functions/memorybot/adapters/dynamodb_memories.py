@@ -326,9 +326,9 @@ class DynamoMemoryStore(MemoryStore):
         run_id: int | None = None,
         unused_if: Callable[[], bool] | None = None,
     ) -> list[Memory]:
-        # One Query of the owner's own partition (the base table: no index to keep in step),
-        # projecting what a Memory holds, the selection index's header first: a small profile is
-        # used as read; a larger one is ranked from its index and only the chosen are fetched.
+        # A first page of the owner's own partition (the base table), projecting what a Memory
+        # holds, the selection index's header first: a small profile is used as read; a larger one
+        # is ranked from its index (once built) and only the chosen are fetched.
         started = self._clock()
         first = self._client.query(**self._memories_request(owner, Limit=SMALL_PROFILE_ITEMS + 1))
         items = first.get("Items", [])
