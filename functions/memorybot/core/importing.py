@@ -379,7 +379,7 @@ class Importer:
             elif request.dry_run:
                 new = key not in seen and not self._memories.has_marker(row.owner, row.once)
             else:
-                new = self._add(row, PersonCheck(row.owner.user_id, started, Basis.STORE))
+                new = self._add(row, PersonCheck(row.owner.user_id, started, Basis.IMPORT, row.owner.scope))
             seen.add(key)
             imported, unchanged = (imported + 1, unchanged) if new else (imported, unchanged + 1)
         logger.info(
