@@ -17,11 +17,13 @@ from ..core import commands, consent, conversation, history
 from ..core.catalog import text
 from ..core.catalog import where_label as scope_label
 from ..core.commands import CommandMemories
+from ..core.dates import local_stamp
 from ..core.domain import GLOBAL_SCOPE, ScopeMode, iso
 from ..core.history import HistoryMemories
 from ..core.jobs import ForgetAllJob, RememberJob, ReplyJob
 from ..core.ports import AsyncInvoker, DiscordApi, MessageStore, PeopleStore
 from . import history_view
+from .formats import markdown_escaped
 from .guilds import GuildNames
 from .requests import (
     FORGET_ALL_TTL,
@@ -90,7 +92,7 @@ class Dependencies(Protocol):
 
     @property
     def zone(self) -> tzinfo:
-        """The deployment's time zone (the dates /memory history shows)."""
+        """The deployment's time zone: every time a person reads is in it, labelled."""
 
     def once(self, name: str, key: str, work: Callable[[], dict]) -> dict | None:
         """``work()``'s answer, computed once per key (the dedup ledger); None while another copy runs it."""
@@ -119,10 +121,11 @@ def say(key: str, caller: Caller | str, **fields: object) -> dict:
 
 def where(caller: Caller, deps: Dependencies) -> str:
     """The caller's scope in words, in their language: a server named by the interaction's guild
-    data, else by one cached REST read (``GuildNames``), else by its id."""
+    data, else by one cached REST read (``GuildNames``), else by its id. The name is the server's
+    owners' text: shown as written, never as markup."""
     kind, _, ident = caller.scope.partition(":")
     name = caller.guild_name or (deps.guild_names.name(ident) if kind == "guild" else None) or ""
-    return scope_label(caller.scope, caller.locale, name)
+    return scope_label(caller.scope, caller.locale, markdown_escaped(name))
 
 
 def dm_text(lines: list[str], scope: str = GLOBAL_SCOPE, locale: str = "") -> str:
@@ -131,7 +134,8 @@ def dm_text(lines: list[str], scope: str = GLOBAL_SCOPE, locale: str = "") -> st
 
 def dm_messages(lines: list[str], where: str, locale: str = "") -> list[str]:
     """The listing split into as few DMs as Discord's 2000 characters allow: the header opens
-    the first, the footer closes the last, a line is never split (each is at most 86 characters)."""
+    the first, the footer closes the last, a line is never split (each is at most 86 characters,
+    twice that where every character of the memory is escaped)."""
     parts = [text("dm_header", locale, where=where), *lines, text("dm_footer", locale)]
     messages: list[str] = []
     current = ""
@@ -207,13 +211,13 @@ def _show_once(request: ShowMemories, deps: Dependencies) -> dict:
     answer = _show_listing(request, deps)
     paused_at = deps.people_store.get(request.caller.user_id).paused_at
     if paused_at is not None:  # /memory show says when memory is paused
-        answer["data"]["content"] += "\n" + consent.paused_note(paused_at, request.caller.locale)
+        answer["data"]["content"] += "\n" + consent.paused_note(paused_at, deps.zone, request.caller.locale)
     return answer
 
 
 def _show_listing(request: ShowMemories, deps: Dependencies) -> dict:
     caller = request.caller
-    lines = commands.show(deps.memory_store, caller.owner, caller.locale)
+    lines = commands.show(deps.memory_store, caller.owner, caller.locale, quote=markdown_escaped)
     if not lines:
         return say("nothing_remembered", caller, where=where(caller, deps))
     messages = dm_messages(lines, where(caller, deps), caller.locale)
@@ -251,7 +255,7 @@ def _why(request: WhyMemory, deps: Dependencies) -> dict:
     if found is None:
         return say("not_found", caller, memory_id=shown_id(request.memory_id.strip().lower(), caller.locale))
     verb = text("why_verb_learned" if found.action.value == "add" else "why_verb_changed", caller.locale)
-    at = found.at.astimezone(UTC).strftime("%Y-%m-%d %H:%M")
+    at = local_stamp(found.at, deps.zone)
     until = "\n" + text("why_until", caller.locale, until=found.valid_until.isoformat()) if found.valid_until else ""
     if not found.links:
         return ephemeral(text("why_no_sources", caller.locale, memory_id=found.memory_id, verb=verb, at=at) + until)
@@ -260,8 +264,9 @@ def _why(request: WhyMemory, deps: Dependencies) -> dict:
 
 
 def shown_id(memory_id: str, locale: str) -> str:
-    """A typed memory id as an answer repeats it: at most 20 characters, "(none)" for nothing."""
-    return memory_id[:20] or text("no_memory_id", locale)
+    """A typed memory id as an answer repeats it: at most 20 characters, shown as typed (never as
+    markup), "(none)" for nothing."""
+    return markdown_escaped(memory_id[:20]) or text("no_memory_id", locale)
 
 
 EXPORT_FILENAME = "memorybot-export.json"
