@@ -35,6 +35,7 @@ if TYPE_CHECKING:
         MemoryStore,
         MessageStore,
         PeopleStore,
+        RememberedMessages,
         RunStore,
     )
     from .core.reply import ReplyWriter
@@ -115,6 +116,11 @@ class Container:
         from .adapters.dynamodb_memories import DynamoMemoryStore
 
         return DynamoMemoryStore(self.dynamodb_client, self.settings)
+
+    @property
+    def remembered_messages(self) -> RememberedMessages:
+        """The memory store in its role of the messages "Remember this" took in (claims)."""
+        return self.memory_store
 
     @cached_property
     def message_store(self) -> MessageStore:
@@ -313,6 +319,10 @@ class Invocation:
     @property
     def memory_store(self) -> MemoryStore:
         return self._container.memory_store
+
+    @property
+    def remembered_messages(self) -> RememberedMessages:
+        return self._container.remembered_messages
 
     @property
     def message_store(self) -> MessageStore:

@@ -18,10 +18,10 @@ from ..core.catalog import text
 from ..core.catalog import where_label as scope_label
 from ..core.commands import CommandMemories
 from ..core.dates import local_stamp
-from ..core.domain import GLOBAL_SCOPE, ScopeMode, iso
+from ..core.domain import GLOBAL_SCOPE, Owner, Person, ScopeMode, iso, shows_nothing, snowflake_time, utcnow
 from ..core.history import HistoryMemories
 from ..core.jobs import ForgetAllJob, RememberJob, ReplyJob
-from ..core.ports import AsyncInvoker, DiscordApi, MessageStore, PeopleStore
+from ..core.ports import AsyncInvoker, DiscordApi, MessageStore, PeopleStore, RememberedMessages
 from . import history_view
 from .formats import markdown_escaped
 from .guilds import GuildNames
@@ -80,6 +80,9 @@ class Dependencies(Protocol):
 
     @property
     def people_store(self) -> PeopleStore: ...
+
+    @property
+    def remembered_messages(self) -> RememberedMessages: ...
 
     @property
     def discord_interactive(self) -> DiscordApi: ...
@@ -437,17 +440,40 @@ def _remember(request: RememberMessage, deps: Dependencies) -> dict:
     if target.author_id != caller.user_id:  # only a person's own words decide their memories
         logger.info("remember refused: not their message", extra={"user_id": caller.user_id})
         return say("remember_not_yours", caller)
-    if not target.content.strip():
+    if shows_nothing(target.content):  # the import's rule: nothing visible is nothing to learn
         return say("remember_no_text", caller)
-    if deps.people_store.get(caller.user_id).paused:
+    person = deps.people_store.get(caller.user_id)
+    if person.paused:
         return say("remember_paused", caller)
+    # A message is taken in once per person: of clicks at once, or one later, the first claim
+    # runs the job; every other click is told so, and no model is asked again.
+    owner = Owner(caller.scope, caller.user_id)
+    if not deps.remembered_messages.claim_message(owner, target.message_id, request.interaction_id, utcnow()):
+        logger.info("remember refused: the message is taken in already", extra={"user_id": caller.user_id})
+        return say(
+            "remember_nothing" if _never_teaches_again(deps, person, owner, target.message_id) else "remember_already",
+            caller,
+        )
     job = RememberJob(*_answered_by_worker(request), target.message_id, target.content)
     try:
         deps.invoker.invoke(job)
     except Exception as exc:  # noqa: BLE001 - the person gets an answer either way
         logger.error("remember hand-off failed", extra={**job.ids(), "error": type(exc).__name__})
+        try:
+            deps.remembered_messages.settle_message(owner, target.message_id, request.interaction_id, learned=False)
+        except Exception:  # noqa: BLE001 - an unsettled claim lapses on its own (REMEMBER_CLAIM_LEASE)
+            logger.warning("remember claim not given back", extra=job.ids())
         return say("busy", caller)
     return {"type": DEFERRED_CHANNEL_MESSAGE, "data": {"flags": EPHEMERAL}}
+
+
+def _never_teaches_again(deps: Dependencies, person: Person, owner: Owner, message_id: str) -> bool:
+    """Whether a message taken in before can no longer teach: what it taught was forgotten (its
+    id among the forgotten sources), or a forget-all in the scope or an erasure came after it was
+    said. Then "nothing there to remember" is the answer, as the job would give, not "remembered"."""
+    said = snowflake_time(message_id)
+    ended = [at for at in (person.erased_at, person.forgot_all_in(owner.scope)) if at is not None]
+    return any(at >= said for at in ended) or message_id in deps.memory_store.forgotten_sources(owner)
 
 
 def error_answer(body: bytes) -> dict:
