@@ -21,7 +21,7 @@ from ..core.dates import local_stamp
 from ..core.domain import GLOBAL_SCOPE, Owner, Person, ScopeMode, iso, shows_nothing, snowflake_time, utcnow
 from ..core.history import HistoryMemories
 from ..core.jobs import ForgetAllJob, RememberJob, ReplyJob
-from ..core.ports import AsyncInvoker, DiscordApi, MessageStore, PeopleStore, RememberedMessages
+from ..core.ports import AsyncInvoker, DiscordApi, MessageStore, Metrics, PeopleStore, RememberedMessages
 from . import history_view
 from .formats import markdown_escaped
 from .guilds import GuildNames
@@ -96,6 +96,10 @@ class Dependencies(Protocol):
     @property
     def zone(self) -> tzinfo:
         """The deployment's time zone: every time a person reads is in it, labelled."""
+
+    @property
+    def metrics(self) -> Metrics:
+        """Counts for the operator (memories forgotten), written out when the invocation ends."""
 
     def once(self, name: str, key: str, work: Callable[[], dict]) -> dict | None:
         """``work()``'s answer, computed once per key (the dedup ledger); None while another copy runs it."""
@@ -368,12 +372,20 @@ def _confirmation(content: str) -> dict:
     return {"type": UPDATE_MESSAGE, "data": {"content": content, "components": [], "allowed_mentions": NO_MENTIONS}}
 
 
+def _count_forgotten(deps: Dependencies, count: int) -> None:
+    from ..core.metrics import MEMORIES_FORGOTTEN  # on a forget only: the cold start imports nothing more
+
+    deps.metrics.add(MEMORIES_FORGOTTEN, count)
+
+
 def _forget(request: ForgetMemory, deps: Dependencies) -> dict:
     caller = request.caller
     if not request.memory_id.strip():
         return say("forget_which", caller)
     result = commands.forget(deps.memory_store, caller.owner, request.memory_id)
     key = "forgotten" if result.outcome is commands.ForgetOutcome.FORGOTTEN else "not_found"
+    if result.outcome is commands.ForgetOutcome.FORGOTTEN:
+        _count_forgotten(deps, 1)
     return say(key, caller, memory_id=shown_id(result.memory_id, caller.locale))
 
 

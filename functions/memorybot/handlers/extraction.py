@@ -17,7 +17,7 @@ from typing import Any
 from aws_lambda_powertools import Logger
 
 from ..bootstrap import Container
-from ..core import commands, conversation
+from ..core import commands, conversation, metrics
 from ..core.jobs import ExtractionJob, ForgetAllJob, RememberJob
 from . import count_metric, job_worker, log_core_with, retries_spent
 
@@ -39,14 +39,19 @@ def _give_up(c: Container, job: ExtractionJob | RememberJob) -> Callable[[], boo
 
 def _done(c: Container, what: str, result: conversation.Extracted) -> dict:
     if result.outcome == conversation.DECISIONS_LOST:
-        count_metric(c, "DecisionsLost")
+        count_metric(c, metrics.DECISIONS_LOST)
+    metrics.record_turn(c.metrics, result.outcome)
+    metrics.record_changes(c.metrics, added=len(result.added), updated=len(result.updated), deleted=len(result.deleted))
     answer = result.to_json()  # memory ids only
     logger.info(what, extra=answer)
     return answer
 
 
 def forget_all(c: Container, job: ForgetAllJob) -> dict:
-    return commands.forget_all_job(c, job)
+    answer = commands.forget_all_job(c, job)
+    if answer["forgotten"]:
+        c.metrics.add(metrics.MEMORIES_FORGOTTEN, answer["forgotten"])
+    return answer
 
 
 _extract = job_worker(ExtractionJob, logger, extract)
