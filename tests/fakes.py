@@ -34,7 +34,7 @@ from memorybot.core.domain import (
     jst_day,
     snowflake_at,
 )
-from memorybot.core.ports import ConflictError, MemoryStore, ModelError, PersonRefused, RollbackClaim
+from memorybot.core.ports import ConflictError, MemoryStore, ModelError, MoveBlocked, PersonRefused, RollbackClaim
 
 T0 = datetime(2026, 11, 20, 12, 0, tzinfo=UTC)
 
@@ -106,6 +106,13 @@ class FakePeopleStore:
             stamps = dict(self.get(user_id).forgot_all_at) | {scope: at}
             self._set(user_id, forgot_all_at=tuple(sorted(stamps.items())))
 
+    def set_receipts(self, user_id, enabled):
+        with self._lock:
+            if self.get(user_id).receipts is enabled:
+                return False
+            self._set(user_id, receipts=enabled)
+            return True
+
     def erased(self, user_id, at):
         with self._lock:
             self.people[user_id] = Person(user_id, erased_at=at)
@@ -118,6 +125,7 @@ class FakeMemoryStore(MemoryStore):
         self.rows: dict[tuple[Owner, str], Memory] = {}
         self.ledger: list[LedgerEntry] = []
         self.forgotten: dict[Owner, set[str]] = {}  # as the real store: recorded with each forget
+        self.overnight_notes: dict[Owner, set[str]] = {}  # what the night changed, until told
         self.clock = clock or Clock()
         self._lock = threading.Lock()
         self.fail_apply: Callable[[Change], bool] = lambda change: False
@@ -158,14 +166,16 @@ class FakeMemoryStore(MemoryStore):
             )
             return profile
 
-    def read_selected(self, owner: Owner, choose, *, actor, reason, run_id=None, unused_if=None):
+    def read_selected(self, owner: Owner, choose, *, actor, reason, run_id=None, unused_if=None, entry_id=""):
         assert isinstance(owner, Owner), "profiles are read by Owner (scope and user)"
         self.whole_profile_reads += 1
         profile = self.of(owner)
         if unused_if is not None and unused_if():
             return []
         chosen = choose(profile)
-        self.log_read(owner, tuple(m.memory_id for m in chosen), actor=actor, reason=reason, run_id=run_id)
+        self.log_read(
+            owner, tuple(m.memory_id for m in chosen), actor=actor, reason=reason, run_id=run_id, entry_id=entry_id
+        )
         return chosen
 
     def set_embedding(self, memory, embedding):
@@ -185,7 +195,7 @@ class FakeMemoryStore(MemoryStore):
             return found, ""
         return found, json.dumps([found[-1].owner.key, found[-1].memory_id])
 
-    def log_read(self, owner: Owner, memory_ids, *, actor, reason, run_id=None):
+    def log_read(self, owner: Owner, memory_ids, *, actor, reason, run_id=None, entry_id=""):
         with self._lock:
             self.ledger.append(
                 LedgerEntry(
@@ -197,8 +207,42 @@ class FakeMemoryStore(MemoryStore):
                     tuple(memory_ids),
                     run_id=run_id,
                     scope=owner.scope,
+                    **({"entry_id": entry_id} if entry_id else {}),
                 )
             )
+
+    def read_row(self, owner: Owner, entry_id, since, until):
+        return next(
+            (
+                e
+                for e in self.ledger
+                if e.owner == owner and e.entry_id == entry_id and e.action is Action.READ and since <= e.at <= until
+            ),
+            None,
+        )
+
+    def move(self, before, after, *, actor, reason, ledger_scope, ledger_action):
+        with self._lock:
+            if self.rows.get((before.owner, before.memory_id)) != before:
+                raise ConflictError(before.memory_id)
+            if (after.owner, after.memory_id) in self.rows:
+                raise MoveBlocked(before.memory_id)
+            entry = LedgerEntry(
+                before.user_id,
+                ledger_action,
+                actor,
+                reason,
+                self.clock(),
+                (before.memory_id,),
+                before=before,
+                after=after,
+                scope=ledger_scope,
+                sources=after.sources,
+            )
+            del self.rows[(before.owner, before.memory_id)]
+            self.rows[(after.owner, after.memory_id)] = after
+            self.ledger.append(entry)
+            return entry
 
     def get(self, owner: Owner, memory_id):
         assert isinstance(owner, Owner), "memories are read by Owner (scope and user)"
@@ -303,6 +347,22 @@ class FakeMemoryStore(MemoryStore):
 
     def forgotten_sources(self, owner: Owner):
         return frozenset(self.forgotten.get(owner, ()))
+
+    def note_overnight(self, owner: Owner, memory_ids):
+        with self._lock:
+            if memory_ids:
+                self.overnight_notes.setdefault(owner, set()).update(memory_ids)
+
+    def overnight(self, owner: Owner):
+        return frozenset(self.overnight_notes.get(owner, ()))
+
+    def clear_overnight(self, owner: Owner, seen=None):
+        with self._lock:
+            note = self.overnight_notes.get(owner)
+            if not note or (seen is not None and note != set(seen)):
+                return False
+            del self.overnight_notes[owner]
+            return True
 
     def erase_forgotten_sources(self, owner: Owner):
         with self._lock:

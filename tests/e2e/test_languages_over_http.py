@@ -69,7 +69,7 @@ def test_every_command_answers_in_the_persons_language(speaker, locale):
     shown = mai.show()
     assert answers(shown) == [text("dm_sent", locale)]
     [dm] = dms(shown)  # the DM follows the interaction that caused it
-    assert dm.splitlines()[0] == text("dm_header", locale, where=here)
+    assert dm.splitlines()[0] == f"{text('dm_header', locale, where=here)} {text('show_receipts_on', locale)}"
     assert dm.splitlines()[-1] == text("dm_footer", locale)
     [memory_id] = listed(shown)
 

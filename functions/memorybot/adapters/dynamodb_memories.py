@@ -22,7 +22,8 @@ import json
 import logging
 import time
 import zlib
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import replace
 from datetime import datetime, tzinfo
 from itertools import islice
 from typing import Any, TypeVar
@@ -48,7 +49,7 @@ from ..core.domain import (
     utcnow,
 )
 from ..core.memory_record import Kind, Shape
-from ..core.ports import ConflictError, MemoryStore, PersonRefused
+from ..core.ports import ConflictError, MemoryStore, MoveBlocked, PersonRefused
 from . import vectors
 from .dynamodb_items import (
     REASON_CONDITION_FAILED,
@@ -82,6 +83,9 @@ TRANSACTION_CONFLICT_BACKOFF_SECONDS = 0.05
 # updated_at and no stale_shard, so no profile, review or stale index ever lists it; it has
 # user_id and scope, so by_user finds it for export and erasure.
 FORGOTTEN_KEY = "#forgotten"
+# The memories the night changed, until the person is told (core/receipts.py): beside the owner's
+# memories like the forgotten sources, with user_id and scope so that an erasure finds it.
+OVERNIGHT_KEY = "#overnight"
 
 
 BY_UPDATED = index_name(tables.MEMORIES, "by_updated")
@@ -297,6 +301,7 @@ class DynamoMemoryStore(MemoryStore):
         reason: str,
         run_id: int | None = None,
         unused_if: Callable[[], bool] | None = None,
+        entry_id: str = "",
     ) -> list[Memory]:
         # One Query of the owner's own partition (the base table: no index to keep in step),
         # projecting what a Memory holds and not the index bookkeeping (stale_shard, review_after).
@@ -310,7 +315,9 @@ class DynamoMemoryStore(MemoryStore):
         if unused_if is not None and unused_if():
             return []  # read, never used: no row
         chosen = choose(memories)
-        self.log_read(owner, tuple(m.memory_id for m in chosen), actor=actor, reason=reason, run_id=run_id)
+        self.log_read(
+            owner, tuple(m.memory_id for m in chosen), actor=actor, reason=reason, run_id=run_id, entry_id=entry_id
+        )
         return chosen
 
     def set_embedding(self, memory: Memory, embedding: Embedding) -> bool:
@@ -358,7 +365,14 @@ class DynamoMemoryStore(MemoryStore):
         return found, _cursor(last_key["owner"]["S"], last_key["memory_id"]["S"])
 
     def log_read(
-        self, owner: Owner, memory_ids: tuple[str, ...], *, actor: Actor, reason: str, run_id: int | None = None
+        self,
+        owner: Owner,
+        memory_ids: tuple[str, ...],
+        *,
+        actor: Actor,
+        reason: str,
+        run_id: int | None = None,
+        entry_id: str = "",
     ) -> None:
         entry = LedgerEntry(
             owner.user_id,
@@ -370,6 +384,8 @@ class DynamoMemoryStore(MemoryStore):
             run_id=run_id,
             scope=owner.scope,
         )
+        if entry_id:  # a named row (a reply's: its "Why?" finds it by this name)
+            entry = replace(entry, entry_id=entry_id)
         self._client.put_item(
             TableName=self._log,
             Item=ledger_item(entry, read_retention_days=self._read_retention_days),
@@ -379,6 +395,81 @@ class DynamoMemoryStore(MemoryStore):
     def get(self, owner: Owner, memory_id: str) -> Memory | None:
         item = get_item(self._client, self._memories, memory_key(owner, memory_id))
         return next(readable_memories([item]), None) if item else None
+
+    def read_row(self, owner: Owner, entry_id: str, since: datetime, until: datetime) -> LedgerEntry | None:
+        # The owner's rows between the two times (keys start with their time), the one named kept:
+        # a filter reads what it drops, so this costs the rows of that window (a turn's few).
+        items = query_items(
+            self._client,
+            TableName=self._log,
+            KeyConditionExpression="#owner = :owner AND entry_key BETWEEN :since AND :until",
+            FilterExpression="contains(entry_key, :named) AND #action = :read",
+            ExpressionAttributeNames={"#owner": "owner", "#action": "action"},
+            ExpressionAttributeValues={
+                ":owner": s(owner.key),
+                ":since": s(iso(since)),
+                ":until": s(iso(until) + "~"),  # "~" sorts after "#<entry id>"
+                ":named": s(f"#{entry_id}"),
+                ":read": s(Action.READ.value),
+            },
+            ConsistentRead=True,
+        )
+        return next((e for e in readable_ledger(items) if e.entry_id == entry_id), None)
+
+    def move(
+        self, before: Memory, after: Memory, *, actor: Actor, reason: str, ledger_scope: str, ledger_action: Action
+    ) -> LedgerEntry:
+        entry = LedgerEntry(
+            before.user_id,
+            Action(ledger_action),
+            Actor(actor),
+            reason,
+            self._clock(),
+            (before.memory_id,),
+            before=before,
+            after=after,
+            scope=ledger_scope,
+            sources=after.sources,
+        )
+        transaction = [
+            {
+                "Delete": {
+                    "TableName": self._memories,
+                    "Key": memory_key(before.owner, before.memory_id),
+                    **_unchanged(before),
+                }
+            },
+            {
+                "Put": {
+                    "TableName": self._memories,
+                    "Item": memory_item(after, self._zone),
+                    "ConditionExpression": "attribute_not_exists(memory_id)",
+                }
+            },
+            {
+                "Put": {
+                    "TableName": self._log,
+                    "Item": ledger_item(entry),
+                    "ConditionExpression": "attribute_not_exists(entry_key)",
+                }
+            },
+        ]
+        try:
+            transact_or_find_committed(
+                self._client,
+                transaction,
+                refused=lambda error: any(
+                    cancellation_code(error, i) in (REASON_CONDITION_FAILED, REASON_CONFLICT) for i in (0, 1)
+                ),
+                committed=lambda: self._committed(entry),
+            )
+        except ClientError as error:
+            if cancellation_code(error, 1) == REASON_CONDITION_FAILED:
+                raise MoveBlocked(before.memory_id) from error
+            if cancellation_code(error, 0) in (REASON_CONDITION_FAILED, REASON_CONFLICT):
+                raise ConflictError(before.memory_id) from error
+            raise
+        return entry
 
     # -- changes
 
@@ -675,6 +766,39 @@ class DynamoMemoryStore(MemoryStore):
             ConsistentRead=True,
         ).get("Item")
         return frozenset(item["forgotten"]["SS"]) if item and "forgotten" in item else frozenset()
+
+    def note_overnight(self, owner: Owner, memory_ids: Sequence[str]) -> None:
+        if not memory_ids:
+            return
+        self._client.update_item(
+            TableName=self._memories,
+            Key=memory_key(owner, OVERNIGHT_KEY),
+            UpdateExpression="ADD changed :ids SET #scope = :scope, user_id = :user",
+            ExpressionAttributeNames={"#scope": "scope"},
+            ExpressionAttributeValues={
+                ":ids": {"SS": sorted(set(memory_ids))},
+                ":scope": s(owner.scope),
+                ":user": s(owner.user_id),
+            },
+        )
+
+    def overnight(self, owner: Owner) -> frozenset[str]:
+        # Eventually consistent: a note written hours ago; one small item (0.5 read units).
+        item = self._client.get_item(
+            TableName=self._memories, Key=memory_key(owner, OVERNIGHT_KEY), ProjectionExpression="changed"
+        ).get("Item")
+        return frozenset(item["changed"]["SS"]) if item and "changed" in item else frozenset()
+
+    def clear_overnight(self, owner: Owner, seen: frozenset[str] | None = None) -> bool:
+        condition: dict[str, Any] = {"ConditionExpression": "attribute_exists(changed)"}
+        if seen:  # only the note as read: ids a later step added are told next time
+            condition = {
+                "ConditionExpression": "changed = :seen",
+                "ExpressionAttributeValues": {":seen": {"SS": sorted(seen)}},
+            }
+        return conditional_write(
+            self._client.delete_item, TableName=self._memories, Key=memory_key(owner, OVERNIGHT_KEY), **condition
+        )
 
     def erase_forgotten_sources(self, owner: Owner) -> None:
         self._client.delete_item(TableName=self._memories, Key=memory_key(owner, FORGOTTEN_KEY))

@@ -61,6 +61,7 @@ from .ports import (
     ManifestStore,
     MemoryWriter,
     MessageStore,
+    OvernightNotes,
     PeopleStore,
     ReadLog,
     ReviewQueue,
@@ -69,6 +70,7 @@ from .ports import (
     VectorIndex,
     VectorWriter,
 )
+from .receipts import note_overnight
 
 logger = logging.getLogger(__name__)
 
@@ -201,7 +203,15 @@ def _diary_line(answer: object) -> str | None:
 
 
 class NightlyMemories(
-    MemoryWriter, ReadLog, ReviewQueue, VectorWriter, VectorIndex, RunLedger, ForgottenSources, Protocol
+    MemoryWriter,
+    ReadLog,
+    ReviewQueue,
+    VectorWriter,
+    VectorIndex,
+    RunLedger,
+    ForgottenSources,
+    OvernightNotes,
+    Protocol,
 ):
     """The roles of the memory store the nightly run uses itself (its extractor has its own): the
     changes, the review queue with its read rows, the vector backfill, the run's own rows."""
@@ -299,6 +309,7 @@ class Consolidator:
         mark = SpeakerMark(SPEAKER_DONE)
         for chunk in chunks(messages):
             outcome = self._extractor.run(speaker, owner.scope, chunk, actor=Actor.NIGHTLY, run_id=run_id)
+            note_overnight(self._memories, outcome.changes)  # told on their next use (core/receipts.py)
             mark = replace(
                 mark,
                 chunks=mark.chunks + 1,
@@ -408,7 +419,7 @@ class Consolidator:
                 continue  # failed or ambiguous: it stays first in line and is reviewed again next night
             change = Change(Action.DELETE, memory, None, DECAY_REASON)
             try:
-                self._memories.apply(change, actor=Actor.NIGHTLY, run_id=run_id)
+                note_overnight(self._memories, [self._memories.apply(change, actor=Actor.NIGHTLY, run_id=run_id)])
             except ConflictError:
                 tally.conflicts += 1
             except Exception as exc:  # noqa: BLE001

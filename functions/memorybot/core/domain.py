@@ -51,11 +51,19 @@ class Action(str, Enum):
     PAUSE = "pause"  # /memory pause: the person's own row (no memory changes)
     RESUME = "resume"  # /memory resume
     UNDO = "undo"  # the person's Undo of one change in /memory history (actor command)
+    MOVE = "move"  # /memory everywhere or here: one memory moved between a scope and the person's own
 
 
 # The ledger actions that changed a memory (each row holds its before / after state): what
 # ``/memory history`` lists, and what its Undo can reverse.
-CHANGE_ACTIONS: tuple[Action, ...] = (Action.ADD, Action.UPDATE, Action.DELETE, Action.ROLLBACK, Action.UNDO)
+CHANGE_ACTIONS: tuple[Action, ...] = (
+    Action.ADD,
+    Action.UPDATE,
+    Action.DELETE,
+    Action.ROLLBACK,
+    Action.UNDO,
+    Action.MOVE,
+)
 
 
 class Verdict(str, Enum):
@@ -88,6 +96,10 @@ class Decision:
 
 GLOBAL_SCOPE = "global"  # the operator chose one scope for everything (the design's single server)
 DM_SCOPE = "dm"  # a person's direct messages with the bot
+# The person's own scope: the memories they chose to have read in every server and DM, beside each
+# scope's own (``/memory everywhere``). Never a place a conversation happens in: nothing is learned
+# into it, only moved there by the person.
+EVERYWHERE_SCOPE = "everywhere"
 
 
 class ScopeMode(str, Enum):
@@ -491,6 +503,7 @@ class Person:
     noticed: frozenset[str] = frozenset()  # scopes where the first-use notice was given
     erased_at: datetime | None = None  # the operator's last erasure
     forgot_all_at: tuple[tuple[str, datetime], ...] = ()  # (scope, time) of each scope's last forget-all
+    receipts: bool = True  # /memory receipts: a turn that changed their memories tells them so
 
     @property
     def paused(self) -> bool:
@@ -500,7 +513,11 @@ class Person:
     def recorded(self) -> bool:
         """Holds anything of the person's own (an erasure's marker alone is not theirs)."""
         return (
-            self.paused_at is not None or self.resumed_at is not None or bool(self.noticed) or bool(self.forgot_all_at)
+            self.paused_at is not None
+            or self.resumed_at is not None
+            or bool(self.noticed)
+            or bool(self.forgot_all_at)
+            or not self.receipts
         )
 
     def forgot_all_in(self, scope: str) -> datetime | None:

@@ -24,7 +24,16 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from .domain import PERSON_SCOPE, Action, Actor, Change, LedgerEntry, Message, Owner, utcnow
-from .ports import ConflictError, Erasing, Ledger, MemoryWriter, MessageStore, PeopleStore, ProfileReader
+from .ports import (
+    ConflictError,
+    Erasing,
+    Ledger,
+    MemoryWriter,
+    MessageStore,
+    OvernightNotes,
+    PeopleStore,
+    ProfileReader,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -64,7 +73,7 @@ class _Erased:
         return _Erased(self.memories + other.memories, self.ledger_rows + other.ledger_rows, self.scopes + other.scopes)
 
 
-class ErasableMemories(ProfileReader, MemoryWriter, Ledger, Erasing, Protocol):
+class ErasableMemories(ProfileReader, MemoryWriter, Ledger, Erasing, OvernightNotes, Protocol):
     """The roles of the memory store an erasure uses: every scope and memory of the person, their
     rows, and what only an erasure does."""
 
@@ -160,7 +169,10 @@ class Erasure:
         texts = self._texts(owner)
         for entry in texts:
             self._memories.redact(entry)
-        self._memories.erase_forgotten_sources(owner)  # the ids of their forgotten memories' messages
+        self._memories.erase_forgotten_sources(owner)
+        self._memories.clear_overnight(
+            owner
+        )  # the night's note (ids of theirs), if not yet told  # the ids of their forgotten memories' messages
         return _Erased(len(profile) + unreadable, len(texts) + unreadable_rows, 1)
 
     def _texts(self, owner: Owner) -> list[LedgerEntry]:

@@ -102,6 +102,7 @@ class ProfileReader(Protocol):
         reason: str,
         run_id: int | None = None,
         unused_if: Callable[[], bool] | None = None,
+        entry_id: str = "",
     ) -> list[Memory]:
         """The owner's whole profile (one read of their own partition), narrowed by ``choose``
         (the relevance selection, core/selection.py); what ``choose`` returns, as it ordered it.
@@ -110,7 +111,8 @@ class ProfileReader(Protocol):
         (the rest were scored, never shown to a model or a person). ``unused_if``, asked once the
         memories are read: when it says so, nothing is returned and no row is written (the reply
         reads the person's switch alongside, and a paused person's memories are not used). An
-        exception ``choose`` raises ends the read with it, before any row is written.
+        exception ``choose`` raises ends the read with it, before any row is written. ``entry_id``
+        names the read row (a reply's, so that its "Why?" finds it: ``ReadRows``); "" a fresh one.
         """
 
     def owners_of(self, user_id: str) -> list[Owner]:
@@ -121,7 +123,14 @@ class ReadLog(Protocol):
     """The ``read`` row of memories read another way than through a ``ProfileReader``."""
 
     def log_read(
-        self, owner: Owner, memory_ids: tuple[str, ...], *, actor: Actor, reason: str, run_id: int | None = None
+        self,
+        owner: Owner,
+        memory_ids: tuple[str, ...],
+        *,
+        actor: Actor,
+        reason: str,
+        run_id: int | None = None,
+        entry_id: str = "",
     ) -> None:
         """One ``read`` ledger row for memories read some other way (the nightly review, ``why``); raises
         if not written."""
@@ -150,6 +159,44 @@ class MemoryWriter(Protocol):
         ``check``, on the person's record allowing it (in the same transaction).
         Raises ConflictError (PersonRefused for the check), and changes nothing, if not.
         """
+
+
+class ReadRows(Protocol):
+    """A named read row of the owner's (a reply's, read back by its "Why?" button)."""
+
+    def read_row(self, owner: Owner, entry_id: str, since: datetime, until: datetime) -> LedgerEntry | None:
+        """The owner's ``read`` row named ``entry_id``, written between ``since`` and ``until``;
+        None when there is none (another person's is simply not found)."""
+
+
+class OvernightNotes(Protocol):
+    """Which of an owner's memories the night changed, until the person is told (core/receipts.py)."""
+
+    def note_overnight(self, owner: Owner, memory_ids: Sequence[str]) -> None:
+        """Add ``memory_ids`` to the owner's note (a set: a retried step adds nothing twice)."""
+
+    def overnight(self, owner: Owner) -> frozenset[str]:
+        """The ids the owner's note holds (empty: none, or told already)."""
+
+    def clear_overnight(self, owner: Owner, seen: frozenset[str] | None = None) -> bool:
+        """Remove the note, only if it still holds exactly ``seen`` (None: whatever it holds, as an
+        erasure does); True when this call removed it (the caller then tells the person)."""
+
+
+class MoveBlocked(ConflictError):
+    """A move's destination holds a memory under the same id: nothing was written."""
+
+
+class MemoryMover(Protocol):
+    """One memory moved between two of the same person's scopes (``/memory everywhere``, ``here``)."""
+
+    def move(
+        self, before: Memory, after: Memory, *, actor: Actor, reason: str, ledger_scope: str, ledger_action: Action
+    ) -> LedgerEntry:
+        """Delete ``before`` (only if the record is still exactly it) and put ``after`` (only if its
+        owner has no memory under that id), with ONE ledger row (before and after, each with its
+        scope) in the owner partition of ``ledger_scope``, in one transaction. ConflictError when
+        ``before`` changed, MoveBlocked when the id is taken there; nothing written either way."""
 
 
 class ImportWriter(Protocol):
@@ -275,6 +322,9 @@ class Erasing(Protocol):
 
 
 class MemoryStore(
+    OvernightNotes,
+    ReadRows,
+    MemoryMover,
     ProfileReader,
     ReadLog,
     MemoryWriter,
@@ -342,6 +392,9 @@ class PeopleStore(Protocol):
 
     def release_notice(self, user_id: str, scope: str) -> None:
         """Undo a claim whose notice could not be sent, so that a later turn gives it."""
+
+    def set_receipts(self, user_id: str, enabled: bool) -> bool:
+        """Turn the person's receipts on or off (``Person.receipts``); False when already so."""
 
     def forgot_all(self, user_id: str, scope: str, at: datetime) -> None:
         """Stamp a forget-all in ``scope`` (before its deletes): no rollback restores an older state there."""
@@ -519,10 +572,11 @@ class DiscordApi(Protocol):
     def send_file(self, channel_id: str, content: str, filename: str, data: bytes) -> str:
         """Post a message with one attached file; the new message's id."""
 
-    def edit_original(self, application_id: str, token: str, content: str) -> str:
-        """Fill in a deferred interaction answer; the message's id."""
+    def edit_original(self, application_id: str, token: str, content: str, components: Sequence[dict] = ()) -> str:
+        """Fill in a deferred interaction answer (with ``components``: its buttons, rows as Discord
+        takes them, built by the discord package); the message's id."""
 
-    def follow_up(self, application_id: str, token: str, content: str) -> str:
+    def follow_up(self, application_id: str, token: str, content: str, components: Sequence[dict] = ()) -> str:
         """An ephemeral follow-up to an interaction (only the person who asked sees it); its id."""
 
     def recent_channel_messages(self, channel_id: str, limit: int) -> list[Message]:
