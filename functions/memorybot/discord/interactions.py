@@ -345,7 +345,7 @@ def _forget_all_once(request: ForgetAllConfirm, deps: Dependencies) -> dict:
     deleted = commands.forget_all(deps.memory_store, caller.owner, deps.people_store)
     logger.info("forget-all done", extra={"user_id": caller.user_id, "deleted": len(deleted)})
     done = text("forget_all_done", caller.locale, count=len(deleted), where=where(caller, deps))
-    done += "\n" + _forget_all_everywhere(request, deps)
+    done += _forget_all_everywhere(request, deps)
     return {"type": UPDATE_MESSAGE, "data": {"content": done, "components": [], "allowed_mentions": NO_MENTIONS}}
 
 
@@ -356,15 +356,15 @@ def _everywhere_count(deps: Dependencies, caller: Caller) -> int:
 
 def _forget_all_everywhere(request: ForgetAllConfirm, deps: Dependencies) -> str:
     """A forget-all clears its scope; the person's "everywhere" memories only with everywhere:true
-    (then as a forget-all of their own scope), else it says how many remain."""
+    (then as a forget-all of their own scope), else it says how many remain ("" when none)."""
     caller = request.caller
+    left = _everywhere_count(deps, caller)
+    if not left:  # most people have none: nothing to say
+        return ""
     if request.everywhere:
-        yours = everywhere.everywhere_of(caller.user_id)
-        gone = (
-            commands.forget_all(deps.memory_store, yours, deps.people_store) if _everywhere_count(deps, caller) else []
-        )
-        return text("forget_all_everywhere_done", caller.locale, count=len(gone))
-    return text("forget_all_everywhere_left", caller.locale, count=_everywhere_count(deps, caller))
+        gone = commands.forget_all(deps.memory_store, everywhere.everywhere_of(caller.user_id), deps.people_store)
+        return "\n" + text("forget_all_everywhere_done", caller.locale, count=len(gone))
+    return "\n" + text("forget_all_everywhere_left", caller.locale, count=left)
 
 
 def _forget(request: ForgetMemory, deps: Dependencies) -> dict:
