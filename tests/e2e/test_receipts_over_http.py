@@ -233,6 +233,12 @@ def test_a_memory_moved_everywhere_follows_its_person_and_only_them(receipts_sta
     done = "\n".join(ivy.click())
     assert "Forgotten too: 1 “everywhere” memories" in done, done
     assert shown_ids(ivy.show()) == []
+    # One of them forgotten by id from anywhere, as show lists it.
+    ivy.chat(f"I love {MARKER} sencha too")
+    [sencha] = shown_ids(ivy.show())
+    ivy.everywhere(sencha)
+    assert "Forgotten" in "\n".join(ivy_there.forget(sencha))
+    assert shown_ids(ivy.show()) == []
 
 
 def test_a_move_is_undone_from_history_and_erased_with_its_person(receipts_stack):

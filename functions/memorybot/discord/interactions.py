@@ -372,6 +372,8 @@ def _forget(request: ForgetMemory, deps: Dependencies) -> dict:
     if not request.memory_id.strip():
         return say("forget_which", caller)
     result = commands.forget(deps.memory_store, caller.owner, request.memory_id)
+    if result.outcome is commands.ForgetOutcome.NOT_FOUND:  # one of their "everywhere" memories, listed in show
+        result = commands.forget(deps.memory_store, everywhere.everywhere_of(caller.user_id), request.memory_id)
     key = "forgotten" if result.outcome is commands.ForgetOutcome.FORGOTTEN else "not_found"
     return say(key, caller, memory_id=shown_id(result.memory_id, caller.locale))
 
