@@ -1,5 +1,5 @@
 """`memorybot`: run the local stack, chat with it, register the slash commands, run a nightly,
-import memories (operators), check a deployed stack (doctor)."""
+import memories (operators), check a deployed stack (doctor), score the configured models (eval)."""
 
 from __future__ import annotations
 
@@ -47,6 +47,12 @@ COMMAND_VARIABLES: dict[str, dict[str, str]] = {
     "erase": _ADMIN,
     "import": _ADMIN,
     "doctor": {**_AWS, "DISCORD_API_BASE": "Discord's API (default https://discord.com/api/v10)"},
+    "eval": {
+        "MEMORYBOT_DECISION_MODEL, MEMORYBOT_CHAT_MODEL": "the backends to score (http, bedrock, openai, offline)",
+        "JEV_*, OPENAI_*, BEDROCK_*, MEMORYBOT_MODEL_*": "their settings, as deployed (docs/configuration.md)",
+        "MEMORYBOT_MODEL_PRICES": "USD per million input and output tokens by model id, for the cost column",
+        **_AWS,
+    },
 }
 
 
@@ -80,6 +86,16 @@ def _port(text: str) -> int:
             f"{text!r} is not a port: give a number from 1 to 65535, or 0 for any free port"
         )
     return port
+
+
+def _sample(text: str) -> int:
+    try:
+        sample = int(text)
+    except ValueError:
+        sample = 0
+    if sample < 1:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a sample size: give a number of turns, 1 or more")
+    return sample
 
 
 def _user_name(text: str) -> str:
@@ -223,6 +239,21 @@ def main(argv: list[str] | None = None) -> int:
         "--discord-api-base", default=None, help="the Discord API base URL (default: DISCORD_API_BASE or Discord's)"
     )
 
+    evaluation = command(
+        "eval",
+        help="ask the configured decision and chat models the generated English and Japanese turns, and score them",
+    )
+    evaluation.add_argument(
+        "--sample", type=_sample, default=24, help="turns a language, from the start of its file (default 24)"
+    )
+    evaluation.add_argument(
+        "--lang", choices=("en", "ja"), action="append", default=None, help="one language (repeatable; default both)"
+    )
+    evaluation.add_argument("--json", action="store_true", help="print the figures as JSON instead of the table")
+    evaluation.add_argument(
+        "--data", type=Path, default=None, help="the folder of eval_en.jsonl and eval_ja.jsonl (default: the repo's)"
+    )
+
     args = parser.parse_args(argv)
     if args.command is None:  # plain `memorybot`: what it can do, not a usage error
         parser.print_help()
@@ -236,6 +267,7 @@ def main(argv: list[str] | None = None) -> int:
         "erase": _operator,
         "import": _import,
         "doctor": _doctor,
+        "eval": _eval,
     }
     try:
         return commands[args.command](args)
@@ -572,6 +604,26 @@ def _doctor(args: argparse.Namespace) -> int:
         )
     except BotoCoreError as exc:  # no credentials, no region, AWS unreachable: before any check could run
         return _setup_failed(aws_problem(exc, region=region) or f"Cannot reach AWS: {exc}. Check --region.")
+
+
+def _eval(args: argparse.Namespace) -> int:
+    from .config import Settings
+    from .ops import evaluation
+
+    try:
+        settings = Settings.from_env()
+    except ValueError as exc:  # a setting that does not parse: its message names it
+        return _setup_failed(str(exc))
+    try:
+        return evaluation.main(
+            settings,
+            languages=args.lang or evaluation.LANGUAGES,
+            sample=args.sample,
+            data_dir=args.data or evaluation.DATA_DIR,
+            as_json=args.json,
+        )
+    except (FileNotFoundError, ValueError) as exc:  # no data; a backend's settings refused
+        return _setup_failed(str(exc))
 
 
 if __name__ == "__main__":

@@ -39,6 +39,13 @@ class ModelError(Exception):
     """A model call failed: error, timeout, or an answer that does not fit the contract."""
 
 
+class UnusableAnswer(ModelError):
+    """The model answered, but not in the form the question asked (no JSON object, a missing key,
+    a probability out of range, an empty line...): "no decision", like any other ``ModelError``.
+    Its own class so that ``memorybot eval`` can count the answers that failed to parse apart
+    from the calls that failed."""
+
+
 class ModelFailed(ModelError):
     """The service kept failing (server errors, timeouts, no connection) through the call's few
     quick retries: the call has failed, "no answer", like any other ``ModelError``.
