@@ -26,10 +26,32 @@ MARKER = "tamarindmarker"  # in every text said below: any log line carrying it 
 OTHER_GUILD = "1700000000000009999"
 
 
+PREFIX = "receipts-"
+
+
 @pytest.fixture(scope="module")
-def receipts_stack(tmp_path_factory):
-    with stack_with_jev(tmp_path_factory.mktemp("receipts-state"), ADMIN_SECRET, _channels) as stack:
+def receipts_stack(moto_server, tmp_path_factory):
+    # The tables on a moto server this test reads too: which read rows the ledger holds.
+    env = {"AWS_ENDPOINT_URL_DYNAMODB": moto_server.endpoint, "MEMORYBOT_TABLE_PREFIX": PREFIX}
+    with stack_with_jev(tmp_path_factory.mktemp("receipts-state"), ADMIN_SECRET, _channels, env) as stack:
         yield stack
+
+
+@pytest.fixture(scope="module")
+def ledger(moto_server):
+    """The read rows of one person's scopes: (scope, reason, entry key, memory ids), oldest first."""
+    client = moto_server.client()
+
+    def reads(user_id: str) -> list[tuple[str, str, str, list[str]]]:
+        pages = client.get_paginator("scan").paginate(TableName=PREFIX + "memory_log", ConsistentRead=True)
+        rows = [i for page in pages for i in page["Items"] if i["user_id"]["S"] == user_id]
+        return sorted(
+            (i["scope"]["S"], i["reason"]["S"], i["entry_key"]["S"], i.get("memory_ids", {}).get("L", []))
+            for i in rows
+            if i["action"]["S"] == "read"
+        )
+
+    return reads
 
 
 def events(running, http, after: int = 0) -> list[dict]:
@@ -123,7 +145,7 @@ def test_remember_this_answers_with_the_receipt(receipts_stack):
     assert any(b["custom_id"].startswith(UNDO_BUTTON) for b in dot.buttons)
 
 
-def test_why_lists_the_prompts_memories_to_the_asker_only(receipts_stack):
+def test_why_lists_the_prompts_memories_to_the_asker_only(receipts_stack, ledger):
     running, jev, person, http = receipts_stack
     eve = person("eve-why")
     eve.chat(f"I play the {MARKER} cello")
@@ -135,15 +157,21 @@ def test_why_lists_the_prompts_memories_to_the_asker_only(receipts_stack):
     assert why["label"] == "Why?" and why["custom_id"].startswith(f"{BECAUSE_BUTTON}:{eve.user_id}:")
     assert re.fullmatch(rf"{BECAUSE_BUTTON}:\d+:\d+", why["custom_id"])  # ids only, no text
 
-    # Someone else: a polite refusal, nothing shown, no read of eve's memories logged.
+    # The reply's read row is named after its interaction: the button's answer stands on it.
+    interaction_id = why["custom_id"].rsplit(":", 1)[1]
+    [named] = [r for r in ledger(eve.user_id) if r[2].endswith(f"#reply-{interaction_id}")]
+    assert named[1] == "reply prompt" and named[3] == [{"S": cello}]
+
+    # Someone else: a polite refusal, nothing shown, no read of eve's memories (nor fay's) logged.
     fay = person("fay-why", eve.channel_id)
-    [exported_before] = [t for t in eve.export() if t.startswith("[attached file")]
+    before = ledger(eve.user_id)
     refused = "\n".join(fay.click(why["custom_id"]))
     assert "only the person this reply answered" in refused and "cello" not in refused
-    [exported_after] = [t for t in eve.export() if t.startswith("[attached file")]
-    assert exported_before.count('"reply why"') == exported_after.count('"reply why"') == 0
+    assert ledger(eve.user_id) == before and ledger(fay.user_id) == []
 
     answer = "\n".join(eve.click(why["custom_id"]))
+    [shown] = [r for r in ledger(eve.user_id) if r not in before]  # showing them is one read of eve's
+    assert shown[1] == "reply why" and shown[3] == [{"S": cello}]
     assert "(only you can see this)" in answer and cello in answer and "cello" in answer, answer
     assert "learned 20" in answer  # when it was learned
     # Forgotten since: the same button says so.

@@ -12,8 +12,12 @@ import re
 from collections.abc import Sequence
 from datetime import tzinfo
 
+from ..core import receipts
 from ..core.catalog import text
 from ..core.dates import local_stamp
+from ..core.domain import Owner
+from ..core.jobs import RememberJob, ReplyJob
+from ..core.ports import DiscordApi, OvernightNotes
 from ..core.receipts import Receipt
 from ..core.why import WhyAnswer, WhyState
 from .history_view import BUTTON, MESSAGE_MAX_CHARS, SECONDARY_STYLE, button_rows, kind_text, quoted, undo_buttons
@@ -72,6 +76,17 @@ def overnight_message(user_id: str, count: int, locale: str) -> tuple[str, Seque
         "custom_id": f"{OVERNIGHT_BUTTON}:{user_id}",
     }
     return text("overnight_line", locale, count=count), button_rows([button])
+
+
+def tell_the_night(memories: OvernightNotes, discord: DiscordApi, job: ReplyJob | RememberJob) -> bool:
+    """The night's line on this use of the bot in the job's scope (core/receipts.py), after its answer."""
+    return receipts.tell_overnight(
+        memories,
+        discord,
+        receipts.Interaction(job.interaction_id, job.application_id, job.token),
+        Owner(job.scope, job.user_id),
+        lambda count: overnight_message(job.user_id, count, job.locale),
+    )
 
 
 _WHY_STATE_KEYS = {

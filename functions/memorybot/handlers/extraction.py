@@ -18,7 +18,7 @@ from aws_lambda_powertools import Logger
 from ..bootstrap import Container
 from ..core import conversation, receipts
 from ..core.jobs import ExtractionJob, RememberJob
-from ..discord.receipts_view import receipt_message
+from ..discord.receipts_view import receipt_message, tell_the_night
 from . import count_metric, job_worker, log_core_with, retries_spent
 
 logger = Logger(service="memorybot-extraction")
@@ -35,6 +35,8 @@ def remember(c: Container, job: RememberJob) -> dict:
     result = conversation.remember(
         c, job, give_up=_give_up(c, job), receipt=lambda changed: _receipt(c, job, changed, as_answer=True)
     )
+    # A use of the bot in that scope: the night's changes are told here too (after the answer).
+    tell_the_night(c.memory_store, c.discord_webhooks, job)
     return _done(c, "remember done", result)
 
 

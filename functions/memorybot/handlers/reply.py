@@ -11,11 +11,10 @@ from __future__ import annotations
 from aws_lambda_powertools import Logger
 
 from ..bootstrap import Container
-from ..core import conversation, receipts
-from ..core.domain import Owner
+from ..core import conversation
 from ..core.jobs import ReplyJob
 from ..discord.history_view import button_rows
-from ..discord.receipts_view import because_button, overnight_message
+from ..discord.receipts_view import because_button, tell_the_night
 from . import job_worker, log_core_with, retries_spent
 
 logger = Logger(service="memorybot-reply")
@@ -32,13 +31,7 @@ def reply(c: Container, job: ReplyJob) -> dict:
         reply_buttons=button_rows([because_button(job.user_id, job.interaction_id, job.locale)]),
     )
     if answer.get("status") == "replied":  # the night's changes, told once on the next use here
-        receipts.tell_overnight(
-            c.memory_store,
-            c.discord,
-            receipts.Interaction(job.interaction_id, job.application_id, job.token),
-            Owner(job.scope, job.user_id),
-            lambda count: overnight_message(job.user_id, count, job.locale),
-        )
+        tell_the_night(c.memory_store, c.discord, job)
     return answer
 
 
