@@ -531,12 +531,12 @@ TEXTS.update(
             Language.JA: "その返事に使われた、あなたの記憶（{count} 件）：",
         },
         "why_reply_same": {
-            Language.EN: "· {memory_id} (learned {at}) “{text}”",
-            Language.JA: "・{memory_id}（{at} に記憶）「{text}」",
+            Language.EN: "· {memory_id} (learned {at}) {text}",
+            Language.JA: "・{memory_id}（{at} に記憶）{text}",
         },
         "why_reply_changed": {
-            Language.EN: "· {memory_id} (learned {at}, changed since) now: “{text}”",
-            Language.JA: "・{memory_id}（{at} に記憶、その後変更）現在：「{text}」",
+            Language.EN: "· {memory_id} (learned {at}, changed since) now: {text}",
+            Language.JA: "・{memory_id}（{at} に記憶、その後変更）現在：{text}",
         },
         "why_reply_gone": {
             Language.EN: "· {memory_id}: gone since (forgotten, deleted or moved){at}{text}",

@@ -111,7 +111,7 @@ def why_text(answer: WhyAnswer, zone: tzinfo, locale: str) -> str:
                 locale,
                 memory_id=line.memory_id,
                 at=learned,
-                text=line.text,
+                text=quoted(line.text, locale) if line.text else "",  # the one place a memory's text is quoted
             )
         )
     return "\n".join(parts)[:MESSAGE_MAX_CHARS]
