@@ -193,3 +193,20 @@ def test_a_move_is_one_row_undone_from_the_history_and_never_reaches_another_per
     add(store, "mem22", "another", scope=EVERYWHERE_SCOPE)
     assert everywhere.move(store, A, "mem22", everywhere=True).outcome is everywhere.MoveOutcome.BLOCKED
     assert store.get(A, "mem22").text == "likes tea"
+
+
+def test_a_receipts_undo_finds_a_change_of_an_everywhere_memory_and_an_export_of_them_imports():
+    from memorybot.core.domain import ScopeMode
+    from memorybot.core.importing import is_scope, scope_unused
+
+    store, people, clock = world()
+    add(store, "mem22", "likes tea", scope=EVERYWHERE_SCOPE)
+    current = store.get(YOURS, "mem22")
+    changed = store.apply(
+        Change(Action.UPDATE, current, dataclasses.replace(current, text="likes matcha"), "jev: update"),
+        actor=Actor.EXTRACTION,
+    )
+    [line] = receipts.receipt_of("a", "", [changed]).lines
+    assert undo(store, A, line.key).outcome is UndoOutcome.UNDONE  # pressed in the server it was said in
+    assert store.get(YOURS, "mem22").text == "likes tea"
+    assert is_scope(EVERYWHERE_SCOPE) and scope_unused(EVERYWHERE_SCOPE, ScopeMode.GUILD) is None
