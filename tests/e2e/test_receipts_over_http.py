@@ -223,6 +223,9 @@ def test_a_memory_moved_everywhere_follows_its_person_and_only_them(receipts_sta
     assert "now goes with you" in "\n".join(ivy.everywhere(tea))
     listing = "\n".join(ivy.show())
     assert "Everywhere (read in every server and DM):" in listing and tea in listing
+    # /memory here's autocomplete offers the everywhere ones, forget's those of this scope
+    assert [c.split(":")[0].strip() for c in ivy.suggest("", "here")] == [tea]
+    assert ivy.suggest("", "forget") == ["  (no suggestions)"]
 
     # Another server, and the DM: the reply reads it there (its Why? lists it).
     for where in ({"guild_id": OTHER_GUILD}, {"guild_id": None}):

@@ -63,7 +63,15 @@ SUGGESTIONS = 25  # Discord's limit on autocomplete choices
 def suggest(memories: ProfileReader, owner: Owner, typed: str, locale: str = "") -> list[tuple[str, str]]:
     """Autocomplete for forget and why: (id, label) of the caller's own memories, all of them
     searched, matching what was typed (the newest 25)."""
-    profile = memories.read_profile(owner, actor=Actor.COMMAND, reason="memory autocomplete", limit=None)
+    profile = memories.read_profile(owner, actor=Actor.COMMAND, reason=SUGGEST_REASON, limit=None)
+    return matching(profile, typed, locale)
+
+
+SUGGEST_REASON = "memory autocomplete"
+
+
+def matching(profile: list[Memory], typed: str, locale: str = "") -> list[tuple[str, str]]:
+    """(id, label) of the memories matching what was typed, by id or text (the first 25)."""
     typed = typed.strip().lower()
     return [(m.memory_id, preview(m, locale)) for m in profile if typed in m.memory_id or typed in m.text.lower()][
         :SUGGESTIONS

@@ -493,9 +493,12 @@ def _move(request: MoveMemory, deps: Dependencies) -> dict:
 
 
 def _suggest_everywhere(request: SuggestEverywhere, deps: Dependencies) -> dict:
-    yours = everywhere.everywhere_of(request.caller.user_id)
-    found = commands.suggest(deps.memory_store, yours, request.typed, request.caller.locale)
-    return choices(found)
+    # Read only when there are some: a person with none gets no row in a scope of their own.
+    caller = request.caller
+    yours = everywhere.read_everywhere(
+        deps.memory_store, caller.user_id, actor=Actor.COMMAND, reason=commands.SUGGEST_REASON
+    )
+    return choices(commands.matching(yours, request.typed, caller.locale))
 
 
 def error_answer(body: bytes) -> dict:

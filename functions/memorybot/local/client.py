@@ -375,10 +375,10 @@ class LocalClient:
             return ["Give the message to remember: /remember <text> (or /remember @<name> <text>)."]
         return self.remember(text.strip(), author[1:] or None)
 
-    def suggest(self, typed: str) -> list[str]:
+    def suggest(self, typed: str, subcommand: str = "forget") -> list[str]:
         option = {"type": 3, "name": "id", "value": typed, "focused": True}
         status, answer = self.send(
-            self._payload("memory", [{"type": 1, "name": "forget", "options": [option]}], kind=4)
+            self._payload("memory", [{"type": 1, "name": subcommand, "options": [option]}], kind=4)
         )
         choices = (answer.get("data") or {}).get("choices", []) if status == 200 else []
         return [f"  {c['value']}: {c['name']}" for c in choices] or ["  (no suggestions)"]
