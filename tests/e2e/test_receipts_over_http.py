@@ -133,6 +133,8 @@ def test_no_receipt_when_nothing_changed_or_when_switched_off(receipts_stack):
     assert receipts_since(running, http, seq) == []
     shown = cid.show()
     assert "Receipts: off" in "\n".join(shown) and len(shown_ids(shown)) == 1  # learned, only not told
+    [exported] = [t for t in cid.export() if t.startswith("[attached file")]
+    assert json.loads(exported.split("\n", 1)[1])["memorySwitch"]["receipts"] is False  # exported with the switch
     assert "Receipts are on" in "\n".join(cid.receipts(True))
     assert "Receipts: on" in "\n".join(cid.show())
 
