@@ -439,7 +439,7 @@ def _nightly(args: argparse.Namespace) -> int:
         return SETUP_FAILED
     try:
         with httpx.Client() as http:
-            status, answer, window = client.nightly_request(http, url, client.admin_headers(secret), args.now)
+            status, answer, at = client.nightly_request(http, url, client.admin_headers(secret), args.now)
     except ValueError as exc:
         print(f"--now: {exc}", file=sys.stderr)
         return 2
@@ -448,8 +448,7 @@ def _nightly(args: argparse.Namespace) -> int:
     if status == 401:
         print(client.refused_hint(url, state_dir), file=sys.stderr)
         return 1
-    another_day = f"{command_name()} nightly --now 2031-01-02T03:00:00+09:00"
-    lines = client.nightly_lines(status, answer, window, another_day)
+    lines = client.nightly_lines(status, answer, at, f"{command_name()} nightly --now")
     print("\n".join(lines), file=sys.stdout if status == 200 else sys.stderr)
     return 0 if status == 200 else 1
 

@@ -40,7 +40,7 @@ def test_chat_reply_memory_show_forget_gone(person, jev, stack):
     assert said[2] == f"memorybot: (only you can see this) {text('notice', 'en')}"  # then the first-use notice
     # then the receipt of what the turn changed, with its Undo (only they see it)
     assert said[3].startswith(f"memorybot: (only you can see this) {text('receipt_header', 'en', count=1)}")
-    assert said[4:] == ["  [button: Undo 1] (type /undo or /older to click it)"]
+    assert said[4:] == ["  [button: Undo 1] (type /undo 1 to click it)"]
     assert jev.questions()[0] == "worth"  # extraction ran after the reply, through Jev
 
     shown = alice.show()

@@ -10,9 +10,13 @@ WEEKDAYS = ("Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", 
 
 
 def local_stamp(at: datetime, zone: tzinfo) -> str:
-    """ "2026-11-24 21:05 JST": a moment to the minute, with the zone's abbreviation."""
+    """ "2026-11-24 21:05 JST": a moment to the minute, with the zone's abbreviation; a zone that has
+    none (its name is an offset, "-03") is labelled by that offset from UTC ("UTC-03")."""
     local = at.astimezone(zone)
-    return f"{local:%Y-%m-%d %H:%M} {local.tzname()}"
+    label = local.tzname() or ""
+    if not label or label[0] in "+-":
+        label = f"UTC{label}"
+    return f"{local:%Y-%m-%d %H:%M} {label}"
 
 
 def local_day(at: datetime, zone: tzinfo) -> date:

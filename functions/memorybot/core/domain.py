@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 import secrets
 import unicodedata
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field, fields
 from datetime import UTC, date, datetime, time, timedelta, timezone, tzinfo
 from enum import Enum
@@ -261,9 +261,11 @@ class Memory:
         """Its place in the stale review's queue: the later of its update and its last review."""
         return max(self.updated_at, self.reviewed_at) if self.reviewed_at else self.updated_at
 
-    def preview(self, until_note: str = "") -> str:
-        """The id and the text's start, then ``until_note`` (the end, in the reader's words)."""
-        return f"{self.memory_id} {self.text[:SHOW_PREVIEW_CHARS]}{until_note}"
+    def preview(self, until_note: str = "", quote: Callable[[str], str] = str) -> str:
+        """The id and the text's start on one line (a line break in a memory cannot start another
+        line of the listing), then ``until_note`` (the end, in the reader's words); ``quote`` is how
+        the reader's medium shows outside text as written (Discord's markdown escaped)."""
+        return f"{self.memory_id} {quote(one_line(self.text)[:SHOW_PREVIEW_CHARS])}{until_note}"
 
 
 @dataclass(frozen=True)

@@ -17,12 +17,14 @@ from ..core import commands, consent, conversation, everywhere, history, why
 from ..core.catalog import text
 from ..core.catalog import where_label as scope_label
 from ..core.commands import CommandMemories
+from ..core.dates import local_stamp
 from ..core.domain import GLOBAL_SCOPE, Actor, ScopeMode
 from ..core.history import HistoryMemories
 from ..core.jobs import RememberJob, ReplyJob
 from ..core.ports import AsyncInvoker, DiscordApi, MessageStore, PeopleStore
 from ..core.why import WhyMemories
 from . import history_view, receipts_view
+from .formats import markdown_escaped
 from .guilds import GuildNames
 from .requests import (
     FORGET_ALL_TTL,
@@ -95,7 +97,7 @@ class Dependencies(Protocol):
 
     @property
     def zone(self) -> tzinfo:
-        """The deployment's time zone (the dates /memory history shows)."""
+        """The deployment's time zone: every time a person reads is in it, labelled."""
 
     def once(self, name: str, key: str, work: Callable[[], dict]) -> dict | None:
         """``work()``'s answer, computed once per key (the dedup ledger); None while another copy runs it."""
@@ -124,10 +126,11 @@ def say(key: str, caller: Caller | str, **fields: object) -> dict:
 
 def where(caller: Caller, deps: Dependencies) -> str:
     """The caller's scope in words, in their language: a server named by the interaction's guild
-    data, else by one cached REST read (``GuildNames``), else by its id."""
+    data, else by one cached REST read (``GuildNames``), else by its id. The name is the server's
+    owners' text: shown as written, never as markup."""
     kind, _, ident = caller.scope.partition(":")
     name = caller.guild_name or (deps.guild_names.name(ident) if kind == "guild" else None) or ""
-    return scope_label(caller.scope, caller.locale, name)
+    return scope_label(caller.scope, caller.locale, markdown_escaped(name))
 
 
 def dm_text(lines: list[str], scope: str = GLOBAL_SCOPE, locale: str = "") -> str:
@@ -137,7 +140,8 @@ def dm_text(lines: list[str], scope: str = GLOBAL_SCOPE, locale: str = "") -> st
 def dm_messages(lines: list[str], where: str, locale: str = "", header_note: str = "") -> list[str]:
     """The listing split into as few DMs as Discord's 2000 characters allow: the header (with
     ``header_note`` after it, on its line) opens the first, the footer closes the last, a line is
-    never split (each is at most 86 characters)."""
+    never split (each is at most 86 characters, twice that where every character of the memory is
+    escaped)."""
     header = text("dm_header", locale, where=where) + (f" {header_note}" if header_note else "")
     parts = [header, *lines, text("dm_footer", locale)]
     messages: list[str] = []
@@ -215,16 +219,19 @@ def _show_once(request: ShowMemories, deps: Dependencies) -> dict:
     answer = _show_listing(request, deps, person.receipts)
     paused_at = person.paused_at
     if paused_at is not None:  # /memory show says when memory is paused
-        answer["data"]["content"] += "\n" + consent.paused_note(paused_at, request.caller.locale)
+        answer["data"]["content"] += "\n" + consent.paused_note(paused_at, deps.zone, request.caller.locale)
     return answer
 
 
 def _show_listing(request: ShowMemories, deps: Dependencies, receipts: bool = True) -> dict:
     caller = request.caller
-    lines = commands.show(deps.memory_store, caller.owner, caller.locale)
+    lines = commands.show(deps.memory_store, caller.owner, caller.locale, quote=markdown_escaped)
     yours = everywhere.read_everywhere(deps.memory_store, caller.user_id, actor=Actor.COMMAND, reason="memory show")
     if yours:  # marked apart: read here and everywhere else too
-        lines += [text("show_everywhere_header", caller.locale), *(commands.preview(m, caller.locale) for m in yours)]
+        lines += [
+            text("show_everywhere_header", caller.locale),
+            *(commands.preview(m, caller.locale, markdown_escaped) for m in yours),
+        ]
     if not lines:
         return say("nothing_remembered", caller, where=where(caller, deps))
     # The header says whether receipts are on (/memory receipts).
@@ -264,7 +271,7 @@ def _why(request: WhyMemory, deps: Dependencies) -> dict:
     if found is None:
         return say("not_found", caller, memory_id=shown_id(request.memory_id.strip().lower(), caller.locale))
     verb = text("why_verb_learned" if found.action.value == "add" else "why_verb_changed", caller.locale)
-    at = found.at.astimezone(UTC).strftime("%Y-%m-%d %H:%M")
+    at = local_stamp(found.at, deps.zone)
     until = "\n" + text("why_until", caller.locale, until=found.valid_until.isoformat()) if found.valid_until else ""
     if not found.links:
         return ephemeral(text("why_no_sources", caller.locale, memory_id=found.memory_id, verb=verb, at=at) + until)
@@ -273,8 +280,9 @@ def _why(request: WhyMemory, deps: Dependencies) -> dict:
 
 
 def shown_id(memory_id: str, locale: str) -> str:
-    """A typed memory id as an answer repeats it: at most 20 characters, "(none)" for nothing."""
-    return memory_id[:20] or text("no_memory_id", locale)
+    """A typed memory id as an answer repeats it: at most 20 characters, shown as typed (never as
+    markup), "(none)" for nothing."""
+    return markdown_escaped(memory_id[:20]) or text("no_memory_id", locale)
 
 
 EXPORT_FILENAME = "memorybot-export.json"
