@@ -90,9 +90,10 @@ def test_a_changing_turn_gets_one_ephemeral_receipt_whose_undo_is_the_historys(r
     running, jev, person, http = receipts_stack
     ann = person("ann-receipts")
     seq = last_seq(running, http)
-    out = "\n".join(ann.chat(f"I love {MARKER} kites"))
+    out = "\n".join(ann.chat(f"I love {MARKER} *kites*"))
     [receipt] = receipts_since(running, http, seq)  # one Discord request for the turn's changes
     body = receipt["body"]
+    assert "\\*kites\\*" in body["content"]  # the memory's text shown as written, never as markup
     assert body["flags"] & 64 and body["allowed_mentions"] == {"parse": []}  # only they see it, nobody pinged
     assert "(only you can see this) What I just changed" in out and "added" in out and "kites" in out, out
     [undo] = buttons_of(body)
