@@ -275,7 +275,7 @@ def test_a_memory_moved_everywhere_follows_its_person_and_only_them(receipts_sta
     assert shown_ids(ivy.show()) == []
 
 
-def test_a_move_is_undone_from_history_and_erased_with_its_person(receipts_stack):
+def test_a_move_is_undone_from_history_and_erased_with_its_person(receipts_stack, moto_server):
     running, jev, person, http = receipts_stack
     kim = person("kim-everywhere")
     kim.chat(f"I run {MARKER} marathons")
@@ -289,12 +289,17 @@ def test_a_move_is_undone_from_history_and_erased_with_its_person(receipts_stack
     assert run_id in shown_ids(shown) and "Everywhere (" not in "\n".join(shown)  # back here only
 
     kim.everywhere(run_id)
+    pages = moto_server.client().get_paginator("scan").paginate(TableName=PREFIX + "memories", ConsistentRead=True)
+    mine = [i for page in pages for i in page["Items"] if i.get("user_id", {}).get("S") == kim.user_id]
+    assert [i["scope"]["S"] for i in mine if "text" in i] == ["everywhere"]  # in their own scope before
     erased = http.post(
         f"{running.url}/memory/erase",
         json={"userId": kim.user_id},
         headers={"Authorization": f"Bearer {ADMIN_SECRET}"},
     )
     assert erased.status_code == 200, erased.text
+    pages = moto_server.client().get_paginator("scan").paginate(TableName=PREFIX + "memories", ConsistentRead=True)
+    assert [i for page in pages for i in page["Items"] if i.get("user_id", {}).get("S") == kim.user_id] == []
     assert shown_ids(kim.show()) == []
     assert "don't remember anything" in "\n".join(kim.show())
 
