@@ -34,7 +34,9 @@ if TYPE_CHECKING:
         ManifestStore,
         MemoryStore,
         MessageStore,
+        Metrics,
         PeopleStore,
+        RememberedMessages,
         RunStore,
     )
     from .core.reply import ReplyWriter
@@ -70,6 +72,7 @@ class Container:
         signature_verifier: Verifier | None = None,
         idempotency: Idempotency | None = None,
         unavailable_attempts: AttemptCounter | None = None,
+        metrics: Metrics | None = None,
     ) -> None:
         """Each keyword given takes the place of the provider of the same name (the local stack and
         the tests use them); one not given (None) is built from ``config`` on first use. The use
@@ -92,6 +95,7 @@ class Container:
             "signature_verifier": signature_verifier,
             "idempotency": idempotency,
             "unavailable_attempts": unavailable_attempts,
+            "metrics": metrics,
         }
         # A cached property reads the instance's own value first: an override is its first build.
         self.__dict__.update({name: value for name, value in given.items() if value is not None})
@@ -105,6 +109,14 @@ class Container:
         return self.settings.zone
 
     @cached_property
+    def metrics(self) -> Metrics:
+        """The process's metrics (CloudWatch's embedded metric format on stdout), written out by
+        each handler when its invocation ends; Powertools is imported by the first flush only."""
+        from .adapters.metrics import metrics_for
+
+        return metrics_for(self.settings)
+
+    @cached_property
     def dynamodb_client(self) -> DynamoDBClient:
         from .adapters.dynamodb_client import dynamodb_client
 
@@ -115,6 +127,11 @@ class Container:
         from .adapters.dynamodb_memories import DynamoMemoryStore
 
         return DynamoMemoryStore(self.dynamodb_client, self.settings)
+
+    @property
+    def remembered_messages(self) -> RememberedMessages:
+        """The memory store in its role of the messages "Remember this" took in (claims)."""
+        return self.memory_store
 
     @cached_property
     def message_store(self) -> MessageStore:
@@ -194,6 +211,7 @@ class Container:
             embeddings=self.embedding_model,
             people=self.people_store,
             diary_language=self.settings.diary_language,
+            zone=self.settings.zone,
         )
 
     @cached_property
@@ -315,6 +333,10 @@ class Invocation:
         return self._container.memory_store
 
     @property
+    def remembered_messages(self) -> RememberedMessages:
+        return self._container.remembered_messages
+
+    @property
     def message_store(self) -> MessageStore:
         return self._container.message_store
 
@@ -333,6 +355,10 @@ class Invocation:
     @property
     def guild_names(self) -> GuildNames:
         return self._container.guild_names
+
+    @property
+    def metrics(self) -> Metrics:
+        return self._container.metrics
 
     def once(self, name: str, key: str, work: Callable[[], dict[str, Any]]) -> dict[str, Any] | None:
         """``work()``'s answer once per ``key``: a repeat gets the stored answer; None while another

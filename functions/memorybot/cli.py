@@ -550,7 +550,7 @@ def _import(args: argparse.Namespace) -> int:
     try:
         with httpx.Client(timeout=120) as http:  # moto, locally, is slow with transactions
             for dry_run in (True,) if args.dry_run else (True, False):
-                totals = {"imported": 0, "unchanged": 0}
+                totals = dict.fromkeys(IMPORT_COUNTS, 0)
                 for batch in batches:
                     body = {"memories": [raw for _, raw in batch], "dryRun": dry_run}
                     response = _post_import(http, url, body, headers)
@@ -558,16 +558,31 @@ def _import(args: argparse.Namespace) -> int:
                     if response.status_code != 200:
                         print(_import_refusal(args, response.status_code, answer, batch, done), file=sys.stderr)
                         return 1
-                    totals = {k: totals[k] + answer[k] for k in totals}
+                    totals = {k: totals[k] + answer.get(k, 0) for k in totals}
                     if not dry_run:
                         done += len(batch)
     except httpx.TransportError:
         return _setup_failed(client.no_stack_hint(args.url.rstrip("/")))
-    if args.dry_run:
-        print(f"Dry run: {totals['imported']} would be imported, {totals['unchanged']} unchanged; nothing written.")
-    else:
-        print(f"Imported {totals['imported']} memories, {totals['unchanged']} unchanged (imported before).")
+    print(import_summary(totals, args.url.rstrip("/"), dry_run=args.dry_run))
     return 0
+
+
+# The answer's counts, in the order the summary names them.
+IMPORT_COUNTS = ("imported", "unchanged", "alreadyHere", "refused")
+
+
+def import_summary(totals: dict[str, int], stack: str, *, dry_run: bool) -> str:
+    """What the import did (or would do), naming the stack it went to: each count by what it
+    means, and only the counts that are not zero past the first."""
+    parts = [
+        f"{totals['unchanged']} unchanged (imported before)" if totals["unchanged"] else "",
+        f"{totals['alreadyHere']} already there (this stack's own memories)" if totals["alreadyHere"] else "",
+        f"{totals['refused']} refused (that person's data is being erased)" if totals["refused"] else "",
+    ]
+    rest = "".join(f", {part}" for part in parts if part)
+    if dry_run:
+        return f"Dry run against the stack at {stack}: {totals['imported']} would be imported{rest}; nothing written."
+    return f"Imported {totals['imported']} memories into the stack at {stack}{rest}."
 
 
 def _import_refusal(args: argparse.Namespace, status: int, answer: dict, batch: list, done: int) -> str:

@@ -10,6 +10,7 @@ from aws_cdk.assertions import Match, Template
 from infra.stack import FUNCTIONS, NIGHTLY_SCHEDULE
 from memorybot import tables
 from memorybot.config import SECRET_KEYS
+from synth_shapes import alarm_metric
 
 FUNCTION_NAMES = [spec.name for spec in FUNCTIONS]
 HANDLERS = {
@@ -175,9 +176,10 @@ def test_powertools_and_settings_environment(synth):
     assert function(synth, "Interactions")["Environment"]["Variables"]["REPLY_FUNCTION_NAME"] == {
         "Ref": logical_id(synth, "ReplyFunction", "AWS::Lambda::Function")
     }
-    assert function(synth, "Reply")["Environment"]["Variables"]["EXTRACTION_FUNCTION_NAME"] == {
-        "Ref": logical_id(synth, "ExtractionFunction", "AWS::Lambda::Function")
-    }
+    for name in ("Reply", "Interactions"):  # Interactions: "Remember this"
+        assert function(synth, name)["Environment"]["Variables"]["EXTRACTION_FUNCTION_NAME"] == {
+            "Ref": logical_id(synth, "ExtractionFunction", "AWS::Lambda::Function")
+        }
 
 
 def test_every_function_finds_every_physical_table_name_in_its_spec_env_var(synth):
@@ -386,7 +388,8 @@ def test_bedrock_only_for_the_model_callers_and_only_the_configured_models(synth
 
 def test_async_hand_offs_invoke_exactly_the_next_worker(synth):
     fn_ids = {n: logical_id(synth, f"{n}Function", "AWS::Lambda::Function") for n in FUNCTION_NAMES}
-    expected = {"Interactions": {"Reply"}, "Reply": {"Extraction"}}
+    # "Remember this" hands its job from the interactions function to the extraction worker.
+    expected = {"Interactions": {"Reply", "Extraction"}, "Reply": {"Extraction"}}
     for name in FUNCTION_NAMES:
         invokes = [s for s in policy_statements(synth, name) if "lambda:InvokeFunction" in _list(s["Action"])]
         targets = {n for n, fid in fn_ids.items() if any(fid in json.dumps(s["Resource"]) for s in invokes)}
@@ -465,21 +468,26 @@ def test_the_template_has_what_memorybot_doctor_reads(synth):
     assert {key + doctor.SECRET_NAME_SUFFIX for key in SECRET_KEYS} <= named
     read = {*doctor.MODEL_BACKENDS.values(), *doctor.BEDROCK_MODEL_IDS.values(), doctor.APPLICATION_ID}
     assert all(read <= set(env) for env in environments)
-    assert len(synth.of_type("AWS::Events::Rule")) == 1
+    [schedule_id] = synth.of_type("AWS::Scheduler::Schedule")
+    assert synth.template["Outputs"][doctor.SCHEDULE_OUTPUT]["Value"] == {"Ref": schedule_id}
 
 
 # -- schedule and asynchronous invocations --------------------------------------------------
 
 
-def test_nightly_rule_at_03_00_jst_starts_the_state_machine_with_the_schedules_time(synth):
-    [rule] = synth.of_type("AWS::Events::Rule").values()
-    props = rule["Properties"]
-    assert props["ScheduleExpression"] == NIGHTLY_SCHEDULE == "cron(0 18 * * ? *)"
-    [target] = props["Targets"]
+def test_the_night_starts_at_03_00_tokyo_time_with_the_schedules_time(synth):
+    """EventBridge Scheduler in the deployment's zone (18:00 UTC for Asia/Tokyo); no EventBridge rule."""
+    assert not synth.of_type("AWS::Events::Rule")
+    [schedule] = synth.of_type("AWS::Scheduler::Schedule").values()
+    props = schedule["Properties"]
+    assert props["ScheduleExpression"] == NIGHTLY_SCHEDULE == "cron(0 3 * * ? *)"
+    assert props["ScheduleExpressionTimezone"] == "Asia/Tokyo"
+    assert props["FlexibleTimeWindow"] == {"Mode": "OFF"} and props["State"] == "ENABLED"
+    target = props["Target"]
     [machine_id] = synth.of_type("AWS::StepFunctions::StateMachine")
     assert target["Arn"] == {"Ref": machine_id}
-    assert target["InputTransformer"] == {"InputPathsMap": {"time": "$.time"}, "InputTemplate": '{"time":<time>}'}
-    assert target["RetryPolicy"]["MaximumRetryAttempts"] == 2
+    assert json.loads(target["Input"]) == {"time": "<aws.scheduler.scheduled-time>"}
+    assert target["RetryPolicy"] == {"MaximumRetryAttempts": 2, "MaximumEventAgeInSeconds": 7200}
     assert target["DeadLetterConfig"]["Arn"]["Fn::GetAtt"][0].startswith("DeadLetters")
 
 
@@ -530,11 +538,14 @@ def test_alarms_on_errors_throttles_and_dead_letters(synth):
     for alarm in alarms:
         props = alarm["Properties"]
         assert props["Threshold"] == 1 and props["ComparisonOperator"] == "GreaterThanOrEqualToThreshold"
-        [dimension] = props["Dimensions"]
+        assert props["EvaluationPeriods"] == 1 and props["TreatMissingData"] == "notBreaching"
+        metric = alarm_metric(props)
+        assert metric["Period"] == 300
+        [dimension] = metric["Dimensions"]
         value = dimension["Value"]  # {"Ref": fn}, {"Fn::GetAtt": [queue, "QueueName"]} or a service name
         if isinstance(value, dict):
             value = value.get("Ref") or value["Fn::GetAtt"][0]
-        watched.add((props["Namespace"], props["MetricName"], value))
+        watched.add((metric["Namespace"], metric["MetricName"], value))
     for name in FUNCTION_NAMES:
         fid = logical_id(synth, f"{name}Function", "AWS::Lambda::Function")
         assert ("AWS/Lambda", "Errors", fid) in watched

@@ -352,6 +352,15 @@ TEXTS: dict[str, dict[Language, str]] = {
         Language.EN: "I'll remember that.",
         Language.JA: "覚えておきます。",
     },
+    "remember_already": {
+        Language.EN: (
+            "I've already remembered that message: I take each message in once. /memory show lists what I remember."
+        ),
+        Language.JA: (
+            "そのメッセージはもう覚えています。同じメッセージを覚えるのは一度だけです。"
+            "/memory show で一覧を見られます。"
+        ),
+    },
     "remember_nothing": {
         Language.EN: "There's nothing there for me to remember.",
         Language.JA: "そこには、覚えておくことはありませんでした。",

@@ -231,6 +231,27 @@ class ImportWriter(Protocol):
     def has_marker(self, owner: Owner, once: str) -> bool:
         """Whether ``add_once`` wrote the owner's marker ``once`` (a dry run's check; unlogged)."""
 
+    def take_back(self, added: LedgerEntry, once: str, *, reason: str) -> bool:
+        """Undo one ``add_once`` (``added`` its ledger row) of a request that failed part way:
+        delete the memory, if it is still exactly as added, and the marker ``once``, with a delete
+        row in the ledger (actor import, ``reason``), in one transaction. False, writing nothing,
+        when the memory changed since (someone acted on it: it stays theirs)."""
+
+
+class RememberedMessages(Protocol):
+    """The person's messages "Remember this" was used on: each is taken in once per person."""
+
+    def claim_message(self, owner: Owner, message_id: str, claim: str, now: datetime) -> bool:
+        """Claim the message for one "Remember this" (``claim``: its interaction id), in one
+        conditional write: True for the first claim, or when an earlier one lapsed (its job never
+        settled it within ``REMEMBER_CLAIM_LEASE``); False while it is claimed, and for good once
+        it is learned. Of concurrent claims exactly one is True."""
+
+    def settle_message(self, owner: Owner, message_id: str, claim: str, *, learned: bool) -> None:
+        """What came of ``claim``: learned, the message is taken in for good; otherwise the claim
+        is given back, so a later "Remember this" may try again. A claim that is no longer this
+        one's (it lapsed and was taken) is left alone."""
+
 
 class ReviewQueue(Protocol):
     """The nightly review of memories untouched for long (every owner: one of the two cross-owner
@@ -336,6 +357,7 @@ class MemoryStore(
     ReadLog,
     MemoryWriter,
     ImportWriter,
+    RememberedMessages,
     ReviewQueue,
     VectorWriter,
     VectorIndex,
@@ -598,3 +620,17 @@ class AsyncInvoker(Protocol):
 
     def invoke(self, job: Job) -> None:
         """Send ``job`` (its JSON form) to the worker named by ``job.WORKER``."""
+
+
+class Metrics(Protocol):
+    """Counts and timings for the operator's dashboard (CloudWatch metrics when deployed).
+
+    Dimensions are low-cardinality only: the purpose of a model call (worth, decide, write,
+    reply, review, diary, embed) and the model id; never a person, server or channel. An adapter
+    buffers what it is given and writes it out when the invocation ends (``flush``)."""
+
+    def add(self, name: str, value: float = 1.0, *, unit: str = "Count", purpose: str = "", model: str = "") -> None:
+        """Add ``value`` to the metric ``name`` (``unit``: Count, Milliseconds or None)."""
+
+    def flush(self) -> None:
+        """Write out what was added since the last flush (once per invocation)."""

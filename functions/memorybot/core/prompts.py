@@ -37,7 +37,7 @@ from typing import Any
 
 from . import quoting
 from .catalog import Language
-from .dates import PromptTime, today_sentence
+from .dates import PromptTime, parse_day, today_sentence
 from .decisions import render_memories
 from .domain import (
     JST,
@@ -417,11 +417,7 @@ def parse_memory_answer(raw: str, *, said_on: date | None = None) -> MemoryDraft
     text = data.get("text") if isinstance(data, dict) else None
     if not isinstance(text, str):
         raise UnusableAnswer("memory answer has no text")
-    until = data.get("validUntil")
-    try:
-        end = date.fromisoformat(until) if isinstance(until, str) and len(until) == len("2026-12-31") else None
-    except ValueError:
-        end = None
+    end = parse_day(data.get("validUntil"))
     if end is not None and said_on is not None and end < said_on:
         end = None
     return MemoryDraft(text.strip(), end)

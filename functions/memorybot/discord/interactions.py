@@ -18,10 +18,10 @@ from ..core.catalog import text
 from ..core.catalog import where_label as scope_label
 from ..core.commands import CommandMemories
 from ..core.dates import local_stamp
-from ..core.domain import GLOBAL_SCOPE, Actor, ScopeMode
+from ..core.domain import GLOBAL_SCOPE, Actor, Owner, Person, ScopeMode, shows_nothing, snowflake_time, utcnow
 from ..core.history import HistoryMemories
 from ..core.jobs import RememberJob, ReplyJob
-from ..core.ports import AsyncInvoker, DiscordApi, MessageStore, PeopleStore
+from ..core.ports import AsyncInvoker, DiscordApi, MessageStore, Metrics, PeopleStore, RememberedMessages
 from ..core.why import WhyMemories
 from . import history_view, receipts_view
 from .formats import markdown_escaped
@@ -87,6 +87,9 @@ class Dependencies(Protocol):
     def people_store(self) -> PeopleStore: ...
 
     @property
+    def remembered_messages(self) -> RememberedMessages: ...
+
+    @property
     def discord_interactive(self) -> DiscordApi: ...
 
     @property
@@ -98,6 +101,10 @@ class Dependencies(Protocol):
     @property
     def zone(self) -> tzinfo:
         """The deployment's time zone: every time a person reads is in it, labelled."""
+
+    @property
+    def metrics(self) -> Metrics:
+        """Counts for the operator (memories forgotten), written out when the invocation ends."""
 
     def once(self, name: str, key: str, work: Callable[[], dict]) -> dict | None:
         """``work()``'s answer, computed once per key (the dedup ledger); None while another copy runs it."""
@@ -351,6 +358,8 @@ def _forget_all_confirm(request: ForgetAllConfirm, deps: Dependencies) -> dict:
 def _forget_all_once(request: ForgetAllConfirm, deps: Dependencies) -> dict:
     caller = request.caller
     deleted = commands.forget_all(deps.memory_store, caller.owner, deps.people_store)
+    if deleted:
+        _count_forgotten(deps, len(deleted))
     logger.info("forget-all done", extra={"user_id": caller.user_id, "deleted": len(deleted)})
     done = text("forget_all_done", caller.locale, count=len(deleted), where=where(caller, deps))
     done += _forget_all_everywhere(request, deps)
@@ -375,6 +384,12 @@ def _forget_all_everywhere(request: ForgetAllConfirm, deps: Dependencies) -> str
     return "\n" + text("forget_all_everywhere_left", caller.locale, count=left)
 
 
+def _count_forgotten(deps: Dependencies, count: int) -> None:
+    from ..core.metrics import MEMORIES_FORGOTTEN  # on a forget only: the cold start imports nothing more
+
+    deps.metrics.add(MEMORIES_FORGOTTEN, count)
+
+
 def _forget(request: ForgetMemory, deps: Dependencies) -> dict:
     caller = request.caller
     if not request.memory_id.strip():
@@ -383,6 +398,8 @@ def _forget(request: ForgetMemory, deps: Dependencies) -> dict:
     if result.outcome is commands.ForgetOutcome.NOT_FOUND:  # one of their "everywhere" memories, listed in show
         result = commands.forget(deps.memory_store, everywhere.everywhere_of(caller.user_id), request.memory_id)
     key = "forgotten" if result.outcome is commands.ForgetOutcome.FORGOTTEN else "not_found"
+    if result.outcome is commands.ForgetOutcome.FORGOTTEN:
+        _count_forgotten(deps, 1)
     return say(key, caller, memory_id=shown_id(result.memory_id, caller.locale))
 
 
@@ -449,17 +466,40 @@ def _remember(request: RememberMessage, deps: Dependencies) -> dict:
     if target.author_id != caller.user_id:  # only a person's own words decide their memories
         logger.info("remember refused: not their message", extra={"user_id": caller.user_id})
         return say("remember_not_yours", caller)
-    if not target.content.strip():
+    if shows_nothing(target.content):  # the import's rule: nothing visible is nothing to learn
         return say("remember_no_text", caller)
-    if deps.people_store.get(caller.user_id).paused:
+    person = deps.people_store.get(caller.user_id)
+    if person.paused:
         return say("remember_paused", caller)
+    # A message is taken in once per person: of clicks at once, or one later, the first claim
+    # runs the job; every other click is told so, and no model is asked again.
+    owner = Owner(caller.scope, caller.user_id)
+    if not deps.remembered_messages.claim_message(owner, target.message_id, request.interaction_id, utcnow()):
+        logger.info("remember refused: the message is taken in already", extra={"user_id": caller.user_id})
+        return say(
+            "remember_nothing" if _never_teaches_again(deps, person, owner, target.message_id) else "remember_already",
+            caller,
+        )
     job = RememberJob(*_answered_by_worker(request), target.message_id, target.content)
     try:
         deps.invoker.invoke(job)
     except Exception as exc:  # noqa: BLE001 - the person gets an answer either way
         logger.error("remember hand-off failed", extra={**job.ids(), "error": type(exc).__name__})
+        try:
+            deps.remembered_messages.settle_message(owner, target.message_id, request.interaction_id, learned=False)
+        except Exception:  # noqa: BLE001 - an unsettled claim lapses on its own (REMEMBER_CLAIM_LEASE)
+            logger.warning("remember claim not given back", extra=job.ids())
         return say("busy", caller)
     return {"type": DEFERRED_CHANNEL_MESSAGE, "data": {"flags": EPHEMERAL}}
+
+
+def _never_teaches_again(deps: Dependencies, person: Person, owner: Owner, message_id: str) -> bool:
+    """Whether a message taken in before can no longer teach: what it taught was forgotten (its
+    id among the forgotten sources), or a forget-all in the scope or an erasure came after it was
+    said. Then "nothing there to remember" is the answer, as the job would give, not "remembered"."""
+    said = snowflake_time(message_id)
+    ended = [at for at in (person.erased_at, person.forgot_all_in(owner.scope)) if at is not None]
+    return any(at >= said for at in ended) or message_id in deps.memory_store.forgotten_sources(owner)
 
 
 # ---- receipts, "Why?" and "everywhere" memories (core/receipts.py, core/why.py, core/everywhere.py)

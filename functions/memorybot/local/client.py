@@ -390,28 +390,37 @@ class LocalClient:
 
     def remember(self, content: str, author: str | None = None) -> list[str]:
         """Post ``content`` in the channel as an ordinary message of ``author`` (by default this
-        person), then use "Remember this" on it, as Discord sends a message command: the message
-        itself in ``data.resolved.messages``."""
+        person), then use "Remember this" on it."""
+        message = self.post_message(content, author)
+        return self._interact(self.remember_payload(message))
+
+    def post_message(self, content: str, author: str | None = None) -> dict:
+        """``content`` said in the channel as an ordinary message of ``author`` (by default this
+        person): the message as Discord resolves it for a message command."""
         author_name = author or self.user_name
         author_id = user_id_for(author_name)
         said = {"channel_id": self.channel_id, "author_id": author_id, "author_name": author_name, "content": content}
         response = self.http.post(f"{self.url}/local/discord/someone-said", json=said, headers=self._admin)
         self._check_refused(response.status_code)
         message_id = response.json()["id"] if response.status_code == 200 else snowflake_at(datetime.now(UTC))
-        message = {
+        return {
             "id": message_id,
             "channel_id": self.channel_id,
             "type": 0,
             "content": content,
             "author": {"id": author_id, "username": author_name},
         }
+
+    def remember_payload(self, message: dict) -> dict:
+        """ "Remember this" on ``message`` as Discord sends the message command (each a new
+        interaction): the message itself in ``data.resolved.messages``."""
         data = {
             "name": REMEMBER_THIS,
             "type": 3,
-            "target_id": message_id,
-            "resolved": {"messages": {message_id: message}},
+            "target_id": message["id"],
+            "resolved": {"messages": {message["id"]: message}},
         }
-        return self._interact(self._payload(REMEMBER_THIS, [], data=data))
+        return self._payload(REMEMBER_THIS, [], data=data)
 
     def remember_typed(self, typed: str) -> list[str]:
         """/remember <text> (your own message) or /remember @<name> <text> (someone else's)."""
