@@ -214,44 +214,13 @@ class FakeMemoryStore(MemoryStore):
                 )
             )
 
-    def read_row(self, owner: Owner, entry_id, since, until):
-        return next(
-            (
-                e
-                for e in self.ledger
-                if e.owner == owner and e.entry_id == entry_id and e.action is Action.READ and since <= e.at <= until
-            ),
-            None,
-        )
-
-    def move(self, before, after, *, actor, reason, ledger_scope, ledger_action):
-        with self._lock:
-            if self.rows.get((before.owner, before.memory_id)) != before:
-                raise ConflictError(before.memory_id)
-            if (after.owner, after.memory_id) in self.rows:
-                raise MoveBlocked(before.memory_id)
-            entry = LedgerEntry(
-                before.user_id,
-                ledger_action,
-                actor,
-                reason,
-                self.clock(),
-                (before.memory_id,),
-                before=before,
-                after=after,
-                scope=ledger_scope,
-                sources=after.sources,
-            )
-            del self.rows[(before.owner, before.memory_id)]
-            self.rows[(after.owner, after.memory_id)] = after
-            self.ledger.append(entry)
-            return entry
-
     def get(self, owner: Owner, memory_id):
         assert isinstance(owner, Owner), "memories are read by Owner (scope and user)"
         return self.rows.get((owner, memory_id))
 
-    def apply(self, change: Change, *, actor, run_id=None, ledger_action=None, redacted=False, check=None):
+    def apply(
+        self, change: Change, *, actor, run_id=None, ledger_action=None, redacted=False, check=None, ledger_scope=None
+    ):
         with self._lock:
             if self.fail_apply(change):
                 raise RuntimeError("injected store failure")
@@ -260,6 +229,11 @@ class FakeMemoryStore(MemoryStore):
             key = (change.owner, change.memory_id)
             if self.rows.get(key) != change.before:
                 raise ConflictError(change.memory_id)
+            if change.moves:  # as the real store: the id must be free where it goes
+                if (change.after.owner, change.memory_id) in self.rows:
+                    raise MoveBlocked(change.memory_id)
+                del self.rows[key]
+                key = (change.after.owner, change.memory_id)
             if change.after is None:
                 del self.rows[key]
             elif change.after.reviewed_at is not None:  # a write starts its review place afresh
@@ -276,7 +250,7 @@ class FakeMemoryStore(MemoryStore):
                 None if redacted else change.before,
                 None if redacted else change.after,
                 run_id,
-                scope=change.owner.scope,
+                scope=ledger_scope or change.owner.scope,
                 sources=(change.after or change.before).sources,
                 redacted=redacted,
             )
@@ -378,8 +352,10 @@ class FakeMemoryStore(MemoryStore):
     def ledger_for_run(self, run_id):
         return sorted((e for e in self.ledger if e.run_id == run_id), key=lambda e: e.at, reverse=True)
 
-    def ledger_for(self, owner: Owner, limit=100):
-        return sorted((e for e in self.ledger if e.owner == owner), key=lambda e: e.at, reverse=True)[:limit]
+    def ledger_for(self, owner: Owner, limit=100, *, since=None, until=None):
+        rows = [e for e in self.ledger if e.owner == owner]
+        rows = [e for e in rows if (since is None or e.at >= since) and (until is None or e.at <= until)]
+        return sorted(rows, key=lambda e: e.at, reverse=True)[:limit]
 
     def changes_of(self, owner: Owner, limit, *, older_than=""):
         rows = [e for e in self.ledger if e.owner == owner and e.action in CHANGE_ACTIONS]

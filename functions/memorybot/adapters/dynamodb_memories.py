@@ -407,81 +407,6 @@ class DynamoMemoryStore(MemoryStore):
         item = get_item(self._client, self._memories, memory_key(owner, memory_id))
         return next(readable_memories([item]), None) if item else None
 
-    def read_row(self, owner: Owner, entry_id: str, since: datetime, until: datetime) -> LedgerEntry | None:
-        # The owner's rows between the two times (keys start with their time), the one named kept:
-        # a filter reads what it drops, so this costs the rows of that window (a turn's few).
-        items = query_items(
-            self._client,
-            TableName=self._log,
-            KeyConditionExpression="#owner = :owner AND entry_key BETWEEN :since AND :until",
-            FilterExpression="contains(entry_key, :named) AND #action = :read",
-            ExpressionAttributeNames={"#owner": "owner", "#action": "action"},
-            ExpressionAttributeValues={
-                ":owner": s(owner.key),
-                ":since": s(iso(since)),
-                ":until": s(iso(until) + "~"),  # "~" sorts after "#<entry id>"
-                ":named": s(f"#{entry_id}"),
-                ":read": s(Action.READ.value),
-            },
-            ConsistentRead=True,
-        )
-        return next((e for e in readable_ledger(items) if e.entry_id == entry_id), None)
-
-    def move(
-        self, before: Memory, after: Memory, *, actor: Actor, reason: str, ledger_scope: str, ledger_action: Action
-    ) -> LedgerEntry:
-        entry = LedgerEntry(
-            before.user_id,
-            Action(ledger_action),
-            Actor(actor),
-            reason,
-            self._clock(),
-            (before.memory_id,),
-            before=before,
-            after=after,
-            scope=ledger_scope,
-            sources=after.sources,
-        )
-        transaction = [
-            {
-                "Delete": {
-                    "TableName": self._memories,
-                    "Key": memory_key(before.owner, before.memory_id),
-                    **_unchanged(before),
-                }
-            },
-            {
-                "Put": {
-                    "TableName": self._memories,
-                    "Item": memory_item(after, self._zone),
-                    "ConditionExpression": "attribute_not_exists(memory_id)",
-                }
-            },
-            {
-                "Put": {
-                    "TableName": self._log,
-                    "Item": ledger_item(entry),
-                    "ConditionExpression": "attribute_not_exists(entry_key)",
-                }
-            },
-        ]
-        try:
-            transact_or_find_committed(
-                self._client,
-                transaction,
-                refused=lambda error: any(
-                    cancellation_code(error, i) in (REASON_CONDITION_FAILED, REASON_CONFLICT) for i in (0, 1)
-                ),
-                committed=lambda: self._committed(entry),
-            )
-        except ClientError as error:
-            if cancellation_code(error, 1) == REASON_CONDITION_FAILED:
-                raise MoveBlocked(before.memory_id) from error
-            if cancellation_code(error, 0) in (REASON_CONDITION_FAILED, REASON_CONFLICT):
-                raise ConflictError(before.memory_id) from error
-            raise
-        return entry
-
     # -- changes
 
     def apply(
@@ -493,6 +418,7 @@ class DynamoMemoryStore(MemoryStore):
         ledger_action: Action | None = None,
         redacted: bool = False,
         check: PersonCheck | None = None,
+        ledger_scope: str | None = None,
     ) -> LedgerEntry:
         entry = LedgerEntry(
             user_id=change.user_id,
@@ -504,10 +430,12 @@ class DynamoMemoryStore(MemoryStore):
             before=None if redacted else change.before,
             after=None if redacted else change.after,
             run_id=run_id,
-            scope=change.owner.scope,
+            scope=ledger_scope or change.owner.scope,
             sources=(change.after or change.before).sources,  # type: ignore[union-attr]
             redacted=redacted,
         )
+        if change.moves:  # where it was (as read), where it goes (the id free there), then the row
+            return self._move(change, entry)
         transaction = [
             self._memory_write(change),
             {
@@ -550,6 +478,49 @@ class DynamoMemoryStore(MemoryStore):
                     raise ConflictError(change.memory_id) from error
                 raise
         raise AssertionError("unreachable")
+
+    def _move(self, change: Change, entry: LedgerEntry) -> LedgerEntry:
+        before, after = change.before, change.after
+        assert before is not None and after is not None
+        transaction = [
+            {
+                "Delete": {
+                    "TableName": self._memories,
+                    "Key": memory_key(before.owner, before.memory_id),
+                    **_unchanged(before),
+                }
+            },
+            {
+                "Put": {
+                    "TableName": self._memories,
+                    "Item": memory_item(after, self._zone),
+                    "ConditionExpression": "attribute_not_exists(memory_id)",
+                }
+            },
+            {
+                "Put": {
+                    "TableName": self._log,
+                    "Item": ledger_item(entry),
+                    "ConditionExpression": "attribute_not_exists(entry_key)",
+                }
+            },
+        ]
+        try:
+            transact_or_find_committed(
+                self._client,
+                transaction,
+                refused=lambda error: any(
+                    cancellation_code(error, i) in (REASON_CONDITION_FAILED, REASON_CONFLICT) for i in (0, 1)
+                ),
+                committed=lambda: self._committed(entry),
+            )
+        except ClientError as error:
+            if cancellation_code(error, 1) == REASON_CONDITION_FAILED:
+                raise MoveBlocked(before.memory_id) from error
+            if cancellation_code(error, 0) in (REASON_CONDITION_FAILED, REASON_CONFLICT):
+                raise ConflictError(before.memory_id) from error
+            raise
+        return entry
 
     def _forgotten_write(self, owner: Owner, sources: tuple[SourceRef, ...]) -> Item:
         return {
@@ -819,10 +790,31 @@ class DynamoMemoryStore(MemoryStore):
         )
         return list(readable_ledger(items))
 
-    def ledger_for(self, owner: Owner, limit: int | None = 100) -> list[LedgerEntry]:
+    def ledger_for(
+        self,
+        owner: Owner,
+        limit: int | None = 100,
+        *,
+        since: datetime | None = None,
+        until: datetime | None = None,
+    ) -> list[LedgerEntry]:
         if limit is not None and limit <= 0:
             return []
-        items = self._partition(self._log, owner, ScanIndexForward=False, **({"Limit": limit} if limit else {}))
+        if since is not None or until is not None:  # keys start with their time: one key range
+            low = iso(since) if since is not None else ""
+            high = (iso(until) if until is not None else "9999") + "~"  # "~" sorts after "#<entry id>"
+            items = query_items(
+                self._client,
+                TableName=self._log,
+                KeyConditionExpression="#owner = :owner AND entry_key BETWEEN :low AND :high",
+                ExpressionAttributeNames={"#owner": "owner"},
+                ExpressionAttributeValues={":owner": s(owner.key), ":low": s(low), ":high": s(high)},
+                ScanIndexForward=False,
+                ConsistentRead=True,
+                **({"Limit": limit} if limit else {}),
+            )
+        else:
+            items = self._partition(self._log, owner, ScanIndexForward=False, **({"Limit": limit} if limit else {}))
         return list(islice(readable_ledger(items), limit))
 
     def changes_of(self, owner: Owner, limit: int, *, older_than: str = "") -> list[LedgerEntry]:

@@ -446,12 +446,10 @@ class Change:
         subject = self.before or self.after
         if subject is None:
             raise ValueError("a change needs a before or an after state")
-        if (
-            self.before
-            and self.after
-            and (self.before.owner != self.after.owner or self.before.memory_id != self.after.memory_id)
-        ):
-            raise ValueError("a change cannot move a memory between owners, scopes or ids")
+        if self.before and self.after:
+            same_person = self.before.user_id == self.after.user_id and self.before.memory_id == self.after.memory_id
+            if not same_person or (self.before.scope != self.after.scope and self.action is not Action.MOVE):
+                raise ValueError("a change cannot move a memory between owners, scopes or ids (but a move's scopes)")
 
     @property
     def user_id(self) -> str:
@@ -464,6 +462,11 @@ class Change:
     @property
     def memory_id(self) -> str:
         return (self.before or self.after).memory_id  # type: ignore[union-attr]
+
+    @property
+    def moves(self) -> bool:
+        """Between two of the person's scopes (/memory everywhere, here, and their undo)."""
+        return self.before is not None and self.after is not None and self.before.scope != self.after.scope
 
 
 @dataclass(frozen=True)

@@ -73,7 +73,7 @@ class _Erased:
         return _Erased(self.memories + other.memories, self.ledger_rows + other.ledger_rows, self.scopes + other.scopes)
 
 
-class ErasableMemories(ProfileReader, MemoryWriter, Ledger, Erasing, OvernightNotes, Protocol):
+class ErasableMemories(ProfileReader, MemoryWriter, Ledger, Erasing, Protocol):
     """The roles of the memory store an erasure uses: every scope and memory of the person, their
     rows, and what only an erasure does."""
 
@@ -86,8 +86,10 @@ class Erasure:
         people: PeopleStore | None = None,
         *,
         clock: Callable = utcnow,
+        overnight: OvernightNotes | None = None,  # the night's notes, erased with the rest
     ) -> None:
         self._memories = memories
+        self._overnight = overnight
         self._messages = messages
         self._people = people
         self._clock = clock
@@ -169,10 +171,9 @@ class Erasure:
         texts = self._texts(owner)
         for entry in texts:
             self._memories.redact(entry)
-        self._memories.erase_forgotten_sources(owner)
-        self._memories.clear_overnight(
-            owner
-        )  # the night's note (ids of theirs), if not yet told  # the ids of their forgotten memories' messages
+        self._memories.erase_forgotten_sources(owner)  # the ids of their forgotten memories' messages
+        if self._overnight is not None:  # the night's note (ids of theirs), if not yet told
+            self._overnight.clear_overnight(owner)
         return _Erased(len(profile) + unreadable, len(texts) + unreadable_rows, 1)
 
     def _texts(self, owner: Owner) -> list[LedgerEntry]:

@@ -15,10 +15,9 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass, replace
 from enum import Enum
-from typing import Protocol
 
-from .domain import EVERYWHERE_SCOPE, Action, Actor, LedgerEntry, Memory, Owner, is_memory_id
-from .ports import ConflictError, MemoryMover, MemoryWriter, MoveBlocked, ProfileReader
+from .domain import EVERYWHERE_SCOPE, Action, Actor, Change, LedgerEntry, Memory, Owner, is_memory_id
+from .ports import ConflictError, MemoryWriter, MoveBlocked, ProfileReader
 
 logger = logging.getLogger(__name__)
 
@@ -36,8 +35,7 @@ def owners_read(owner: Owner) -> tuple[Owner, ...]:
     return (owner,) if owner.scope == EVERYWHERE_SCOPE else (owner, everywhere_of(owner.user_id))
 
 
-class MoveMemories(MemoryWriter, MemoryMover, Protocol):
-    """The roles of the memory store a move uses."""
+MoveMemories = MemoryWriter  # the role a move uses: a move is a change (``Change.moves``)
 
 
 class MoveOutcome(str, Enum):
@@ -69,13 +67,16 @@ def move(memories: MoveMemories, owner: Owner, memory_id: str, *, everywhere: bo
 
 
 def _moved(
-    memories: MemoryMover, current: Memory, destination: Owner, ledger_scope: str, action: Action, reason: str
+    memories: MemoryWriter, current: Memory, destination: Owner, ledger_scope: str, action: Action, reason: str
 ) -> MoveResult:
     # Its text, times and sources go with it unchanged: only the scope differs.
     arrived = replace(current, scope=destination.scope)
     try:
-        entry = memories.move(
-            current, arrived, actor=Actor.COMMAND, reason=reason, ledger_scope=ledger_scope, ledger_action=action
+        entry = memories.apply(
+            Change(Action.MOVE, current, arrived, reason),
+            actor=Actor.COMMAND,
+            ledger_action=action,
+            ledger_scope=ledger_scope,
         )
     except MoveBlocked:
         return MoveResult(MoveOutcome.BLOCKED, current.memory_id)

@@ -29,7 +29,7 @@ from .domain import (
     one_line,
 )
 from .everywhere import MoveOutcome, everywhere_of, is_move, move_back
-from .ports import ConflictError, History, MemoryMover, MemoryWriter, PeopleStore, PersonRefused, ReadLog
+from .ports import ConflictError, History, MemoryWriter, PeopleStore, PersonRefused, ReadLog
 from .rollback import restoring, reversal
 
 logger = logging.getLogger(__name__)
@@ -38,7 +38,7 @@ HISTORY_PAGE = 6  # changes per page: each line with its two previews fits Disco
 HISTORY_REASON = "memory history"
 
 
-class HistoryMemories(History, ReadLog, MemoryWriter, MemoryMover, Protocol):
+class HistoryMemories(History, ReadLog, MemoryWriter, Protocol):
     """The roles of the memory store ``/memory history`` and its undo use."""
 
 

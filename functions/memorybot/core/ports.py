@@ -119,7 +119,7 @@ class ProfileReader(Protocol):
         memories are read: when it says so, nothing is returned and no row is written (the reply
         reads the person's switch alongside, and a paused person's memories are not used). An
         exception ``choose`` raises ends the read with it, before any row is written. ``entry_id``
-        names the read row (a reply's, so that its "Why?" finds it: ``ReadRows``); "" a fresh one.
+        names the read row (a reply's, so that its "Why?" finds it: core/why.py); "" a fresh one.
         """
 
     def owners_of(self, user_id: str) -> list[Owner]:
@@ -158,22 +158,19 @@ class MemoryWriter(Protocol):
         ledger_action: Action | None = None,
         redacted: bool = False,
         check: PersonCheck | None = None,
+        ledger_scope: str | None = None,
     ) -> LedgerEntry:
         """Commit the change and its ledger row in one transaction (``redacted``: the row keeps
         ids, action, actor and time, and no before/after text: an erasure's deletes).
+
+        A move (``Change.moves``: the same memory between two of the person's scopes) deletes the
+        record where it was and puts it where it goes (only if that id is free there: MoveBlocked
+        otherwise), with ONE row in the partition of ``ledger_scope`` (default: the change's owner).
 
         Conditioned on the record still being ``change.before`` (absent for an add) and, with
         ``check``, on the person's record allowing it (in the same transaction).
         Raises ConflictError (PersonRefused for the check), and changes nothing, if not.
         """
-
-
-class ReadRows(Protocol):
-    """A named read row of the owner's (a reply's, read back by its "Why?" button)."""
-
-    def read_row(self, owner: Owner, entry_id: str, since: datetime, until: datetime) -> LedgerEntry | None:
-        """The owner's ``read`` row named ``entry_id``, written between ``since`` and ``until``;
-        None when there is none (another person's is simply not found)."""
 
 
 class OvernightNotes(Protocol):
@@ -192,18 +189,6 @@ class OvernightNotes(Protocol):
 
 class MoveBlocked(ConflictError):
     """A move's destination holds a memory under the same id: nothing was written."""
-
-
-class MemoryMover(Protocol):
-    """One memory moved between two of the same person's scopes (``/memory everywhere``, ``here``)."""
-
-    def move(
-        self, before: Memory, after: Memory, *, actor: Actor, reason: str, ledger_scope: str, ledger_action: Action
-    ) -> LedgerEntry:
-        """Delete ``before`` (only if the record is still exactly it) and put ``after`` (only if its
-        owner has no memory under that id), with ONE ledger row (before and after, each with its
-        scope) in the owner partition of ``ledger_scope``, in one transaction. ConflictError when
-        ``before`` changed, MoveBlocked when the id is taken there; nothing written either way."""
 
 
 class ImportWriter(Protocol):
@@ -296,8 +281,16 @@ class VectorIndex(Protocol):
 class Ledger(Protocol):
     """An owner's ledger rows (memory_log), all of them (export, erasure)."""
 
-    def ledger_for(self, owner: Owner, limit: int | None = 100) -> list[LedgerEntry]:
-        """The owner's ledger rows, newest first (``limit`` None: all of them)."""
+    def ledger_for(
+        self,
+        owner: Owner,
+        limit: int | None = 100,
+        *,
+        since: datetime | None = None,
+        until: datetime | None = None,
+    ) -> list[LedgerEntry]:
+        """The owner's ledger rows, newest first (``limit`` None: all of them); with ``since`` and
+        ``until``, only those written between (a reply's read row, for its "Why?")."""
 
 
 class History(Protocol):
@@ -351,8 +344,6 @@ class Erasing(Protocol):
 
 class MemoryStore(
     OvernightNotes,
-    ReadRows,
-    MemoryMover,
     ProfileReader,
     ReadLog,
     MemoryWriter,

@@ -16,9 +16,9 @@ from datetime import datetime, timedelta
 from enum import Enum
 from typing import Protocol
 
-from .domain import Actor, Owner, snowflake_time
+from .domain import Action, Actor, Owner, snowflake_time
 from .history import state_preview
-from .ports import MemoryWriter, ReadLog, ReadRows
+from .ports import Ledger, MemoryWriter, ReadLog
 
 WHY_REASON = "reply why"
 # A reply is written inside its interaction's 15 minutes (the reply worker's retries keep to them).
@@ -30,7 +30,7 @@ def reply_read_id(interaction_id: str) -> str:
     return f"reply-{interaction_id}"
 
 
-class WhyMemories(ReadRows, ReadLog, MemoryWriter, Protocol):
+class WhyMemories(ReadLog, MemoryWriter, Ledger, Protocol):
     """The roles of the memory store the "Why?" answer uses."""
 
 
@@ -65,7 +65,9 @@ def why_reply(memories: WhyMemories, owners: Sequence[Owner], interaction_id: st
     lines: list[WhyLine] = []
     found = False
     for owner in owners:
-        row = memories.read_row(owner, name, since - timedelta(seconds=1), since + REPLY_WINDOW)
+        # The owner's rows of the reply's window (keys start with their time): a turn's few.
+        window = memories.ledger_for(owner, None, since=since - timedelta(seconds=1), until=since + REPLY_WINDOW)
+        row = next((e for e in window if e.entry_id == name and e.action is Action.READ), None)
         if row is None:
             continue
         found = True
