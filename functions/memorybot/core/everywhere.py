@@ -16,8 +16,10 @@ import logging
 from dataclasses import dataclass, replace
 from enum import Enum
 
+from .catalog import text
+from .commands import FORGET_ALL_COUNT_REASON, CommandMemories, forget_all
 from .domain import EVERYWHERE_SCOPE, Action, Actor, Change, LedgerEntry, Memory, Owner, is_memory_id
-from .ports import ConflictError, MemoryWriter, MoveBlocked, ProfileReader
+from .ports import ConflictError, MemoryWriter, MoveBlocked, PeopleStore, ProfileReader
 
 logger = logging.getLogger(__name__)
 
@@ -124,3 +126,16 @@ def read_everywhere(memories: ProfileReader, user_id: str, *, actor: Actor, reas
         return memories.read_selected(everywhere_of(user_id), every_one, actor=actor, reason=reason)
     except _NoneOfThem:
         return []
+
+
+def forget_all_tail(memories: CommandMemories, people: PeopleStore, user_id: str, locale: str, everywhere: bool) -> str:
+    """What a forget-all's answer adds about the person's "everywhere" memories: with everywhere:true
+    they are forgotten too (a forget-all of the person's own scope, stamped like any); otherwise how
+    many remain. "" when they have none."""
+    left = len(read_everywhere(memories, user_id, actor=Actor.COMMAND, reason=FORGET_ALL_COUNT_REASON))
+    if not left:
+        return ""
+    if everywhere:
+        gone = forget_all(memories, everywhere_of(user_id), people)
+        return "\n" + text("forget_all_everywhere_done", locale, count=len(gone))
+    return "\n" + text("forget_all_everywhere_left", locale, count=left)

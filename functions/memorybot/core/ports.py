@@ -416,8 +416,15 @@ class PeopleStore(Protocol):
     def set_receipts(self, user_id: str, enabled: bool) -> bool:
         """Turn the person's receipts on or off (``Person.receipts``); False when already so."""
 
-    def forgot_all(self, user_id: str, scope: str, at: datetime) -> None:
-        """Stamp a forget-all in ``scope`` (before its deletes): no rollback restores an older state there."""
+    def start_forget_all(self, user_id: str, scope: str, at: datetime, job_id: str, stale_before: datetime) -> bool:
+        """Stamp a forget-all in ``scope`` begun ``at`` (before its deletes), its job ``job_id``
+        running: nothing said before ``at`` is learned there again, and nothing is restored there
+        until the job is done. False (nothing written) while another job runs there, unless that
+        one began before ``stale_before`` (its worker is gone)."""
+
+    def finish_forget_all(self, user_id: str, scope: str, started: datetime, at: datetime) -> bool:
+        """The job of the forget-all begun ``started`` deleted everything ``at``; False (nothing
+        written) when a newer forget-all took the scope over."""
 
     def erased(self, user_id: str, at: datetime) -> None:
         """Replace the record with the erasure's marker alone: the switch and notices go with the

@@ -18,9 +18,9 @@ from ..core.catalog import text
 from ..core.catalog import where_label as scope_label
 from ..core.commands import CommandMemories
 from ..core.dates import local_stamp
-from ..core.domain import GLOBAL_SCOPE, Actor, Owner, Person, ScopeMode, shows_nothing, snowflake_time, utcnow
+from ..core.domain import GLOBAL_SCOPE, Actor, Owner, Person, ScopeMode, iso, shows_nothing, snowflake_time, utcnow
 from ..core.history import HistoryMemories
-from ..core.jobs import RememberJob, ReplyJob
+from ..core.jobs import ForgetAllJob, RememberJob, ReplyJob
 from ..core.ports import AsyncInvoker, DiscordApi, MessageStore, Metrics, PeopleStore, RememberedMessages
 from ..core.why import WhyMemories
 from . import history_view, receipts_view
@@ -356,32 +356,45 @@ def _forget_all_confirm(request: ForgetAllConfirm, deps: Dependencies) -> dict:
 
 
 def _forget_all_once(request: ForgetAllConfirm, deps: Dependencies) -> dict:
+    """Stamp the forget-all and hand its deletes to a job (a profile of thousands takes longer than
+    Discord's 3 s); the job updates this confirmation when it is done. While another forget-all's
+    job runs in the scope, nothing more is started."""
     caller = request.caller
-    deleted = commands.forget_all(deps.memory_store, caller.owner, deps.people_store)
-    if deleted:
-        _count_forgotten(deps, len(deleted))
-    logger.info("forget-all done", extra={"user_id": caller.user_id, "deleted": len(deleted)})
-    done = text("forget_all_done", caller.locale, count=len(deleted), where=where(caller, deps))
-    done += _forget_all_everywhere(request, deps)
-    return {"type": UPDATE_MESSAGE, "data": {"content": done, "components": [], "allowed_mentions": NO_MENTIONS}}
+    here = where(caller, deps)
+    started = commands.begin_forget_all(deps.people_store, caller.owner, request.interaction_id)
+    if started is None:
+        logger.info("forget-all refused: one is running", extra={"user_id": caller.user_id})
+        return _confirmation(text("forget_all_running", caller.locale, where=here))
+    job = ForgetAllJob(
+        request.interaction_id,
+        request.token,
+        request.application_id,
+        caller.user_id,
+        caller.scope,
+        caller.locale,
+        here,
+        iso(started),
+        everywhere=request.everywhere,
+    )
+    try:
+        deps.invoker.invoke(job)
+    except Exception:
+        # No job runs: the scope is not left marked as forgetting (what was said before stays unlearnable).
+        deps.people_store.finish_forget_all(caller.user_id, caller.scope, started, started)
+        logger.error("forget-all hand-off failed", extra=job.ids())
+        raise
+    logger.info("forget-all started", extra=job.ids())
+    return _confirmation(text("forget_all_started", caller.locale, where=here))
+
+
+def _confirmation(content: str) -> dict:
+    """The forget-all confirmation rewritten in place, its button gone."""
+    return {"type": UPDATE_MESSAGE, "data": {"content": content, "components": [], "allowed_mentions": NO_MENTIONS}}
 
 
 def _everywhere_count(deps: Dependencies, caller: Caller) -> int:
     reason = commands.FORGET_ALL_COUNT_REASON
     return len(everywhere.read_everywhere(deps.memory_store, caller.user_id, actor=Actor.COMMAND, reason=reason))
-
-
-def _forget_all_everywhere(request: ForgetAllConfirm, deps: Dependencies) -> str:
-    """A forget-all clears its scope; the person's "everywhere" memories only with everywhere:true
-    (then as a forget-all of their own scope), else it says how many remain ("" when none)."""
-    caller = request.caller
-    left = _everywhere_count(deps, caller)
-    if not left:  # most people have none: nothing to say
-        return ""
-    if request.everywhere:
-        gone = commands.forget_all(deps.memory_store, everywhere.everywhere_of(caller.user_id), deps.people_store)
-        return "\n" + text("forget_all_everywhere_done", caller.locale, count=len(gone))
-    return "\n" + text("forget_all_everywhere_left", caller.locale, count=left)
 
 
 def _count_forgotten(deps: Dependencies, count: int) -> None:

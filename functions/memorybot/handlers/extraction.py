@@ -1,6 +1,7 @@
 """The extraction worker: an ``ExtractionJob`` in, ``conversation.extract`` out.
 
-Invoked asynchronously by the reply worker; idempotent on the interaction id. It also runs
+Invoked asynchronously by the reply worker; idempotent on the interaction id. It also runs a
+confirmed ``/memory forget-all`` (a ``ForgetAllJob``: the deletes, then the confirmation updated), and
 "Remember this" (a ``RememberJob`` from the interactions function): the same decisions on the
 one message pointed at, then the person's deferred answer filled in. A model that
 stays throttled or unreachable is "not yet": the job raises before applying anything and
@@ -16,8 +17,8 @@ from typing import Any
 from aws_lambda_powertools import Logger
 
 from ..bootstrap import Container
-from ..core import conversation, metrics, receipts
-from ..core.jobs import ExtractionJob, RememberJob
+from ..core import commands, conversation, everywhere, metrics, receipts
+from ..core.jobs import ExtractionJob, ForgetAllJob, RememberJob
 from ..discord.receipts_view import receipt_message, tell_the_night
 from . import count_metric, job_worker, log_core_with, retries_spent
 
@@ -68,12 +69,29 @@ def _done(c: Container, what: str, result: conversation.Extracted) -> dict:
     return answer
 
 
+def forget_all(c: Container, job: ForgetAllJob) -> dict:
+    answer = commands.forget_all_job(
+        c,
+        job,
+        then=lambda: everywhere.forget_all_tail(
+            c.memory_store, c.people_store, job.user_id, job.locale, job.everywhere
+        ),
+    )
+    if answer["forgotten"]:
+        c.metrics.add(metrics.MEMORIES_FORGOTTEN, answer["forgotten"])
+    return answer
+
+
 _extract = job_worker(ExtractionJob, logger, extract)
 _remember = job_worker(RememberJob, logger, remember)
+_forget_all = job_worker(ForgetAllJob, logger, forget_all)
 
 
 def handler(event: Any, context: Any) -> dict:
-    """Two jobs, one function (the same grants): "Remember this" is told apart by its target."""
+    """Three jobs, one function (the same grants): "Remember this" is told apart by its target, a
+    confirmed forget-all (its deletes with their rows, as extraction's) by its stamp."""
     if isinstance(event, dict) and "target_message_id" in event:
         return _remember(event, context)
+    if isinstance(event, dict) and "forget_all_started" in event:
+        return _forget_all(event, context)
     return _extract(event, context)
