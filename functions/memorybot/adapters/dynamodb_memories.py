@@ -435,7 +435,7 @@ class DynamoMemoryStore(MemoryStore):
             redacted=redacted,
         )
         if change.moves:  # where it was (as read), where it goes (the id free there), then the row
-            return self._move(change, entry)
+            return self._move(change, entry, check)
         transaction = [
             self._memory_write(change),
             {
@@ -479,7 +479,7 @@ class DynamoMemoryStore(MemoryStore):
                 raise
         raise AssertionError("unreachable")
 
-    def _move(self, change: Change, entry: LedgerEntry) -> LedgerEntry:
+    def _move(self, change: Change, entry: LedgerEntry, check: PersonCheck | None) -> LedgerEntry:
         before, after = change.before, change.after
         assert before is not None and after is not None
         transaction = [
@@ -505,16 +505,20 @@ class DynamoMemoryStore(MemoryStore):
                 }
             },
         ]
+        if check is not None:  # last: the record's writes and the row keep their positions
+            transaction.append(person_check_item(self._people, check))
         try:
             transact_or_find_committed(
                 self._client,
                 transaction,
                 refused=lambda error: any(
-                    cancellation_code(error, i) in (REASON_CONDITION_FAILED, REASON_CONFLICT) for i in (0, 1)
+                    cancellation_code(error, i) in (REASON_CONDITION_FAILED, REASON_CONFLICT) for i in (0, 1, 3)
                 ),
                 committed=lambda: self._committed(entry),
             )
         except ClientError as error:
+            if check is not None and cancellation_code(error, 3) == REASON_CONDITION_FAILED:
+                raise PersonRefused(before.memory_id) from error
             if cancellation_code(error, 1) == REASON_CONDITION_FAILED:
                 raise MoveBlocked(before.memory_id) from error
             if cancellation_code(error, 0) in (REASON_CONDITION_FAILED, REASON_CONFLICT):

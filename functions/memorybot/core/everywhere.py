@@ -18,7 +18,18 @@ from enum import Enum
 
 from .catalog import text
 from .commands import FORGET_ALL_COUNT_REASON, CommandMemories, forget_all
-from .domain import EVERYWHERE_SCOPE, Action, Actor, Change, LedgerEntry, Memory, Owner, is_memory_id
+from .domain import (
+    EVERYWHERE_SCOPE,
+    Action,
+    Actor,
+    Basis,
+    Change,
+    LedgerEntry,
+    Memory,
+    Owner,
+    PersonCheck,
+    is_memory_id,
+)
 from .ports import ConflictError, MemoryWriter, MoveBlocked, PeopleStore, ProfileReader
 
 logger = logging.getLogger(__name__)
@@ -79,6 +90,8 @@ def _moved(
             actor=Actor.COMMAND,
             ledger_action=action,
             ledger_scope=ledger_scope,
+            # it stores the record again: never for a person erased since it was last written
+            check=PersonCheck(current.user_id, current.updated_at, Basis.STORE),
         )
     except MoveBlocked:
         return MoveResult(MoveOutcome.BLOCKED, current.memory_id)
