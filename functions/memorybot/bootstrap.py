@@ -212,6 +212,7 @@ class Container:
             people=self.people_store,
             diary_language=self.settings.diary_language,
             zone=self.settings.zone,
+            overnight=self.memory_store,
         )
 
     @cached_property
@@ -224,7 +225,7 @@ class Container:
     def erasure(self) -> Erasure:
         from .core.erasure import Erasure
 
-        return Erasure(self.memory_store, self.message_store, self.people_store)
+        return Erasure(self.memory_store, self.message_store, self.people_store, overnight=self.memory_store)
 
     @cached_property
     def importer(self) -> Importer:

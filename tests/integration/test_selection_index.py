@@ -1,6 +1,6 @@
 """The selection index against moto's DynamoDB server: it agrees with the memories after every
 write path (extraction's add, update and vector, the nightly run's changes and decay, forget,
-forget-all, an import and its take-back, a rollback's or an Undo's restore, the erasure of
+forget-all, a move between scopes, an import and its take-back, a rollback's or an Undo's restore, the erasure of
 unreadable records, the erasure itself, which removes it), a large profile's selection from it chooses the same memories
 as one from the whole profile, and an index missing (memories written before it existed) is built
 by the extraction's read, never by the reply's, and never from a read that a write overtook."""
@@ -158,6 +158,15 @@ def test_the_index_agrees_with_the_memories_after_every_write_path(store, dynamo
     )
     assert store.erase_unreadable(ALICE, actor=Actor.OPERATOR, reason="erasure")[0] == 1
     assert memories[5].memory_id not in {m.memory_id for m in index_of(store).memories()}
+
+    # A move to the person's "everywhere" scope: its entry leaves this index and joins that one.
+    moving = store.get(ALICE, memories[6].memory_id)
+    moved = dataclasses.replace(moving, scope="everywhere", updated_at=moving.updated_at + timedelta(days=3))
+    store.apply(Change(Action.MOVE, moving, moved, "memory everywhere"), actor=Actor.COMMAND)
+    assert moving.memory_id not in {m.memory_id for m in index_of(store).memories()}
+    assert [m.memory_id for m in index_of(store, moved.owner).memories()] == [moving.memory_id]
+    assert_index_agrees(store)
+    assert_index_agrees(store, moved.owner)
 
     # Forget-all: every memory goes, and every entry with it.
     assert commands.forget_all(store, ALICE)

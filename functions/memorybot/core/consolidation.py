@@ -39,6 +39,7 @@ from .domain import (
     Action,
     Actor,
     Change,
+    LedgerEntry,
     Memory,
     Message,
     NightlyRun,
@@ -61,6 +62,7 @@ from .ports import (
     ManifestStore,
     MemoryWriter,
     MessageStore,
+    OvernightNotes,
     PeopleStore,
     ReadLog,
     ReviewQueue,
@@ -69,6 +71,7 @@ from .ports import (
     VectorIndex,
     VectorWriter,
 )
+from .receipts import note_overnight
 
 logger = logging.getLogger(__name__)
 
@@ -218,7 +221,14 @@ def _diary_line(answer: object) -> str | None:
 
 
 class NightlyMemories(
-    MemoryWriter, ReadLog, ReviewQueue, VectorWriter, VectorIndex, RunLedger, ForgottenSources, Protocol
+    MemoryWriter,
+    ReadLog,
+    ReviewQueue,
+    VectorWriter,
+    VectorIndex,
+    RunLedger,
+    ForgottenSources,
+    Protocol,
 ):
     """The roles of the memory store the nightly run uses itself (its extractor has its own): the
     changes, the review queue with its read rows, the vector backfill, the run's own rows."""
@@ -249,8 +259,10 @@ class Consolidator:
         people: PeopleStore | None = None,
         diary_language: Language = Language.JA,
         zone: tzinfo = JST,
+        overnight: OvernightNotes | None = None,  # what the night changed, told on the next use
     ) -> None:
         self._memories = memories
+        self._overnight = overnight
         self.zone = zone  # the night's 03:00 and its day label are this zone's
         self._people = people
         self._diary_language = diary_language
@@ -318,6 +330,7 @@ class Consolidator:
         mark = SpeakerMark(SPEAKER_DONE)
         for chunk in chunks(messages):
             outcome = self._extractor.run(speaker, owner.scope, chunk, actor=Actor.NIGHTLY, run_id=run_id)
+            self._note(outcome.changes)
             mark = replace(
                 mark,
                 chunks=mark.chunks + 1,
@@ -429,7 +442,7 @@ class Consolidator:
                 continue  # failed or ambiguous: it stays first in line and is reviewed again next night
             change = Change(Action.DELETE, memory, None, DECAY_REASON)
             try:
-                self._memories.apply(change, actor=Actor.NIGHTLY, run_id=run_id)
+                self._note([self._memories.apply(change, actor=Actor.NIGHTLY, run_id=run_id)])
             except ConflictError:
                 tally.conflicts += 1
             except Exception as exc:  # noqa: BLE001
@@ -438,6 +451,11 @@ class Consolidator:
                     extra={"run_id": run_id, "memory_id": memory.memory_id, "error": type(exc).__name__},
                 )
                 tally.failures += 1
+
+    def _note(self, changes: Sequence[LedgerEntry]) -> None:
+        """What the night changed, noted for each person's next use there (core/receipts.py)."""
+        if self._overnight is not None:
+            note_overnight(self._overnight, changes)
 
     def _mark_kept(self, memory: Memory, run_id: int, tally: ReviewTally) -> None:
         try:

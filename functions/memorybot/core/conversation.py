@@ -17,7 +17,7 @@ retries are spent; only then does the design's rule apply (an apology, or no dec
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Protocol
 
@@ -28,6 +28,7 @@ from .domain import (
     EXCHANGE_MESSAGES,
     Actor,
     Basis,
+    LedgerEntry,
     Message,
     Owner,
     Person,
@@ -48,6 +49,7 @@ from .ports import (
     PersonRefused,
     RememberedMessages,
 )
+from .why import reply_read_id
 
 if TYPE_CHECKING:  # the interactions function imports this module: keep its cold start lean
     from .extraction import Extractor
@@ -131,15 +133,25 @@ class ReplyDeps(HearDeps, Protocol):
     def people_store(self) -> PeopleStore: ...
 
 
-def answer(deps: ReplyDeps, job: ReplyJob, *, fetch_history: bool, give_up: Callable[[], bool]) -> dict:
-    """The reply in the channel, then the exchange handed to extraction; the apology when the
-    chat model failed (or stayed unavailable through every retry)."""
+def answer(
+    deps: ReplyDeps,
+    job: ReplyJob,
+    *,
+    fetch_history: bool,
+    give_up: Callable[[], bool],
+    reply_buttons: Sequence[dict] = (),
+) -> dict:
+    """The reply in the channel (with ``reply_buttons``: its "Why?"), then the exchange handed to
+    extraction; the apology when the chat model failed (or stayed unavailable through every retry).
+    The reply's read row is named after its interaction (core/why.py)."""
     if fetch_history:
         _fetch_history(deps, job)
     conversation = deps.message_store.recent(job.channel_id, CONVERSATION_MESSAGES)
     person = Person(job.user_id)
     try:
-        reply, person = deps.reply_writer.write(Owner(job.scope, job.user_id), job.user_name, conversation)
+        reply, person = deps.reply_writer.write(
+            Owner(job.scope, job.user_id), job.user_name, conversation, read_id=reply_read_id(job.interaction_id)
+        )
         reply = reply.strip()[:REPLY_MAX_CHARS]
     except ModelUnavailable:
         if not give_up():
@@ -153,7 +165,9 @@ def answer(deps: ReplyDeps, job: ReplyJob, *, fetch_history: bool, give_up: Call
     if not reply:
         deps.discord.edit_original(job.application_id, job.token, text("apology", job.locale))
         return {"status": "apologised"}
-    message_id = deps.discord.edit_original(job.application_id, job.token, reply) or snowflake_at(utcnow())
+    message_id = deps.discord.edit_original(job.application_id, job.token, reply, reply_buttons) or snowflake_at(
+        utcnow()
+    )
     # The reply belongs to the person it answers: part of their exchange, no one else's.
     try:
         deps.message_store.put(
@@ -241,6 +255,7 @@ class Extracted:
     added: list[str]
     updated: list[str]
     deleted: list[str]
+    changes: tuple[LedgerEntry, ...] = ()  # the rows of what changed (a receipt's lines); not in the JSON
 
     def to_json(self) -> dict:
         return {"outcome": self.outcome, "added": self.added, "updated": self.updated, "deleted": self.deleted}
@@ -265,7 +280,7 @@ def extract(deps: ExtractDeps, job: ExtractionJob, *, give_up: Callable[[], bool
             raise
         logger.warning("model unavailable after every retry: decisions lost")
         return Extracted(DECISIONS_LOST, [], [], [])
-    return Extracted(result.outcome, result.added, result.updated, result.deleted)
+    return Extracted(result.outcome, result.added, result.updated, result.deleted, tuple(result.changes))
 
 
 # ---- remember: "Remember this" on the person's own message
@@ -292,7 +307,13 @@ REMEMBER_ANSWERS = {
 }
 
 
-def remember(deps: RememberDeps, job: RememberJob, *, give_up: Callable[[], bool]) -> Extracted:
+def remember(
+    deps: RememberDeps,
+    job: RememberJob,
+    *,
+    give_up: Callable[[], bool],
+    receipt: Callable[[Extracted], bool] | None = None,
+) -> Extracted:
     """The exchange is the message the person pointed at, with its own time; the same path as a
     reply's extraction decides (worth, verdicts, add), actor ``command``, the message kept as the
     memory's source. Their deferred answer then says what happened, in their language."""
@@ -308,7 +329,7 @@ def remember(deps: RememberDeps, job: RememberJob, *, give_up: Callable[[], bool
     )
     try:
         result = deps.extractor.run(Speaker(job.user_id, job.user_name), job.scope, [message], actor=Actor.COMMAND)
-        extracted = Extracted(result.outcome, result.added, result.updated, result.deleted)
+        extracted = Extracted(result.outcome, result.added, result.updated, result.deleted, tuple(result.changes))
     except ModelUnavailable:
         if not give_up():
             logger.warning("model unavailable: remember left for the worker's retry", extra=job.ids())
@@ -328,6 +349,8 @@ def remember(deps: RememberDeps, job: RememberJob, *, give_up: Callable[[], bool
     # Learned from: the message is taken in for good. Otherwise the claim is given back (nothing
     # worth keeping, no decision now): a later "Remember this" on it may try again.
     _settle(deps, job, learned=bool(changed))
+    if changed and receipt is not None and receipt(extracted):
+        return extracted  # the receipt was the answer: what changed, each with its Undo
     _answer_remember(
         deps, job, "remember_will" if changed else REMEMBER_ANSWERS.get(extracted.outcome, "remember_nothing")
     )

@@ -24,7 +24,16 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from .domain import PERSON_SCOPE, Action, Actor, Change, LedgerEntry, Message, Owner, utcnow
-from .ports import ConflictError, Erasing, Ledger, MemoryWriter, MessageStore, PeopleStore, ProfileReader
+from .ports import (
+    ConflictError,
+    Erasing,
+    Ledger,
+    MemoryWriter,
+    MessageStore,
+    OvernightNotes,
+    PeopleStore,
+    ProfileReader,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -77,8 +86,10 @@ class Erasure:
         people: PeopleStore | None = None,
         *,
         clock: Callable = utcnow,
+        overnight: OvernightNotes | None = None,  # the night's notes, erased with the rest
     ) -> None:
         self._memories = memories
+        self._overnight = overnight
         self._messages = messages
         self._people = people
         self._clock = clock
@@ -162,6 +173,8 @@ class Erasure:
             self._memories.redact(entry)
         # the ids of their forgotten memories' messages, and what ranked their memories (their texts)
         self._memories.erase_kept_beside(owner)
+        if self._overnight is not None:  # the night's note (ids of theirs), if not yet told
+            self._overnight.clear_overnight(owner)
         return _Erased(len(profile) + unreadable, len(texts) + unreadable_rows, 1)
 
     def _texts(self, owner: Owner) -> list[LedgerEntry]:
