@@ -338,6 +338,7 @@ class DynamoMemoryStore(MemoryStore):
         items = first.get("Items", [])
         header = next((i for i in items if profile_index.is_header(i)), None)
         index = profile_index.Index(owner, header)
+        # (an owner with no memory yet has nothing to index: its first write starts the header)
         build = actor in INDEX_BUILDERS and not index.complete
         indexed = False
         if "LastEvaluatedKey" not in first:
@@ -347,7 +348,7 @@ class DynamoMemoryStore(MemoryStore):
             memories, indexed = index.memories(), True
         else:
             memories = self._whole_profile(owner)
-        if build:
+        if build and (memories or index.version is not None):
             self._build_index(owner, memories, index, started)
         if unused_if is not None and unused_if():
             return []  # read, never used: no row
