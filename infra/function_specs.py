@@ -74,6 +74,10 @@ FUNCTIONS = (
             # rows in (by_user), /memory history their change rows in one scope
             "memory_log": access("PutItem", "GetItem", "Query", indexes=("by_user",)),
             "dedup": access(*IDEMPOTENCY_ACTIONS),  # a replayed /memory show sends no second DM
+            # The server's settings (GetItem, with show's totals); a change and its ledger row (one
+            # transaction of two Puts); the turn and forget counters (UpdateItem); show's days and
+            # recent changes (Query, the server's own partition)
+            "servers": access("GetItem", "PutItem", "UpdateItem", "Query"),
         },
         secrets=("DISCORD_PUBLIC_KEY", "DISCORD_BOT_TOKEN"),
     ),
@@ -92,6 +96,7 @@ FUNCTIONS = (
             # is stored only for a person not erased since the turn began
             "people": access("GetItem", "UpdateItem", "ConditionCheckItem"),
             "dedup": access(*IDEMPOTENCY_ACTIONS),
+            "servers": access("GetItem", "UpdateItem"),  # the server's settings (memory, persona); its counters
         },
         secrets=("DISCORD_BOT_TOKEN",),  # its Discord client carries the token (channel history)
         bedrock=True,
@@ -112,6 +117,7 @@ FUNCTIONS = (
             # write checks the record again in its own transaction
             "people": access("GetItem", "ConditionCheckItem"),
             "dedup": access(*IDEMPOTENCY_ACTIONS),
+            "servers": access("GetItem", "UpdateItem"),  # memory still on here? the server's counters
         },
         bedrock=True,
     ),
@@ -129,7 +135,10 @@ FUNCTIONS = (
         "Nightly step: the day's speakers and their message ids, written as the map's manifest",
         memory_mb=512,
         timeout=Duration.minutes(2),
-        tables={"messages": access(indexes=("by_jst_day",))},
+        tables={
+            "messages": access(indexes=("by_jst_day",)),
+            "servers": access("GetItem"),  # each speaker's server: memory off, or on again since
+        },
         entry="nightly.plan",
         manifests=("PutObject",),
     ),
@@ -146,6 +155,7 @@ FUNCTIONS = (
             "memory_log": access("PutItem", "GetItem"),  # GetItem: a change whose answer was lost
             "nightly_runs": access("GetItem", "PutItem"),  # the speaker's mark: checked first, written once
             "people": access("GetItem", "ConditionCheckItem"),  # as the extraction worker
+            "servers": access("GetItem", "UpdateItem"),  # as the extraction worker
         },
         bedrock=True,
         entry="nightly.speaker",
@@ -173,7 +183,10 @@ FUNCTIONS = (
             "nightly_runs": access("GetItem", "PutItem"),
             # GetItem: whose memory is paused (their memories are neither reviewed nor embedded)
             "people": access("GetItem"),
+            # the servers' own diaries: their settings (GetItem), a refused post and the counters (UpdateItem)
+            "servers": access("GetItem", "UpdateItem"),
         },
+        secrets=("DISCORD_BOT_TOKEN",),  # a server's diary is posted to its channel
         bedrock=True,
         entry="nightly.review",
     ),

@@ -39,6 +39,7 @@ if TYPE_CHECKING:
     )
     from .core.reply import ReplyWriter
     from .core.rollback import Rollback
+    from .core.servers import ServerSettings, ServerStore
     from .discord.guilds import GuildNames
     from .discord.signature import Verifier
 
@@ -70,6 +71,7 @@ class Container:
         signature_verifier: Verifier | None = None,
         idempotency: Idempotency | None = None,
         unavailable_attempts: AttemptCounter | None = None,
+        server_store: ServerStore | None = None,
     ) -> None:
         """Each keyword given takes the place of the provider of the same name (the local stack and
         the tests use them); one not given (None) is built from ``config`` on first use. The use
@@ -92,6 +94,7 @@ class Container:
             "signature_verifier": signature_verifier,
             "idempotency": idempotency,
             "unavailable_attempts": unavailable_attempts,
+            "server_store": server_store,
         }
         # A cached property reads the instance's own value first: an override is its first build.
         self.__dict__.update({name: value for name, value in given.items() if value is not None})
@@ -133,6 +136,18 @@ class Container:
         from .adapters.dynamodb_runs import DynamoRunStore
 
         return DynamoRunStore(self.dynamodb_client, self.settings)
+
+    @cached_property
+    def server_store(self) -> ServerStore:
+        """Each server's settings (/memory-settings), their ledger and the server's counters."""
+        from .adapters.dynamodb_servers import DynamoServerStore
+        from .tables import SERVERS
+
+        return DynamoServerStore(
+            self.dynamodb_client,
+            self.settings.table(SERVERS),
+            cache_seconds=self.settings.server_settings_cache_seconds,
+        )
 
     @cached_property
     def decision_model(self) -> DecisionModel:
@@ -194,6 +209,9 @@ class Container:
             embeddings=self.embedding_model,
             people=self.people_store,
             diary_language=self.settings.diary_language,
+            servers=self.server_store,
+            discord=lambda: self.discord,  # built (with the bot token) only when a server's diary is posted
+            server_diaries=self.settings.server_diaries_per_night,
         )
 
     @cached_property
@@ -297,6 +315,7 @@ class Invocation:
     def __init__(self, container: Container, context: Any) -> None:
         self._container = container
         self.context = context
+        self._servers: dict[str, ServerSettings] = {}
 
     @property
     def scope_mode(self) -> ScopeMode:
@@ -333,6 +352,20 @@ class Invocation:
     @property
     def guild_names(self) -> GuildNames:
         return self._container.guild_names
+
+    @property
+    def server_store(self) -> ServerStore:
+        return self._container.server_store
+
+    @property
+    def model_request_cost_usd(self) -> float:
+        return self._container.settings.model_request_cost_usd
+
+    def server_settings(self, guild_id: str) -> ServerSettings:
+        """A server's settings, read at most once in this invocation (the store may hold them briefly)."""
+        if guild_id not in self._servers:
+            self._servers[guild_id] = self._container.server_store.get(guild_id)
+        return self._servers[guild_id]
 
     def once(self, name: str, key: str, work: Callable[[], dict[str, Any]]) -> dict[str, Any] | None:
         """``work()``'s answer once per ``key``: a repeat gets the stored answer; None while another

@@ -183,7 +183,21 @@ PEOPLE = TableSpec(
     partition=Key("user_id", "S"),
 )
 
-ALL_TABLES: tuple[TableSpec, ...] = (MESSAGES, MEMORIES, MEMORY_LOG, NIGHTLY_RUNS, DEDUP, PEOPLE)
+# One partition per server (/memory-settings, core/servers.py), item_key names the item:
+# "settings" (the server's settings), "change#<iso time>#<id>" (each change's ledger row, written in
+# the same transaction), "day#<YYYY-MM-DD>" (the day's turns and model requests), "totals" (memories
+# and a digest per person with memories) and "member#<YYYY-MM-DD>#<user id>" (a member's turns that
+# day, for the daily limit). Day and member counters expire (``expiration``); settings and their
+# ledger rows never do.
+SERVERS = TableSpec(
+    logical_name="servers",
+    env_var="SERVERS_TABLE",
+    partition=Key("guild_id", "S"),
+    sort=Key("item_key", "S"),
+    ttl_attribute="expiration",
+)
+
+ALL_TABLES: tuple[TableSpec, ...] = (MESSAGES, MEMORIES, MEMORY_LOG, NIGHTLY_RUNS, DEDUP, PEOPLE, SERVERS)
 
 
 def create_tables(client: Any, names: dict[str, str] | None = None) -> None:

@@ -93,6 +93,7 @@ class ReplyJob(Job):
     user_name: str
     scope: str
     locale: str = ""  # the person's Discord locale ("ja", "en-US"): the first-use notice's language
+    guild_id: str = ""  # the server it was said in ("" elsewhere): its settings apply (core/servers.py)
 
 
 @dataclass(frozen=True)
@@ -109,10 +110,13 @@ class ExtractionJob(Job):
     user_name: str
     scope: str
     up_to_message_id: str
+    guild_id: str = ""  # the server it was said in ("" elsewhere): its settings apply
 
     @classmethod
     def after_reply(cls, job: ReplyJob, reply_message_id: str) -> ExtractionJob:
-        return cls(job.interaction_id, job.channel_id, job.user_id, job.user_name, job.scope, reply_message_id)
+        return cls(
+            job.interaction_id, job.channel_id, job.user_id, job.user_name, job.scope, reply_message_id, job.guild_id
+        )
 
 
 @dataclass(frozen=True)
@@ -134,3 +138,4 @@ class RememberJob(Job):
     locale: str
     target_message_id: str  # the message pointed at: the memory's source
     content: str
+    guild_id: str = ""  # the server it was said in ("" elsewhere): its settings apply

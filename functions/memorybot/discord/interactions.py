@@ -21,13 +21,15 @@ from ..core.domain import GLOBAL_SCOPE, ScopeMode
 from ..core.history import HistoryMemories
 from ..core.jobs import RememberJob, ReplyJob
 from ..core.ports import AsyncInvoker, DiscordApi, MessageStore, PeopleStore
-from . import history_view
+from ..core.servers import ServerSettings, ServerStore
+from . import history_view, server_admin
 from .guilds import GuildNames
 from .requests import (
     FORGET_ALL_TTL,
     MESSAGE_MAX_CHARS,
     BadRequest,
     Caller,
+    ChangeSetting,
     Chat,
     ExportMemories,
     ForgetAllAsk,
@@ -39,6 +41,7 @@ from .requests import (
     ResumeMemory,
     ShowHistory,
     ShowMemories,
+    ShowSettings,
     SuggestForget,
     UndoChange,
     UnknownComponent,
@@ -94,6 +97,16 @@ class Dependencies(Protocol):
 
     def once(self, name: str, key: str, work: Callable[[], dict]) -> dict | None:
         """``work()``'s answer, computed once per key (the dedup ledger); None while another copy runs it."""
+
+    # A server's own settings (/memory-settings, server_admin.py).
+    @property
+    def server_store(self) -> ServerStore: ...
+
+    @property
+    def model_request_cost_usd(self) -> float: ...
+
+    def server_settings(self, guild_id: str) -> ServerSettings:
+        """The server's settings, read at most once per interaction."""
 
 
 # ---------------------------------------------------------------- answers
@@ -155,6 +168,7 @@ def respond(body: bytes, deps: Dependencies) -> tuple[int, dict]:
         return 400, {"error": "bad request"}
     if isinstance(request, Unsupported):
         return 200, choices([]) if request.autocomplete else say("unsupported", request.locale)
+    request = server_admin.in_server_locale(request, deps)  # the server's answer language, if its admins chose one
     return 200, _HANDLERS[type(request)](request, deps)
 
 
@@ -165,8 +179,11 @@ def _ping(request: Ping, deps: Dependencies) -> dict:
 def _chat(request: Chat, deps: Dependencies) -> dict:
     if not request.text:
         return say("empty_chat", request.caller)
+    refused = server_admin.chat_refusal(request, deps)  # the server's channels and daily limit
+    if refused is not None:
+        return refused
     caller = request.caller
-    job = ReplyJob(*_answered_by_worker(request))
+    job = ReplyJob(*_answered_by_worker(request), guild_id=caller.guild_id)
     handed_on = conversation.hear(deps, job, request.text)
     return {"type": DEFERRED_CHANNEL_MESSAGE} if handed_on else say("busy", caller)
 
@@ -327,6 +344,7 @@ def _forget_all_confirm(request: ForgetAllConfirm, deps: Dependencies) -> dict:
 def _forget_all_once(request: ForgetAllConfirm, deps: Dependencies) -> dict:
     caller = request.caller
     deleted = commands.forget_all(deps.memory_store, caller.owner, deps.people_store)
+    server_admin.forgotten(deps, caller, len(deleted), everything=True)
     logger.info("forget-all done", extra={"user_id": caller.user_id, "deleted": len(deleted)})
     done = text("forget_all_done", caller.locale, count=len(deleted), where=where(caller, deps))
     return {"type": UPDATE_MESSAGE, "data": {"content": done, "components": [], "allowed_mentions": NO_MENTIONS}}
@@ -338,6 +356,8 @@ def _forget(request: ForgetMemory, deps: Dependencies) -> dict:
         return say("forget_which", caller)
     result = commands.forget(deps.memory_store, caller.owner, request.memory_id)
     key = "forgotten" if result.outcome is commands.ForgetOutcome.FORGOTTEN else "not_found"
+    if key == "forgotten":
+        server_admin.forgotten(deps, caller, 1)
     return say(key, caller, memory_id=shown_id(result.memory_id, caller.locale))
 
 
@@ -406,9 +426,12 @@ def _remember(request: RememberMessage, deps: Dependencies) -> dict:
         return say("remember_not_yours", caller)
     if not target.content.strip():
         return say("remember_no_text", caller)
+    refused = server_admin.remember_refusal(request, deps)  # the server's channels, memory off
+    if refused is not None:
+        return refused
     if deps.people_store.get(caller.user_id).paused:
         return say("remember_paused", caller)
-    job = RememberJob(*_answered_by_worker(request), target.message_id, target.content)
+    job = RememberJob(*_answered_by_worker(request), target.message_id, target.content, caller.guild_id)
     try:
         deps.invoker.invoke(job)
     except Exception as exc:  # noqa: BLE001 - the person gets an answer either way
@@ -444,4 +467,7 @@ _HANDLERS: dict[type, Callable[[Any, Dependencies], dict]] = {
     ShowHistory: _history,
     UndoChange: _undo,
     UnknownComponent: _unknown_component,
+    # /memory-settings (a server's admins)
+    ShowSettings: lambda request, deps: server_admin.show_settings(request, deps, deps.model_request_cost_usd),
+    ChangeSetting: server_admin.change_setting,
 }

@@ -16,6 +16,7 @@ from typing import Any
 
 from ..core.catalog import COMMAND_DESCRIPTIONS, COMMAND_NAMES, REMEMBER_THIS, Language
 from ..core.domain import Owner, ScopeMode, scope_for
+from ..core.servers import DAILY_LIMIT_MAX, PERSONA_MAX_CHARS, SettingChange
 from . import history_view
 from .formats import is_interaction_token, is_snowflake, valid_unicode
 
@@ -132,6 +133,7 @@ class Caller:
     scope: str  # where this conversation's memories live (domain.scope_for)
     locale: str = ""  # the person's Discord locale ("ja", "en-US"): the language of every answer
     guild_name: str = ""  # the server's name when the interaction carries it (else read over REST)
+    guild_id: str = ""  # the server the interaction came from ("" outside a server): its settings apply
 
     @property
     def owner(self) -> Owner:
@@ -239,6 +241,23 @@ class Unsupported:
 
 
 @dataclass(frozen=True)
+class ShowSettings:
+    """/memory-settings show: ``permissions`` are the member's own, as the payload carries them."""
+
+    caller: Caller
+    permissions: int
+
+
+@dataclass(frozen=True)
+class ChangeSetting:
+    """/memory-settings <setting> ...: one change (``core.servers.SettingChange``)."""
+
+    caller: Caller
+    permissions: int
+    change: SettingChange
+
+
+@dataclass(frozen=True)
 class TargetMessage:
     """The message "Remember this" was used on, as Discord resolved it."""
 
@@ -276,6 +295,8 @@ Request = (
     | UndoChange
     | UnknownComponent
     | Unsupported
+    | ShowSettings
+    | ChangeSetting
 )
 
 # The forget-all button: "memory-forget-all:<requester id>:<unix seconds asked>". Discord sends
@@ -346,6 +367,7 @@ def _caller(payload: dict, scope_mode: ScopeMode) -> Caller:
         scope,
         _locale(payload.get("locale")),
         valid_unicode(guild_name)[:GUILD_NAME_MAX_CHARS] if isinstance(guild_name, str) else "",
+        guild_id or "",
     )
 
 
@@ -556,3 +578,149 @@ _MEMORY_SUBCOMMANDS: dict[tuple[str, int], Callable[[_Command], Request]] = {
     ("resume", APPLICATION_COMMAND): lambda c: ResumeMemory(c.caller),
     ("history", APPLICATION_COMMAND): lambda c: ShowHistory(c.caller),
 }
+
+
+# ---- /memory-settings: a server's admins (core/servers.py). Registered with Manage Server as its
+# default permission and in servers only; the handler checks the member's own permissions too.
+SETTINGS_COMMAND_NAME = "memory-settings"
+SUBCOMMAND_GROUP, INTEGER_OPTION, BOOLEAN_OPTION, CHANNEL_OPTION = 2, 4, 5, 7
+MANAGE_GUILD_PERMISSION = "32"
+GUILD_CONTEXT = [0]
+TEXT_CHANNEL_TYPES = [0, 5]  # text and announcement channels
+
+
+def _settings_option(path: str, kind: int, name: str, **more: Any) -> dict[str, Any]:
+    return {"type": kind, "name": name, **_localized(f"{SETTINGS_COMMAND_NAME} {path} {name}"), **more}
+
+
+def _settings_sub(path: str, *options: dict[str, Any], kind: int = SUBCOMMAND) -> dict[str, Any]:
+    return {
+        "type": kind,
+        "name": path.split()[-1],
+        **_localized(f"{SETTINGS_COMMAND_NAME} {path}"),
+        **({"options": list(options)} if options else {}),
+    }
+
+
+def _value_choices(*values: str) -> list[dict[str, str]]:
+    return [{"name": v, "value": v} for v in values]
+
+
+SETTINGS_COMMAND: dict[str, Any] = {
+    "name": SETTINGS_COMMAND_NAME,
+    "type": CHAT_INPUT,
+    **_localized(SETTINGS_COMMAND_NAME),
+    "default_member_permissions": MANAGE_GUILD_PERMISSION,
+    "contexts": GUILD_CONTEXT,
+    "integration_types": [0],
+    "options": [
+        _settings_sub("show"),
+        _settings_sub("memory", _settings_option("memory", BOOLEAN_OPTION, "enabled", required=True)),
+        _settings_sub(
+            "channels",
+            _settings_option(
+                "channels", STRING_OPTION, "mode", required=True, choices=_value_choices("all", "only", "except")
+            ),
+            _settings_option("channels", CHANNEL_OPTION, "channel", channel_types=TEXT_CHANNEL_TYPES),
+        ),
+        _settings_sub("persona", _settings_option("persona", STRING_OPTION, "text", max_length=PERSONA_MAX_CHARS)),
+        _settings_sub(
+            "diary",
+            _settings_sub(
+                "diary channel",
+                _settings_option(
+                    "diary channel", CHANNEL_OPTION, "channel", required=True, channel_types=TEXT_CHANNEL_TYPES
+                ),
+            ),
+            _settings_sub("diary off"),
+            _settings_sub(
+                "diary language",
+                _settings_option(
+                    "diary language", STRING_OPTION, "value", required=True, choices=_value_choices("ja", "en")
+                ),
+            ),
+            kind=SUBCOMMAND_GROUP,
+        ),
+        _settings_sub(
+            "daily-limit",
+            _settings_option(
+                "daily-limit", INTEGER_OPTION, "turns", required=True, min_value=0, max_value=DAILY_LIMIT_MAX
+            ),
+        ),
+        _settings_sub(
+            "language",
+            _settings_option(
+                "language", STRING_OPTION, "value", required=True, choices=_value_choices("auto", "en", "ja")
+            ),
+        ),
+    ],
+}
+COMMANDS.append(SETTINGS_COMMAND)
+
+
+def _permissions(payload: dict) -> int:
+    """The member's own permissions in the channel (a decimal string); none outside a server or unreadable."""
+    value = _object(payload.get("member")).get("permissions")
+    return int(value) if isinstance(value, str) and value.isdigit() and len(value) <= 40 else 0
+
+
+def _option_value(options: list[dict], name: str, kind: type) -> Any:
+    value = (_option(options, name) or {}).get("value")
+    if value is None:
+        return None
+    if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
+        raise BadRequest(f"option {name} has the wrong type")
+    return value
+
+
+def _settings_change(name: str, options: list[dict]) -> SettingChange | None:
+    """The change a subcommand asks for; None for a subcommand this bot does not have."""
+    if name == "memory":
+        enabled = _option_value(options, "enabled", bool)
+        return SettingChange("memory", "true" if enabled is not False else "false")
+    if name == "channels":
+        channel = _option_value(options, "channel", str)
+        if channel is not None and not is_snowflake(channel):
+            raise BadRequest("malformed channel id")
+        return SettingChange("channels", _option_value(options, "mode", str) or "", channel or "")
+    if name == "persona":
+        return SettingChange("persona", valid_unicode(_option_value(options, "text", str) or ""))
+    if name == "daily-limit":
+        turns = _option_value(options, "turns", int)
+        return SettingChange("daily-limit", str(turns) if turns is not None and turns >= 0 else "-")
+    if name == "language":
+        return SettingChange("language", _option_value(options, "value", str) or "")
+    return None
+
+
+def _diary_change(options: list[dict]) -> SettingChange | None:
+    """/memory-settings diary channel|off|language."""
+    if not options:
+        return None
+    sub = options[0]
+    name, inner = sub.get("name"), _options(sub)
+    if name == "channel":
+        channel = _option_value(inner, "channel", str)
+        if channel is None or not is_snowflake(channel):
+            raise BadRequest("malformed channel id")
+        return SettingChange("diary", channel)
+    if name == "off":
+        return SettingChange("diary", "")
+    if name == "language":
+        return SettingChange("diary-language", _option_value(inner, "value", str) or "")
+    return None
+
+
+def _settings_request(command: _Command) -> Request | None:
+    if not command.options:
+        return None
+    sub = command.options[0]
+    name, options = sub.get("name"), _options(sub)
+    permissions = _permissions(command.payload)
+    if name == "show":
+        return ShowSettings(command.caller, permissions)
+    change = _diary_change(options) if name == "diary" else _settings_change(str(name), options)
+    return ChangeSetting(command.caller, permissions, change) if change is not None else None
+
+
+_COMMANDS[(SETTINGS_COMMAND_NAME, APPLICATION_COMMAND)] = _settings_request
