@@ -694,3 +694,12 @@ COMMAND_DESCRIPTIONS.update(
         },
     }
 )
+# The names /memory-settings shows for its choices (the value sent stays the English word).
+SETTING_CHOICES: dict[str, dict[Language, str]] = {
+    "all": {Language.EN: "all", Language.JA: "すべて"},
+    "only": {Language.EN: "only", Language.JA: "指定したチャンネルだけ"},
+    "except": {Language.EN: "except", Language.JA: "指定したチャンネル以外"},
+    "auto": {Language.EN: "auto", Language.JA: "自動（メンバーの言語）"},
+    "en": {Language.EN: "en", Language.JA: "英語"},
+    "ja": {Language.EN: "ja", Language.JA: "日本語"},
+}

@@ -22,7 +22,6 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Protocol
 
 from .catalog import text
-from .consent import notice_text
 from .domain import (
     BOT_NAME,
     EXCHANGE_MESSAGES,
@@ -213,6 +212,8 @@ def _give_notice(deps: ReplyDeps, job: ReplyJob) -> None:
         logger.warning("notice not claimed", extra={**job.ids(), "error": type(exc).__name__})
         return
     try:
+        from .consent import notice_text  # the reply worker's, on the first turn: not the interactions' import
+
         deps.discord.follow_up(job.application_id, job.token, notice_text(job.locale))
     except Exception as exc:  # noqa: BLE001 - give the claim back so that a later turn gives it
         logger.warning("notice not sent", extra={**job.ids(), "error": type(exc).__name__})

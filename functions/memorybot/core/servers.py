@@ -22,14 +22,12 @@ from enum import Enum
 from typing import Protocol, TypeVar
 
 from .domain import Message
+from .server_limits import DAILY_LIMIT_MAX, MAX_CHANNELS, PERSONA_MAX_CHARS
 
 logger = logging.getLogger(__name__)
 M = TypeVar("M", bound=Message)
 
 ADMIN_ACTOR = "admin"  # the ledger's actor for a settings change
-PERSONA_MAX_CHARS = 1000
-MAX_CHANNELS = 25  # channels in an only/except list
-DAILY_LIMIT_MAX = 10_000
 FIGURE_DAYS = 30  # show's "over 30 days"
 # Discord's permission bits an admin needs (either): Manage Server, Administrator.
 MANAGE_GUILD = 1 << 5

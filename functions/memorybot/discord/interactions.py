@@ -11,19 +11,30 @@ import logging
 import time
 from collections.abc import Callable
 from datetime import UTC, datetime, tzinfo
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
-from ..core import commands, consent, conversation, history
+from ..core import conversation
 from ..core.catalog import text
 from ..core.catalog import where_label as scope_label
-from ..core.commands import CommandMemories
 from ..core.domain import GLOBAL_SCOPE, ScopeMode
-from ..core.history import HistoryMemories
 from ..core.jobs import RememberJob, ReplyJob
-from ..core.ports import AsyncInvoker, DiscordApi, MessageStore, PeopleStore
-from ..core.servers import ServerSettings, ServerStore
-from . import history_view, server_admin
-from .guilds import GuildNames
+from ..lazy import lazy
+
+if TYPE_CHECKING:
+    from ..core import commands, consent, history
+    from ..core.commands import CommandMemories
+    from ..core.history import HistoryMemories
+    from ..core.ports import AsyncInvoker, DiscordApi, MessageStore, PeopleStore
+    from ..core.servers import ServerSettings, ServerStore
+    from . import history_view, server_admin
+    from .guilds import GuildNames
+
+    class InteractionMemories(CommandMemories, HistoryMemories, Protocol):
+        """The roles of the memory store answering an interaction uses (the commands and the history)."""
+
+else:  # a cold start imports what every answer needs; each command's own modules load when it first comes
+    commands, consent, history = (lazy(f"memorybot.core.{name}") for name in ("commands", "consent", "history"))
+    history_view, server_admin = (lazy(f"memorybot.discord.{name}") for name in ("history_view", "server_admin"))
 from .requests import (
     FORGET_ALL_TTL,
     MESSAGE_MAX_CHARS,
@@ -60,10 +71,6 @@ EPHEMERAL = 64
 MAX_CHOICES = 25
 CHOICE_NAME_MAX_CHARS = 100
 NO_MENTIONS: dict[str, list[str]] = {"parse": []}
-
-
-class InteractionMemories(CommandMemories, HistoryMemories, Protocol):
-    """The roles of the memory store answering an interaction uses (the commands and the history)."""
 
 
 class Dependencies(Protocol):
@@ -469,5 +476,5 @@ _HANDLERS: dict[type, Callable[[Any, Dependencies], dict]] = {
     UnknownComponent: _unknown_component,
     # /memory-settings (a server's admins)
     ShowSettings: lambda request, deps: server_admin.show_settings(request, deps, deps.model_request_cost_usd),
-    ChangeSetting: server_admin.change_setting,
+    ChangeSetting: lambda request, deps: server_admin.change_setting(request, deps),
 }

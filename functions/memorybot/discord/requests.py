@@ -12,13 +12,18 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from ..core.catalog import COMMAND_DESCRIPTIONS, COMMAND_NAMES, REMEMBER_THIS, Language
+from ..core.catalog import COMMAND_DESCRIPTIONS, COMMAND_NAMES, REMEMBER_THIS, SETTING_CHOICES, Language
 from ..core.domain import Owner, ScopeMode, scope_for
-from ..core.servers import DAILY_LIMIT_MAX, PERSONA_MAX_CHARS, SettingChange
-from . import history_view
+from ..core.server_limits import DAILY_LIMIT_MAX, PERSONA_MAX_CHARS
+from ..lazy import lazy
 from .formats import is_interaction_token, is_snowflake, valid_unicode
+
+if TYPE_CHECKING:
+    from . import history_view
+else:  # its buttons' ids only: the history's own modules load when a history button first comes
+    history_view = lazy("memorybot.discord.history_view")
 
 # Discord's numbers.
 PING, APPLICATION_COMMAND, MESSAGE_COMPONENT, AUTOCOMPLETE, MODAL_SUBMIT = 1, 2, 3, 4, 5
@@ -250,11 +255,13 @@ class ShowSettings:
 
 @dataclass(frozen=True)
 class ChangeSetting:
-    """/memory-settings <setting> ...: one change (``core.servers.SettingChange``)."""
+    """/memory-settings <setting> ...: one change, as ``core.servers.SettingChange`` takes it."""
 
     caller: Caller
     permissions: int
-    change: SettingChange
+    setting: str
+    value: str
+    channel: str = ""  # channels: the channel added to the list
 
 
 @dataclass(frozen=True)
@@ -602,8 +609,12 @@ def _settings_sub(path: str, *options: dict[str, Any], kind: int = SUBCOMMAND) -
     }
 
 
-def _value_choices(*values: str) -> list[dict[str, str]]:
-    return [{"name": v, "value": v} for v in values]
+def _value_choices(*values: str) -> list[dict[str, Any]]:
+    choices = []
+    for value in values:
+        name, others = _in_languages(SETTING_CHOICES[value])
+        choices.append({"name": name, "name_localizations": others, "value": value})
+    return choices
 
 
 SETTINGS_COMMAND: dict[str, Any] = {
@@ -673,27 +684,30 @@ def _option_value(options: list[dict], name: str, kind: type) -> Any:
     return value
 
 
-def _settings_change(name: str, options: list[dict]) -> SettingChange | None:
+_Change = tuple[str, str, str]  # (setting, value, channel): core.servers.SettingChange's fields
+
+
+def _settings_change(name: str, options: list[dict]) -> _Change | None:
     """The change a subcommand asks for; None for a subcommand this bot does not have."""
     if name == "memory":
         enabled = _option_value(options, "enabled", bool)
-        return SettingChange("memory", "true" if enabled is not False else "false")
+        return ("memory", "true" if enabled is not False else "false", "")
     if name == "channels":
         channel = _option_value(options, "channel", str)
         if channel is not None and not is_snowflake(channel):
             raise BadRequest("malformed channel id")
-        return SettingChange("channels", _option_value(options, "mode", str) or "", channel or "")
+        return ("channels", _option_value(options, "mode", str) or "", channel or "")
     if name == "persona":
-        return SettingChange("persona", valid_unicode(_option_value(options, "text", str) or ""))
+        return ("persona", valid_unicode(_option_value(options, "text", str) or ""), "")
     if name == "daily-limit":
         turns = _option_value(options, "turns", int)
-        return SettingChange("daily-limit", str(turns) if turns is not None and turns >= 0 else "-")
+        return ("daily-limit", str(turns) if turns is not None and turns >= 0 else "-", "")
     if name == "language":
-        return SettingChange("language", _option_value(options, "value", str) or "")
+        return ("language", _option_value(options, "value", str) or "", "")
     return None
 
 
-def _diary_change(options: list[dict]) -> SettingChange | None:
+def _diary_change(options: list[dict]) -> _Change | None:
     """/memory-settings diary channel|off|language."""
     if not options:
         return None
@@ -703,11 +717,11 @@ def _diary_change(options: list[dict]) -> SettingChange | None:
         channel = _option_value(inner, "channel", str)
         if channel is None or not is_snowflake(channel):
             raise BadRequest("malformed channel id")
-        return SettingChange("diary", channel)
+        return ("diary", channel, "")
     if name == "off":
-        return SettingChange("diary", "")
+        return ("diary", "", "")
     if name == "language":
-        return SettingChange("diary-language", _option_value(inner, "value", str) or "")
+        return ("diary-language", _option_value(inner, "value", str) or "", "")
     return None
 
 
@@ -720,7 +734,7 @@ def _settings_request(command: _Command) -> Request | None:
     if name == "show":
         return ShowSettings(command.caller, permissions)
     change = _diary_change(options) if name == "diary" else _settings_change(str(name), options)
-    return ChangeSetting(command.caller, permissions, change) if change is not None else None
+    return ChangeSetting(command.caller, permissions, *change) if change is not None else None
 
 
 _COMMANDS[(SETTINGS_COMMAND_NAME, APPLICATION_COMMAND)] = _settings_request

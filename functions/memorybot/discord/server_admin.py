@@ -124,7 +124,8 @@ _HINTS = {
 
 
 def change_setting(request: ChangeSetting, deps: Dependencies) -> dict:
-    caller, change = request.caller, request.change
+    caller = request.caller
+    change = servers.SettingChange(request.setting, request.value, request.channel)
     refused = _refusal(caller, request.permissions)
     if refused is not None:
         return refused
