@@ -25,6 +25,8 @@ DEFAULT_TIMEZONE = "Asia/Tokyo"  # the design's 03:00 JST
 
 @dataclass(frozen=True)
 class Settings:
+    """Every setting of a function, read from the environment once."""
+
     table_names: Mapping[str, str]
     decision_model: str = "offline"  # http | bedrock | openai | offline
     chat_model: str = "offline"  # bedrock | openai | offline

@@ -12,12 +12,16 @@ from typing import Any
 
 @dataclass(frozen=True)
 class Key:
+    """A key attribute: its name and DynamoDB type."""
+
     name: str
     type: str  # "S" or "N"
 
 
 @dataclass(frozen=True)
 class Index:
+    """A secondary index."""
+
     name: str
     partition: Key
     sort: Key | None = None
@@ -25,6 +29,8 @@ class Index:
 
 @dataclass(frozen=True)
 class TableSpec:
+    """One table, as every user of it builds or names it."""
+
     logical_name: str  # also the default physical name locally
     env_var: str  # where deployed functions find the physical name
     partition: Key

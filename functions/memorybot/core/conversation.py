@@ -261,6 +261,8 @@ class ExtractDeps(Protocol):
 
 @dataclass(frozen=True)
 class Extracted:
+    """What an extraction did: its outcome and the memory ids it touched."""
+
     outcome: str
     added: list[str]
     updated: list[str]

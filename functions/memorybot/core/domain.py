@@ -218,6 +218,8 @@ class Embedding:
 
 @dataclass(frozen=True)
 class Memory:
+    """One memory: a short fact about its owner."""
+
     user_id: str
     memory_id: str
     text: str
@@ -609,6 +611,8 @@ class RunSummary:
 
 @dataclass(frozen=True)
 class NightlyRun:
+    """One nightly run, as the run store keeps it."""
+
     run_id: int
     day_label: str
     started_at: datetime
@@ -627,5 +631,7 @@ class NightlyRun:
 
 @dataclass(frozen=True)
 class PromptMessage:
+    """One message of a prompt: its role and text."""
+
     role: str  # "system", "user" or "assistant"
     content: str

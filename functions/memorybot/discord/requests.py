@@ -132,6 +132,8 @@ class BadRequest(Exception):
 
 @dataclass(frozen=True)
 class Caller:
+    """Who is asking, where, and in which language."""
+
     user_id: str
     user_name: str
     channel_id: str
@@ -147,11 +149,15 @@ class Caller:
 
 @dataclass(frozen=True)
 class Ping:
+    """Discord's check that the endpoint answers."""
+
     pass
 
 
 @dataclass(frozen=True)
 class Chat:
+    """/chat: a line said to the bot."""
+
     interaction_id: str
     token: str
     application_id: str
@@ -161,51 +167,69 @@ class Chat:
 
 @dataclass(frozen=True)
 class ShowMemories:
+    """/memory show."""
+
     caller: Caller
     interaction_id: str = ""  # a replay of the same interaction sends no second DM
 
 
 @dataclass(frozen=True)
 class ForgetMemory:
+    """/memory forget."""
+
     caller: Caller
     memory_id: str
 
 
 @dataclass(frozen=True)
 class SuggestForget:
+    """/memory forget's (and why's) autocomplete."""
+
     caller: Caller
     typed: str
 
 
 @dataclass(frozen=True)
 class WhyMemory:
+    """/memory why."""
+
     caller: Caller
     memory_id: str
 
 
 @dataclass(frozen=True)
 class ExportMemories:
+    """/memory export."""
+
     caller: Caller
     interaction_id: str
 
 
 @dataclass(frozen=True)
 class ForgetAllAsk:
+    """/memory forget-all: the question, with its button."""
+
     caller: Caller
 
 
 @dataclass(frozen=True)
 class PauseMemory:
+    """/memory pause."""
+
     caller: Caller
 
 
 @dataclass(frozen=True)
 class ResumeMemory:
+    """/memory resume."""
+
     caller: Caller
 
 
 @dataclass(frozen=True)
 class ForgetAllConfirm:
+    """The forget-all button's click."""
+
     caller: Caller  # who clicked
     requester: str  # who asked (from the button's custom_id)
     asked_at: int  # unix seconds (from the button's custom_id)
@@ -240,6 +264,8 @@ class UnknownComponent:
 
 @dataclass(frozen=True)
 class Unsupported:
+    """A command or subcommand this bot does not have."""
+
     what: str
     autocomplete: bool = False  # an autocomplete request must be answered with (no) choices
     locale: str = ""

@@ -200,8 +200,8 @@ def show_settings(request: ShowSettings, deps: Dependencies, cost_per_request: f
                     at=row.at.astimezone(zone).strftime("%Y-%m-%d %H:%M"),
                     admin=row.admin_id,
                     setting=text(f"settings_name_{row.setting}", locale),
-                    before=_short(row.before),
-                    after=_short(row.after),
+                    before=_short(row.before) or "—",
+                    after=_short(row.after) or "—",
                 )
             )
     from .interactions import ephemeral
