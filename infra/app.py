@@ -12,12 +12,18 @@ for path in (ROOT, ROOT / "functions"):
     if str(path) not in sys.path:
         sys.path.insert(0, str(path))
 
-from aws_cdk import App, Environment, Validations  # noqa: E402
-from cdk_nag import AwsSolutionsChecks, NIST80053R5Checks  # noqa: E402
+try:
+    from aws_cdk import App, Environment, Validations
+    from cdk_nag import AwsSolutionsChecks, NIST80053R5Checks
 
-from infra.nag import acknowledge_findings  # noqa: E402
-from infra.settings import StackConfig  # noqa: E402
-from infra.stack import MemoryBotStack  # noqa: E402
+    from infra.nag import acknowledge_findings
+    from infra.settings import StackConfig
+    from infra.stack import MemoryBotStack
+except ModuleNotFoundError as missing:  # cdk.json runs `python3`: outside the venv the CDK is not there
+    sys.exit(
+        f"infra/app.py: {sys.executable} has no module {missing.name!r}. Install and activate the venv "
+        "first: make install && . .venv/bin/activate (then run npx cdk ... again)"
+    )
 
 
 def build_app(outdir: str | None = None, context: dict | None = None, **app_options) -> tuple[App, MemoryBotStack]:

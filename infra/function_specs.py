@@ -67,7 +67,9 @@ FUNCTIONS = (
             # /memory show, why and the autocomplete read the profile; forget reads and deletes one,
             # and adds its sources to the owner's forgotten-sources item (UpdateItem, same transaction);
             # export finds the person's scopes (by_user) and reads that item; /memory history's Undo
-            # puts a memory back as it was before a change (PutItem)
+            # puts a memory back as it was before a change (PutItem); "Remember this" claims its
+            # message (a conditional PutItem; GetItem when it was refused: is the claim this click's?)
+            # and gives the claim back when the hand-off failed (DeleteItem)
             "memories": access("GetItem", "DeleteItem", "UpdateItem", "PutItem", indexes=("by_updated", "by_user")),
             # read rows and the forget's row; GetItem finds a forget whose answer was lost, and the
             # change an Undo names; export reads the person's rows (Query) in every scope they have
@@ -110,7 +112,8 @@ FUNCTIONS = (
             "messages": access(indexes=("by_conversation",)),  # the person's own exchange, nothing else
             # GetItem: the sources of the memories the person forgot (one item), never learned from again;
             # Query: the whole profile, for relevance selection; UpdateItem: a written memory's vector,
-            # stored after its write only if the record is still as written (no ledger row)
+            # stored after its write only if the record is still as written (no ledger row); a "Remember
+            # this" job settles its message's claim: learned (UpdateItem) or given back (DeleteItem)
             "memories": access("GetItem", "PutItem", "DeleteItem", "Query", "UpdateItem"),
             "memory_log": access("PutItem", "GetItem"),
             # GetItem: paused? learned from what? (before any model call); ConditionCheckItem: each

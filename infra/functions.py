@@ -207,9 +207,11 @@ def reserve_worker_concurrency(config: StackConfig, functions: Mapping[str, lamb
 
 
 def wire_async(functions: Mapping[str, lambda_.Function], dead_letters: sqs.IQueue) -> None:
-    """Interactions -> Reply -> Extraction, each invoked asynchronously, retried, then dead-lettered."""
+    """Interactions -> Reply -> Extraction, each invoked asynchronously, retried, then dead-lettered;
+    and Interactions -> Extraction for "Remember this" (its job is the extraction worker's)."""
     f = functions
     _invoke(f["Interactions"], f["Reply"], "REPLY_FUNCTION_NAME")
+    _invoke(f["Interactions"], f["Extraction"], "EXTRACTION_FUNCTION_NAME")
     _invoke(f["Reply"], f["Extraction"], "EXTRACTION_FUNCTION_NAME")
     on_failure = destinations.SqsDestination(dead_letters)
     f["Reply"].configure_async_invoke(

@@ -16,6 +16,7 @@ from memorybot.core.domain import (
     GLOBAL_SCOPE,
     JST,
     NIGHTLY_MAX_DURATION,
+    REMEMBER_CLAIM_LEASE,
     Action,
     Actor,
     Change,
@@ -124,6 +125,8 @@ class FakeMemoryStore(MemoryStore):
         self.whole_profile_reads = 0
         self.people = people  # whose records a change's check reads (None: every check passes)
         self.markers: set[tuple[Owner, str]] = set()  # add_once's keys
+        # "Remember this" claims: (owner, message id) -> (claim, when, learned)
+        self.message_claims: dict[tuple[Owner, str], tuple[str, datetime, bool]] = {}
         self.zone = JST  # the deployment's time zone: when a memory's end comes (``ended``)
 
     # helpers for tests
@@ -266,6 +269,47 @@ class FakeMemoryStore(MemoryStore):
 
     def has_marker(self, owner: Owner, once):
         return (owner, once) in self.markers
+
+    def claim_message(self, owner: Owner, message_id, claim, now):
+        with self._lock:
+            found = self.message_claims.get((owner, message_id))
+            if found is not None and (found[2] or found[1] >= now - REMEMBER_CLAIM_LEASE):
+                return False
+            self.message_claims[(owner, message_id)] = (claim, now, False)
+            return True
+
+    def settle_message(self, owner: Owner, message_id, claim, *, learned):
+        with self._lock:
+            found = self.message_claims.get((owner, message_id))
+            if found is None or found[0] != claim or found[2]:
+                return
+            if learned:
+                self.message_claims[(owner, message_id)] = (claim, found[1], True)
+            else:
+                del self.message_claims[(owner, message_id)]
+
+    def take_back(self, added: LedgerEntry, once, *, reason):
+        memory = added.after
+        with self._lock:
+            if self.rows.get((memory.owner, memory.memory_id)) != memory:
+                return False
+            del self.rows[(memory.owner, memory.memory_id)]
+            self.markers.discard((memory.owner, once))
+            self.ledger.append(
+                LedgerEntry(
+                    memory.user_id,
+                    Action.DELETE,
+                    Actor.IMPORT,
+                    reason,
+                    self.clock(),
+                    (memory.memory_id,),
+                    memory,
+                    None,
+                    scope=memory.scope,
+                    import_id=added.import_id,
+                )
+            )
+            return True
 
     def stale(self, updated_before, limit):
         old = sorted(

@@ -175,15 +175,27 @@ def import_request(data: dict | None) -> ImportRequest:
     except TooManyRows as exc:
         raise TooLarge(str(exc)) from None
     except BadImport as exc:
-        raise BadRequest(str(exc), row=exc.row, field=exc.field) from None
+        raise BadRequest(str(exc), **bad_import_details(exc)) from None
+
+
+def bad_import_details(exc: BadImport) -> dict[str, Any]:
+    """What a 400 says beside its message: the row and the field, and every row it is about when
+    it is more than one (a repeated id names both)."""
+    return {"row": exc.row, "field": exc.field, **({"rows": list(exc.rows)} if exc.rows else {})}
 
 
 def import_answer(importer: Importer, request: ImportRequest) -> tuple[int, dict]:
     try:
         result: ImportResult = importer.run(request)
     except BadImport as exc:  # a scope this deployment does not use: nothing was written
-        return 400, {"error": str(exc), "row": exc.row, "field": exc.field}
-    return 200, {"imported": result.imported, "unchanged": result.unchanged, "dryRun": result.dry_run}
+        return 400, {"error": str(exc), **bad_import_details(exc)}
+    return 200, {
+        "imported": result.imported,
+        "unchanged": result.unchanged,
+        "alreadyHere": result.already_here,
+        "refused": result.refused,
+        "dryRun": result.dry_run,
+    }
 
 
 # ---- the routes

@@ -35,6 +35,7 @@ if TYPE_CHECKING:
         MemoryStore,
         MessageStore,
         PeopleStore,
+        RememberedMessages,
         RunStore,
     )
     from .core.reply import ReplyWriter
@@ -118,6 +119,11 @@ class Container:
         from .adapters.dynamodb_memories import DynamoMemoryStore
 
         return DynamoMemoryStore(self.dynamodb_client, self.settings)
+
+    @property
+    def remembered_messages(self) -> RememberedMessages:
+        """The memory store in its role of the messages "Remember this" took in (claims)."""
+        return self.memory_store
 
     @cached_property
     def message_store(self) -> MessageStore:
@@ -210,9 +216,16 @@ class Container:
             people=self.people_store,
             diary_language=self.settings.diary_language,
             servers=self.server_store,
-            discord=lambda: self.discord,  # built (with the bot token) only when a server's diary is posted
+            post=self._post_diary,
             server_diaries=self.settings.server_diaries_per_night,
         )
+
+    def _post_diary(self, channel_id: str, line: str) -> str:
+        """A server's diary line in its channel, escaped (the Discord client, with the bot token, is
+        built only when a diary is posted)."""
+        from .discord.formats import markdown_escaped
+
+        return self.discord.send_message(channel_id, markdown_escaped(line))
 
     @cached_property
     def rollback(self) -> Rollback:
@@ -332,6 +345,10 @@ class Invocation:
     @property
     def memory_store(self) -> MemoryStore:
         return self._container.memory_store
+
+    @property
+    def remembered_messages(self) -> RememberedMessages:
+        return self._container.remembered_messages
 
     @property
     def message_store(self) -> MessageStore:

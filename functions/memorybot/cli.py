@@ -1,5 +1,5 @@
 """`memorybot`: run the local stack, chat with it, register the slash commands, run a nightly,
-import memories (operators), check a deployed stack (doctor)."""
+import memories (operators), check a deployed stack (doctor), score the configured models (eval)."""
 
 from __future__ import annotations
 
@@ -47,6 +47,12 @@ COMMAND_VARIABLES: dict[str, dict[str, str]] = {
     "erase": _ADMIN,
     "import": _ADMIN,
     "doctor": {**_AWS, "DISCORD_API_BASE": "Discord's API (default https://discord.com/api/v10)"},
+    "eval": {
+        "MEMORYBOT_DECISION_MODEL, MEMORYBOT_CHAT_MODEL": "the backends to score (http, bedrock, openai, offline)",
+        "JEV_*, OPENAI_*, BEDROCK_*, MEMORYBOT_MODEL_*": "their settings, as deployed (docs/configuration.md)",
+        "MEMORYBOT_MODEL_PRICES": "USD per million input and output tokens by model id, for the cost column",
+        **_AWS,
+    },
 }
 
 
@@ -80,6 +86,16 @@ def _port(text: str) -> int:
             f"{text!r} is not a port: give a number from 1 to 65535, or 0 for any free port"
         )
     return port
+
+
+def _sample(text: str) -> int:
+    try:
+        sample = int(text)
+    except ValueError:
+        sample = 0
+    if sample < 1:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a sample size: give a number of turns, 1 or more")
+    return sample
 
 
 def _user_name(text: str) -> str:
@@ -226,6 +242,21 @@ def main(argv: list[str] | None = None) -> int:
         "--discord-api-base", default=None, help="the Discord API base URL (default: DISCORD_API_BASE or Discord's)"
     )
 
+    evaluation = command(
+        "eval",
+        help="ask the configured decision and chat models the generated English and Japanese turns, and score them",
+    )
+    evaluation.add_argument(
+        "--sample", type=_sample, default=24, help="turns a language, from the start of its file (default 24)"
+    )
+    evaluation.add_argument(
+        "--lang", choices=("en", "ja"), action="append", default=None, help="one language (repeatable; default both)"
+    )
+    evaluation.add_argument("--json", action="store_true", help="print the figures as JSON instead of the table")
+    evaluation.add_argument(
+        "--data", type=Path, default=None, help="the folder of eval_en.jsonl and eval_ja.jsonl (default: the repo's)"
+    )
+
     args = parser.parse_args(argv)
     if args.command is None:  # plain `memorybot`: what it can do, not a usage error
         parser.print_help()
@@ -239,6 +270,7 @@ def main(argv: list[str] | None = None) -> int:
         "erase": _operator,
         "import": _import,
         "doctor": _doctor,
+        "eval": _eval,
     }
     try:
         return commands[args.command](args)
@@ -413,7 +445,7 @@ def _nightly(args: argparse.Namespace) -> int:
         return SETUP_FAILED
     try:
         with httpx.Client() as http:
-            status, answer, window = client.nightly_request(http, url, client.admin_headers(secret), args.now)
+            status, answer, at = client.nightly_request(http, url, client.admin_headers(secret), args.now)
     except ValueError as exc:
         print(f"--now: {exc}", file=sys.stderr)
         return 2
@@ -422,8 +454,7 @@ def _nightly(args: argparse.Namespace) -> int:
     if status == 401:
         print(client.refused_hint(url, state_dir), file=sys.stderr)
         return 1
-    another_day = f"{command_name()} nightly --now 2031-01-02T03:00:00+09:00"
-    lines = client.nightly_lines(status, answer, window, another_day)
+    lines = client.nightly_lines(status, answer, at, f"{command_name()} nightly --now")
     print("\n".join(lines), file=sys.stdout if status == 200 else sys.stderr)
     return 0 if status == 200 else 1
 
@@ -525,7 +556,7 @@ def _import(args: argparse.Namespace) -> int:
     try:
         with httpx.Client(timeout=120) as http:  # moto, locally, is slow with transactions
             for dry_run in (True,) if args.dry_run else (True, False):
-                totals = {"imported": 0, "unchanged": 0}
+                totals = dict.fromkeys(IMPORT_COUNTS, 0)
                 for batch in batches:
                     body = {"memories": [raw for _, raw in batch], "dryRun": dry_run}
                     response = _post_import(http, url, body, headers)
@@ -533,16 +564,31 @@ def _import(args: argparse.Namespace) -> int:
                     if response.status_code != 200:
                         print(_import_refusal(args, response.status_code, answer, batch, done), file=sys.stderr)
                         return 1
-                    totals = {k: totals[k] + answer[k] for k in totals}
+                    totals = {k: totals[k] + answer.get(k, 0) for k in totals}
                     if not dry_run:
                         done += len(batch)
     except httpx.TransportError:
         return _setup_failed(client.no_stack_hint(args.url.rstrip("/")))
-    if args.dry_run:
-        print(f"Dry run: {totals['imported']} would be imported, {totals['unchanged']} unchanged; nothing written.")
-    else:
-        print(f"Imported {totals['imported']} memories, {totals['unchanged']} unchanged (imported before).")
+    print(import_summary(totals, args.url.rstrip("/"), dry_run=args.dry_run))
     return 0
+
+
+# The answer's counts, in the order the summary names them.
+IMPORT_COUNTS = ("imported", "unchanged", "alreadyHere", "refused")
+
+
+def import_summary(totals: dict[str, int], stack: str, *, dry_run: bool) -> str:
+    """What the import did (or would do), naming the stack it went to: each count by what it
+    means, and only the counts that are not zero past the first."""
+    parts = [
+        f"{totals['unchanged']} unchanged (imported before)" if totals["unchanged"] else "",
+        f"{totals['alreadyHere']} already there (this stack's own memories)" if totals["alreadyHere"] else "",
+        f"{totals['refused']} refused (that person's data is being erased)" if totals["refused"] else "",
+    ]
+    rest = "".join(f", {part}" for part in parts if part)
+    if dry_run:
+        return f"Dry run against the stack at {stack}: {totals['imported']} would be imported{rest}; nothing written."
+    return f"Imported {totals['imported']} memories into the stack at {stack}{rest}."
 
 
 def _import_refusal(args: argparse.Namespace, status: int, answer: dict, batch: list, done: int) -> str:
@@ -578,6 +624,26 @@ def _doctor(args: argparse.Namespace) -> int:
         )
     except BotoCoreError as exc:  # no credentials, no region, AWS unreachable: before any check could run
         return _setup_failed(aws_problem(exc, region=region) or f"Cannot reach AWS: {exc}. Check --region.")
+
+
+def _eval(args: argparse.Namespace) -> int:
+    from .config import Settings
+    from .ops import evaluation
+
+    try:
+        settings = Settings.from_env()
+    except ValueError as exc:  # a setting that does not parse: its message names it
+        return _setup_failed(str(exc))
+    try:
+        return evaluation.main(
+            settings,
+            languages=args.lang or evaluation.LANGUAGES,
+            sample=args.sample,
+            data_dir=args.data or evaluation.DATA_DIR,
+            as_json=args.json,
+        )
+    except (FileNotFoundError, ValueError) as exc:  # no data; a backend's settings refused
+        return _setup_failed(str(exc))
 
 
 if __name__ == "__main__":

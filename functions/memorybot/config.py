@@ -7,6 +7,8 @@ through Powertools Parameters, cached. Locally the plain variables are used.
 
 from __future__ import annotations
 
+import json
+import math
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -21,6 +23,17 @@ from .core.domain import JST, ScopeMode
 DEFAULT_DISCORD_API_BASE = "https://discord.com/api/v10"
 SECRET_CACHE_SECONDS = 300
 DEFAULT_TIMEZONE = "Asia/Tokyo"  # the design's 03:00 JST
+
+# Estimated cost: US dollars per million input and output tokens, by model id (on-demand list
+# prices when written; check the provider's page). MEMORYBOT_MODEL_PRICES adds models or replaces
+# these: {"<model id>": [input, output], ...}. A Bedrock inference profile ("us.<model id>") is
+# priced as its base model.
+DEFAULT_MODEL_PRICES: Mapping[str, tuple[float, float]] = {
+    "anthropic.claude-3-haiku-20240307-v1:0": (0.25, 1.25),  # the default Bedrock models
+    "amazon.titan-embed-text-v2:0": (0.02, 0.0),
+    "gpt-4o-mini": (0.15, 0.60),  # the default OpenAI-compatible models
+    "text-embedding-3-small": (0.02, 0.0),
+}
 
 
 @dataclass(frozen=True)
@@ -47,6 +60,9 @@ class Settings:
     # expire through DynamoDB TTL; change rows never carry the attribute (docs/ledger-retention.md).
     ledger_read_retention_days: int = 400
     metrics_namespace: str = "MemoryBot"
+    # USD per million input and output tokens, by model id (DEFAULT_MODEL_PRICES, then the
+    # environment's MEMORYBOT_MODEL_PRICES): what an estimated cost multiplies tokens by.
+    model_prices: Mapping[str, tuple[float, float]] = field(default_factory=lambda: dict(DEFAULT_MODEL_PRICES))
     jev_url: str = ""
     openai_base_url: str = "https://api.openai.com/v1"
     openai_model: str = "gpt-4o-mini"
@@ -90,6 +106,15 @@ class Settings:
     def zone(self) -> tzinfo:
         return time_zone(self.timezone)
 
+    def price(self, model_id: str) -> tuple[float, float] | None:
+        """USD per million (input, output) tokens of ``model_id`` (an inference profile's: its base
+        model's); None when no price is set for it."""
+        found = self.model_prices.get(model_id)
+        base = inference_profile_base(model_id)
+        if found is None and base is not None:
+            found = self.model_prices.get(base)
+        return found
+
     def table(self, spec: tables.TableSpec) -> str:
         return self.table_names[spec.logical_name]
 
@@ -126,6 +151,7 @@ class Settings:
                 int(env.get("MEMORYBOT_LEDGER_READ_RETENTION_DAYS", cls.ledger_read_retention_days)),
             ),
             metrics_namespace=env.get("POWERTOOLS_METRICS_NAMESPACE") or cls.metrics_namespace,
+            model_prices={**DEFAULT_MODEL_PRICES, **_model_prices(env.get("MEMORYBOT_MODEL_PRICES", ""))},
             jev_url=env.get("JEV_URL", "").rstrip("/"),
             openai_base_url=env.get("OPENAI_BASE_URL", "https://api.openai.com/v1").rstrip("/"),
             openai_model=env.get("OPENAI_MODEL", "gpt-4o-mini"),
@@ -174,6 +200,31 @@ def _bounded(name: str, value: float, most: float) -> float:
     if not 0 <= value <= most:
         raise ValueError(f"{name} must be between 0 and {most:g}")
     return value
+
+
+def _model_prices(text: str) -> dict[str, tuple[float, float]]:
+    """``{"<model id>": [input, output], ...}``: USD per million tokens, two non-negative numbers."""
+    if not text.strip():
+        return {}
+    problem = (
+        'MEMORYBOT_MODEL_PRICES must be a JSON object {"<model id>": [input, output], ...} of USD per million '
+        "tokens (non-negative numbers)"
+    )
+    try:
+        given = json.loads(text)
+    except ValueError:
+        raise ValueError(problem) from None
+    if not isinstance(given, dict):
+        raise ValueError(problem)
+    prices = {}
+    for model_id, pair in given.items():
+        numbers = pair if isinstance(pair, list) and len(pair) == 2 else []
+        if not numbers or not all(
+            isinstance(n, (int, float)) and not isinstance(n, bool) and math.isfinite(n) and n >= 0 for n in numbers
+        ):
+            raise ValueError(f"{problem}; {model_id!r} is not")
+        prices[str(model_id)] = (float(numbers[0]), float(numbers[1]))
+    return prices
 
 
 def time_zone(name: str) -> tzinfo:

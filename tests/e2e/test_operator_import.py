@@ -77,19 +77,23 @@ def test_an_export_file_restores_the_persons_memories_after_an_erasure_and_a_sec
 
     # The export file as it is, straight to the route: a dry run counts and writes nothing.
     preview = httpx.post(route, json=export | {"dryRun": True}, headers=admin, timeout=60)
-    assert preview.json() == {"imported": count, "unchanged": 0, "dryRun": True}, preview.text
+    assert preview.json() == {"imported": count, "unchanged": 0, "alreadyHere": 0, "refused": 0, "dryRun": True}, (
+        preview.text
+    )
     assert "don't remember anything" in "\n".join(ann.show())
 
     # The operator's command, with the admin secret from the stack's state dir.
     monkeypatch.delenv("MEMORYBOT_ADMIN_SECRET", raising=False)
     assert cli.main(["import", str(path), "--url", url, "--state-dir", str(state_dir)]) == 0
-    assert f"Imported {count} memories, 0 unchanged" in capsys.readouterr().out
+    assert f"Imported {count} memories into the stack at {url}." in capsys.readouterr().out
     assert shown(ann) == before and shown(ann_dm) == before_dm
 
     assert cli.main(["import", str(path), "--url", url, "--state-dir", str(state_dir)]) == 0
-    assert f"Imported 0 memories, {count} unchanged" in capsys.readouterr().out
+    assert f"Imported 0 memories into the stack at {url}, {count} unchanged (imported before)." in (
+        capsys.readouterr().out
+    )
     again = httpx.post(route, json=export, headers=admin, timeout=60).json()
-    assert again == {"imported": 0, "unchanged": count, "dryRun": False}
+    assert again == {"imported": 0, "unchanged": count, "alreadyHere": 0, "refused": 0, "dryRun": False}
     assert shown(ann) == before and shown(ann_dm) == before_dm
 
     # The ledger says who brought them in and what they were called where they came from.

@@ -39,6 +39,7 @@ from frontdoor import (
     forget,
     forget_all,
     pause,
+    remember_this,
     resume,
     show,
     why,
@@ -49,7 +50,7 @@ from loopback.bedrock_server import BedrockServer
 from memorybot import bootstrap, tables
 from memorybot.adapters.bedrock import bedrock_client
 from memorybot.adapters.discord_rest import DiscordRest
-from memorybot.adapters.dynamodb_memories import MARKER_PREFIX, DynamoMemoryStore
+from memorybot.adapters.dynamodb_memories import MARKER_PREFIX, MESSAGE_MARKER, DynamoMemoryStore
 from memorybot.adapters.dynamodb_messages import DynamoMessageStore
 from memorybot.adapters.dynamodb_servers import DynamoServerStore
 from memorybot.adapters.embeddings import BedrockTitanEmbeddings
@@ -204,8 +205,17 @@ def interactions_scenario(h: Harness) -> None:
     assert "Undone" in body(h.call("Interactions", event(click(undo))))["data"]["content"]
     h.recorder.fail("Interactions", "Query")  # a show whose read fails: its dedup record is given back
     assert body(h.call("Interactions", event(show())))["type"] == 4
-    assert "UTC" in body(h.call("Interactions", event(why(kept.memory_id))))["data"]["content"]
+    assert "JST" in body(h.call("Interactions", event(why(kept.memory_id))))["data"]["content"]  # the zone
     assert "DM" in body(h.call("Interactions", event(export())))["data"]["content"]
+    # "Remember this": the click claims the message (a conditional Put); a second click on it is
+    # refused (the claim read back, the forgotten sources read); a failed hand-off gives the claim
+    # back (a Delete). The job that runs settles its claim (the extraction function's Update).
+    first = remember_this("I play the shakuhachi")
+    assert body(h.call("Interactions", event(first)))["type"] == 5
+    again = remember_this("I play the shakuhachi", message_id=first["data"]["target_id"])
+    assert "already" in body(h.call("Interactions", event(again)))["data"]["content"]
+    h.recorder.fail("Interactions", "Invoke")
+    assert body(h.call("Interactions", event(remember_this("I keep koi"))))["type"] == 4
     assert body(h.call("Interactions", event(forget_all())))["data"]["components"]
     assert body(h.call("Interactions", event(click(forget_all_button(ALICE, utcnow())))))["type"] == 7
     server_settings_scenario(h)
@@ -409,10 +419,16 @@ def import_scenario(h: Harness) -> None:
         {"userId": ALICE, "scope": SCOPE, "text": "Plays the shamisen", "createdAt": at, "id": "legacy-1"},
         {"userId": BOB, "scope": SCOPE, "text": "Grows bonsai", "createdAt": at, "updatedAt": at},
     ]
-    assert imports({"memories": rows, "dryRun": True}) == (200, {"imported": 2, "unchanged": 0, "dryRun": True})
+    counted = {"unchanged": 0, "alreadyHere": 0, "refused": 0}
+    assert imports({"memories": rows, "dryRun": True}) == (200, counted | {"imported": 2, "dryRun": True})
     h.recorder.lose_answer("Admin", "TransactWriteItems")
-    assert imports({"memories": rows}) == (200, {"imported": 2, "unchanged": 0, "dryRun": False})
-    assert imports({"memories": rows}) == (200, {"imported": 0, "unchanged": 2, "dryRun": False})
+    assert imports({"memories": rows}) == (200, counted | {"imported": 2, "dryRun": False})
+    assert imports({"memories": rows}) == (200, counted | {"imported": 0, "unchanged": 2, "dryRun": False})
+    # A failure part way: the row added before it is taken back (its memory, marker and a ledger row).
+    more = [{**row, "id": f"legacy-{n}", "text": f"Fact {n}"} for n, row in enumerate(rows, start=2)]
+    h.recorder.fail("Admin", "TransactWriteItems", nth_from_now=2)
+    assert imports({"memories": more})[0] == 503
+    assert imports({"memories": more}) == (200, counted | {"imported": 2, "dryRun": False})
 
 
 def erase_scenario(h: Harness) -> None:
@@ -706,7 +722,9 @@ def test_the_import_is_in_the_contract_its_marker_written_with_the_memory_and_re
     marker = MARKER_PREFIX
 
     def is_marker(item: dict) -> bool:
-        return item.get("memory_id", {}).get("S", "").startswith(marker)
+        """An import marker ("Remember this" claims its messages under the same prefix)."""
+        key = item.get("memory_id", {}).get("S", "")
+        return key.startswith(marker) and not key.startswith(marker + MESSAGE_MARKER)
 
     imports = [
         r
@@ -852,7 +870,10 @@ def test_learning_updates_a_memory_only_to_store_its_vector_after_its_write_and_
     updates = [
         (i, r)
         for i, r in enumerate(recorder.requests)
-        if r.function in LEARNING and r.operation == "UpdateItem" and r.params["TableName"] == memories
+        if r.function in LEARNING
+        and r.operation == "UpdateItem"
+        and r.params["TableName"] == memories
+        and not r.params["Key"]["memory_id"]["S"].startswith(MARKER_PREFIX)  # a "Remember this" claim settled
     ]
     assert {r.function for _, r in updates} == set(LEARNING)
     for index, request in updates:

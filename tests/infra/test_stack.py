@@ -176,9 +176,10 @@ def test_powertools_and_settings_environment(synth):
     assert function(synth, "Interactions")["Environment"]["Variables"]["REPLY_FUNCTION_NAME"] == {
         "Ref": logical_id(synth, "ReplyFunction", "AWS::Lambda::Function")
     }
-    assert function(synth, "Reply")["Environment"]["Variables"]["EXTRACTION_FUNCTION_NAME"] == {
-        "Ref": logical_id(synth, "ExtractionFunction", "AWS::Lambda::Function")
-    }
+    for name in ("Reply", "Interactions"):  # Interactions: "Remember this"
+        assert function(synth, name)["Environment"]["Variables"]["EXTRACTION_FUNCTION_NAME"] == {
+            "Ref": logical_id(synth, "ExtractionFunction", "AWS::Lambda::Function")
+        }
 
 
 def test_every_function_finds_every_physical_table_name_in_its_spec_env_var(synth):
@@ -394,7 +395,8 @@ def test_bedrock_only_for_the_model_callers_and_only_the_configured_models(synth
 
 def test_async_hand_offs_invoke_exactly_the_next_worker(synth):
     fn_ids = {n: logical_id(synth, f"{n}Function", "AWS::Lambda::Function") for n in FUNCTION_NAMES}
-    expected = {"Interactions": {"Reply"}, "Reply": {"Extraction"}}
+    # "Remember this" hands its job from the interactions function to the extraction worker.
+    expected = {"Interactions": {"Reply", "Extraction"}, "Reply": {"Extraction"}}
     for name in FUNCTION_NAMES:
         invokes = [s for s in policy_statements(synth, name) if "lambda:InvokeFunction" in _list(s["Action"])]
         targets = {n for n, fid in fn_ids.items() if any(fid in json.dumps(s["Resource"]) for s in invokes)}

@@ -14,6 +14,7 @@ else ``default_text``.
         llm.reply('{"probability": 0.7}')
         llm.reply_once("a text for the next call only")
         llm.reject_response_format = True   # 400 naming response_format, like servers without JSON mode
+        llm.refused_formats = {"json_schema"}  # 400 for these response_format types only
         llm.completions()[-1]["messages"]    # request bodies, parsed
         llm.finish_reason = "length"         # as if the model hit max_tokens
         llm.answer(llm.COMPLETIONS_PATH, raw=b"{broken")   # bypass the envelope entirely
@@ -66,6 +67,7 @@ class OpenAIServer(LoopbackServer):
         self.default_probability, self.default_verdict, self.default_text = self._initial
         self.default_valid_until: str | None = None  # the dated writer's end ("YYYY-MM-DD"), None: durable
         self.reject_response_format = False
+        self.refused_formats: set[str] = set()
         self.finish_reason = "stop"
 
     def clear(self) -> None:
@@ -114,11 +116,14 @@ class OpenAIServer(LoopbackServer):
             body = json.loads(request.body)
         except ValueError:
             return Answer(400, {"error": {"message": "body is not JSON"}})
-        if self.reject_response_format and "response_format" in body:
-            return Answer(
-                400, {"error": {"message": "Unsupported parameter: 'response_format'", "type": "invalid_request_error"}}
-            )
-        return Answer(body=completion(self._content(body), body.get("model", ""), self.finish_reason))
+        asked_format = body.get("response_format")
+        if asked_format is not None and (
+            self.reject_response_format or str(asked_format.get("type")) in self.refused_formats
+        ):
+            message = f"Unsupported parameter: 'response_format' of type '{asked_format.get('type')}'"
+            return Answer(400, {"error": {"message": message, "type": "invalid_request_error"}})
+        content = self._content(body)
+        return Answer(body=completion(content, body.get("model", ""), self.finish_reason, usage_of(body, content)))
 
     def _content(self, body: dict[str, Any]) -> str:
         with self._content_lock:
@@ -144,7 +149,17 @@ class OpenAIServer(LoopbackServer):
 _MEMORY_ID = re.compile(r'<memory id="([^"]+)"')
 
 
-def completion(content: str | None, model: str = "", finish_reason: str = "stop") -> dict[str, Any]:
+def usage_of(body: dict[str, Any], content: str | None) -> dict[str, int]:
+    """Deterministic token counts for a request and its answer: a token every four UTF-8 bytes of
+    the messages' and the answer's text (what a tokenizer gives English, about)."""
+    asked = sum(len(str(m.get("content", "")).encode()) for m in body.get("messages", []))
+    prompt, answer = -(-asked // 4), -(-len((content or "").encode()) // 4)
+    return {"prompt_tokens": prompt, "completion_tokens": answer, "total_tokens": prompt + answer}
+
+
+def completion(
+    content: str | None, model: str = "", finish_reason: str = "stop", usage: dict[str, int] | None = None
+) -> dict[str, Any]:
     """A chat.completion envelope around ``content``."""
     return {
         "id": "chatcmpl-loopback",
@@ -152,5 +167,5 @@ def completion(content: str | None, model: str = "", finish_reason: str = "stop"
         "created": 0,
         "model": model,
         "choices": [{"index": 0, "message": {"role": "assistant", "content": content}, "finish_reason": finish_reason}],
-        "usage": {"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0},
+        "usage": usage or {"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0},
     }

@@ -51,6 +51,15 @@ def test_a_full_page_fits_one_message_and_its_buttons_fit_discords_limits():
     assert [b["label"] for b in buttons][-1] == "Older"
 
 
+def test_a_page_of_texts_made_of_markup_is_shown_as_written_and_still_fits_one_message():
+    marked = dataclasses.replace(line(), before="*" * 80, after="[x](https://x.example) " * 4)
+    page = HistoryPage((marked,) * 6, older=KEY)
+    content = history_view.page_answer(page, LONGEST_USER, "guild:1", UTC, "en-US", older=False)["content"]
+    assert len(content) <= 2000 and content.count("→") == 6 and content.endswith("since).")
+    assert "“" + "\\*" * 60 + "”" in content  # cut in the text, never inside an escape
+    assert "[x](" not in content and "\\[x\\](https://x.example)" in content
+
+
 def test_only_undoable_changes_get_a_button():
     page = HistoryPage((line(1), line(2, undoable=False)))
     data = history_view.page_answer(page, ALICE, "dm", UTC, "en-US", older=False)

@@ -89,7 +89,10 @@ def written(memories: FakeMemoryStore) -> tuple:
 
 def test_rows_are_imported_with_ids_of_their_own_their_times_and_one_ledger_row_each(memories):
     rows = [row(id="src-1"), row(userId=BOB, scope="dm", text="Lives  in\nOsaka", updatedAt=...)]
-    assert post({"memories": rows}) == (200, {"imported": 2, "unchanged": 0, "dryRun": False})
+    assert post({"memories": rows}) == (
+        200,
+        {"imported": 2, "unchanged": 0, "alreadyHere": 0, "refused": 0, "dryRun": False},
+    )
     [cello] = memories.of(owner(ALICE, GUILD))
     [osaka] = memories.of(owner(BOB, "dm"))
     assert is_memory_id(cello.memory_id) and cello.memory_id != "src-1"
@@ -128,7 +131,10 @@ def test_the_same_rows_again_import_nothing_and_count_as_unchanged(memories):
     rows = [row(id="src-1"), row(text="Keeps bees"), row(text="Keeps bees", createdAt="2026-03-02T00:00:00Z")]
     assert post({"memories": rows})[1]["imported"] == 3
     before = written(memories)
-    assert post({"memories": rows}) == (200, {"imported": 0, "unchanged": 3, "dryRun": False})
+    assert post({"memories": rows}) == (
+        200,
+        {"imported": 0, "unchanged": 3, "alreadyHere": 0, "refused": 0, "dryRun": False},
+    )
     assert written(memories) == before
 
 
@@ -141,19 +147,37 @@ def test_the_key_is_the_source_id_when_there_is_one_and_text_and_creation_time_o
         row(text="Keeps bees", scope="dm"),  # another scope: its own row
         row(id="src-2", text="Keeps bees"),  # a source id makes it another row
     ]
-    assert post({"memories": again})[1] == {"imported": 3, "unchanged": 2, "dryRun": False}
+    assert post({"memories": again})[1] == {
+        "imported": 3,
+        "unchanged": 2,
+        "alreadyHere": 0,
+        "refused": 0,
+        "dryRun": False,
+    }
 
 
 def test_a_forgotten_imported_memory_is_not_brought_back_by_importing_the_file_again(memories):
     post({"memories": [row(id="src-1")]})
     [cello] = memories.of(owner(ALICE, GUILD))
     assert commands.forget(memories, owner(ALICE, GUILD), cello.memory_id).outcome is commands.ForgetOutcome.FORGOTTEN
-    assert post({"memories": [row(id="src-1")]})[1] == {"imported": 0, "unchanged": 1, "dryRun": False}
+    assert post({"memories": [row(id="src-1")]})[1] == {
+        "imported": 0,
+        "unchanged": 1,
+        "alreadyHere": 0,
+        "refused": 0,
+        "dryRun": False,
+    }
     assert memories.of(owner(ALICE, GUILD)) == []
 
 
 def test_identical_rows_in_one_request_are_imported_once(memories):
-    assert post({"memories": [row(), row()]})[1] == {"imported": 1, "unchanged": 1, "dryRun": False}
+    assert post({"memories": [row(), row()]})[1] == {
+        "imported": 1,
+        "unchanged": 1,
+        "alreadyHere": 0,
+        "refused": 0,
+        "dryRun": False,
+    }
     assert len(memories.of(owner(ALICE, GUILD))) == 1
 
 
@@ -161,10 +185,16 @@ def test_dry_run_counts_what_would_be_imported_and_writes_nothing(memories):
     post({"memories": [row(id="src-1")]})
     before = written(memories)
     body = {"memories": [row(id="src-1"), row(text="Keeps bees"), row(text="Keeps bees")], "dryRun": True}
-    assert post(body) == (200, {"imported": 1, "unchanged": 2, "dryRun": True})
+    assert post(body) == (200, {"imported": 1, "unchanged": 2, "alreadyHere": 0, "refused": 0, "dryRun": True})
     assert written(memories) == before
     # and the real run then does what the dry run said
-    assert post(body | {"dryRun": False})[1] == {"imported": 1, "unchanged": 2, "dryRun": False}
+    assert post(body | {"dryRun": False})[1] == {
+        "imported": 1,
+        "unchanged": 2,
+        "alreadyHere": 0,
+        "refused": 0,
+        "dryRun": False,
+    }
 
 
 def test_a_taken_memory_id_is_drawn_again():
@@ -213,12 +243,18 @@ def test_an_export_file_is_accepted_as_it_is_and_restores_every_scope(memories):
     for m in kept:
         source.apply(Change(Action.ADD, None, m, "jev: add"), actor=Actor.EXTRACTION)
     exported = json.loads(json.dumps(commands.export(source, ALICE)))  # the file as the person receives it
-    assert post(exported) == (200, {"imported": 2, "unchanged": 0, "dryRun": False})
+    assert post(exported) == (200, {"imported": 2, "unchanged": 0, "alreadyHere": 0, "refused": 0, "dryRun": False})
     for m in kept:
         [restored] = memories.of(m.owner)
         assert (restored.text, restored.created_at, restored.updated_at) == (m.text, m.created_at, m.updated_at)
     assert {e.import_id for e in memories.changes()} == {"abcde", "fghjk"}  # the export's ids, on the ledger
-    assert post(exported | {"dryRun": True})[1] == {"imported": 0, "unchanged": 2, "dryRun": True}
+    assert post(exported | {"dryRun": True})[1] == {
+        "imported": 0,
+        "unchanged": 2,
+        "alreadyHere": 0,
+        "refused": 0,
+        "dryRun": True,
+    }
 
 
 def test_an_export_that_lists_forgotten_messages_imports_its_memories_and_nothing_forgotten(memories):
@@ -230,7 +266,7 @@ def test_an_export_that_lists_forgotten_messages_imports_its_memories_and_nothin
     source.apply(Change(Action.DELETE, gone, None, "user asked to forget"), actor=Actor.COMMAND)
     exported = json.loads(json.dumps(commands.export(source, ALICE)))
     assert exported["scopes"][0]["forgottenSourceMessageIds"] == ["77"]
-    assert post(exported) == (200, {"imported": 1, "unchanged": 0, "dryRun": False})
+    assert post(exported) == (200, {"imported": 1, "unchanged": 0, "alreadyHere": 0, "refused": 0, "dryRun": False})
     assert [m.text for m in memories.of(owner(ALICE, GUILD))] == ["Plays the cello"]
 
 
@@ -354,7 +390,7 @@ def test_a_body_past_the_documented_size_is_a_413_before_it_is_parsed(memories):
     assert status == 413 and str(MAX_IMPORT_BODY_BYTES) in answer["error"]
     assert call(event(None, raw='{"memories": []' + padding[:-1] + "}")) == (
         200,
-        {"imported": 0, "unchanged": 0, "dryRun": False},
+        {"imported": 0, "unchanged": 0, "alreadyHere": 0, "refused": 0, "dryRun": False},
     )
     big = '{"memories": [' + ",".join([json.dumps(row(text="é" * 400))] * 1000) + "]}"  # not even JSON-parsed
     assert len(big.encode()) > MAX_IMPORT_BODY_BYTES and call(event(None, raw=big))[0] == 413
@@ -377,12 +413,12 @@ def test_the_v2_event_of_the_local_stack_with_its_base64_body_reaches_the_import
         "body": base64.b64encode(json.dumps({"memories": [row()]}).encode()).decode(),
         "isBase64Encoded": True,
     }
-    assert call(ev)[1] == {"imported": 1, "unchanged": 0, "dryRun": False}
+    assert call(ev)[1] == {"imported": 1, "unchanged": 0, "alreadyHere": 0, "refused": 0, "dryRun": False}
     get = event({"memories": [row()]}) | {"httpMethod": "GET"}
     assert call(get)[0] == 405
 
 
-def test_a_store_failure_is_a_503_and_the_retry_imports_the_rest(memories, monkeypatch):
+def test_a_store_failure_part_way_is_a_503_that_leaves_none_of_the_request(memories, monkeypatch):
     rows = [row(id=f"src-{n}", text=f"Fact {n}") for n in range(5)]
     real = memories.add_once
     calls = []
@@ -395,8 +431,72 @@ def test_a_store_failure_is_a_503_and_the_retry_imports_the_rest(memories, monke
 
     monkeypatch.setattr(memories, "add_once", failing)
     assert post({"memories": rows})[0] == 503
-    assert post({"memories": rows})[1] == {"imported": 3, "unchanged": 2, "dryRun": False}
+    # The two rows added before the failure are taken back, each with a ledger row saying so.
+    assert memories.of(owner(ALICE, GUILD)) == [] and memories.markers == set()
+    taken = [e for e in memories.changes() if e.action is Action.DELETE]
+    assert len(taken) == 2 and {e.actor for e in taken} == {Actor.IMPORT}
+    assert {e.import_id for e in taken} == {"src-0", "src-1"} and all("taken back" in e.reason for e in taken)
+    # Sent again, the request imports every row: none counts as "imported before".
+    assert post({"memories": rows})[1] == {
+        "imported": 5,
+        "unchanged": 0,
+        "alreadyHere": 0,
+        "refused": 0,
+        "dryRun": False,
+    }
     assert len(memories.of(owner(ALICE, GUILD))) == 5
+
+
+def test_if_the_take_back_fails_too_the_request_sent_again_finishes_it(memories, monkeypatch):
+    rows = [row(id=f"src-{n}", text=f"Fact {n}") for n in range(4)]
+    real = memories.add_once
+    calls = []
+
+    def failing(*args, **kw):
+        calls.append(1)
+        if len(calls) == 3:
+            raise RuntimeError("injected store failure")
+        return real(*args, **kw)
+
+    def no_take_back(*args, **kw):
+        raise RuntimeError("the store is down")
+
+    monkeypatch.setattr(memories, "add_once", failing)
+    monkeypatch.setattr(memories, "take_back", no_take_back)
+    assert post({"memories": rows})[0] == 503
+    again = post({"memories": rows})[1]
+    assert (again["imported"], again["unchanged"]) == (2, 2)
+    assert len(memories.of(owner(ALICE, GUILD))) == 4
+
+
+def test_a_repeated_id_is_a_400_naming_both_rows_and_nothing_is_written(memories):
+    rows = [row(id="src-1"), row(id="src-2", text="Keeps bees"), row(id="src-1", text="Plays the viola")]
+    status, answer = post({"memories": rows})
+    assert status == 400 and answer["row"] == 2 and answer["field"] == "id" and answer["rows"] == [0, 2]
+    assert "memories[2].id" in answer["error"] and "memories[0]" in answer["error"]
+    assert "viola" not in answer["error"]
+    assert memories.rows == {} and memories.changes() == [] and memories.markers == set()
+    # The same id for another person, or in another scope, is theirs: no repeat.
+    other = [row(id="src-1"), row(id="src-1", userId=BOB), row(id="src-1", scope="dm")]
+    assert post({"memories": other})[1]["imported"] == 3
+
+
+def test_rows_of_a_person_erased_since_the_import_began_are_counted_refused(monkeypatch):
+    people = FakePeopleStore()
+    memories = wire(monkeypatch, memories=FakeMemoryStore(people=people))
+    real = memories.add_once
+    calls = []
+
+    def erased_half_way(*args, **kw):
+        calls.append(1)
+        if len(calls) == 2:  # the operator's erasure marks the person while the import runs
+            people.erased(ALICE, utcnow() + timedelta(seconds=1))
+        return real(*args, **kw)
+
+    monkeypatch.setattr(memories, "add_once", erased_half_way)
+    rows = [row(id=f"src-{n}", text=f"Fact {n}") for n in range(4)]
+    answer = post({"memories": rows})[1]
+    assert (answer["imported"], answer["refused"], answer["unchanged"]) == (1, 3, 0), answer
 
 
 def test_rollback_still_answers_on_its_own_path(memories):

@@ -97,14 +97,16 @@ def test_a_file_bigger_than_a_request_is_checked_whole_then_imported_in_batches_
     path = tmp_path / "rows.json"
     path.write_text(json.dumps({"memories": rows(250), "dryRun": True}))  # the file's dryRun is not the command's
     assert cli.main(["import", str(path), "--url", gateway.url]) == 0
-    assert "Imported 250 memories, 0 unchanged" in capsys.readouterr().out
+    assert f"Imported 250 memories into the stack at {gateway.url}." in capsys.readouterr().out
     assert len(memories.of(owner(ALICE, GUILD))) == 250
     sent = [(len(r["memories"]), r["dryRun"]) for r in gateway.requests]
     # three dry-run batches (one refused by the throttle and sent again), then the three for real
     assert [s for s in sent if s[1]][:3] and {n for n, _ in sent} == {100, 50}
     assert sum(n for n, dry in sent if not dry) > 250  # the throttled ones were sent again
     assert cli.main(["import", str(path), "--url", gateway.url]) == 0
-    assert "Imported 0 memories, 250 unchanged" in capsys.readouterr().out
+    assert f"Imported 0 memories into the stack at {gateway.url}, 250 unchanged (imported before)." in (
+        capsys.readouterr().out
+    )
 
 
 def test_a_scope_the_deployment_does_not_use_in_the_last_batch_means_nothing_is_written(deployed, tmp_path, capsys):
@@ -121,10 +123,24 @@ def test_a_scope_the_deployment_does_not_use_in_the_last_batch_means_nothing_is_
 def test_dry_run_counts_and_sends_nothing_for_real(deployed, tmp_path, capsys):
     gateway, memories = deployed
     path = tmp_path / "rows.json"
-    path.write_text(json.dumps({"memories": rows(3) + rows(3)}))
+    without_ids = [{k: v for k, v in r.items() if k != "id"} for r in rows(3)]
+    path.write_text(json.dumps({"memories": without_ids + without_ids}))  # identical rows: imported once
     assert cli.main(["import", str(path), "--url", gateway.url, "--dry-run"]) == 0
-    assert "3 would be imported, 3 unchanged" in capsys.readouterr().out
+    said = capsys.readouterr().out
+    assert f"Dry run against the stack at {gateway.url}: 3 would be imported, 3 unchanged" in said
     assert memories.rows == {} and all(r["dryRun"] for r in gateway.requests)
+
+
+def test_a_repeated_id_anywhere_in_the_file_is_refused_naming_both_rows_before_anything_is_sent(
+    deployed, tmp_path, capsys
+):
+    gateway, memories = deployed
+    path = tmp_path / "rows.json"
+    path.write_text(json.dumps({"memories": rows(150) + rows(1, text="Another fact", id="s7")}))
+    assert cli.main(["import", str(path), "--url", gateway.url]) == 2
+    error = capsys.readouterr().err
+    assert "memories[150].id" in error and "memories[7]" in error and "nothing was imported" in error
+    assert gateway.requests == [] and memories.rows == {}
 
 
 def test_a_wrong_secret_is_said_so_and_a_file_that_is_not_json_is_refused_before_sending(

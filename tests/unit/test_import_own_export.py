@@ -20,11 +20,12 @@ def learned(store: FakeMemoryStore, memory_id: str, text: str) -> None:
     store.apply(Change(Action.ADD, None, fact, "jev: add"), actor=Actor.EXTRACTION)
 
 
-def run(store: FakeMemoryStore, export: dict, *, dry_run: bool = False) -> tuple[int, int]:
+def run(store: FakeMemoryStore, export: dict, *, dry_run: bool = False) -> tuple[int, int, int]:
+    """(imported, unchanged: imported before, already here: this stack's own memories)."""
     result = Importer(store, ScopeMode.GUILD, clock=Clock(NOW)).run(
         parse_import({**export, "dryRun": dry_run}, now=NOW)
     )
-    return result.imported, result.unchanged
+    return result.imported, result.unchanged, result.already_here
 
 
 def test_ones_own_export_changes_nothing_here_and_imports_once_elsewhere():
@@ -32,16 +33,16 @@ def test_ones_own_export_changes_nothing_here_and_imports_once_elsewhere():
     learned(here, "a2bcd", "Loves hiking")
     learned(here, "e3fgh", "Has a cat called Udon")
     export = commands.export(here, USER)
-    assert run(here, export, dry_run=True) == (0, 2) and run(here, export) == (0, 2)
+    assert run(here, export, dry_run=True) == (0, 0, 2) and run(here, export) == (0, 0, 2)
     assert len(here.of(OWNER)) == 2
 
     commands.forget(here, OWNER, "a2bcd")
-    assert run(here, export) == (0, 2)  # what was forgotten stays forgotten
+    assert run(here, export) == (0, 0, 2)  # what was forgotten stays forgotten
     assert [m.text for m in here.of(OWNER)] == ["Has a cat called Udon"]
 
     elsewhere = FakeMemoryStore(Clock(NOW))
-    assert run(elsewhere, export, dry_run=True) == (2, 0)
-    assert run(elsewhere, export) == (2, 0) and run(elsewhere, export) == (0, 2)
+    assert run(elsewhere, export, dry_run=True) == (2, 0, 0)
+    assert run(elsewhere, export) == (2, 0, 0) and run(elsewhere, export) == (0, 2, 0)
 
 
 def test_after_an_erasure_the_export_brings_the_memories_back():
@@ -49,4 +50,4 @@ def test_after_an_erasure_the_export_brings_the_memories_back():
     learned(here, "a2bcd", "Loves hiking")
     export = commands.export(here, USER)
     assert Erasure(here, FakeMessageStore(), clock=Clock(NOW)).run(USER).memories == 1
-    assert run(here, export) == (1, 0)
+    assert run(here, export) == (1, 0, 0)

@@ -33,6 +33,10 @@ SAID = date(2026, 11, 24)
         ('{"text": "Has an exam", "validUntil": "2026-02-30"}', MemoryDraft("Has an exam")),
         ('{"text": "Has an exam", "validUntil": "2026-11-20"}', MemoryDraft("Has an exam")),  # before it was said
         ('{"text": "Has an exam"}', MemoryDraft("Has an exam")),
+        # The calendar's last day is a day like any other; a day in another form, or with spaces, is none.
+        ('{"text": "In Fukuoka", "validUntil": "9999-12-31"}', MemoryDraft("In Fukuoka", date(9999, 12, 31))),
+        ('{"text": "Has an exam", "validUntil": "2026-W53-4"}', MemoryDraft("Has an exam")),
+        ('{"text": "Has an exam", "validUntil": " 2026-12-01"}', MemoryDraft("Has an exam")),
     ],
 )
 def test_both_forms_are_read(raw, draft):

@@ -51,7 +51,7 @@ def _client(_server):
 
 @pytest.fixture
 def jev(llm, _client):
-    _client._json_mode = True  # a previous test may have taught it the server has no JSON mode
+    _client._format_step = 0  # a previous test may have taught it the server takes no schema
     return OpenAIDecisionModel(_client)
 
 
@@ -74,7 +74,11 @@ def test_worth_request_shape(llm, jev):
     assert sent.headers["authorization"] == "Bearer sk-test"
     body = sent.json
     assert body["model"] == "test-model"
-    assert body["response_format"] == {"type": "json_object"}
+    question = prompts.worth_question(EXCHANGE)
+    assert body["response_format"] == {
+        "type": "json_schema",
+        "json_schema": {"name": "answer_worth", "strict": True, "schema": question.schema},
+    }
     assert body["temperature"] == 0
     assert isinstance(body["max_tokens"], int) and body["max_tokens"] > 0
     assert [m["role"] for m in body["messages"]] == ["system", "user"]
@@ -105,7 +109,10 @@ def test_each_question_sends_exactly_this_body(llm, jev, ask, question, answer):
         "messages": [{"role": "system", "content": question.system}, {"role": "user", "content": question.user}],
         "max_tokens": question.max_tokens,
         "temperature": 0.0,
-        "response_format": {"type": "json_object"},
+        "response_format": {
+            "type": "json_schema",
+            "json_schema": {"name": question.tool_name, "strict": True, "schema": question.schema},
+        },
     }
 
 
@@ -284,23 +291,71 @@ def test_a_slow_server_times_out(llm):
     assert len(llm.requests) <= 6
 
 
-def test_a_server_without_json_mode_is_asked_without_it_from_then_on(llm, jev):
+def _formats(llm) -> list[str]:
+    """The response_format type of each completion request, in order ("text": none asked)."""
+    return [b.get("response_format", {}).get("type", "text") for b in llm.completions()]
+
+
+def test_a_server_without_any_response_format_is_asked_in_plain_text_from_then_on(llm, jev, _client):
     llm.reject_response_format = True
     llm.reply('Sure. {"probability": 0.8}')
     assert jev.worth(EXCHANGE) == 0.8
-    assert ["response_format" in b for b in llm.completions()] == [True, False]
+    assert _formats(llm) == ["json_schema", "json_object", "text"]
     llm.reply('{"verdict": "delete"}')
     assert jev.review(TEA) is Verdict.DELETE
-    assert ["response_format" in b for b in llm.completions()] == [True, False, False]
+    assert _formats(llm) == ["json_schema", "json_object", "text", "text"]  # remembered: one request
+    assert _client.answer_format == "text"
 
 
-def test_other_400s_do_not_switch_json_mode_off(llm, jev):
+def test_a_server_that_refuses_json_schema_gets_json_mode_and_keeps_it(llm, jev, _client):
+    llm.refused_formats = {"json_schema"}
+    llm.reply('{"probability": 0.6}')
+    assert jev.worth(EXCHANGE) == 0.6
+    assert _formats(llm) == ["json_schema", "json_object"]
+    assert llm.completions()[1]["response_format"] == {"type": "json_object"}
+    llm.reply('{"verdicts": {"k3x9a": "keep", "m7pq2": "delete"}, "add": 0.1}')
+    assert jev.decide(EXCHANGE, [TEA, CAT]).verdicts == {"k3x9a": Verdict.KEEP, "m7pq2": Verdict.DELETE}
+    llm.reply('{"verdict": "keep"}')
+    assert jev.review(TEA) is Verdict.KEEP
+    assert _formats(llm) == ["json_schema", "json_object", "json_object", "json_object"]
+    assert _client.answer_format == "json_object"
+
+
+def test_each_question_sends_its_own_schema(llm, jev):
+    llm.reply('{"verdicts": {"k3x9a": "keep", "m7pq2": "keep"}, "add": 0.2}')
+    jev.decide(EXCHANGE, [TEA, CAT])
+    llm.reply('{"verdict": "keep"}')
+    jev.review(TEA)
+    decide, review = (b["response_format"]["json_schema"] for b in llm.completions())
+    assert decide["name"] == "answer_decision" and review["name"] == "answer_review"
+    assert decide["schema"]["properties"]["verdicts"]["required"] == ["k3x9a", "m7pq2"]
+    assert review["schema"]["properties"]["verdict"]["enum"] == ["keep", "delete"]
+    assert decide["strict"] is review["strict"] is True
+
+
+def test_the_format_is_remembered_per_server(llm, jev):
+    """Another client (another server or model) starts from the schema again."""
+    llm.refused_formats = {"json_schema"}
+    llm.reply('{"probability": 0.6}')
+    jev.worth(EXCHANGE)
+    fresh = OpenAIDecisionModel(OpenAICompatibleClient(llm.url, "other-model", timeout_seconds=2.0))
+    fresh.worth(EXCHANGE)
+    assert _formats(llm) == ["json_schema", "json_object", "json_schema", "json_object"]
+
+
+def test_texts_ask_no_response_format(llm, chat):
+    chat.write_diary("alice: hi")
+    assert _formats(llm) == ["text"]
+
+
+def test_other_400s_do_not_switch_the_schema_off(llm, jev, _client):
     llm.answer_once(PATH, {"error": {"message": "context length exceeded"}}, status=400)
     with pytest.raises(ModelError):
         jev.worth(EXCHANGE)
     llm.reply('{"probability": 0.5}')
     assert jev.worth(EXCHANGE) == 0.5
-    assert ["response_format" in b for b in llm.completions()] == [True, True]
+    assert _formats(llm) == ["json_schema", "json_schema"]
+    assert _client.answer_format == "json_schema"
 
 
 def test_no_authorization_header_without_a_key(llm):
@@ -416,3 +471,29 @@ def test_extraction_rewrites_see_only_the_record_being_rewritten(llm):
     assert len(bodies) == 3
     seen = [{m.memory_id for m in profile if m.text in b} for b in bodies]
     assert sorted(seen, key=sorted) == [set(), {"mem01"}, {"mem03"}]
+
+
+def test_the_dated_memory_asks_for_its_schema_and_reads_an_object_over_lines(llm, _client):
+    from datetime import date
+
+    from memorybot.core.domain import JST
+
+    chat = OpenAIChatModel(_client)
+    chat.zone, chat.clock = JST, lambda: AT  # as the factory dates it
+    llm.reply('{\n  "text": "Lives in Osaka",\n  "validUntil": "2030-01-31"\n}')
+    assert chat.write_memory(EXCHANGE, None) == MemoryDraft("Lives in Osaka", date(2030, 1, 31))
+    asked = llm.last(PATH).json["response_format"]
+    assert asked == {
+        "type": "json_schema",
+        "json_schema": {"name": "write_memory", "strict": True, "schema": prompts.memory_schema()},
+    }
+    llm.finish_reason = "length"  # an object cut short is no memory
+    llm.reply('{"text": "Lives in Os')
+    with pytest.raises(ModelError):
+        chat.write_memory(EXCHANGE, None)
+
+
+def test_the_undated_memory_asks_no_format(llm, chat):
+    llm.reply("Lives in Osaka.")
+    assert chat.write_memory(EXCHANGE, None) == MemoryDraft("Lives in Osaka.")
+    assert "response_format" not in llm.last(PATH).json

@@ -22,6 +22,7 @@ ROLES = (
     ports.ReadLog,
     ports.MemoryWriter,
     ports.ImportWriter,
+    ports.RememberedMessages,
     ports.ReviewQueue,
     ports.VectorWriter,
     ports.VectorIndex,

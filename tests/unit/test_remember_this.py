@@ -4,11 +4,13 @@ anyone else's, or on data Discord did not resolve, a polite refusal and no model
 
 from __future__ import annotations
 
+import threading
+
 import pytest
 
-from frontdoor import ALICE, BOB, SCOPE, body_of, context, event, forget, owner, pause, remember_this
+from frontdoor import ALICE, BOB, SCOPE, body_of, context, event, forget, interaction_id, owner, pause, remember_this
 from memorybot.core.catalog import text
-from memorybot.core.domain import Action, Actor, snowflake_time
+from memorybot.core.domain import Action, Actor, snowflake_time, text_problem
 from memorybot.handlers import extraction
 from memorybot.handlers.interactions import handler
 
@@ -136,10 +138,10 @@ def test_a_forgotten_memorys_message_is_never_learned_from_again(front):
     call(payload)
     [done] = run_jobs(front)
     assert "Forgotten" in call(forget(done["added"][0]))["data"]["content"]
+    asked = len(front.decision_model.calls)
     again = remember_this("My cat is called Tama", message_id=payload["data"]["target_id"])
-    call(again)
-    assert run_jobs(front)[0]["outcome"] == "no_exchange"
-    assert edits(front)[-1] == text("remember_nothing")
+    assert call(again)["data"]["content"] == text("remember_nothing")  # answered at once: no job, no model
+    assert run_jobs(front) == [] and len(front.decision_model.calls) == asked
     assert front.memory_store.read_profile(owner(), actor=Actor.COMMAND, reason="test", limit=None) == []
 
 
@@ -179,3 +181,86 @@ def test_a_job_failing_on_every_attempt_tells_the_person_on_the_last_and_still_f
             extraction.handler(job, context())
         assert edits(front) == ([text("remember_failed", "ja")] if attempt == attempts - 1 else [])
     assert front.memory_store.read_profile(owner(), actor=Actor.COMMAND, reason="test", limit=None) == []
+
+
+ZERO_WIDTH = "\u200b\u200c\u200d\u2060\ufeff"
+
+
+def test_a_message_with_nothing_visible_is_refused_before_any_model_call_by_the_imports_rule(front):
+    assert call(remember_this(ZERO_WIDTH, locale="en-US"))["data"]["content"] == text("remember_no_text")
+    assert call(remember_this(f" {ZERO_WIDTH}\u3000 ", locale="ja"))["data"]["content"] == text(
+        "remember_no_text", "ja"
+    )
+    assert front.invoker.calls == [] and front.decision_model.calls == []
+    assert text_problem(ZERO_WIDTH) == "has no visible characters"  # the import refuses the same text
+
+
+def test_the_same_message_again_is_already_remembered_and_nothing_is_asked_or_written(front):
+    payload = remember_this("I play the erhu on Sundays", locale="ja")
+    call(payload)
+    [done] = run_jobs(front)
+    assert len(done["added"]) == 1
+    asked, ledger = len(front.decision_model.calls), front.memory_store.ledger_for(owner())
+    again = remember_this("I play the erhu on Sundays", locale="ja", message_id=payload["data"]["target_id"])
+    assert call(again)["data"]["content"] == text("remember_already", "ja")
+    assert front.invoker.calls == [] and len(front.decision_model.calls) == asked
+    assert front.memory_store.ledger_for(owner()) == ledger
+
+
+def test_of_clicks_at_once_one_hands_the_job_on_and_the_others_are_told_it_is_remembered(front):
+    target = remember_this("I keep three goats")["data"]["target_id"]
+    answers: list[dict] = []
+    clicks = [remember_this("I keep three goats", message_id=target) for _ in range(5)]
+    threads = [threading.Thread(target=lambda p=p: answers.append(call(p))) for p in clicks]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    deferred = [a for a in answers if a["type"] == 5]
+    told = [a["data"]["content"] for a in answers if a["type"] == 4]
+    assert len(deferred) == 1 and told == [text("remember_already")] * 4
+    [done] = run_jobs(front)
+    profile = front.memory_store.read_profile(owner(), actor=Actor.COMMAND, reason="test", limit=None)
+    assert len(done["added"]) == 1 and len(profile) == 1
+
+
+def test_a_message_that_taught_nothing_may_be_tried_again(front):
+    front.decision_model.worth_answer = 0.1
+    payload = remember_this("Hmm, okay")
+    call(payload)
+    assert run_jobs(front)[0]["outcome"] == "not_worth"
+    front.decision_model.worth_answer = 0.9
+    again = remember_this("Hmm, okay", message_id=payload["data"]["target_id"])
+    assert call(again)["type"] == 5  # the claim was given back: the job runs again
+    assert len(run_jobs(front)) == 1
+
+
+def test_a_failed_hand_off_gives_the_claim_back(front, monkeypatch):
+    payload = remember_this("I collect fountain pens")
+
+    real, down = front.invoker.invoke, [True]
+
+    def invoke(job):
+        if down:
+            raise RuntimeError("lambda unreachable")
+        real(job)
+
+    monkeypatch.setattr(front.invoker, "invoke", invoke)
+    assert call(payload)["data"]["content"] == text("busy")
+    down.clear()
+    assert call(remember_this("I collect fountain pens", message_id=payload["data"]["target_id"]))["type"] == 5
+
+
+@pytest.mark.parametrize("since", ["forget_all", "erasure"])
+def test_a_message_taken_in_before_a_forget_all_or_an_erasure_has_nothing_more_to_teach(front, since):
+    payload = remember_this("I sing in a choir")
+    call(payload)
+    assert len(run_jobs(front)[0]["added"]) == 1
+    now = snowflake_time(interaction_id())
+    if since == "forget_all":
+        front.people_store.forgot_all(ALICE, SCOPE, now)
+    else:
+        front.people_store.erased(ALICE, now)
+    again = remember_this("I sing in a choir", message_id=payload["data"]["target_id"])
+    assert call(again)["data"]["content"] == text("remember_nothing")  # not "remembered": it is gone
+    assert run_jobs(front) == []

@@ -8,11 +8,14 @@ import dataclasses
 from datetime import UTC, date, datetime, timedelta
 from zoneinfo import ZoneInfo
 
+import pytest
+
 from fakes import Clock, FakeMemoryStore, FakeRunStore, ScriptedChat, memory, message, owner
 from frontdoor import ALICE, SCOPE, body_of, context, event, why
 from memorybot.adapters.dynamodb_memories import DynamoMemoryStore
 from memorybot.core import commands, history
-from memorybot.core.domain import Action, Actor, Change, Memory
+from memorybot.core.dates import CALENDAR_END, parse_day
+from memorybot.core.domain import Action, Actor, Change, Memory, iso
 from memorybot.core.reply import ReplyWriter
 from memorybot.core.rollback import Outcome, Rollback
 from memorybot.handlers.interactions import handler
@@ -80,6 +83,53 @@ def test_dynamodb_keeps_the_end_in_the_item_and_the_ledger(dynamo):
     entry = store.apply(Change(Action.ADD, None, m, "seed"), actor=Actor.EXTRACTION)
     assert store.get(m.owner, "pkn22").valid_until == END
     assert store.ledger_entry(m.owner, entry.key).after.valid_until == END
+
+
+LAST_DAY = date(9999, 12, 31)
+
+
+@pytest.mark.parametrize(
+    "zone", [UTC, ZoneInfo("Asia/Tokyo"), ZoneInfo("America/Los_Angeles"), ZoneInfo("Pacific/Kiritimati")]
+)
+def test_a_memory_ending_on_the_calendars_last_day_ends_at_its_last_moment(zone):
+    m = planned(until=LAST_DAY)
+    assert m.ends_at(zone) == CALENDAR_END and iso(CALENDAR_END) == "9999-12-31T23:59:59.999999Z"
+    assert not m.ended(LAST_DAY)
+    # The day before it still ends at its own midnight, wherever that falls in UTC.
+    day_before = planned(until=LAST_DAY - timedelta(days=1)).ends_at(zone)
+    assert day_before == datetime(9999, 12, 31, tzinfo=zone).astimezone(UTC) <= CALENDAR_END
+
+
+@pytest.mark.parametrize(
+    ("text", "day"),
+    [
+        ("2026-12-31", date(2026, 12, 31)),
+        ("9999-12-31", LAST_DAY),
+        (" 2026-12-31", None),
+        ("2026-12-31 ", None),
+        ("2026-12-31\n", None),
+        ("20261231", None),
+        ("2026-W53-4", None),
+        ("２０２６-12-31", None),
+        ("2026-02-30", None),
+        ("0000-01-01", None),
+        (None, None),
+    ],
+)
+def test_a_day_is_exactly_yyyy_mm_dd(text, day):
+    assert parse_day(text) == day
+
+
+def test_dynamodb_keeps_an_end_on_the_calendars_last_day_and_the_ending_review_reads_it_never(dynamo):
+    client, settings = dynamo
+    store = DynamoMemoryStore(client, settings, clock=Clock(T))
+    m = dataclasses.replace(planned(until=LAST_DAY), scope="guild:9")
+    store.apply(Change(Action.ADD, None, m, "seed"), actor=Actor.EXTRACTION)
+    assert store.get(m.owner, "pkn22").valid_until == LAST_DAY
+    assert store.ended(datetime(9999, 12, 31, 23, 0, tzinfo=UTC), 20) == []
+    rewritten = dataclasses.replace(m, text="In Fukuoka for good", updated_at=T)
+    store.apply(Change(Action.UPDATE, m, rewritten, "rewrite"), actor=Actor.EXTRACTION)
+    assert store.get(m.owner, "pkn22").text == "In Fukuoka for good"
 
 
 def test_the_reply_leaves_out_ended_memories_and_does_not_count_them_among_the_ten():

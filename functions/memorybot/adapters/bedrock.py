@@ -33,7 +33,7 @@ from botocore.exceptions import ConnectionError as BotoConnectionError
 
 from ..core import prompts
 from ..core.domain import PromptMessage
-from ..core.ports import ModelError
+from ..core.ports import ModelError, UnusableAnswer
 from ..core.prompts import Question, TextTask
 from . import llm_backend
 from .retry import Retrier, Throttled, Transient, retrier_for, retry_after_seconds
@@ -113,7 +113,7 @@ class BedrockConverse:
             use = block.get("toolUse") if isinstance(block, dict) else None
             if use and use.get("name") == question.tool_name:
                 return use.get("input")
-        raise ModelError("bedrock converse: no toolUse answer")
+        raise UnusableAnswer("bedrock converse: no toolUse answer")
 
     def text(
         self, system: list[str], turns: Sequence[PromptMessage], *, max_tokens: int, temperature: float
@@ -132,7 +132,7 @@ class BedrockConverse:
             if isinstance(block, dict) and isinstance(block.get("text"), str)
         ]
         if not texts:
-            raise ModelError("bedrock converse: no text answer")
+            raise UnusableAnswer("bedrock converse: no text answer")
         return "".join(texts), response.get("stopReason") == "max_tokens"
 
 

@@ -35,6 +35,7 @@ from ..core import memory_record
 from ..core.domain import (
     CHANGE_ACTIONS,
     JST,
+    REMEMBER_CLAIM_LEASE,
     Action,
     Actor,
     Change,
@@ -208,6 +209,16 @@ MARKER_PREFIX = "once#"
 
 def marker_key(owner: Owner, once: str) -> Item:
     return memory_key(owner, MARKER_PREFIX + once)
+
+
+# "Remember this" claims a message under the same prefix (a message id, never a 32-digit hash):
+# the claim's interaction id, its time, and whether the message was learned.
+MESSAGE_MARKER = "message:"
+CLAIMED, LEARNED = "claimed", "learned"
+
+
+def message_marker_key(owner: Owner, message_id: str) -> Item:
+    return marker_key(owner, MESSAGE_MARKER + message_id)
 
 
 # What a Memory holds, for the whole-profile read (selection) and the backfill's scan.
@@ -569,6 +580,86 @@ class DynamoMemoryStore(MemoryStore):
 
     def has_marker(self, owner: Owner, once: str) -> bool:
         return get_item(self._client, self._memories, marker_key(owner, once)) is not None
+
+    def claim_message(self, owner: Owner, message_id: str, claim: str, now: datetime) -> bool:
+        key = message_marker_key(owner, message_id)
+        claimed = conditional_write(
+            self._client.put_item,
+            TableName=self._memories,
+            Item={**key, "state": s(CLAIMED), "claim": s(claim), "at": s(iso(now))},
+            ConditionExpression="attribute_not_exists(memory_id) OR (#state = :claimed AND #at < :lapsed)",
+            ExpressionAttributeNames={"#state": "state", "#at": "at"},
+            ExpressionAttributeValues={":claimed": s(CLAIMED), ":lapsed": s(iso(now - REMEMBER_CLAIM_LEASE))},
+        )
+        if claimed:
+            return True
+        # Refused, or this very claim committed and its answer was lost (botocore sent it again).
+        found = get_item(self._client, self._memories, key)
+        return found is not None and str_of(found, "claim") == claim and str_of(found, "state") == CLAIMED
+
+    def settle_message(self, owner: Owner, message_id: str, claim: str, *, learned: bool) -> None:
+        ours = {
+            "ConditionExpression": "#claim = :claim AND #state = :claimed",
+            "ExpressionAttributeNames": {"#claim": "claim", "#state": "state"},
+        }
+        values = {":claim": s(claim), ":claimed": s(CLAIMED)}
+        key = message_marker_key(owner, message_id)
+        if learned:
+            conditional_write(
+                self._client.update_item,
+                TableName=self._memories,
+                Key=key,
+                UpdateExpression="SET #state = :learned",
+                ExpressionAttributeValues={**values, ":learned": s(LEARNED)},
+                **ours,
+            )
+        else:
+            conditional_write(
+                self._client.delete_item,
+                TableName=self._memories,
+                Key=key,
+                ExpressionAttributeValues=values,
+                **ours,
+            )
+
+    def take_back(self, added: LedgerEntry, once: str, *, reason: str) -> bool:
+        memory = added.after
+        if memory is None:
+            raise ValueError("only an add is taken back")
+        entry = LedgerEntry(
+            memory.user_id,
+            Action.DELETE,
+            Actor.IMPORT,
+            reason,
+            self._clock(),
+            (memory.memory_id,),
+            before=memory,
+            scope=memory.scope,
+            import_id=added.import_id,
+        )
+        transaction = [
+            self._memory_write(Change(Action.DELETE, memory, None, reason)),
+            {"Delete": {"TableName": self._memories, "Key": marker_key(memory.owner, once)}},
+            {
+                "Put": {
+                    "TableName": self._log,
+                    "Item": ledger_item(entry),
+                    "ConditionExpression": "attribute_not_exists(entry_key)",
+                }
+            },
+        ]
+        try:
+            transact_or_find_committed(
+                self._client,
+                transaction,
+                refused=lambda error: cancellation_code(error, 0) == REASON_CONDITION_FAILED,
+                committed=lambda: self._committed(entry),
+            )
+        except ClientError as error:
+            if cancellation_code(error, 0) == REASON_CONDITION_FAILED:
+                return False
+            raise
+        return True
 
     # -- the nightly review (every user)
 

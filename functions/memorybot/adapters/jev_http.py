@@ -79,7 +79,7 @@ from ..core.domain import (
     plain_name,
 )
 from ..core.memory_record import Shape
-from ..core.ports import ModelError
+from ..core.ports import ModelError, UnusableAnswer
 from ..core.prompts import parse_decision, parse_probability, parse_verdict
 from .json_http import JsonService, ServiceOptions, service_options
 
@@ -182,7 +182,7 @@ class JevHttpDecisionModel:
         try:
             return json.loads(response.content, parse_constant=_reject_constant)
         except ValueError as exc:
-            raise ModelError(f"jev {path}: body is not JSON") from exc
+            raise UnusableAnswer(f"jev {path}: body is not JSON") from exc
 
 
 def _reject_constant(name: str) -> Any:

@@ -17,7 +17,7 @@ from typing import Any
 from ..core.catalog import Language
 from ..core.dates import PromptTime
 from ..core.domain import Decision, Exchange, Memory, MemoryDraft, PromptMessage, Verdict, utcnow
-from ..core.ports import ModelError
+from ..core.ports import ModelError, UnusableAnswer
 from ..core.prompts import (
     Question,
     TextTask,
@@ -48,7 +48,7 @@ def extract_json_object(text: object) -> dict[str, Any]:
     """The JSON object in a model's text answer: the whole text, a fenced block, or the first
     ``{...}`` that parses as an object. Anything else is a ModelError."""
     if not isinstance(text, str):
-        raise ModelError("answer is not text")
+        raise UnusableAnswer("answer is not text")
     candidates = [text.strip()] + [m.group(1).strip() for m in _FENCE.finditer(text)]
     for candidate in candidates:
         try:
@@ -65,7 +65,7 @@ def extract_json_object(text: object) -> dict[str, Any]:
             continue
         if isinstance(value, dict):
             return value
-    raise ModelError("no JSON object in the answer")
+    raise UnusableAnswer("no JSON object in the answer")
 
 
 def first_line(text: object, *, cut_off: bool = False) -> str:
@@ -75,18 +75,18 @@ def first_line(text: object, *, cut_off: bool = False) -> str:
     being written when it stopped is half a sentence, not an answer.
     """
     if not isinstance(text, str):
-        raise ModelError("answer is not text")
+        raise UnusableAnswer("answer is not text")
     for line in text.splitlines(keepends=True):
         if line.strip():
             if cut_off and line == line.rstrip("\r\n"):
-                raise ModelError("answer cut off at the token limit")
+                raise UnusableAnswer("answer cut off at the token limit")
             return line.strip()
-    raise ModelError("empty answer")
+    raise UnusableAnswer("empty answer")
 
 
 def reply_text(text: object) -> str:
     if not isinstance(text, str) or not text.strip():
-        raise ModelError("empty reply")
+        raise UnusableAnswer("empty reply")
     return text.strip()
 
 

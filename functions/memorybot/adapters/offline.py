@@ -16,7 +16,8 @@ authorship comes from ``is_bot`` and the author id, never from "name: text" text
   of the memory's keywords but at most one (the thing that changed: "I love black tea now" is
   about "Loves green tea"; "My brother Hamid lives in Oslo" is not about "Brother Hamid works
   as a chef", which it shares only the person with). Delete a memory about the line when it
-  says "forget" / "no longer" / "not anymore" (忘れて, もう...ない); update it when the line is
+  asks to forget ("forget that...", not "don't forget" or "I always forget") or says "no longer" /
+  "not anymore" (忘れて, もう...ない); update it when the line is
   a self-statement; otherwise keep.
 - add: 0.8 when the line is a self-statement and no memory shown is about it; otherwise 0.2.
 - decide: the verdict rule for every memory shown and the add rule, in one answer (exactly what
@@ -65,9 +66,16 @@ _SELF_JA = re.compile(
     r"好き|嫌い|大好き|私は|僕は|俺は|わたしは|私の|僕の|俺の|予定|つもり|住んで|働いて|飼って|始めた"
 )
 _FORGET = re.compile(
-    r"\bforget\b|\bno\s+longer\b|\bnot\s+anymore\b|\b(?:don't|do\s+not|doesn't|didn't)\b[^.!?]*\banymore\b"
-    r"|忘れて|もう[^。！？]*(?:ない|ません|やめ)",
+    r"\bno\s+longer\b|\bnot\s+anymore\b|\b(?:don't|do\s+not|doesn't|didn't)\b[^.!?]*\banymore\b"
+    r"|忘れて(?![たいしま])|もう[^。！？]*(?:ない|ません|やめ)",
     re.IGNORECASE,
+)
+# "forget" asks to forget unless one of the two words before it says otherwise: "don't forget the
+# milk", "I always forget my keys", "I tend to forget names" are ordinary lines, not requests.
+_FORGET_WORD = re.compile(r"\bforget\b", re.IGNORECASE)
+_NOT_A_REQUEST = frozenset(
+    """don't dont do not never won't wont i we they he she always often sometimes usually easily tend might
+    may can't cannot couldn't didn't doesn't shouldn't wouldn't""".split()
 )
 _TIME_LIMITED = re.compile(
     r"\b(?:today|tonight|tomorrow|yesterday|this\s+(?:morning|afternoon|evening|week|weekend|month)|next\s+week)\b"
@@ -144,7 +152,14 @@ def _about(memory: Memory, said: set[str]) -> bool:
 
 
 def _is_forget(text: str) -> bool:
-    return bool(_FORGET.search(text))
+    """The line asks to forget, or says a fact no longer holds."""
+    if _FORGET.search(text):
+        return True
+    for found in _FORGET_WORD.finditer(text):
+        before = text[: found.start()].lower().split()[-2:]
+        if not _NOT_A_REQUEST.intersection(word.strip(",;:") for word in before):
+            return True
+    return False
 
 
 def _is_self_statement(text: str) -> bool:

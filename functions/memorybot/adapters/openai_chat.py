@@ -1,11 +1,16 @@
 """OpenAI-compatible chat completions (OpenAI, vLLM, llama.cpp, Ollama...) through httpx.
 
 ``POST {OPENAI_BASE_URL}/chat/completions`` with the configured model and, when set,
-``Authorization: Bearer $OPENAI_API_KEY``. Decisions ask for a JSON object
-(``response_format: json_object``); a server that refuses that field (a 4xx whose
-body names ``response_format``) is asked again without it, and not asked with it
-again; the answer is then found in the text. The answer is parsed
-strictly (see ``core/prompts.py``): anything but the expected object is a ``ModelError``.
+``Authorization: Bearer $OPENAI_API_KEY``. Each decision (and the dated memory, whose answer is
+``{"text", "validUntil"}``) asks for its own answer's JSON schema
+(``response_format`` ``{"type": "json_schema", "json_schema": {"name", "strict": true, "schema"}}``),
+so a model that would drift from the form, small local ones above all, is held to it by the
+server. A server that refuses it (a 4xx whose body names ``response_format`` or ``json_schema``)
+is asked again in JSON mode (``{"type": "json_object"}``), and one that refuses that too, in plain
+text, where the answer is then found in the text; each client remembers the step it reached (one
+client is one server and model), so a refusing server is not asked the refused way again. The
+answer is parsed strictly (see ``core/prompts.py``): anything but the expected object is a
+``ModelError`` (``UnusableAnswer``).
 429 is a throttle, retried (honouring Retry-After and ``retry-after-ms``) until the deadline and
 then ``ModelUnavailable``; 5xx, timeouts and transport errors get a few quick retries and then
 ``ModelFailed`` (``retry.py``).
@@ -23,7 +28,7 @@ import httpx
 
 from ..core import prompts
 from ..core.domain import PromptMessage
-from ..core.ports import ModelError
+from ..core.ports import ModelError, UnusableAnswer
 from ..core.prompts import Question, TextTask
 from . import llm_backend
 from .json_http import JsonService, ServiceOptions, service_options
@@ -31,8 +36,21 @@ from .json_http import JsonService, ServiceOptions, service_options
 if TYPE_CHECKING:
     from ..config import Settings
 
-# Statuses with which servers without JSON mode refuse ``response_format``.
-_JSON_MODE_REFUSALS = frozenset({400, 404, 415, 422})
+# Statuses with which servers refuse a ``response_format`` they do not take.
+_FORMAT_REFUSALS = frozenset({400, 404, 415, 422})
+
+# How an answer's form is asked for, strictest first: the question's own schema, any JSON object,
+# plain text (the prompt alone says the form).
+SCHEMA, JSON_OBJECT, TEXT = "json_schema", "json_object", "text"
+_FORMAT_STEPS = (SCHEMA, JSON_OBJECT, TEXT)
+
+
+@dataclass(frozen=True)
+class AnswerSchema:
+    """The JSON schema an answer must follow, under a name (letters, digits, _ and -)."""
+
+    name: str
+    schema: dict[str, Any]
 
 
 @dataclass(frozen=True)
@@ -49,7 +67,7 @@ class OpenAICompatibleClient:
             raise ValueError("OPENAI_BASE_URL and OPENAI_MODEL are required for the openai backend")
         self.model = model
         self._service = JsonService(base_url, **options)
-        self._json_mode = True  # until the server refuses it
+        self._format_step = 0  # index in _FORMAT_STEPS: the strictest form the server has not refused
         self._lock = threading.Lock()
 
     @classmethod
@@ -57,24 +75,40 @@ class OpenAICompatibleClient:
         return cls(settings.openai_base_url, settings.openai_model, **service_options(settings, "OPENAI_API_KEY"))
 
     def complete(
-        self, messages: list[dict[str, str]], *, max_tokens: int, temperature: float = 0.0, json_object: bool = False
+        self,
+        messages: list[dict[str, str]],
+        *,
+        max_tokens: int,
+        temperature: float = 0.0,
+        schema: AnswerSchema | None = None,
     ) -> Completion:
-        """The assistant's answer to ``messages``; ModelError on any failure."""
+        """The assistant's answer to ``messages``; ModelError on any failure. With ``schema``, the
+        answer is asked in the strictest form the server takes (its schema, JSON mode, text)."""
         body: dict[str, Any] = {
             "model": self.model,
             "messages": messages,
             "max_tokens": max_tokens,
             "temperature": temperature,
         }
+        if schema is None:
+            return self._content(self._post(body))
         with self._lock:
-            use_json_mode = json_object and self._json_mode
-        if use_json_mode:
-            response = self._post({**body, "response_format": {"type": "json_object"}})
-            if not _refuses_json_mode(response):
+            step = self._format_step
+        while _FORMAT_STEPS[step] != TEXT:
+            kind = _FORMAT_STEPS[step]
+            response = self._post({**body, "response_format": _response_format(kind, schema)})
+            if not _refuses(response, kind):
                 return self._content(response)
-            with self._lock:
-                self._json_mode = False
+            step += 1
+            with self._lock:  # remembered: the refused form is not asked of this server again
+                self._format_step = max(self._format_step, step)
         return self._content(self._post(body))
+
+    @property
+    def answer_format(self) -> str:
+        """The form a schema's answer is asked in now: json_schema, json_object or text."""
+        with self._lock:
+            return _FORMAT_STEPS[self._format_step]
 
     def close(self) -> None:
         self._service.close()
@@ -98,8 +132,16 @@ class OpenAICompatibleClient:
         return Completion(content, choice.get("finish_reason") == "length")
 
 
-def _refuses_json_mode(response: httpx.Response) -> bool:
-    return response.status_code in _JSON_MODE_REFUSALS and b"response_format" in response.content
+def _response_format(kind: str, schema: AnswerSchema) -> dict[str, Any]:
+    if kind == SCHEMA:
+        return {"type": SCHEMA, "json_schema": {"name": schema.name, "strict": True, "schema": schema.schema}}
+    return {"type": JSON_OBJECT}
+
+
+def _refuses(response: httpx.Response, kind: str) -> bool:
+    """The server refused this ``response_format`` (not the request for another reason)."""
+    named = b"response_format" in response.content or kind.encode() in response.content
+    return response.status_code in _FORMAT_REFUSALS and named
 
 
 def _messages(system: str, user: str) -> list[dict[str, str]]:
@@ -107,7 +149,7 @@ def _messages(system: str, user: str) -> list[dict[str, str]]:
 
 
 class OpenAIDecisionModel(llm_backend.AskingDecisionModel):
-    """Jev's questions asked of a chat model in JSON mode, answered as strict JSON."""
+    """Jev's questions asked of a chat model, each with its answer's schema, answered as strict JSON."""
 
     def __init__(self, client: OpenAICompatibleClient) -> None:
         self._client = client
@@ -116,7 +158,7 @@ class OpenAIDecisionModel(llm_backend.AskingDecisionModel):
         answer = self._client.complete(
             _messages(question.system, question.user),
             max_tokens=question.max_tokens,
-            json_object=True,
+            schema=AnswerSchema(question.tool_name, question.schema),
         )
         return question.parse(llm_backend.extract_json_object(answer.text))
 
@@ -126,7 +168,14 @@ class OpenAIChatModel(llm_backend.WritingChatModel):
         self._client = client
 
     def _write(self, task: TextTask) -> str:
-        answer = self._client.complete(_messages(task.system, task.user), max_tokens=task.max_tokens)
+        """The first line; a JSON answer (the dated memory's, asked with its schema) whole, since
+        a server that holds a model to a schema may have it spread the object over lines."""
+        schema = AnswerSchema(task.name, task.schema) if task.schema is not None else None
+        answer = self._client.complete(_messages(task.system, task.user), max_tokens=task.max_tokens, schema=schema)
+        if schema is not None and answer.text.lstrip().startswith("{"):
+            if answer.cut_off:
+                raise UnusableAnswer("answer cut off at the token limit")
+            return answer.text.strip()
         return llm_backend.first_line(answer.text, cut_off=answer.cut_off)
 
     def write_reply(self, prompt: Sequence[PromptMessage]) -> str:

@@ -137,16 +137,15 @@ TEXTS: dict[str, dict[Language, str]] = {
         Language.JA: "（なし）",
     },
     "why": {
-        Language.EN: "Memory {memory_id} was {verb} on {at} (UTC), from these messages of yours:\n{links}",
-        Language.JA: "記憶 {memory_id} は {at}（UTC）に{verb}。元になったあなたのメッセージ：\n{links}",
+        Language.EN: "Memory {memory_id} was {verb} on {at}, from these messages of yours:\n{links}",
+        Language.JA: "記憶 {memory_id} は {at} に{verb}。元になったあなたのメッセージ：\n{links}",
     },
     "why_no_sources": {
         Language.EN: (
-            "Memory {memory_id} was {verb} on {at} (UTC); I have no record of which messages (it predates provenance)."
+            "Memory {memory_id} was {verb} on {at}; I have no record of which messages (it predates provenance)."
         ),
         Language.JA: (
-            "記憶 {memory_id} は {at}（UTC）に{verb}。どのメッセージからかの記録はありません"
-            "（出典を記録する前の記憶です）。"
+            "記憶 {memory_id} は {at} に{verb}。どのメッセージからかの記録はありません（出典を記録する前の記憶です）。"
         ),
     },
     "why_until": {  # a memory with an end (validUntil)
@@ -243,11 +242,11 @@ TEXTS: dict[str, dict[Language, str]] = {
     },
     "paused_note": {  # added to /memory show's answer while paused
         Language.EN: (
-            "Memory is paused (since {since} UTC): I'm not learning from you or using what I remember, "
+            "Memory is paused (since {since}): I'm not learning from you or using what I remember, "
             "anywhere. /memory resume turns it back on."
         ),
         Language.JA: (
-            "記憶は一時停止中です（{since} UTC から）。どこでも、あなたから学ぶことも、覚えていることを使うことも"
+            "記憶は一時停止中です（{since} から）。どこでも、あなたから学ぶことも、覚えていることを使うことも"
             "していません。/memory resume で再開します。"
         ),
     },
@@ -283,7 +282,7 @@ TEXTS: dict[str, dict[Language, str]] = {
     },
     "history_line": {
         Language.EN: "{n}. {at} · memory {memory_id} {kind} by {who}",
-        Language.JA: "{n}. {at} · メモ {memory_id} を{who}が{kind}",
+        Language.JA: "{n}. {at} · 記憶 {memory_id} を{who}が{kind}",
     },
     "history_quoted": {  # the start of a state, before → after
         Language.EN: "“{text}”",
@@ -311,7 +310,7 @@ TEXTS: dict[str, dict[Language, str]] = {
     },
     "undo_done": {
         Language.EN: "Undone: memory {memory_id} is back as it was before that change ({kind}).",
-        Language.JA: "取り消しました：メモ {memory_id} はその変更（{kind}）の前の状態に戻りました。",
+        Language.JA: "取り消しました：記憶 {memory_id} はその変更（{kind}）の前の状態に戻りました。",
     },
     "undo_changed": {
         Language.EN: (
@@ -319,7 +318,7 @@ TEXTS: dict[str, dict[Language, str]] = {
             "/memory history shows what happened after."
         ),
         Language.JA: (
-            "取り消せませんでした：メモ {memory_id} はその後に変わっているため、何も変更していません。"
+            "取り消せませんでした：記憶 {memory_id} はその後に変わっているため、何も変更していません。"
             "その後の経緯は /memory history で確認できます。"
         ),
     },
@@ -346,11 +345,21 @@ TEXTS: dict[str, dict[Language, str]] = {
     "who_conversation": {Language.EN: "a conversation", Language.JA: "会話"},
     "who_night": {Language.EN: "the night", Language.JA: "夜間処理"},
     "who_operator": {Language.EN: "an operator", Language.JA: "運用者"},
-    "who_import": {Language.EN: "an import", Language.JA: "インポート"},
+    # An import is an operator's (the admin secret); its kind already says "imported".
+    "who_import": {Language.EN: "an operator", Language.JA: "運用者"},
     # ---- "Remember this" (the message command)
     "remember_will": {
         Language.EN: "I'll remember that.",
         Language.JA: "覚えておきます。",
+    },
+    "remember_already": {
+        Language.EN: (
+            "I've already remembered that message: I take each message in once. /memory show lists what I remember."
+        ),
+        Language.JA: (
+            "そのメッセージはもう覚えています。同じメッセージを覚えるのは一度だけです。"
+            "/memory show で一覧を見られます。"
+        ),
     },
     "remember_nothing": {
         Language.EN: "There's nothing there for me to remember.",

@@ -8,6 +8,7 @@ server, is simply not found.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import date, datetime
 from enum import Enum
@@ -35,17 +36,18 @@ class CommandMemories(ProfileReader, ReadLog, MemoryWriter, Ledger, ForgottenSou
     """The roles of the memory store a person's commands use (show, why, export, forget...)."""
 
 
-def preview(memory: Memory, locale: str = "") -> str:
-    """A memory as a listing or a choice shows it, its end (if it has one) in the reader's language."""
+def preview(memory: Memory, locale: str = "", quote: Callable[[str], str] = str) -> str:
+    """A memory as a listing or a choice shows it, its end (if it has one) in the reader's language;
+    ``quote`` shows its text as written where the listing is read (Discord's markdown escaped)."""
     until = memory.valid_until
-    return memory.preview(text("preview_until", locale, until=until.isoformat()) if until is not None else "")
+    return memory.preview(text("preview_until", locale, until=until.isoformat()) if until is not None else "", quote)
 
 
-def show(memories: ProfileReader, owner: Owner, locale: str = "") -> list[str]:
+def show(memories: ProfileReader, owner: Owner, locale: str = "", quote: Callable[[str], str] = str) -> list[str]:
     """Every memory of the owner, newest first: the id, a space, and the first 80 characters.
     (The reply prompt and extraction still read only the newest ten.)"""
     profile = memories.read_profile(owner, actor=Actor.COMMAND, reason="memory show", limit=None)
-    return [preview(m, locale) for m in profile]
+    return [preview(m, locale, quote) for m in profile]
 
 
 FORGET_ALL_COUNT_REASON = "memory forget-all count"

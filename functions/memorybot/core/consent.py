@@ -10,9 +10,10 @@ none of their memories; nothing is deleted, and the commands keep working.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import UTC, datetime, tzinfo
 
 from .catalog import text
+from .dates import local_stamp
 from .domain import PERSON_SCOPE, Action, Actor, LedgerEntry
 from .ports import PeopleStore
 
@@ -61,5 +62,6 @@ def notice_text(locale: str) -> str:
     return text("notice", locale)
 
 
-def paused_note(paused_at: datetime, locale: str = "") -> str:
-    return text("paused_note", locale, since=paused_at.astimezone(UTC).strftime("%Y-%m-%d %H:%M"))
+def paused_note(paused_at: datetime, zone: tzinfo, locale: str = "") -> str:
+    """The note /memory show adds while paused: since when, in the deployment's zone, labelled."""
+    return text("paused_note", locale, since=local_stamp(paused_at, zone))

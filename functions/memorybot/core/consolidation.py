@@ -56,7 +56,6 @@ from .ports import (
     ChatModel,
     ConflictError,
     DecisionModel,
-    DiscordApi,
     DiscordError,
     EmbeddingModel,
     ForgottenSources,
@@ -71,7 +70,7 @@ from .ports import (
     VectorIndex,
     VectorWriter,
 )
-from .servers import ServerSettings, ServerStore, count_quietly, escape_markdown, guild_of, learnable_lines
+from .servers import ServerSettings, ServerStore, count_quietly, guild_of, learnable_lines
 
 logger = logging.getLogger(__name__)
 
@@ -239,13 +238,13 @@ class Consolidator:
         people: PeopleStore | None = None,
         diary_language: Language = Language.JA,
         servers: ServerStore | None = None,
-        discord: Callable[[], DiscordApi] | None = None,
+        post: Callable[[str, str], object] | None = None,
         server_diaries: int = 0,
     ) -> None:
         # Servers' own settings (core/servers.py): memory off or turned on since, and their diaries,
-        # posted through ``discord`` (at most ``server_diaries`` a night).
+        # posted by ``post(channel, line)`` (the line escaped there; at most ``server_diaries`` a night).
         self._servers = servers
-        self._discord = discord
+        self._post = post
         self._server_diaries = server_diaries
         self._memories = memories
         self._people = people
@@ -409,7 +408,7 @@ class Consolidator:
         server's), posted to the channel its admins set; at most ``server_diaries`` a night, each
         one model call. A post Discord refuses for good (50001, 50013) stops that server's posting
         and ``show`` tells its admins; nothing is retried beyond the review step's own retries."""
-        if self._servers is None or self._discord is None or self._server_diaries <= 0:
+        if self._servers is None or self._post is None or self._server_diaries <= 0:
             return
         by_guild: dict[str, list[Message]] = {}
         for message in said:
@@ -439,9 +438,9 @@ class Consolidator:
         self._count(guild, 1, 0)
         if not line:
             return DiaryMark("failed")
-        assert self._discord is not None and self._servers is not None
+        assert self._post is not None and self._servers is not None
         try:
-            self._discord().send_message(settings.diary_channel, escape_markdown(line))
+            self._post(settings.diary_channel, line)
         except DiscordError as exc:
             logger.warning("server diary not posted", extra={"code": exc.code, "status": exc.status})
             if exc.code in DIARY_REFUSALS:

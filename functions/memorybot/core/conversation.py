@@ -38,7 +38,15 @@ from .domain import (
     utcnow,
 )
 from .jobs import ExtractionJob, RememberJob, ReplyJob
-from .ports import AsyncInvoker, DiscordApi, MessageStore, ModelUnavailable, PeopleStore, PersonRefused
+from .ports import (
+    AsyncInvoker,
+    DiscordApi,
+    MessageStore,
+    ModelUnavailable,
+    PeopleStore,
+    PersonRefused,
+    RememberedMessages,
+)
 
 if TYPE_CHECKING:  # the interactions function imports this module: keep its cold start lean
     from .extraction import Extractor
@@ -325,6 +333,9 @@ class RememberDeps(Protocol):
     def extractor(self) -> Extractor: ...
 
     @property
+    def remembered_messages(self) -> RememberedMessages: ...
+
+    @property
     def discord_webhooks(self) -> DiscordApi: ...
 
 
@@ -374,13 +385,26 @@ def remember(deps: RememberDeps, job: RememberJob, *, give_up: Callable[[], bool
         # dead-letter queue. What it had committed stays committed, so the answer promises nothing.
         if give_up():
             logger.warning("remember failed on its last attempt", extra={**job.ids(), "error": type(exc).__name__})
+            _settle(deps, job, learned=False)
             _answer_remember(deps, job, "remember_failed")
         raise
     changed = extracted.added or extracted.updated or extracted.deleted
+    # Learned from: the message is taken in for good. Otherwise the claim is given back (nothing
+    # worth keeping, no decision now): a later "Remember this" on it may try again.
+    _settle(deps, job, learned=bool(changed))
     _answer_remember(
         deps, job, "remember_will" if changed else REMEMBER_ANSWERS.get(extracted.outcome, "remember_nothing")
     )
     return extracted
+
+
+def _settle(deps: RememberDeps, job: RememberJob, *, learned: bool) -> None:
+    try:
+        deps.remembered_messages.settle_message(
+            Owner(job.scope, job.user_id), job.target_message_id, job.interaction_id, learned=learned
+        )
+    except Exception as exc:  # noqa: BLE001 - an unsettled claim lapses on its own (REMEMBER_CLAIM_LEASE)
+        logger.warning("remember claim not settled", extra={**job.ids(), "error": type(exc).__name__})
 
 
 def _answer_remember(deps: RememberDeps, job: RememberJob, key: str) -> None:

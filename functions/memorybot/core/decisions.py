@@ -73,11 +73,18 @@ def memory_draft(answer: object) -> MemoryDraft | None:
 
 
 def ask(
-    question: str, call: Callable[[], T], check: Callable[[T], R | None], *, not_yet_if_failed: bool = False
+    question: str,
+    call: Callable[[], T],
+    check: Callable[[T], R | None],
+    *,
+    not_yet_if_failed: bool = False,
+    speculative: bool = False,
 ) -> R | None:
     """Call a model; any exception or unusable answer is logged (by name only) and becomes None,
     except ModelUnavailable, which is raised on (and ModelFailed, raised on as ModelUnavailable,
-    when ``not_yet_if_failed``)."""
+    when ``not_yet_if_failed``). A ``speculative`` call's failure (a draft that may be dropped) is
+    logged at debug level: whoever wants its answer says so if it is missing."""
+    level = logging.DEBUG if speculative else logging.WARNING
     try:
         answer = call()
     except ModelUnavailable:
@@ -85,16 +92,16 @@ def ask(
         raise
     except ModelFailed as exc:
         if not not_yet_if_failed:
-            logger.warning("model call failed", extra={"question": question, "error": type(exc).__name__})
+            logger.log(level, "model call failed", extra={"question": question, "error": type(exc).__name__})
             return None
         logger.warning("model failing before any decision: not yet", extra={"question": question})
         raise ModelUnavailable(f"{question}: {exc}") from exc
     except Exception as exc:  # noqa: BLE001 - a model failure is never a decision
-        logger.warning("model call failed", extra={"question": question, "error": type(exc).__name__})
+        logger.log(level, "model call failed", extra={"question": question, "error": type(exc).__name__})
         return None
     checked = check(answer)
     if checked is None:
-        logger.warning("model answer rejected", extra={"question": question})
+        logger.log(level, "model answer rejected", extra={"question": question})
     return checked
 
 
@@ -118,7 +125,7 @@ class CallCounter:
         """``failure_counts`` False: a speculative call (a draft that may be dropped); its failure
         is counted by ``failed`` only if its answer was wanted."""
         try:
-            answer = ask(question, call, check, not_yet_if_failed=not_yet_if_failed)
+            answer = ask(question, call, check, not_yet_if_failed=not_yet_if_failed, speculative=not failure_counts)
         except ModelUnavailable:
             with self._lock:
                 self.calls += 1

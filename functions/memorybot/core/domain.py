@@ -8,10 +8,12 @@ from __future__ import annotations
 
 import re
 import unicodedata
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field, fields
-from datetime import UTC, date, datetime, time, timedelta, timezone, tzinfo
+from datetime import UTC, date, datetime, timedelta, timezone, tzinfo
 from enum import Enum
+
+from .dates import day_ends
 
 JST = timezone(timedelta(hours=9), "JST")
 DISCORD_EPOCH_MS = 1420070400000
@@ -23,6 +25,9 @@ WORTH_THRESHOLD = 0.5  # below: the run ends with no reads and no writes
 ADD_THRESHOLD = 0.5
 SHOW_PREVIEW_CHARS = 80
 MEMORY_TEXT_MAX_CHARS = 500  # a memory is a short fact, not a transcript
+# "Remember this" claims the message before its job runs; a claim its job never settled (the job
+# lost for good) lapses after this, longer than the extraction function's attempts take.
+REMEMBER_CLAIM_LEASE = timedelta(minutes=30)
 # A nightly function runs at most 15 minutes (Lambda's limit): a run nobody has finished
 # by then has lost its worker.
 NIGHTLY_MAX_DURATION = timedelta(minutes=15)
@@ -249,18 +254,18 @@ class Memory:
 
     def ends_at(self, zone: tzinfo) -> datetime | None:
         """The moment it ends: midnight after its last day, in the deployment's time zone."""
-        if self.valid_until is None:
-            return None
-        return datetime.combine(self.valid_until + timedelta(days=1), time(), zone).astimezone(UTC)
+        return None if self.valid_until is None else day_ends(self.valid_until, zone)
 
     @property
     def review_after(self) -> datetime:
         """Its place in the stale review's queue: the later of its update and its last review."""
         return max(self.updated_at, self.reviewed_at) if self.reviewed_at else self.updated_at
 
-    def preview(self, until_note: str = "") -> str:
-        """The id and the text's start, then ``until_note`` (the end, in the reader's words)."""
-        return f"{self.memory_id} {self.text[:SHOW_PREVIEW_CHARS]}{until_note}"
+    def preview(self, until_note: str = "", quote: Callable[[str], str] = str) -> str:
+        """The id and the text's start on one line (a line break in a memory cannot start another
+        line of the listing), then ``until_note`` (the end, in the reader's words); ``quote`` is how
+        the reader's medium shows outside text as written (Discord's markdown escaped)."""
+        return f"{self.memory_id} {quote(one_line(self.text)[:SHOW_PREVIEW_CHARS])}{until_note}"
 
 
 @dataclass(frozen=True)
@@ -321,7 +326,7 @@ class Exchange:
     @classmethod
     def of(cls, speaker: Speaker, scope: str, messages: Sequence[Message]) -> Exchange | None:
         """The speaker's exchange from ``messages``; None when the speaker said nothing usable."""
-        own = [m for m in messages if _in_conversation(m, speaker.user_id, scope) and m.content.strip()]
+        own = [m for m in messages if _in_conversation(m, speaker.user_id, scope) and not shows_nothing(m.content)]
         own = own[-EXCHANGE_MESSAGES:]
         if not any(not m.is_bot for m in own):
             return None
@@ -399,9 +404,16 @@ def text_problem(text: str) -> str | None:
             return f"holds the control character U+{ord(ch):04X}; only newline and tab are allowed"
     if not text.strip():
         return "is empty"
-    if not any(unicodedata.category(ch)[0] not in "CZ" for ch in text):
+    if shows_nothing(text):
         return "has no visible characters"
     return None
+
+
+def shows_nothing(text: str) -> bool:
+    """Nothing a reader would see: empty, or only spaces, zero-width and other invisible characters
+    (Unicode's separators and "other" categories). The one rule for a memory's text (the import)
+    and for a message to learn from ("Remember this", an exchange's lines)."""
+    return not any(unicodedata.category(ch)[0] not in "CZ" for ch in text)
 
 
 def plain_name(name: str, user_id: str) -> str:

@@ -254,8 +254,9 @@ class Extractor:
         if add is None and judged == len(profile):
             calls.failed()
         if add is not None and add >= ADD_THRESHOLD:
-            if drafted.result() is None:
-                calls.failed()  # the add was decided and its text could not be written
+            if drafted.result() is None:  # the add was decided and its text could not be written
+                logger.warning("model call failed", extra={"question": "write_memory"})
+                calls.failed()
             plan.add = drafted
         return plan
 

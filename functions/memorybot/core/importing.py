@@ -27,12 +27,14 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from datetime import UTC, date, datetime, timedelta
+from enum import Enum
 from typing import Any, Protocol
 
 from . import memory_record
+from .dates import parse_day
 from .domain import (
     DM_SCOPE,
     GLOBAL_SCOPE,
@@ -73,6 +75,7 @@ EARLIEST = "1970-01-01T00:00:00Z"
 TIME_RANGE = f"{EARLIEST} to now"
 ID_ATTEMPTS = 5  # a fresh memory id that is taken already: draw another
 IMPORT_REASON = "operator import"
+TAKEN_BACK_REASON = "operator import failed part way: taken back"
 
 # A row's keys are the memory record's (core/memory_record.py), and "id": the memory's id in the
 # system it came from (an export's own "id"), kept as provenance, never used as this one's id.
@@ -94,8 +97,11 @@ class BadImport(ValueError):
     """A request the import refuses, naming the row (its index among the request's rows; None
     for the body itself) and the field. The message is safe to show: it never repeats a text."""
 
-    def __init__(self, row: int | None, field: str, problem: str, where: str = "") -> None:
+    def __init__(
+        self, row: int | None, field: str, problem: str, where: str = "", *, rows: tuple[int, ...] = ()
+    ) -> None:
         self.row, self.field, self.problem = row, field, problem
+        self.rows = rows  # every row the problem is about, when it is more than one (a repeated id)
         self.where = where or (f"memories[{row}]" if row is not None else "")
         super().__init__(f"{self.where}.{field}: {problem}" if self.where else f"{field}: {problem}")
 
@@ -134,11 +140,22 @@ class ImportRequest:
     dry_run: bool = False
 
 
+class RowOutcome(str, Enum):
+    """What became of one row (the answer counts each)."""
+
+    IMPORTED = "imported"
+    UNCHANGED = "unchanged"
+    ALREADY_HERE = "already_here"
+    REFUSED = "refused"
+
+
 @dataclass(frozen=True)
 class ImportResult:
     imported: int
-    unchanged: int
+    unchanged: int  # imported before: the owner has the row's marker (or an identical row came first)
     dry_run: bool
+    already_here: int = 0  # this deployment's own memories, come back in its own export file
+    refused: int = 0  # the person's erasure is under way (or ran since the import began): not written
 
 
 # ---- reading a request
@@ -201,7 +218,22 @@ def parse_import(data: dict | None, *, now: datetime, max_rows: int | None = MAX
     found = source_rows(data)
     if max_rows is not None and len(found) > max_rows:
         raise TooManyRows(f"{len(found)} rows; at most {max_rows} per request (memorybot import splits a file)")
-    return ImportRequest(tuple(parse_row(i, where, raw, now=now) for i, (where, raw) in enumerate(found)), dry_run)
+    rows = tuple(parse_row(i, where, raw, now=now) for i, (where, raw) in enumerate(found))
+    _no_repeated_ids(rows)
+    return ImportRequest(rows, dry_run)
+
+
+def _no_repeated_ids(rows: Sequence[ImportRow]) -> None:
+    """One source id names one memory of one person in one scope: a second row with it (whatever
+    its text) is a mistake in the file, refused naming both rows, rather than one of them dropped."""
+    first: dict[tuple[Owner, str], ImportRow] = {}
+    for row in rows:
+        if row.source_id is None:
+            continue
+        earlier = first.setdefault((row.owner, row.source_id), row)
+        if earlier is not row:
+            problem = f"repeats the id of {earlier.where} (the same person and scope); each memory has its own id"
+            raise BadImport(row.index, SOURCE_ID, problem, row.where, rows=(earlier.index, row.index))
 
 
 def parse_row(index: int, where: str, raw: object, *, now: datetime) -> ImportRow:
@@ -281,7 +313,7 @@ def _time(value: object, field: str, bad: Callable[[str, str], BadImport]) -> da
     if not isinstance(value, str):
         raise bad(field, f"must be {TIME_EXAMPLE}")
     try:
-        at = datetime.fromisoformat(value.strip())
+        at = datetime.fromisoformat(value)  # as given: " 2026-11-20" with a space is no time
     except ValueError:
         raise bad(field, f"must be {TIME_EXAMPLE}") from None
     try:
@@ -294,14 +326,11 @@ def _time(value: object, field: str, bad: Callable[[str, str], BadImport]) -> da
 
 
 def _date(value: object, field: str, bad: Callable[[str, str], BadImport]) -> date:
-    """A calendar date, "YYYY-MM-DD" (the last day a memory holds)."""
-    problem = 'must be a date, e.g. "2026-12-31", or null'
-    if not isinstance(value, str) or len(value.strip()) != len("2026-12-31"):
-        raise bad(field, problem)
-    try:
-        return date.fromisoformat(value.strip())
-    except ValueError:
-        raise bad(field, problem) from None
+    """A calendar date, exactly "YYYY-MM-DD" (the last day a memory holds)."""
+    day = parse_day(value)
+    if day is None:
+        raise bad(field, 'must be a date, e.g. "2026-12-31", or null')
+    return day
 
 
 def is_scope(scope: object) -> bool:
@@ -363,30 +392,62 @@ class Importer:
 
     def run(self, request: ImportRequest) -> ImportResult:
         """Every row checked against this deployment's scopes first (BadImport, nothing
-        written), then each row added once; a dry run only counts."""
+        written), then each row added once; a dry run only counts. A failure part way takes back
+        what this request had added before it is raised (the caller answers 503: send it again)."""
         for row in request.rows:
             problem = scope_unused(row.owner.scope, self._mode)
             if problem:
                 raise BadImport(row.index, "scope", problem, row.where)
-        imported = unchanged = 0
+        counts = dict.fromkeys(RowOutcome, 0)
         seen: set[tuple[Owner, str]] = set()
         started = self._clock()  # a person erased after this moment gets nothing from this import
         held: dict[Owner, Held] = {}
-        for row in request.rows:
-            key = (row.owner, row.once)
-            if self._held(row, held):
-                new = False  # one of this deployment's own memories, come back in an export file
-            elif request.dry_run:
-                new = key not in seen and not self._memories.has_marker(row.owner, row.once)
-            else:
-                new = self._add(row, PersonCheck(row.owner.user_id, started, Basis.STORE))
-            seen.add(key)
-            imported, unchanged = (imported + 1, unchanged) if new else (imported, unchanged + 1)
+        added: list[tuple[ImportRow, LedgerEntry]] = []
+        try:
+            for row in request.rows:
+                key = (row.owner, row.once)
+                if self._held(row, held):
+                    outcome = RowOutcome.ALREADY_HERE  # one of this deployment's own, come back in an export
+                elif request.dry_run:
+                    new = key not in seen and not self._memories.has_marker(row.owner, row.once)
+                    outcome = RowOutcome.IMPORTED if new else RowOutcome.UNCHANGED
+                else:
+                    outcome, entry = self._add(row, PersonCheck(row.owner.user_id, started, Basis.STORE))
+                    if entry is not None:
+                        added.append((row, entry))
+                seen.add(key)
+                counts[outcome] += 1
+        except Exception:
+            self._take_back(added)
+            raise
         logger.info(
             "import done",
-            extra={"rows": len(request.rows), "imported": imported, "unchanged": unchanged, "dry_run": request.dry_run},
+            extra={"rows": len(request.rows), **{o.value: n for o, n in counts.items()}, "dry_run": request.dry_run},
         )
-        return ImportResult(imported, unchanged, request.dry_run)
+        return ImportResult(
+            counts[RowOutcome.IMPORTED],
+            counts[RowOutcome.UNCHANGED],
+            request.dry_run,
+            already_here=counts[RowOutcome.ALREADY_HERE],
+            refused=counts[RowOutcome.REFUSED],
+        )
+
+    def _take_back(self, added: list[tuple[ImportRow, LedgerEntry]]) -> None:
+        """The request failed part way: delete what it added (each memory with its marker and a
+        ledger row, in one transaction), newest first, so that none of it stays and sending it
+        again imports it whole. If this fails too, what is left is idempotent: sending the
+        request again counts those rows as imported before and adds the rest."""
+        taken = 0
+        try:
+            for row, entry in reversed(added):
+                self._memories.take_back(entry, row.once, reason=TAKEN_BACK_REASON)
+                taken += 1
+        except Exception as exc:  # noqa: BLE001 - the request's own failure is the one raised
+            logger.warning(
+                "import not taken back", extra={"taken": taken, "left": len(added) - taken, "error": type(exc).__name__}
+            )
+            return
+        logger.info("import taken back", extra={"taken": taken})
 
     def _held(self, row: ImportRow, held: dict[Owner, Held]) -> bool:
         """Whether the row is a memory this deployment holds or held for its owner (its id, with
@@ -398,9 +459,9 @@ class Importer:
             held[row.owner] = Held.of(self._memories.ledger_for(row.owner, limit=None))
         return held[row.owner].holds(row.source_id, row.template.text)
 
-    def _add(self, row: ImportRow, check: PersonCheck) -> bool:
-        """True when imported now, False when the owner has it from an earlier import (or was
-        erased since this import began: the erasure stands)."""
+    def _add(self, row: ImportRow, check: PersonCheck) -> tuple[RowOutcome, LedgerEntry | None]:
+        """IMPORTED with its ledger row; UNCHANGED when the owner has it from an earlier import;
+        REFUSED when the person was erased since this import began (the erasure stands)."""
         for _ in range(ID_ATTEMPTS):
             try:
                 entry = self._memories.add_once(
@@ -413,8 +474,8 @@ class Importer:
                 )
             except PersonRefused:
                 logger.info("import row refused: the person was erased", extra={"user_id": row.owner.user_id})
-                return False
+                return RowOutcome.REFUSED, None
             except ConflictError:
                 continue  # the fresh id is one the owner has: draw another
-            return entry is not None
+            return (RowOutcome.IMPORTED, entry) if entry is not None else (RowOutcome.UNCHANGED, None)
         raise ConflictError(f"no free memory id after {ID_ATTEMPTS} attempts")

@@ -39,6 +39,13 @@ class ModelError(Exception):
     """A model call failed: error, timeout, or an answer that does not fit the contract."""
 
 
+class UnusableAnswer(ModelError):
+    """The model answered, but not in the form the question asked (no JSON object, a missing key,
+    a probability out of range, an empty line...): "no decision", like any other ``ModelError``.
+    Its own class so that ``memorybot eval`` can count the answers that failed to parse apart
+    from the calls that failed."""
+
+
 class ModelFailed(ModelError):
     """The service kept failing (server errors, timeouts, no connection) through the call's few
     quick retries: the call has failed, "no answer", like any other ``ModelError``.
@@ -177,6 +184,27 @@ class ImportWriter(Protocol):
     def has_marker(self, owner: Owner, once: str) -> bool:
         """Whether ``add_once`` wrote the owner's marker ``once`` (a dry run's check; unlogged)."""
 
+    def take_back(self, added: LedgerEntry, once: str, *, reason: str) -> bool:
+        """Undo one ``add_once`` (``added`` its ledger row) of a request that failed part way:
+        delete the memory, if it is still exactly as added, and the marker ``once``, with a delete
+        row in the ledger (actor import, ``reason``), in one transaction. False, writing nothing,
+        when the memory changed since (someone acted on it: it stays theirs)."""
+
+
+class RememberedMessages(Protocol):
+    """The person's messages "Remember this" was used on: each is taken in once per person."""
+
+    def claim_message(self, owner: Owner, message_id: str, claim: str, now: datetime) -> bool:
+        """Claim the message for one "Remember this" (``claim``: its interaction id), in one
+        conditional write: True for the first claim, or when an earlier one lapsed (its job never
+        settled it within ``REMEMBER_CLAIM_LEASE``); False while it is claimed, and for good once
+        it is learned. Of concurrent claims exactly one is True."""
+
+    def settle_message(self, owner: Owner, message_id: str, claim: str, *, learned: bool) -> None:
+        """What came of ``claim``: learned, the message is taken in for good; otherwise the claim
+        is given back, so a later "Remember this" may try again. A claim that is no longer this
+        one's (it lapsed and was taken) is left alone."""
+
 
 class ReviewQueue(Protocol):
     """The nightly review of memories untouched for long (every owner: one of the two cross-owner
@@ -279,6 +307,7 @@ class MemoryStore(
     ReadLog,
     MemoryWriter,
     ImportWriter,
+    RememberedMessages,
     ReviewQueue,
     VectorWriter,
     VectorIndex,

@@ -37,7 +37,7 @@ from typing import Any
 
 from . import quoting
 from .catalog import Language
-from .dates import PromptTime, today_sentence
+from .dates import PromptTime, parse_day, today_sentence
 from .decisions import render_memories
 from .domain import (
     JST,
@@ -52,7 +52,7 @@ from .domain import (
     Speaker,
     Verdict,
 )
-from .ports import ModelError
+from .ports import ModelError, UnusableAnswer
 
 # Output budgets. Decisions are one tiny JSON object; texts are one line (reply: a few).
 DECISION_MAX_TOKENS = 100
@@ -147,12 +147,14 @@ class Question:
 
 @dataclass(frozen=True)
 class TextTask:
-    """One writing task: a system prompt, a user prompt and an output budget."""
+    """One writing task: a system prompt, a user prompt, an output budget and, for an answer in
+    JSON (the dated memory's), its schema."""
 
     name: str  # write_memory | write_diary
     system: str
     user: str
     max_tokens: int
+    schema: dict[str, Any] | None = None
 
 
 # ---------------------------------------------------------------- schemas
@@ -190,6 +192,16 @@ def decision_schema(memory_ids: Sequence[str]) -> dict[str, Any]:
             "add": _PROBABILITY,
         },
         "required": ["verdicts", "add"],
+        "additionalProperties": False,
+    }
+
+
+def memory_schema() -> dict[str, Any]:
+    """The dated memory's answer: its text, and its last day or null."""
+    return {
+        "type": "object",
+        "properties": {"text": {"type": "string"}, "validUntil": {"type": ["string", "null"]}},
+        "required": ["text", "validUntil"],
         "additionalProperties": False,
     }
 
@@ -301,15 +313,17 @@ def memory_task(exchange: Exchange, current: Memory | None, when: PromptTime | N
     """The rewrite sees the exchange and ``current`` only: never the rest of the profile. Dated
     (``when``), it resolves relative dates against each line's own day and may give an end."""
     rules = MEMORY_WRITER
+    schema = None
     if when is not None:  # instructions, so in the system prompt: the user message is the quoted data
         rules = rules.replace(MEMORY_WRITER_ANSWER, ". " + MEMORY_ANSWER_RULE + " ")
         rules += " " + _dated(when).strip()
+        schema = memory_schema()
     block = quoting.exchange_block(exchange, when)
     if current is None:
-        return TextTask("write_memory", rules, f"{block}\n\nWrite the new memory.", MEMORY_MAX_TOKENS)
+        return TextTask("write_memory", rules, f"{block}\n\nWrite the new memory.", MEMORY_MAX_TOKENS, schema)
     end = {"until": current.valid_until.isoformat()} if when is not None and current.valid_until else {}
     user = f"{block}\n{quoting.memory_tag(current, **end)}\n\nRewrite this memory to reflect what the speaker said."
-    return TextTask("write_memory", rules, user, MEMORY_MAX_TOKENS)
+    return TextTask("write_memory", rules, user, MEMORY_MAX_TOKENS, schema)
 
 
 MEMORY_WRITER_ANSWER = "; only the fact, no quotes, tags or preamble. "
@@ -344,11 +358,11 @@ def diary_task(transcript: str, language: Language = Language.JA) -> TextTask:
 
 def _only_key(answer: object, key: str, *, exact: bool) -> object:
     if not isinstance(answer, Mapping):
-        raise ModelError("answer is not a JSON object")
+        raise UnusableAnswer("answer is not a JSON object")
     if key not in answer:
-        raise ModelError(f"answer has no {key!r}")
+        raise UnusableAnswer(f"answer has no {key!r}")
     if exact and set(answer) != {key}:
-        raise ModelError(f"answer has keys other than {key!r}")
+        raise UnusableAnswer(f"answer has keys other than {key!r}")
     return answer[key]
 
 
@@ -356,10 +370,10 @@ def parse_probability(answer: object, *, exact: bool = True) -> float:
     """``{"probability": p}`` with p a real JSON number in [0, 1]; never coerced or clamped."""
     value = _only_key(answer, "probability", exact=exact)
     if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise ModelError("probability is not a number")
+        raise UnusableAnswer("probability is not a number")
     value = float(value)
     if not math.isfinite(value) or not 0.0 <= value <= 1.0:
-        raise ModelError("probability outside [0, 1]")
+        raise UnusableAnswer("probability outside [0, 1]")
     return value
 
 
@@ -369,10 +383,10 @@ def parse_decision(answer: object, memory_ids: Sequence[str]) -> Decision:
     asked; an ``add`` that is not a real number in [0, 1] is None (no add). Only an answer that is
     not an object, or whose ``verdicts`` is not one, fails as a whole."""
     if not isinstance(answer, Mapping):
-        raise ModelError("answer is not a JSON object")
+        raise UnusableAnswer("answer is not a JSON object")
     given = answer.get("verdicts")
     if not isinstance(given, Mapping):
-        raise ModelError("answer has no verdicts object")
+        raise UnusableAnswer("answer has no verdicts object")
     allowed = {v.value: v for v in MEMORY_VERDICTS}
     verdicts = {
         memory_id: allowed[value]
@@ -390,11 +404,11 @@ def parse_verdict(answer: object, allowed: Iterable[Verdict], *, exact: bool = T
     """``{"verdict": v}`` with v exactly one of ``allowed`` (lower case, as the schema says)."""
     value = _only_key(answer, "verdict", exact=exact)
     if not isinstance(value, str):
-        raise ModelError("verdict is not a string")
+        raise UnusableAnswer("verdict is not a string")
     for verdict in allowed:
         if value == verdict.value:
             return verdict
-    raise ModelError("verdict not allowed for this question")
+    raise UnusableAnswer("verdict not allowed for this question")
 
 
 # ---------------------------------------------------------------- the writing answer
@@ -417,15 +431,11 @@ def parse_memory_answer(raw: str, *, said_on: date | None = None) -> MemoryDraft
     try:
         data = json.loads(answer)
     except ValueError:
-        raise ModelError("memory answer is not valid JSON") from None
+        raise UnusableAnswer("memory answer is not valid JSON") from None
     text = data.get("text") if isinstance(data, dict) else None
     if not isinstance(text, str):
-        raise ModelError("memory answer has no text")
-    until = data.get("validUntil")
-    try:
-        end = date.fromisoformat(until) if isinstance(until, str) and len(until) == len("2026-12-31") else None
-    except ValueError:
-        end = None
+        raise UnusableAnswer("memory answer has no text")
+    end = parse_day(data.get("validUntil"))
     if end is not None and said_on is not None and end < said_on:
         end = None
     return MemoryDraft(text.strip(), end)

@@ -296,12 +296,3 @@ def learnable_lines(settings: ServerSettings | None, messages: Sequence[M]) -> l
     if settings is None:
         return list(messages)
     return [m for m in messages if settings.learnable(m.created_at)]
-
-
-_MARKDOWN = str.maketrans({c: f"\\{c}" for c in "\\*_~`|>[]()<@#"})
-
-
-def escape_markdown(value: str) -> str:
-    """Outside text made plain in a Discord message: markdown, mentions, channels and links shown as
-    typed, never formatted or resolved (the posts carry allowed_mentions parse [] as well)."""
-    return value.translate(_MARKDOWN)

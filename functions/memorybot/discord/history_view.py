@@ -14,6 +14,7 @@ from datetime import tzinfo
 from ..core.catalog import text, where_label
 from ..core.dates import local_stamp
 from ..core.history import ChangeKind, HistoryLine, HistoryPage, UndoOutcome, UndoResult
+from .formats import markdown_escaped
 
 UNDO_BUTTON = "memory-undo"
 HISTORY_BUTTON = "memory-history"
@@ -35,8 +36,20 @@ def older_button(user_id: str, key: str) -> str:
     return f"{HISTORY_BUTTON}:{user_id}:{key}"
 
 
+# An escaped start of a text (80 characters, up to twice that escaped) is cut to this, so a page's
+# six lines with two each stay inside one message however much of the text is markup.
+QUOTED_MAX_CHARS = 120
+
+
 def _quoted(state: str, locale: str) -> str:
-    return text("history_quoted", locale, text=state) if state else "—"
+    """The start of a memory's text, shown as written (never as markup)."""
+    if not state:
+        return "—"
+    shown = markdown_escaped(state)
+    while len(shown) > QUOTED_MAX_CHARS:  # cut the text, never an escape in two
+        state = state[: len(state) - max(1, (len(shown) - QUOTED_MAX_CHARS) // 2)]
+        shown = markdown_escaped(state)
+    return text("history_quoted", locale, text=shown)
 
 
 def line_text(n: int, line: HistoryLine, zone: tzinfo, locale: str) -> str:
@@ -45,7 +58,7 @@ def line_text(n: int, line: HistoryLine, zone: tzinfo, locale: str) -> str:
         locale,
         n=n,
         at=local_stamp(line.at, zone),
-        memory_id=line.memory_id,
+        memory_id=markdown_escaped(line.memory_id),
         kind=kind_text(line.kind, locale),
         who=text(f"who_{line.who.value}", locale),
     )

@@ -16,15 +16,17 @@ from typing import TYPE_CHECKING, Any, Protocol
 from ..core import conversation
 from ..core.catalog import text
 from ..core.catalog import where_label as scope_label
-from ..core.domain import GLOBAL_SCOPE, ScopeMode
+from ..core.dates import local_stamp
+from ..core.domain import GLOBAL_SCOPE, Owner, Person, ScopeMode, shows_nothing, snowflake_time, utcnow
 from ..core.jobs import RememberJob, ReplyJob
 from ..lazy import lazy
+from .formats import markdown_escaped
 
 if TYPE_CHECKING:
     from ..core import commands, consent, history
     from ..core.commands import CommandMemories
     from ..core.history import HistoryMemories
-    from ..core.ports import AsyncInvoker, DiscordApi, MessageStore, PeopleStore
+    from ..core.ports import AsyncInvoker, DiscordApi, MessageStore, PeopleStore, RememberedMessages
     from ..core.servers import ServerSettings, ServerStore
     from . import history_view, server_admin
     from .guilds import GuildNames
@@ -90,6 +92,9 @@ class Dependencies(Protocol):
     def people_store(self) -> PeopleStore: ...
 
     @property
+    def remembered_messages(self) -> RememberedMessages: ...
+
+    @property
     def discord_interactive(self) -> DiscordApi: ...
 
     @property
@@ -100,7 +105,7 @@ class Dependencies(Protocol):
 
     @property
     def zone(self) -> tzinfo:
-        """The deployment's time zone (the dates /memory history shows)."""
+        """The deployment's time zone: every time a person reads is in it, labelled."""
 
     def once(self, name: str, key: str, work: Callable[[], dict]) -> dict | None:
         """``work()``'s answer, computed once per key (the dedup ledger); None while another copy runs it."""
@@ -139,10 +144,11 @@ def say(key: str, caller: Caller | str, **fields: object) -> dict:
 
 def where(caller: Caller, deps: Dependencies) -> str:
     """The caller's scope in words, in their language: a server named by the interaction's guild
-    data, else by one cached REST read (``GuildNames``), else by its id."""
+    data, else by one cached REST read (``GuildNames``), else by its id. The name is the server's
+    owners' text: shown as written, never as markup."""
     kind, _, ident = caller.scope.partition(":")
     name = caller.guild_name or (deps.guild_names.name(ident) if kind == "guild" else None) or ""
-    return scope_label(caller.scope, caller.locale, name)
+    return scope_label(caller.scope, caller.locale, markdown_escaped(name))
 
 
 def dm_text(lines: list[str], scope: str = GLOBAL_SCOPE, locale: str = "") -> str:
@@ -151,7 +157,8 @@ def dm_text(lines: list[str], scope: str = GLOBAL_SCOPE, locale: str = "") -> st
 
 def dm_messages(lines: list[str], where: str, locale: str = "") -> list[str]:
     """The listing split into as few DMs as Discord's 2000 characters allow: the header opens
-    the first, the footer closes the last, a line is never split (each is at most 86 characters)."""
+    the first, the footer closes the last, a line is never split (each is at most 86 characters,
+    twice that where every character of the memory is escaped)."""
     parts = [text("dm_header", locale, where=where), *lines, text("dm_footer", locale)]
     messages: list[str] = []
     current = ""
@@ -231,13 +238,13 @@ def _show_once(request: ShowMemories, deps: Dependencies) -> dict:
     answer = _show_listing(request, deps)
     paused_at = deps.people_store.get(request.caller.user_id).paused_at
     if paused_at is not None:  # /memory show says when memory is paused
-        answer["data"]["content"] += "\n" + consent.paused_note(paused_at, request.caller.locale)
+        answer["data"]["content"] += "\n" + consent.paused_note(paused_at, deps.zone, request.caller.locale)
     return answer
 
 
 def _show_listing(request: ShowMemories, deps: Dependencies) -> dict:
     caller = request.caller
-    lines = commands.show(deps.memory_store, caller.owner, caller.locale)
+    lines = commands.show(deps.memory_store, caller.owner, caller.locale, quote=markdown_escaped)
     if not lines:
         return say("nothing_remembered", caller, where=where(caller, deps))
     messages = dm_messages(lines, where(caller, deps), caller.locale)
@@ -275,7 +282,7 @@ def _why(request: WhyMemory, deps: Dependencies) -> dict:
     if found is None:
         return say("not_found", caller, memory_id=shown_id(request.memory_id.strip().lower(), caller.locale))
     verb = text("why_verb_learned" if found.action.value == "add" else "why_verb_changed", caller.locale)
-    at = found.at.astimezone(UTC).strftime("%Y-%m-%d %H:%M")
+    at = local_stamp(found.at, deps.zone)
     until = "\n" + text("why_until", caller.locale, until=found.valid_until.isoformat()) if found.valid_until else ""
     if not found.links:
         return ephemeral(text("why_no_sources", caller.locale, memory_id=found.memory_id, verb=verb, at=at) + until)
@@ -284,8 +291,9 @@ def _why(request: WhyMemory, deps: Dependencies) -> dict:
 
 
 def shown_id(memory_id: str, locale: str) -> str:
-    """A typed memory id as an answer repeats it: at most 20 characters, "(none)" for nothing."""
-    return memory_id[:20] or text("no_memory_id", locale)
+    """A typed memory id as an answer repeats it: at most 20 characters, shown as typed (never as
+    markup), "(none)" for nothing."""
+    return markdown_escaped(memory_id[:20]) or text("no_memory_id", locale)
 
 
 EXPORT_FILENAME = "memorybot-export.json"
@@ -431,20 +439,43 @@ def _remember(request: RememberMessage, deps: Dependencies) -> dict:
     if target.author_id != caller.user_id:  # only a person's own words decide their memories
         logger.info("remember refused: not their message", extra={"user_id": caller.user_id})
         return say("remember_not_yours", caller)
-    if not target.content.strip():
+    if shows_nothing(target.content):  # the import's rule: nothing visible is nothing to learn
         return say("remember_no_text", caller)
     refused = server_admin.remember_refusal(request, deps)  # the server's channels, memory off
     if refused is not None:
         return refused
-    if deps.people_store.get(caller.user_id).paused:
+    person = deps.people_store.get(caller.user_id)
+    if person.paused:
         return say("remember_paused", caller)
+    # A message is taken in once per person: of clicks at once, or one later, the first claim
+    # runs the job; every other click is told so, and no model is asked again.
+    owner = Owner(caller.scope, caller.user_id)
+    if not deps.remembered_messages.claim_message(owner, target.message_id, request.interaction_id, utcnow()):
+        logger.info("remember refused: the message is taken in already", extra={"user_id": caller.user_id})
+        return say(
+            "remember_nothing" if _never_teaches_again(deps, person, owner, target.message_id) else "remember_already",
+            caller,
+        )
     job = RememberJob(*_answered_by_worker(request), target.message_id, target.content, caller.guild_id)
     try:
         deps.invoker.invoke(job)
     except Exception as exc:  # noqa: BLE001 - the person gets an answer either way
         logger.error("remember hand-off failed", extra={**job.ids(), "error": type(exc).__name__})
+        try:
+            deps.remembered_messages.settle_message(owner, target.message_id, request.interaction_id, learned=False)
+        except Exception:  # noqa: BLE001 - an unsettled claim lapses on its own (REMEMBER_CLAIM_LEASE)
+            logger.warning("remember claim not given back", extra=job.ids())
         return say("busy", caller)
     return {"type": DEFERRED_CHANNEL_MESSAGE, "data": {"flags": EPHEMERAL}}
+
+
+def _never_teaches_again(deps: Dependencies, person: Person, owner: Owner, message_id: str) -> bool:
+    """Whether a message taken in before can no longer teach: what it taught was forgotten (its
+    id among the forgotten sources), or a forget-all in the scope or an erasure came after it was
+    said. Then "nothing there to remember" is the answer, as the job would give, not "remembered"."""
+    said = snowflake_time(message_id)
+    ended = [at for at in (person.erased_at, person.forgot_all_in(owner.scope)) if at is not None]
+    return any(at >= said for at in ended) or message_id in deps.memory_store.forgotten_sources(owner)
 
 
 def error_answer(body: bytes) -> dict:

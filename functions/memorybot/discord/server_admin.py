@@ -16,7 +16,8 @@ from typing import TYPE_CHECKING, Any, Protocol
 from ..core import servers
 from ..core.catalog import text
 from ..core.domain import snowflake_time
-from ..core.servers import BadSetting, ChangeRow, ServerSettings, ServerStore, escape_markdown
+from ..core.servers import BadSetting, ChangeRow, ServerSettings, ServerStore
+from .formats import markdown_escaped
 from .requests import Caller, ChangeSetting, Chat, RememberMessage, ShowSettings
 
 if TYPE_CHECKING:
@@ -220,7 +221,7 @@ def _fit(lines: list[str]) -> str:
 
 
 def _short(value: str, most: int = 40) -> str:
-    value = escape_markdown(" ".join(value.split()))
+    value = markdown_escaped(" ".join(value.split()))
     return value if len(value) <= most else value[: most - 1] + "…"
 
 

@@ -19,7 +19,14 @@ IMPORT_PATH = "/memory/import"
 
 rollback = admin_function(logger, admin_api.ROLLBACK, lambda c: c.rollback, "rollback answered", run_id="runId")
 import_memories = admin_function(
-    logger, admin_api.IMPORT, lambda c: c.importer, "import answered", imported="imported", unchanged="unchanged"
+    logger,
+    admin_api.IMPORT,
+    lambda c: c.importer,
+    "import answered",
+    imported="imported",
+    unchanged="unchanged",
+    already_here="alreadyHere",
+    refused="refused",
 )
 
 

@@ -23,6 +23,7 @@ from ..core.catalog import REMEMBER_THIS
 from ..core.consolidation import WINDOW, window_for
 from ..core.domain import JST, snowflake_at
 from ..core.nightly_steps import scheduled_time
+from ..discord.formats import markdown_shown
 from ..discord.signature import sign
 from .discord_recorder import LOCAL_GUILD_ID
 from .people import user_id_for
@@ -36,7 +37,8 @@ HELP = """Type a message to /chat with the bot. Other commands:
   /memory forget <id>   forget one memory (ids come from /memory show)
   /memory suggest <txt> what autocomplete would offer for forget (and why)
   /memory why <id>      when and from which of your messages a memory was learned
-  /memory export        the bot DMs you a JSON file of all your memories and their history
+  /memory export [file] the bot DMs you a JSON file of all your memories and their history;
+                        the client saves it (default: memorybot-export.json here) and says where
   /memory forget-all    asks to forget everything here, with a button
   /memory pause         stop the bot learning from you and using what it remembers (everywhere)
   /memory resume        start learning again, from your next message
@@ -53,6 +55,20 @@ HELP = """Type a message to /chat with the bot. Other commands:
 TEXT_FORGET_WHICH = "Which memory? Give its id: /memory forget <id> (ids come from /memory show)."
 TEXT_WHY_WHICH = "Which memory? Give its id: /memory why <id> (ids come from /memory show)."
 TEXT_UNKNOWN_COMMAND = "Unknown command {command}: /help lists the commands (to say it to the bot: /chat {command})."
+
+
+ATTACHED = "[attached file "  # how a file the bot DMed is printed: its name, then its text
+
+
+def button_command(custom_id: str, label: str) -> str:
+    """What to type to click a button: /confirm for forget-all's, /undo <n> for "Undo <n>" (the
+    number its label ends with, in either language), /older for "Older"."""
+    if custom_id.startswith("memory-forget-all"):
+        return "/confirm"
+    if custom_id.startswith("memory-history:"):
+        return "/older"
+    number = label.split()[-1:]
+    return f"/undo {number[0]}" if number and number[0].isdigit() else "/undo <n>"
 
 
 class StackRefused(SystemExit):
@@ -126,23 +142,30 @@ def describe_window(at: datetime) -> str:
     return f"nightly run for JST day {window.day_label}: the messages from {start} to {end} JST"
 
 
-def nightly_request(http: httpx.Client, url: str, admin: dict[str, str], now: str | None) -> tuple[int, dict, str]:
+def next_night(at: datetime) -> str:
+    """The time that runs the night after the one ``at`` runs: the 03:00 JST that ends it."""
+    return (window_for(at).end + WINDOW).astimezone(JST).isoformat()
+
+
+def nightly_request(http: httpx.Client, url: str, admin: dict[str, str], now: str | None) -> tuple[int, dict, datetime]:
     """POST /local/nightly for the night about to end (or the night ``now`` falls after):
-    (status, answer, which window). ValueError for a time that does not parse."""
+    (status, answer, the time it ran as of). ValueError for a time that does not parse."""
     at = parse_time(now) if now else night_about_to_end(datetime.now(UTC))
     response = http.post(f"{url}/local/nightly", json={"now": at.isoformat()}, headers=admin, timeout=600)
-    return response.status_code, (response.json() if response.content else {}), describe_window(at)
+    return response.status_code, (response.json() if response.content else {}), at
 
 
-def nightly_lines(
-    status: int, answer: dict, window: str, another_day: str = "/nightly 2031-01-02T03:00:00+09:00"
-) -> list[str]:
+def nightly_lines(status: int, answer: dict, at: datetime, command: str = "/nightly") -> list[str]:
+    """What a nightly run as of ``at`` answered, in words; "already done" names the time that runs
+    the next night (``command`` followed by it: the client's /nightly, or the CLI's)."""
+    window = describe_window(at)
     if status == 200:
         return [f"Ran the {window}.", json.dumps(answer, ensure_ascii=False, indent=2)]
     if status == 409:
         return [
             f"Already done: the {window} has run (each JST day runs once; a fresh stack starts with none). "
-            f"To run another day, give a time at or after the 03:00 JST that ends it, e.g. {another_day}"
+            "To run another day, give a time at or after the 03:00 JST that ends it; the next night: "
+            f"{command} {next_night(at)}"
         ]
     return [f"The nightly run did not finish (HTTP {status}): {json.dumps(answer, ensure_ascii=False)}"]
 
@@ -223,6 +246,7 @@ class LocalClient:
     locale: str = "en-US"  # the Discord client's language, as Discord sends it
     refusals: int = 0  # requests the bot refused (a --say run then exits 1)
     admin: bool = False  # send a server admin's permissions (Manage Server) instead of a member's
+    files: list[tuple[str, str]] = field(default_factory=list)  # (name, text) of the files DMed to this person
     _seen: int = 0
     _application_id: str = ""
 
@@ -263,6 +287,23 @@ class LocalClient:
     def export(self) -> list[str]:
         return self._command("memory", [{"type": 1, "name": "export", "options": []}])
 
+    def export_to(self, path: str = "") -> list[str]:
+        """/memory export, the file it DMs saved to ``path`` (default: ``memorybot-export.json`` in
+        this folder; a folder: that name inside it), and where it went said in place of its text."""
+        self.files.clear()
+        lines = [line for line in self.export() if not line.startswith(ATTACHED)]
+        for name, content in self.files:
+            target = Path(path).expanduser() if path else Path(name)
+            if target.is_dir():
+                target = target / name
+            try:
+                target.write_text(content, encoding="utf-8")
+            except OSError as exc:
+                lines.append(f"[attached file {name}: not saved to {target}: {exc.strerror or exc}]")
+                continue
+            lines.append(f"[attached file {name}: saved to {target.resolve()} ({len(content.encode())} bytes)]")
+        return lines
+
     def forget_all(self) -> list[str]:
         return self._command("memory", [{"type": 1, "name": "forget-all", "options": []}])
 
@@ -300,45 +341,54 @@ class LocalClient:
             "(the confirmation now reads) " if custom_id.startswith("memory-forget-all") else "(the page now reads) "
         )
         prefix = "(only you can see this) " if data.get("flags", 0) & 64 else updated
-        return [f"memorybot: {prefix}{data.get('content', '')}", *self._buttons(data)]
+        return [f"memorybot: {prefix}{markdown_shown(data.get('content', ''))}", *self._buttons(data)]
 
     def _buttons(self, data: dict) -> list[str]:
-        """The answer's buttons, remembered for /confirm, /undo and /older."""
+        """The answer's buttons, remembered for /confirm, /undo and /older, each with the command
+        that clicks it."""
         buttons = [b for row in data.get("components") or [] for b in row.get("components") or []]
         if buttons:
             self.buttons = buttons
         lines = []
         for button in buttons:
             self.last_button = button.get("custom_id", "")
-            custom_id = self.last_button
-            hint = "/confirm" if custom_id.startswith("memory-forget-all") else "/undo or /older"
-            lines.append(f"  [button: {button.get('label', '')}] (type {hint} to click it)")
+            label = button.get("label", "")
+            lines.append(f"  [button: {label}] (type {button_command(self.last_button, label)} to click it)")
         return lines
 
     def remember(self, content: str, author: str | None = None) -> list[str]:
         """Post ``content`` in the channel as an ordinary message of ``author`` (by default this
-        person), then use "Remember this" on it, as Discord sends a message command: the message
-        itself in ``data.resolved.messages``."""
+        person), then use "Remember this" on it."""
+        message = self.post_message(content, author)
+        return self._interact(self.remember_payload(message))
+
+    def post_message(self, content: str, author: str | None = None) -> dict:
+        """``content`` said in the channel as an ordinary message of ``author`` (by default this
+        person): the message as Discord resolves it for a message command."""
         author_name = author or self.user_name
         author_id = user_id_for(author_name)
         said = {"channel_id": self.channel_id, "author_id": author_id, "author_name": author_name, "content": content}
         response = self.http.post(f"{self.url}/local/discord/someone-said", json=said, headers=self._admin)
         self._check_refused(response.status_code)
         message_id = response.json()["id"] if response.status_code == 200 else snowflake_at(datetime.now(UTC))
-        message = {
+        return {
             "id": message_id,
             "channel_id": self.channel_id,
             "type": 0,
             "content": content,
             "author": {"id": author_id, "username": author_name},
         }
+
+    def remember_payload(self, message: dict) -> dict:
+        """ "Remember this" on ``message`` as Discord sends the message command (each a new
+        interaction): the message itself in ``data.resolved.messages``."""
         data = {
             "name": REMEMBER_THIS,
             "type": 3,
-            "target_id": message_id,
-            "resolved": {"messages": {message_id: message}},
+            "target_id": message["id"],
+            "resolved": {"messages": {message["id"]: message}},
         }
-        return self._interact(self._payload(REMEMBER_THIS, [], data=data))
+        return self._payload(REMEMBER_THIS, [], data=data)
 
     def remember_typed(self, typed: str) -> list[str]:
         """/remember <text> (your own message) or /remember @<name> <text> (someone else's)."""
@@ -364,11 +414,11 @@ class LocalClient:
 
     def nightly(self, now: str | None = None) -> list[str]:
         try:
-            status, answer, window = nightly_request(self.http, self.url, self._admin, now)
+            status, answer, at = nightly_request(self.http, self.url, self._admin, now)
         except ValueError as exc:
             return [str(exc)]
         self._check_refused(status)
-        return nightly_lines(status, answer, window)
+        return nightly_lines(status, answer, at)
 
     # ------------------------------------------------------------ plumbing
 
@@ -424,7 +474,7 @@ class LocalClient:
         data = answer.get("data") or {}
         if data.get("content"):
             prefix = "(only you can see this) " if data.get("flags", 0) & 64 else ""
-            lines.append(f"memorybot: {prefix}{data['content']}")
+            lines.append(f"memorybot: {prefix}{markdown_shown(data['content'])}")
         lines += self._buttons(data)
         drained = self.http.post(
             f"{self.url}/local/drain", headers=self._admin
@@ -443,6 +493,7 @@ class LocalClient:
         for event in self._events():
             self._seen = max(self._seen, event["seq"])
             content = (event.get("body") or {}).get("content", "")
+            content = markdown_shown(content)  # as Discord shows it: its escapes are not seen
             if event["kind"] == "edit" and event["interaction_token"] == token:
                 yield f"memorybot: {'(only you can see this) ' if deferred_ephemeral else ''}{content}"
             elif event["kind"] == "followup" and event["interaction_token"] == token:
@@ -451,7 +502,8 @@ class LocalClient:
             elif event["kind"] == "message" and event["recipient_id"] == self.user_id:
                 yield f"[DM from memorybot to {self.user_name}]\n{content}"
                 for attachment in event.get("attachments") or []:
-                    yield f"[attached file {attachment['filename']}]\n{attachment['text']}"
+                    self.files.append((attachment["filename"], attachment["text"]))
+                    yield f"{ATTACHED}{attachment['filename']}]\n{attachment['text']}"
 
     def _events(self) -> list[dict]:
         """What the bot posted since last time (empty when the stack talks to real Discord)."""
@@ -543,7 +595,7 @@ TYPED_COMMANDS: dict[str, Callable[[LocalClient, str], list[str]]] = {
     "/memory forget": lambda client, rest: client.with_memory_id(rest, client.forget, TEXT_FORGET_WHICH),
     "/memory suggest": lambda client, rest: client.suggest(rest),
     "/memory why": lambda client, rest: client.with_memory_id(rest, client.why, TEXT_WHY_WHICH),
-    "/memory export": lambda client, _rest: client.export(),
+    "/memory export": lambda client, rest: client.export_to(rest),
     "/memory forget-all": lambda client, _rest: client.forget_all(),
     "/memory pause": lambda client, _rest: client.pause(),
     "/memory resume": lambda client, _rest: client.resume(),

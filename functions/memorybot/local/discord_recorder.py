@@ -111,6 +111,11 @@ class DiscordRecorder:
         with self._lock:
             self.forbidden_channels[channel_id] = code
 
+    def name_guild(self, guild_id: str, name: str) -> None:
+        """Discord reads this server's name as ``name`` from now on (GET /guilds/{id})."""
+        with self._lock:
+            self.guilds[guild_id] = name
+
     def someone_said(self, channel_id: str, author_id: str, author_name: str, content: str) -> str:
         """A message someone posted in the channel outside any interaction (for history fetches)."""
         with self._lock:

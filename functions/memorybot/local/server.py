@@ -364,6 +364,14 @@ class _Handler(BaseHTTPRequestHandler):
             else:
                 recorder.open_dms(user_id)
             return 200, {"closed" if closing else "opened": user_id}
+        if method == "POST" and path == "/local/discord/guild":
+            data = _required(_local_body(body, {"guild_id": str, "name": str}), "guild_id", "name")
+            from ..discord.formats import is_snowflake
+
+            if not is_snowflake(data["guild_id"]) or not data["name"].strip():
+                raise BadBody("guild_id must be a Discord id (digits) and name a server's name")
+            recorder.name_guild(data["guild_id"], data["name"])
+            return 200, {"named": data["guild_id"]}
         if method == "POST" and path == "/local/discord/someone-said":
             fields = ("channel_id", "author_id", "author_name", "content")
             data = _required(_local_body(body, dict.fromkeys(fields, str)), *fields)
