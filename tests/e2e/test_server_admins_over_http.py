@@ -319,6 +319,7 @@ def test_a_server_diary_is_written_from_its_own_lines_and_posted_to_its_channel(
         world.person("speaker", guild, talk[guild]).chat(f"{marker} we planned a picnic by the river")
     world.drain()
     world.llm.clear()
+    world.jev.clear()
     seq = max([0] + [e["seq"] for e in world.events()])
     ran = answer_of(world.person("ada", diary_server, talk[diary_server]).nightly())
     assert "Ran the nightly run" in ran, ran
@@ -330,6 +331,8 @@ def test_a_server_diary_is_written_from_its_own_lines_and_posted_to_its_channel(
     own = [d for d in diaries if "alphamarker" in d and "betamarker" not in d]
     assert len(own) == 1, diaries  # the server's own: only its lines
     assert not any("deltamarker" in d and "betamarker" not in d for d in diaries)  # memory off: no diary
+    # nor is anything said there while it was off decided on at night (nor live: the turn was not handed on)
+    assert world.jev.requests and all("deltamarker" not in r.body.decode() for r in world.jev.requests)
     posts = [e for e in world.events(seq) if e["kind"] == "message" and not e["recipient_id"]]
     assert [p["channel_id"] for p in posts] == [diary_channel]  # none for a server without a channel
     [post] = posts

@@ -76,7 +76,8 @@ class Job(Payload):
 
     def ids(self) -> dict[str, str]:
         """What a log line may carry about the job: ids, never text or tokens."""
-        return {k: v for k, v in self.to_json().items() if k.endswith("_id") or k == "scope"}
+        # guild_id is left out: the scope names the server already where memories are kept per server.
+        return {k: v for k, v in self.to_json().items() if (k.endswith("_id") and k != "guild_id") or k == "scope"}
 
 
 @dataclass(frozen=True)
