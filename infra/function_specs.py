@@ -237,6 +237,8 @@ FUNCTIONS = (
             "messages": access("DeleteItem", indexes=("by_author", "by_conversation_of")),
             # GetItem: the switch counts as the person's data; PutItem: the record becomes the erasure's marker
             "people": access("GetItem", "PutItem"),
+            # each server's figures without the person (their digest out of its count of people)
+            "servers": access("UpdateItem"),
         },
         secrets=("MEMORYBOT_ADMIN_SECRET",),
     ),

@@ -237,7 +237,7 @@ class Container:
     def erasure(self) -> Erasure:
         from .core.erasure import Erasure
 
-        return Erasure(self.memory_store, self.message_store, self.people_store)
+        return Erasure(self.memory_store, self.message_store, self.people_store, servers=self.server_store)
 
     @cached_property
     def importer(self) -> Importer:

@@ -339,3 +339,15 @@ def test_a_server_diary_is_written_from_its_own_lines_and_posted_to_its_channel(
     assert post["body"]["allowed_mentions"] == {"parse": []}
     refused_admin = world.person("ada", refused_server, talk[refused_server], admin=True)
     assert "code 50013" in show(refused_admin)  # told to its admins, and no more posts there
+
+
+def test_an_erased_member_is_no_longer_counted_among_the_servers_people(world):
+    guild, channel = world.server(), world.channel()
+    admin = world.person("ada", guild, channel, admin=True)
+    member = world.person("erin", guild, channel)
+    member.chat("I love sailing on the lake")
+    world.drain()
+    assert "people with memories: 1; memories: 1" in show(admin)
+    erased = world.http.post(f"{world.url}/memory/erase", json={"userId": member.user_id}, headers=ADMIN)
+    assert erased.status_code == 200 and erased.json()["memoriesDeleted"] == 1
+    assert "people with memories: 0; memories: 0" in show(admin)

@@ -303,6 +303,7 @@ TABLE_ACCESS = {
         "memory_log": _dynamodb("PutItem", "GetItem", "Query", "UpdateItem"),
         "messages": _dynamodb("DeleteItem", "Query"),
         "people": _dynamodb("GetItem", "PutItem"),  # the switch erased, the erasure's marker written
+        "servers": _dynamodb("UpdateItem"),  # the person out of each server's count of people
     },
 }
 
