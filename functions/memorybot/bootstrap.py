@@ -34,6 +34,7 @@ if TYPE_CHECKING:
         ManifestStore,
         MemoryStore,
         MessageStore,
+        Metrics,
         PeopleStore,
         RememberedMessages,
         RunStore,
@@ -73,6 +74,7 @@ class Container:
         idempotency: Idempotency | None = None,
         unavailable_attempts: AttemptCounter | None = None,
         server_store: ServerStore | None = None,
+        metrics: Metrics | None = None,
     ) -> None:
         """Each keyword given takes the place of the provider of the same name (the local stack and
         the tests use them); one not given (None) is built from ``config`` on first use. The use
@@ -96,6 +98,7 @@ class Container:
             "idempotency": idempotency,
             "unavailable_attempts": unavailable_attempts,
             "server_store": server_store,
+            "metrics": metrics,
         }
         # A cached property reads the instance's own value first: an override is its first build.
         self.__dict__.update({name: value for name, value in given.items() if value is not None})
@@ -107,6 +110,14 @@ class Container:
     @property
     def zone(self) -> tzinfo:
         return self.settings.zone
+
+    @cached_property
+    def metrics(self) -> Metrics:
+        """The process's metrics (CloudWatch's embedded metric format on stdout), written out by
+        each handler when its invocation ends; Powertools is imported by the first flush only."""
+        from .adapters.metrics import metrics_for
+
+        return metrics_for(self.settings)
 
     @cached_property
     def dynamodb_client(self) -> DynamoDBClient:
@@ -218,6 +229,7 @@ class Container:
             servers=self.server_store,
             post=self._post_diary,
             server_diaries=self.settings.server_diaries_per_night,
+            zone=self.settings.zone,
         )
 
     def _post_diary(self, channel_id: str, line: str) -> str:
@@ -383,6 +395,10 @@ class Invocation:
         if guild_id not in self._servers:
             self._servers[guild_id] = self._container.server_store.get(guild_id)
         return self._servers[guild_id]
+
+    @property
+    def metrics(self) -> Metrics:
+        return self._container.metrics
 
     def once(self, name: str, key: str, work: Callable[[], dict[str, Any]]) -> dict[str, Any] | None:
         """``work()``'s answer once per ``key``: a repeat gets the stored answer; None while another

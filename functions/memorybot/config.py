@@ -60,6 +60,9 @@ class Settings:
     # expire through DynamoDB TTL; change rows never carry the attribute (docs/ledger-retention.md).
     ledger_read_retention_days: int = 400
     metrics_namespace: str = "MemoryBot"
+    service_name: str = "memorybot"  # POWERTOOLS_SERVICE_NAME: the metrics' service dimension
+    # The metrics' function dimension: the function's name in the stack (infra/function_specs.py).
+    function_name: str = "local"
     # USD per million input and output tokens, by model id (DEFAULT_MODEL_PRICES, then the
     # environment's MEMORYBOT_MODEL_PRICES): what an estimated cost multiplies tokens by.
     model_prices: Mapping[str, tuple[float, float]] = field(default_factory=lambda: dict(DEFAULT_MODEL_PRICES))
@@ -109,11 +112,7 @@ class Settings:
     def price(self, model_id: str) -> tuple[float, float] | None:
         """USD per million (input, output) tokens of ``model_id`` (an inference profile's: its base
         model's); None when no price is set for it."""
-        found = self.model_prices.get(model_id)
-        base = inference_profile_base(model_id)
-        if found is None and base is not None:
-            found = self.model_prices.get(base)
-        return found
+        return price_in(self.model_prices, model_id)
 
     def table(self, spec: tables.TableSpec) -> str:
         return self.table_names[spec.logical_name]
@@ -151,6 +150,8 @@ class Settings:
                 int(env.get("MEMORYBOT_LEDGER_READ_RETENTION_DAYS", cls.ledger_read_retention_days)),
             ),
             metrics_namespace=env.get("POWERTOOLS_METRICS_NAMESPACE") or cls.metrics_namespace,
+            service_name=env.get("POWERTOOLS_SERVICE_NAME") or cls.service_name,
+            function_name=env.get("MEMORYBOT_FUNCTION") or cls.function_name,
             model_prices={**DEFAULT_MODEL_PRICES, **_model_prices(env.get("MEMORYBOT_MODEL_PRICES", ""))},
             jev_url=env.get("JEV_URL", "").rstrip("/"),
             openai_base_url=env.get("OPENAI_BASE_URL", "https://api.openai.com/v1").rstrip("/"),
@@ -200,6 +201,20 @@ def _bounded(name: str, value: float, most: float) -> float:
     if not 0 <= value <= most:
         raise ValueError(f"{name} must be between 0 and {most:g}")
     return value
+
+
+def price_in(prices: Mapping[str, tuple[float, float]], model_id: str) -> tuple[float, float] | None:
+    """``model_id``'s price in ``prices`` (an inference profile's: its base model's), or None."""
+    found = prices.get(model_id)
+    base = inference_profile_base(model_id)
+    if found is None and base is not None:
+        found = prices.get(base)
+    return found
+
+
+def estimated_cost(price: tuple[float, float], input_tokens: int, output_tokens: int) -> float:
+    """US dollars for these tokens at ``price`` (USD per million input and output tokens)."""
+    return (input_tokens * price[0] + output_tokens * price[1]) / 1_000_000
 
 
 def _model_prices(text: str) -> dict[str, tuple[float, float]]:

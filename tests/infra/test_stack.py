@@ -10,6 +10,7 @@ from aws_cdk.assertions import Match, Template
 from infra.stack import FUNCTIONS, NIGHTLY_SCHEDULE
 from memorybot import tables
 from memorybot.config import SECRET_KEYS
+from synth_shapes import alarm_metric
 
 FUNCTION_NAMES = [spec.name for spec in FUNCTIONS]
 HANDLERS = {
@@ -476,21 +477,26 @@ def test_the_template_has_what_memorybot_doctor_reads(synth):
     assert {key + doctor.SECRET_NAME_SUFFIX for key in SECRET_KEYS} <= named
     read = {*doctor.MODEL_BACKENDS.values(), *doctor.BEDROCK_MODEL_IDS.values(), doctor.APPLICATION_ID}
     assert all(read <= set(env) for env in environments)
-    assert len(synth.of_type("AWS::Events::Rule")) == 1
+    [schedule_id] = synth.of_type("AWS::Scheduler::Schedule")
+    assert synth.template["Outputs"][doctor.SCHEDULE_OUTPUT]["Value"] == {"Ref": schedule_id}
 
 
 # -- schedule and asynchronous invocations --------------------------------------------------
 
 
-def test_nightly_rule_at_03_00_jst_starts_the_state_machine_with_the_schedules_time(synth):
-    [rule] = synth.of_type("AWS::Events::Rule").values()
-    props = rule["Properties"]
-    assert props["ScheduleExpression"] == NIGHTLY_SCHEDULE == "cron(0 18 * * ? *)"
-    [target] = props["Targets"]
+def test_the_night_starts_at_03_00_tokyo_time_with_the_schedules_time(synth):
+    """EventBridge Scheduler in the deployment's zone (18:00 UTC for Asia/Tokyo); no EventBridge rule."""
+    assert not synth.of_type("AWS::Events::Rule")
+    [schedule] = synth.of_type("AWS::Scheduler::Schedule").values()
+    props = schedule["Properties"]
+    assert props["ScheduleExpression"] == NIGHTLY_SCHEDULE == "cron(0 3 * * ? *)"
+    assert props["ScheduleExpressionTimezone"] == "Asia/Tokyo"
+    assert props["FlexibleTimeWindow"] == {"Mode": "OFF"} and props["State"] == "ENABLED"
+    target = props["Target"]
     [machine_id] = synth.of_type("AWS::StepFunctions::StateMachine")
     assert target["Arn"] == {"Ref": machine_id}
-    assert target["InputTransformer"] == {"InputPathsMap": {"time": "$.time"}, "InputTemplate": '{"time":<time>}'}
-    assert target["RetryPolicy"]["MaximumRetryAttempts"] == 2
+    assert json.loads(target["Input"]) == {"time": "<aws.scheduler.scheduled-time>"}
+    assert target["RetryPolicy"] == {"MaximumRetryAttempts": 2, "MaximumEventAgeInSeconds": 7200}
     assert target["DeadLetterConfig"]["Arn"]["Fn::GetAtt"][0].startswith("DeadLetters")
 
 
@@ -541,11 +547,14 @@ def test_alarms_on_errors_throttles_and_dead_letters(synth):
     for alarm in alarms:
         props = alarm["Properties"]
         assert props["Threshold"] == 1 and props["ComparisonOperator"] == "GreaterThanOrEqualToThreshold"
-        [dimension] = props["Dimensions"]
+        assert props["EvaluationPeriods"] == 1 and props["TreatMissingData"] == "notBreaching"
+        metric = alarm_metric(props)
+        assert metric["Period"] == 300
+        [dimension] = metric["Dimensions"]
         value = dimension["Value"]  # {"Ref": fn}, {"Fn::GetAtt": [queue, "QueueName"]} or a service name
         if isinstance(value, dict):
             value = value.get("Ref") or value["Fn::GetAtt"][0]
-        watched.add((props["Namespace"], props["MetricName"], value))
+        watched.add((metric["Namespace"], metric["MetricName"], value))
     for name in FUNCTION_NAMES:
         fid = logical_id(synth, f"{name}Function", "AWS::Lambda::Function")
         assert ("AWS/Lambda", "Errors", fid) in watched

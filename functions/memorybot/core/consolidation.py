@@ -1,12 +1,13 @@
 """The nightly run: extraction over the day's messages, decay, the diary, the run record.
 
 Window convention: a run as of ``now`` covers the 24 hours that END at the latest
-03:00 JST at or before ``now``; its day label is the JST date on which that window
-STARTS. So a run at 2026-11-30 03:00 JST covers [2026-11-29 03:00, 2026-11-30 03:00)
-JST and is labelled "2026-11-29"; a message at 02:59 JST on the 30th belongs to it,
-one at 03:00 JST on the 30th to the next night. A run a little late (a retried
-delivery at 03:07) still maps to the same window and label, so the day claim makes
-it a no-op.
+03:00 at or before ``now`` in the deployment's time zone (``MEMORYBOT_TIMEZONE``, by default
+Asia/Tokyo: 03:00 JST); its day label is that zone's date on which that window STARTS. So a
+run at 2026-11-30 03:00 JST covers [2026-11-29 03:00, 2026-11-30 03:00) JST and is labelled
+"2026-11-29"; a message at 02:59 JST on the 30th belongs to it, one at 03:00 JST on the 30th
+to the next night. A run a little late (a retried delivery at 03:07) still maps to the same
+window and label, so the day claim makes it a no-op. The 24 hours are real hours: on a night a
+zone's clocks change, the window starts at 02:00 or 04:00 local time.
 
 Whose memory: a speaker here is a person within a scope (``Owner``), and only their own
 conversation with the bot counts (``Message.conversation_of``): someone who never used the
@@ -24,7 +25,7 @@ import logging
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime, timedelta, tzinfo
 from typing import Protocol
 
 from . import decisions
@@ -45,7 +46,6 @@ from .domain import (
     RunSummary,
     Speaker,
     Verdict,
-    jst_day,
     one_line,
     plain_name,
     utcnow,
@@ -75,7 +75,7 @@ from .servers import ServerSettings, ServerStore, count_quietly, guild_of, learn
 logger = logging.getLogger(__name__)
 
 # The design's nightly numbers, each named once.
-RUN_HOUR_JST = 3  # the alarm: 03:00 JST (18:00 UTC)
+RUN_HOUR = 3  # the alarm: 03:00 in the deployment's time zone (by default JST: 18:00 UTC)
 WINDOW = timedelta(hours=24)  # the previous 24 hours
 CHUNK_MESSAGES = 6  # one speaker's messages are split into chunks of six
 CHUNKS_PER_SPEAKER = 5  # only the newest five chunks per speaker
@@ -106,17 +106,33 @@ DECAY_READ_REASON = "nightly decay review"
 class Window:
     start: datetime  # inclusive, UTC
     end: datetime  # exclusive, UTC
-    day_label: str  # the JST date the window starts on
+    day_label: str  # the date (in the deployment's zone) the window starts on
 
 
-def window_for(now: datetime) -> Window:
-    """The 24 hours up to the latest 03:00 JST at or before ``now`` (see the module docstring)."""
-    local = now.astimezone(JST)
-    end = local.replace(hour=RUN_HOUR_JST, minute=0, second=0, microsecond=0)
-    if end > local:
-        end -= timedelta(days=1)
-    start = end - WINDOW
-    return Window(start.astimezone(UTC), end.astimezone(UTC), jst_day(start))
+def window_for(now: datetime, zone: tzinfo = JST) -> Window:
+    """The 24 hours up to the latest 03:00 in ``zone`` at or before ``now`` (see the module docstring)."""
+    end = latest_run_time(now, zone)
+    start = end - WINDOW  # in UTC: 24 real hours, whatever the zone's clocks did
+    return Window(start, end, start.astimezone(zone).strftime("%Y-%m-%d"))
+
+
+def latest_run_time(now: datetime, zone: tzinfo = JST) -> datetime:
+    """The latest 03:00 in ``zone`` at or before ``now``, in UTC (the schedule's last start)."""
+    local = now.astimezone(zone)
+    end = local.replace(hour=RUN_HOUR, minute=0, second=0, microsecond=0)
+    if end.astimezone(UTC) > now.astimezone(UTC):
+        end = (local - timedelta(days=1)).replace(hour=RUN_HOUR, minute=0, second=0, microsecond=0)
+    return end.astimezone(UTC)
+
+
+def next_run_time(now: datetime, zone: tzinfo = JST, *, hour: int = RUN_HOUR, minute: int = 0) -> datetime:
+    """The first ``hour``:``minute`` (03:00) in ``zone`` after ``now``, in UTC: when a daily schedule
+    in that zone next starts a night."""
+    local = now.astimezone(zone)
+    candidate = local.replace(hour=hour, minute=minute, second=0, microsecond=0)
+    if candidate.astimezone(UTC) <= now.astimezone(UTC):
+        candidate = (local + timedelta(days=1)).replace(hour=hour, minute=minute, second=0, microsecond=0)
+    return candidate.astimezone(UTC)
 
 
 def max_model_calls(speakers: int, *, per_record: bool = False, server_diaries: int = 0) -> int:
@@ -197,6 +213,7 @@ class ReviewTally:
 
     failures: int = 0
     conflicts: int = 0
+    reviewed: int = 0  # memories put to the review question
     embedded: int = 0  # memories given a vector by the backfill
     embedding_cursor: str = ""  # where the next night's backfill goes on
     embedding_error: str = ""  # the error's name when the backfill could not list memories
@@ -240,6 +257,7 @@ class Consolidator:
         servers: ServerStore | None = None,
         post: Callable[[str, str], object] | None = None,
         server_diaries: int = 0,
+        zone: tzinfo = JST,
     ) -> None:
         # Servers' own settings (core/servers.py): memory off or turned on since, and their diaries,
         # posted by ``post(channel, line)`` (the line escaped there; at most ``server_diaries`` a night).
@@ -247,6 +265,7 @@ class Consolidator:
         self._post = post
         self._server_diaries = server_diaries
         self._memories = memories
+        self.zone = zone  # the night's 03:00 and its day label are this zone's
         self._people = people
         self._diary_language = diary_language
         self._embeddings = embeddings
@@ -266,7 +285,7 @@ class Consolidator:
     # ---- step 1: claim the JST day
 
     def claim(self, now: datetime, hold: timedelta = NIGHTLY_MAX_DURATION) -> NightlyRun | None:
-        window = window_for(now)
+        window = window_for(now, self.zone)
         run = self._runs.claim(window.day_label, self._clock(), hold)
         if run is None:
             logger.info("nightly day already claimed", extra={"day_label": window.day_label})
@@ -285,7 +304,7 @@ class Consolidator:
     def plan(self, run_id: int, now: datetime) -> tuple[str, int]:
         """The day's speakers with their message ids, written as the run's manifest; (key, count).
         Written again whole by a retry: the same key, the same content."""
-        window = window_for(now)
+        window = window_for(now, self.zone)
         grouped = self._learnable_here(by_speaker(self._messages.between(window.start, window.end)))
         entries = [
             manifest_entry(owner.scope, owner.user_id, [(m.channel_id, m.message_id) for m in msgs])
@@ -345,7 +364,7 @@ class Consolidator:
 
     def _count(self, guild: str, model_calls: int, memories: int, user_id: str = "", added: Sequence[str] = ()) -> None:
         if self._servers is not None and guild:
-            day = self._clock().astimezone(JST).date()  # the night's day, as the run labels it
+            day = self._clock().astimezone(self.zone).date()  # the deployment's day, as the turns count it
             count_quietly(
                 self._servers,
                 guild,
@@ -378,7 +397,7 @@ class Consolidator:
         done = self._runs.step_mark(run_id, REVIEW_MARK, ReviewMark)
         if done is not None:
             return done
-        window = window_for(now)
+        window = window_for(now, self.zone)
         said = self._messages.between(window.start, window.end)
         paused = self._paused({m.author_id for m in said if not m.is_bot})
         recent = diary_lines([m for m in said if m.author_id not in paused])
@@ -395,6 +414,7 @@ class Consolidator:
             failures=tally.failures + counter.failures,
             conflicts=tally.conflicts,
             model_calls=counter.calls,
+            reviewed=tally.reviewed,
             embedded=tally.embedded,
             embedding_cursor=tally.embedding_cursor,
             embedding_error=tally.embedding_error,
@@ -492,6 +512,7 @@ class Consolidator:
             tally.failures += 1
             return
         stale = self._log_decay_reads(stale, run_id, tally)  # their text goes to the decision model
+        tally.reviewed = len(stale)
 
         def review(memory: Memory) -> Verdict | None:
             return counter.ask(
@@ -635,6 +656,7 @@ class Consolidator:
         summary.failures += review.failures
         summary.model_calls += review.model_calls
         summary.conflicts += review.conflicts
+        summary.reviews = review.reviewed
         summary.embedded = review.embedded
         summary.embedding_cursor = review.embedding_cursor
         summary.failed_speakers.sort()

@@ -597,6 +597,7 @@ class RunSummary:
     conflicts: int = 0  # changes dropped because the record changed since it was read
     speakers: int = 0
     chunks: int = 0
+    reviews: int = 0  # memories the night's review put to the model
     embedded: int = 0  # memories given a vector by the embedding backfill
     # Where the backfill's pass over the memories stopped (keys only): the next night goes on from there.
     embedding_cursor: str = ""

@@ -120,6 +120,7 @@ class ReviewMark(Payload):
     failures: int = 0
     conflicts: int = 0
     model_calls: int = 0
+    reviewed: int = 0  # memories put to the review question
     embedded: int = 0  # the embedding backfill's: memories given a vector
     embedding_cursor: str = ""  # where the next night's backfill goes on
     embedding_error: str = ""  # the error's name when the backfill could not list memories

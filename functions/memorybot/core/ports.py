@@ -566,3 +566,17 @@ class AsyncInvoker(Protocol):
 
     def invoke(self, job: Job) -> None:
         """Send ``job`` (its JSON form) to the worker named by ``job.WORKER``."""
+
+
+class Metrics(Protocol):
+    """Counts and timings for the operator's dashboard (CloudWatch metrics when deployed).
+
+    Dimensions are low-cardinality only: the purpose of a model call (worth, decide, write,
+    reply, review, diary, embed) and the model id; never a person, server or channel. An adapter
+    buffers what it is given and writes it out when the invocation ends (``flush``)."""
+
+    def add(self, name: str, value: float = 1.0, *, unit: str = "Count", purpose: str = "", model: str = "") -> None:
+        """Add ``value`` to the metric ``name`` (``unit``: Count, Milliseconds or None)."""
+
+    def flush(self) -> None:
+        """Write out what was added since the last flush (once per invocation)."""

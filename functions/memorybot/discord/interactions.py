@@ -26,7 +26,7 @@ if TYPE_CHECKING:
     from ..core import commands, consent, history
     from ..core.commands import CommandMemories
     from ..core.history import HistoryMemories
-    from ..core.ports import AsyncInvoker, DiscordApi, MessageStore, PeopleStore, RememberedMessages
+    from ..core.ports import AsyncInvoker, DiscordApi, MessageStore, Metrics, PeopleStore, RememberedMessages
     from ..core.servers import ServerSettings, ServerStore
     from . import history_view, server_admin
     from .guilds import GuildNames
@@ -106,6 +106,10 @@ class Dependencies(Protocol):
     @property
     def zone(self) -> tzinfo:
         """The deployment's time zone: every time a person reads is in it, labelled."""
+
+    @property
+    def metrics(self) -> Metrics:
+        """Counts for the operator (memories forgotten), written out when the invocation ends."""
 
     def once(self, name: str, key: str, work: Callable[[], dict]) -> dict | None:
         """``work()``'s answer, computed once per key (the dedup ledger); None while another copy runs it."""
@@ -360,9 +364,17 @@ def _forget_all_once(request: ForgetAllConfirm, deps: Dependencies) -> dict:
     caller = request.caller
     deleted = commands.forget_all(deps.memory_store, caller.owner, deps.people_store)
     server_admin.forgotten(deps, caller, len(deleted), everything=True)
+    if deleted:
+        _count_forgotten(deps, len(deleted))
     logger.info("forget-all done", extra={"user_id": caller.user_id, "deleted": len(deleted)})
     done = text("forget_all_done", caller.locale, count=len(deleted), where=where(caller, deps))
     return {"type": UPDATE_MESSAGE, "data": {"content": done, "components": [], "allowed_mentions": NO_MENTIONS}}
+
+
+def _count_forgotten(deps: Dependencies, count: int) -> None:
+    from ..core.metrics import MEMORIES_FORGOTTEN  # on a forget only: the cold start imports nothing more
+
+    deps.metrics.add(MEMORIES_FORGOTTEN, count)
 
 
 def _forget(request: ForgetMemory, deps: Dependencies) -> dict:
@@ -371,7 +383,8 @@ def _forget(request: ForgetMemory, deps: Dependencies) -> dict:
         return say("forget_which", caller)
     result = commands.forget(deps.memory_store, caller.owner, request.memory_id)
     key = "forgotten" if result.outcome is commands.ForgetOutcome.FORGOTTEN else "not_found"
-    if key == "forgotten":
+    if result.outcome is commands.ForgetOutcome.FORGOTTEN:
+        _count_forgotten(deps, 1)
         server_admin.forgotten(deps, caller, 1)
     return say(key, caller, memory_id=shown_id(result.memory_id, caller.locale))
 

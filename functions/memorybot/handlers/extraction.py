@@ -16,7 +16,7 @@ from typing import Any
 from aws_lambda_powertools import Logger
 
 from ..bootstrap import Container
-from ..core import conversation
+from ..core import conversation, metrics
 from ..core.jobs import ExtractionJob, RememberJob
 from . import count_metric, job_worker, log_core_with, retries_spent
 
@@ -38,7 +38,9 @@ def _give_up(c: Container, job: ExtractionJob | RememberJob) -> Callable[[], boo
 
 def _done(c: Container, what: str, result: conversation.Extracted) -> dict:
     if result.outcome == conversation.DECISIONS_LOST:
-        count_metric(c, "DecisionsLost")
+        count_metric(c, metrics.DECISIONS_LOST)
+    metrics.record_turn(c.metrics, result.outcome)
+    metrics.record_changes(c.metrics, added=len(result.added), updated=len(result.updated), deleted=len(result.deleted))
     answer = result.to_json()  # memory ids only
     logger.info(what, extra=answer)
     return answer

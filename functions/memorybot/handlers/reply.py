@@ -11,7 +11,7 @@ from __future__ import annotations
 from aws_lambda_powertools import Logger
 
 from ..bootstrap import Container
-from ..core import conversation
+from ..core import conversation, metrics
 from ..core.jobs import ReplyJob
 from . import job_worker, log_core_with, retries_spent
 
@@ -20,12 +20,16 @@ log_core_with(logger)
 
 
 def reply(c: Container, job: ReplyJob) -> dict:
-    return conversation.answer(
+    answer = conversation.answer(
         c,
         job,
         fetch_history=c.settings.fetch_channel_history,
         give_up=lambda: retries_spent(c, "reply", job.interaction_id),
     )
+    c.metrics.add(metrics.TURNS)  # answered (a reply or the apology): once, the job runs once
+    if answer.get("learning") == "paused":  # nothing handed on: the turn's outcome is known here
+        metrics.record_turn(c.metrics, "paused")
+    return answer
 
 
 handler = job_worker(ReplyJob, logger, reply)

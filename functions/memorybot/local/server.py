@@ -337,10 +337,13 @@ class _Handler(BaseHTTPRequestHandler):
                 raise BadBody('now must be an ISO 8601 time, e.g. "2026-11-20T18:00:00Z"') from None
         self.stack.invoker.drain(timeout=DRAIN_TIMEOUT_SECONDS)  # let pending extractions land first
         # The state machine's steps (the nightly handlers' typed use cases), in its order, in this process.
+        container = self.stack.container
         try:
-            run = run_in_process(self.stack.container.consolidator, now or utcnow())
+            run = run_in_process(container.consolidator, now or utcnow(), container.metrics)
         except Exception as exc:  # noqa: BLE001 - deployed, the failed execution is redriven; here, ask again
             return 503, {"status": "incomplete", "error": type(exc).__name__, "retry": "POST /local/nightly again"}
+        finally:
+            container.metrics.flush()  # the night's lines, as its finish step writes them deployed
         if run is None:
             day = day_label(now or utcnow())
             # That JST day has run: each runs once.
