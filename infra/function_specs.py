@@ -105,7 +105,7 @@ FUNCTIONS = (
     ),
     FunctionSpec(
         "Extraction",
-        "Extraction worker: decide, rewrite and log memory changes after a reply",
+        "Extraction worker: decide, rewrite and log memory changes after a reply; a confirmed forget-all",
         memory_mb=512,
         timeout=Duration.minutes(5),
         tables={
@@ -113,12 +113,15 @@ FUNCTIONS = (
             # GetItem: the sources of the memories the person forgot (one item), never learned from again;
             # Query: the whole profile, for relevance selection; UpdateItem: a written memory's vector,
             # stored after its write only if the record is still as written (no ledger row); a "Remember
-            # this" job settles its message's claim: learned (UpdateItem) or given back (DeleteItem)
-            "memories": access("GetItem", "PutItem", "DeleteItem", "Query", "UpdateItem"),
+            # this" job settles its message's claim: learned (UpdateItem) or given back (DeleteItem).
+            # The forget-all job: the profile read newest first (by_updated), each memory deleted with
+            # its row and its sources added to the forgotten-sources item (UpdateItem, same transaction)
+            "memories": access("GetItem", "PutItem", "DeleteItem", "Query", "UpdateItem", indexes=("by_updated",)),
             "memory_log": access("PutItem", "GetItem"),
             # GetItem: paused? learned from what? (before any model call); ConditionCheckItem: each
-            # write checks the record again in its own transaction
-            "people": access("GetItem", "ConditionCheckItem"),
+            # write checks the record again in its own transaction; UpdateItem: the forget-all job
+            # marks its scope done
+            "people": access("GetItem", "ConditionCheckItem", "UpdateItem"),
             "dedup": access(*IDEMPOTENCY_ACTIONS),
             "servers": access("GetItem", "UpdateItem"),  # memory still on here? the server's counters
         },

@@ -211,7 +211,7 @@ def reserve_worker_concurrency(config: StackConfig, functions: Mapping[str, lamb
 
 def wire_async(functions: Mapping[str, lambda_.Function], dead_letters: sqs.IQueue) -> None:
     """Interactions -> Reply -> Extraction, each invoked asynchronously, retried, then dead-lettered;
-    and Interactions -> Extraction for "Remember this" (its job is the extraction worker's)."""
+    and Interactions -> Extraction: "Remember this" and a confirmed forget-all's deletes."""
     f = functions
     _invoke(f["Interactions"], f["Reply"], "REPLY_FUNCTION_NAME")
     _invoke(f["Interactions"], f["Extraction"], "EXTRACTION_FUNCTION_NAME")

@@ -59,6 +59,7 @@ class FakePeopleStore:
     def __init__(self, ledger_to: FakeMemoryStore | None = None) -> None:
         self.people: dict[str, Person] = {}
         self.ledger_to = ledger_to
+        self.jobs: dict[tuple[str, str], str] = {}  # the running forget-all job per (person, scope)
         self._lock = threading.RLock()
 
     def get(self, user_id: str) -> Person:
@@ -102,10 +103,31 @@ class FakePeopleStore:
         with self._lock:
             self._set(user_id, noticed=self.get(user_id).noticed - {scope})
 
-    def forgot_all(self, user_id, scope, at):
+    def start_forget_all(self, user_id, scope, at, job_id, stale_before):
         with self._lock:
-            stamps = dict(self.get(user_id).forgot_all_at) | {scope: at}
-            self._set(user_id, forgot_all_at=tuple(sorted(stamps.items())))
+            person = self.get(user_id)
+            running = self.jobs.get((user_id, scope))
+            if scope in person.forgetting and running != job_id and not person.forgot_all_in(scope) < stale_before:
+                return False
+            self.jobs[(user_id, scope)] = job_id
+            stamps = dict(person.forgot_all_at) | {scope: at}
+            done = tuple((k, v) for k, v in person.forgot_all_done if k != scope)
+            self._set(
+                user_id,
+                forgot_all_at=tuple(sorted(stamps.items())),
+                forgot_all_done=done,
+                forgetting=person.forgetting | {scope},
+            )
+            return True
+
+    def finish_forget_all(self, user_id, scope, started, at):
+        with self._lock:
+            person = self.get(user_id)
+            if person.forgot_all_in(scope) != started:
+                return False
+            done = dict(person.forgot_all_done) | {scope: at}
+            self._set(user_id, forgot_all_done=tuple(sorted(done.items())), forgetting=person.forgetting - {scope})
+            return True
 
     def erased(self, user_id, at):
         with self._lock:

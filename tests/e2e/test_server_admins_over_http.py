@@ -351,3 +351,16 @@ def test_an_erased_member_is_no_longer_counted_among_the_servers_people(world):
     erased = world.http.post(f"{world.url}/memory/erase", json={"userId": member.user_id}, headers=ADMIN)
     assert erased.status_code == 200 and erased.json()["memoriesDeleted"] == 1
     assert "people with memories: 0; memories: 0" in show(admin)
+
+
+def test_a_members_forget_all_takes_them_out_of_the_servers_figures(world):
+    guild, channel = world.server(), world.channel()
+    admin = world.person("ada", guild, channel, admin=True)
+    member = world.person("fay", guild, channel)
+    member.chat("I love knitting scarves")
+    world.drain()
+    assert "people with memories: 1; memories: 1" in show(admin)
+    member.forget_all()
+    member.click()
+    world.drain()
+    assert "people with memories: 0; memories: 0" in show(admin)

@@ -264,10 +264,11 @@ TABLE_ACCESS = {
     },
     "Extraction": {
         "messages": _dynamodb("Query"),
-        # GetItem: the forgotten sources; UpdateItem: a written memory's vector, after its write
+        # GetItem: the forgotten sources; UpdateItem: a written memory's vector, after its write,
+        # and a forget-all's deletes adding their sources to the forgotten ones
         "memories": _dynamodb("GetItem", "PutItem", "DeleteItem", "Query", "UpdateItem"),
         "memory_log": _dynamodb("PutItem", "GetItem"),
-        "people": _dynamodb("GetItem", "ConditionCheckItem"),
+        "people": _dynamodb("GetItem", "ConditionCheckItem", "UpdateItem"),  # UpdateItem: a forget-all done
         "dedup": IDEMPOTENCY,
         "servers": _dynamodb("GetItem", "UpdateItem"),
     },
@@ -328,7 +329,7 @@ SCANS = {("NightlyReview", "memories"): _dynamodb("Scan")}
 INDEX_QUERIES = {
     "Interactions": {("memories", "by_updated"), ("memories", "by_user"), ("memory_log", "by_user")},
     "Reply": set(),  # the whole profile is the memories' own partition: no index
-    "Extraction": {("messages", "by_conversation")},
+    "Extraction": {("messages", "by_conversation"), ("memories", "by_updated")},  # by_updated: a forget-all's read
     "NightlyClaim": set(),
     "NightlyPlan": {("messages", "by_jst_day")},
     "NightlySpeaker": {("messages", "by_conversation")},
@@ -397,7 +398,7 @@ def test_bedrock_only_for_the_model_callers_and_only_the_configured_models(synth
 
 def test_async_hand_offs_invoke_exactly_the_next_worker(synth):
     fn_ids = {n: logical_id(synth, f"{n}Function", "AWS::Lambda::Function") for n in FUNCTION_NAMES}
-    # "Remember this" hands its job from the interactions function to the extraction worker.
+    # Interactions hands "Remember this" and a confirmed forget-all's deletes to the extraction worker.
     expected = {"Interactions": {"Reply", "Extraction"}, "Reply": {"Extraction"}}
     for name in FUNCTION_NAMES:
         invokes = [s for s in policy_statements(synth, name) if "lambda:InvokeFunction" in _list(s["Action"])]

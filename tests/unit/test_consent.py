@@ -278,7 +278,9 @@ def test_a_rollback_does_not_put_back_what_a_later_forget_all_forgot_in_that_sco
     runs.runs[1] = NightlyRun(1, "2027-01-01", clock(), finished_at=clock())
     for m in (decayed, elsewhere):
         memories.apply(Change(Action.DELETE, m, None, "decay"), actor=Actor.NIGHTLY, run_id=1)
-    commands.forget_all(memories, owner("a", "guild:1"), people)  # nothing left there to delete: only the stamp
+    commands.forget_all(
+        memories, owner("a", "guild:1"), people, clock=clock
+    )  # nothing left there to delete: only the stamp
     # The preview says what the rollback will do: it reads the record the write's check reads.
     preview = Rollback(memories, runs, clock=clock, people=people).run(1, dry_run=True)
     assert preview.skipped == ["abcde"] and preview.reverted == ["fghjk"]

@@ -24,6 +24,7 @@ DELETES = {
     ("core/erasure.py", "_delete"): "the erasure's own deletes",
     ("core/consolidation.py", "_decay"): "a decay removes a stale memory, it stores nothing",
     ("core/commands.py", "forget"): "the person's own forget removes one of their memories",
+    ("core/commands.py", "_forget_read"): "a forget-all's job removes each of the person's memories",
 }
 
 

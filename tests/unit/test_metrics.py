@@ -265,3 +265,20 @@ def test_a_forgotten_memory_is_counted_once_and_a_refused_forget_not_at_all(fron
     assert recorded.total(names.MEMORIES_FORGOTTEN) == 0 and recorded.flushed == 1
     handler(event(forget("abcde", user=ALICE)), context())
     assert recorded.added == [(names.MEMORIES_FORGOTTEN, 1, "Count", "", "")] and recorded.flushed == 2
+
+
+def test_a_forget_all_counts_what_its_job_forgot_in_the_extraction_function(front):
+    from frontdoor import ALICE, click, context, event, seed
+    from memorybot.discord.requests import forget_all_button
+    from memorybot.handlers import extraction
+    from memorybot.handlers.interactions import handler
+
+    recorded = Recording()
+    front.__dict__["metrics"] = recorded
+    seed(front.memory_store, ALICE, "abcde", "likes green tea")
+    seed(front.memory_store, ALICE, "bcdef", "likes black tea")
+    handler(event(click(forget_all_button(ALICE, datetime.now(UTC)))), context())
+    assert recorded.total(names.MEMORIES_FORGOTTEN) == 0  # the confirmation only hands the deletes on
+    [(_, job)] = front.invoker.calls
+    extraction.handler(job, context("memorybot-extraction"))
+    assert recorded.total(names.MEMORIES_FORGOTTEN) == 2

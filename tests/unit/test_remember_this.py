@@ -258,7 +258,7 @@ def test_a_message_taken_in_before_a_forget_all_or_an_erasure_has_nothing_more_t
     assert len(run_jobs(front)[0]["added"]) == 1
     now = snowflake_time(interaction_id())
     if since == "forget_all":
-        front.people_store.forgot_all(ALICE, SCOPE, now)
+        front.people_store.start_forget_all(ALICE, SCOPE, now, "forget-all-job", now)
     else:
         front.people_store.erased(ALICE, now)
     again = remember_this("I sing in a choir", message_id=payload["data"]["target_id"])

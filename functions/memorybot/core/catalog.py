@@ -202,6 +202,26 @@ TEXTS: dict[str, dict[Language, str]] = {
         Language.EN: "Forgotten: {count} memories about you {where} are deleted.",
         Language.JA: "忘れました：{where}覚えていたあなたの記憶 {count} 件を削除しました。",
     },
+    "forget_all_started": {
+        Language.EN: (
+            "Forgetting every memory I have about you {where}: nothing said before now will be learned "
+            "again. I'll update this message when it's done."
+        ),
+        Language.JA: (
+            "{where}覚えているあなたの記憶をすべて忘れています。今より前に言われたことから、"
+            "もう学ぶことはありません。終わったら、このメッセージを書き換えてお知らせします。"
+        ),
+    },
+    "forget_all_running": {
+        Language.EN: (
+            "I'm already forgetting everything about you {where}; that message will say when it's done. "
+            "Nothing more was started."
+        ),
+        Language.JA: (
+            "{where}覚えているあなたの記憶は、すでに忘れている最中です。終わったら、そのメッセージでお知らせします。"
+            "新しく始めたことはありません。"
+        ),
+    },
     "forget_all_not_yours": {
         Language.EN: "Sorry, only the person who asked can confirm this. Nothing was deleted.",
         Language.JA: "ごめんなさい、これを確認できるのは頼んだ本人だけです。何も削除していません。",

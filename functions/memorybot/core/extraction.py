@@ -155,7 +155,7 @@ class Extractor:
         query = self._recall.start(exchange_query(exchange))  # embedded only if the read ranks
         # Checked again in each write's own transaction: a pause or an erasure while the models
         # think refuses the write.
-        check = PersonCheck(speaker.user_id, exchange.since, Basis.LEARN) if self._people is not None else None
+        check = PersonCheck(speaker.user_id, exchange.since, Basis.LEARN, scope) if self._people is not None else None
         # Every rewrite at once, beside the draft (and, before them, the profile's read beside "worth"),
         # on threads kept from the turns before.
         with Tasks(_THREADS, self._concurrency + 1) as pool:
@@ -193,11 +193,11 @@ class Extractor:
         """The speaker's exchange from what may still teach; or why there is nothing to decide."""
         if self._people is not None:
             # Before any model call: a paused person is not asked about; after a resume (or an
-            # erasure) nothing said before it teaches.
+            # erasure, or a forget-all here) nothing said before it teaches.
             person = self._people.get(speaker.user_id)
             if person.paused:
                 return Outcome.PAUSED
-            messages = person.learnable(messages)
+            messages = person.learnable(messages, scope)
         # Forgetting sticks: the person's messages behind a memory they forgot never teach again.
         messages = not_forgotten(messages, self._memories.forgotten_sources(Owner(scope, speaker.user_id)))
         return Exchange.of(speaker, scope, messages) or Outcome.NO_EXCHANGE

@@ -156,7 +156,7 @@ def _undoable(entry: LedgerEntry, current: Memory | None, person: Person | None)
     change = reversal(entry, current, UNDO_REASON)
     if change is None:
         return False
-    check = restoring(change)
+    check = restoring(entry, change)
     return check is None or person is None or check.allows(person)
 
 
@@ -190,7 +190,7 @@ def undo(memories: HistoryMemories, owner: Owner, key: str) -> UndoResult:
     if change is None:
         return UndoResult(UndoOutcome.CHANGED, memory_id, kind)
     try:
-        memories.apply(change, actor=Actor.COMMAND, ledger_action=Action.UNDO, check=restoring(change))
+        memories.apply(change, actor=Actor.COMMAND, ledger_action=Action.UNDO, check=restoring(entry, change))
     except PersonRefused:
         logger.info("undo refused by the person's record", extra={"user_id": owner.user_id, "memory_id": memory_id})
         return UndoResult(UndoOutcome.FINAL, memory_id, kind)

@@ -412,7 +412,9 @@ class Importer:
                     new = key not in seen and not self._memories.has_marker(row.owner, row.once)
                     outcome = RowOutcome.IMPORTED if new else RowOutcome.UNCHANGED
                 else:
-                    outcome, entry = self._add(row, PersonCheck(row.owner.user_id, started, Basis.STORE))
+                    outcome, entry = self._add(
+                        row, PersonCheck(row.owner.user_id, started, Basis.IMPORT, row.owner.scope)
+                    )
                     if entry is not None:
                         added.append((row, entry))
                 seen.add(key)

@@ -140,3 +140,22 @@ class RememberJob(Job):
     target_message_id: str  # the message pointed at: the memory's source
     content: str
     guild_id: str = ""  # the server it was said in ("" elsewhere): its settings apply
+
+
+@dataclass(frozen=True)
+class ForgetAllJob(Job):
+    """A confirmed ``/memory forget-all``: delete every memory of the person in the scope, then
+    update the confirmation (interactions function → extraction worker, whose role already
+    deletes memories with their rows). ``forget_all_started`` is the stamp on the person's record
+    (``domain.iso``); ``where`` the scope in the person's words, as the confirmation said it."""
+
+    WORKER: ClassVar[str] = "extraction"
+
+    interaction_id: str
+    token: str
+    application_id: str
+    user_id: str
+    scope: str
+    locale: str
+    where: str
+    forget_all_started: str

@@ -372,8 +372,15 @@ class PeopleStore(Protocol):
     def release_notice(self, user_id: str, scope: str) -> None:
         """Undo a claim whose notice could not be sent, so that a later turn gives it."""
 
-    def forgot_all(self, user_id: str, scope: str, at: datetime) -> None:
-        """Stamp a forget-all in ``scope`` (before its deletes): no rollback restores an older state there."""
+    def start_forget_all(self, user_id: str, scope: str, at: datetime, job_id: str, stale_before: datetime) -> bool:
+        """Stamp a forget-all in ``scope`` begun ``at`` (before its deletes), its job ``job_id``
+        running: nothing said before ``at`` is learned there again, and nothing is restored there
+        until the job is done. False (nothing written) while another job runs there, unless that
+        one began before ``stale_before`` (its worker is gone)."""
+
+    def finish_forget_all(self, user_id: str, scope: str, started: datetime, at: datetime) -> bool:
+        """The job of the forget-all begun ``started`` deleted everything ``at``; False (nothing
+        written) when a newer forget-all took the scope over."""
 
     def erased(self, user_id: str, at: datetime) -> None:
         """Replace the record with the erasure's marker alone: the switch and notices go with the

@@ -17,8 +17,8 @@ from ..core import conversation
 from ..core.catalog import text
 from ..core.catalog import where_label as scope_label
 from ..core.dates import local_stamp
-from ..core.domain import GLOBAL_SCOPE, Owner, Person, ScopeMode, shows_nothing, snowflake_time, utcnow
-from ..core.jobs import RememberJob, ReplyJob
+from ..core.domain import GLOBAL_SCOPE, Owner, Person, ScopeMode, iso, shows_nothing, snowflake_time, utcnow
+from ..core.jobs import ForgetAllJob, RememberJob, ReplyJob
 from ..lazy import lazy
 from .formats import markdown_escaped
 
@@ -361,14 +361,39 @@ def _forget_all_confirm(request: ForgetAllConfirm, deps: Dependencies) -> dict:
 
 
 def _forget_all_once(request: ForgetAllConfirm, deps: Dependencies) -> dict:
+    """Stamp the forget-all and hand its deletes to a job (a profile of thousands takes longer than
+    Discord's 3 s); the job updates this confirmation when it is done. While another forget-all's
+    job runs in the scope, nothing more is started."""
     caller = request.caller
-    deleted = commands.forget_all(deps.memory_store, caller.owner, deps.people_store)
-    server_admin.forgotten(deps, caller, len(deleted), everything=True)
-    if deleted:
-        _count_forgotten(deps, len(deleted))
-    logger.info("forget-all done", extra={"user_id": caller.user_id, "deleted": len(deleted)})
-    done = text("forget_all_done", caller.locale, count=len(deleted), where=where(caller, deps))
-    return {"type": UPDATE_MESSAGE, "data": {"content": done, "components": [], "allowed_mentions": NO_MENTIONS}}
+    here = where(caller, deps)
+    started = commands.begin_forget_all(deps.people_store, caller.owner, request.interaction_id)
+    if started is None:
+        logger.info("forget-all refused: one is running", extra={"user_id": caller.user_id})
+        return _confirmation(text("forget_all_running", caller.locale, where=here))
+    job = ForgetAllJob(
+        request.interaction_id,
+        request.token,
+        request.application_id,
+        caller.user_id,
+        caller.scope,
+        caller.locale,
+        here,
+        iso(started),
+    )
+    try:
+        deps.invoker.invoke(job)
+    except Exception:
+        # No job runs: the scope is not left marked as forgetting (what was said before stays unlearnable).
+        deps.people_store.finish_forget_all(caller.user_id, caller.scope, started, started)
+        logger.error("forget-all hand-off failed", extra=job.ids())
+        raise
+    logger.info("forget-all started", extra=job.ids())
+    return _confirmation(text("forget_all_started", caller.locale, where=here))
+
+
+def _confirmation(content: str) -> dict:
+    """The forget-all confirmation rewritten in place, its button gone."""
+    return {"type": UPDATE_MESSAGE, "data": {"content": content, "components": [], "allowed_mentions": NO_MENTIONS}}
 
 
 def _count_forgotten(deps: Dependencies, count: int) -> None:

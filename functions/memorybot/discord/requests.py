@@ -233,6 +233,10 @@ class ForgetAllConfirm:
     caller: Caller  # who clicked
     requester: str  # who asked (from the button's custom_id)
     asked_at: int  # unix seconds (from the button's custom_id)
+    # The click's own interaction: the deletion job updates the confirmation through its webhook.
+    interaction_id: str = ""
+    token: str = ""
+    application_id: str = ""
 
 
 @dataclass(frozen=True)
@@ -528,7 +532,7 @@ def _component_interaction(payload: dict, scope_mode: ScopeMode) -> Request:
     caller = _caller(payload, scope_mode)
     custom_id = data.get("custom_id")
     history = _history_component(payload, caller, custom_id) if isinstance(custom_id, str) else None
-    return history if history is not None else _component(caller, data)
+    return history if history is not None else _component(payload, caller, data)
 
 
 def _history_component(payload: dict, caller: Caller, custom_id: str) -> Request | None:
@@ -552,14 +556,21 @@ def _unknown_form(payload: dict) -> Request:
     return UnknownComponent(custom_id[:100], _locale(payload.get("locale")))
 
 
-def _component(caller: Caller, data: dict) -> Request:
+def _component(payload: dict, caller: Caller, data: dict) -> Request:
     custom_id = data.get("custom_id")
     if not isinstance(custom_id, str) or not custom_id or len(custom_id) > CUSTOM_ID_MAX_CHARS:
         raise BadRequest("malformed custom_id")
     match = _FORGET_ALL_ID.match(custom_id)
     if match is None:
         return UnknownComponent(valid_unicode(custom_id), caller.locale)  # logged: keep it encodable
-    return ForgetAllConfirm(caller, match[1], int(match[2]))
+    return ForgetAllConfirm(
+        caller,
+        match[1],
+        int(match[2]),
+        _snowflake(payload.get("id"), "interaction id"),
+        _token(payload.get("token")),
+        _snowflake(payload.get("application_id"), "application id"),
+    )
 
 
 def forget_all_button(requester: str, asked_at: datetime) -> str:

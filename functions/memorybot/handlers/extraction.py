@@ -1,6 +1,7 @@
 """The extraction worker: an ``ExtractionJob`` in, ``conversation.extract`` out.
 
-Invoked asynchronously by the reply worker; idempotent on the interaction id. It also runs
+Invoked asynchronously by the reply worker; idempotent on the interaction id. It also runs a
+confirmed ``/memory forget-all`` (a ``ForgetAllJob``: the deletes, then the confirmation updated), and
 "Remember this" (a ``RememberJob`` from the interactions function): the same decisions on the
 one message pointed at, then the person's deferred answer filled in. A model that
 stays throttled or unreachable is "not yet": the job raises before applying anything and
@@ -16,8 +17,10 @@ from typing import Any
 from aws_lambda_powertools import Logger
 
 from ..bootstrap import Container
-from ..core import conversation, metrics
-from ..core.jobs import ExtractionJob, RememberJob
+from ..core import commands, conversation, metrics
+from ..core.domain import utcnow
+from ..core.jobs import ExtractionJob, ForgetAllJob, RememberJob
+from ..core.servers import guild_of
 from . import count_metric, job_worker, log_core_with, retries_spent
 
 logger = Logger(service="memorybot-extraction")
@@ -46,12 +49,36 @@ def _done(c: Container, what: str, result: conversation.Extracted) -> dict:
     return answer
 
 
+def forget_all(c: Container, job: ForgetAllJob) -> dict:
+    answer = commands.forget_all_job(c, job)
+    if answer["forgotten"]:
+        c.metrics.add(metrics.MEMORIES_FORGOTTEN, answer["forgotten"])
+        _forgotten_here(c, job, answer["forgotten"])
+    return answer
+
+
+def _forgotten_here(c: Container, job: ForgetAllJob, count: int) -> None:
+    """The server's figures after a forget-all there: its memories less, the person no longer among its people."""
+    guild = guild_of(job.scope)
+    if not guild:
+        return
+    try:
+        c.server_store.count(guild, utcnow().astimezone(c.zone).date(), memories=-count)
+        c.server_store.count_person(guild, job.user_id, has_memories=False)
+    except Exception as exc:  # noqa: BLE001 - the forget-all stands; the figures are a courtesy
+        logger.warning("server figures not updated", extra={"error": type(exc).__name__})
+
+
 _extract = job_worker(ExtractionJob, logger, extract)
 _remember = job_worker(RememberJob, logger, remember)
+_forget_all = job_worker(ForgetAllJob, logger, forget_all)
 
 
 def handler(event: Any, context: Any) -> dict:
-    """Two jobs, one function (the same grants): "Remember this" is told apart by its target."""
+    """Three jobs, one function (the same grants): "Remember this" is told apart by its target, a
+    confirmed forget-all (its deletes with their rows, as extraction's) by its stamp."""
     if isinstance(event, dict) and "target_message_id" in event:
         return _remember(event, context)
+    if isinstance(event, dict) and "forget_all_started" in event:
+        return _forget_all(event, context)
     return _extract(event, context)

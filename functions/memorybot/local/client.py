@@ -325,9 +325,10 @@ class LocalClient:
             return ["(no such button on the last history page: /memory history shows them)"]
         return self.click(chosen[0]["custom_id"])
 
-    def click(self, custom_id: str | None = None) -> list[str]:
+    def click(self, custom_id: str | None = None, *, wait: bool = True) -> list[str]:
         """Click a button (the last one shown, unless ``custom_id`` names another) as Discord
-        sends it: a MESSAGE_COMPONENT interaction carrying the button's custom_id."""
+        sends it: a MESSAGE_COMPONENT interaction carrying the button's custom_id. A forget-all's
+        deletes run as a job: with ``wait``, its update of the confirmation is shown too."""
         custom_id = custom_id or self.last_button
         if not custom_id:
             return ["(no button to click: ask with /memory forget-all first)"]
@@ -341,7 +342,14 @@ class LocalClient:
             "(the confirmation now reads) " if custom_id.startswith("memory-forget-all") else "(the page now reads) "
         )
         prefix = "(only you can see this) " if data.get("flags", 0) & 64 else updated
-        return [f"memorybot: {prefix}{markdown_shown(data.get('content', ''))}", *self._buttons(data)]
+        lines = [f"memorybot: {prefix}{markdown_shown(data.get('content', ''))}", *self._buttons(data)]
+        if wait and custom_id.startswith("memory-forget-all"):
+            # The deletes run as a job, which rewrites the confirmation when it is done.
+            self.http.post(f"{self.url}/local/drain", headers=self._admin)
+            lines += [
+                line.replace("memorybot: ", f"memorybot: {updated}", 1) for line in self._posted(payload["token"])
+            ]
+        return lines
 
     def _buttons(self, data: dict) -> list[str]:
         """The answer's buttons, remembered for /confirm, /undo and /older, each with the command
