@@ -69,8 +69,11 @@ FUNCTIONS = (
             # export finds the person's scopes (by_user) and reads that item; /memory history's Undo
             # puts a memory back as it was before a change (PutItem); "Remember this" claims its
             # message (a conditional PutItem; GetItem when it was refused: is the claim this click's?)
-            # and gives the claim back when the hand-off failed (DeleteItem)
-            "memories": access("GetItem", "DeleteItem", "UpdateItem", "PutItem", indexes=("by_updated", "by_user")),
+            # and gives the claim back when the hand-off failed (DeleteItem); Query: the person's
+            # "everywhere" memories (their own partition), shown, counted and moved (Delete and Put)
+            "memories": access(
+                "GetItem", "DeleteItem", "UpdateItem", "PutItem", "Query", indexes=("by_updated", "by_user")
+            ),
             # read rows and the forget's row; GetItem finds a forget whose answer was lost, and the
             # change an Undo names; export reads the person's rows (Query) in every scope they have
             # rows in (by_user), /memory history their change rows in one scope
@@ -91,7 +94,9 @@ FUNCTIONS = (
         tables={
             # PutItem: the reply, in a transaction with the person's check; GetItem: a store whose answer was lost
             "messages": access("PutItem", "GetItem", "Query"),
-            "memories": access("Query"),  # the person's whole profile (one partition), for relevance selection
+            # Query: the person's whole profile (one partition) and their "everywhere" one, for relevance
+            # selection; GetItem and DeleteItem: the night's note, read and claimed on the next use
+            "memories": access("Query", "GetItem", "DeleteItem"),
             "memory_log": access("PutItem"),
             # GetItem: the switch, read alongside the profile; UpdateItem: the first-use notice's
             # claim (and its release when the notice could not be sent); ConditionCheckItem: the reply

@@ -35,7 +35,7 @@ from memorybot.core.domain import (
     jst_day,
     snowflake_at,
 )
-from memorybot.core.ports import ConflictError, MemoryStore, ModelError, PersonRefused, RollbackClaim
+from memorybot.core.ports import ConflictError, MemoryStore, ModelError, MoveBlocked, PersonRefused, RollbackClaim
 
 T0 = datetime(2026, 11, 20, 12, 0, tzinfo=UTC)
 
@@ -129,6 +129,13 @@ class FakePeopleStore:
             self._set(user_id, forgot_all_done=tuple(sorted(done.items())), forgetting=person.forgetting - {scope})
             return True
 
+    def set_receipts(self, user_id, enabled):
+        with self._lock:
+            if self.get(user_id).receipts is enabled:
+                return False
+            self._set(user_id, receipts=enabled)
+            return True
+
     def erased(self, user_id, at):
         with self._lock:
             self.people[user_id] = Person(user_id, erased_at=at)
@@ -141,6 +148,7 @@ class FakeMemoryStore(MemoryStore):
         self.rows: dict[tuple[Owner, str], Memory] = {}
         self.ledger: list[LedgerEntry] = []
         self.forgotten: dict[Owner, set[str]] = {}  # as the real store: recorded with each forget
+        self.overnight_notes: dict[Owner, set[str]] = {}  # what the night changed, until told
         self.clock = clock or Clock()
         self._lock = threading.Lock()
         self.fail_apply: Callable[[Change], bool] = lambda change: False
@@ -183,14 +191,16 @@ class FakeMemoryStore(MemoryStore):
             )
             return profile
 
-    def read_selected(self, owner: Owner, choose, *, actor, reason, run_id=None, unused_if=None):
+    def read_selected(self, owner: Owner, choose, *, actor, reason, run_id=None, unused_if=None, entry_id=""):
         assert isinstance(owner, Owner), "profiles are read by Owner (scope and user)"
         self.whole_profile_reads += 1
         profile = self.of(owner)
         if unused_if is not None and unused_if():
             return []
         chosen = choose(profile)
-        self.log_read(owner, tuple(m.memory_id for m in chosen), actor=actor, reason=reason, run_id=run_id)
+        self.log_read(
+            owner, tuple(m.memory_id for m in chosen), actor=actor, reason=reason, run_id=run_id, entry_id=entry_id
+        )
         return chosen
 
     def set_embedding(self, memory, embedding):
@@ -210,7 +220,7 @@ class FakeMemoryStore(MemoryStore):
             return found, ""
         return found, json.dumps([found[-1].owner.key, found[-1].memory_id])
 
-    def log_read(self, owner: Owner, memory_ids, *, actor, reason, run_id=None):
+    def log_read(self, owner: Owner, memory_ids, *, actor, reason, run_id=None, entry_id=""):
         with self._lock:
             self.ledger.append(
                 LedgerEntry(
@@ -222,6 +232,7 @@ class FakeMemoryStore(MemoryStore):
                     tuple(memory_ids),
                     run_id=run_id,
                     scope=owner.scope,
+                    **({"entry_id": entry_id} if entry_id else {}),
                 )
             )
 
@@ -229,7 +240,9 @@ class FakeMemoryStore(MemoryStore):
         assert isinstance(owner, Owner), "memories are read by Owner (scope and user)"
         return self.rows.get((owner, memory_id))
 
-    def apply(self, change: Change, *, actor, run_id=None, ledger_action=None, redacted=False, check=None):
+    def apply(
+        self, change: Change, *, actor, run_id=None, ledger_action=None, redacted=False, check=None, ledger_scope=None
+    ):
         with self._lock:
             if self.fail_apply(change):
                 raise RuntimeError("injected store failure")
@@ -238,6 +251,11 @@ class FakeMemoryStore(MemoryStore):
             key = (change.owner, change.memory_id)
             if self.rows.get(key) != change.before:
                 raise ConflictError(change.memory_id)
+            if change.moves:  # as the real store: the id must be free where it goes
+                if (change.after.owner, change.memory_id) in self.rows:
+                    raise MoveBlocked(change.memory_id)
+                del self.rows[key]
+                key = (change.after.owner, change.memory_id)
             if change.after is None:
                 del self.rows[key]
             elif change.after.reviewed_at is not None:  # a write starts its review place afresh
@@ -254,7 +272,7 @@ class FakeMemoryStore(MemoryStore):
                 None if redacted else change.before,
                 None if redacted else change.after,
                 run_id,
-                scope=change.owner.scope,
+                scope=ledger_scope or change.owner.scope,
                 sources=(change.after or change.before).sources,
                 redacted=redacted,
             )
@@ -356,8 +374,10 @@ class FakeMemoryStore(MemoryStore):
     def ledger_for_run(self, run_id):
         return sorted((e for e in self.ledger if e.run_id == run_id), key=lambda e: e.at, reverse=True)
 
-    def ledger_for(self, owner: Owner, limit=100):
-        return sorted((e for e in self.ledger if e.owner == owner), key=lambda e: e.at, reverse=True)[:limit]
+    def ledger_for(self, owner: Owner, limit=100, *, since=None, until=None):
+        rows = [e for e in self.ledger if e.owner == owner]
+        rows = [e for e in rows if (since is None or e.at >= since) and (until is None or e.at <= until)]
+        return sorted(rows, key=lambda e: e.at, reverse=True)[:limit]
 
     def changes_of(self, owner: Owner, limit, *, older_than=""):
         rows = [e for e in self.ledger if e.owner == owner and e.action in CHANGE_ACTIONS]
@@ -369,6 +389,22 @@ class FakeMemoryStore(MemoryStore):
 
     def forgotten_sources(self, owner: Owner):
         return frozenset(self.forgotten.get(owner, ()))
+
+    def note_overnight(self, owner: Owner, memory_ids):
+        with self._lock:
+            if memory_ids:
+                self.overnight_notes.setdefault(owner, set()).update(memory_ids)
+
+    def overnight(self, owner: Owner):
+        return frozenset(self.overnight_notes.get(owner, ()))
+
+    def clear_overnight(self, owner: Owner, seen=None):
+        with self._lock:
+            note = self.overnight_notes.get(owner)
+            if not note or (seen is not None and note != set(seen)):
+                return False
+            del self.overnight_notes[owner]
+            return True
 
     def erase_forgotten_sources(self, owner: Owner):
         with self._lock:

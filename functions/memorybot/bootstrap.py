@@ -230,6 +230,7 @@ class Container:
             post=self._post_diary,
             server_diaries=self.settings.server_diaries_per_night,
             zone=self.settings.zone,
+            overnight=self.memory_store,
         )
 
     def _post_diary(self, channel_id: str, line: str) -> str:
@@ -249,7 +250,13 @@ class Container:
     def erasure(self) -> Erasure:
         from .core.erasure import Erasure
 
-        return Erasure(self.memory_store, self.message_store, self.people_store, servers=self.server_store)
+        return Erasure(
+            self.memory_store,
+            self.message_store,
+            self.people_store,
+            overnight=self.memory_store,
+            servers=self.server_store,
+        )
 
     @cached_property
     def importer(self) -> Importer:

@@ -50,7 +50,7 @@ from loopback.bedrock_server import BedrockServer
 from memorybot import bootstrap, tables
 from memorybot.adapters.bedrock import bedrock_client
 from memorybot.adapters.discord_rest import DiscordRest
-from memorybot.adapters.dynamodb_memories import MARKER_PREFIX, MESSAGE_MARKER, DynamoMemoryStore
+from memorybot.adapters.dynamodb_memories import MARKER_PREFIX, MESSAGE_MARKER, OVERNIGHT_KEY, DynamoMemoryStore
 from memorybot.adapters.dynamodb_messages import DynamoMessageStore
 from memorybot.adapters.dynamodb_servers import DynamoServerStore
 from memorybot.adapters.embeddings import BedrockTitanEmbeddings
@@ -60,7 +60,7 @@ from memorybot.bootstrap import Container
 from memorybot.config import Settings
 from memorybot.core import nightly_steps
 from memorybot.core.consolidation import STALE_AFTER, manifest_key, window_for
-from memorybot.core.domain import Action, Actor, Change, Message, SourceRef, snowflake_at, utcnow
+from memorybot.core.domain import Action, Actor, Change, Message, Owner, SourceRef, snowflake_at, utcnow
 from memorybot.core.jobs import ExtractionJob, ReplyJob
 from memorybot.core.nightly_jobs import RunPlan
 from memorybot.core.servers import ChangeRow
@@ -250,6 +250,7 @@ def reply_scenario(h: Harness) -> None:
     job = ReplyJob(
         said["id"], said["token"], said["application_id"], CHANNEL, ALICE, "alice", SCOPE, "ja", GUILD
     ).to_json()
+    h.memories.note_overnight(Owner(SCOPE, ALICE), ["re00p"])  # the night's note: read and claimed by this turn
     h.recorder.lose_answer("Reply", "TransactWriteItems")  # the reply is stored, its answer is lost
     h.call("Reply", dict(job))
     h.call("Reply", dict(job))  # Lambda's redelivery: the stored result, no second post
@@ -877,6 +878,11 @@ def test_learning_updates_a_memory_only_to_store_its_vector_after_its_write_and_
         and r.params["TableName"] == memories
         and not r.params["Key"]["memory_id"]["S"].startswith(MARKER_PREFIX)  # a "Remember this" claim settled
     ]
+    # Beside them, the night's note of what it changed (core/receipts.py): a set of ids, no memory's record.
+    notes = [r for _, r in updates if r.params["Key"]["memory_id"]["S"] == OVERNIGHT_KEY]
+    assert {r.function for r in notes} <= {"NightlySpeaker"}
+    assert all(r.params["UpdateExpression"].startswith("ADD changed :ids") for r in notes)
+    updates = [(i, r) for i, r in updates if r.params["Key"]["memory_id"]["S"] != OVERNIGHT_KEY]
     assert {r.function for _, r in updates} == set(LEARNING)
     for index, request in updates:
         params = request.params

@@ -257,7 +257,7 @@ TABLE_ACCESS = {
     "Reply": {
         "messages": _dynamodb("PutItem", "GetItem", "Query"),
         "people": _dynamodb("GetItem", "UpdateItem", "ConditionCheckItem"),  # the switch, the notice, the check
-        "memories": _dynamodb("Query"),
+        "memories": _dynamodb("Query", "GetItem", "DeleteItem"),  # GetItem, DeleteItem: the night's note
         "memory_log": _dynamodb("PutItem"),
         "dedup": IDEMPOTENCY,
         "servers": _dynamodb("GetItem", "UpdateItem"),  # memory on here? the persona; the counters

@@ -146,11 +146,11 @@ class Discord:
         self.follow_ups: list[tuple[str, str]] = []
         self.fail_follow_up = fail_follow_up
 
-    def edit_original(self, application_id, token, content):
+    def edit_original(self, application_id, token, content, components=()):
         self.edits.append(content)
         return snowflake_at(T0 + timedelta(seconds=len(self.edits)), len(self.edits))
 
-    def follow_up(self, application_id, token, content):
+    def follow_up(self, application_id, token, content, components=()):
         if self.fail_follow_up:
             raise RuntimeError("discord down")
         self.follow_ups.append((token, content))

@@ -264,11 +264,18 @@ def test_the_registered_commands_are_chat_memory_show_forget_why_export_forget_a
     # the longest line the bot keeps: Discord's client refuses a longer one before it is sent
     assert message_option["max_length"] == requests.MESSAGE_MAX_CHARS
     subs = {o["name"]: o for o in memory_cmd["options"]}
-    assert set(subs) == {"show", "forget", "why", "export", "forget-all", "pause", "resume", "history"}
-    for name in ("forget", "why"):
+    assert set(subs) == {
+        *("show", "forget", "why", "export", "forget-all", "pause", "resume", "history"),
+        *("receipts", "everywhere", "here"),
+    }
+    for name in ("forget", "why", "everywhere", "here"):
         [id_option] = subs[name]["options"]
         assert (id_option["name"], id_option["required"], id_option["autocomplete"]) == ("id", True, True)
-    assert all("options" not in subs[name] for name in ("export", "forget-all", "pause", "resume", "history"))
+    assert all("options" not in subs[name] for name in ("export", "pause", "resume", "history"))
+    [everywhere] = subs["forget-all"]["options"]  # everywhere:true clears the "everywhere" memories too
+    assert (everywhere["name"], everywhere["type"], everywhere["required"]) == ("everywhere", 5, False)
+    [enabled] = subs["receipts"]["options"]
+    assert (enabled["name"], enabled["type"], enabled["required"]) == ("enabled", 5, True)
     assert (remember_cmd["type"], remember_cmd["name"]) == (3, "Remember this")
     assert remember_cmd["name_localizations"] == {"ja": "これを覚えて"}
     for defined in (chat_cmd, memory_cmd, remember_cmd):  # in servers, the bot's DM and a person's own DMs and groups

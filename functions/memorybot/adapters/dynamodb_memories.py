@@ -22,7 +22,8 @@ import json
 import logging
 import time
 import zlib
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import replace
 from datetime import datetime, tzinfo
 from itertools import islice
 from typing import Any, TypeVar
@@ -49,7 +50,7 @@ from ..core.domain import (
     utcnow,
 )
 from ..core.memory_record import Kind, Shape
-from ..core.ports import ConflictError, MemoryStore, PersonRefused
+from ..core.ports import ConflictError, MemoryStore, MoveBlocked, PersonRefused
 from . import vectors
 from .dynamodb_items import (
     REASON_CONDITION_FAILED,
@@ -83,6 +84,9 @@ TRANSACTION_CONFLICT_BACKOFF_SECONDS = 0.05
 # updated_at and no stale_shard, so no profile, review or stale index ever lists it; it has
 # user_id and scope, so by_user finds it for export and erasure.
 FORGOTTEN_KEY = "#forgotten"
+# The memories the night changed, until the person is told (core/receipts.py): beside the owner's
+# memories like the forgotten sources, with user_id and scope so that an erasure finds it.
+OVERNIGHT_KEY = "#overnight"
 
 
 BY_UPDATED = index_name(tables.MEMORIES, "by_updated")
@@ -308,6 +312,7 @@ class DynamoMemoryStore(MemoryStore):
         reason: str,
         run_id: int | None = None,
         unused_if: Callable[[], bool] | None = None,
+        entry_id: str = "",
     ) -> list[Memory]:
         # One Query of the owner's own partition (the base table: no index to keep in step),
         # projecting what a Memory holds and not the index bookkeeping (stale_shard, review_after).
@@ -321,7 +326,9 @@ class DynamoMemoryStore(MemoryStore):
         if unused_if is not None and unused_if():
             return []  # read, never used: no row
         chosen = choose(memories)
-        self.log_read(owner, tuple(m.memory_id for m in chosen), actor=actor, reason=reason, run_id=run_id)
+        self.log_read(
+            owner, tuple(m.memory_id for m in chosen), actor=actor, reason=reason, run_id=run_id, entry_id=entry_id
+        )
         return chosen
 
     def set_embedding(self, memory: Memory, embedding: Embedding) -> bool:
@@ -369,7 +376,14 @@ class DynamoMemoryStore(MemoryStore):
         return found, _cursor(last_key["owner"]["S"], last_key["memory_id"]["S"])
 
     def log_read(
-        self, owner: Owner, memory_ids: tuple[str, ...], *, actor: Actor, reason: str, run_id: int | None = None
+        self,
+        owner: Owner,
+        memory_ids: tuple[str, ...],
+        *,
+        actor: Actor,
+        reason: str,
+        run_id: int | None = None,
+        entry_id: str = "",
     ) -> None:
         entry = LedgerEntry(
             owner.user_id,
@@ -381,6 +395,8 @@ class DynamoMemoryStore(MemoryStore):
             run_id=run_id,
             scope=owner.scope,
         )
+        if entry_id:  # a named row (a reply's: its "Why?" finds it by this name)
+            entry = replace(entry, entry_id=entry_id)
         self._client.put_item(
             TableName=self._log,
             Item=ledger_item(entry, read_retention_days=self._read_retention_days),
@@ -402,6 +418,7 @@ class DynamoMemoryStore(MemoryStore):
         ledger_action: Action | None = None,
         redacted: bool = False,
         check: PersonCheck | None = None,
+        ledger_scope: str | None = None,
     ) -> LedgerEntry:
         entry = LedgerEntry(
             user_id=change.user_id,
@@ -413,10 +430,12 @@ class DynamoMemoryStore(MemoryStore):
             before=None if redacted else change.before,
             after=None if redacted else change.after,
             run_id=run_id,
-            scope=change.owner.scope,
+            scope=ledger_scope or change.owner.scope,
             sources=(change.after or change.before).sources,  # type: ignore[union-attr]
             redacted=redacted,
         )
+        if change.moves:  # where it was (as read), where it goes (the id free there), then the row
+            return self._move(change, entry, check)
         transaction = [
             self._memory_write(change),
             {
@@ -459,6 +478,53 @@ class DynamoMemoryStore(MemoryStore):
                     raise ConflictError(change.memory_id) from error
                 raise
         raise AssertionError("unreachable")
+
+    def _move(self, change: Change, entry: LedgerEntry, check: PersonCheck | None) -> LedgerEntry:
+        before, after = change.before, change.after
+        assert before is not None and after is not None
+        transaction = [
+            {
+                "Delete": {
+                    "TableName": self._memories,
+                    "Key": memory_key(before.owner, before.memory_id),
+                    **_unchanged(before),
+                }
+            },
+            {
+                "Put": {
+                    "TableName": self._memories,
+                    "Item": memory_item(after, self._zone),
+                    "ConditionExpression": "attribute_not_exists(memory_id)",
+                }
+            },
+            {
+                "Put": {
+                    "TableName": self._log,
+                    "Item": ledger_item(entry),
+                    "ConditionExpression": "attribute_not_exists(entry_key)",
+                }
+            },
+        ]
+        if check is not None:  # last: the record's writes and the row keep their positions
+            transaction.append(person_check_item(self._people, check))
+        try:
+            transact_or_find_committed(
+                self._client,
+                transaction,
+                refused=lambda error: any(
+                    cancellation_code(error, i) in (REASON_CONDITION_FAILED, REASON_CONFLICT) for i in (0, 1, 3)
+                ),
+                committed=lambda: self._committed(entry),
+            )
+        except ClientError as error:
+            if check is not None and cancellation_code(error, 3) == REASON_CONDITION_FAILED:
+                raise PersonRefused(before.memory_id) from error
+            if cancellation_code(error, 1) == REASON_CONDITION_FAILED:
+                raise MoveBlocked(before.memory_id) from error
+            if cancellation_code(error, 0) in (REASON_CONDITION_FAILED, REASON_CONFLICT):
+                raise ConflictError(before.memory_id) from error
+            raise
+        return entry
 
     def _forgotten_write(self, owner: Owner, sources: tuple[SourceRef, ...]) -> Item:
         return {
@@ -728,10 +794,31 @@ class DynamoMemoryStore(MemoryStore):
         )
         return list(readable_ledger(items))
 
-    def ledger_for(self, owner: Owner, limit: int | None = 100) -> list[LedgerEntry]:
+    def ledger_for(
+        self,
+        owner: Owner,
+        limit: int | None = 100,
+        *,
+        since: datetime | None = None,
+        until: datetime | None = None,
+    ) -> list[LedgerEntry]:
         if limit is not None and limit <= 0:
             return []
-        items = self._partition(self._log, owner, ScanIndexForward=False, **({"Limit": limit} if limit else {}))
+        if since is not None or until is not None:  # keys start with their time: one key range
+            low = iso(since) if since is not None else ""
+            high = (iso(until) if until is not None else "9999") + "~"  # "~" sorts after "#<entry id>"
+            items = query_items(
+                self._client,
+                TableName=self._log,
+                KeyConditionExpression="#owner = :owner AND entry_key BETWEEN :low AND :high",
+                ExpressionAttributeNames={"#owner": "owner"},
+                ExpressionAttributeValues={":owner": s(owner.key), ":low": s(low), ":high": s(high)},
+                ScanIndexForward=False,
+                ConsistentRead=True,
+                **({"Limit": limit} if limit else {}),
+            )
+        else:
+            items = self._partition(self._log, owner, ScanIndexForward=False, **({"Limit": limit} if limit else {}))
         return list(islice(readable_ledger(items), limit))
 
     def changes_of(self, owner: Owner, limit: int, *, older_than: str = "") -> list[LedgerEntry]:
@@ -766,6 +853,39 @@ class DynamoMemoryStore(MemoryStore):
             ConsistentRead=True,
         ).get("Item")
         return frozenset(item["forgotten"]["SS"]) if item and "forgotten" in item else frozenset()
+
+    def note_overnight(self, owner: Owner, memory_ids: Sequence[str]) -> None:
+        if not memory_ids:
+            return
+        self._client.update_item(
+            TableName=self._memories,
+            Key=memory_key(owner, OVERNIGHT_KEY),
+            UpdateExpression="ADD changed :ids SET #scope = :scope, user_id = :user",
+            ExpressionAttributeNames={"#scope": "scope"},
+            ExpressionAttributeValues={
+                ":ids": {"SS": sorted(set(memory_ids))},
+                ":scope": s(owner.scope),
+                ":user": s(owner.user_id),
+            },
+        )
+
+    def overnight(self, owner: Owner) -> frozenset[str]:
+        # Eventually consistent: a note written hours ago; one small item (0.5 read units).
+        item = self._client.get_item(
+            TableName=self._memories, Key=memory_key(owner, OVERNIGHT_KEY), ProjectionExpression="changed"
+        ).get("Item")
+        return frozenset(item["changed"]["SS"]) if item and "changed" in item else frozenset()
+
+    def clear_overnight(self, owner: Owner, seen: frozenset[str] | None = None) -> bool:
+        condition: dict[str, Any] = {"ConditionExpression": "attribute_exists(changed)"}
+        if seen:  # only the note as read: ids a later step added are told next time
+            condition = {
+                "ConditionExpression": "changed = :seen",
+                "ExpressionAttributeValues": {":seen": {"SS": sorted(seen)}},
+            }
+        return conditional_write(
+            self._client.delete_item, TableName=self._memories, Key=memory_key(owner, OVERNIGHT_KEY), **condition
+        )
 
     def erase_forgotten_sources(self, owner: Owner) -> None:
         self._client.delete_item(TableName=self._memories, Key=memory_key(owner, FORGOTTEN_KEY))

@@ -34,6 +34,7 @@ from .dynamodb_ledger import ledger_entry_key, ledger_item
 # ---- the person's check (the people table), in the transaction of every write of their data ----
 
 FORGOT_ALL_PREFIX = "forgot_all_at:"
+RECEIPTS_OFF = "receipts_off"  # present only while the person has turned receipts off (default on)
 FORGOT_ALL_DONE_PREFIX = "forgot_all_done:"
 RUNNING = "running:"  # the done marker's value while the job runs: "running:<its job id>"
 
@@ -112,6 +113,7 @@ def person_from_item(user_id: str, item: Item | None) -> Person:
         forgot_all_at=forgot,
         forgot_all_done=done,
         forgetting=running,
+        receipts=RECEIPTS_OFF not in item,
     )
 
 
@@ -232,6 +234,19 @@ class DynamoPeopleStore:
             ConditionExpression="#forgot = :started",
             ExpressionAttributeNames=_forget_all_names(scope),
             ExpressionAttributeValues={":at": s(iso(at)), ":started": s(iso(started))},
+        )
+
+    def set_receipts(self, user_id: str, enabled: bool) -> bool:
+        # A preference, not a memory: no ledger row. The condition makes a repeat say "already so".
+        return conditional_write(
+            self._client.update_item,
+            TableName=self._table,
+            Key=person_key(user_id),
+            UpdateExpression=f"REMOVE {RECEIPTS_OFF}" if enabled else f"SET {RECEIPTS_OFF} = :on",
+            ConditionExpression=f"attribute_exists({RECEIPTS_OFF})"
+            if enabled
+            else f"attribute_not_exists({RECEIPTS_OFF})",
+            **({} if enabled else {"ExpressionAttributeValues": {":on": s("1")}}),
         )
 
     def erased(self, user_id: str, at) -> None:

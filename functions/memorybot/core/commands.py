@@ -82,7 +82,15 @@ SUGGESTIONS = 25  # Discord's limit on autocomplete choices
 def suggest(memories: ProfileReader, owner: Owner, typed: str, locale: str = "") -> list[tuple[str, str]]:
     """Autocomplete for forget and why: (id, label) of the caller's own memories, all of them
     searched, matching what was typed (the newest 25)."""
-    profile = memories.read_profile(owner, actor=Actor.COMMAND, reason="memory autocomplete", limit=None)
+    profile = memories.read_profile(owner, actor=Actor.COMMAND, reason=SUGGEST_REASON, limit=None)
+    return matching(profile, typed, locale)
+
+
+SUGGEST_REASON = "memory autocomplete"
+
+
+def matching(profile: list[Memory], typed: str, locale: str = "") -> list[tuple[str, str]]:
+    """(id, label) of the memories matching what was typed, by id or text (the first 25)."""
     typed = typed.strip().lower()
     return [(m.memory_id, preview(m, locale)) for m in profile if typed in m.memory_id or typed in m.text.lower()][
         :SUGGESTIONS
@@ -229,13 +237,14 @@ class ForgetAllDeps(Protocol):
     def discord_webhooks(self) -> DiscordApi: ...
 
 
-def forget_all_job(deps: ForgetAllDeps, job: ForgetAllJob) -> dict:
+def forget_all_job(deps: ForgetAllDeps, job: ForgetAllJob, *, then: Callable[[], str] | None = None) -> dict:
     """The confirmed forget-all's job (the extraction worker): the deletes, the scope marked done,
     then the confirmation rewritten to say so. Ids and counts only in its answer."""
     owner = Owner(job.scope, job.user_id)
     deleted = forget_all(deps.memory_store, owner, deps.people_store, started=parse_iso(job.forget_all_started))
     logger.info("forget-all done", extra={**job.ids(), "deleted": len(deleted)})
     done = text("forget_all_done", job.locale, count=len(deleted), where=job.where)
+    done += then() if then is not None else ""  # what follows in the same answer (the everywhere memories)
     try:
         deps.discord_webhooks.edit_original(job.application_id, job.token, done)
     except Exception as exc:  # noqa: BLE001 - what was deleted stays deleted; the message is a courtesy

@@ -39,6 +39,7 @@ from .domain import (
     Action,
     Actor,
     Change,
+    LedgerEntry,
     Memory,
     Message,
     NightlyRun,
@@ -62,6 +63,7 @@ from .ports import (
     ManifestStore,
     MemoryWriter,
     MessageStore,
+    OvernightNotes,
     PeopleStore,
     ReadLog,
     ReviewQueue,
@@ -70,6 +72,7 @@ from .ports import (
     VectorIndex,
     VectorWriter,
 )
+from .receipts import note_overnight
 from .servers import ServerSettings, ServerStore, count_quietly, guild_of, learnable_lines
 
 logger = logging.getLogger(__name__)
@@ -224,7 +227,14 @@ def _diary_line(answer: object) -> str | None:
 
 
 class NightlyMemories(
-    MemoryWriter, ReadLog, ReviewQueue, VectorWriter, VectorIndex, RunLedger, ForgottenSources, Protocol
+    MemoryWriter,
+    ReadLog,
+    ReviewQueue,
+    VectorWriter,
+    VectorIndex,
+    RunLedger,
+    ForgottenSources,
+    Protocol,
 ):
     """The roles of the memory store the nightly run uses itself (its extractor has its own): the
     changes, the review queue with its read rows, the vector backfill, the run's own rows."""
@@ -258,6 +268,7 @@ class Consolidator:
         post: Callable[[str, str], object] | None = None,
         server_diaries: int = 0,
         zone: tzinfo = JST,
+        overnight: OvernightNotes | None = None,  # what the night changed, told on the next use
     ) -> None:
         # Servers' own settings (core/servers.py): memory off or turned on since, and their diaries,
         # posted by ``post(channel, line)`` (the line escaped there; at most ``server_diaries`` a night).
@@ -265,6 +276,7 @@ class Consolidator:
         self._post = post
         self._server_diaries = server_diaries
         self._memories = memories
+        self._overnight = overnight
         self.zone = zone  # the night's 03:00 and its day label are this zone's
         self._people = people
         self._diary_language = diary_language
@@ -353,6 +365,7 @@ class Consolidator:
             self._count(
                 guild, outcome.model_calls, len(outcome.added) - len(outcome.deleted), owner.user_id, outcome.added
             )
+            self._note(outcome.changes)
             mark = replace(
                 mark,
                 chunks=mark.chunks + 1,
@@ -528,7 +541,7 @@ class Consolidator:
                 continue  # failed or ambiguous: it stays first in line and is reviewed again next night
             change = Change(Action.DELETE, memory, None, DECAY_REASON)
             try:
-                self._memories.apply(change, actor=Actor.NIGHTLY, run_id=run_id)
+                self._note([self._memories.apply(change, actor=Actor.NIGHTLY, run_id=run_id)])
             except ConflictError:
                 tally.conflicts += 1
             except Exception as exc:  # noqa: BLE001
@@ -537,6 +550,11 @@ class Consolidator:
                     extra={"run_id": run_id, "memory_id": memory.memory_id, "error": type(exc).__name__},
                 )
                 tally.failures += 1
+
+    def _note(self, changes: Sequence[LedgerEntry]) -> None:
+        """What the night changed, noted for each person's next use there (core/receipts.py)."""
+        if self._overnight is not None:
+            note_overnight(self._overnight, changes)
 
     def _mark_kept(self, memory: Memory, run_id: int, tally: ReviewTally) -> None:
         try:

@@ -17,7 +17,7 @@ retries are spent; only then does the design's rule apply (an apology, or no dec
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Protocol
 
@@ -27,6 +27,7 @@ from .domain import (
     EXCHANGE_MESSAGES,
     Actor,
     Basis,
+    LedgerEntry,
     Message,
     Owner,
     Person,
@@ -134,6 +135,12 @@ class ReplyDeps(HearDeps, Protocol):
     def server_store(self) -> ServerStore: ...
 
 
+def _reply_read_id(interaction_id: str) -> str:
+    from .why import reply_read_id  # the reply worker's: the interactions function's cold start needs none of why
+
+    return reply_read_id(interaction_id)
+
+
 def server_of(deps: object, guild_id: str) -> ServerSettings | None:
     """The settings of the server a job was said in (None outside a server): read live, once per job."""
     if not guild_id:
@@ -150,9 +157,17 @@ def _count(deps: object, guild_id: str, **counts: int | str) -> None:
         count_quietly(deps.server_store, guild_id, day, **counts)  # type: ignore[attr-defined,arg-type]
 
 
-def answer(deps: ReplyDeps, job: ReplyJob, *, fetch_history: bool, give_up: Callable[[], bool]) -> dict:
-    """The reply in the channel, then the exchange handed to extraction; the apology when the
-    chat model failed (or stayed unavailable through every retry)."""
+def answer(
+    deps: ReplyDeps,
+    job: ReplyJob,
+    *,
+    fetch_history: bool,
+    give_up: Callable[[], bool],
+    reply_buttons: Sequence[dict] = (),
+) -> dict:
+    """The reply in the channel (with ``reply_buttons``: its "Why?"), then the exchange handed to
+    extraction; the apology when the chat model failed (or stayed unavailable through every retry).
+    The reply's read row is named after its interaction (core/why.py)."""
     if fetch_history:
         _fetch_history(deps, job)
     conversation = deps.message_store.recent(job.channel_id, CONVERSATION_MESSAGES)
@@ -164,6 +179,7 @@ def answer(deps: ReplyDeps, job: ReplyJob, *, fetch_history: bool, give_up: Call
             Owner(job.scope, job.user_id),
             job.user_name,
             conversation,
+            read_id=_reply_read_id(job.interaction_id),
             use_memories=server_learns,
             persona=server.persona if server is not None else "",
         )
@@ -181,7 +197,9 @@ def answer(deps: ReplyDeps, job: ReplyJob, *, fetch_history: bool, give_up: Call
     if not reply:
         deps.discord.edit_original(job.application_id, job.token, text("apology", job.locale))
         return {"status": "apologised"}
-    message_id = deps.discord.edit_original(job.application_id, job.token, reply) or snowflake_at(utcnow())
+    message_id = deps.discord.edit_original(job.application_id, job.token, reply, reply_buttons) or snowflake_at(
+        utcnow()
+    )
     # The reply belongs to the person it answers: part of their exchange, no one else's.
     try:
         deps.message_store.put(
@@ -275,6 +293,7 @@ class Extracted:
     added: list[str]
     updated: list[str]
     deleted: list[str]
+    changes: tuple[LedgerEntry, ...] = ()  # the rows of what changed (a receipt's lines); not in the JSON
 
     def to_json(self) -> dict:
         return {"outcome": self.outcome, "added": self.added, "updated": self.updated, "deleted": self.deleted}
@@ -307,7 +326,7 @@ def extract(deps: ExtractDeps, job: ExtractionJob, *, give_up: Callable[[], bool
         logger.warning("model unavailable after every retry: decisions lost")
         return Extracted(DECISIONS_LOST, [], [], [])
     _count_learned(deps, job, result.model_calls, result.added, result.deleted)
-    return Extracted(result.outcome, result.added, result.updated, result.deleted)
+    return Extracted(result.outcome, result.added, result.updated, result.deleted, tuple(result.changes))
 
 
 def _count_learned(
@@ -349,7 +368,13 @@ REMEMBER_ANSWERS = {
 }
 
 
-def remember(deps: RememberDeps, job: RememberJob, *, give_up: Callable[[], bool]) -> Extracted:
+def remember(
+    deps: RememberDeps,
+    job: RememberJob,
+    *,
+    give_up: Callable[[], bool],
+    receipt: Callable[[Extracted], bool] | None = None,
+) -> Extracted:
     """The exchange is the message the person pointed at, with its own time; the same path as a
     reply's extraction decides (worth, verdicts, add), actor ``command``, the message kept as the
     memory's source. Their deferred answer then says what happened, in their language."""
@@ -371,7 +396,7 @@ def remember(deps: RememberDeps, job: RememberJob, *, give_up: Callable[[], bool
             return Extracted(SERVER_OFF, [], [], [])
     try:
         result = deps.extractor.run(Speaker(job.user_id, job.user_name), job.scope, [message], actor=Actor.COMMAND)
-        extracted = Extracted(result.outcome, result.added, result.updated, result.deleted)
+        extracted = Extracted(result.outcome, result.added, result.updated, result.deleted, tuple(result.changes))
         _count_learned(deps, job, result.model_calls, result.added, result.deleted)
     except ModelUnavailable:
         if not give_up():
@@ -392,6 +417,8 @@ def remember(deps: RememberDeps, job: RememberJob, *, give_up: Callable[[], bool
     # Learned from: the message is taken in for good. Otherwise the claim is given back (nothing
     # worth keeping, no decision now): a later "Remember this" on it may try again.
     _settle(deps, job, learned=bool(changed))
+    if changed and receipt is not None and receipt(extracted):
+        return extracted  # the receipt was the answer: what changed, each with its Undo
     _answer_remember(
         deps, job, "remember_will" if changed else REMEMBER_ANSWERS.get(extracted.outcome, "remember_nothing")
     )

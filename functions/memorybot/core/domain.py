@@ -55,11 +55,19 @@ class Action(str, Enum):
     PAUSE = "pause"  # /memory pause: the person's own row (no memory changes)
     RESUME = "resume"  # /memory resume
     UNDO = "undo"  # the person's Undo of one change in /memory history (actor command)
+    MOVE = "move"  # /memory everywhere or here: one memory moved between a scope and the person's own
 
 
 # The ledger actions that changed a memory (each row holds its before / after state): what
 # ``/memory history`` lists, and what its Undo can reverse.
-CHANGE_ACTIONS: tuple[Action, ...] = (Action.ADD, Action.UPDATE, Action.DELETE, Action.ROLLBACK, Action.UNDO)
+CHANGE_ACTIONS: tuple[Action, ...] = (
+    Action.ADD,
+    Action.UPDATE,
+    Action.DELETE,
+    Action.ROLLBACK,
+    Action.UNDO,
+    Action.MOVE,
+)
 
 
 class Verdict(str, Enum):
@@ -92,6 +100,10 @@ class Decision:
 
 GLOBAL_SCOPE = "global"  # the operator chose one scope for everything (the design's single server)
 DM_SCOPE = "dm"  # a person's direct messages with the bot
+# The person's own scope: the memories they chose to have read in every server and DM, beside each
+# scope's own (``/memory everywhere``). Never a place a conversation happens in: nothing is learned
+# into it, only moved there by the person.
+EVERYWHERE_SCOPE = "everywhere"
 
 
 class ScopeMode(str, Enum):
@@ -443,12 +455,10 @@ class Change:
         subject = self.before or self.after
         if subject is None:
             raise ValueError("a change needs a before or an after state")
-        if (
-            self.before
-            and self.after
-            and (self.before.owner != self.after.owner or self.before.memory_id != self.after.memory_id)
-        ):
-            raise ValueError("a change cannot move a memory between owners, scopes or ids")
+        if self.before and self.after:
+            same_person = self.before.user_id == self.after.user_id and self.before.memory_id == self.after.memory_id
+            if not same_person or (self.before.scope != self.after.scope and self.action is not Action.MOVE):
+                raise ValueError("a change cannot move a memory between owners, scopes or ids (but a move's scopes)")
 
     @property
     def user_id(self) -> str:
@@ -461,6 +471,11 @@ class Change:
     @property
     def memory_id(self) -> str:
         return (self.before or self.after).memory_id  # type: ignore[union-attr]
+
+    @property
+    def moves(self) -> bool:
+        """Between two of the person's scopes (/memory everywhere, here, and their undo)."""
+        return self.before is not None and self.after is not None and self.before.scope != self.after.scope
 
 
 @dataclass(frozen=True)
@@ -516,6 +531,7 @@ class Person:
     # has one running (no time yet). A record from before the job kept neither: done when it began.
     forgot_all_done: tuple[tuple[str, datetime], ...] = ()
     forgetting: frozenset[str] = frozenset()
+    receipts: bool = True  # /memory receipts: a turn that changed their memories tells them so
 
     @property
     def paused(self) -> bool:
@@ -525,7 +541,11 @@ class Person:
     def recorded(self) -> bool:
         """Holds anything of the person's own (an erasure's marker alone is not theirs)."""
         return (
-            self.paused_at is not None or self.resumed_at is not None or bool(self.noticed) or bool(self.forgot_all_at)
+            self.paused_at is not None
+            or self.resumed_at is not None
+            or bool(self.noticed)
+            or bool(self.forgot_all_at)
+            or not self.receipts
         )
 
     def forgot_all_in(self, scope: str) -> datetime | None:

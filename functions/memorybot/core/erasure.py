@@ -24,7 +24,16 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from .domain import PERSON_SCOPE, Action, Actor, Change, LedgerEntry, Message, Owner, utcnow
-from .ports import ConflictError, Erasing, Ledger, MemoryWriter, MessageStore, PeopleStore, ProfileReader
+from .ports import (
+    ConflictError,
+    Erasing,
+    Ledger,
+    MemoryWriter,
+    MessageStore,
+    OvernightNotes,
+    PeopleStore,
+    ProfileReader,
+)
 from .servers import ServerStore, guild_of
 
 logger = logging.getLogger(__name__)
@@ -79,9 +88,11 @@ class Erasure:
         *,
         clock: Callable = utcnow,
         servers: ServerStore | None = None,
+        overnight: OvernightNotes | None = None,  # the night's notes, erased with the rest
     ) -> None:
         self._servers = servers  # the servers' figures: the person no longer counted where they had memories
         self._memories = memories
+        self._overnight = overnight
         self._messages = messages
         self._people = people
         self._clock = clock
@@ -177,6 +188,8 @@ class Erasure:
         for entry in texts:
             self._memories.redact(entry)
         self._memories.erase_forgotten_sources(owner)  # the ids of their forgotten memories' messages
+        if self._overnight is not None:  # the night's note (ids of theirs), if not yet told
+            self._overnight.clear_overnight(owner)
         return _Erased(len(profile) + unreadable, len(texts) + unreadable_rows, 1)
 
     def _texts(self, owner: Owner) -> list[LedgerEntry]:

@@ -32,6 +32,7 @@ from .domain import (
     Change,
     Decision,
     Exchange,
+    LedgerEntry,
     Memory,
     MemoryDraft,
     Message,
@@ -84,6 +85,8 @@ class ExtractionResult:
     conflicts: int = 0  # changes dropped because the record changed since it was read
     failures: int = 0  # model calls that gave no usable answer
     model_calls: int = 0
+    # The ledger rows of the changes committed, in order (what a receipt lists, each with its Undo).
+    changes: list[LedgerEntry] = field(default_factory=list)
 
 
 def not_forgotten(messages: Sequence[Message], forgotten: frozenset[str]) -> list[Message]:
@@ -299,8 +302,9 @@ class Extractor:
         result = ExtractionResult(Outcome.DONE)
         to_embed: list[Memory] = []  # as committed, with a new text: each is given its vector afterwards
         for memory in plan.deletes:
-            if self._apply(Change(Action.DELETE, memory, None, "jev verdict: delete"), actor, run_id, check):
+            if entry := self._apply(Change(Action.DELETE, memory, None, "jev verdict: delete"), actor, run_id, check):
                 result.deleted.append(memory.memory_id)
+                result.changes.append(entry)
             else:
                 result.conflicts += 1
         for memory, after in changed:
@@ -314,8 +318,9 @@ class Extractor:
                 sources=exchange.sources,
                 embedding=None if moved else memory.embedding,
             )
-            if self._apply(Change(Action.UPDATE, memory, after, "jev verdict: update"), actor, run_id, check):
+            if entry := self._apply(Change(Action.UPDATE, memory, after, "jev verdict: update"), actor, run_id, check):
                 result.updated.append(memory.memory_id)
+                result.changes.append(entry)
                 if moved:
                     to_embed.append(after)
             else:
@@ -325,8 +330,10 @@ class Extractor:
             if added is None:
                 result.conflicts += 1
             else:
-                result.added.append(added.memory_id)
-                to_embed.append(added)
+                result.added.append(added.memory_ids[0])
+                result.changes.append(added)
+                if added.after is not None:  # an add's row holds the memory as written
+                    to_embed.append(added.after)
         self._store_vectors(to_embed, check)
         return result
 
@@ -371,9 +378,9 @@ class Extractor:
         actor: Actor,
         run_id: int | None,
         check: PersonCheck | None,
-    ) -> Memory | None:
-        """The new memory as written; None when every fresh id collided or the person's record
-        refused it (counted as a conflict)."""
+    ) -> LedgerEntry | None:
+        """The new memory's ledger row (its ``after`` the memory as written); None when every fresh
+        id collided or the person's record refused it (counted as a conflict)."""
         for _ in range(ADD_ID_ATTEMPTS):
             memory = Memory(
                 exchange.speaker.user_id,
@@ -386,7 +393,7 @@ class Extractor:
                 valid_until=end_holds(draft.valid_until, learned, self._zone),
             )
             try:
-                self._memories.apply(
+                return self._memories.apply(
                     Change(Action.ADD, None, memory, "jev: add"), actor=actor, run_id=run_id, check=check
                 )
             except PersonRefused:
@@ -394,21 +401,19 @@ class Extractor:
                 return None
             except ConflictError:
                 continue
-            return memory
         return None
 
-    def _apply(self, change: Change, actor: Actor, run_id: int | None, check: PersonCheck | None) -> bool:
-        """False when the record changed since it was read, or the person's record refuses the
-        write: the change is dropped, never forced."""
+    def _apply(self, change: Change, actor: Actor, run_id: int | None, check: PersonCheck | None) -> LedgerEntry | None:
+        """The change's ledger row; None when the record changed since it was read, or the person's
+        record refuses the write: the change is dropped, never forced."""
         try:
-            self._memories.apply(change, actor=actor, run_id=run_id, check=check)
+            return self._memories.apply(change, actor=actor, run_id=run_id, check=check)
         except PersonRefused:
             logger.info("change refused by the person's record", extra={"memory_id": change.memory_id})
-            return False
+            return None
         except ConflictError:
             logger.info("change dropped: record changed since read", extra={"memory_id": change.memory_id})
-            return False
-        return True
+            return None
 
     @staticmethod
     def _result(outcome: Outcome, calls: decisions.CallCounter) -> ExtractionResult:

@@ -111,12 +111,26 @@ class ExtractionJob(Job):
     user_name: str
     scope: str
     up_to_message_id: str
+    # The interaction, for the receipt of what the turn changed (an ephemeral follow-up on it,
+    # within its 15 minutes); empty in a job sent before receipts existed: no receipt.
+    token: str = ""
+    application_id: str = ""
+    locale: str = ""
     guild_id: str = ""  # the server it was said in ("" elsewhere): its settings apply
 
     @classmethod
     def after_reply(cls, job: ReplyJob, reply_message_id: str) -> ExtractionJob:
         return cls(
-            job.interaction_id, job.channel_id, job.user_id, job.user_name, job.scope, reply_message_id, job.guild_id
+            job.interaction_id,
+            job.channel_id,
+            job.user_id,
+            job.user_name,
+            job.scope,
+            reply_message_id,
+            job.token,
+            job.application_id,
+            job.locale,
+            guild_id=job.guild_id,
         )
 
 
@@ -159,3 +173,4 @@ class ForgetAllJob(Job):
     locale: str
     where: str
     forget_all_started: str
+    everywhere: bool = False  # everywhere:true: the person's own scope's memories too (core/everywhere.py)

@@ -109,6 +109,7 @@ class ProfileReader(Protocol):
         reason: str,
         run_id: int | None = None,
         unused_if: Callable[[], bool] | None = None,
+        entry_id: str = "",
     ) -> list[Memory]:
         """The owner's whole profile (one read of their own partition), narrowed by ``choose``
         (the relevance selection, core/selection.py); what ``choose`` returns, as it ordered it.
@@ -117,7 +118,8 @@ class ProfileReader(Protocol):
         (the rest were scored, never shown to a model or a person). ``unused_if``, asked once the
         memories are read: when it says so, nothing is returned and no row is written (the reply
         reads the person's switch alongside, and a paused person's memories are not used). An
-        exception ``choose`` raises ends the read with it, before any row is written.
+        exception ``choose`` raises ends the read with it, before any row is written. ``entry_id``
+        names the read row (a reply's, so that its "Why?" finds it: core/why.py); "" a fresh one.
         """
 
     def owners_of(self, user_id: str) -> list[Owner]:
@@ -128,7 +130,14 @@ class ReadLog(Protocol):
     """The ``read`` row of memories read another way than through a ``ProfileReader``."""
 
     def log_read(
-        self, owner: Owner, memory_ids: tuple[str, ...], *, actor: Actor, reason: str, run_id: int | None = None
+        self,
+        owner: Owner,
+        memory_ids: tuple[str, ...],
+        *,
+        actor: Actor,
+        reason: str,
+        run_id: int | None = None,
+        entry_id: str = "",
     ) -> None:
         """One ``read`` ledger row for memories read some other way (the nightly review, ``why``); raises
         if not written."""
@@ -149,14 +158,37 @@ class MemoryWriter(Protocol):
         ledger_action: Action | None = None,
         redacted: bool = False,
         check: PersonCheck | None = None,
+        ledger_scope: str | None = None,
     ) -> LedgerEntry:
         """Commit the change and its ledger row in one transaction (``redacted``: the row keeps
         ids, action, actor and time, and no before/after text: an erasure's deletes).
+
+        A move (``Change.moves``: the same memory between two of the person's scopes) deletes the
+        record where it was and puts it where it goes (only if that id is free there: MoveBlocked
+        otherwise), with ONE row in the partition of ``ledger_scope`` (default: the change's owner).
 
         Conditioned on the record still being ``change.before`` (absent for an add) and, with
         ``check``, on the person's record allowing it (in the same transaction).
         Raises ConflictError (PersonRefused for the check), and changes nothing, if not.
         """
+
+
+class OvernightNotes(Protocol):
+    """Which of an owner's memories the night changed, until the person is told (core/receipts.py)."""
+
+    def note_overnight(self, owner: Owner, memory_ids: Sequence[str]) -> None:
+        """Add ``memory_ids`` to the owner's note (a set: a retried step adds nothing twice)."""
+
+    def overnight(self, owner: Owner) -> frozenset[str]:
+        """The ids the owner's note holds (empty: none, or told already)."""
+
+    def clear_overnight(self, owner: Owner, seen: frozenset[str] | None = None) -> bool:
+        """Remove the note, only if it still holds exactly ``seen`` (None: whatever it holds, as an
+        erasure does); True when this call removed it (the caller then tells the person)."""
+
+
+class MoveBlocked(ConflictError):
+    """A move's destination holds a memory under the same id: nothing was written."""
 
 
 class ImportWriter(Protocol):
@@ -249,8 +281,16 @@ class VectorIndex(Protocol):
 class Ledger(Protocol):
     """An owner's ledger rows (memory_log), all of them (export, erasure)."""
 
-    def ledger_for(self, owner: Owner, limit: int | None = 100) -> list[LedgerEntry]:
-        """The owner's ledger rows, newest first (``limit`` None: all of them)."""
+    def ledger_for(
+        self,
+        owner: Owner,
+        limit: int | None = 100,
+        *,
+        since: datetime | None = None,
+        until: datetime | None = None,
+    ) -> list[LedgerEntry]:
+        """The owner's ledger rows, newest first (``limit`` None: all of them); with ``since`` and
+        ``until``, only those written between (a reply's read row, for its "Why?")."""
 
 
 class History(Protocol):
@@ -303,6 +343,7 @@ class Erasing(Protocol):
 
 
 class MemoryStore(
+    OvernightNotes,
     ProfileReader,
     ReadLog,
     MemoryWriter,
@@ -371,6 +412,9 @@ class PeopleStore(Protocol):
 
     def release_notice(self, user_id: str, scope: str) -> None:
         """Undo a claim whose notice could not be sent, so that a later turn gives it."""
+
+    def set_receipts(self, user_id: str, enabled: bool) -> bool:
+        """Turn the person's receipts on or off (``Person.receipts``); False when already so."""
 
     def start_forget_all(self, user_id: str, scope: str, at: datetime, job_id: str, stale_before: datetime) -> bool:
         """Stamp a forget-all in ``scope`` begun ``at`` (before its deletes), its job ``job_id``
@@ -555,10 +599,11 @@ class DiscordApi(Protocol):
     def send_file(self, channel_id: str, content: str, filename: str, data: bytes) -> str:
         """Post a message with one attached file; the new message's id."""
 
-    def edit_original(self, application_id: str, token: str, content: str) -> str:
-        """Fill in a deferred interaction answer; the message's id."""
+    def edit_original(self, application_id: str, token: str, content: str, components: Sequence[dict] = ()) -> str:
+        """Fill in a deferred interaction answer (with ``components``: its buttons, rows as Discord
+        takes them, built by the discord package); the message's id."""
 
-    def follow_up(self, application_id: str, token: str, content: str) -> str:
+    def follow_up(self, application_id: str, token: str, content: str, components: Sequence[dict] = ()) -> str:
         """An ephemeral follow-up to an interaction (only the person who asked sees it); its id."""
 
     def recent_channel_messages(self, channel_id: str, limit: int) -> list[Message]:

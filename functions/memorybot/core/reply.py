@@ -40,6 +40,7 @@ class ReplyWriter:
         speaker_name: str,
         conversation: Sequence[Message],
         *,
+        read_id: str = "",
         use_memories: bool = True,
         persona: str = "",
     ) -> tuple[Person, list[PromptMessage]]:
@@ -59,11 +60,11 @@ class ReplyWriter:
             return person, prompt
         query = self._recall.start(reply_query(conversation, owner.user_id))
         if self._people is None:
-            person, memories = Person(owner.user_id), self._profile(owner, query)
+            person, memories = Person(owner.user_id), self._profile(owner, query, entry_id=read_id)
         else:
             with ThreadPoolExecutor(max_workers=1) as pool:
                 record = pool.submit(self._people.get, owner.user_id)
-                memories = self._profile(owner, query, unused_if=lambda: record.result().paused)
+                memories = self._profile(owner, query, unused_if=lambda: record.result().paused, entry_id=read_id)
                 person = record.result()
         prompt = build_reply_prompt(
             Speaker(owner.user_id, speaker_name),
@@ -88,12 +89,16 @@ class ReplyWriter:
         speaker_name: str,
         conversation: Sequence[Message],
         *,
+        read_id: str = "",
         use_memories: bool = True,
         persona: str = "",
     ) -> tuple[str, Person]:
-        """The chat model's answer and the person's record; raises if the model fails (the caller apologises).
+        """The chat model's answer and the person's record; raises if the model fails (the caller
+        apologises). ``read_id`` names the read row of the memories the prompt holds (core/why.py);
         ``use_memories`` False: the server's memory is off; ``persona``: its admins' instructions."""
-        person, prompt = self.read(owner, speaker_name, conversation, use_memories=use_memories, persona=persona)
+        person, prompt = self.read(
+            owner, speaker_name, conversation, read_id=read_id, use_memories=use_memories, persona=persona
+        )
         return self._chat.write_reply(prompt), person
 
     def reply(self, owner: Owner, speaker_name: str, conversation: Sequence[Message]) -> str:

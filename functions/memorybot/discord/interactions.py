@@ -17,26 +17,31 @@ from ..core import conversation
 from ..core.catalog import text
 from ..core.catalog import where_label as scope_label
 from ..core.dates import local_stamp
-from ..core.domain import GLOBAL_SCOPE, Owner, Person, ScopeMode, iso, shows_nothing, snowflake_time, utcnow
+from ..core.domain import GLOBAL_SCOPE, Actor, Owner, Person, ScopeMode, iso, shows_nothing, snowflake_time, utcnow
 from ..core.jobs import ForgetAllJob, RememberJob, ReplyJob
 from ..lazy import lazy
 from .formats import markdown_escaped
 
 if TYPE_CHECKING:
-    from ..core import commands, consent, history
+    from ..core import commands, consent, everywhere, history, why
     from ..core.commands import CommandMemories
     from ..core.history import HistoryMemories
     from ..core.ports import AsyncInvoker, DiscordApi, MessageStore, Metrics, PeopleStore, RememberedMessages
     from ..core.servers import ServerSettings, ServerStore
-    from . import history_view, server_admin
+    from ..core.why import WhyMemories
+    from . import history_view, receipts_view, server_admin
     from .guilds import GuildNames
 
-    class InteractionMemories(CommandMemories, HistoryMemories, Protocol):
-        """The roles of the memory store answering an interaction uses (the commands and the history)."""
+    class InteractionMemories(CommandMemories, HistoryMemories, WhyMemories, Protocol):
+        """The roles of the memory store answering an interaction uses (the commands, the history, why)."""
 
 else:  # a cold start imports what every answer needs; each command's own modules load when it first comes
-    commands, consent, history = (lazy(f"memorybot.core.{name}") for name in ("commands", "consent", "history"))
-    history_view, server_admin = (lazy(f"memorybot.discord.{name}") for name in ("history_view", "server_admin"))
+    commands, consent, everywhere, history, why = (
+        lazy(f"memorybot.core.{name}") for name in ("commands", "consent", "everywhere", "history", "why")
+    )
+    history_view, receipts_view, server_admin = (
+        lazy(f"memorybot.discord.{name}") for name in ("history_view", "receipts_view", "server_admin")
+    )
 from .requests import (
     FORGET_ALL_TTL,
     MESSAGE_MAX_CHARS,
@@ -48,18 +53,22 @@ from .requests import (
     ForgetAllAsk,
     ForgetAllConfirm,
     ForgetMemory,
+    MoveMemory,
     PauseMemory,
     Ping,
     RememberMessage,
     ResumeMemory,
+    SetReceipts,
     ShowHistory,
     ShowMemories,
     ShowSettings,
+    SuggestEverywhere,
     SuggestForget,
     UndoChange,
     UnknownComponent,
     Unsupported,
     WhyMemory,
+    WhyReply,
     forget_all_button,
     parse,
 )
@@ -159,11 +168,13 @@ def dm_text(lines: list[str], scope: str = GLOBAL_SCOPE, locale: str = "") -> st
     return dm_messages(lines, scope_label(scope, locale), locale)[0]
 
 
-def dm_messages(lines: list[str], where: str, locale: str = "") -> list[str]:
-    """The listing split into as few DMs as Discord's 2000 characters allow: the header opens
-    the first, the footer closes the last, a line is never split (each is at most 86 characters,
-    twice that where every character of the memory is escaped)."""
-    parts = [text("dm_header", locale, where=where), *lines, text("dm_footer", locale)]
+def dm_messages(lines: list[str], where: str, locale: str = "", header_note: str = "") -> list[str]:
+    """The listing split into as few DMs as Discord's 2000 characters allow: the header (with
+    ``header_note`` after it, on its line) opens the first, the footer closes the last, a line is
+    never split (each is at most 86 characters, twice that where every character of the memory is
+    escaped)."""
+    header = text("dm_header", locale, where=where) + (f" {header_note}" if header_note else "")
+    parts = [header, *lines, text("dm_footer", locale)]
     messages: list[str] = []
     current = ""
     for part in parts:
@@ -239,28 +250,37 @@ MAX_SHOW_DMS = 10  # about 200 memories; beyond, the answer points to /memory ex
 
 
 def _show_once(request: ShowMemories, deps: Dependencies) -> dict:
-    answer = _show_listing(request, deps)
-    paused_at = deps.people_store.get(request.caller.user_id).paused_at
+    person = deps.people_store.get(request.caller.user_id)
+    answer = _show_listing(request, deps, person.receipts)
+    paused_at = person.paused_at
     if paused_at is not None:  # /memory show says when memory is paused
         answer["data"]["content"] += "\n" + consent.paused_note(paused_at, deps.zone, request.caller.locale)
     return answer
 
 
-def _show_listing(request: ShowMemories, deps: Dependencies) -> dict:
+def _show_listing(request: ShowMemories, deps: Dependencies, receipts: bool = True) -> dict:
     caller = request.caller
     lines = commands.show(deps.memory_store, caller.owner, caller.locale, quote=markdown_escaped)
+    yours = everywhere.read_everywhere(deps.memory_store, caller.user_id, actor=Actor.COMMAND, reason="memory show")
+    if yours:  # marked apart: read here and everywhere else too
+        lines += [
+            text("show_everywhere_header", caller.locale),
+            *(commands.preview(m, caller.locale, markdown_escaped) for m in yours),
+        ]
     if not lines:
         return say("nothing_remembered", caller, where=where(caller, deps))
-    messages = dm_messages(lines, where(caller, deps), caller.locale)
+    # The header says whether receipts are on (/memory receipts).
+    receipts_note = text("show_receipts_on" if receipts else "show_receipts_off", caller.locale)
+    messages = dm_messages(lines, where(caller, deps), caller.locale, receipts_note)
     started = time.monotonic()
     sent = 0
     try:
         discord = deps.discord_interactive
         channel = discord.open_dm(request.caller.user_id)
-        for text in messages[:MAX_SHOW_DMS]:
+        for message in messages[:MAX_SHOW_DMS]:
             if sent and time.monotonic() - started > SHOW_BUDGET_SECONDS:
                 break
-            discord.send_message(channel, text)
+            discord.send_message(channel, message)
             sent += 1
     except Exception as exc:  # noqa: BLE001 - 50007 or anything else: say so, repeat nothing
         logger.info(
@@ -327,15 +347,18 @@ def _export_once(request: ExportMemories, deps: Dependencies) -> dict:
 def _forget_all_ask(request: ForgetAllAsk, deps: Dependencies) -> dict:
     caller = request.caller
     count = commands.count(deps.memory_store, caller.owner)
+    yours = _everywhere_count(deps, caller) if request.everywhere else 0
     here = where(caller, deps)
-    if not count:
+    if not count and not yours:
         return say("nothing_remembered", caller, where=here)
     answer = say("forget_all_ask", caller, count=count, where=here)
+    if yours:  # everywhere:true: the person's own scope goes too
+        answer["data"]["content"] += "\n" + text("forget_all_everywhere_too", caller.locale, count=yours)
     button = {
         "type": BUTTON,
         "style": DANGER_STYLE,
         "label": text("forget_all_button", caller.locale),
-        "custom_id": forget_all_button(caller.user_id, datetime.now(UTC)),
+        "custom_id": forget_all_button(caller.user_id, datetime.now(UTC), request.everywhere),
     }
     answer["data"]["components"] = [{"type": ACTION_ROW, "components": [button]}]
     return answer
@@ -355,7 +378,7 @@ def _forget_all_confirm(request: ForgetAllConfirm, deps: Dependencies) -> dict:
         return say("forget_all_expired", caller)
     # One button, one forget-all: a second press (or a replay) gets the first answer and deletes
     # nothing learned since. The custom_id (who asked, when) and the scope name the button.
-    key = f"{caller.scope}:{request.requester}:{request.asked_at}"
+    key = f"{caller.scope}:{request.requester}:{request.asked_at}{':e' if request.everywhere else ''}"
     answer = deps.once("forget-all", key, lambda: _forget_all_once(request, deps))
     return answer if answer is not None else say("busy", caller)
 
@@ -379,6 +402,7 @@ def _forget_all_once(request: ForgetAllConfirm, deps: Dependencies) -> dict:
         caller.locale,
         here,
         iso(started),
+        everywhere=request.everywhere,
     )
     try:
         deps.invoker.invoke(job)
@@ -396,6 +420,11 @@ def _confirmation(content: str) -> dict:
     return {"type": UPDATE_MESSAGE, "data": {"content": content, "components": [], "allowed_mentions": NO_MENTIONS}}
 
 
+def _everywhere_count(deps: Dependencies, caller: Caller) -> int:
+    reason = commands.FORGET_ALL_COUNT_REASON
+    return len(everywhere.read_everywhere(deps.memory_store, caller.user_id, actor=Actor.COMMAND, reason=reason))
+
+
 def _count_forgotten(deps: Dependencies, count: int) -> None:
     from ..core.metrics import MEMORIES_FORGOTTEN  # on a forget only: the cold start imports nothing more
 
@@ -407,6 +436,8 @@ def _forget(request: ForgetMemory, deps: Dependencies) -> dict:
     if not request.memory_id.strip():
         return say("forget_which", caller)
     result = commands.forget(deps.memory_store, caller.owner, request.memory_id)
+    if result.outcome is commands.ForgetOutcome.NOT_FOUND:  # one of their "everywhere" memories, listed in show
+        result = commands.forget(deps.memory_store, everywhere.everywhere_of(caller.user_id), request.memory_id)
     key = "forgotten" if result.outcome is commands.ForgetOutcome.FORGOTTEN else "not_found"
     if result.outcome is commands.ForgetOutcome.FORGOTTEN:
         _count_forgotten(deps, 1)
@@ -439,7 +470,7 @@ def _history(request: ShowHistory, deps: Dependencies) -> dict:
     data = history_view.page_answer(
         page, caller.user_id, caller.scope, deps.zone, caller.locale, older=older, place=where(caller, deps)
     )
-    if request.requester:  # the "Older" button: the page turns in place
+    if request.requester and request.older_than:  # the "Older" button: the page turns in place
         return {"type": UPDATE_MESSAGE, "data": {**data, "allowed_mentions": NO_MENTIONS}}
     answer = ephemeral(data["content"])
     answer["data"]["components"] = data["components"]
@@ -516,6 +547,50 @@ def _never_teaches_again(deps: Dependencies, person: Person, owner: Owner, messa
     return any(at >= said for at in ended) or message_id in deps.memory_store.forgotten_sources(owner)
 
 
+# ---- receipts, "Why?" and "everywhere" memories (core/receipts.py, core/why.py, core/everywhere.py)
+
+
+def _set_receipts(request: SetReceipts, deps: Dependencies) -> dict:
+    changed = deps.people_store.set_receipts(request.caller.user_id, request.enabled)
+    state = "on" if request.enabled else "off"
+    return say(f"receipts_{state}" if changed else f"receipts_already_{state}", request.caller)
+
+
+def _why_reply(request: WhyReply, deps: Dependencies) -> dict:
+    caller = request.caller
+    if request.requester != caller.user_id:  # nothing read, nothing logged: only the asker may see it
+        logger.info("reply why refused: not the asker", extra={"user_id": caller.user_id})
+        return say("why_reply_not_yours", caller)
+    answer = why.why_reply(deps.memory_store, everywhere.owners_read(caller.owner), request.reply_interaction_id)
+    return ephemeral(receipts_view.why_text(answer, deps.zone, caller.locale))
+
+
+# By the outcome's value (MoveOutcome is a str enum): the module loads with the first move, not the cold start.
+MOVE_ANSWERS = {"not_found": "move_not_found", "blocked": "move_blocked", "changed": "move_changed"}
+
+
+def _move(request: MoveMemory, deps: Dependencies) -> dict:
+    caller = request.caller
+    if not request.memory_id.strip():
+        return say("forget_which", caller)
+    result = everywhere.move(deps.memory_store, caller.owner, request.memory_id, everywhere=request.everywhere)
+    memory_id = shown_id(result.memory_id, caller.locale)
+    if result.outcome is everywhere.MoveOutcome.MOVED:
+        if request.everywhere:
+            return say("moved_everywhere", caller, memory_id=memory_id)
+        return say("moved_here", caller, memory_id=memory_id, where=where(caller, deps))
+    return say(MOVE_ANSWERS[result.outcome], caller, memory_id=memory_id)
+
+
+def _suggest_everywhere(request: SuggestEverywhere, deps: Dependencies) -> dict:
+    # Read only when there are some: a person with none gets no row in a scope of their own.
+    caller = request.caller
+    yours = everywhere.read_everywhere(
+        deps.memory_store, caller.user_id, actor=Actor.COMMAND, reason=commands.SUGGEST_REASON
+    )
+    return choices(commands.matching(yours, request.typed, caller.locale))
+
+
 def error_answer(body: bytes) -> dict:
     """The apology for an interaction that failed on our side, in the person's language if the
     body says it (it may be what failed to parse)."""
@@ -543,6 +618,10 @@ _HANDLERS: dict[type, Callable[[Any, Dependencies], dict]] = {
     ShowHistory: _history,
     UndoChange: _undo,
     UnknownComponent: _unknown_component,
+    SetReceipts: _set_receipts,
+    WhyReply: _why_reply,
+    MoveMemory: _move,
+    SuggestEverywhere: _suggest_everywhere,
     # /memory-settings (a server's admins)
     ShowSettings: lambda request, deps: server_admin.show_settings(request, deps, deps.model_request_cost_usd),
     ChangeSetting: lambda request, deps: server_admin.change_setting(request, deps),

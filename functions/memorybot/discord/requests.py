@@ -21,9 +21,9 @@ from ..lazy import lazy
 from .formats import is_interaction_token, is_snowflake, valid_unicode
 
 if TYPE_CHECKING:
-    from . import history_view
-else:  # its buttons' ids only: the history's own modules load when a history button first comes
-    history_view = lazy("memorybot.discord.history_view")
+    from . import history_view, receipts_view
+else:  # their buttons' ids only: their own modules load when one of their buttons first comes
+    history_view, receipts_view = (lazy(f"memorybot.discord.{name}") for name in ("history_view", "receipts_view"))
 
 # Discord's numbers.
 PING, APPLICATION_COMMAND, MESSAGE_COMPONENT, AUTOCOMPLETE, MODAL_SUBMIT = 1, 2, 3, 4, 5
@@ -32,6 +32,7 @@ CHANNEL_TYPE_DM = 1
 CUSTOM_ID_MAX_CHARS = 100
 SUBCOMMAND = 1
 STRING_OPTION = 3
+BOOLEAN_OPTION = 5
 MESSAGE_MAX_CHARS = 2000
 MAX_JSON_DEPTH = 32  # Discord's payloads nest about 8 deep
 GUILD_NAME_MAX_CHARS = 100  # Discord's limit on a server's name
@@ -67,6 +68,10 @@ def _memory_id_option(subcommand: str) -> dict[str, Any]:
         "required": True,
         "autocomplete": True,
     }
+
+
+def _boolean_option(subcommand: str, name: str, *, required: bool) -> dict[str, Any]:
+    return {"type": BOOLEAN_OPTION, "name": name, **_localized(f"memory {subcommand} {name}"), "required": required}
 
 
 def _subcommand(name: str, *options: dict[str, Any]) -> dict[str, Any]:
@@ -112,10 +117,14 @@ COMMANDS: list[dict[str, Any]] = [
                 _subcommand("forget", _memory_id_option("forget")),
                 _subcommand("why", _memory_id_option("why")),
                 _subcommand("export"),
-                _subcommand("forget-all"),
+                _subcommand("forget-all", _boolean_option("forget-all", "everywhere", required=False)),
                 _subcommand("pause"),
                 _subcommand("resume"),
                 _subcommand("history"),
+                # receipts, "everywhere" memories (core/receipts.py, core/everywhere.py)
+                _subcommand("receipts", _boolean_option("receipts", "enabled", required=True)),
+                _subcommand("everywhere", _memory_id_option("everywhere")),
+                _subcommand("here", _memory_id_option("here")),
             ],
         }
     ),
@@ -210,6 +219,7 @@ class ForgetAllAsk:
     """/memory forget-all: the question, with its button."""
 
     caller: Caller
+    everywhere: bool = False  # everywhere:true: the person's "everywhere" memories too
 
 
 @dataclass(frozen=True)
@@ -237,6 +247,7 @@ class ForgetAllConfirm:
     interaction_id: str = ""
     token: str = ""
     application_id: str = ""
+    everywhere: bool = False  # asked with everywhere:true (the custom_id's ":e")
 
 
 @dataclass(frozen=True)
@@ -256,6 +267,40 @@ class UndoChange:
     requester: str
     key: str
     interaction_id: str
+
+
+@dataclass(frozen=True)
+class SetReceipts:
+    """/memory receipts enabled:<bool>."""
+
+    caller: Caller
+    enabled: bool
+
+
+@dataclass(frozen=True)
+class WhyReply:
+    """A reply's "Why?" button: whose reply (``requester``) and its interaction, from its custom_id."""
+
+    caller: Caller  # who clicked
+    requester: str
+    reply_interaction_id: str
+
+
+@dataclass(frozen=True)
+class MoveMemory:
+    """/memory everywhere id:<id> (``everywhere``) or /memory here id:<id>."""
+
+    caller: Caller
+    memory_id: str
+    everywhere: bool
+
+
+@dataclass(frozen=True)
+class SuggestEverywhere:
+    """Autocomplete for /memory here: the caller's "everywhere" memories."""
+
+    caller: Caller
+    typed: str
 
 
 @dataclass(frozen=True)
@@ -330,6 +375,10 @@ Request = (
     | RememberMessage
     | ShowHistory
     | UndoChange
+    | SetReceipts
+    | WhyReply
+    | MoveMemory
+    | SuggestEverywhere
     | UnknownComponent
     | Unsupported
     | ShowSettings
@@ -340,7 +389,7 @@ Request = (
 # the custom_id of the message the bot posted, so it is the bot's own word on who asked and when.
 FORGET_ALL_BUTTON = "memory-forget-all"
 FORGET_ALL_TTL = timedelta(minutes=15)
-_FORGET_ALL_ID = re.compile(rf"^{FORGET_ALL_BUTTON}:([0-9]{{1,20}}):([0-9]{{1,12}})$")
+_FORGET_ALL_ID = re.compile(rf"^{FORGET_ALL_BUTTON}:([0-9]{{1,20}}):([0-9]{{1,12}})(:e)?$")
 
 
 def _text(value: Any, what: str) -> str:
@@ -541,6 +590,10 @@ def _history_component(payload: dict, caller: Caller, custom_id: str) -> Request
         return UndoChange(caller, match[1], match[2], _snowflake(payload.get("id"), "interaction id"))
     if match := history_view.HISTORY_ID.match(custom_id):
         return ShowHistory(caller, older_than=match[2], requester=match[1])
+    if match := receipts_view.BECAUSE_ID.match(custom_id):
+        return WhyReply(caller, match[1], match[2])
+    if match := receipts_view.OVERNIGHT_ID.match(custom_id):  # the night's line: the history, afresh
+        return ShowHistory(caller, requester=match[1])
     return None
 
 
@@ -570,11 +623,12 @@ def _component(payload: dict, caller: Caller, data: dict) -> Request:
         _snowflake(payload.get("id"), "interaction id"),
         _token(payload.get("token")),
         _snowflake(payload.get("application_id"), "application id"),
+        everywhere=match[3] is not None,
     )
 
 
-def forget_all_button(requester: str, asked_at: datetime) -> str:
-    return f"{FORGET_ALL_BUTTON}:{requester}:{int(asked_at.timestamp())}"
+def forget_all_button(requester: str, asked_at: datetime, everywhere: bool = False) -> str:
+    return f"{FORGET_ALL_BUTTON}:{requester}:{int(asked_at.timestamp())}{':e' if everywhere else ''}"
 
 
 _LOCALE = re.compile(r"^[A-Za-z]{2,3}(-[A-Za-z0-9]{2,8})?$")
@@ -583,6 +637,16 @@ _LOCALE = re.compile(r"^[A-Za-z]{2,3}(-[A-Za-z0-9]{2,8})?$")
 def _locale(value: Any) -> str:
     """Discord's ``locale`` ("ja", "en-US", "zh-TW"); anything else is no locale (English)."""
     return value if isinstance(value, str) and _LOCALE.match(value) else ""
+
+
+def _boolean(command: _Command, name: str, *, default: bool = False) -> bool:
+    """A boolean option's value (missing: ``default``); any other type is not what Discord sends."""
+    value = (_option(command.options, name) or {}).get("value")
+    if value is None:
+        return default
+    if not isinstance(value, bool):
+        raise BadRequest("option value is not a boolean")
+    return value
 
 
 def _string_option(option: dict) -> str:
@@ -617,10 +681,16 @@ _MEMORY_SUBCOMMANDS: dict[tuple[str, int], Callable[[_Command], Request]] = {
     ("why", APPLICATION_COMMAND): lambda c: WhyMemory(c.caller, _memory_id(c)),
     ("why", AUTOCOMPLETE): lambda c: SuggestForget(c.caller, _memory_id(c)),
     ("export", APPLICATION_COMMAND): lambda c: ExportMemories(c.caller, _interaction_id(c)),
-    ("forget-all", APPLICATION_COMMAND): lambda c: ForgetAllAsk(c.caller),
+    ("forget-all", APPLICATION_COMMAND): lambda c: ForgetAllAsk(c.caller, _boolean(c, "everywhere")),
     ("pause", APPLICATION_COMMAND): lambda c: PauseMemory(c.caller),
     ("resume", APPLICATION_COMMAND): lambda c: ResumeMemory(c.caller),
     ("history", APPLICATION_COMMAND): lambda c: ShowHistory(c.caller),
+    # receipts and "everywhere" memories
+    ("receipts", APPLICATION_COMMAND): lambda c: SetReceipts(c.caller, _boolean(c, "enabled", default=True)),
+    ("everywhere", APPLICATION_COMMAND): lambda c: MoveMemory(c.caller, _memory_id(c), everywhere=True),
+    ("everywhere", AUTOCOMPLETE): lambda c: SuggestForget(c.caller, _memory_id(c)),
+    ("here", APPLICATION_COMMAND): lambda c: MoveMemory(c.caller, _memory_id(c), everywhere=False),
+    ("here", AUTOCOMPLETE): lambda c: SuggestEverywhere(c.caller, _memory_id(c)),
 }
 
 

@@ -17,10 +17,11 @@ from typing import Any
 from aws_lambda_powertools import Logger
 
 from ..bootstrap import Container
-from ..core import commands, conversation, metrics
+from ..core import commands, conversation, everywhere, metrics, receipts
 from ..core.domain import utcnow
 from ..core.jobs import ExtractionJob, ForgetAllJob, RememberJob
 from ..core.servers import guild_of
+from ..discord.receipts_view import receipt_message, tell_the_night
 from . import count_metric, job_worker, log_core_with, retries_spent
 
 logger = Logger(service="memorybot-extraction")
@@ -28,11 +29,32 @@ log_core_with(logger)
 
 
 def extract(c: Container, job: ExtractionJob) -> dict:
-    return _done(c, "extraction done", conversation.extract(c, job, give_up=_give_up(c, job)))
+    result = conversation.extract(c, job, give_up=_give_up(c, job))
+    _receipt(c, job, result, as_answer=False)  # a follow-up: the reply is the interaction's answer
+    return _done(c, "extraction done", result)
 
 
 def remember(c: Container, job: RememberJob) -> dict:
-    return _done(c, "remember done", conversation.remember(c, job, give_up=_give_up(c, job)))
+    result = conversation.remember(
+        c, job, give_up=_give_up(c, job), receipt=lambda changed: _receipt(c, job, changed, as_answer=True)
+    )
+    # A use of the bot in that scope: the night's changes are told here too (after the answer).
+    tell_the_night(c.memory_store, c.discord_webhooks, job)
+    return _done(c, "remember done", result)
+
+
+def _receipt(
+    c: Container, job: ExtractionJob | RememberJob, result: conversation.Extracted, *, as_answer: bool
+) -> bool:
+    """What the turn changed, told to the person on its own interaction (one Discord request)."""
+    return receipts.deliver(
+        c.people_store,
+        c.discord_webhooks,
+        receipt_message,
+        receipts.Interaction(job.interaction_id, job.application_id, job.token),
+        receipts.receipt_of(job.user_id, job.locale, result.changes),
+        as_answer=as_answer,
+    )
 
 
 def _give_up(c: Container, job: ExtractionJob | RememberJob) -> Callable[[], bool]:
@@ -50,7 +72,13 @@ def _done(c: Container, what: str, result: conversation.Extracted) -> dict:
 
 
 def forget_all(c: Container, job: ForgetAllJob) -> dict:
-    answer = commands.forget_all_job(c, job)
+    answer = commands.forget_all_job(
+        c,
+        job,
+        then=lambda: everywhere.forget_all_tail(
+            c.memory_store, c.people_store, job.user_id, job.locale, job.everywhere
+        ),
+    )
     if answer["forgotten"]:
         c.metrics.add(metrics.MEMORIES_FORGOTTEN, answer["forgotten"])
         _forgotten_here(c, job, answer["forgotten"])

@@ -43,6 +43,10 @@ HELP = """Type a message to /chat with the bot. Other commands:
   /memory pause         stop the bot learning from you and using what it remembers (everywhere)
   /memory resume        start learning again, from your next message
   /memory history       what changed about you here lately (only you see it), with Undo buttons
+  /memory receipts on|off   be told (or not) what each conversation changed, with Undo buttons
+  /memory everywhere <id>   have one memory read in every server and DM; /memory here <id>: back here
+  /because              click the last reply's "Why?" (which memories were in its prompt)
+  /overnight            click the night's "Show history" button
   /undo <n>             click the history's "Undo <n>" button; /older: its "Older" button
   /remember <text>      say <text> in the channel as an ordinary message, then use the
                         "Remember this" message command on it (Apps -> Remember this)
@@ -67,6 +71,10 @@ def button_command(custom_id: str, label: str) -> str:
         return "/confirm"
     if custom_id.startswith("memory-history:"):
         return "/older"
+    if custom_id.startswith("memory-because:"):
+        return "/because"  # a reply's "Why?"
+    if custom_id.startswith("memory-overnight:"):
+        return "/overnight"  # the night's "Show history"
     number = label.split()[-1:]
     return f"/undo {number[0]}" if number and number[0].isdigit() else "/undo <n>"
 
@@ -316,6 +324,32 @@ class LocalClient:
     def history(self) -> list[str]:
         return self._command("memory", [{"type": 1, "name": "history", "options": []}])
 
+    def receipts(self, enabled: bool) -> list[str]:
+        option = {"type": 5, "name": "enabled", "value": enabled}
+        return self._command("memory", [{"type": 1, "name": "receipts", "options": [option]}])
+
+    def everywhere(self, memory_id: str) -> list[str]:
+        return self._move("everywhere", memory_id)
+
+    def here(self, memory_id: str) -> list[str]:
+        return self._move("here", memory_id)
+
+    def _move(self, name: str, memory_id: str) -> list[str]:
+        return self._command(
+            "memory", [{"type": 1, "name": name, "options": [{"type": 3, "name": "id", "value": memory_id}]}]
+        )
+
+    def forget_all_everywhere(self) -> list[str]:
+        """/memory forget-all everywhere:true (the "everywhere" memories too)."""
+        option = {"type": 5, "name": "everywhere", "value": True}
+        return self._command("memory", [{"type": 1, "name": "forget-all", "options": [option]}])
+
+    def button_starting(self, prefix: str) -> list[str]:
+        """Click the newest button shown whose custom_id starts with ``prefix`` (a reply's "Why?",
+        the night's "Show history")."""
+        chosen = [b for b in self.buttons if b.get("custom_id", "").startswith(prefix)]
+        return self.click(chosen[-1]["custom_id"]) if chosen else ["(no such button shown lately)"]
+
     def history_button(self, word: str) -> list[str]:
         """Click the last history page's "Undo <n>" (``word`` a number) or its "Older" button."""
         prefix = "memory-history:" if word == "older" else "memory-undo:"
@@ -405,10 +439,10 @@ class LocalClient:
             return ["Give the message to remember: /remember <text> (or /remember @<name> <text>)."]
         return self.remember(text.strip(), author[1:] or None)
 
-    def suggest(self, typed: str) -> list[str]:
+    def suggest(self, typed: str, subcommand: str = "forget") -> list[str]:
         option = {"type": 3, "name": "id", "value": typed, "focused": True}
         status, answer = self.send(
-            self._payload("memory", [{"type": 1, "name": "forget", "options": [option]}], kind=4)
+            self._payload("memory", [{"type": 1, "name": subcommand, "options": [option]}], kind=4)
         )
         choices = (answer.get("data") or {}).get("choices", []) if status == 200 else []
         return [f"  {c['value']}: {c['name']}" for c in choices] or ["  (no suggestions)"]
@@ -504,9 +538,11 @@ class LocalClient:
             content = markdown_shown(content)  # as Discord shows it: its escapes are not seen
             if event["kind"] == "edit" and event["interaction_token"] == token:
                 yield f"memorybot: {'(only you can see this) ' if deferred_ephemeral else ''}{content}"
+                yield from self._buttons(event.get("body") or {})
             elif event["kind"] == "followup" and event["interaction_token"] == token:
                 ephemeral = (event.get("body") or {}).get("flags", 0) & 64
                 yield f"memorybot: {'(only you can see this) ' if ephemeral else ''}{content}"
+                yield from self._buttons(event.get("body") or {})
             elif event["kind"] == "message" and event["recipient_id"] == self.user_id:
                 yield f"[DM from memorybot to {self.user_name}]\n{content}"
                 for attachment in event.get("attachments") or []:
@@ -608,6 +644,13 @@ TYPED_COMMANDS: dict[str, Callable[[LocalClient, str], list[str]]] = {
     "/memory pause": lambda client, _rest: client.pause(),
     "/memory resume": lambda client, _rest: client.resume(),
     "/memory history": lambda client, _rest: client.history(),
+    "/memory receipts": lambda client, rest: client.receipts(
+        rest.strip().lower() not in ("off", "false", "enabled:false")
+    ),
+    "/memory everywhere": lambda client, rest: client.with_memory_id(rest, client.everywhere, TEXT_FORGET_WHICH),
+    "/memory here": lambda client, rest: client.with_memory_id(rest, client.here, TEXT_FORGET_WHICH),
+    "/because": lambda client, _rest: client.button_starting("memory-because"),
+    "/overnight": lambda client, _rest: client.button_starting("memory-overnight"),
     "/undo": lambda client, rest: client.history_button(rest.split()[0] if rest else "undo"),
     "/older": lambda client, _rest: client.history_button("older"),
     "/remember": lambda client, rest: client.remember_typed(rest),
