@@ -79,6 +79,10 @@ FUNCTIONS = (
             # rows in (by_user), /memory history their change rows in one scope
             "memory_log": access("PutItem", "GetItem", "Query", indexes=("by_user",)),
             "dedup": access(*IDEMPOTENCY_ACTIONS),  # a replayed /memory show sends no second DM
+            # The server's settings (GetItem, with show's totals); a change and its ledger row (one
+            # transaction of two Puts); the turn and forget counters (UpdateItem); show's days and
+            # recent changes (Query, the server's own partition)
+            "servers": access("GetItem", "PutItem", "UpdateItem", "Query"),
         },
         secrets=("DISCORD_PUBLIC_KEY", "DISCORD_BOT_TOKEN"),
     ),
@@ -100,6 +104,7 @@ FUNCTIONS = (
             # is stored only for a person not erased since the turn began
             "people": access("GetItem", "UpdateItem", "ConditionCheckItem"),
             "dedup": access(*IDEMPOTENCY_ACTIONS),
+            "servers": access("GetItem", "UpdateItem"),  # the server's settings (memory, persona); its counters
         },
         secrets=("DISCORD_BOT_TOKEN",),  # its Discord client carries the token (channel history)
         bedrock=True,
@@ -128,6 +133,7 @@ FUNCTIONS = (
             # marks its scope done
             "people": access("GetItem", "ConditionCheckItem", "UpdateItem"),
             "dedup": access(*IDEMPOTENCY_ACTIONS),
+            "servers": access("GetItem", "UpdateItem"),  # memory still on here? the server's counters
         },
         bedrock=True,
     ),
@@ -145,7 +151,10 @@ FUNCTIONS = (
         "Nightly step: the day's speakers and their message ids, written as the map's manifest",
         memory_mb=512,
         timeout=Duration.minutes(2),
-        tables={"messages": access(indexes=("by_jst_day",))},
+        tables={
+            "messages": access(indexes=("by_jst_day",)),
+            "servers": access("GetItem"),  # each speaker's server: memory off, or on again since
+        },
         entry="nightly.plan",
         manifests=("PutObject",),
     ),
@@ -163,6 +172,7 @@ FUNCTIONS = (
             "memory_log": access("PutItem", "GetItem"),  # GetItem: a change whose answer was lost
             "nightly_runs": access("GetItem", "PutItem"),  # the speaker's mark: checked first, written once
             "people": access("GetItem", "ConditionCheckItem"),  # as the extraction worker
+            "servers": access("GetItem", "UpdateItem"),  # as the extraction worker
         },
         bedrock=True,
         entry="nightly.speaker",
@@ -190,7 +200,10 @@ FUNCTIONS = (
             "nightly_runs": access("GetItem", "PutItem"),
             # GetItem: whose memory is paused (their memories are neither reviewed nor embedded)
             "people": access("GetItem"),
+            # the servers' own diaries: their settings (GetItem), a refused post and the counters (UpdateItem)
+            "servers": access("GetItem", "UpdateItem"),
         },
+        secrets=("DISCORD_BOT_TOKEN",),  # a server's diary is posted to its channel
         bedrock=True,
         entry="nightly.review",
     ),
@@ -240,6 +253,8 @@ FUNCTIONS = (
             "messages": access("DeleteItem", indexes=("by_author", "by_conversation_of")),
             # GetItem: the switch counts as the person's data; PutItem: the record becomes the erasure's marker
             "people": access("GetItem", "PutItem"),
+            # each server's figures without the person (their digest out of its count of people)
+            "servers": access("UpdateItem"),
         },
         secrets=("MEMORYBOT_ADMIN_SECRET",),
     ),

@@ -38,6 +38,8 @@ DEFAULT_MODEL_PRICES: Mapping[str, tuple[float, float]] = {
 
 @dataclass(frozen=True)
 class Settings:
+    """Every setting of a function, read from the environment once."""
+
     table_names: Mapping[str, str]
     decision_model: str = "offline"  # http | bedrock | openai | offline
     chat_model: str = "offline"  # bedrock | openai | offline
@@ -92,6 +94,13 @@ class Settings:
     # The deployment's time zone (an IANA name): the dates and times the prompts and
     # /memory history show. The nightly schedule stays the design's 03:00 JST.
     timezone: str = DEFAULT_TIMEZONE
+    # Servers' own settings (/memory-settings, docs/admins.md): how long a warm function keeps a
+    # server's settings (a change takes effect within this, at most a minute; 0: read every time, as
+    # the local stack does); the model cost show estimates per request (USD); and how many servers'
+    # own diaries one night writes at most (each one model call and one post, on top of the run's bound).
+    server_settings_cache_seconds: float = 30.0
+    model_request_cost_usd: float = 0.0005
+    server_diaries_per_night: int = 50
     # Plain values (local) or the names of Secrets Manager secrets (deployed).
     plain_secrets: Mapping[str, str] = field(default_factory=dict)
     secret_names: Mapping[str, str] = field(default_factory=dict)
@@ -164,6 +173,19 @@ class Settings:
             extraction_function_name=env.get("EXTRACTION_FUNCTION_NAME", ""),
             manifest_bucket=env.get("MEMORYBOT_MANIFEST_BUCKET", ""),
             timezone=_timezone(env.get("MEMORYBOT_TIMEZONE", "").strip() or DEFAULT_TIMEZONE),
+            server_settings_cache_seconds=_bounded(
+                "MEMORYBOT_SERVER_SETTINGS_CACHE_SECONDS",
+                float(env.get("MEMORYBOT_SERVER_SETTINGS_CACHE_SECONDS", cls.server_settings_cache_seconds)),
+                60,
+            ),
+            model_request_cost_usd=float(env.get("MEMORYBOT_MODEL_REQUEST_COST_USD", cls.model_request_cost_usd)),
+            server_diaries_per_night=int(
+                _bounded(
+                    "MEMORYBOT_SERVER_DIARIES_PER_NIGHT",
+                    int(env.get("MEMORYBOT_SERVER_DIARIES_PER_NIGHT", cls.server_diaries_per_night)),
+                    1000,
+                )
+            ),
             plain_secrets={k: env.get(k, "") for k in SECRET_KEYS + MODEL_SECRET_KEYS},
             secret_names={k: env.get(f"{k}_SECRET_NAME", "") for k in SECRET_KEYS + MODEL_SECRET_KEYS},
         )
@@ -172,6 +194,12 @@ class Settings:
 def _non_negative(name: str, value: int) -> int:
     if value < 0:
         raise ValueError(f"{name} must be 0 (keep for ever) or a number of days")
+    return value
+
+
+def _bounded(name: str, value: float, most: float) -> float:
+    if not 0 <= value <= most:
+        raise ValueError(f"{name} must be between 0 and {most:g}")
     return value
 
 

@@ -27,6 +27,7 @@ from frontdoor import (
     APP_ID,
     BOB,
     CHANNEL,
+    GUILD,
     PUBLIC_KEY,
     SCOPE,
     admin_event,
@@ -57,6 +58,7 @@ from memorybot.adapters.dynamodb_memories import (
     DynamoMemoryStore,
 )
 from memorybot.adapters.dynamodb_messages import DynamoMessageStore
+from memorybot.adapters.dynamodb_servers import DynamoServerStore
 from memorybot.adapters.embeddings import BedrockTitanEmbeddings
 from memorybot.adapters.invoker import LambdaInvoker, LocalContext
 from memorybot.adapters.manifests import S3Manifests
@@ -77,6 +79,7 @@ from memorybot.core.domain import (
 )
 from memorybot.core.jobs import ExtractionJob, ReplyJob
 from memorybot.core.nightly_jobs import RunPlan
+from memorybot.core.servers import ChangeRow
 from memorybot.discord.requests import forget_all_button
 from memorybot.discord.signature import Verifier
 from memorybot.local import discord_recorder, moto_dynamo
@@ -98,6 +101,7 @@ class Harness:
 
     def __init__(self, moto_server: Any, discord_base: str, recorder: Recorder, bedrock_url: str) -> None:
         seed_client = moto_server.client()
+        self.seed_client = seed_client
         prefix = f"iam{next(_prefixes)}-"
         names = moto_dynamo.create_tables(seed_client, prefix)
         self.bucket = f"{prefix}{MANIFESTS}"
@@ -230,6 +234,7 @@ def interactions_scenario(h: Harness) -> None:
     assert body(h.call("Interactions", event(remember_this("I keep koi"))))["type"] == 4
     assert body(h.call("Interactions", event(forget_all())))["data"]["components"]
     assert body(h.call("Interactions", event(click(forget_all_button(ALICE, utcnow())))))["type"] == 7
+    server_settings_scenario(h)
     # The reply worker, then the extraction worker: the forget-all's deletes (its job) among its work.
     answers = h.deliver()
     assert [a["forgotten"] for a in answers if "forgotten" in a] == [2]
@@ -238,6 +243,21 @@ def interactions_scenario(h: Harness) -> None:
 def seed_id(prefix: str, i: int) -> str:
     """A memory id (five characters of the id alphabet) for the ``i``-th seeded memory."""
     return prefix + MEMORY_ID_ALPHABET[i // len(MEMORY_ID_ALPHABET)] + MEMORY_ID_ALPHABET[i % len(MEMORY_ID_ALPHABET)]
+
+
+def server_settings_scenario(h: Harness) -> None:
+    """/memory-settings: an admin's change (the settings and its ledger row, one transaction) and show
+    (the settings, the day counters and the recent changes)."""
+
+    def as_admin(sub: dict) -> dict:
+        payload = command("memory-settings", [sub])
+        payload["member"]["permissions"] = str(1 << 5)
+        return event(payload)
+
+    limit = {"type": 1, "name": "daily-limit", "options": [{"type": 4, "name": "turns", "value": 50}]}
+    assert "Done" in body(h.call("Interactions", as_admin(limit)))["data"]["content"]
+    shown = body(h.call("Interactions", as_admin({"type": 1, "name": "show", "options": []})))["data"]["content"]
+    assert "daily limit" in shown
 
 
 def reply_scenario(h: Harness) -> None:
@@ -252,7 +272,9 @@ def reply_scenario(h: Harness) -> None:
     text = "I started learning the violin"
     said = chat(text)
     h.messages.put(Message(CHANNEL, said["id"], ALICE, "alice", text, scope=SCOPE, conversation_of=ALICE))
-    job = ReplyJob(said["id"], said["token"], said["application_id"], CHANNEL, ALICE, "alice", SCOPE, "ja").to_json()
+    job = ReplyJob(
+        said["id"], said["token"], said["application_id"], CHANNEL, ALICE, "alice", SCOPE, "ja", GUILD
+    ).to_json()
     h.memories.note_overnight(Owner(SCOPE, ALICE), ["re00p"])  # the night's note: read and claimed by this turn
     h.recorder.lose_answer("Reply", "TransactWriteItems")  # the reply is stored, its answer is lost
     h.call("Reply", dict(job))
@@ -301,7 +323,7 @@ def extraction_scenario(h: Harness) -> None:
     )
     for m in (said, reply):
         h.messages.put(m)
-    job = ExtractionJob(said.message_id, CHANNEL, BOB, "bob", SCOPE, reply.message_id).to_json()
+    job = ExtractionJob(said.message_id, CHANNEL, BOB, "bob", SCOPE, reply.message_id, GUILD).to_json()
     h.recorder.lose_answer("Extraction", "TransactWriteItems")
     answer = h.call("Extraction", dict(job))
     assert answer["updated"] == [updated.memory_id] and answer["deleted"] == [deleted.memory_id] and answer["added"]
@@ -386,6 +408,11 @@ def nightly_review_scenario(h: Harness) -> None:
     ):
         h.memories.apply(Change(Action.ADD, None, m, "seed"), actor=Actor.EXTRACTION)
     h.jev.reviews = {"sta2z": "delete", "kee2p": "keep"}
+    # The server set a diary channel: its own diary is written and posted (its counter an UpdateItem).
+    servers = DynamoServerStore(h.seed_client, h.settings.table(tables.SERVERS), cache_seconds=0)
+    before = servers.get(GUILD)
+    after = replace(before, diary_channel=CHANNEL)
+    assert servers.change(before, after, ChangeRow(GUILD, "diary", ALICE, "off", CHANNEL, utcnow()))
     h.recorder.lose_answer("NightlyReview", "TransactWriteItems")  # the decay commits, its answer is lost
     assert h.call("NightlyReview", dict(NIGHTLY["plan"])) == NIGHTLY["plan"]
     assert h.call("NightlyReview", dict(NIGHTLY["plan"])) == NIGHTLY["plan"]  # a redrive: its mark

@@ -119,7 +119,8 @@ def test_data_tables_survive_stack_deletion_and_only_dedup_and_the_ledgers_read_
     assert tables.DEDUP.ttl_attribute == "expiration"
     # memory_log: TTL on, but only read rows carry the attribute (tests/integration/test_ledger_retention.py).
     expiring = {spec.logical_name for spec in tables.ALL_TABLES if spec.ttl_attribute}
-    assert expiring == {"dedup", "memory_log"}
+    # servers: only its day and member turn counters carry the attribute; settings and their ledger rows never expire.
+    assert expiring == {"dedup", "memory_log", "servers"}
     functions = synth.of_type("AWS::Lambda::Function").values()
     retention = {f["Properties"]["Environment"]["Variables"]["MEMORYBOT_LEDGER_READ_RETENTION_DAYS"] for f in functions}
     assert retention == {"400"}
@@ -197,6 +198,7 @@ SECRETS_BY_FUNCTION = {
     "Reply": {"DISCORD_BOT_TOKEN"},
     "Extraction": set(),
     **{name: set() for name in NIGHTLY_STEPS},
+    "NightlyReview": {"DISCORD_BOT_TOKEN"},  # a server's own diary is posted to its channel
     "Admin": {"MEMORYBOT_ADMIN_SECRET"},
     "Erase": {"MEMORYBOT_ADMIN_SECRET"},
 }
@@ -249,6 +251,8 @@ TABLE_ACCESS = {
         "memories": _dynamodb("GetItem", "DeleteItem", "UpdateItem", "PutItem", "Query"),
         "memory_log": _dynamodb("PutItem", "GetItem", "Query"),  # Query: export, /memory history
         "dedup": IDEMPOTENCY,
+        # /memory-settings: the settings, a change with its ledger row, the counters, show's figures
+        "servers": _dynamodb("GetItem", "PutItem", "UpdateItem", "Query"),
     },
     "Reply": {
         "messages": _dynamodb("PutItem", "GetItem", "Query"),
@@ -256,6 +260,7 @@ TABLE_ACCESS = {
         "memories": _dynamodb("Query", "GetItem", "DeleteItem"),  # GetItem, DeleteItem: the night's note
         "memory_log": _dynamodb("PutItem"),
         "dedup": IDEMPOTENCY,
+        "servers": _dynamodb("GetItem", "UpdateItem"),  # memory on here? the persona; the counters
     },
     "Extraction": {
         "messages": _dynamodb("Query"),
@@ -265,15 +270,17 @@ TABLE_ACCESS = {
         "memory_log": _dynamodb("PutItem", "GetItem"),
         "people": _dynamodb("GetItem", "ConditionCheckItem", "UpdateItem"),  # UpdateItem: a forget-all done
         "dedup": IDEMPOTENCY,
+        "servers": _dynamodb("GetItem", "UpdateItem"),
     },
     "NightlyClaim": {"nightly_runs": _dynamodb("GetItem", "PutItem", "UpdateItem")},
-    "NightlyPlan": {"messages": _dynamodb("Query")},
+    "NightlyPlan": {"messages": _dynamodb("Query"), "servers": _dynamodb("GetItem")},
     "NightlySpeaker": {
         "messages": _dynamodb("Query"),
         "memories": _dynamodb("GetItem", "PutItem", "DeleteItem", "Query", "UpdateItem"),
         "memory_log": _dynamodb("PutItem", "GetItem"),
         "nightly_runs": _dynamodb("GetItem", "PutItem"),
         "people": _dynamodb("GetItem", "ConditionCheckItem"),
+        "servers": _dynamodb("GetItem", "UpdateItem"),
     },
     "NightlySpeakerFailed": {"nightly_runs": _dynamodb("GetItem", "PutItem")},
     "NightlyReview": {
@@ -283,6 +290,7 @@ TABLE_ACCESS = {
         "memory_log": _dynamodb("PutItem", "GetItem"),
         "nightly_runs": _dynamodb("GetItem", "PutItem"),
         "people": _dynamodb("GetItem"),  # whose memory is paused: neither reviewed nor embedded
+        "servers": _dynamodb("GetItem", "UpdateItem"),  # the servers' own diaries
     },
     "NightlyFinish": {"memory_log": _dynamodb("Query"), "nightly_runs": _dynamodb("GetItem", "UpdateItem")},
     "Admin": {
@@ -297,6 +305,7 @@ TABLE_ACCESS = {
         "memory_log": _dynamodb("PutItem", "GetItem", "Query", "UpdateItem"),
         "messages": _dynamodb("DeleteItem", "Query"),
         "people": _dynamodb("GetItem", "PutItem"),  # the switch erased, the erasure's marker written
+        "servers": _dynamodb("UpdateItem"),  # the person out of each server's count of people
     },
 }
 

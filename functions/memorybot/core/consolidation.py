@@ -52,11 +52,12 @@ from .domain import (
     utcnow,
 )
 from .extraction import Extractor, not_forgotten
-from .nightly_jobs import ReviewMark, SpeakerMark, manifest_entry
+from .nightly_jobs import DiaryMark, ReviewMark, SpeakerMark, manifest_entry
 from .ports import (
     ChatModel,
     ConflictError,
     DecisionModel,
+    DiscordError,
     EmbeddingModel,
     ForgottenSources,
     ManifestStore,
@@ -72,6 +73,7 @@ from .ports import (
     VectorWriter,
 )
 from .receipts import note_overnight
+from .servers import ServerSettings, ServerStore, count_quietly, guild_of, learnable_lines
 
 logger = logging.getLogger(__name__)
 
@@ -86,6 +88,9 @@ STALE_REVIEWS_PER_NIGHT = 20  # oldest first, at most 20 a night
 # behind the others, unreviewed) stood in the first places.
 STALE_LOOKS = 3
 DIARY_MESSAGES = 30  # the diary is written from the last 30 messages
+# Discord's codes for a channel the bot may not see (50001) or post in (50013): a server's diary
+# stops there until its admins set the channel again (show tells them).
+DIARY_REFUSALS = (50001, 50013)
 # Memories without a vector of the configured embedding model (imported, written before, after a
 # model change, or whose embedding failed) get one in the review step: at most this many texts a
 # night, sent in batches, from where the previous night's pass stopped. Selection ranks the others
@@ -133,18 +138,19 @@ def next_run_time(now: datetime, zone: tzinfo = JST, *, hour: int = RUN_HOUR, mi
     return candidate.astimezone(UTC)
 
 
-def max_model_calls(speakers: int, *, per_record: bool = False) -> int:
+def max_model_calls(speakers: int, *, per_record: bool = False, server_diaries: int = 0) -> int:
     """The hard upper bound on model requests for a night with ``speakers`` active speakers.
 
     Per chunk (one extraction): worth, the one decision on the profile and the add, a rewrite
     per profile record, the new memory's text (drafted beside the decision). ``per_record``: a
     Jev service without ``/decide``, which takes a verdict per profile record and the add
     instead of the one decision. Five chunks per speaker, plus the stale reviews and the one
-    diary call.
+    diary call; and one call for each server's own diary (``server_diaries``: the servers that set a
+    channel and had messages that night, at most MEMORYBOT_SERVER_DIARIES_PER_NIGHT).
     """
     decision = PROFILE_LIMIT + 1 if per_record else 1
     per_chunk = 1 + decision + PROFILE_LIMIT + 1
-    return speakers * CHUNKS_PER_SPEAKER * per_chunk + STALE_REVIEWS_PER_NIGHT + 1
+    return speakers * CHUNKS_PER_SPEAKER * per_chunk + STALE_REVIEWS_PER_NIGHT + 1 + server_diaries
 
 
 def by_speaker(messages: Sequence[Message]) -> dict[Owner, list[Message]]:
@@ -258,9 +264,17 @@ class Consolidator:
         embeddings: EmbeddingModel | None = None,
         people: PeopleStore | None = None,
         diary_language: Language = Language.JA,
+        servers: ServerStore | None = None,
+        post: Callable[[str, str], object] | None = None,
+        server_diaries: int = 0,
         zone: tzinfo = JST,
         overnight: OvernightNotes | None = None,  # what the night changed, told on the next use
     ) -> None:
+        # Servers' own settings (core/servers.py): memory off or turned on since, and their diaries,
+        # posted by ``post(channel, line)`` (the line escaped there; at most ``server_diaries`` a night).
+        self._servers = servers
+        self._post = post
+        self._server_diaries = server_diaries
         self._memories = memories
         self._overnight = overnight
         self.zone = zone  # the night's 03:00 and its day label are this zone's
@@ -303,7 +317,7 @@ class Consolidator:
         """The day's speakers with their message ids, written as the run's manifest; (key, count).
         Written again whole by a retry: the same key, the same content."""
         window = window_for(now, self.zone)
-        grouped = by_speaker(self._messages.between(window.start, window.end))
+        grouped = self._learnable_here(by_speaker(self._messages.between(window.start, window.end)))
         entries = [
             manifest_entry(owner.scope, owner.user_id, [(m.channel_id, m.message_id) for m in msgs])
             for owner, msgs in grouped.items()
@@ -312,6 +326,21 @@ class Consolidator:
         self.manifests.write(key, entries)
         logger.info("nightly run planned", extra={"run_id": run_id, "speakers": len(entries)})
         return key, len(entries)
+
+    def _learnable_here(self, grouped: dict[Owner, list[Message]]) -> dict[Owner, list[Message]]:
+        """Each speaker's lines that their server lets be learned: none where its admins turned
+        memory off, none said before they turned it on again (a server's own scope only)."""
+        if self._servers is None:
+            return grouped
+        guilds = [guild for owner in grouped if (guild := guild_of(owner.scope))]
+        settings = self._servers.get_many(guilds) if guilds else {}
+        kept: dict[Owner, list[Message]] = {}
+        for owner, messages in grouped.items():
+            here = settings.get(guild_of(owner.scope))
+            lines = learnable_lines(here, messages)
+            if lines:
+                kept[owner] = lines
+        return kept
 
     # ---- step 3, once per speaker (the map)
 
@@ -328,8 +357,14 @@ class Consolidator:
             raise SpeakerNotReady(owner.user_id)
         speaker = Speaker(owner.user_id, messages[-1].author_name if messages else "")
         mark = SpeakerMark(SPEAKER_DONE)
+        guild = guild_of(owner.scope)
+        if guild and self._servers is not None:  # live: turned off since the plan
+            messages = learnable_lines(self._servers.get(guild), messages)
         for chunk in chunks(messages):
             outcome = self._extractor.run(speaker, owner.scope, chunk, actor=Actor.NIGHTLY, run_id=run_id)
+            self._count(
+                guild, outcome.model_calls, len(outcome.added) - len(outcome.deleted), owner.user_id, outcome.added
+            )
             self._note(outcome.changes)
             mark = replace(
                 mark,
@@ -339,6 +374,18 @@ class Consolidator:
                 conflicts=mark.conflicts + outcome.conflicts,
             )
         return self._runs.mark_step(run_id, speaker_mark(owner.key), mark)
+
+    def _count(self, guild: str, model_calls: int, memories: int, user_id: str = "", added: Sequence[str] = ()) -> None:
+        if self._servers is not None and guild:
+            day = self._clock().astimezone(self.zone).date()  # the deployment's day, as the turns count it
+            count_quietly(
+                self._servers,
+                guild,
+                day,
+                model_requests=model_calls,
+                memories=memories,
+                person=user_id if added else "",
+            )
 
     def speaker_failed(self, run_id: int, owner: Owner, error: str) -> SpeakerMark:
         """Record a speaker whose step failed after its retries. A speaker already marked (done
@@ -374,6 +421,7 @@ class Consolidator:
             self._decay(now, run_id, tally, counter)
             self._backfill_embeddings(run_id, tally)
             diary = diary_future.result()
+        self._server_diaries_of([m for m in said if m.author_id not in paused], run_id, counter)
         mark = ReviewMark(
             diary=diary,
             failures=tally.failures + counter.failures,
@@ -385,6 +433,57 @@ class Consolidator:
             embedding_error=tally.embedding_error,
         )
         return self._runs.mark_step(run_id, REVIEW_MARK, mark)
+
+    # ---- the servers' own diaries (core/servers.py): one a server that set a channel and had messages
+
+    def _server_diaries_of(self, said: Sequence[Message], run_id: int, counter: decisions.CallCounter) -> None:
+        """Each server's own diary line, from that server's own lines of the day only (never another
+        server's), posted to the channel its admins set; at most ``server_diaries`` a night, each
+        one model call. A post Discord refuses for good (50001, 50013) stops that server's posting
+        and ``show`` tells its admins; nothing is retried beyond the review step's own retries."""
+        if self._servers is None or self._post is None or self._server_diaries <= 0:
+            return
+        by_guild: dict[str, list[Message]] = {}
+        for message in said:
+            if guild := guild_of(message.scope):
+                by_guild.setdefault(guild, []).append(message)
+        if not by_guild:
+            return
+        settings = self._servers.get_many(sorted(by_guild))
+        posting = [g for g in sorted(by_guild) if settings[g].posts_diary][: self._server_diaries]
+        for guild in posting:
+            mark_name = f"diary#{guild}"
+            if self._runs.step_mark(run_id, mark_name, DiaryMark) is not None:
+                continue  # posted (or refused) by an earlier attempt of this step
+            self._runs.mark_step(
+                run_id, mark_name, self._server_diary(guild, settings[guild], by_guild[guild], counter)
+            )
+
+    def _server_diary(
+        self, guild: str, settings: ServerSettings, said: Sequence[Message], counter: decisions.CallCounter
+    ) -> DiaryMark:
+        lines = diary_lines(learnable_lines(settings, said))
+        if not lines:
+            return DiaryMark("empty")
+        language = Language(settings.diary_language) if settings.diary_language else self._diary_language
+        text = transcript(lines)
+        line = counter.ask("server_diary", lambda: self._chat.write_diary(text, language), _diary_line)
+        self._count(guild, 1, 0)
+        if not line:
+            return DiaryMark("failed")
+        assert self._post is not None and self._servers is not None
+        try:
+            self._post(settings.diary_channel, line)
+        except DiscordError as exc:
+            logger.warning("server diary not posted", extra={"code": exc.code, "status": exc.status})
+            if exc.code in DIARY_REFUSALS:
+                self._servers.diary_failed(guild, exc.code)
+                return DiaryMark("refused", exc.code)
+            return DiaryMark("failed", exc.code)
+        except Exception as exc:  # noqa: BLE001 - one server's post failing never stops the night
+            logger.warning("server diary not posted", extra={"error": type(exc).__name__})
+            return DiaryMark("failed")
+        return DiaryMark("posted")
 
     def _log_decay_reads(self, stale: list[Memory], run_id: int, tally: ReviewTally) -> list[Memory]:
         """One ``read`` row per person whose stale memories are reviewed; a person whose row

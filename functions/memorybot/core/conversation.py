@@ -22,7 +22,6 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Protocol
 
 from .catalog import text
-from .consent import notice_text
 from .domain import (
     BOT_NAME,
     EXCHANGE_MESSAGES,
@@ -49,11 +48,11 @@ from .ports import (
     PersonRefused,
     RememberedMessages,
 )
-from .why import reply_read_id
 
 if TYPE_CHECKING:  # the interactions function imports this module: keep its cold start lean
     from .extraction import Extractor
     from .reply import ReplyWriter
+    from .servers import ServerSettings, ServerStore
 
 logger = logging.getLogger(__name__)
 
@@ -132,6 +131,31 @@ class ReplyDeps(HearDeps, Protocol):
     @property
     def people_store(self) -> PeopleStore: ...
 
+    @property
+    def server_store(self) -> ServerStore: ...
+
+
+def _reply_read_id(interaction_id: str) -> str:
+    from .why import reply_read_id  # the reply worker's: the interactions function's cold start needs none of why
+
+    return reply_read_id(interaction_id)
+
+
+def server_of(deps: object, guild_id: str) -> ServerSettings | None:
+    """The settings of the server a job was said in (None outside a server): read live, once per job."""
+    if not guild_id:
+        return None
+    store: ServerStore = deps.server_store  # type: ignore[attr-defined]
+    return store.get(guild_id)
+
+
+def _count(deps: object, guild_id: str, **counts: int | str) -> None:
+    if guild_id:
+        from .servers import count_quietly
+
+        day = utcnow().astimezone(deps.zone).date()  # type: ignore[attr-defined]  # the deployment's day
+        count_quietly(deps.server_store, guild_id, day, **counts)  # type: ignore[attr-defined,arg-type]
+
 
 def answer(
     deps: ReplyDeps,
@@ -148,10 +172,18 @@ def answer(
         _fetch_history(deps, job)
     conversation = deps.message_store.recent(job.channel_id, CONVERSATION_MESSAGES)
     person = Person(job.user_id)
+    server = server_of(deps, job.guild_id)  # memory off here: no memory used, nothing learned
+    server_learns = server is None or server.memory_enabled
     try:
         reply, person = deps.reply_writer.write(
-            Owner(job.scope, job.user_id), job.user_name, conversation, read_id=reply_read_id(job.interaction_id)
+            Owner(job.scope, job.user_id),
+            job.user_name,
+            conversation,
+            read_id=_reply_read_id(job.interaction_id),
+            use_memories=server_learns,
+            persona=server.persona if server is not None else "",
         )
+        _count(deps, job.guild_id, model_requests=1)
         reply = reply.strip()[:REPLY_MAX_CHARS]
     except ModelUnavailable:
         if not give_up():
@@ -190,6 +222,8 @@ def answer(
         _give_notice(deps, job)
     if person.paused:  # nothing is learned from their turns (the extraction job checks again)
         return {"status": "replied", "message_id": message_id, "learning": "paused"}
+    if not server_learns:  # the server's admins turned memory off (the extraction job checks again)
+        return {"status": "replied", "message_id": message_id, "learning": "server_off"}
     deps.invoker.invoke(ExtractionJob.after_reply(job, message_id))
     return {"status": "replied", "message_id": message_id}
 
@@ -204,6 +238,8 @@ def _give_notice(deps: ReplyDeps, job: ReplyJob) -> None:
         logger.warning("notice not claimed", extra={**job.ids(), "error": type(exc).__name__})
         return
     try:
+        from .consent import notice_text  # the reply worker's, on the first turn: not the interactions' import
+
         deps.discord.follow_up(job.application_id, job.token, notice_text(job.locale))
     except Exception as exc:  # noqa: BLE001 - give the claim back so that a later turn gives it
         logger.warning("notice not sent", extra={**job.ids(), "error": type(exc).__name__})
@@ -251,6 +287,8 @@ class ExtractDeps(Protocol):
 
 @dataclass(frozen=True)
 class Extracted:
+    """What an extraction did: its outcome and the memory ids it touched."""
+
     outcome: str
     added: list[str]
     updated: list[str]
@@ -262,6 +300,7 @@ class Extracted:
 
 
 DECISIONS_LOST = "decisions_lost"
+SERVER_OFF = "server_off"  # the server's admins turned memory off: nothing learned
 
 
 def extract(deps: ExtractDeps, job: ExtractionJob, *, give_up: Callable[[], bool]) -> Extracted:
@@ -272,6 +311,12 @@ def extract(deps: ExtractDeps, job: ExtractionJob, *, give_up: Callable[[], bool
     )
     if not messages or messages[-1].message_id != job.up_to_message_id:
         raise ExchangeNotReadable(job.up_to_message_id)
+    if job.guild_id:  # the server's memory: off now, or turned on since some of these lines were said
+        from .servers import learnable_lines
+
+        messages = learnable_lines(server_of(deps, job.guild_id), messages)
+        if not messages or messages[-1].message_id != job.up_to_message_id:
+            return Extracted(SERVER_OFF, [], [], [])
     try:
         result = deps.extractor.run(Speaker(job.user_id, job.user_name), job.scope, messages, actor=Actor.EXTRACTION)
     except ModelUnavailable:
@@ -280,7 +325,23 @@ def extract(deps: ExtractDeps, job: ExtractionJob, *, give_up: Callable[[], bool
             raise
         logger.warning("model unavailable after every retry: decisions lost")
         return Extracted(DECISIONS_LOST, [], [], [])
+    _count_learned(deps, job, result.model_calls, result.added, result.deleted)
     return Extracted(result.outcome, result.added, result.updated, result.deleted, tuple(result.changes))
+
+
+def _count_learned(
+    deps: object, job: ExtractionJob | RememberJob, model_calls: int, added: list[str], deleted: list[str]
+) -> None:
+    """The server's figures: the model requests, and the memories learned or dropped (memories kept
+    per server only: in the global scope mode they are no server's)."""
+    per_server = job.scope == f"guild:{job.guild_id}"
+    _count(
+        deps,
+        job.guild_id,
+        model_requests=model_calls,
+        memories=len(added) - len(deleted) if per_server else 0,
+        person=job.user_id if added and per_server else "",
+    )
 
 
 # ---- remember: "Remember this" on the person's own message
@@ -327,9 +388,16 @@ def remember(
         scope=job.scope,
         conversation_of=job.user_id,
     )
+    if job.guild_id:  # live: memory turned off here since the command was given
+        from .servers import learnable_lines
+
+        if not learnable_lines(server_of(deps, job.guild_id), [message]):
+            _answer_remember(deps, job, "remember_server_off")
+            return Extracted(SERVER_OFF, [], [], [])
     try:
         result = deps.extractor.run(Speaker(job.user_id, job.user_name), job.scope, [message], actor=Actor.COMMAND)
         extracted = Extracted(result.outcome, result.added, result.updated, result.deleted, tuple(result.changes))
+        _count_learned(deps, job, result.model_calls, result.added, result.deleted)
     except ModelUnavailable:
         if not give_up():
             logger.warning("model unavailable: remember left for the worker's retry", extra=job.ids())

@@ -7,7 +7,6 @@ fixed-width ISO 8601 strings (see ``iso``) so that they sort as text.
 from __future__ import annotations
 
 import re
-import secrets
 import unicodedata
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field, fields
@@ -184,11 +183,19 @@ def jst_day(at: datetime) -> str:
 
 
 # Memory ids are typed by people in a slash command: short, no look-alike characters.
+def _token_hex(size: int) -> str:
+    import secrets  # on first use: the interactions function's cold start needs it for no answer
+
+    return secrets.token_hex(size)
+
+
 MEMORY_ID_ALPHABET = "23456789abcdefghjkmnpqrstuvwxyz"
 MEMORY_ID_LENGTH = 5
 
 
 def new_memory_id() -> str:
+    import secrets  # here, not at the top: the interactions function's cold start needs it for no answer
+
     return "".join(secrets.choice(MEMORY_ID_ALPHABET) for _ in range(MEMORY_ID_LENGTH))
 
 
@@ -228,6 +235,8 @@ class Embedding:
 
 @dataclass(frozen=True)
 class Memory:
+    """One memory: a short fact about its owner."""
+
     user_id: str
     memory_id: str
     text: str
@@ -482,7 +491,7 @@ class LedgerEntry:
     before: Memory | None = None
     after: Memory | None = None
     run_id: int | None = None
-    entry_id: str = field(default_factory=lambda: secrets.token_hex(6))
+    entry_id: str = field(default_factory=lambda: _token_hex(6))
     scope: str = GLOBAL_SCOPE
     # The messages the change was decided on (the after state's sources; a delete's: the
     # before state's). Kept outside before/after, so it survives an erasure's redaction.
@@ -657,6 +666,8 @@ class RunSummary:
 
 @dataclass(frozen=True)
 class NightlyRun:
+    """One nightly run, as the run store keeps it."""
+
     run_id: int
     day_label: str
     started_at: datetime
@@ -675,5 +686,7 @@ class NightlyRun:
 
 @dataclass(frozen=True)
 class PromptMessage:
+    """One message of a prompt: its role and text."""
+
     role: str  # "system", "user" or "assistant"
     content: str

@@ -34,6 +34,7 @@ from .ports import (
     PeopleStore,
     ProfileReader,
 )
+from .servers import ServerStore, guild_of
 
 logger = logging.getLogger(__name__)
 
@@ -86,8 +87,10 @@ class Erasure:
         people: PeopleStore | None = None,
         *,
         clock: Callable = utcnow,
+        servers: ServerStore | None = None,
         overnight: OvernightNotes | None = None,  # the night's notes, erased with the rest
     ) -> None:
+        self._servers = servers  # the servers' figures: the person no longer counted where they had memories
         self._memories = memories
         self._overnight = overnight
         self._messages = messages
@@ -137,8 +140,10 @@ class Erasure:
         # So look again after the marker (and after each pass) until a look finds nothing new.
         while owners:
             for owner in owners:
-                erased += self._erase_owner(owner)
+                of_owner = self._erase_owner(owner)
+                erased += of_owner
                 done.add(owner)
+                self._uncount(owner, of_owner.memories)
             if looks == SCOPE_LOOKS:
                 break
             looks += 1
@@ -156,6 +161,17 @@ class Erasure:
             )
         )
         return erased, messages
+
+    def _uncount(self, owner: Owner, memories: int) -> None:
+        """A server's figures without the person: no digest of them left in its count of people."""
+        guild = guild_of(owner.scope)
+        if self._servers is None or not guild:
+            return
+        try:
+            self._servers.count(guild, self._clock().date(), memories=-memories)
+            self._servers.count_person(guild, owner.user_id, has_memories=False)
+        except Exception as exc:  # noqa: BLE001 - the erasure stands; the figures are a courtesy
+            logger.warning("server figures not updated", extra={"error": type(exc).__name__})
 
     def _preview(self, owner: Owner) -> _Erased:
         profile = self._memories.read_profile(owner, actor=Actor.OPERATOR, reason="erasure", limit=None)

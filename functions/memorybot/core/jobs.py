@@ -76,7 +76,8 @@ class Job(Payload):
 
     def ids(self) -> dict[str, str]:
         """What a log line may carry about the job: ids, never text or tokens."""
-        return {k: v for k, v in self.to_json().items() if k.endswith("_id") or k == "scope"}
+        # guild_id is left out: the scope names the server already where memories are kept per server.
+        return {k: v for k, v in self.to_json().items() if (k.endswith("_id") and k != "guild_id") or k == "scope"}
 
 
 @dataclass(frozen=True)
@@ -93,6 +94,7 @@ class ReplyJob(Job):
     user_name: str
     scope: str
     locale: str = ""  # the person's Discord locale ("ja", "en-US"): the first-use notice's language
+    guild_id: str = ""  # the server it was said in ("" elsewhere): its settings apply (core/servers.py)
 
 
 @dataclass(frozen=True)
@@ -114,6 +116,7 @@ class ExtractionJob(Job):
     token: str = ""
     application_id: str = ""
     locale: str = ""
+    guild_id: str = ""  # the server it was said in ("" elsewhere): its settings apply
 
     @classmethod
     def after_reply(cls, job: ReplyJob, reply_message_id: str) -> ExtractionJob:
@@ -127,6 +130,7 @@ class ExtractionJob(Job):
             job.token,
             job.application_id,
             job.locale,
+            guild_id=job.guild_id,
         )
 
 
@@ -149,6 +153,7 @@ class RememberJob(Job):
     locale: str
     target_message_id: str  # the message pointed at: the memory's source
     content: str
+    guild_id: str = ""  # the server it was said in ("" elsewhere): its settings apply
 
 
 @dataclass(frozen=True)

@@ -11,26 +11,43 @@ import logging
 import time
 from collections.abc import Callable
 from datetime import UTC, datetime, tzinfo
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
-from ..core import commands, consent, conversation, everywhere, history, why
+from ..core import conversation
 from ..core.catalog import text
 from ..core.catalog import where_label as scope_label
-from ..core.commands import CommandMemories
 from ..core.dates import local_stamp
 from ..core.domain import GLOBAL_SCOPE, Actor, Owner, Person, ScopeMode, iso, shows_nothing, snowflake_time, utcnow
-from ..core.history import HistoryMemories
 from ..core.jobs import ForgetAllJob, RememberJob, ReplyJob
-from ..core.ports import AsyncInvoker, DiscordApi, MessageStore, Metrics, PeopleStore, RememberedMessages
-from ..core.why import WhyMemories
-from . import history_view, receipts_view
+from ..lazy import lazy
 from .formats import markdown_escaped
-from .guilds import GuildNames
+
+if TYPE_CHECKING:
+    from ..core import commands, consent, everywhere, history, why
+    from ..core.commands import CommandMemories
+    from ..core.history import HistoryMemories
+    from ..core.ports import AsyncInvoker, DiscordApi, MessageStore, Metrics, PeopleStore, RememberedMessages
+    from ..core.servers import ServerSettings, ServerStore
+    from ..core.why import WhyMemories
+    from . import history_view, receipts_view, server_admin
+    from .guilds import GuildNames
+
+    class InteractionMemories(CommandMemories, HistoryMemories, WhyMemories, Protocol):
+        """The roles of the memory store answering an interaction uses (the commands, the history, why)."""
+
+else:  # a cold start imports what every answer needs; each command's own modules load when it first comes
+    commands, consent, everywhere, history, why = (
+        lazy(f"memorybot.core.{name}") for name in ("commands", "consent", "everywhere", "history", "why")
+    )
+    history_view, receipts_view, server_admin = (
+        lazy(f"memorybot.discord.{name}") for name in ("history_view", "receipts_view", "server_admin")
+    )
 from .requests import (
     FORGET_ALL_TTL,
     MESSAGE_MAX_CHARS,
     BadRequest,
     Caller,
+    ChangeSetting,
     Chat,
     ExportMemories,
     ForgetAllAsk,
@@ -44,6 +61,7 @@ from .requests import (
     SetReceipts,
     ShowHistory,
     ShowMemories,
+    ShowSettings,
     SuggestEverywhere,
     SuggestForget,
     UndoChange,
@@ -64,10 +82,6 @@ EPHEMERAL = 64
 MAX_CHOICES = 25
 CHOICE_NAME_MAX_CHARS = 100
 NO_MENTIONS: dict[str, list[str]] = {"parse": []}
-
-
-class InteractionMemories(CommandMemories, HistoryMemories, WhyMemories, Protocol):
-    """The roles of the memory store answering an interaction uses (the commands and the history)."""
 
 
 class Dependencies(Protocol):
@@ -108,6 +122,16 @@ class Dependencies(Protocol):
 
     def once(self, name: str, key: str, work: Callable[[], dict]) -> dict | None:
         """``work()``'s answer, computed once per key (the dedup ledger); None while another copy runs it."""
+
+    # A server's own settings (/memory-settings, server_admin.py).
+    @property
+    def server_store(self) -> ServerStore: ...
+
+    @property
+    def model_request_cost_usd(self) -> float: ...
+
+    def server_settings(self, guild_id: str) -> ServerSettings:
+        """The server's settings, read at most once per interaction."""
 
 
 # ---------------------------------------------------------------- answers
@@ -173,6 +197,7 @@ def respond(body: bytes, deps: Dependencies) -> tuple[int, dict]:
         return 400, {"error": "bad request"}
     if isinstance(request, Unsupported):
         return 200, choices([]) if request.autocomplete else say("unsupported", request.locale)
+    request = server_admin.in_server_locale(request, deps)  # the server's answer language, if its admins chose one
     return 200, _HANDLERS[type(request)](request, deps)
 
 
@@ -183,8 +208,11 @@ def _ping(request: Ping, deps: Dependencies) -> dict:
 def _chat(request: Chat, deps: Dependencies) -> dict:
     if not request.text:
         return say("empty_chat", request.caller)
+    refused = server_admin.chat_refusal(request, deps)  # the server's channels and daily limit
+    if refused is not None:
+        return refused
     caller = request.caller
-    job = ReplyJob(*_answered_by_worker(request))
+    job = ReplyJob(*_answered_by_worker(request), guild_id=caller.guild_id)
     handed_on = conversation.hear(deps, job, request.text)
     return {"type": DEFERRED_CHANNEL_MESSAGE} if handed_on else say("busy", caller)
 
@@ -413,6 +441,7 @@ def _forget(request: ForgetMemory, deps: Dependencies) -> dict:
     key = "forgotten" if result.outcome is commands.ForgetOutcome.FORGOTTEN else "not_found"
     if result.outcome is commands.ForgetOutcome.FORGOTTEN:
         _count_forgotten(deps, 1)
+        server_admin.forgotten(deps, caller, 1)
     return say(key, caller, memory_id=shown_id(result.memory_id, caller.locale))
 
 
@@ -481,6 +510,9 @@ def _remember(request: RememberMessage, deps: Dependencies) -> dict:
         return say("remember_not_yours", caller)
     if shows_nothing(target.content):  # the import's rule: nothing visible is nothing to learn
         return say("remember_no_text", caller)
+    refused = server_admin.remember_refusal(request, deps)  # the server's channels, memory off
+    if refused is not None:
+        return refused
     person = deps.people_store.get(caller.user_id)
     if person.paused:
         return say("remember_paused", caller)
@@ -493,7 +525,7 @@ def _remember(request: RememberMessage, deps: Dependencies) -> dict:
             "remember_nothing" if _never_teaches_again(deps, person, owner, target.message_id) else "remember_already",
             caller,
         )
-    job = RememberJob(*_answered_by_worker(request), target.message_id, target.content)
+    job = RememberJob(*_answered_by_worker(request), target.message_id, target.content, caller.guild_id)
     try:
         deps.invoker.invoke(job)
     except Exception as exc:  # noqa: BLE001 - the person gets an answer either way
@@ -533,11 +565,8 @@ def _why_reply(request: WhyReply, deps: Dependencies) -> dict:
     return ephemeral(receipts_view.why_text(answer, deps.zone, caller.locale))
 
 
-MOVE_ANSWERS = {
-    everywhere.MoveOutcome.NOT_FOUND: "move_not_found",
-    everywhere.MoveOutcome.BLOCKED: "move_blocked",
-    everywhere.MoveOutcome.CHANGED: "move_changed",
-}
+# By the outcome's value (MoveOutcome is a str enum): the module loads with the first move, not the cold start.
+MOVE_ANSWERS = {"not_found": "move_not_found", "blocked": "move_blocked", "changed": "move_changed"}
 
 
 def _move(request: MoveMemory, deps: Dependencies) -> dict:
@@ -593,4 +622,7 @@ _HANDLERS: dict[type, Callable[[Any, Dependencies], dict]] = {
     WhyReply: _why_reply,
     MoveMemory: _move,
     SuggestEverywhere: _suggest_everywhere,
+    # /memory-settings (a server's admins)
+    ShowSettings: lambda request, deps: server_admin.show_settings(request, deps, deps.model_request_cost_usd),
+    ChangeSetting: lambda request, deps: server_admin.change_setting(request, deps),
 }

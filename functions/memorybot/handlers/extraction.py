@@ -18,7 +18,9 @@ from aws_lambda_powertools import Logger
 
 from ..bootstrap import Container
 from ..core import commands, conversation, everywhere, metrics, receipts
+from ..core.domain import utcnow
 from ..core.jobs import ExtractionJob, ForgetAllJob, RememberJob
+from ..core.servers import guild_of
 from ..discord.receipts_view import receipt_message, tell_the_night
 from . import count_metric, job_worker, log_core_with, retries_spent
 
@@ -79,7 +81,20 @@ def forget_all(c: Container, job: ForgetAllJob) -> dict:
     )
     if answer["forgotten"]:
         c.metrics.add(metrics.MEMORIES_FORGOTTEN, answer["forgotten"])
+        _forgotten_here(c, job, answer["forgotten"])
     return answer
+
+
+def _forgotten_here(c: Container, job: ForgetAllJob, count: int) -> None:
+    """The server's figures after a forget-all there: its memories less, the person no longer among its people."""
+    guild = guild_of(job.scope)
+    if not guild:
+        return
+    try:
+        c.server_store.count(guild, utcnow().astimezone(c.zone).date(), memories=-count)
+        c.server_store.count_person(guild, job.user_id, has_memories=False)
+    except Exception as exc:  # noqa: BLE001 - the forget-all stands; the figures are a courtesy
+        logger.warning("server figures not updated", extra={"error": type(exc).__name__})
 
 
 _extract = job_worker(ExtractionJob, logger, extract)

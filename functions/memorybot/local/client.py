@@ -52,6 +52,7 @@ HELP = """Type a message to /chat with the bot. Other commands:
                         "Remember this" message command on it (Apps -> Remember this)
   /remember @<name> <text>  the same on a message <name> posted: the bot refuses
   /confirm              click the last confirmation button you were shown
+  /memory-settings ...  a server admin's settings (chat --admin; /memory-settings alone lists them)
   /nightly [ISO time]   run the nightly consolidation for the night about to end
                         (or for the night that time falls after, as the 03:00 JST schedule would)
   /help, /quit"""
@@ -252,6 +253,7 @@ class LocalClient:
     buttons: list[dict] = field(default_factory=list)  # the buttons of the bot's last answer with any
     locale: str = "en-US"  # the Discord client's language, as Discord sends it
     refusals: int = 0  # requests the bot refused (a --say run then exits 1)
+    admin: bool = False  # send a server admin's permissions (Manage Server) instead of a member's
     files: list[tuple[str, str]] = field(default_factory=list)  # (name, text) of the files DMed to this person
     _seen: int = 0
     _application_id: str = ""
@@ -445,6 +447,13 @@ class LocalClient:
         choices = (answer.get("data") or {}).get("choices", []) if status == 200 else []
         return [f"  {c['value']}: {c['name']}" for c in choices] or ["  (no suggestions)"]
 
+    def settings(self, typed: str) -> list[str]:
+        """/memory-settings as Discord sends it, from what was typed after it (SETTINGS_HELP)."""
+        options = settings_options(typed)
+        if options is None:
+            return [SETTINGS_HELP]
+        return self._command("memory-settings", options)
+
     def nightly(self, now: str | None = None) -> list[str]:
         try:
             status, answer, at = nightly_request(self.http, self.url, self._admin, now)
@@ -481,7 +490,13 @@ class LocalClient:
         user = {"id": self.user_id, "username": self.user_name}
         if self.guild_id is None:  # as Discord sends a command in the bot's DM
             return {**payload, "context": 1, "channel": {"id": self.channel_id, "type": 1}, "user": user}
-        return {**payload, "guild_id": self.guild_id, "context": 0, "member": {"user": user}}
+        permissions = ADMIN_PERMISSIONS if self.admin else MEMBER_PERMISSIONS
+        return {
+            **payload,
+            "guild_id": self.guild_id,
+            "context": 0,
+            "member": {"user": user, "permissions": permissions},
+        }
 
     def send(self, payload: dict) -> tuple[int, dict]:
         body = json.dumps(payload).encode()
@@ -559,6 +574,55 @@ class LocalClient:
         return act(memory_id) if memory_id else [which]
 
 
+# A server member's permissions as Discord sends them (view, send, read history, use commands), and
+# a server admin's: the same with Manage Server (1 << 5).
+MEMBER_PERMISSIONS = str((1 << 10) | (1 << 11) | (1 << 16) | (1 << 31))
+ADMIN_PERMISSIONS = str(int(MEMBER_PERMISSIONS) | (1 << 5))
+SETTINGS_HELP = """/memory-settings (server admins: start the client with --admin):
+  show                              the settings, who changed them, the server's figures
+  memory on|off                     memory in this whole server
+  channels all | only <channel id> | except <channel id>
+  persona <text>                    the community's instructions for replies (nothing: clears)
+  diary <channel id> | off | language ja|en
+  daily-limit <turns>               /chat turns per member a day (0: none)
+  language auto|en|ja               the bot's answers here"""
+
+
+def settings_options(typed: str) -> list[dict] | None:
+    """The options Discord sends for what was typed after /memory-settings; None when it does not parse."""
+    words = typed.split()
+    if not words:
+        return None
+    name, rest = words[0], words[1:]
+
+    def sub(sub_name: str, *options: dict) -> list[dict]:
+        return [{"type": 1, "name": sub_name, "options": list(options)}]
+
+    if name == "show" and not rest:
+        return sub("show")
+    if name == "memory" and rest in (["on"], ["off"]):
+        return sub("memory", {"type": 5, "name": "enabled", "value": rest[0] == "on"})
+    if name == "channels" and rest and rest[0] in ("all", "only", "except") and len(rest) <= 2:
+        channel = [{"type": 7, "name": "channel", "value": rest[1]}] if len(rest) == 2 else []
+        return sub("channels", {"type": 3, "name": "mode", "value": rest[0]}, *channel)
+    if name == "persona":
+        text = typed.strip()[len("persona") :].strip()
+        return sub("persona", *([{"type": 3, "name": "text", "value": text}] if text else []))
+    if name == "diary" and rest == ["off"]:
+        return [{"type": 2, "name": "diary", "options": [{"type": 1, "name": "off", "options": []}]}]
+    if name == "diary" and len(rest) == 2 and rest[0] == "language":
+        language = {"type": 1, "name": "language", "options": [{"type": 3, "name": "value", "value": rest[1]}]}
+        return [{"type": 2, "name": "diary", "options": [language]}]
+    if name == "diary" and len(rest) == 1:
+        diary_channel = {"type": 1, "name": "channel", "options": [{"type": 7, "name": "channel", "value": rest[0]}]}
+        return [{"type": 2, "name": "diary", "options": [diary_channel]}]
+    if name == "daily-limit" and len(rest) == 1 and rest[0].isdigit():
+        return sub("daily-limit", {"type": 4, "name": "turns", "value": int(rest[0])})
+    if name == "language" and len(rest) == 1:
+        return sub("language", {"type": 3, "name": "value", "value": rest[0]})
+    return None
+
+
 def command_of(line: str) -> tuple[str, str]:
     """(the command's name, the rest of the line): "/memory why id:ab12c" is ("/memory why", "id:ab12c")."""
     words = line.split(maxsplit=2)
@@ -592,6 +656,7 @@ TYPED_COMMANDS: dict[str, Callable[[LocalClient, str], list[str]]] = {
     "/remember": lambda client, rest: client.remember_typed(rest),
     "/confirm": lambda client, _rest: client.click(),
     "/nightly": lambda client, rest: client.nightly(rest or None),
+    "/memory-settings": lambda client, rest: client.settings(rest),
 }
 
 
@@ -604,6 +669,7 @@ def run(
     guild_id: str | None = LOCAL_GUILD_ID,
     *,
     locale: str = "en-US",
+    admin: bool = False,
 ) -> int:
     url = url.rstrip("/")
     state_dir = resolve_state_dir(state_dir, url)
@@ -622,6 +688,7 @@ def run(
         admin_secret=admin_secret,
         state_dir=state_dir,
         locale=locale,
+        admin=admin,
     )
     try:
         client.catch_up()
