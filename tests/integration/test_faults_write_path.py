@@ -72,15 +72,18 @@ def clean_outcome(moto_server):
     client, config, store = world(moto_server)
     faults = RequestFaults(client)
     extract(store, *models())
-    # the forgotten sources (one item), the profile (its read row), then the changes
-    assert faults.operations == ["GetItem", "Query", "PutItem"] + ["TransactWriteItems"] * 3
+    # the forgotten sources (one item), the profile and the person's "everywhere" memories (one
+    # read row), then the changes
+    assert faults.operations == ["GetItem", "Query", "Query", "PutItem"] + ["TransactWriteItems"] * 3
     return profile_texts(Snapshot.take(client, config), ALICE), faults.count
 
 
 def test_the_clean_run_is_what_the_scripted_models_decided(clean_outcome):
     texts, requests = clean_outcome
     assert texts == ["likes tea", "moved from Kyoto to Osaka", "plays the cello"]
-    assert requests == 6  # forgotten sources, profile query, read ledger row, one transaction per change
+    # forgotten sources, the profile's and the "everywhere" memories' queries, read ledger row, one
+    # transaction per change
+    assert requests == 7
 
 
 def test_a_failure_at_every_dynamodb_request_keeps_the_invariants_and_a_retry_converges(moto_server, clean_outcome):
