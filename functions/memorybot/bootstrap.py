@@ -349,6 +349,16 @@ class Invocation:
         self.context = context
         self._servers: dict[str, ServerSettings] = {}
 
+    # The invocation is also where its answers are given and its server's settings (the roles
+    # ``Places`` and ``ServerDeps`` of ``Dependencies``): the same object, seen through each role.
+    @property
+    def places(self) -> Invocation:
+        return self
+
+    @property
+    def servers(self) -> Invocation:
+        return self
+
     @property
     def scope_mode(self) -> ScopeMode:
         return self._container.scope_mode

@@ -27,10 +27,10 @@ if TYPE_CHECKING:
     from ..core.commands import CommandMemories
     from ..core.history import HistoryMemories
     from ..core.ports import AsyncInvoker, DiscordApi, MessageStore, Metrics, PeopleStore, RememberedMessages
-    from ..core.servers import ServerSettings, ServerStore
     from ..core.why import WhyMemories
     from . import history_view, receipts_view, server_admin
     from .guilds import GuildNames
+    from .server_admin import ServerDeps
 
     class InteractionMemories(CommandMemories, HistoryMemories, WhyMemories, Protocol):
         """The roles of the memory store answering an interaction uses (the commands, the history, why)."""
@@ -84,6 +84,20 @@ CHOICE_NAME_MAX_CHARS = 100
 NO_MENTIONS: dict[str, list[str]] = {"parse": []}
 
 
+class Places(Protocol):
+    """Where an answer is given: the deployment's scope mode, server names and time zone."""
+
+    @property
+    def scope_mode(self) -> ScopeMode: ...
+
+    @property
+    def guild_names(self) -> GuildNames: ...
+
+    @property
+    def zone(self) -> tzinfo:
+        """The deployment's time zone: every time a person reads is in it, labelled."""
+
+
 class Dependencies(Protocol):
     """What answering needs (bootstrap.Container provides it)."""
 
@@ -107,31 +121,19 @@ class Dependencies(Protocol):
     def discord_interactive(self) -> DiscordApi: ...
 
     @property
-    def scope_mode(self) -> ScopeMode: ...
-
-    @property
-    def guild_names(self) -> GuildNames: ...
-
-    @property
-    def zone(self) -> tzinfo:
-        """The deployment's time zone: every time a person reads is in it, labelled."""
-
-    @property
     def metrics(self) -> Metrics:
         """Counts for the operator (memories forgotten), written out when the invocation ends."""
 
     def once(self, name: str, key: str, work: Callable[[], dict]) -> dict | None:
         """``work()``'s answer, computed once per key (the dedup ledger); None while another copy runs it."""
 
-    # A server's own settings (/memory-settings, server_admin.py).
     @property
-    def server_store(self) -> ServerStore: ...
+    def places(self) -> Places:
+        """Where answers are given: the scope mode, server names and the time zone."""
 
     @property
-    def model_request_cost_usd(self) -> float: ...
-
-    def server_settings(self, guild_id: str) -> ServerSettings:
-        """The server's settings, read at most once per interaction."""
+    def servers(self) -> ServerDeps:
+        """A server's own settings (/memory-settings, server_admin.py)."""
 
 
 # ---------------------------------------------------------------- answers
@@ -160,7 +162,7 @@ def where(caller: Caller, deps: Dependencies) -> str:
     data, else by one cached REST read (``GuildNames``), else by its id. The name is the server's
     owners' text: shown as written, never as markup."""
     kind, _, ident = caller.scope.partition(":")
-    name = caller.guild_name or (deps.guild_names.name(ident) if kind == "guild" else None) or ""
+    name = caller.guild_name or (deps.places.guild_names.name(ident) if kind == "guild" else None) or ""
     return scope_label(caller.scope, caller.locale, markdown_escaped(name))
 
 
@@ -191,13 +193,14 @@ def dm_messages(lines: list[str], where: str, locale: str = "", header_note: str
 def respond(body: bytes, deps: Dependencies) -> tuple[int, dict]:
     """(HTTP status, JSON body) for one request whose signature has been verified."""
     try:
-        request = parse(body, deps.scope_mode)
+        request = parse(body, deps.places.scope_mode)
     except BadRequest as exc:
         logger.info("bad interaction", extra={"reason": str(exc)})
         return 400, {"error": "bad request"}
     if isinstance(request, Unsupported):
         return 200, choices([]) if request.autocomplete else say("unsupported", request.locale)
-    request = server_admin.in_server_locale(request, deps)  # the server's answer language, if its admins chose one
+    # the server's answer language, if its admins chose one
+    request = server_admin.in_server_locale(request, deps.servers)
     return 200, _HANDLERS[type(request)](request, deps)
 
 
@@ -208,7 +211,7 @@ def _ping(request: Ping, deps: Dependencies) -> dict:
 def _chat(request: Chat, deps: Dependencies) -> dict:
     if not request.text:
         return say("empty_chat", request.caller)
-    refused = server_admin.chat_refusal(request, deps)  # the server's channels and daily limit
+    refused = server_admin.chat_refusal(request, deps.servers)  # the server's channels and daily limit
     if refused is not None:
         return refused
     caller = request.caller
@@ -254,7 +257,7 @@ def _show_once(request: ShowMemories, deps: Dependencies) -> dict:
     answer = _show_listing(request, deps, person.receipts)
     paused_at = person.paused_at
     if paused_at is not None:  # /memory show says when memory is paused
-        answer["data"]["content"] += "\n" + consent.paused_note(paused_at, deps.zone, request.caller.locale)
+        answer["data"]["content"] += "\n" + consent.paused_note(paused_at, deps.places.zone, request.caller.locale)
     return answer
 
 
@@ -306,7 +309,7 @@ def _why(request: WhyMemory, deps: Dependencies) -> dict:
     if found is None:
         return say("not_found", caller, memory_id=shown_id(request.memory_id.strip().lower(), caller.locale))
     verb = text("why_verb_learned" if found.action.value == "add" else "why_verb_changed", caller.locale)
-    at = local_stamp(found.at, deps.zone)
+    at = local_stamp(found.at, deps.places.zone)
     until = "\n" + text("why_until", caller.locale, until=found.valid_until.isoformat()) if found.valid_until else ""
     if not found.links:
         return ephemeral(text("why_no_sources", caller.locale, memory_id=found.memory_id, verb=verb, at=at) + until)
@@ -441,7 +444,7 @@ def _forget(request: ForgetMemory, deps: Dependencies) -> dict:
     key = "forgotten" if result.outcome is commands.ForgetOutcome.FORGOTTEN else "not_found"
     if result.outcome is commands.ForgetOutcome.FORGOTTEN:
         _count_forgotten(deps, 1)
-        server_admin.forgotten(deps, caller, 1)
+        server_admin.forgotten(deps.servers, caller, 1)
     return say(key, caller, memory_id=shown_id(result.memory_id, caller.locale))
 
 
@@ -468,7 +471,7 @@ def _history(request: ShowHistory, deps: Dependencies) -> dict:
     page = history.history(deps.memory_store, caller.owner, older_than=request.older_than, people=deps.people_store)
     older = bool(request.older_than)
     data = history_view.page_answer(
-        page, caller.user_id, caller.scope, deps.zone, caller.locale, older=older, place=where(caller, deps)
+        page, caller.user_id, caller.scope, deps.places.zone, caller.locale, older=older, place=where(caller, deps)
     )
     if request.requester and request.older_than:  # the "Older" button: the page turns in place
         return {"type": UPDATE_MESSAGE, "data": {**data, "allowed_mentions": NO_MENTIONS}}
@@ -510,7 +513,7 @@ def _remember(request: RememberMessage, deps: Dependencies) -> dict:
         return say("remember_not_yours", caller)
     if shows_nothing(target.content):  # the import's rule: nothing visible is nothing to learn
         return say("remember_no_text", caller)
-    refused = server_admin.remember_refusal(request, deps)  # the server's channels, memory off
+    refused = server_admin.remember_refusal(request, deps.servers)  # the server's channels, memory off
     if refused is not None:
         return refused
     person = deps.people_store.get(caller.user_id)
@@ -562,7 +565,7 @@ def _why_reply(request: WhyReply, deps: Dependencies) -> dict:
         logger.info("reply why refused: not the asker", extra={"user_id": caller.user_id})
         return say("why_reply_not_yours", caller)
     answer = why.why_reply(deps.memory_store, everywhere.owners_read(caller.owner), request.reply_interaction_id)
-    return ephemeral(receipts_view.why_text(answer, deps.zone, caller.locale))
+    return ephemeral(receipts_view.why_text(answer, deps.places.zone, caller.locale))
 
 
 # By the outcome's value (MoveOutcome is a str enum): the module loads with the first move, not the cold start.
@@ -623,6 +626,6 @@ _HANDLERS: dict[type, Callable[[Any, Dependencies], dict]] = {
     MoveMemory: _move,
     SuggestEverywhere: _suggest_everywhere,
     # /memory-settings (a server's admins)
-    ShowSettings: lambda request, deps: server_admin.show_settings(request, deps, deps.model_request_cost_usd),
-    ChangeSetting: lambda request, deps: server_admin.change_setting(request, deps),
+    ShowSettings: lambda request, deps: server_admin.show_settings(request, deps.servers),
+    ChangeSetting: lambda request, deps: server_admin.change_setting(request, deps.servers),
 }

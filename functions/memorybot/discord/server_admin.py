@@ -2,7 +2,7 @@
 mean for a member's /chat and "Remember this" (the channel, the daily limit, memory off).
 
 Every answer is ephemeral, in the catalog's words; the settings are read once per interaction
-(``Dependencies.server_settings``). An admin sees settings and counts, never a member's memory,
+(``ServerDeps.server_settings``). An admin sees settings and counts, never a member's memory,
 name or id.
 """
 
@@ -11,7 +11,7 @@ from __future__ import annotations
 import logging
 from dataclasses import replace
 from datetime import UTC, datetime, tzinfo
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import Any, Protocol
 
 from ..core import servers
 from ..core.catalog import text
@@ -19,9 +19,6 @@ from ..core.domain import snowflake_time
 from ..core.servers import BadSetting, ChangeRow, ServerSettings, ServerStore
 from .formats import markdown_escaped
 from .requests import Caller, ChangeSetting, Chat, RememberMessage, ShowSettings
-
-if TYPE_CHECKING:
-    from .interactions import Dependencies
 
 logger = logging.getLogger(__name__)
 
@@ -31,8 +28,13 @@ SHOW_MAX_CHARS = 2000
 
 
 class ServerDeps(Protocol):
+    """What the server's settings need at the front door (``Dependencies.servers``)."""
+
     @property
     def server_store(self) -> ServerStore: ...
+
+    @property
+    def model_request_cost_usd(self) -> float: ...
 
     @property
     def zone(self) -> tzinfo: ...
@@ -124,7 +126,7 @@ _HINTS = {
 }
 
 
-def change_setting(request: ChangeSetting, deps: Dependencies) -> dict:
+def change_setting(request: ChangeSetting, deps: ServerDeps) -> dict:
     caller = request.caller
     change = servers.SettingChange(request.setting, request.value, request.channel)
     refused = _refusal(caller, request.permissions)
@@ -153,7 +155,7 @@ def change_setting(request: ChangeSetting, deps: Dependencies) -> dict:
     return _say("settings_conflict", caller)
 
 
-def show_settings(request: ShowSettings, deps: Dependencies, cost_per_request: float) -> dict:
+def show_settings(request: ShowSettings, deps: ServerDeps) -> dict:
     caller = request.caller
     refused = _refusal(caller, request.permissions)
     if refused is not None:
@@ -187,7 +189,7 @@ def show_settings(request: ShowSettings, deps: Dependencies, cost_per_request: f
             turns_30=sum(d.turns for d in figures.days),
             requests_today=sum(d.model_requests for d in this_day),
             requests_30=requests_30,
-            cost_30=f"{requests_30 * cost_per_request:.2f}",
+            cost_30=f"{requests_30 * deps.model_request_cost_usd:.2f}",
         )
     )
     recent = deps.server_store.changes(caller.guild_id, RECENT_CHANGES)
