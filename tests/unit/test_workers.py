@@ -74,8 +74,9 @@ def test_reply_patches_the_deferred_answer_stores_it_and_hands_off_extraction(fr
     # The stored reply is part of alice's conversation, in the server's scope.
     assert (stored[-1].conversation_of, stored[-1].scope) == (ALICE, SCOPE)
     ids = {k: work[k] for k in ("interaction_id", "channel_id", "user_id", "user_name", "scope")}
-    # the interaction travels on, for the receipt of what the turn changes
-    answer = {k: work.get(k, "") for k in ("token", "application_id", "locale")}
+    # the interaction travels on, for the receipt of what the turn changes, and the server whose
+    # settings apply to the extraction
+    answer = {k: work.get(k, "") for k in ("token", "application_id", "locale", "guild_id")}
     assert front.invoker.calls == [("extraction", {**ids, "up_to_message_id": edit.message_id, **answer})]
 
 
