@@ -118,10 +118,12 @@ def main() -> None:
         client = LocalClient(stack.url, "alice", find_signing_key(state), admin_secret=find_admin_secret(state))
         client.catch_up()
         rows = []
+        discord = 0  # requests to Discord (the recorder's events): the reply, receipts, notices
         for i in range(TURNS):
-            before = meter.snapshot()
+            before, seen = meter.snapshot(), discord_events(client)
             client.chat(SAYINGS[i % len(SAYINGS)])  # returns after the reply and the extraction ran
             after = meter.snapshot()
+            discord += discord_events(client) - seen
             rows.append((after[0] - before[0], after[1] - before[1], after[2] - before[2]))
         requests = sum((r[0] for r in rows), Counter())
         wru = sum(r[1] for r in rows) / TURNS
@@ -139,9 +141,33 @@ def main() -> None:
         print(
             f"per turn, min/max requests: {min(sum(r[0].values()) for r in rows)} / {max(sum(r[0].values()) for r in rows)}"
         )
+        print(f"Discord requests per turn: {discord / TURNS:.2f}")
+        why_click(client, meter)
     finally:
         stack.stop()
     extraction_only()
+
+
+def discord_events(client) -> int:
+    """How many requests the bot has made to Discord so far (the local recorder's events)."""
+    answer = client.http.get(f"{client.url}/local/discord/events", params={"after": 0}, headers=client._admin)
+    return len(answer.json()["events"])
+
+
+def why_click(client, meter) -> None:
+    """What a click of the last reply's "Why?" costs (when the build has the button)."""
+    buttons = [b["custom_id"] for b in client.buttons if b.get("custom_id", "").startswith("memory-because")]
+    if not buttons:
+        return
+    before = meter.snapshot()
+    client.click(buttons[-1])
+    after = meter.snapshot()
+    requests = after[0] - before[0]
+    print(
+        f'one "Why?" click: {sum(requests.values())} DynamoDB requests '
+        f"({', '.join(f'{op} {n}' for op, n in requests.most_common())}), "
+        f"~{after[1] - before[1]:.1f} write units, ~{after[2] - before[2]:.1f} read units"
+    )
 
 
 def extraction_only() -> None:

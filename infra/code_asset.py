@@ -35,10 +35,12 @@ DEPLOYED_AT = "/var/task"
 # memories: ~10 KB zipped, which took the package from 510 to 520 KiB, against a goal it was 2 KiB
 # under), and kept when every answer came in two languages (the catalog, the localized command
 # definitions and "Remember this": about 25 KB zipped more): the package, not strays, is what
-# grew (tests/infra/test_checks.py checks that only the package is in the asset). A zip this
+# grew (tests/infra/test_checks.py checks that only the package is in the asset); and to 768 KiB
+# when a server's own settings did (/memory-settings with its texts in two languages, the servers'
+# store, counters and diaries: about 66 KiB zipped, sources and bytecode; 712 KiB with the rest). A zip this
 # size is not what a cold start waits for: the interactions function's imports are, and the
 # cold-start benchmark measures them.
-CODE_GOAL_BYTES = 640 * 1024
+CODE_GOAL_BYTES = 768 * 1024
 # The dependency layer, zipped: what every function downloads beside its code on a cold start.
 LAYER_GOAL_BYTES = 15 * 1024 * 1024
 

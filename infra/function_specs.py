@@ -69,13 +69,20 @@ FUNCTIONS = (
             # export finds the person's scopes (by_user) and reads that item; /memory history's Undo
             # puts a memory back as it was before a change (PutItem); "Remember this" claims its
             # message (a conditional PutItem; GetItem when it was refused: is the claim this click's?)
-            # and gives the claim back when the hand-off failed (DeleteItem)
-            "memories": access("GetItem", "DeleteItem", "UpdateItem", "PutItem", indexes=("by_updated", "by_user")),
+            # and gives the claim back when the hand-off failed (DeleteItem); Query: the person's
+            # "everywhere" memories (their own partition), shown, counted and moved (Delete and Put)
+            "memories": access(
+                "GetItem", "DeleteItem", "UpdateItem", "PutItem", "Query", indexes=("by_updated", "by_user")
+            ),
             # read rows and the forget's row; GetItem finds a forget whose answer was lost, and the
             # change an Undo names; export reads the person's rows (Query) in every scope they have
             # rows in (by_user), /memory history their change rows in one scope
             "memory_log": access("PutItem", "GetItem", "Query", indexes=("by_user",)),
             "dedup": access(*IDEMPOTENCY_ACTIONS),  # a replayed /memory show sends no second DM
+            # The server's settings (GetItem, with show's totals); a change and its ledger row (one
+            # transaction of two Puts); the turn and forget counters (UpdateItem); show's days and
+            # recent changes (Query, the server's own partition)
+            "servers": access("GetItem", "PutItem", "UpdateItem", "Query"),
         },
         secrets=("DISCORD_PUBLIC_KEY", "DISCORD_BOT_TOKEN"),
     ),
@@ -87,34 +94,46 @@ FUNCTIONS = (
         tables={
             # PutItem: the reply, in a transaction with the person's check; GetItem: a store whose answer was lost
             "messages": access("PutItem", "GetItem", "Query"),
-            "memories": access("Query"),  # the person's whole profile (one partition), for relevance selection
+            # Query: the person's profile (one partition) and their "everywhere" one, for relevance
+            # selection: a small one whole, a large one's selection index; BatchGetItem: the ten chosen
+            # from an index; GetItem and DeleteItem: the night's note, read and claimed on the next use
+            "memories": access("Query", "GetItem", "DeleteItem", "BatchGetItem"),
             "memory_log": access("PutItem"),
             # GetItem: the switch, read alongside the profile; UpdateItem: the first-use notice's
             # claim (and its release when the notice could not be sent); ConditionCheckItem: the reply
             # is stored only for a person not erased since the turn began
             "people": access("GetItem", "UpdateItem", "ConditionCheckItem"),
             "dedup": access(*IDEMPOTENCY_ACTIONS),
+            "servers": access("GetItem", "UpdateItem"),  # the server's settings (memory, persona); its counters
         },
         secrets=("DISCORD_BOT_TOKEN",),  # its Discord client carries the token (channel history)
         bedrock=True,
     ),
     FunctionSpec(
         "Extraction",
-        "Extraction worker: decide, rewrite and log memory changes after a reply",
+        "Extraction worker: decide, rewrite and log memory changes after a reply; a confirmed forget-all",
         memory_mb=512,
         timeout=Duration.minutes(5),
         tables={
             "messages": access(indexes=("by_conversation",)),  # the person's own exchange, nothing else
             # GetItem: the sources of the memories the person forgot (one item), never learned from again;
-            # Query: the whole profile, for relevance selection; UpdateItem: a written memory's vector,
-            # stored after its write only if the record is still as written (no ledger row); a "Remember
-            # this" job settles its message's claim: learned (UpdateItem) or given back (DeleteItem)
-            "memories": access("GetItem", "PutItem", "DeleteItem", "Query", "UpdateItem"),
+            # Query: a small profile, or a large one's selection index; BatchGetItem: the ten chosen
+            # from it; UpdateItem: a written memory's vector, stored after its write only if the record
+            # is still as written (no ledger row), and each change's selection index entry; PutItem,
+            # DeleteItem: the memory writes, and the index built from a whole read where none was; a
+            # "Remember this" job settles its message's claim: learned (UpdateItem) or given back (DeleteItem).
+            # The forget-all job: the profile read newest first (by_updated), each memory deleted with
+            # its row and its sources added to the forgotten-sources item (UpdateItem, same transaction)
+            "memories": access(
+                "GetItem", "PutItem", "DeleteItem", "Query", "UpdateItem", "BatchGetItem", indexes=("by_updated",)
+            ),
             "memory_log": access("PutItem", "GetItem"),
             # GetItem: paused? learned from what? (before any model call); ConditionCheckItem: each
-            # write checks the record again in its own transaction
-            "people": access("GetItem", "ConditionCheckItem"),
+            # write checks the record again in its own transaction; UpdateItem: the forget-all job
+            # marks its scope done
+            "people": access("GetItem", "ConditionCheckItem", "UpdateItem"),
             "dedup": access(*IDEMPOTENCY_ACTIONS),
+            "servers": access("GetItem", "UpdateItem"),  # memory still on here? the server's counters
         },
         bedrock=True,
     ),
@@ -132,7 +151,10 @@ FUNCTIONS = (
         "Nightly step: the day's speakers and their message ids, written as the map's manifest",
         memory_mb=512,
         timeout=Duration.minutes(2),
-        tables={"messages": access(indexes=("by_jst_day",))},
+        tables={
+            "messages": access(indexes=("by_jst_day",)),
+            "servers": access("GetItem"),  # each speaker's server: memory off, or on again since
+        },
         entry="nightly.plan",
         manifests=("PutObject",),
     ),
@@ -143,12 +165,14 @@ FUNCTIONS = (
         timeout=Duration.minutes(5),
         tables={
             "messages": access(indexes=("by_conversation",)),  # the speaker's own lines, by id
-            # GetItem: the sources of the speaker's forgotten memories (one item); Query: the whole profile;
-            # UpdateItem: a written memory's vector, as the extraction worker
-            "memories": access("GetItem", "PutItem", "DeleteItem", "Query", "UpdateItem"),
+            # GetItem: the sources of the speaker's forgotten memories (one item); Query, BatchGetItem:
+            # the profile or its selection index and the chosen; UpdateItem: a written memory's vector
+            # and index entries; PutItem, DeleteItem: the writes and the index's build, as the extraction worker
+            "memories": access("GetItem", "PutItem", "DeleteItem", "Query", "UpdateItem", "BatchGetItem"),
             "memory_log": access("PutItem", "GetItem"),  # GetItem: a change whose answer was lost
             "nightly_runs": access("GetItem", "PutItem"),  # the speaker's mark: checked first, written once
             "people": access("GetItem", "ConditionCheckItem"),  # as the extraction worker
+            "servers": access("GetItem", "UpdateItem"),  # as the extraction worker
         },
         bedrock=True,
         entry="nightly.speaker",
@@ -176,7 +200,10 @@ FUNCTIONS = (
             "nightly_runs": access("GetItem", "PutItem"),
             # GetItem: whose memory is paused (their memories are neither reviewed nor embedded)
             "people": access("GetItem"),
+            # the servers' own diaries: their settings (GetItem), a refused post and the counters (UpdateItem)
+            "servers": access("GetItem", "UpdateItem"),
         },
+        secrets=("DISCORD_BOT_TOKEN",),  # a server's diary is posted to its channel
         bedrock=True,
         entry="nightly.review",
     ),
@@ -198,8 +225,9 @@ FUNCTIONS = (
         memory_mb=512,
         timeout=Duration.seconds(29),  # API Gateway's own limit
         tables={
-            # rollback: reverts; import: each memory with its marker (PutItem), a dry run's marker check (GetItem)
-            "memories": access("GetItem", "PutItem", "DeleteItem"),
+            # rollback: reverts; import: each memory with its marker (PutItem), a dry run's marker check (GetItem);
+            # UpdateItem: each change's entry in the owner's selection index (same transaction)
+            "memories": access("GetItem", "PutItem", "DeleteItem", "UpdateItem"),
             # the rows of both; GetItem finds a change whose answer was lost
             "memory_log": access("PutItem", "GetItem", indexes=("by_run",)),
             "nightly_runs": access("GetItem", "UpdateItem"),  # the lease and the rolled-back mark
@@ -216,14 +244,17 @@ FUNCTIONS = (
         timeout=Duration.seconds(29),  # API Gateway's own limit
         tables={
             # every scope (by_user), each profile (by_updated), each memory deleted with its row
-            # Query: the owner's partition, for the records no reader can read (deleted all the same)
-            "memories": access("GetItem", "DeleteItem", "Query", indexes=("by_updated", "by_user")),
+            # Query: the owner's partition, for the records no reader can read (deleted all the same),
+            # and their selection index (deleted last); UpdateItem: each delete's index entry (same transaction)
+            "memories": access("GetItem", "DeleteItem", "Query", "UpdateItem", indexes=("by_updated", "by_user")),
             # UpdateItem: the redaction, granted apart and conditioned (see grants.grant_ledger_redaction)
             "memory_log": access("PutItem", "GetItem", "Query", indexes=("by_user",)),
             # their own lines (by_author) and the bot's replies to them (by_conversation_of)
             "messages": access("DeleteItem", indexes=("by_author", "by_conversation_of")),
             # GetItem: the switch counts as the person's data; PutItem: the record becomes the erasure's marker
             "people": access("GetItem", "PutItem"),
+            # each server's figures without the person (their digest out of its count of people)
+            "servers": access("UpdateItem"),
         },
         secrets=("MEMORYBOT_ADMIN_SECRET",),
     ),

@@ -127,6 +127,7 @@ def build_function(
         iam.PolicyStatement(actions=["logs:CreateLogStream", "logs:PutLogEvents"], resources=[log_group.log_group_arn])
     )
     env = environment(config, stores.tables)
+    env["MEMORYBOT_FUNCTION"] = spec.name  # the metrics' function dimension
     for key in spec.secrets:
         env[f"{key}_SECRET_NAME"] = secret_name(config, key)  # the name, never the value
     function = lambda_.Function(
@@ -175,6 +176,8 @@ def environment(c: StackConfig, built_tables: Mapping[str, dynamodb.Table]) -> d
         "MEMORYBOT_LEDGER_READ_RETENTION_DAYS": str(c.ledger_read_retention_days),
     }
     env.update(_model_quota_environment(c))
+    if c.model_prices:
+        env["MEMORYBOT_MODEL_PRICES"] = c.model_prices
     if c.jev_url:
         env["JEV_URL"] = c.jev_url
     for spec in tables.ALL_TABLES:
@@ -208,7 +211,7 @@ def reserve_worker_concurrency(config: StackConfig, functions: Mapping[str, lamb
 
 def wire_async(functions: Mapping[str, lambda_.Function], dead_letters: sqs.IQueue) -> None:
     """Interactions -> Reply -> Extraction, each invoked asynchronously, retried, then dead-lettered;
-    and Interactions -> Extraction for "Remember this" (its job is the extraction worker's)."""
+    and Interactions -> Extraction: "Remember this" and a confirmed forget-all's deletes."""
     f = functions
     _invoke(f["Interactions"], f["Reply"], "REPLY_FUNCTION_NAME")
     _invoke(f["Interactions"], f["Extraction"], "EXTRACTION_FUNCTION_NAME")

@@ -1,7 +1,7 @@
 """The nightly run on Step Functions: its manifest bucket, its state machine and its schedule (its alarms are
 with the others, in alarms.py).
 
-claim the JST day -> (already claimed: done) -> plan (a manifest of speakers and message ids in
+claim the night's day -> (already claimed: done) -> plan (a manifest of speakers and message ids in
 S3) -> a Distributed Map over the manifest, one child per speaker (retried with backoff on a
 model that stays throttled; a speaker still failing is recorded by its Catch and the run goes
 on) -> the decay review and diary -> finish (the run record). Each state is one thin Lambda
@@ -10,20 +10,21 @@ on) -> the decay review and diary -> finish (the run record). Each state is one 
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 
-from aws_cdk import CfnOutput, Duration, RemovalPolicy
-from aws_cdk import aws_events as events
-from aws_cdk import aws_events_targets as targets
+from aws_cdk import Aws, CfnOutput, Duration, RemovalPolicy
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_logs as logs
 from aws_cdk import aws_s3 as s3
+from aws_cdk import aws_scheduler as scheduler
 from aws_cdk import aws_sqs as sqs
 from aws_cdk import aws_stepfunctions as sfn
 from aws_cdk import aws_stepfunctions_tasks as tasks
 from constructs import Construct
 
+from memorybot.core.night.consolidation import RUN_HOUR
 from memorybot.core.night.nightly_steps import (
     CLAIM_RETRY,
     FINISH_RETRY,
@@ -40,7 +41,11 @@ from memorybot.core.record.domain import NIGHTLY_EXECUTION_TIMEOUT
 from .parts import ASYNC_RETRIES
 from .settings import StackConfig
 
-NIGHTLY_SCHEDULE = "cron(0 18 * * ? *)"  # 03:00 JST
+# 03:00 in the schedule's time zone (context timezone, MEMORYBOT_TIMEZONE; by default Asia/Tokyo:
+# 18:00 UTC, the design's 03:00 JST).
+NIGHTLY_SCHEDULE = f"cron(0 {RUN_HOUR} * * ? *)"
+# EventBridge Scheduler's context attribute: the time the start was scheduled for, in UTC.
+SCHEDULED_TIME = "<aws.scheduler.scheduled-time>"
 NIGHTLY_MAX_EVENT_AGE = Duration.hours(2)
 # A failed execution can be redriven for 14 days; its manifest must still be there.
 MANIFEST_EXPIRY = Duration.days(15)
@@ -177,29 +182,58 @@ class NightlyRun(Construct):
         )
 
 
-def schedule(scope: Construct, state_machine: sfn.IStateMachine, dead_letters: sqs.IQueue) -> events.Rule:
-    """Starts the run at 03:00 JST; a start that cannot be delivered goes to the dead-letter queue.
-    The state machine's ARN is an output, so that an operator can start a night by hand with the
-    schedule's own input (docs/deploy.md, "A night by hand")."""
+def schedule(
+    scope: Construct, state_machine: sfn.IStateMachine, dead_letters: sqs.IQueue, timezone: str
+) -> scheduler.CfnSchedule:
+    """Starts the run at 03:00 in the deployment's time zone (EventBridge Scheduler keeps it at
+    03:00 local through summer time), with the schedule's own time as input; a start that cannot
+    be delivered goes to the dead-letter queue. The state machine's ARN is an output, so that an
+    operator can start a night by hand with the schedule's own input (docs/deploy.md, "A night by
+    hand")."""
     CfnOutput(
         scope,
         "NightlyStateMachineArn",
         value=state_machine.state_machine_arn,
         description='Start a night by hand: aws stepfunctions start-execution --input \'{"time": "<ISO 8601 UTC>"}\'',
     )
-    return events.Rule(
+    # The scheduler's own role: it may start this state machine and leave an undeliverable start
+    # in the dead-letter queue, nothing else.
+    role = iam.Role(
+        scope,
+        "NightlyScheduleRole",
+        assumed_by=iam.ServicePrincipal(
+            "scheduler.amazonaws.com", conditions={"StringEquals": {"aws:SourceAccount": Aws.ACCOUNT_ID}}
+        ),
+        description="memorybot nightly schedule: starts the nightly state machine",
+    )
+    role.add_to_policy(
+        iam.PolicyStatement(actions=["states:StartExecution"], resources=[state_machine.state_machine_arn])
+    )
+    role.add_to_policy(iam.PolicyStatement(actions=["sqs:SendMessage"], resources=[dead_letters.queue_arn]))
+    schedule = scheduler.CfnSchedule(
         scope,
         "NightlySchedule",
-        description="memorybot nightly consolidation at 03:00 JST",
-        schedule=events.Schedule.expression(NIGHTLY_SCHEDULE),
-        targets=[
-            targets.SfnStateMachine(
-                state_machine,
-                # The schedule's own time: a late start still names the same JST day.
-                input=events.RuleTargetInput.from_object({"time": events.EventField.time}),
-                retry_attempts=ASYNC_RETRIES,
-                max_event_age=NIGHTLY_MAX_EVENT_AGE,
-                dead_letter_queue=dead_letters,
-            )
-        ],
+        description=f"memorybot nightly consolidation at 03:00 {timezone}",
+        schedule_expression=NIGHTLY_SCHEDULE,
+        schedule_expression_timezone=timezone,
+        flexible_time_window=scheduler.CfnSchedule.FlexibleTimeWindowProperty(mode="OFF"),
+        state="ENABLED",
+        target=scheduler.CfnSchedule.TargetProperty(
+            arn=state_machine.state_machine_arn,
+            role_arn=role.role_arn,
+            # The schedule's own time (UTC): a late start still names the same night.
+            input=json.dumps({"time": SCHEDULED_TIME}),
+            retry_policy=scheduler.CfnSchedule.RetryPolicyProperty(
+                maximum_retry_attempts=ASYNC_RETRIES,
+                maximum_event_age_in_seconds=int(NIGHTLY_MAX_EVENT_AGE.to_seconds()),
+            ),
+            dead_letter_config=scheduler.CfnSchedule.DeadLetterConfigProperty(arn=dead_letters.queue_arn),
+        ),
     )
+    CfnOutput(
+        scope,
+        "NightlyScheduleName",
+        value=schedule.ref,
+        description="The nightly schedule (EventBridge Scheduler, default group): memorybot doctor reads it",
+    )
+    return schedule

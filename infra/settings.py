@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from dataclasses import dataclass, fields
 from typing import Any
@@ -43,8 +44,11 @@ class StackConfig:
     memory_scope: str = ScopeMode.GUILD.value  # guild: memories stay in their server; global: one profile everywhere
     diary_language: str = _DEFAULT_MODEL_ID["diary_language"].value  # the nightly diary's: ja (the design's) or en
     # The deployment's time zone (an IANA name): the dates the prompts, /memory history and a memory's
-    # end are read in (MEMORYBOT_TIMEZONE); the nightly schedule stays the design's 03:00 JST.
+    # end are read in (MEMORYBOT_TIMEZONE), and the night's 03:00 (the schedule's time zone).
     timezone: str = _DEFAULT_MODEL_ID["timezone"]
+    # Model prices for the estimated cost metric and memorybot eval, on top of the defaults
+    # (MEMORYBOT_MODEL_PRICES: {"<model id>": [input, output]}, US dollars per million tokens).
+    model_prices: str = ""
     secret_prefix: str = "memorybot"
     service_name: str = "memorybot"
     metrics_namespace: str = "MemoryBot"
@@ -94,6 +98,7 @@ class StackConfig:
             raise ValueError("context nightly_max_concurrency must be between 1 and 10000")
         if not 0 <= self.nightly_tolerated_failure_percentage <= 100:
             raise ValueError("context nightly_tolerated_failure_percentage must be between 0 and 100")
+        Settings.from_env({"MEMORYBOT_MODEL_PRICES": self.model_prices})  # refused here, not by each function
         if self.ledger_read_retention_days < 0:
             raise ValueError("context ledger_read_retention_days must be 0 (keep for ever) or a number of days")
         if self.decision_model == "http" and not self.jev_url:
@@ -123,6 +128,8 @@ class StackConfig:
                 values[f.name] = int(raw)
             elif f.type in ("bool", bool):
                 values[f.name] = raw if isinstance(raw, bool) else str(raw).lower() in ("1", "true", "yes")
+            elif isinstance(raw, dict | list):  # an object in cdk.json (model_prices): its JSON
+                values[f.name] = json.dumps(raw)
             else:
                 values[f.name] = str(raw)
         return cls(**values)

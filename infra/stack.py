@@ -13,7 +13,7 @@ template's order. tests/infra/test_logical_ids.py pins the ids of everything tha
     grants.py             a function's IAM statements, from its spec
     api.py                the REST API and its outputs
     nightly.py            the manifest bucket, the state machine, its schedule
-    alarms.py             the alarms (the nightly run's too) and their topic
+    alarms.py             the dashboard and every alarm (cdk-monitoring-constructs), their topic
 """
 
 from __future__ import annotations
@@ -80,7 +80,15 @@ class MemoryBotStack(Stack):
             manifests=self.stores.manifests,
             log_retention=self.platform.log_retention,
         )
-        nightly.schedule(self, self.nightly_run.state_machine, self.dead_letters)
-        self.alarms: list[cloudwatch.Alarm] = build_alarms(
-            self, config, functions=self.functions, dead_letters=self.dead_letters, nightly_run=self.nightly_run
+        self.nightly_schedule = nightly.schedule(
+            self, self.nightly_run.state_machine, self.dead_letters, config.timezone
+        )
+        self.alarms: list[cloudwatch.AlarmBase] = build_alarms(
+            self,
+            config,
+            functions=self.functions,
+            dead_letters=self.dead_letters,
+            nightly_run=self.nightly_run,
+            tables=self.stores.tables,
+            api=self.api,
         )

@@ -73,6 +73,10 @@ class DoctorWorld:
     def interactions_url(self) -> str:
         return f"https://{self.prefix}.execute-api.{self.region}.amazonaws.com/prod/interactions"
 
+    @property
+    def schedule_name(self) -> str:
+        return f"{self.stack_name}-NightlySchedule-WCZ54FVJVSKW"
+
     def secret_name(self, key: str) -> str:
         return f"{self.prefix}/{SECRET_SUFFIX[key]}"
 
@@ -97,6 +101,7 @@ class DoctorWorld:
         decision_model: str = "bedrock",
         model_id: str = MODEL_ID,
         application_id: str = "",
+        schedule_zone: str = "Asia/Tokyo",
     ) -> None:
         resources: dict[str, Any] = {
             "Role": {
@@ -112,14 +117,6 @@ class DoctorWorld:
                             }
                         ],
                     }
-                },
-            },
-            "NightlySchedule": {
-                "Type": "AWS::Events::Rule",
-                "Properties": {
-                    "ScheduleExpression": "cron(0 18 * * ? *)",
-                    "State": "ENABLED",
-                    "Targets": [{"Id": "Target0", "Arn": {"Fn::GetAtt": ["AdminFunction", "Arn"]}}],
                 },
             },
         }
@@ -155,6 +152,22 @@ class DoctorWorld:
             "Resources": resources,
             "Outputs": {name: {"Value": base + paths[name]} for name in outputs},
         }
+        if schedule_zone:
+            # moto's CloudFormation has no AWS::Scheduler::Schedule: the schedule is made beside the
+            # stack, with the name the real stack's output gives (CloudFormation's generated one).
+            template["Outputs"]["NightlyScheduleName"] = {"Value": self.schedule_name}
+            self.client("scheduler").create_schedule(
+                Name=self.schedule_name,
+                ScheduleExpression="cron(0 3 * * ? *)",
+                ScheduleExpressionTimezone=schedule_zone,
+                FlexibleTimeWindow={"Mode": "OFF"},
+                State="ENABLED",
+                Target={
+                    "Arn": f"arn:aws:states:{self.region}:123456789012:stateMachine:{self.stack_name}-Nightly",
+                    "RoleArn": f"arn:aws:iam::123456789012:role/{self.stack_name}-NightlyScheduleRole",
+                    "Input": '{"time": "<aws.scheduler.scheduled-time>"}',
+                },
+            )
         self.client("cloudformation").create_stack(
             StackName=self.stack_name, TemplateBody=json.dumps(template), Capabilities=["CAPABILITY_IAM"]
         )

@@ -32,7 +32,14 @@ from memorybot.core.record.domain import (
     snowflake_at,
 )
 from memorybot.core.record.person import Person, PersonCheck
-from memorybot.core.record.ports import ConflictError, MemoryStore, ModelError, PersonRefused, RollbackClaim
+from memorybot.core.record.ports import (
+    ConflictError,
+    MemoryStore,
+    ModelError,
+    MoveBlocked,
+    PersonRefused,
+    RollbackClaim,
+)
 
 T0 = datetime(2026, 11, 20, 12, 0, tzinfo=UTC)
 
@@ -56,6 +63,7 @@ class FakePeopleStore:
     def __init__(self, ledger_to: FakeMemoryStore | None = None) -> None:
         self.people: dict[str, Person] = {}
         self.ledger_to = ledger_to
+        self.jobs: dict[tuple[str, str], str] = {}  # the running forget-all job per (person, scope)
         self._lock = threading.RLock()
 
     def get(self, user_id: str) -> Person:
@@ -99,10 +107,38 @@ class FakePeopleStore:
         with self._lock:
             self._set(user_id, noticed=self.get(user_id).noticed - {scope})
 
-    def forgot_all(self, user_id, scope, at):
+    def start_forget_all(self, user_id, scope, at, job_id, stale_before):
         with self._lock:
-            stamps = dict(self.get(user_id).forgot_all_at) | {scope: at}
-            self._set(user_id, forgot_all_at=tuple(sorted(stamps.items())))
+            person = self.get(user_id)
+            running = self.jobs.get((user_id, scope))
+            if scope in person.forgetting and running != job_id and not person.forgot_all_in(scope) < stale_before:
+                return False
+            self.jobs[(user_id, scope)] = job_id
+            stamps = dict(person.forgot_all_at) | {scope: at}
+            done = tuple((k, v) for k, v in person.forgot_all_done if k != scope)
+            self._set(
+                user_id,
+                forgot_all_at=tuple(sorted(stamps.items())),
+                forgot_all_done=done,
+                forgetting=person.forgetting | {scope},
+            )
+            return True
+
+    def finish_forget_all(self, user_id, scope, started, at):
+        with self._lock:
+            person = self.get(user_id)
+            if person.forgot_all_in(scope) != started:
+                return False
+            done = dict(person.forgot_all_done) | {scope: at}
+            self._set(user_id, forgot_all_done=tuple(sorted(done.items())), forgetting=person.forgetting - {scope})
+            return True
+
+    def set_receipts(self, user_id, enabled):
+        with self._lock:
+            if self.get(user_id).receipts is enabled:
+                return False
+            self._set(user_id, receipts=enabled)
+            return True
 
     def erased(self, user_id, at):
         with self._lock:
@@ -116,6 +152,8 @@ class FakeMemoryStore(MemoryStore):
         self.rows: dict[tuple[Owner, str], Memory] = {}
         self.ledger: list[LedgerEntry] = []
         self.forgotten: dict[Owner, set[str]] = {}  # as the real store: recorded with each forget
+        self.selection_index_erased: set[Owner] = set()  # owners whose erasure removed the index
+        self.overnight_notes: dict[Owner, set[str]] = {}  # what the night changed, until told
         self.clock = clock or Clock()
         self._lock = threading.Lock()
         self.fail_apply: Callable[[Change], bool] = lambda change: False
@@ -158,14 +196,16 @@ class FakeMemoryStore(MemoryStore):
             )
             return profile
 
-    def read_selected(self, owner: Owner, choose, *, actor, reason, run_id=None, unused_if=None):
+    def read_selected(self, owner: Owner, choose, *, actor, reason, run_id=None, unused_if=None, entry_id=""):
         assert isinstance(owner, Owner), "profiles are read by Owner (scope and user)"
         self.whole_profile_reads += 1
         profile = self.of(owner)
         if unused_if is not None and unused_if():
             return []
         chosen = choose(profile)
-        self.log_read(owner, tuple(m.memory_id for m in chosen), actor=actor, reason=reason, run_id=run_id)
+        self.log_read(
+            owner, tuple(m.memory_id for m in chosen), actor=actor, reason=reason, run_id=run_id, entry_id=entry_id
+        )
         return chosen
 
     def set_embedding(self, memory, embedding):
@@ -185,7 +225,7 @@ class FakeMemoryStore(MemoryStore):
             return found, ""
         return found, json.dumps([found[-1].owner.key, found[-1].memory_id])
 
-    def log_read(self, owner: Owner, memory_ids, *, actor, reason, run_id=None):
+    def log_read(self, owner: Owner, memory_ids, *, actor, reason, run_id=None, entry_id=""):
         with self._lock:
             self.ledger.append(
                 LedgerEntry(
@@ -197,6 +237,7 @@ class FakeMemoryStore(MemoryStore):
                     tuple(memory_ids),
                     run_id=run_id,
                     scope=owner.scope,
+                    **({"entry_id": entry_id} if entry_id else {}),
                 )
             )
 
@@ -204,7 +245,9 @@ class FakeMemoryStore(MemoryStore):
         assert isinstance(owner, Owner), "memories are read by Owner (scope and user)"
         return self.rows.get((owner, memory_id))
 
-    def apply(self, change: Change, *, actor, run_id=None, ledger_action=None, redacted=False, check=None):
+    def apply(
+        self, change: Change, *, actor, run_id=None, ledger_action=None, redacted=False, check=None, ledger_scope=None
+    ):
         with self._lock:
             if self.fail_apply(change):
                 raise RuntimeError("injected store failure")
@@ -213,6 +256,11 @@ class FakeMemoryStore(MemoryStore):
             key = (change.owner, change.memory_id)
             if self.rows.get(key) != change.before:
                 raise ConflictError(change.memory_id)
+            if change.moves:  # as the real store: the id must be free where it goes
+                if (change.after.owner, change.memory_id) in self.rows:
+                    raise MoveBlocked(change.memory_id)
+                del self.rows[key]
+                key = (change.after.owner, change.memory_id)
             if change.after is None:
                 del self.rows[key]
             elif change.after.reviewed_at is not None:  # a write starts its review place afresh
@@ -229,7 +277,7 @@ class FakeMemoryStore(MemoryStore):
                 None if redacted else change.before,
                 None if redacted else change.after,
                 run_id,
-                scope=change.owner.scope,
+                scope=ledger_scope or change.owner.scope,
                 sources=(change.after or change.before).sources,
                 redacted=redacted,
             )
@@ -331,8 +379,10 @@ class FakeMemoryStore(MemoryStore):
     def ledger_for_run(self, run_id):
         return sorted((e for e in self.ledger if e.run_id == run_id), key=lambda e: e.at, reverse=True)
 
-    def ledger_for(self, owner: Owner, limit=100):
-        return sorted((e for e in self.ledger if e.owner == owner), key=lambda e: e.at, reverse=True)[:limit]
+    def ledger_for(self, owner: Owner, limit=100, *, since=None, until=None):
+        rows = [e for e in self.ledger if e.owner == owner]
+        rows = [e for e in rows if (since is None or e.at >= since) and (until is None or e.at <= until)]
+        return sorted(rows, key=lambda e: e.at, reverse=True)[:limit]
 
     def changes_of(self, owner: Owner, limit, *, older_than=""):
         rows = [e for e in self.ledger if e.owner == owner and e.action in CHANGE_ACTIONS]
@@ -345,9 +395,26 @@ class FakeMemoryStore(MemoryStore):
     def forgotten_sources(self, owner: Owner):
         return frozenset(self.forgotten.get(owner, ()))
 
-    def erase_forgotten_sources(self, owner: Owner):
+    def note_overnight(self, owner: Owner, memory_ids):
+        with self._lock:
+            if memory_ids:
+                self.overnight_notes.setdefault(owner, set()).update(memory_ids)
+
+    def overnight(self, owner: Owner):
+        return frozenset(self.overnight_notes.get(owner, ()))
+
+    def clear_overnight(self, owner: Owner, seen=None):
+        with self._lock:
+            note = self.overnight_notes.get(owner)
+            if not note or (seen is not None and note != set(seen)):
+                return False
+            del self.overnight_notes[owner]
+            return True
+
+    def erase_kept_beside(self, owner: Owner):
         with self._lock:
             self.forgotten.pop(owner, None)
+            self.selection_index_erased.add(owner)  # this fake ranks its own records: it keeps no index
 
     def erase_unreadable(self, owner: Owner, *, actor, reason):
         return 0, 0  # every record of the fake is a Memory: readable

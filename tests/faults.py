@@ -12,6 +12,7 @@ import threading
 from dataclasses import dataclass, field
 from typing import Any
 
+from memorybot.adapters import profile_index
 from memorybot.adapters.dynamodb_ledger import ledger_from_item
 from memorybot.adapters.dynamodb_memories import FORGOTTEN_KEY, MARKER_PREFIX, memory_from_item
 from memorybot.config import Settings
@@ -162,17 +163,43 @@ class Snapshot:
     def take(cls, client: Any, settings: Settings) -> Snapshot:
         client = _unhooked(client)
         memories = {}
+        headers: dict[str, dict] = {}
+        chunks: dict[str, list[dict]] = {}
         for item in scan(client, settings.table_names["memories"]):
-            if item["memory_id"]["S"].startswith(MARKER_PREFIX) or item["memory_id"]["S"] == FORGOTTEN_KEY:
+            key = item["memory_id"]["S"]
+            if profile_index.is_header(item):
+                headers[item["owner"]["S"]] = item
+            elif key.startswith(profile_index.CHUNK_PREFIX):
+                chunks.setdefault(item["owner"]["S"], []).append(item)
+            elif key.startswith(MARKER_PREFIX) or key == FORGOTTEN_KEY:
                 continue  # an import marker or the forgotten sources, not a memory
-            m = memory_from_item(item)
-            memories[(m.owner, m.memory_id)] = m
+            else:
+                m = memory_from_item(item)
+                memories[(m.owner, m.memory_id)] = m
         ledger = [ledger_from_item(i) for i in scan(client, settings.table_names["memory_log"])]
+        _assert_index_agrees(memories, headers, chunks)
         return cls(memories, ledger)
 
     def changes(self) -> list[LedgerEntry]:
         """Rows of memory changes (not reads, not a rollback's own run-level row)."""
         return [e for e in self.ledger if e.action is not Action.READ and e.memory_ids]
+
+
+def ranked_view(m: Memory) -> tuple:
+    """What the selection index holds of a memory: all of it but its sources and review mark."""
+    return (m.memory_id, m.text, m.created_at, m.updated_at, m.valid_until, m.embedding)
+
+
+def _assert_index_agrees(
+    memories: dict[tuple[Owner, str], Memory], headers: dict[str, dict], chunks: dict[str, list[dict]]
+) -> None:
+    """Whatever failed, each owner's selection index holds exactly their memories as stored (every
+    memory write writes its entry in the same transaction)."""
+    owners = {o for o, _ in memories} | {Owner(*k.rsplit("#", 1)) for k in headers.keys() | chunks.keys()}
+    for owner in owners:
+        index = profile_index.Index(owner, headers.get(owner.key), chunks.get(owner.key, []))
+        stored = sorted(ranked_view(m) for (o, _), m in memories.items() if o == owner)
+        assert sorted(map(ranked_view, index.memories())) == stored, owner
 
 
 def assert_every_change_has_exactly_one_ledger_row(before: Snapshot, after: Snapshot) -> None:

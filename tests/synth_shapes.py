@@ -12,3 +12,13 @@ CDK_CLI = ROOT / "node_modules" / ".bin" / "cdk"  # `npm ci` installs the CLI pi
 CONCRETE_ACCOUNT = "123456789012"
 CONCRETE_REGIONS = ("eu-west-1", "ap-northeast-1")
 SHAPES = ("agnostic", *CONCRETE_REGIONS)
+
+
+def alarm_metric(props: dict) -> dict:
+    """The one metric an alarm watches: as CloudWatch's own fields, or as its one MetricStat
+    (how cdk-monitoring-constructs writes it)."""
+    if "MetricName" in props:
+        return {k: props[k] for k in ("Namespace", "MetricName", "Dimensions", "Period", "Statistic")}
+    [query] = props["Metrics"]
+    stat = query["MetricStat"]
+    return {**stat["Metric"], "Period": stat["Period"], "Statistic": stat["Stat"]}

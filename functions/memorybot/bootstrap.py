@@ -31,6 +31,7 @@ if TYPE_CHECKING:
         ManifestStore,
         MemoryStore,
         MessageStore,
+        Metrics,
         PeopleStore,
         RememberedMessages,
         RunStore,
@@ -38,6 +39,7 @@ if TYPE_CHECKING:
     from .core.rights.erasure import Erasure
     from .core.rights.importing import Importer
     from .core.rights.rollback import Rollback
+    from .core.rights.servers import ServerSettings, ServerStore
     from .core.turn.extraction import Extractor
     from .core.turn.reply import ReplyWriter
     from .discord.guilds import GuildNames
@@ -71,6 +73,8 @@ class Container:
         signature_verifier: Verifier | None = None,
         idempotency: Idempotency | None = None,
         unavailable_attempts: AttemptCounter | None = None,
+        server_store: ServerStore | None = None,
+        metrics: Metrics | None = None,
     ) -> None:
         """Each keyword given takes the place of the provider of the same name (the local stack and
         the tests use them); one not given (None) is built from ``config`` on first use. The use
@@ -93,6 +97,8 @@ class Container:
             "signature_verifier": signature_verifier,
             "idempotency": idempotency,
             "unavailable_attempts": unavailable_attempts,
+            "server_store": server_store,
+            "metrics": metrics,
         }
         # A cached property reads the instance's own value first: an override is its first build.
         self.__dict__.update({name: value for name, value in given.items() if value is not None})
@@ -104,6 +110,14 @@ class Container:
     @property
     def zone(self) -> tzinfo:
         return self.settings.zone
+
+    @cached_property
+    def metrics(self) -> Metrics:
+        """The process's metrics (CloudWatch's embedded metric format on stdout), written out by
+        each handler when its invocation ends; Powertools is imported by the first flush only."""
+        from .adapters.metrics import metrics_for
+
+        return metrics_for(self.settings)
 
     @cached_property
     def dynamodb_client(self) -> DynamoDBClient:
@@ -139,6 +153,18 @@ class Container:
         from .adapters.dynamodb_runs import DynamoRunStore
 
         return DynamoRunStore(self.dynamodb_client, self.settings)
+
+    @cached_property
+    def server_store(self) -> ServerStore:
+        """Each server's settings (/memory-settings), their ledger and the server's counters."""
+        from .adapters.dynamodb_servers import DynamoServerStore
+        from .tables import SERVERS
+
+        return DynamoServerStore(
+            self.dynamodb_client,
+            self.settings.table(SERVERS),
+            cache_seconds=self.settings.server_settings_cache_seconds,
+        )
 
     @cached_property
     def decision_model(self) -> DecisionModel:
@@ -200,7 +226,19 @@ class Container:
             embeddings=self.embedding_model,
             people=self.people_store,
             diary_language=self.settings.diary_language,
+            servers=self.server_store,
+            post=self._post_diary,
+            server_diaries=self.settings.server_diaries_per_night,
+            zone=self.settings.zone,
+            overnight=self.memory_store,
         )
+
+    def _post_diary(self, channel_id: str, line: str) -> str:
+        """A server's diary line in its channel, escaped (the Discord client, with the bot token, is
+        built only when a diary is posted)."""
+        from .discord.formats import markdown_escaped
+
+        return self.discord.send_message(channel_id, markdown_escaped(line))
 
     @cached_property
     def rollback(self) -> Rollback:
@@ -212,7 +250,13 @@ class Container:
     def erasure(self) -> Erasure:
         from .core.rights.erasure import Erasure
 
-        return Erasure(self.memory_store, self.message_store, self.people_store)
+        return Erasure(
+            self.memory_store,
+            self.message_store,
+            self.people_store,
+            overnight=self.memory_store,
+            servers=self.server_store,
+        )
 
     @cached_property
     def importer(self) -> Importer:
@@ -303,6 +347,17 @@ class Invocation:
     def __init__(self, container: Container, context: Any) -> None:
         self._container = container
         self.context = context
+        self._servers: dict[str, ServerSettings] = {}
+
+    # The invocation is also where its answers are given and its server's settings (the roles
+    # ``Places`` and ``ServerDeps`` of ``Dependencies``): the same object, seen through each role.
+    @property
+    def places(self) -> Invocation:
+        return self
+
+    @property
+    def servers(self) -> Invocation:
+        return self
 
     @property
     def scope_mode(self) -> ScopeMode:
@@ -343,6 +398,24 @@ class Invocation:
     @property
     def guild_names(self) -> GuildNames:
         return self._container.guild_names
+
+    @property
+    def server_store(self) -> ServerStore:
+        return self._container.server_store
+
+    @property
+    def model_request_cost_usd(self) -> float:
+        return self._container.settings.model_request_cost_usd
+
+    def server_settings(self, guild_id: str) -> ServerSettings:
+        """A server's settings, read at most once in this invocation (the store may hold them briefly)."""
+        if guild_id not in self._servers:
+            self._servers[guild_id] = self._container.server_store.get(guild_id)
+        return self._servers[guild_id]
+
+    @property
+    def metrics(self) -> Metrics:
+        return self._container.metrics
 
     def once(self, name: str, key: str, work: Callable[[], dict[str, Any]]) -> dict[str, Any] | None:
         """``work()``'s answer once per ``key``: a repeat gets the stored answer; None while another

@@ -170,6 +170,9 @@ def main(argv: list[str] | None = None) -> int:
     where.add_argument("--dm", action="store_true", help="talk in your DM with the bot (its own memory scope)")
     chat.add_argument("--state-dir", type=Path, default=None, help="where to find the local signing key")
     chat.add_argument("--locale", default="en-US", help="your Discord language, as Discord sends it (e.g. ja)")
+    chat.add_argument(
+        "--admin", action="store_true", help="as a server admin (Manage Server): /memory-settings works; else a member"
+    )
 
     register = command(
         "register-commands", help='install /chat, /memory and "Remember this" on Discord (bulk overwrite)'
@@ -367,10 +370,13 @@ def _chat(args: argparse.Namespace) -> int:
             args.channel or dm_channel_for(args.user),
             None,
             locale=args.locale,
+            admin=args.admin,
         )
     channel = args.channel or client.LOCAL_CHANNEL_ID
     guild = args.guild or client.LOCAL_GUILD_ID
-    return client.run(args.url, args.user, args.say, args.state_dir, channel, guild, locale=args.locale)
+    return client.run(
+        args.url, args.user, args.say, args.state_dir, channel, guild, locale=args.locale, admin=args.admin
+    )
 
 
 def _register(args: argparse.Namespace) -> int:

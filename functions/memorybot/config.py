@@ -38,6 +38,8 @@ DEFAULT_MODEL_PRICES: Mapping[str, tuple[float, float]] = {
 
 @dataclass(frozen=True)
 class Settings:
+    """Every setting of a function, read from the environment once."""
+
     table_names: Mapping[str, str]
     decision_model: str = "offline"  # http | bedrock | openai | offline
     chat_model: str = "offline"  # bedrock | openai | offline
@@ -58,6 +60,9 @@ class Settings:
     # expire through DynamoDB TTL; change rows never carry the attribute (docs/ledger-retention.md).
     ledger_read_retention_days: int = 400
     metrics_namespace: str = "MemoryBot"
+    service_name: str = "memorybot"  # POWERTOOLS_SERVICE_NAME: the metrics' service dimension
+    # The metrics' function dimension: the function's name in the stack (infra/function_specs.py).
+    function_name: str = "local"
     # USD per million input and output tokens, by model id (DEFAULT_MODEL_PRICES, then the
     # environment's MEMORYBOT_MODEL_PRICES): what an estimated cost multiplies tokens by.
     model_prices: Mapping[str, tuple[float, float]] = field(default_factory=lambda: dict(DEFAULT_MODEL_PRICES))
@@ -89,6 +94,13 @@ class Settings:
     # The deployment's time zone (an IANA name): the dates and times the prompts and
     # /memory history show. The nightly schedule stays the design's 03:00 JST.
     timezone: str = DEFAULT_TIMEZONE
+    # Servers' own settings (/memory-settings, docs/admins.md): how long a warm function keeps a
+    # server's settings (a change takes effect within this, at most a minute; 0: read every time, as
+    # the local stack does); the model cost show estimates per request (USD); and how many servers'
+    # own diaries one night writes at most (each one model call and one post, on top of the run's bound).
+    server_settings_cache_seconds: float = 30.0
+    model_request_cost_usd: float = 0.0005
+    server_diaries_per_night: int = 50
     # Plain values (local) or the names of Secrets Manager secrets (deployed).
     plain_secrets: Mapping[str, str] = field(default_factory=dict)
     secret_names: Mapping[str, str] = field(default_factory=dict)
@@ -100,11 +112,7 @@ class Settings:
     def price(self, model_id: str) -> tuple[float, float] | None:
         """USD per million (input, output) tokens of ``model_id`` (an inference profile's: its base
         model's); None when no price is set for it."""
-        found = self.model_prices.get(model_id)
-        base = inference_profile_base(model_id)
-        if found is None and base is not None:
-            found = self.model_prices.get(base)
-        return found
+        return price_in(self.model_prices, model_id)
 
     def table(self, spec: tables.TableSpec) -> str:
         return self.table_names[spec.logical_name]
@@ -142,6 +150,8 @@ class Settings:
                 int(env.get("MEMORYBOT_LEDGER_READ_RETENTION_DAYS", cls.ledger_read_retention_days)),
             ),
             metrics_namespace=env.get("POWERTOOLS_METRICS_NAMESPACE") or cls.metrics_namespace,
+            service_name=env.get("POWERTOOLS_SERVICE_NAME") or cls.service_name,
+            function_name=env.get("MEMORYBOT_FUNCTION") or cls.function_name,
             model_prices={**DEFAULT_MODEL_PRICES, **_model_prices(env.get("MEMORYBOT_MODEL_PRICES", ""))},
             jev_url=env.get("JEV_URL", "").rstrip("/"),
             openai_base_url=env.get("OPENAI_BASE_URL", "https://api.openai.com/v1").rstrip("/"),
@@ -163,6 +173,19 @@ class Settings:
             extraction_function_name=env.get("EXTRACTION_FUNCTION_NAME", ""),
             manifest_bucket=env.get("MEMORYBOT_MANIFEST_BUCKET", ""),
             timezone=_timezone(env.get("MEMORYBOT_TIMEZONE", "").strip() or DEFAULT_TIMEZONE),
+            server_settings_cache_seconds=_bounded(
+                "MEMORYBOT_SERVER_SETTINGS_CACHE_SECONDS",
+                float(env.get("MEMORYBOT_SERVER_SETTINGS_CACHE_SECONDS", cls.server_settings_cache_seconds)),
+                60,
+            ),
+            model_request_cost_usd=float(env.get("MEMORYBOT_MODEL_REQUEST_COST_USD", cls.model_request_cost_usd)),
+            server_diaries_per_night=int(
+                _bounded(
+                    "MEMORYBOT_SERVER_DIARIES_PER_NIGHT",
+                    int(env.get("MEMORYBOT_SERVER_DIARIES_PER_NIGHT", cls.server_diaries_per_night)),
+                    1000,
+                )
+            ),
             plain_secrets={k: env.get(k, "") for k in SECRET_KEYS + MODEL_SECRET_KEYS},
             secret_names={k: env.get(f"{k}_SECRET_NAME", "") for k in SECRET_KEYS + MODEL_SECRET_KEYS},
         )
@@ -172,6 +195,26 @@ def _non_negative(name: str, value: int) -> int:
     if value < 0:
         raise ValueError(f"{name} must be 0 (keep for ever) or a number of days")
     return value
+
+
+def _bounded(name: str, value: float, most: float) -> float:
+    if not 0 <= value <= most:
+        raise ValueError(f"{name} must be between 0 and {most:g}")
+    return value
+
+
+def price_in(prices: Mapping[str, tuple[float, float]], model_id: str) -> tuple[float, float] | None:
+    """``model_id``'s price in ``prices`` (an inference profile's: its base model's), or None."""
+    found = prices.get(model_id)
+    base = inference_profile_base(model_id)
+    if found is None and base is not None:
+        found = prices.get(base)
+    return found
+
+
+def estimated_cost(price: tuple[float, float], input_tokens: int, output_tokens: int) -> float:
+    """US dollars for these tokens at ``price`` (USD per million input and output tokens)."""
+    return (input_tokens * price[0] + output_tokens * price[1]) / 1_000_000
 
 
 def _model_prices(text: str) -> dict[str, tuple[float, float]]:

@@ -12,12 +12,16 @@ from typing import Any
 
 @dataclass(frozen=True)
 class Key:
+    """A key attribute: its name and DynamoDB type."""
+
     name: str
     type: str  # "S" or "N"
 
 
 @dataclass(frozen=True)
 class Index:
+    """A secondary index."""
+
     name: str
     partition: Key
     sort: Key | None = None
@@ -25,6 +29,8 @@ class Index:
 
 @dataclass(frozen=True)
 class TableSpec:
+    """One table, as every user of it builds or names it."""
+
     logical_name: str  # also the default physical name locally
     env_var: str  # where deployed functions find the physical name
     partition: Key
@@ -183,7 +189,21 @@ PEOPLE = TableSpec(
     partition=Key("user_id", "S"),
 )
 
-ALL_TABLES: tuple[TableSpec, ...] = (MESSAGES, MEMORIES, MEMORY_LOG, NIGHTLY_RUNS, DEDUP, PEOPLE)
+# One partition per server (/memory-settings, core/rights/servers.py), item_key names the item:
+# "settings" (the server's settings), "change#<iso time>#<id>" (each change's ledger row, written in
+# the same transaction), "day#<YYYY-MM-DD>" (the day's turns and model requests), "totals" (memories
+# and a digest per person with memories) and "member#<YYYY-MM-DD>#<user id>" (a member's turns that
+# day, for the daily limit). Day and member counters expire (``expiration``); settings and their
+# ledger rows never do.
+SERVERS = TableSpec(
+    logical_name="servers",
+    env_var="SERVERS_TABLE",
+    partition=Key("guild_id", "S"),
+    sort=Key("item_key", "S"),
+    ttl_attribute="expiration",
+)
+
+ALL_TABLES: tuple[TableSpec, ...] = (MESSAGES, MEMORIES, MEMORY_LOG, NIGHTLY_RUNS, DEDUP, PEOPLE, SERVERS)
 
 
 def create_tables(client: Any, names: dict[str, str] | None = None) -> None:

@@ -82,16 +82,18 @@ class StackProcess:
 
 @contextmanager
 def stack_with_jev(
-    state_dir: Path, admin_secret: str, channels: Iterator[int]
+    state_dir: Path, admin_secret: str, channels: Iterator[int], env: dict[str, str] | None = None
 ) -> Iterator[tuple[StackProcess, JevServer, Callable[..., LocalClient], httpx.Client]]:
     """A local stack deciding through a loopback Jev (keep, add), with a known admin secret and every
     log level on (the most an operator could turn on), and a factory of terminal clients: each
-    person in a channel of their own from ``channels`` unless one is named."""
+    person in a channel of their own from ``channels`` unless one is named. ``env``: more settings
+    (a moto server of the test's own, to read the tables)."""
     with JevServer(worth=0.9, add=0.9, verdict="keep", review="keep") as jev:
         env = {
             **loopback_models(jev.url),
             "MEMORYBOT_ADMIN_SECRET": admin_secret,
             "POWERTOOLS_LOG_LEVEL": "DEBUG",
+            **(env or {}),
         }
         running = StackProcess(state_dir, env)
         http = httpx.Client(timeout=120)

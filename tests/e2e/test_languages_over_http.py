@@ -64,12 +64,16 @@ def test_every_command_answers_in_the_persons_language(speaker, locale):
     assert answers(mai.forget_all()) == [text("nothing_remembered", locale, where=here)]
 
     first = mai.chat("I keep bees on the roof of my flat")
-    assert answers(first) == [text("notice", locale)]  # the first-use notice, in their language
+    notice, receipt = answers(first)
+    assert notice == text("notice", locale)  # the first-use notice, in their language
+    # ... and what the turn changed, in their language too
+    assert receipt.startswith(text("receipt_header", locale, count=1))
+    assert receipt.endswith(text("receipt_footer", locale))
 
     shown = mai.show()
     assert answers(shown) == [text("dm_sent", locale)]
     [dm] = dms(shown)  # the DM follows the interaction that caused it
-    assert dm.splitlines()[0] == text("dm_header", locale, where=here)
+    assert dm.splitlines()[0] == f"{text('dm_header', locale, where=here)} {text('show_receipts_on', locale)}"
     assert dm.splitlines()[-1] == text("dm_footer", locale)
     [memory_id] = listed(shown)
 
@@ -109,8 +113,12 @@ def test_the_forget_all_button_answers_in_the_language_of_whoever_clicks(speaker
     stale = ren.click("memory-forget-something-else")
     assert stale == [EPHEMERAL + text("stale_component", locale)]
 
+    # Answered at once, then updated by the job that deleted everything, both in the clicker's language.
     done = ren.click()
-    assert done == [f"memorybot: (the confirmation now reads) {text('forget_all_done', locale, count=1, where=here)}"]
+    assert done == [
+        f"memorybot: (the confirmation now reads) {text('forget_all_started', locale, where=here)}",
+        f"memorybot: (the confirmation now reads) {text('forget_all_done', locale, count=1, where=here)}",
+    ]
 
 
 @pytest.mark.parametrize("locale", LOCALES)
@@ -125,7 +133,10 @@ def test_remember_this_on_ones_own_message_learns_it_with_the_message_as_its_sou
     yui = speaker("yui", locale)
     jev.clear()
     out = yui.remember("I moved to Fukuoka in October")
-    assert out == [EPHEMERAL + text("remember_will", locale)]  # the deferred, ephemeral answer filled in
+    # the deferred, ephemeral answer filled in: the receipt, in their language, with its Undo
+    [answer, undo] = out
+    assert answer.startswith(EPHEMERAL + text("receipt_header", locale, count=1)) and "Fukuoka" in answer
+    assert text("history_undo_label", locale, n=1) in undo
     assert jev.questions()[0] == "worth"
     shown = yui.show()
     [memory_id] = listed(shown)

@@ -36,7 +36,11 @@ def test_chat_reply_memory_show_forget_gone(person, jev, stack):
     alice = person("alice-e2e")
     said = alice.chat("I love hiking in the Alps")
     assert said[0].startswith("memorybot: ")  # the deferred answer was filled in
-    assert said[1:] == [f"memorybot: (only you can see this) {text('notice', 'en')}"]  # then the first-use notice
+    assert said[1] == "  [button: Why?] (type /because to click it)"  # the reply's own "Why?"
+    assert said[2] == f"memorybot: (only you can see this) {text('notice', 'en')}"  # then the first-use notice
+    # then the receipt of what the turn changed, with its Undo (only they see it)
+    assert said[3].startswith(f"memorybot: (only you can see this) {text('receipt_header', 'en', count=1)}")
+    assert said[4:] == ["  [button: Undo 1] (type /undo 1 to click it)"]
     assert jev.questions()[0] == "worth"  # extraction ran after the reply, through Jev
 
     shown = alice.show()

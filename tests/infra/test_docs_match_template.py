@@ -76,7 +76,7 @@ def test_every_output_is_on_the_page(synth, page):
 
 def test_the_tables_the_page_names_are_the_templates(synth, page):
     names = {spec.logical_name for spec in tables.ALL_TABLES}
-    assert named_tables(page, r"six DynamoDB tables \(([^)]*)\)") == names
+    assert named_tables(page, r"seven DynamoDB tables \(([^)]*)\)") == names
     retained = {spec.logical_name for spec in tables.ALL_TABLES if _retained(synth, spec)}
     assert named_tables(page, r"The data tables \(([^)]*)\) have a \*\*Retain\*\*") == retained
     personal = {spec.logical_name for spec in tables.ALL_TABLES if spec.personal_data}

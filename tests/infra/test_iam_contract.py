@@ -27,6 +27,7 @@ from frontdoor import (
     APP_ID,
     BOB,
     CHANNEL,
+    GUILD,
     PUBLIC_KEY,
     SCOPE,
     admin_event,
@@ -49,8 +50,15 @@ from loopback.bedrock_server import BedrockServer
 from memorybot import bootstrap, tables
 from memorybot.adapters.bedrock import bedrock_client
 from memorybot.adapters.discord_rest import DiscordRest
-from memorybot.adapters.dynamodb_memories import MARKER_PREFIX, MESSAGE_MARKER, DynamoMemoryStore
+from memorybot.adapters.dynamodb_memories import (
+    MARKER_PREFIX,
+    MESSAGE_MARKER,
+    OVERNIGHT_KEY,
+    SMALL_PROFILE_ITEMS,
+    DynamoMemoryStore,
+)
 from memorybot.adapters.dynamodb_messages import DynamoMessageStore
+from memorybot.adapters.dynamodb_servers import DynamoServerStore
 from memorybot.adapters.embeddings import BedrockTitanEmbeddings
 from memorybot.adapters.invoker import LambdaInvoker, LocalContext
 from memorybot.adapters.manifests import S3Manifests
@@ -60,8 +68,18 @@ from memorybot.core.night import nightly_steps
 from memorybot.core.night.consolidation import STALE_AFTER, manifest_key, window_for
 from memorybot.core.night.nightly_jobs import RunPlan
 from memorybot.core.record.changes import Change
-from memorybot.core.record.domain import Action, Actor, Message, SourceRef, snowflake_at, utcnow
+from memorybot.core.record.domain import (
+    MEMORY_ID_ALPHABET,
+    Action,
+    Actor,
+    Message,
+    Owner,
+    SourceRef,
+    snowflake_at,
+    utcnow,
+)
 from memorybot.core.record.jobs import ExtractionJob, ReplyJob
+from memorybot.core.rights.servers import ChangeRow
 from memorybot.discord.requests import forget_all_button
 from memorybot.discord.signature import Verifier
 from memorybot.local import discord_recorder, moto_dynamo
@@ -83,6 +101,7 @@ class Harness:
 
     def __init__(self, moto_server: Any, discord_base: str, recorder: Recorder, bedrock_url: str) -> None:
         seed_client = moto_server.client()
+        self.seed_client = seed_client
         prefix = f"iam{next(_prefixes)}-"
         names = moto_dynamo.create_tables(seed_client, prefix)
         self.bucket = f"{prefix}{MANIFESTS}"
@@ -215,18 +234,48 @@ def interactions_scenario(h: Harness) -> None:
     assert body(h.call("Interactions", event(remember_this("I keep koi"))))["type"] == 4
     assert body(h.call("Interactions", event(forget_all())))["data"]["components"]
     assert body(h.call("Interactions", event(click(forget_all_button(ALICE, utcnow())))))["type"] == 7
-    h.deliver()  # the reply worker, then the extraction worker
+    server_settings_scenario(h)
+    # The reply worker, then the extraction worker: the forget-all's deletes (its job) among its work.
+    answers = h.deliver()
+    assert [a["forgotten"] for a in answers if "forgotten" in a] == [2]
+
+
+def seed_id(prefix: str, i: int) -> str:
+    """A memory id (five characters of the id alphabet) for the ``i``-th seeded memory."""
+    return prefix + MEMORY_ID_ALPHABET[i // len(MEMORY_ID_ALPHABET)] + MEMORY_ID_ALPHABET[i % len(MEMORY_ID_ALPHABET)]
+
+
+def server_settings_scenario(h: Harness) -> None:
+    """/memory-settings: an admin's change (the settings and its ledger row, one transaction) and show
+    (the settings, the day counters and the recent changes)."""
+
+    def as_admin(sub: dict) -> dict:
+        payload = command("memory-settings", [sub])
+        payload["member"]["permissions"] = str(1 << 5)
+        return event(payload)
+
+    limit = {"type": 1, "name": "daily-limit", "options": [{"type": 4, "name": "turns", "value": 50}]}
+    assert "Done" in body(h.call("Interactions", as_admin(limit)))["data"]["content"]
+    shown = body(h.call("Interactions", as_admin({"type": 1, "name": "show", "options": []})))["data"]["content"]
+    assert "daily limit" in shown
 
 
 def reply_scenario(h: Harness) -> None:
-    # More than ten memories: the reply ranks them, so it embeds its query (the Titan grant).
-    for i in range(11):
-        seeded = memory(ALICE, f"re{i:02d}p"[:5], f"Likes instrument number {i}", at=utcnow(), scope=SCOPE)
+    # More than ten memories: the reply ranks them, so it embeds its query (the Titan grant). More
+    # than a page: ranked from the selection index (built by an extraction's read), the chosen
+    # fetched with BatchGetItem.
+    for i in range(SMALL_PROFILE_ITEMS + 2):
+        at = utcnow() - timedelta(minutes=i)
+        seeded = memory(ALICE, seed_id("rep", i), f"Likes instrument number {i}", at=at, scope=SCOPE)
         h.memories.apply(Change(Action.ADD, None, seeded, "seed"), actor=Actor.EXTRACTION)
+    h.memories.read_selected(Owner(SCOPE, ALICE), list, actor=Actor.EXTRACTION, reason="seed: builds the index")
     text = "I started learning the violin"
     said = chat(text)
     h.messages.put(Message(CHANNEL, said["id"], ALICE, "alice", text, scope=SCOPE, conversation_of=ALICE))
-    job = ReplyJob(said["id"], said["token"], said["application_id"], CHANNEL, ALICE, "alice", SCOPE, "ja").to_json()
+    job = ReplyJob(
+        said["id"], said["token"], said["application_id"], CHANNEL, ALICE, "alice", SCOPE, "ja", GUILD
+    ).to_json()
+    h.memories.note_overnight(Owner(SCOPE, ALICE), ["re00p"])  # the night's note: read and claimed by this turn
     h.recorder.lose_answer("Reply", "TransactWriteItems")  # the reply is stored, its answer is lost
     h.call("Reply", dict(job))
     h.call("Reply", dict(job))  # Lambda's redelivery: the stored result, no second post
@@ -238,10 +287,20 @@ def reply_scenario(h: Harness) -> None:
 
 
 def extraction_scenario(h: Harness) -> None:
+    # More than a page of memories: the first read builds the selection index, the next ranks from it.
+    for i in range(SMALL_PROFILE_ITEMS + 2):
+        at = utcnow() - timedelta(days=1, minutes=i)
+        older = memory(BOB, seed_id("stm", i), f"Collects stamp number {i}", at=at, scope=SCOPE)
+        h.memories.apply(Change(Action.ADD, None, older, "seed"), actor=Actor.EXTRACTION)
     updated = memory(BOB, "upda2", "Lives in Kyoto", at=utcnow(), scope=SCOPE)
     deleted = memory(BOB, "de2e3", "Exam on Friday", at=utcnow(), scope=SCOPE)
     for m in (updated, deleted):
         h.memories.apply(Change(Action.ADD, None, m, "seed"), actor=Actor.EXTRACTION)
+    at = utcnow() - timedelta(seconds=30)
+    stamps = Message(CHANNEL, snowflake_at(at, 4), BOB, "bob", "I like green tea", scope=SCOPE, conversation_of=BOB)
+    h.messages.put(stamps)
+    # The first read of a large profile by the extraction: read whole, and the index built from it.
+    h.call("Extraction", ExtractionJob(stamps.message_id, CHANNEL, BOB, "bob", SCOPE, stamps.message_id).to_json())
     h.jev.verdicts = {updated.memory_id: "update", deleted.memory_id: "delete"}
     said = Message(
         CHANNEL,
@@ -264,7 +323,7 @@ def extraction_scenario(h: Harness) -> None:
     )
     for m in (said, reply):
         h.messages.put(m)
-    job = ExtractionJob(said.message_id, CHANNEL, BOB, "bob", SCOPE, reply.message_id).to_json()
+    job = ExtractionJob(said.message_id, CHANNEL, BOB, "bob", SCOPE, reply.message_id, GUILD).to_json()
     h.recorder.lose_answer("Extraction", "TransactWriteItems")
     answer = h.call("Extraction", dict(job))
     assert answer["updated"] == [updated.memory_id] and answer["deleted"] == [deleted.memory_id] and answer["added"]
@@ -349,6 +408,11 @@ def nightly_review_scenario(h: Harness) -> None:
     ):
         h.memories.apply(Change(Action.ADD, None, m, "seed"), actor=Actor.EXTRACTION)
     h.jev.reviews = {"sta2z": "delete", "kee2p": "keep"}
+    # The server set a diary channel: its own diary is written and posted (its counter an UpdateItem).
+    servers = DynamoServerStore(h.seed_client, h.settings.table(tables.SERVERS), cache_seconds=0)
+    before = servers.get(GUILD)
+    after = replace(before, diary_channel=CHANNEL)
+    assert servers.change(before, after, ChangeRow(GUILD, "diary", ALICE, "off", CHANNEL, utcnow()))
     h.recorder.lose_answer("NightlyReview", "TransactWriteItems")  # the decay commits, its answer is lost
     assert h.call("NightlyReview", dict(NIGHTLY["plan"])) == NIGHTLY["plan"]
     assert h.call("NightlyReview", dict(NIGHTLY["plan"])) == NIGHTLY["plan"]  # a redrive: its mark
@@ -709,7 +773,8 @@ def test_the_import_is_in_the_contract_its_marker_written_with_the_memory_and_re
     assert imports and {r.function for r in imports} == {"Admin"}
     for request in imports:
         tables_written = [next(iter(i.values()))["TableName"] for i in request.params["TransactItems"]]
-        assert tables_written == [memories, memories, ledger, people]
+        # the memory, its marker, its ledger row, the person's check; the selection index's header and chunk
+        assert tables_written == [memories, memories, ledger, people, memories, memories]
     reads = [
         r
         for r in recorder.requests
@@ -832,28 +897,31 @@ VECTOR_UPDATE = "SET embedding = :vector, embedding_model = :model"
 AS_WRITTEN = "#text = :text AND updated_at = :updated AND created_at = :created"
 
 
-def test_learning_updates_a_memory_only_to_store_its_vector_after_its_write_and_its_role_allows_that(
+def test_learning_stores_a_memorys_vector_after_its_write_with_its_index_entry_and_its_role_allows_that(
     recorded, role_policies, synth
 ):
     """The extraction path writes a memory (its transaction, with the ledger row), then stores the
-    text's vector with one UpdateItem conditioned on the record being as written: the only
-    UpdateItem it makes on memories, each after the write of the same key, and allowed by both
-    roles; without the grant, exactly these requests are denied."""
+    text's vector in a transaction of its own: the memory's Update conditioned on the record being
+    as written, and its selection index entry (the header and the chunk), each after the write of
+    the same key, allowed by both roles; no UpdateItem outside a transaction. Without the grant,
+    exactly these transactions (and every change's, which writes the index too) are denied."""
     recorder, harness = recorded
     memories = harness.settings.table(tables.MEMORIES)
     updates = [
-        (i, r)
+        (i, r, item["Update"])
         for i, r in enumerate(recorder.requests)
-        if r.function in LEARNING
-        and r.operation == "UpdateItem"
-        and r.params["TableName"] == memories
-        and not r.params["Key"]["memory_id"]["S"].startswith(MARKER_PREFIX)  # a "Remember this" claim settled
+        if r.function in LEARNING and r.operation == "TransactWriteItems"
+        for item in r.params["TransactItems"]
+        if "Update" in item and item["Update"].get("UpdateExpression") == VECTOR_UPDATE
     ]
-    assert {r.function for _, r in updates} == set(LEARNING)
-    for index, request in updates:
-        params = request.params
-        assert params["UpdateExpression"] == VECTOR_UPDATE and params["ConditionExpression"] == AS_WRITTEN
+    assert {r.function for _, r, _ in updates} == set(LEARNING)
+    for index, request, params in updates:
+        assert params["TableName"] == memories and params["ConditionExpression"] == AS_WRITTEN
         assert set(params["ExpressionAttributeValues"]) == {":vector", ":model", ":text", ":updated", ":created"}
+        items = request.params["TransactItems"]
+        assert len(items) == 3 and all(
+            next(iter(i)) == "Update" and i["Update"]["TableName"] == memories for i in items
+        )
         written_before = [
             item["Put"]["Item"]
             for r in recorder.requests[:index]
@@ -863,6 +931,12 @@ def test_learning_updates_a_memory_only_to_store_its_vector_after_its_write_and_
         ]
         key = params["Key"]
         assert any(all(item.get(k) == v for k, v in key.items()) for item in written_before), key
+    alone = [r for r in recorder.requests if r.function in LEARNING and r.operation == "UpdateItem"]
+    # outside a transaction, only a "Remember this" claim settled (its marker) and the night's note of
+    # what it changed (core/rights/receipts.py: a set of ids), never a memory
+    for r in alone:
+        key = r.params["Key"]["memory_id"]["S"] if r.params["TableName"] == memories else MARKER_PREFIX
+        assert key.startswith(MARKER_PREFIX) or key == OVERNIGHT_KEY, key
     need = Need("dynamodb:UpdateItem", f"dynamodb:{tables.MEMORIES.logical_name}")
     assert all(role_policies[name].allows(need) for name in LEARNING)
     names = [spec.name for spec in FUNCTIONS]
@@ -870,6 +944,10 @@ def test_learning_updates_a_memory_only_to_store_its_vector_after_its_write_and_
     for name in LEARNING:
         template = _without_grant(template, name, "dynamodb:UpdateItem", "AWS::DynamoDB::Table", "Memories")
     verdict = check(recorder.requests, policies(template, names), harness.logical_tables, harness.logical_buckets)
-    assert sorted(set(verdict.denial_lines())) == [
-        f"{name}: dynamodb:UpdateItem on dynamodb:memories (for UpdateItem)" for name in sorted(LEARNING)
-    ]
+    # (the forget-all job the extraction function runs writes in transactions too: its deletes add
+    # their sources to the forgotten ones, and their index entries)
+    settles = {r.function for r in alone if r.params["TableName"] == memories}
+    assert sorted(set(verdict.denial_lines())) == sorted(
+        [f"{name}: dynamodb:UpdateItem on dynamodb:memories (for TransactWriteItems)" for name in LEARNING]
+        + [f"{name}: dynamodb:UpdateItem on dynamodb:memories (for UpdateItem)" for name in settles]
+    )

@@ -26,6 +26,7 @@ PINNED = {
     "NightlyRunsTable29EBA93E": "AWS::DynamoDB::Table",
     "DedupTable8CDC25BD": "AWS::DynamoDB::Table",
     "PeopleTableAF298A5B": "AWS::DynamoDB::Table",  # the person record (docs/consent.md)
+    "ServersTable52E78352": "AWS::DynamoDB::Table",  # a server's settings and figures (docs/admins.md)
     "NightlyManifestsD70CF3F2": "AWS::S3::Bucket",
     "DiscordPublicKeySecret0E12FF25": "AWS::SecretsManager::Secret",
     "DiscordBotTokenSecret6314F565": "AWS::SecretsManager::Secret",

@@ -58,7 +58,7 @@ from memorybot.local import moto_dynamo
 REGION = "us-east-1"
 BUCKET = "memorybot-nightly-manifests"
 SCOPE = "guild:1"
-SCHEDULE_INPUT = {"time": "2026-11-29T18:00:00Z"}  # what the rule sends: {"time": <events.EventField.time>}
+SCHEDULE_INPUT = {"time": "2026-11-29T18:00:00Z"}  # what the schedule sends: <aws.scheduler.scheduled-time>
 SHORT_WAIT = 1  # seconds: every Retry's IntervalSeconds and MaxDelaySeconds, for the test only
 
 

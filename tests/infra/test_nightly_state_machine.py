@@ -13,6 +13,7 @@ from infra.nightly import MANIFEST_EXPIRY
 from infra.settings import StackConfig
 from memorybot.core.night import nightly_steps
 from memorybot.core.record.domain import NIGHTLY_EXECUTION_TIMEOUT
+from synth_shapes import alarm_metric
 
 
 def _resolve(part, synth) -> str:
@@ -160,11 +161,11 @@ def test_alarms_on_failed_and_timed_out_executions(synth):
     [machine_id] = synth.of_type("AWS::StepFunctions::StateMachine")
     watched = set()
     for alarm in synth.of_type("AWS::CloudWatch::Alarm").values():
-        props = alarm["Properties"]
-        if props["Namespace"] == "AWS/States":
-            [dimension] = props["Dimensions"]
+        metric = alarm_metric(alarm["Properties"])
+        if metric["Namespace"] == "AWS/States":
+            [dimension] = metric["Dimensions"]
             assert dimension["Value"] == {"Ref": machine_id}
-            watched.add(props["MetricName"])
+            watched.add(metric["MetricName"])
     assert watched == {"ExecutionsFailed", "ExecutionsTimedOut"}
 
 

@@ -7,7 +7,8 @@ import json
 from infra.stack import FUNCTIONS
 from memorybot import tables
 
-PERSONAL = {"messages", "memories", "memory_log", "nightly_runs", "people"}
+# servers: a server's persona and its admins' ids, and members' ids on their day's turn counters.
+PERSONAL = {"messages", "memories", "memory_log", "nightly_runs", "people", "servers"}
 WRITES = {"dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:DeleteItem"}
 
 

@@ -10,6 +10,7 @@ from aws_cdk.assertions import Match, Template
 from infra.stack import FUNCTIONS, NIGHTLY_SCHEDULE
 from memorybot import tables
 from memorybot.config import SECRET_KEYS
+from synth_shapes import alarm_metric
 
 FUNCTION_NAMES = [spec.name for spec in FUNCTIONS]
 HANDLERS = {
@@ -118,7 +119,8 @@ def test_data_tables_survive_stack_deletion_and_only_dedup_and_the_ledgers_read_
     assert tables.DEDUP.ttl_attribute == "expiration"
     # memory_log: TTL on, but only read rows carry the attribute (tests/integration/test_ledger_retention.py).
     expiring = {spec.logical_name for spec in tables.ALL_TABLES if spec.ttl_attribute}
-    assert expiring == {"dedup", "memory_log"}
+    # servers: only its day and member turn counters carry the attribute; settings and their ledger rows never expire.
+    assert expiring == {"dedup", "memory_log", "servers"}
     functions = synth.of_type("AWS::Lambda::Function").values()
     retention = {f["Properties"]["Environment"]["Variables"]["MEMORYBOT_LEDGER_READ_RETENTION_DAYS"] for f in functions}
     assert retention == {"400"}
@@ -196,6 +198,7 @@ SECRETS_BY_FUNCTION = {
     "Reply": {"DISCORD_BOT_TOKEN"},
     "Extraction": set(),
     **{name: set() for name in NIGHTLY_STEPS},
+    "NightlyReview": {"DISCORD_BOT_TOKEN"},  # a server's own diary is posted to its channel
     "Admin": {"MEMORYBOT_ADMIN_SECRET"},
     "Erase": {"MEMORYBOT_ADMIN_SECRET"},
 }
@@ -248,30 +251,36 @@ TABLE_ACCESS = {
         "memories": _dynamodb("GetItem", "DeleteItem", "UpdateItem", "PutItem", "Query"),
         "memory_log": _dynamodb("PutItem", "GetItem", "Query"),  # Query: export, /memory history
         "dedup": IDEMPOTENCY,
+        # /memory-settings: the settings, a change with its ledger row, the counters, show's figures
+        "servers": _dynamodb("GetItem", "PutItem", "UpdateItem", "Query"),
     },
     "Reply": {
         "messages": _dynamodb("PutItem", "GetItem", "Query"),
         "people": _dynamodb("GetItem", "UpdateItem", "ConditionCheckItem"),  # the switch, the notice, the check
-        "memories": _dynamodb("Query"),
+        "memories": _dynamodb("Query", "GetItem", "DeleteItem"),  # GetItem, DeleteItem: the night's note
         "memory_log": _dynamodb("PutItem"),
         "dedup": IDEMPOTENCY,
+        "servers": _dynamodb("GetItem", "UpdateItem"),  # memory on here? the persona; the counters
     },
     "Extraction": {
         "messages": _dynamodb("Query"),
-        # GetItem: the forgotten sources; UpdateItem: a written memory's vector, after its write
+        # GetItem: the forgotten sources; UpdateItem: a written memory's vector, after its write,
+        # and a forget-all's deletes adding their sources to the forgotten ones
         "memories": _dynamodb("GetItem", "PutItem", "DeleteItem", "Query", "UpdateItem"),
         "memory_log": _dynamodb("PutItem", "GetItem"),
-        "people": _dynamodb("GetItem", "ConditionCheckItem"),
+        "people": _dynamodb("GetItem", "ConditionCheckItem", "UpdateItem"),  # UpdateItem: a forget-all done
         "dedup": IDEMPOTENCY,
+        "servers": _dynamodb("GetItem", "UpdateItem"),
     },
     "NightlyClaim": {"nightly_runs": _dynamodb("GetItem", "PutItem", "UpdateItem")},
-    "NightlyPlan": {"messages": _dynamodb("Query")},
+    "NightlyPlan": {"messages": _dynamodb("Query"), "servers": _dynamodb("GetItem")},
     "NightlySpeaker": {
         "messages": _dynamodb("Query"),
         "memories": _dynamodb("GetItem", "PutItem", "DeleteItem", "Query", "UpdateItem"),
         "memory_log": _dynamodb("PutItem", "GetItem"),
         "nightly_runs": _dynamodb("GetItem", "PutItem"),
         "people": _dynamodb("GetItem", "ConditionCheckItem"),
+        "servers": _dynamodb("GetItem", "UpdateItem"),
     },
     "NightlySpeakerFailed": {"nightly_runs": _dynamodb("GetItem", "PutItem")},
     "NightlyReview": {
@@ -281,6 +290,7 @@ TABLE_ACCESS = {
         "memory_log": _dynamodb("PutItem", "GetItem"),
         "nightly_runs": _dynamodb("GetItem", "PutItem"),
         "people": _dynamodb("GetItem"),  # whose memory is paused: neither reviewed nor embedded
+        "servers": _dynamodb("GetItem", "UpdateItem"),  # the servers' own diaries
     },
     "NightlyFinish": {"memory_log": _dynamodb("Query"), "nightly_runs": _dynamodb("GetItem", "UpdateItem")},
     "Admin": {
@@ -295,6 +305,7 @@ TABLE_ACCESS = {
         "memory_log": _dynamodb("PutItem", "GetItem", "Query", "UpdateItem"),
         "messages": _dynamodb("DeleteItem", "Query"),
         "people": _dynamodb("GetItem", "PutItem"),  # the switch erased, the erasure's marker written
+        "servers": _dynamodb("UpdateItem"),  # the person out of each server's count of people
     },
 }
 
@@ -318,7 +329,7 @@ SCANS = {("NightlyReview", "memories"): _dynamodb("Scan")}
 INDEX_QUERIES = {
     "Interactions": {("memories", "by_updated"), ("memories", "by_user"), ("memory_log", "by_user")},
     "Reply": set(),  # the whole profile is the memories' own partition: no index
-    "Extraction": {("messages", "by_conversation")},
+    "Extraction": {("messages", "by_conversation"), ("memories", "by_updated")},  # by_updated: a forget-all's read
     "NightlyClaim": set(),
     "NightlyPlan": {("messages", "by_jst_day")},
     "NightlySpeaker": {("messages", "by_conversation")},
@@ -387,7 +398,7 @@ def test_bedrock_only_for_the_model_callers_and_only_the_configured_models(synth
 
 def test_async_hand_offs_invoke_exactly_the_next_worker(synth):
     fn_ids = {n: logical_id(synth, f"{n}Function", "AWS::Lambda::Function") for n in FUNCTION_NAMES}
-    # "Remember this" hands its job from the interactions function to the extraction worker.
+    # Interactions hands "Remember this" and a confirmed forget-all's deletes to the extraction worker.
     expected = {"Interactions": {"Reply", "Extraction"}, "Reply": {"Extraction"}}
     for name in FUNCTION_NAMES:
         invokes = [s for s in policy_statements(synth, name) if "lambda:InvokeFunction" in _list(s["Action"])]
@@ -467,21 +478,26 @@ def test_the_template_has_what_memorybot_doctor_reads(synth):
     assert {key + doctor.SECRET_NAME_SUFFIX for key in SECRET_KEYS} <= named
     read = {*doctor.MODEL_BACKENDS.values(), *doctor.BEDROCK_MODEL_IDS.values(), doctor.APPLICATION_ID}
     assert all(read <= set(env) for env in environments)
-    assert len(synth.of_type("AWS::Events::Rule")) == 1
+    [schedule_id] = synth.of_type("AWS::Scheduler::Schedule")
+    assert synth.template["Outputs"][doctor.SCHEDULE_OUTPUT]["Value"] == {"Ref": schedule_id}
 
 
 # -- schedule and asynchronous invocations --------------------------------------------------
 
 
-def test_nightly_rule_at_03_00_jst_starts_the_state_machine_with_the_schedules_time(synth):
-    [rule] = synth.of_type("AWS::Events::Rule").values()
-    props = rule["Properties"]
-    assert props["ScheduleExpression"] == NIGHTLY_SCHEDULE == "cron(0 18 * * ? *)"
-    [target] = props["Targets"]
+def test_the_night_starts_at_03_00_tokyo_time_with_the_schedules_time(synth):
+    """EventBridge Scheduler in the deployment's zone (18:00 UTC for Asia/Tokyo); no EventBridge rule."""
+    assert not synth.of_type("AWS::Events::Rule")
+    [schedule] = synth.of_type("AWS::Scheduler::Schedule").values()
+    props = schedule["Properties"]
+    assert props["ScheduleExpression"] == NIGHTLY_SCHEDULE == "cron(0 3 * * ? *)"
+    assert props["ScheduleExpressionTimezone"] == "Asia/Tokyo"
+    assert props["FlexibleTimeWindow"] == {"Mode": "OFF"} and props["State"] == "ENABLED"
+    target = props["Target"]
     [machine_id] = synth.of_type("AWS::StepFunctions::StateMachine")
     assert target["Arn"] == {"Ref": machine_id}
-    assert target["InputTransformer"] == {"InputPathsMap": {"time": "$.time"}, "InputTemplate": '{"time":<time>}'}
-    assert target["RetryPolicy"]["MaximumRetryAttempts"] == 2
+    assert json.loads(target["Input"]) == {"time": "<aws.scheduler.scheduled-time>"}
+    assert target["RetryPolicy"] == {"MaximumRetryAttempts": 2, "MaximumEventAgeInSeconds": 7200}
     assert target["DeadLetterConfig"]["Arn"]["Fn::GetAtt"][0].startswith("DeadLetters")
 
 
@@ -532,11 +548,14 @@ def test_alarms_on_errors_throttles_and_dead_letters(synth):
     for alarm in alarms:
         props = alarm["Properties"]
         assert props["Threshold"] == 1 and props["ComparisonOperator"] == "GreaterThanOrEqualToThreshold"
-        [dimension] = props["Dimensions"]
+        assert props["EvaluationPeriods"] == 1 and props["TreatMissingData"] == "notBreaching"
+        metric = alarm_metric(props)
+        assert metric["Period"] == 300
+        [dimension] = metric["Dimensions"]
         value = dimension["Value"]  # {"Ref": fn}, {"Fn::GetAtt": [queue, "QueueName"]} or a service name
         if isinstance(value, dict):
             value = value.get("Ref") or value["Fn::GetAtt"][0]
-        watched.add((props["Namespace"], props["MetricName"], value))
+        watched.add((metric["Namespace"], metric["MetricName"], value))
     for name in FUNCTION_NAMES:
         fid = logical_id(synth, f"{name}Function", "AWS::Lambda::Function")
         assert ("AWS/Lambda", "Errors", fid) in watched

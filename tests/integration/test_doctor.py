@@ -3,6 +3,10 @@ and a Bedrock control-plane stand-in, all on loopback; each check healthy and br
 
 from __future__ import annotations
 
+import re
+from datetime import UTC, datetime, timedelta
+from zoneinfo import ZoneInfo
+
 import pytest
 
 from doctor_world import APPLICATION_ID, BOT_TOKEN, EMBEDDING_MODEL_ID, MODEL_ID, PUBLIC_KEY, DoctorWorld, new_world
@@ -80,7 +84,7 @@ def test_it_is_read_only_aws_describe_get_list_discord_and_bedrock_get(world):
     diagnose(world)
     assert world.aws_calls, "the doctor asked AWS"
     assert all(call.startswith(READ_ONLY) for call in world.aws_calls), world.aws_calls
-    assert {"DescribeStacks", "GetSecretValue", "DescribeRule", "ListSubscriptionsByTopic"} <= set(world.aws_calls)
+    assert {"DescribeStacks", "GetSecretValue", "GetSchedule", "ListSubscriptionsByTopic"} <= set(world.aws_calls)
     assert world.discord.calls and {method for method, _ in world.discord.calls} == {"GET"}
     assert world.bedrock.requests and {r.method for r in world.bedrock.requests} == {"GET"}
     # Nothing changed: no secret got a new version, no command was registered again.
@@ -226,17 +230,45 @@ def test_a_model_backend_not_on_bedrock_is_not_checked(world):
 
 def test_a_disabled_schedule_fails(world):
     world.healthy()
-    [rule] = [
-        r["PhysicalResourceId"]
-        for r in world.client("cloudformation").list_stack_resources(StackName=world.stack_name)[
-            "StackResourceSummaries"
-        ]
-        if r["ResourceType"] == "AWS::Events::Rule"
-    ]
-    world.client("events").disable_rule(Name=rule)
+    scheduler = world.client("scheduler")
+    schedule = scheduler.get_schedule(Name=world.schedule_name)
+    fields = ("ScheduleExpression", "ScheduleExpressionTimezone", "FlexibleTimeWindow", "Target")
+    scheduler.update_schedule(Name=world.schedule_name, State="DISABLED", **{k: schedule[k] for k in fields})
     checks = diagnose(world)
     assert failed(checks) == {"nightly schedule"}
-    assert checks["nightly schedule"].fix == f"aws events enable-rule --name {rule}"
+    assert checks["nightly schedule"].detail == f"{world.schedule_name} is DISABLED"
+    assert (
+        checks["nightly schedule"].fix
+        == f"EventBridge console -> Scheduler -> Schedules -> {world.schedule_name} -> Enable"
+    )
+
+
+def test_it_says_when_the_next_night_starts_in_the_schedules_time_zone(world):
+    world.healthy(schedule_zone="America/New_York")
+    before = datetime.now(UTC)
+    check = diagnose(world)["nightly schedule"]
+    assert check.status == OK
+    found = re.search(
+        r"in America/New_York: the next night starts (\S+ \S+) America/New_York \((\S+ \S+) UTC\)", check.detail
+    )
+    assert found, check.detail
+    local = datetime.strptime(found.group(1), "%Y-%m-%d %H:%M").replace(tzinfo=ZoneInfo("America/New_York"))
+    utc = datetime.strptime(found.group(2), "%Y-%m-%d %H:%M").replace(tzinfo=UTC)
+    assert (local.hour, local.minute) == (3, 0) and local == utc  # 03:00 there: 07:00 or 08:00 UTC
+    assert before < utc <= before + timedelta(days=1)  # the next one, not a later one
+
+
+def test_next_night_follows_summer_time_and_reads_only_daily_schedules():
+    march = datetime(2026, 3, 7, 12, tzinfo=UTC)  # New York's clocks go forward on the 8th
+    assert doctor.next_night("cron(0 3 * * ? *)", "America/New_York", march) == (
+        "the next night starts 2026-03-08 03:00 America/New_York (2026-03-08 07:00 UTC)"
+    )
+    winter = datetime(2026, 3, 6, 12, tzinfo=UTC)
+    assert doctor.next_night("cron(0 3 * * ? *)", "America/New_York", winter).endswith("(2026-03-07 08:00 UTC)")
+    assert doctor.next_night("cron(0 3 * * ? *)", "Asia/Tokyo", datetime(2026, 12, 2, 17, 59, tzinfo=UTC)) == (
+        "the next night starts 2026-12-03 03:00 Asia/Tokyo (2026-12-02 18:00 UTC)"
+    )
+    assert "not a daily schedule" in doctor.next_night("rate(1 day)", "Asia/Tokyo")
 
 
 def test_an_alarm_topic_without_a_subscriber_fails_and_no_topic_is_a_warning(world):
@@ -274,13 +306,10 @@ def test_the_discord_api_base_comes_from_the_environment_too(world, capsys, monk
 
 def test_a_resource_gone_from_under_the_stack_is_its_failed_line_and_the_other_checks_still_run(world):
     world.healthy()
-    events = world.client("events")
-    [rule] = [r["Name"] for r in events.list_rules()["Rules"] if r["Name"].startswith(world.stack_name + "-")]
-    events.remove_targets(Rule=rule, Ids=[t["Id"] for t in events.list_targets_by_rule(Rule=rule)["Targets"]])
-    events.delete_rule(Name=rule)
+    world.client("scheduler").delete_schedule(Name=world.schedule_name)
     checks = diagnose(world)
     assert failed(checks) == {"nightly schedule"}
-    assert checks["nightly schedule"].detail == "DescribeRule failed (ResourceNotFoundException)"
+    assert checks["nightly schedule"].detail == "GetSchedule failed (ResourceNotFoundException)"
     assert checks["alarm topic"].status == OK
 
 

@@ -149,10 +149,10 @@ def test_the_record_of_forgotten_sources_is_found_by_the_persons_id_and_erased_w
     memories.apply(Change(Action.DELETE, other, None, "forget"), actor=Actor.COMMAND)
     assert owner("a", "guild:1") in memories.owners_of("a")
     assert memories.read_profile(owner("a", "guild:1"), actor=Actor.COMMAND, reason="t", limit=None) == []
-    memories.erase_forgotten_sources(owner("a", "guild:1"))
+    memories.erase_kept_beside(owner("a", "guild:1"))
     assert memories.forgotten_sources(owner("a", "guild:1")) == frozenset()
     assert memories.forgotten_sources(owner("b", "guild:1")) == {"201"}  # only that person's
-    memories.erase_forgotten_sources(owner("a", "guild:1"))  # nothing left: no error
+    memories.erase_kept_beside(owner("a", "guild:1"))  # nothing left: no error
 
 
 def test_a_message_stored_twice_is_stored_once(messages):
@@ -384,7 +384,7 @@ def row(user_id: str, action: Action, at) -> LedgerEntry:
 def test_a_person_never_recorded_is_all_defaults_and_every_check_passes(person_stores):
     people, memories, messages = person_stores
     assert people.get("nobody") == Person("nobody")
-    for memory_id, basis in zip(("abcde", "fghjk", "mnpqr"), Basis, strict=True):
+    for memory_id, basis in zip(("abcde", "fghjk", "mnpqr", "stuvw"), Basis, strict=True):
         add(memories, memory("nobody", memory_id), check=PersonCheck("nobody", T0, basis, "global"))
     assert messages.put(message("nobody", "hello"), check=PersonCheck("nobody", T0, Basis.STORE)) is True
 
@@ -465,7 +465,9 @@ def test_nothing_that_started_before_an_erasure_writes_after_it(person_stores):
 def test_a_restore_older_than_the_scopes_forget_all_is_refused_in_that_scope_only(person_stores):
     people, memories, _ = person_stores
     learned = T0 + timedelta(hours=1)
-    people.forgot_all("dan", "guild:1", learned + timedelta(hours=1))
+    began = learned + timedelta(hours=1)
+    assert people.start_forget_all("dan", "guild:1", began, "job-1", began - timedelta(minutes=30))
+    assert people.finish_forget_all("dan", "guild:1", began, began + timedelta(seconds=5))
     with pytest.raises(PersonRefused):
         add(
             memories,
@@ -475,7 +477,54 @@ def test_a_restore_older_than_the_scopes_forget_all_is_refused_in_that_scope_onl
     add(memories, memory("dan", "abcde", scope="guild:2"), check=PersonCheck("dan", learned, Basis.RESTORE, "guild:2"))
     newer = learned + timedelta(hours=2)
     add(memories, memory("dan", "fghjk", scope="guild:1"), check=PersonCheck("dan", newer, Basis.RESTORE, "guild:1"))
-    assert dict(people.get("dan").forgot_all_at) == {"guild:1": learned + timedelta(hours=1)}
+    assert dict(people.get("dan").forgot_all_at) == {"guild:1": began}
+    assert dict(people.get("dan").forgot_all_done) == {"guild:1": began + timedelta(seconds=5)}
+
+
+def test_a_forget_all_is_final_by_its_own_times_while_its_job_runs_and_after(person_stores):
+    people, memories, _ = person_stores
+    began = T0 + timedelta(hours=1)
+    done = began + timedelta(seconds=30)
+    stale = began - timedelta(minutes=30)
+    assert people.start_forget_all("eve", "guild:1", began, "job-1", stale)
+    assert people.start_forget_all("eve", "guild:1", began, "job-1", stale)  # its own retry: admitted
+    # Another forget-all while this one's job runs: nothing written.
+    assert not people.start_forget_all("eve", "guild:1", began + timedelta(seconds=1), "job-2", stale)
+    assert (
+        people.get("eve").forgetting == frozenset({"guild:1"}) and people.get("eve").forgot_all_in("guild:1") == began
+    )
+
+    def refused(memory_id: str, check: PersonCheck) -> bool:
+        try:
+            add(memories, memory("eve", memory_id, scope=check.scope), check=check)
+        except PersonRefused:
+            return True
+        return False
+
+    later = began + timedelta(minutes=1)
+    # While it runs: nothing restored in that scope, however new the change it reverts.
+    assert refused("abcde", PersonCheck("eve", later, Basis.RESTORE, "guild:1"))
+    # Nothing said at or before it is learned, and nothing an import begun before it brought in.
+    assert refused("abcde", PersonCheck("eve", began, Basis.LEARN, "guild:1"))
+    assert refused("abcde", PersonCheck("eve", began - timedelta(seconds=1), Basis.IMPORT, "guild:1"))
+    add(memories, memory("eve", "bcdef", scope="guild:1"), check=PersonCheck("eve", later, Basis.LEARN, "guild:1"))
+    add(memories, memory("eve", "cdefg", scope="guild:2"), check=PersonCheck("eve", began, Basis.LEARN, "guild:2"))
+    # Another forget-all's end does not end this one.
+    assert not people.finish_forget_all("eve", "guild:1", began - timedelta(days=1), done)
+    assert people.finish_forget_all("eve", "guild:1", began, done)
+    assert people.get("eve").forgetting == frozenset() and people.get("eve").forgot_all_done_in("guild:1") == done
+    # After: a change reverted from before the job was done restores nothing; one after it does.
+    assert refused("defgh", PersonCheck("eve", done, Basis.RESTORE, "guild:1"))
+    add(
+        memories,
+        memory("eve", "defgh", scope="guild:1"),
+        check=PersonCheck("eve", done + timedelta(seconds=1), Basis.RESTORE, "guild:1"),
+    )
+    # A job whose worker is gone (marked running since before ``stale_before``) is taken over.
+    assert people.start_forget_all("eve", "guild:2", began, "job-3", stale)
+    assert not people.start_forget_all("eve", "guild:2", later, "job-4", began - timedelta(seconds=1))
+    assert people.start_forget_all("eve", "guild:2", later, "job-4", began + timedelta(seconds=1))
+    assert people.get("eve").forgot_all_in("guild:2") == later
 
 
 def test_an_import_add_is_refused_for_a_person_erased_since_it_began(person_stores):

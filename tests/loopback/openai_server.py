@@ -18,6 +18,7 @@ else ``default_text``.
         llm.completions()[-1]["messages"]    # request bodies, parsed
         llm.finish_reason = "length"         # as if the model hit max_tokens
         llm.answer(llm.COMPLETIONS_PATH, raw=b"{broken")   # bypass the envelope entirely
+        llm.usage_given                      # each completion's usage fields, as answered
         llm.clear()                          # back to the constructor's defaults, no requests
 
 See ``loopback`` (the package docstring) for the common API: delays, scripted
@@ -69,6 +70,7 @@ class OpenAIServer(LoopbackServer):
         self.reject_response_format = False
         self.refused_formats: set[str] = set()
         self.finish_reason = "stop"
+        self.usage_given: list[dict[str, int]] = []  # each completion's usage, as answered
 
     def clear(self) -> None:
         """Also forgets scripted texts, the responder and the flags (constructor defaults again)."""
@@ -123,7 +125,9 @@ class OpenAIServer(LoopbackServer):
             message = f"Unsupported parameter: 'response_format' of type '{asked_format.get('type')}'"
             return Answer(400, {"error": {"message": message, "type": "invalid_request_error"}})
         content = self._content(body)
-        return Answer(body=completion(content, body.get("model", ""), self.finish_reason, usage_of(body, content)))
+        usage = usage_of(body, content)
+        self.usage_given.append(usage)
+        return Answer(body=completion(content, body.get("model", ""), self.finish_reason, usage))
 
     def _content(self, body: dict[str, Any]) -> str:
         with self._content_lock:

@@ -138,11 +138,11 @@ class Discord:
         self.follow_ups: list[tuple[str, str]] = []
         self.fail_follow_up = fail_follow_up
 
-    def edit_original(self, application_id, token, content):
+    def edit_original(self, application_id, token, content, components=()):
         self.edits.append(content)
         return snowflake_at(T0 + timedelta(seconds=len(self.edits)), len(self.edits))
 
-    def follow_up(self, application_id, token, content):
+    def follow_up(self, application_id, token, content, components=()):
         if self.fail_follow_up:
             raise RuntimeError("discord down")
         self.follow_ups.append((token, content))
@@ -270,7 +270,9 @@ def test_a_rollback_does_not_put_back_what_a_later_forget_all_forgot_in_that_sco
     runs.runs[1] = NightlyRun(1, "2027-01-01", clock(), finished_at=clock())
     for m in (decayed, elsewhere):
         memories.apply(Change(Action.DELETE, m, None, "decay"), actor=Actor.NIGHTLY, run_id=1)
-    commands.forget_all(memories, owner("a", "guild:1"), people)  # nothing left there to delete: only the stamp
+    commands.forget_all(
+        memories, owner("a", "guild:1"), people, clock=clock
+    )  # nothing left there to delete: only the stamp
     # The preview says what the rollback will do: it reads the record the write's check reads.
     preview = Rollback(memories, runs, clock=clock, people=people).run(1, dry_run=True)
     assert preview.skipped == ["abcde"] and preview.reverted == ["fghjk"]

@@ -123,7 +123,7 @@ def test_commands_are_registered_by_bulk_overwrite(api, guild):
     [put] = recorder.of_kind("commands")
     assert put.method == "PUT"
     assert put.path == (f"applications/{APP_ID}/guilds/555/commands" if guild else f"applications/{APP_ID}/commands")
-    assert [c["name"] for c in put.body] == ["chat", "memory", "Remember this"]
+    assert [c["name"] for c in put.body] == ["chat", "memory", "Remember this", "memory-settings"]
 
 
 def test_a_client_without_a_token_fills_in_answers_and_never_sends_a_bot_token(discord_api):

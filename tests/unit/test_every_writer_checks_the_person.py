@@ -24,6 +24,7 @@ DELETES = {
     ("core/rights/erasure.py", "_delete"): "the erasure's own deletes",
     ("core/night/consolidation.py", "_decay"): "a decay removes a stale memory, it stores nothing",
     ("core/rights/commands.py", "forget"): "the person's own forget removes one of their memories",
+    ("core/rights/commands.py", "_forget_read"): "a forget-all's job removes each of the person's memories",
 }
 
 

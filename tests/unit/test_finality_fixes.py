@@ -15,6 +15,7 @@ from memorybot.core.record.domain import Action, Actor
 from memorybot.core.rights.commands import FORGET_ALL_COUNT_REASON
 from memorybot.discord import interactions
 from memorybot.discord.requests import FORGET_ALL_BUTTON, forget_all_button
+from memorybot.handlers import extraction
 from memorybot.handlers.interactions import handler
 
 
@@ -35,23 +36,55 @@ def reads(front):
     return [e for e in front.memory_store.ledger_for(owner(ALICE), limit=None) if e.action is Action.READ]
 
 
+def run_jobs(front) -> list[dict]:
+    """The hand-offs so far, run as the extraction worker runs them (a forget-all's deletes)."""
+    answers = [extraction.handler(job, context("memorybot-extraction")) for _, job in front.invoker.calls]
+    front.invoker.calls.clear()
+    return answers
+
+
 def test_a_forget_all_button_works_once_and_a_second_press_deletes_nothing_learned_since(front):
     seed(front.memory_store, ALICE, "abcde", "Likes kites")
     seed(front.memory_store, ALICE, "bcdef", "Drinks tea")
     button = forget_all_button(ALICE, datetime.now(UTC))
     first = call(click(button))
-    assert first["type"] == interactions.UPDATE_MESSAGE and "Forgotten: 2 memories" in first["data"]["content"]
+    assert first["type"] == interactions.UPDATE_MESSAGE and first["data"]["components"] == []
+    assert first["data"]["content"].startswith("Forgetting every memory")
+    assert [worker for worker, _ in front.invoker.calls] == ["extraction"]  # the deletes run as a job
+    assert held(front, "abcde", "bcdef") == ["abcde", "bcdef"]  # not inside the 3 s
+    assert run_jobs(front) == [{"forgotten": 2}]
+    [edit] = [e for e in front.recorder.events if e.kind == "edit"]
+    assert "Forgotten: 2 memories" in edit.body["content"]  # the confirmation says when it is done
 
     seed(front.memory_store, ALICE, "cdefg", "Plays the cello")  # learned after the confirmation
     again = call(click(button))  # the same button pressed again (or the click replayed)
-    assert again == first  # "done", as the first press said
+    assert again == first and front.invoker.calls == []  # the first answer, and no second job
     assert held(front, "abcde", "bcdef", "cdefg") == ["cdefg"]
     deletes = [e for e in changes(front) if e.action is Action.DELETE]
     assert sorted(e.memory_ids for e in deletes) == [("abcde",), ("bcdef",)]
 
     # A new confirmation is a new button: it works.
     later = call(click(f"{FORGET_ALL_BUTTON}:{ALICE}:{int(datetime.now(UTC).timestamp()) + 1}"))
-    assert "Forgotten: 1 memories" in later["data"]["content"]
+    assert later["data"]["content"].startswith("Forgetting every memory")
+    assert run_jobs(front) == [{"forgotten": 1}]
+
+
+def test_a_second_forget_all_while_the_first_job_runs_starts_nothing(front):
+    seed(front.memory_store, ALICE, "abcde", "Likes kites")
+    now = int(datetime.now(UTC).timestamp())
+    first = call(click(f"{FORGET_ALL_BUTTON}:{ALICE}:{now}"))
+    assert first["data"]["content"].startswith("Forgetting every memory")
+    other = call(click(f"{FORGET_ALL_BUTTON}:{ALICE}:{now + 1}"))  # asked again and confirmed, job not done
+    assert other["data"]["content"] == text("forget_all_running", where=_where(first))
+    assert len(front.invoker.calls) == 1  # one job
+    run_jobs(front)
+    assert held(front, "abcde") == []
+    # Done: a new forget-all may start again.
+    assert call(click(f"{FORGET_ALL_BUTTON}:{ALICE}:{now + 2}"))["data"]["content"].startswith("Forgetting")
+
+
+def _where(answer: dict) -> str:
+    return answer["data"]["content"].removeprefix("Forgetting every memory I have about you ").split(":")[0]
 
 
 @pytest.mark.parametrize(

@@ -129,7 +129,7 @@ def test_what_forget_all_removed_is_never_brought_back_nor_offered():
     store, people, clock = world()
     add(store, "mem22", "lives in Osaka")
     clock.now += timedelta(minutes=1)
-    commands.forget_all(store, A, people)
+    commands.forget_all(store, A, people, clock=clock)
     [gone] = [line for line in history(store, A, people=people).lines if line.kind is ChangeKind.FORGOTTEN]
     assert not gone.undoable
     rows = len(store.changes())

@@ -13,6 +13,7 @@ from frontdoor import (
     APP_ID,
     BOB,
     CHANNEL,
+    GUILD,
     SCOPE,
     body_of,
     chat,
@@ -76,6 +77,7 @@ def test_chat_stores_the_message_at_its_snowflake_time_defers_and_hands_off_to_t
                 "user_name": "alice",
                 "scope": SCOPE,
                 "locale": "",  # the payload names none: the notice will be in English
+                "guild_id": GUILD,  # its settings apply to the reply
             },
         )
     ]
@@ -255,21 +257,28 @@ def test_autocomplete_choices_are_capped_at_25_with_names_of_at_most_100_chars()
 
 
 def test_the_registered_commands_are_chat_memory_show_forget_why_export_forget_all_pause_resume_history_and_remember_this():
-    chat_cmd, memory_cmd, remember_cmd = requests.COMMANDS
+    chat_cmd, memory_cmd, remember_cmd = (c for c in requests.COMMANDS if c["name"] != "memory-settings")
     message_option = chat_cmd["options"][0]
     assert chat_cmd["name"] == "chat" and (message_option["type"], message_option["name"]) == (3, "message")
     assert message_option["required"] is True
     # the longest line the bot keeps: Discord's client refuses a longer one before it is sent
     assert message_option["max_length"] == requests.MESSAGE_MAX_CHARS
     subs = {o["name"]: o for o in memory_cmd["options"]}
-    assert set(subs) == {"show", "forget", "why", "export", "forget-all", "pause", "resume", "history"}
-    for name in ("forget", "why"):
+    assert set(subs) == {
+        *("show", "forget", "why", "export", "forget-all", "pause", "resume", "history"),
+        *("receipts", "everywhere", "here"),
+    }
+    for name in ("forget", "why", "everywhere", "here"):
         [id_option] = subs[name]["options"]
         assert (id_option["name"], id_option["required"], id_option["autocomplete"]) == ("id", True, True)
-    assert all("options" not in subs[name] for name in ("export", "forget-all", "pause", "resume", "history"))
+    assert all("options" not in subs[name] for name in ("export", "pause", "resume", "history"))
+    [everywhere] = subs["forget-all"]["options"]  # everywhere:true clears the "everywhere" memories too
+    assert (everywhere["name"], everywhere["type"], everywhere["required"]) == ("everywhere", 5, False)
+    [enabled] = subs["receipts"]["options"]
+    assert (enabled["name"], enabled["type"], enabled["required"]) == ("enabled", 5, True)
     assert (remember_cmd["type"], remember_cmd["name"]) == (3, "Remember this")
     assert remember_cmd["name_localizations"] == {"ja": "これを覚えて"}
-    for defined in requests.COMMANDS:  # in servers, the bot's DM and a person's own DMs and groups
+    for defined in (chat_cmd, memory_cmd, remember_cmd):  # in servers, the bot's DM and a person's own DMs and groups
         assert (defined["contexts"], defined["integration_types"]) == ([0, 1, 2], [0, 1])
 
 

@@ -25,6 +25,10 @@ HEAVY = (
     "memorybot.adapters.dynamodb_messages",
     "aws_lambda_powertools.utilities.idempotency",
     "aws_lambda_powertools.utilities.parameters",
+    # The metrics and traces: built by a handler when an invocation ends (or a worker's starts).
+    "memorybot.adapters.metrics",
+    "memorybot.adapters.metering",
+    "memorybot.adapters.tracing",
 )
 
 

@@ -31,6 +31,7 @@ ROLES = (
     ports.RunLedger,
     ports.ForgottenSources,
     ports.Erasing,
+    ports.OvernightNotes,
 )
 
 

@@ -39,7 +39,9 @@ def test_ones_own_message_is_learned_from_with_its_id_as_the_source(front, local
     assert answer == {"type": 5, "data": {"flags": 64}}  # deferred and ephemeral: only they see what happened
     [done] = run_jobs(front)
     assert done["outcome"] == "done" and len(done["added"]) == 1
-    assert edits(front) == [text("remember_will", locale)]
+    # the answer is the receipt of what changed, in their language, with the history's Undo
+    [receipt] = edits(front)
+    assert receipt.startswith(text("receipt_header", locale, count=1)) and done["added"][0] in receipt
     [learned] = front.memory_store.read_profile(owner(), actor=Actor.COMMAND, reason="test", limit=None)
     target = payload["data"]["target_id"]
     assert [s.message_id for s in learned.sources] == [target]
@@ -49,6 +51,13 @@ def test_ones_own_message_is_learned_from_with_its_id_as_the_source(front, local
     [(_, worth)] = [c for c in front.decision_model.calls if c[0] == "worth"]
     assert [m.message_id for m in worth.messages] == [target]
     assert worth.since == snowflake_time(target)
+
+
+def test_with_receipts_off_the_answer_only_says_it_will_remember(front):
+    front.people_store.set_receipts(owner().user_id, False)
+    call(remember_this("I keep two rabbits called Mochi and Kinako", locale="ja"))
+    assert len(run_jobs(front)[0]["added"]) == 1
+    assert edits(front) == [text("remember_will", "ja")]
 
 
 def test_a_message_with_nothing_worth_keeping_is_answered_so_and_nothing_is_written(front):
@@ -258,7 +267,7 @@ def test_a_message_taken_in_before_a_forget_all_or_an_erasure_has_nothing_more_t
     assert len(run_jobs(front)[0]["added"]) == 1
     now = snowflake_time(interaction_id())
     if since == "forget_all":
-        front.people_store.forgot_all(ALICE, SCOPE, now)
+        front.people_store.start_forget_all(ALICE, SCOPE, now, "forget-all-job", now)
     else:
         front.people_store.erased(ALICE, now)
     again = remember_this("I sing in a choir", message_id=payload["data"]["target_id"])

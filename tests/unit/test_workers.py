@@ -61,6 +61,8 @@ def test_reply_patches_the_deferred_answer_stores_it_and_hands_off_extraction(fr
 
     [edit] = front.recorder.of_kind("edit")
     assert edit.path == f"webhooks/{APP_ID}/{work['token']}/messages/@original"
+    [[why]] = [row["components"] for row in edit.body.pop("components")]  # the reply's "Why?", ids only
+    assert why["custom_id"] == f"memory-because:{ALICE}:{work['interaction_id']}"
     assert edit.body == {"content": "nice to meet you", "allowed_mentions": {"parse": []}}
     stored = front.message_store.recent(CHANNEL, 10)
     assert [(m.message_id, m.is_bot, m.content) for m in stored][-1] == (edit.message_id, True, "nice to meet you")
@@ -72,7 +74,10 @@ def test_reply_patches_the_deferred_answer_stores_it_and_hands_off_extraction(fr
     # The stored reply is part of alice's conversation, in the server's scope.
     assert (stored[-1].conversation_of, stored[-1].scope) == (ALICE, SCOPE)
     ids = {k: work[k] for k in ("interaction_id", "channel_id", "user_id", "user_name", "scope")}
-    assert front.invoker.calls == [("extraction", {**ids, "up_to_message_id": edit.message_id})]
+    # the interaction travels on, for the receipt of what the turn changes, and the server whose
+    # settings apply to the extraction
+    answer = {k: work.get(k, "") for k in ("token", "application_id", "locale", "guild_id")}
+    assert front.invoker.calls == [("extraction", {**ids, "up_to_message_id": edit.message_id, **answer})]
 
 
 def test_a_retried_reply_invocation_posts_once_and_hands_off_once(front):

@@ -34,8 +34,10 @@ from botocore.exceptions import ConnectionError as BotoConnectionError
 from ..core.prompting import prompts
 from ..core.prompting.prompts import Question, TextTask
 from ..core.record.domain import PromptMessage
+from ..core.record.metrics import purpose_of
 from ..core.record.ports import ModelError, UnusableAnswer
 from . import llm_backend
+from .metering import NO_METER, ModelMeter
 from .retry import Retrier, Throttled, Transient, retrier_for, retry_after_seconds
 
 if TYPE_CHECKING:
@@ -67,19 +69,28 @@ def bedrock_client(settings: Settings, *, session: Any = None, endpoint_url: str
 class BedrockConverse:
     """One model id on one client: converse calls with every failure turned into ModelError."""
 
-    def __init__(self, client: Any, model_id: str, retrier: Retrier | None = None) -> None:
+    def __init__(
+        self, client: Any, model_id: str, retrier: Retrier | None = None, *, meter: ModelMeter = NO_METER
+    ) -> None:
         if not model_id:
             raise ValueError("a Bedrock model id is required")
         self._client = client
         self.model_id = model_id
         self._retrier = retrier or Retrier()
+        self._meter = meter
 
     @classmethod
     def from_settings(cls, settings: Settings, model_id: str) -> BedrockConverse:
-        return cls(bedrock_client(settings), model_id, retrier_for(settings))
+        retrier = retrier_for(settings)
+        return cls(bedrock_client(settings), model_id, retrier, meter=retrier.meter or NO_METER)
 
-    def converse(self, **request: Any) -> dict[str, Any]:
-        response = self._retrier.call(lambda _remaining: self._attempt(request), "bedrock converse")
+    def converse(self, purpose: str = "", **request: Any) -> dict[str, Any]:
+        """``purpose`` (worth, decide, write, reply, review, diary) labels the call's metrics."""
+        with self._meter.call(purpose, self.model_id) as metered:
+            response = self._retrier.call(lambda _remaining: self._attempt(request), "bedrock converse")
+            usage = response.get("usage")
+            if isinstance(usage, dict):  # Converse's own token counts
+                metered.usage(usage.get("inputTokens"), usage.get("outputTokens"))
         if response.get("stopReason") in _REFUSED:
             raise ModelError(f"bedrock converse: stopped ({response['stopReason']})")
         content = ((response.get("output") or {}).get("message") or {}).get("content")
@@ -93,6 +104,7 @@ class BedrockConverse:
     def tool_input(self, question: Question) -> object:
         """Ask ``question`` forcing its one tool; the toolUse input the model gave."""
         response = self.converse(
+            purpose_of(question.name),
             system=[{"text": question.system}],
             messages=[{"role": "user", "content": [{"text": question.user}]}],
             inferenceConfig={"maxTokens": question.max_tokens, "temperature": 0.0},
@@ -116,7 +128,13 @@ class BedrockConverse:
         raise UnusableAnswer("bedrock converse: no toolUse answer")
 
     def text(
-        self, system: list[str], turns: Sequence[PromptMessage], *, max_tokens: int, temperature: float
+        self,
+        system: list[str],
+        turns: Sequence[PromptMessage],
+        *,
+        max_tokens: int,
+        temperature: float,
+        purpose: str = "",
     ) -> tuple[str, bool]:
         """The answer's text, and whether the model stopped at ``max_tokens``."""
         request: dict[str, Any] = {
@@ -125,7 +143,7 @@ class BedrockConverse:
         }
         if system:
             request["system"] = [{"text": s} for s in system]
-        response = self.converse(**request)
+        response = self.converse(purpose, **request)
         texts = [
             block["text"]
             for block in response["output"]["message"]["content"]
@@ -150,7 +168,11 @@ class BedrockChatModel(llm_backend.WritingChatModel):
 
     def _write(self, task: TextTask) -> str:
         text, cut_off = self._converse.text(
-            [task.system], [PromptMessage("user", task.user)], max_tokens=task.max_tokens, temperature=0.0
+            [task.system],
+            [PromptMessage("user", task.user)],
+            max_tokens=task.max_tokens,
+            temperature=0.0,
+            purpose=purpose_of(task.name),
         )
         return llm_backend.first_line(text, cut_off=cut_off)
 
@@ -160,7 +182,11 @@ class BedrockChatModel(llm_backend.WritingChatModel):
         if not turns:
             raise ModelError("reply prompt has no conversation")
         text, _ = self._converse.text(
-            system, turns, max_tokens=prompts.REPLY_MAX_TOKENS, temperature=prompts.REPLY_TEMPERATURE
+            system,
+            turns,
+            max_tokens=prompts.REPLY_MAX_TOKENS,
+            temperature=prompts.REPLY_TEMPERATURE,
+            purpose="reply",
         )
         return llm_backend.reply_text(text)  # a reply cut short is still worth sending
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import httpx
@@ -74,17 +74,23 @@ class DiscordRest:
         }
         return str(self._request("POST", f"channels/{_id(channel_id, 'channel id')}/messages", files=files)["id"])
 
-    def edit_original(self, application_id: str, token: str, content: str) -> str:
-        body = {"content": content, "allowed_mentions": NO_MENTIONS}
+    def edit_original(self, application_id: str, token: str, content: str, components: Sequence[dict] = ()) -> str:
+        body = {
+            "content": content,
+            "allowed_mentions": NO_MENTIONS,
+            **({"components": list(components)} if components else {}),
+        }
         if not is_interaction_token(token):
             raise ValueError("malformed interaction token")  # never put into a URL sent with the bot token
         path = f"webhooks/{_id(application_id, 'application id')}/{token}/messages/@original"
         return str(self._request("PATCH", path, body)["id"])
 
-    def follow_up(self, application_id: str, token: str, content: str) -> str:
+    def follow_up(self, application_id: str, token: str, content: str, components: Sequence[dict] = ()) -> str:
         """POST /webhooks/{application.id}/{interaction.token}: a follow-up message; flags 64 makes
         it ephemeral (only the person who used the command sees it)."""
         body = {"content": content, "flags": EPHEMERAL, "allowed_mentions": NO_MENTIONS}
+        if components:
+            body["components"] = list(components)
         if not is_interaction_token(token):
             raise ValueError("malformed interaction token")
         return str(self._request("POST", f"webhooks/{_id(application_id, 'application id')}/{token}", body)["id"])

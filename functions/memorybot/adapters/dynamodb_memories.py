@@ -22,7 +22,8 @@ import json
 import logging
 import time
 import zlib
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import replace
 from datetime import datetime, tzinfo
 from itertools import islice
 from typing import Any, TypeVar
@@ -47,15 +48,17 @@ from ..core.record.domain import (
     utcnow,
 )
 from ..core.record.memory_record import Kind, Shape
-from ..core.record.person import PersonCheck
-from ..core.record.ports import ConflictError, MemoryStore, PersonRefused
-from . import vectors
+from ..core.record.person import Basis, PersonCheck
+from ..core.record.ports import ConflictError, MemoryStore, MoveBlocked, PersonRefused
+from . import profile_index, vectors
 from .dynamodb_items import (
     REASON_CONDITION_FAILED,
     REASON_CONFLICT,
+    TRANSACTION_CANCELED,
     Item,
     cancellation_code,
     conditional_write,
+    error_code,
     flag,
     get_item,
     index_name,
@@ -65,6 +68,7 @@ from .dynamodb_items import (
     s_list,
     str_list_of,
     str_of,
+    transact,
     transact_or_find_committed,
 )
 from .dynamodb_ledger import ledger_entry_key, ledger_from_item, ledger_item
@@ -82,6 +86,9 @@ TRANSACTION_CONFLICT_BACKOFF_SECONDS = 0.05
 # updated_at and no stale_shard, so no profile, review or stale index ever lists it; it has
 # user_id and scope, so by_user finds it for export and erasure.
 FORGOTTEN_KEY = "#forgotten"
+# The memories the night changed, until the person is told (core/rights/receipts.py): beside the owner's
+# memories like the forgotten sources, with user_id and scope so that an erasure finds it.
+OVERNIGHT_KEY = "#overnight"
 
 
 BY_UPDATED = index_name(tables.MEMORIES, "by_updated")
@@ -223,6 +230,18 @@ def message_marker_key(owner: Owner, message_id: str) -> Item:
 # What a Memory holds, for the whole-profile read (selection) and the backfill's scan.
 _PROFILE_NAMES = {f"#a{i}": name for i, name in enumerate(_item_attribute_names())}
 _PROFILE_PROJECTION = ", ".join(_PROFILE_NAMES)
+# A profile read first asks for this many items of the owner's memories: a profile that fits is
+# used as read (one Query, as cheap as it gets); a larger one is ranked from its selection index
+# and only the chosen are fetched (BatchGetItem costs a read unit an item, strongly consistent,
+# so below about this size the whole read costs no more).
+SMALL_PROFILE_ITEMS = 32
+# The readers whose functions write memories build a missing selection index (the reply's role
+# only reads them: it reads a profile whole until the extraction has built its index).
+INDEX_BUILDERS = frozenset({Actor.EXTRACTION, Actor.NIGHTLY})
+# A BatchGetItem's unprocessed keys (throttled) are asked for again this many times, then it fails.
+BATCH_GET_ATTEMPTS = 5
+BATCH_GET_BACKOFF_SECONDS = 0.05
+THROTTLED = "ProvisionedThroughputExceededException"
 # The vector backfill reads at most this many 1 MB pages of the memories table a night
 # (each ~128 read units at most, eventually consistent), from where the last night stopped.
 BACKFILL_SCAN_PAGES = 8
@@ -307,29 +326,150 @@ class DynamoMemoryStore(MemoryStore):
         reason: str,
         run_id: int | None = None,
         unused_if: Callable[[], bool] | None = None,
+        entry_id: str = "",
     ) -> list[Memory]:
-        # One Query of the owner's own partition (the base table: no index to keep in step),
-        # projecting what a Memory holds and not the index bookkeeping (stale_shard, review_after).
-        items = self._partition(
-            self._memories,
-            owner,
-            ProjectionExpression=_PROFILE_PROJECTION,
-            ExpressionAttributeNames=_PROFILE_NAMES,
-        )
-        memories = list(readable_memories(i for i in items if not _is_marker(i)))
+        # A first page of the owner's own partition (the base table), projecting what a Memory
+        # holds, the selection index's header first: a small profile is used as read; a larger one
+        # is ranked from its index (once built) and only the chosen are fetched.
+        started = self._clock()
+        first = self._client.query(**self._memories_request(owner, Limit=SMALL_PROFILE_ITEMS + 1))
+        items = first.get("Items", [])
+        header = next((i for i in items if profile_index.is_header(i)), None)
+        index = profile_index.Index(owner, header)
+        # (an owner with no memory yet has nothing to index: its first write starts the header)
+        build = actor in INDEX_BUILDERS and not index.complete
+        indexed = False
+        if "LastEvaluatedKey" not in first:
+            memories = list(readable_memories(i for i in items if not _is_marker(i)))
+        elif index.complete:
+            index = self._index(owner, header)
+            memories, indexed = index.memories(), True
+        else:
+            memories = self._whole_profile(owner)
+        if build and (memories or index.version is not None):
+            self._build_index(owner, memories, index, started)
         if unused_if is not None and unused_if():
             return []  # read, never used: no row
         chosen = choose(memories)
-        self.log_read(owner, tuple(m.memory_id for m in chosen), actor=actor, reason=reason, run_id=run_id)
+        if indexed:
+            chosen = self._fetch(owner, chosen)
+        self.log_read(
+            owner, tuple(m.memory_id for m in chosen), actor=actor, reason=reason, run_id=run_id, entry_id=entry_id
+        )
         return chosen
 
-    def set_embedding(self, memory: Memory, embedding: Embedding) -> bool:
-        # Derived from the text, like a review mark: no ledger row. Only onto the record as read.
-        return self._mark_if_unchanged(
-            memory,
-            "SET embedding = :vector, embedding_model = :model",
-            {":vector": {"B": vectors.encode(embedding.vector)}, ":model": s(embedding.model)},
+    def _memories_request(self, owner: Owner, **request: Any) -> dict[str, Any]:
+        """A consistent Query of the owner's memories (and import markers), after their selection
+        index's header (read first) and before its chunks."""
+        return {
+            "TableName": self._memories,
+            "KeyConditionExpression": "#owner = :owner AND memory_id BETWEEN :header AND :end",
+            "ProjectionExpression": _PROFILE_PROJECTION + ", #v, #complete, #models",
+            "ExpressionAttributeNames": {
+                "#owner": "owner",
+                "#v": profile_index.VERSION,
+                "#complete": profile_index.COMPLETE,
+                "#models": profile_index.MODELS,
+                **_PROFILE_NAMES,
+            },
+            "ExpressionAttributeValues": {
+                ":owner": s(owner.key),
+                ":header": s(profile_index.HEADER_KEY),
+                ":end": s(profile_index.MEMORIES_END),
+            },
+            "ConsistentRead": True,
+            **request,
+        }
+
+    def _whole_profile(self, owner: Owner) -> list[Memory]:
+        items = query_items(self._client, **self._memories_request(owner))
+        return list(readable_memories(i for i in items if not _is_marker(i)))
+
+    def _index(self, owner: Owner, header: Item | None) -> profile_index.Index:
+        chunks = query_items(
+            self._client,
+            TableName=self._memories,
+            KeyConditionExpression="#owner = :owner AND begins_with(memory_id, :chunk)",
+            ExpressionAttributeNames={"#owner": "owner"},
+            ExpressionAttributeValues={":owner": s(owner.key), ":chunk": s(profile_index.CHUNK_PREFIX)},
+            ConsistentRead=True,
         )
+        return profile_index.Index(owner, header, chunks)
+
+    def _build_index(self, owner: Owner, memories: list[Memory], read: profile_index.Index, since: datetime) -> None:
+        """The owner's selection index from ``memories``, read (after ``read``'s header) from
+        ``since``; refused if any change or an erasure came after that read, and then the next
+        read builds it."""
+        check = person_check_item(self._people, PersonCheck(owner.user_id, since, Basis.STORE))
+        try:
+            transact(self._client, profile_index.build(self._memories, owner, memories, read, check))
+        except Exception as exc:  # noqa: BLE001 - overtaken, too large, or no answer: the next read builds it
+            logger.info("selection index not built", extra={"error": type(exc).__name__})
+
+    def _fetch(self, owner: Owner, chosen: list[Memory]) -> list[Memory]:
+        """The chosen memories' records (one BatchGetItem, consistent), in the chosen order. The
+        index is written with every memory in one transaction, so each is there as ranked."""
+        if not chosen:
+            return []
+        keys = [memory_key(owner, m.memory_id) for m in chosen]
+        request: dict[str, Any] = {
+            self._memories: {
+                "Keys": keys,
+                "ConsistentRead": True,
+                "ProjectionExpression": _PROFILE_PROJECTION,
+                "ExpressionAttributeNames": dict(_PROFILE_NAMES),
+            }
+        }
+        found: dict[str, Memory] = {}
+        for attempt in range(1, BATCH_GET_ATTEMPTS + 1):
+            answer = self._client.batch_get_item(RequestItems=request)
+            for memory in readable_memories(answer.get("Responses", {}).get(self._memories, [])):
+                found[memory.memory_id] = memory
+            request = answer.get("UnprocessedKeys") or {}
+            if not request:
+                break
+            if attempt == BATCH_GET_ATTEMPTS:
+                # As a throttled Query reaches its caller once botocore's own retries are spent.
+                raise ClientError(
+                    {"Error": {"Code": THROTTLED, "Message": "the chosen memories were not all read"}},
+                    "BatchGetItem",
+                )
+            time.sleep(BATCH_GET_BACKOFF_SECONDS * attempt)
+        records = []
+        for ranked in chosen:
+            record = found.get(ranked.memory_id)
+            if record is None or (record.text, record.updated_at) != (ranked.text, ranked.updated_at):
+                logger.warning("selection index disagrees with a memory", extra={"memory_id": ranked.memory_id})
+            if record is not None:
+                records.append(record)
+        return records
+
+    def set_embedding(self, memory: Memory, embedding: Embedding) -> bool:
+        # Derived from the text, like a review mark: no ledger row. Only onto the record as read,
+        # and into its selection index entry in the same transaction.
+        values = {":vector": {"B": vectors.encode(embedding.vector)}, ":model": s(embedding.model)}
+        vector = {
+            "Update": {
+                "TableName": self._memories,
+                "Key": memory_key(memory.owner, memory.memory_id),
+                "UpdateExpression": "SET embedding = :vector, embedding_model = :model",
+                **_unchanged(memory, values),
+            }
+        }
+        with_vector = replace(memory, embedding=embedding)
+        index = profile_index.writes(self._memories, memory.owner, memory.memory_id, with_vector)
+        for attempt in range(1, TRANSACTION_CONFLICT_ATTEMPTS + 1):
+            try:
+                transact(self._client, [vector, *index])
+                return True
+            except ClientError as error:
+                if cancellation_code(error, 0) == REASON_CONDITION_FAILED:
+                    return False  # changed or deleted meanwhile
+                if not _conflicted(error):
+                    raise
+                if attempt < TRANSACTION_CONFLICT_ATTEMPTS:
+                    time.sleep(TRANSACTION_CONFLICT_BACKOFF_SECONDS * attempt)
+        return False  # still contended: the nightly backfill gives it one
 
     def _mark_if_unchanged(self, memory: Memory, update: str, values: dict[str, Any]) -> bool:
         """Set a mark that is not a change of the memory (no ledger row), only if the record is
@@ -368,7 +508,14 @@ class DynamoMemoryStore(MemoryStore):
         return found, _cursor(last_key["owner"]["S"], last_key["memory_id"]["S"])
 
     def log_read(
-        self, owner: Owner, memory_ids: tuple[str, ...], *, actor: Actor, reason: str, run_id: int | None = None
+        self,
+        owner: Owner,
+        memory_ids: tuple[str, ...],
+        *,
+        actor: Actor,
+        reason: str,
+        run_id: int | None = None,
+        entry_id: str = "",
     ) -> None:
         entry = LedgerEntry(
             owner.user_id,
@@ -380,6 +527,8 @@ class DynamoMemoryStore(MemoryStore):
             run_id=run_id,
             scope=owner.scope,
         )
+        if entry_id:  # a named row (a reply's: its "Why?" finds it by this name)
+            entry = replace(entry, entry_id=entry_id)
         self._client.put_item(
             TableName=self._log,
             Item=ledger_item(entry, read_retention_days=self._read_retention_days),
@@ -401,6 +550,7 @@ class DynamoMemoryStore(MemoryStore):
         ledger_action: Action | None = None,
         redacted: bool = False,
         check: PersonCheck | None = None,
+        ledger_scope: str | None = None,
     ) -> LedgerEntry:
         entry = LedgerEntry(
             user_id=change.user_id,
@@ -412,10 +562,12 @@ class DynamoMemoryStore(MemoryStore):
             before=None if redacted else change.before,
             after=None if redacted else change.after,
             run_id=run_id,
-            scope=change.owner.scope,
+            scope=ledger_scope or change.owner.scope,
             sources=(change.after or change.before).sources,  # type: ignore[union-attr]
             redacted=redacted,
         )
+        if change.moves:  # where it was (as read), where it goes (the id free there), then the row
+            return self._move(change, entry, check)
         transaction = [
             self._memory_write(change),
             {
@@ -433,6 +585,7 @@ class DynamoMemoryStore(MemoryStore):
         check_at = len(transaction) if check is not None else None
         if check is not None:  # after the memory's own write (position 0) and its ledger row
             transaction.append(person_check_item(self._people, check))
+        transaction += profile_index.writes(self._memories, change.owner, change.memory_id, change.after)
         for attempt in range(1, TRANSACTION_CONFLICT_ATTEMPTS + 1):
             try:
                 # Any other failure, or no answer at all, may hide a commit: the ledger row,
@@ -450,7 +603,7 @@ class DynamoMemoryStore(MemoryStore):
                 code = cancellation_code(error, 0)
                 if code == REASON_CONDITION_FAILED:
                     raise ConflictError(change.memory_id) from error
-                if code == REASON_CONFLICT:
+                if _conflicted(error):
                     if attempt < TRANSACTION_CONFLICT_ATTEMPTS:
                         time.sleep(TRANSACTION_CONFLICT_BACKOFF_SECONDS * attempt)
                         continue
@@ -458,6 +611,56 @@ class DynamoMemoryStore(MemoryStore):
                     raise ConflictError(change.memory_id) from error
                 raise
         raise AssertionError("unreachable")
+
+    def _move(self, change: Change, entry: LedgerEntry, check: PersonCheck | None) -> LedgerEntry:
+        before, after = change.before, change.after
+        assert before is not None and after is not None
+        transaction = [
+            {
+                "Delete": {
+                    "TableName": self._memories,
+                    "Key": memory_key(before.owner, before.memory_id),
+                    **_unchanged(before),
+                }
+            },
+            {
+                "Put": {
+                    "TableName": self._memories,
+                    "Item": memory_item(after, self._zone),
+                    "ConditionExpression": "attribute_not_exists(memory_id)",
+                }
+            },
+            {
+                "Put": {
+                    "TableName": self._log,
+                    "Item": ledger_item(entry),
+                    "ConditionExpression": "attribute_not_exists(entry_key)",
+                }
+            },
+        ]
+        if check is not None:  # the record's writes and the row keep their positions
+            transaction.append(person_check_item(self._people, check))
+        # Both owners' selection indexes: the entry leaves one and joins the other.
+        transaction += profile_index.writes(self._memories, before.owner, before.memory_id, None)
+        transaction += profile_index.writes(self._memories, after.owner, after.memory_id, after)
+        try:
+            transact_or_find_committed(
+                self._client,
+                transaction,
+                refused=lambda error: (
+                    _conflicted(error) or any(cancellation_code(error, i) == REASON_CONDITION_FAILED for i in (0, 1, 3))
+                ),
+                committed=lambda: self._committed(entry),
+            )
+        except ClientError as error:
+            if check is not None and cancellation_code(error, 3) == REASON_CONDITION_FAILED:
+                raise PersonRefused(before.memory_id) from error
+            if cancellation_code(error, 1) == REASON_CONDITION_FAILED:
+                raise MoveBlocked(before.memory_id) from error
+            if cancellation_code(error, 0) == REASON_CONDITION_FAILED or _conflicted(error):
+                raise ConflictError(before.memory_id) from error
+            raise
+        return entry
 
     def _forgotten_write(self, owner: Owner, sources: tuple[SourceRef, ...]) -> Item:
         return {
@@ -547,8 +750,9 @@ class DynamoMemoryStore(MemoryStore):
                 }
             },
         ]
-        if check is not None:  # last: the memory, the marker and the row keep their positions
+        if check is not None:  # the memory, the marker and the row keep their positions
             transaction.append(person_check_item(self._people, check))
+        transaction += profile_index.writes(self._memories, memory.owner, memory.memory_id, memory)
         for attempt in range(1, TRANSACTION_CONFLICT_ATTEMPTS + 1):
             try:
                 transact_or_find_committed(
@@ -568,7 +772,7 @@ class DynamoMemoryStore(MemoryStore):
                     return None  # added by an earlier (or a concurrent) call with the same key
                 if cancellation_code(error, 0) == REASON_CONDITION_FAILED:
                     raise ConflictError(memory.memory_id) from error
-                if REASON_CONFLICT in (cancellation_code(error, 0), cancellation_code(error, 1)):
+                if _conflicted(error):
                     # A concurrent call holds the marker: once it commits, the retry finds it.
                     if attempt < TRANSACTION_CONFLICT_ATTEMPTS:
                         time.sleep(TRANSACTION_CONFLICT_BACKOFF_SECONDS * attempt)
@@ -646,12 +850,13 @@ class DynamoMemoryStore(MemoryStore):
                     "ConditionExpression": "attribute_not_exists(entry_key)",
                 }
             },
+            *profile_index.writes(self._memories, memory.owner, memory.memory_id, None),
         ]
         try:
             transact_or_find_committed(
                 self._client,
                 transaction,
-                refused=lambda error: cancellation_code(error, 0) == REASON_CONDITION_FAILED,
+                refused=lambda error: cancellation_code(error, 0) == REASON_CONDITION_FAILED or _conflicted(error),
                 committed=lambda: self._committed(entry),
             )
         except ClientError as error:
@@ -727,10 +932,31 @@ class DynamoMemoryStore(MemoryStore):
         )
         return list(readable_ledger(items))
 
-    def ledger_for(self, owner: Owner, limit: int | None = 100) -> list[LedgerEntry]:
+    def ledger_for(
+        self,
+        owner: Owner,
+        limit: int | None = 100,
+        *,
+        since: datetime | None = None,
+        until: datetime | None = None,
+    ) -> list[LedgerEntry]:
         if limit is not None and limit <= 0:
             return []
-        items = self._partition(self._log, owner, ScanIndexForward=False, **({"Limit": limit} if limit else {}))
+        if since is not None or until is not None:  # keys start with their time: one key range
+            low = iso(since) if since is not None else ""
+            high = (iso(until) if until is not None else "9999") + "~"  # "~" sorts after "#<entry id>"
+            items = query_items(
+                self._client,
+                TableName=self._log,
+                KeyConditionExpression="#owner = :owner AND entry_key BETWEEN :low AND :high",
+                ExpressionAttributeNames={"#owner": "owner"},
+                ExpressionAttributeValues={":owner": s(owner.key), ":low": s(low), ":high": s(high)},
+                ScanIndexForward=False,
+                ConsistentRead=True,
+                **({"Limit": limit} if limit else {}),
+            )
+        else:
+            items = self._partition(self._log, owner, ScanIndexForward=False, **({"Limit": limit} if limit else {}))
         return list(islice(readable_ledger(items), limit))
 
     def changes_of(self, owner: Owner, limit: int, *, older_than: str = "") -> list[LedgerEntry]:
@@ -766,8 +992,43 @@ class DynamoMemoryStore(MemoryStore):
         ).get("Item")
         return frozenset(item["forgotten"]["SS"]) if item and "forgotten" in item else frozenset()
 
-    def erase_forgotten_sources(self, owner: Owner) -> None:
+    def note_overnight(self, owner: Owner, memory_ids: Sequence[str]) -> None:
+        if not memory_ids:
+            return
+        self._client.update_item(
+            TableName=self._memories,
+            Key=memory_key(owner, OVERNIGHT_KEY),
+            UpdateExpression="ADD changed :ids SET #scope = :scope, user_id = :user",
+            ExpressionAttributeNames={"#scope": "scope"},
+            ExpressionAttributeValues={
+                ":ids": {"SS": sorted(set(memory_ids))},
+                ":scope": s(owner.scope),
+                ":user": s(owner.user_id),
+            },
+        )
+
+    def overnight(self, owner: Owner) -> frozenset[str]:
+        # Eventually consistent: a note written hours ago; one small item (0.5 read units).
+        item = self._client.get_item(
+            TableName=self._memories, Key=memory_key(owner, OVERNIGHT_KEY), ProjectionExpression="changed"
+        ).get("Item")
+        return frozenset(item["changed"]["SS"]) if item and "changed" in item else frozenset()
+
+    def clear_overnight(self, owner: Owner, seen: frozenset[str] | None = None) -> bool:
+        condition: dict[str, Any] = {"ConditionExpression": "attribute_exists(changed)"}
+        if seen:  # only the note as read: ids a later step added are told next time
+            condition = {
+                "ConditionExpression": "changed = :seen",
+                "ExpressionAttributeValues": {":seen": {"SS": sorted(seen)}},
+            }
+        return conditional_write(
+            self._client.delete_item, TableName=self._memories, Key=memory_key(owner, OVERNIGHT_KEY), **condition
+        )
+
+    def erase_kept_beside(self, owner: Owner) -> None:
         self._client.delete_item(TableName=self._memories, Key=memory_key(owner, FORGOTTEN_KEY))
+        for key in profile_index.keys_of(owner, self._index(owner, None)):  # the selection index
+            self._client.delete_item(TableName=self._memories, Key=key)
 
     def erase_unreadable(self, owner: Owner, *, actor: Actor, reason: str) -> tuple[int, int]:
         memories = rows = 0
@@ -808,6 +1069,7 @@ class DynamoMemoryStore(MemoryStore):
                         "ConditionExpression": "attribute_not_exists(entry_key)",
                     }
                 },
+                *profile_index.writes(self._memories, owner, memory_id, None),
             ],
             refused=lambda _error: False,
             committed=lambda: self._committed(entry),
@@ -868,18 +1130,29 @@ def _unchanged(memory: Memory, values: dict[str, Any] | None = None) -> dict[str
     }
 
 
+def _conflicted(error: ClientError) -> bool:
+    """Another transaction held one of the items (the memory, or the owner's selection index that
+    every change of their memories writes): nothing committed, and a retry may."""
+    if error_code(error) != TRANSACTION_CANCELED:
+        return False
+    reasons = error.response.get("CancellationReasons") or []
+    return any(reason.get("Code") == REASON_CONFLICT for reason in reasons)
+
+
 def _change_refused(error: ClientError, check_at: int | None) -> bool:
     """The memory's own write was turned down: the record changed since read, or another
-    transaction holds it; or the person's record (at ``check_at``) refused it. Then nothing
-    committed, so there is nothing to look for."""
-    return cancellation_code(error, 0) in (REASON_CONDITION_FAILED, REASON_CONFLICT) or (
-        check_at is not None and cancellation_code(error, check_at) == REASON_CONDITION_FAILED
+    transaction holds it or its index; or the person's record (at ``check_at``) refused it. Then
+    nothing committed, so there is nothing to look for."""
+    return (
+        cancellation_code(error, 0) == REASON_CONDITION_FAILED
+        or _conflicted(error)
+        or (check_at is not None and cancellation_code(error, check_at) == REASON_CONDITION_FAILED)
     )
 
 
 def _add_once_refused(error: ClientError) -> bool:
     """The memory's or the marker's write was turned down: nothing committed."""
-    return any(cancellation_code(error, i) in (REASON_CONDITION_FAILED, REASON_CONFLICT) for i in (0, 1))
+    return _conflicted(error) or any(cancellation_code(error, i) == REASON_CONDITION_FAILED for i in (0, 1))
 
 
 def _review_order(memory: Memory) -> tuple[datetime, str, str]:

@@ -2,13 +2,16 @@
 every writer of a person's data puts in its own transaction is ``person_check_item``, below.
 
 The record's attributes: ``paused_at`` (only while paused), ``resumed_at``, ``noticed`` (a string
-set of scopes), ``erased_at``, and ``forgot_all_at:<scope>`` per scope (flat attributes, so that
-one stamp is one SET whatever else the item holds). Times are ``domain.iso`` strings, so the
-conditions compare them as text.
+set of scopes), ``erased_at``, and per scope ``forgot_all_at:<scope>`` (when the last forget-all
+there began) and ``forgot_all_done:<scope>`` (when its deletion job finished, or ``running:<job>``
+while it runs) (flat attributes, so that one stamp is one SET whatever else the item holds).
+Times are ``domain.iso`` strings, so the conditions compare them as text; ``running:`` sorts after
+every time, so a running job's marker is never "before" anything.
 """
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Any
 
 from botocore.exceptions import ClientError
@@ -16,7 +19,7 @@ from botocore.exceptions import ClientError
 from .. import tables
 from ..config import Settings
 from ..core.record.changes import LedgerEntry
-from ..core.record.domain import iso
+from ..core.record.domain import iso, parse_iso
 from ..core.record.person import Basis, Person, PersonCheck
 from .dynamodb_items import (
     REASON_CONDITION_FAILED,
@@ -33,10 +36,17 @@ from .dynamodb_ledger import ledger_entry_key, ledger_item
 # ---- the person's check (the people table), in the transaction of every write of their data ----
 
 FORGOT_ALL_PREFIX = "forgot_all_at:"
+RECEIPTS_OFF = "receipts_off"  # present only while the person has turned receipts off (default on)
+FORGOT_ALL_DONE_PREFIX = "forgot_all_done:"
+RUNNING = "running:"  # the done marker's value while the job runs: "running:<its job id>"
 
 
 def forgot_all_attribute(scope: str) -> str:
     return f"{FORGOT_ALL_PREFIX}{scope}"
+
+
+def forgot_all_done_attribute(scope: str) -> str:
+    return f"{FORGOT_ALL_DONE_PREFIX}{scope}"
 
 
 def person_key(user_id: str) -> Item:
@@ -48,12 +58,20 @@ def person_check_item(table: str, check: PersonCheck) -> Item:
     as a condition expression (an absent record allows everything)."""
     names = {"#erased": "erased_at"}
     parts = ["(attribute_not_exists(#erased) OR #erased < :since)"]
+    forgot_before = "(attribute_not_exists(#forgot) OR #forgot < :since)"
     if check.basis is Basis.LEARN:
-        names |= {"#paused": "paused_at", "#resumed": "resumed_at"}
+        names |= {"#paused": "paused_at", "#resumed": "resumed_at", "#forgot": forgot_all_attribute(check.scope)}
         parts += ["attribute_not_exists(#paused)", "(attribute_not_exists(#resumed) OR #resumed < :since)"]
-    elif check.basis is Basis.RESTORE:
+        parts.append(forgot_before)
+    elif check.basis is Basis.IMPORT:
         names["#forgot"] = forgot_all_attribute(check.scope)
-        parts.append("(attribute_not_exists(#forgot) OR #forgot < :since)")
+        parts.append(forgot_before)
+    elif check.basis is Basis.RESTORE:
+        # A running job's marker ("running:...") sorts after every time: never before ``since``.
+        names |= _forget_all_names(check.scope)
+        parts.append(
+            "(attribute_not_exists(#forgot) OR (#forgot < :since AND (attribute_not_exists(#done) OR #done < :since)))"
+        )
     return {
         "ConditionCheck": {
             "TableName": table,
@@ -63,6 +81,10 @@ def person_check_item(table: str, check: PersonCheck) -> Item:
             "ExpressionAttributeValues": {":since": s(iso(check.since))},
         }
     }
+
+
+def _forget_all_names(scope: str) -> dict[str, str]:
+    return {"#forgot": forgot_all_attribute(scope), "#done": forgot_all_done_attribute(scope)}
 
 
 def person_from_item(user_id: str, item: Item | None) -> Person:
@@ -75,6 +97,15 @@ def person_from_item(user_id: str, item: Item | None) -> Person:
             if name.startswith(FORGOT_ALL_PREFIX) and (t := optional_time(item, name)) is not None
         )
     )
+    done_marks = {
+        name.removeprefix(FORGOT_ALL_DONE_PREFIX): item[name].get("S", "")
+        for name in item
+        if name.startswith(FORGOT_ALL_DONE_PREFIX)
+    }
+    running = frozenset(scope for scope, mark in done_marks.items() if mark.startswith(RUNNING))
+    done = tuple(
+        sorted((scope, parse_iso(mark)) for scope, mark in done_marks.items() if mark and scope not in running)
+    )
     return Person(
         user_id,
         paused_at=optional_time(item, "paused_at"),
@@ -82,6 +113,9 @@ def person_from_item(user_id: str, item: Item | None) -> Person:
         noticed=frozenset(item.get("noticed", {}).get("SS", [])),
         erased_at=optional_time(item, "erased_at"),
         forgot_all_at=forgot,
+        forgot_all_done=done,
+        forgetting=running,
+        receipts=RECEIPTS_OFF not in item,
     )
 
 
@@ -174,13 +208,47 @@ class DynamoPeopleStore:
             ExpressionAttributeValues={":scopes": {"SS": [scope]}},
         )
 
-    def forgot_all(self, user_id: str, scope: str, at) -> None:
-        self._client.update_item(
+    def start_forget_all(self, user_id: str, scope: str, at: datetime, job_id: str, stale_before: datetime) -> bool:
+        # The job's own id is admitted: a retry of this very call whose first answer was lost.
+        return conditional_write(
+            self._client.update_item,
             TableName=self._table,
             Key=person_key(user_id),
-            UpdateExpression="SET #forgot = :at",
-            ExpressionAttributeNames={"#forgot": forgot_all_attribute(scope)},
-            ExpressionAttributeValues={":at": s(iso(at))},
+            UpdateExpression="SET #forgot = :at, #done = :job",
+            ConditionExpression=(
+                "attribute_not_exists(#done) OR NOT begins_with(#done, :running) OR #done = :job OR #forgot < :stale"
+            ),
+            ExpressionAttributeNames=_forget_all_names(scope),
+            ExpressionAttributeValues={
+                ":at": s(iso(at)),
+                ":job": s(f"{RUNNING}{job_id}"),
+                ":running": s(RUNNING),
+                ":stale": s(iso(stale_before)),
+            },
+        )
+
+    def finish_forget_all(self, user_id: str, scope: str, started: datetime, at: datetime) -> bool:
+        return conditional_write(
+            self._client.update_item,
+            TableName=self._table,
+            Key=person_key(user_id),
+            UpdateExpression="SET #done = :at",
+            ConditionExpression="#forgot = :started",
+            ExpressionAttributeNames=_forget_all_names(scope),
+            ExpressionAttributeValues={":at": s(iso(at)), ":started": s(iso(started))},
+        )
+
+    def set_receipts(self, user_id: str, enabled: bool) -> bool:
+        # A preference, not a memory: no ledger row. The condition makes a repeat say "already so".
+        return conditional_write(
+            self._client.update_item,
+            TableName=self._table,
+            Key=person_key(user_id),
+            UpdateExpression=f"REMOVE {RECEIPTS_OFF}" if enabled else f"SET {RECEIPTS_OFF} = :on",
+            ConditionExpression=f"attribute_exists({RECEIPTS_OFF})"
+            if enabled
+            else f"attribute_not_exists({RECEIPTS_OFF})",
+            **({} if enabled else {"ExpressionAttributeValues": {":on": s("1")}}),
         )
 
     def erased(self, user_id: str, at) -> None:

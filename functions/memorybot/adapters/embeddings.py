@@ -25,6 +25,7 @@ from ..core.record.ports import ModelError
 from . import bedrock
 from .bedrock import bedrock_client
 from .json_http import JsonService, ServiceOptions, service_options
+from .metering import NO_METER
 from .retry import Retrier, retrier_for
 
 if TYPE_CHECKING:
@@ -77,7 +78,10 @@ class BedrockTitanEmbeddings:
 
     def _one(self, text: str) -> Embedding:
         body = json.dumps({"inputText": text[:TITAN_MAX_CHARS], "dimensions": self.dimensions, "normalize": True})
-        answer = self._retrier.call(lambda _remaining: self._attempt(body), "bedrock embeddings")
+        with (self._retrier.meter or NO_METER).call("embed", self._model) as call:
+            answer = self._retrier.call(lambda _remaining: self._attempt(body), "bedrock embeddings")
+            if isinstance(answer, dict):
+                call.usage(answer.get("inputTextTokenCount"), 0)
         vector = _vector(answer.get("embedding") if isinstance(answer, dict) else None, "bedrock embeddings")
         if len(vector) != self.dimensions:
             raise ModelError("bedrock embeddings: wrong dimensions")
@@ -123,11 +127,19 @@ class OpenAIEmbeddings:
         if self._dimensions:
             body["dimensions"] = self._dimensions
         what = "embeddings"
-        response = self._service.post("/embeddings", body, what)
-        if not response.is_success:
-            raise ModelError(f"embeddings: HTTP {response.status_code}")
+        with (self._service.retrier.meter or NO_METER).call("embed", self._model) as call:
+            response = self._service.post("/embeddings", body, what)
+            if not response.is_success:
+                raise ModelError(f"embeddings: HTTP {response.status_code}")
+            try:
+                answer = json.loads(response.content)
+            except ValueError as exc:
+                raise ModelError("embeddings: unexpected body") from exc
+            usage = answer.get("usage") if isinstance(answer, dict) else None
+            if isinstance(usage, dict):
+                call.usage(usage.get("prompt_tokens"), 0)
         try:
-            data = json.loads(response.content)["data"]
+            data = answer["data"]
             ordered = sorted(data, key=lambda d: d.get("index", 0))
             vectors = [_vector(d["embedding"], what) for d in ordered]
         except (ValueError, KeyError, TypeError, AttributeError) as exc:

@@ -82,6 +82,7 @@ from ..core.record.domain import (
 from ..core.record.memory_record import Shape
 from ..core.record.ports import ModelError, UnusableAnswer
 from .json_http import JsonService, ServiceOptions, service_options
+from .metering import NO_METER
 
 if TYPE_CHECKING:
     from ..config import Settings
@@ -118,6 +119,9 @@ def review_body(memory: Memory) -> dict[str, Any]:
     return {"speaker": {"id": str(memory.user_id), "name": None}, "messages": [], "memory": memory_body(memory)}
 
 
+# The metrics' purpose of each path (/verdict and /add are the one decision, asked per record).
+_PURPOSES = {"/worth": "worth", "/review": "review"}
+
 # What a service without the question answers: the path is unknown, or not for POST.
 _NOT_OFFERED = frozenset({404, 405})
 
@@ -147,7 +151,7 @@ class JevHttpDecisionModel:
             offered = self._decide_offered
         if offered:
             body = {**exchange_body(exchange), "memories": [memory_body(m) for m in memories]}
-            response = self._service.post("/decide", body, "jev /decide")
+            response = self._metered_post("/decide", body)
             if response.status_code not in _NOT_OFFERED:
                 return parse_decision(self._answer("/decide", response), [m.memory_id for m in memories])
             with self._lock:
@@ -172,7 +176,12 @@ class JevHttpDecisionModel:
         self._service.close()
 
     def _post(self, path: str, body: dict[str, Any]) -> object:
-        return self._answer(path, self._service.post(path, body, f"jev {path}"))
+        return self._answer(path, self._metered_post(path, body))
+
+    def _metered_post(self, path: str, body: dict[str, Any]) -> httpx.Response:
+        """One request, counted for the metrics (model ``jev``; the service reports no tokens)."""
+        with (self._service.retrier.meter or NO_METER).call(_PURPOSES.get(path, "decide"), "jev"):
+            return self._service.post(path, body, f"jev {path}")
 
     @staticmethod
     def _answer(path: str, response: httpx.Response) -> object:

@@ -29,9 +29,11 @@ import httpx
 from ..core.prompting import prompts
 from ..core.prompting.prompts import Question, TextTask
 from ..core.record.domain import PromptMessage
+from ..core.record.metrics import purpose_of
 from ..core.record.ports import ModelError, UnusableAnswer
 from . import llm_backend
 from .json_http import JsonService, ServiceOptions, service_options
+from .metering import NO_METER
 
 if TYPE_CHECKING:
     from ..config import Settings
@@ -57,6 +59,9 @@ class AnswerSchema:
 class Completion:
     text: str
     cut_off: bool  # finish_reason "length": the model hit max_tokens
+    # The server's own count (``usage.prompt_tokens``, ``usage.completion_tokens``); 0 when it gave none.
+    input_tokens: object = 0
+    output_tokens: object = 0
 
 
 class OpenAICompatibleClient:
@@ -121,7 +126,8 @@ class OpenAICompatibleClient:
         if not response.is_success:
             raise ModelError(f"chat completions: HTTP {response.status_code}")
         try:
-            choice = json.loads(response.content)["choices"][0]
+            answer = json.loads(response.content)
+            choice = answer["choices"][0]
             content = choice["message"]["content"]
         except (ValueError, KeyError, IndexError, TypeError) as exc:
             raise ModelError("chat completions: unexpected body") from exc
@@ -129,7 +135,18 @@ class OpenAICompatibleClient:
             raise ModelError("chat completions: no text content")
         if choice.get("finish_reason") == "content_filter":
             raise ModelError("chat completions: filtered")
-        return Completion(content, choice.get("finish_reason") == "length")
+        usage = answer.get("usage") if isinstance(answer, dict) else None
+        usage = usage if isinstance(usage, dict) else {}
+        return Completion(
+            content, choice.get("finish_reason") == "length", usage.get("prompt_tokens"), usage.get("completion_tokens")
+        )
+
+    def metered(self, purpose: str, messages: list[dict[str, str]], **options: Any) -> Completion:
+        """``complete``, counted for the metrics as a request of ``purpose`` (adapters/metering.py)."""
+        with (self._service.retrier.meter or NO_METER).call(purpose, self.model) as call:
+            answer = self.complete(messages, **options)
+            call.usage(answer.input_tokens, answer.output_tokens)
+        return answer
 
 
 def _response_format(kind: str, schema: AnswerSchema) -> dict[str, Any]:
@@ -155,7 +172,8 @@ class OpenAIDecisionModel(llm_backend.AskingDecisionModel):
         self._client = client
 
     def _ask(self, question: Question) -> Any:
-        answer = self._client.complete(
+        answer = self._client.metered(
+            purpose_of(question.name),
             _messages(question.system, question.user),
             max_tokens=question.max_tokens,
             schema=AnswerSchema(question.tool_name, question.schema),
@@ -171,7 +189,9 @@ class OpenAIChatModel(llm_backend.WritingChatModel):
         """The first line; a JSON answer (the dated memory's, asked with its schema) whole, since
         a server that holds a model to a schema may have it spread the object over lines."""
         schema = AnswerSchema(task.name, task.schema) if task.schema is not None else None
-        answer = self._client.complete(_messages(task.system, task.user), max_tokens=task.max_tokens, schema=schema)
+        answer = self._client.metered(
+            purpose_of(task.name), _messages(task.system, task.user), max_tokens=task.max_tokens, schema=schema
+        )
         if schema is not None and answer.text.lstrip().startswith("{"):
             if answer.cut_off:
                 raise UnusableAnswer("answer cut off at the token limit")
@@ -184,7 +204,7 @@ class OpenAIChatModel(llm_backend.WritingChatModel):
         messages += [{"role": t.role, "content": t.content} for t in turns]
         if not turns:
             raise ModelError("reply prompt has no conversation")
-        answer = self._client.complete(
-            messages, max_tokens=prompts.REPLY_MAX_TOKENS, temperature=prompts.REPLY_TEMPERATURE
+        answer = self._client.metered(
+            "reply", messages, max_tokens=prompts.REPLY_MAX_TOKENS, temperature=prompts.REPLY_TEMPERATURE
         )
         return llm_backend.reply_text(answer.text)  # a reply cut short is still worth sending

@@ -42,6 +42,7 @@ from .limiter import LimiterTimeout, ModelCallLimiter
 
 if TYPE_CHECKING:
     from ..config import Settings
+    from .metering import ModelMeter
 
 T = TypeVar("T")
 
@@ -140,8 +141,10 @@ class Retrier:
         clock: Callable[[], float] = time.monotonic,
         sleep: Callable[[float], None] = time.sleep,
         draw: Callable[[], float] = random.random,
+        meter: ModelMeter | None = None,
     ) -> None:
         self.policy = policy or RetryPolicy()
+        self.meter = meter  # told of each throttled attempt and each attempt repeated
         self.limiter = limiter
         self.budget = budget
         self._clock = clock
@@ -164,6 +167,8 @@ class Retrier:
                 call.reason = "no free model slot"
                 break
             except Throttled as exc:
+                if self.meter is not None:
+                    self.meter.throttled()
                 delay = call.throttled(exc, n, self._draw)
                 if delay is None:
                     break
@@ -173,6 +178,8 @@ class Retrier:
                 if self.budget is not None:
                     self.budget.succeeded(call.paid)
                 return answer
+            if self.meter is not None:
+                self.meter.retried()
             self._sleep(delay)
         raise ModelUnavailable(f"{call.reason} ({what}: gave up after {n + 1} attempt(s))")
 
@@ -274,9 +281,11 @@ def process_budget() -> RetryBudget:
 def retrier_for(settings: Settings) -> Retrier:
     """The deployed policy: the configured deadline, the process's shared limiter and retry budget."""
     from .limiter import process_limiter
+    from .metering import meter_for
 
     return Retrier(
         RetryPolicy(deadline_seconds=settings.model_deadline_seconds),
         process_limiter(settings),
         budget=process_budget(),
+        meter=meter_for(settings),
     )

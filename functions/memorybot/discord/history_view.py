@@ -41,7 +41,7 @@ def older_button(user_id: str, key: str) -> str:
 QUOTED_MAX_CHARS = 120
 
 
-def _quoted(state: str, locale: str) -> str:
+def quoted(state: str, locale: str) -> str:
     """The start of a memory's text, shown as written (never as markup)."""
     if not state:
         return "—"
@@ -64,7 +64,7 @@ def line_text(n: int, line: HistoryLine, zone: tzinfo, locale: str) -> str:
     )
     if line.redacted:
         return f"{head}\n   {text('history_erased_text', locale)}"
-    return f"{head}\n   {_quoted(line.before, locale)} → {_quoted(line.after, locale)}"
+    return f"{head}\n   {quoted(line.before, locale)} → {quoted(line.after, locale)}"
 
 
 def kind_text(kind: ChangeKind, locale: str) -> str:
@@ -84,16 +84,7 @@ def page_answer(
         }
     parts = [text("history_header_older" if older else "history_header", locale, where=place)]
     parts += [line_text(n, line, zone, locale) for n, line in enumerate(page.lines, 1)]
-    buttons = [
-        {
-            "type": BUTTON,
-            "style": SECONDARY_STYLE,
-            "label": text("history_undo_label", locale, n=n),
-            "custom_id": undo_button(user_id, line.key),
-        }
-        for n, line in enumerate(page.lines, 1)
-        if line.undoable
-    ]
+    buttons = undo_buttons(user_id, [(n, line.key) for n, line in enumerate(page.lines, 1) if line.undoable], locale)
     if buttons:
         parts.append(text("history_footer", locale))
     if page.older:
@@ -105,11 +96,28 @@ def page_answer(
                 "custom_id": older_button(user_id, page.older),
             }
         )
-    rows = [
+    return {"content": "\n".join(parts)[:MESSAGE_MAX_CHARS], "components": button_rows(buttons)}
+
+
+def button_rows(buttons: list[dict]) -> list[dict]:
+    """Buttons in Discord's action rows, five to a row."""
+    return [
         {"type": ACTION_ROW, "components": buttons[i : i + BUTTONS_PER_ROW]}
         for i in range(0, len(buttons), BUTTONS_PER_ROW)
     ]
-    return {"content": "\n".join(parts)[:MESSAGE_MAX_CHARS], "components": rows}
+
+
+def undo_buttons(user_id: str, keys: list[tuple[int, str]], locale: str) -> list[dict]:
+    """ "Undo n" for each (n, ledger key): the history's Undo, on a page or on a receipt."""
+    return [
+        {
+            "type": BUTTON,
+            "style": SECONDARY_STYLE,
+            "label": text("history_undo_label", locale, n=n),
+            "custom_id": undo_button(user_id, key),
+        }
+        for n, key in keys
+    ]
 
 
 UNDO_ANSWERS = {

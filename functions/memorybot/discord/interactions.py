@@ -11,43 +11,65 @@ import logging
 import time
 from collections.abc import Callable
 from datetime import UTC, datetime, tzinfo
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from ..core.record.catalog import text
 from ..core.record.catalog import where_label as scope_label
 from ..core.record.dates import local_stamp
-from ..core.record.domain import GLOBAL_SCOPE, Owner, ScopeMode, shows_nothing, snowflake_time, utcnow
-from ..core.record.jobs import RememberJob, ReplyJob
+from ..core.record.domain import GLOBAL_SCOPE, Actor, Owner, ScopeMode, iso, shows_nothing, snowflake_time, utcnow
+from ..core.record.jobs import ForgetAllJob, RememberJob, ReplyJob
 from ..core.record.person import Person
-from ..core.record.ports import AsyncInvoker, DiscordApi, MessageStore, PeopleStore, RememberedMessages
-from ..core.rights import commands, consent, history
-from ..core.rights.commands import CommandMemories
-from ..core.rights.history import HistoryMemories
 from ..core.turn import conversation
-from . import history_view
+from ..lazy import lazy
 from .formats import markdown_escaped
-from .guilds import GuildNames
+
+if TYPE_CHECKING:
+    from ..core.record.ports import AsyncInvoker, DiscordApi, MessageStore, Metrics, PeopleStore, RememberedMessages
+    from ..core.rights import commands, consent, everywhere, history, why
+    from ..core.rights.commands import CommandMemories
+    from ..core.rights.history import HistoryMemories
+    from ..core.rights.why import WhyMemories
+    from . import history_view, receipts_view, server_admin
+    from .guilds import GuildNames
+    from .server_admin import ServerDeps
+
+    class InteractionMemories(CommandMemories, HistoryMemories, WhyMemories, Protocol):
+        """The roles of the memory store answering an interaction uses (the commands, the history, why)."""
+
+else:  # a cold start imports what every answer needs; each command's own modules load when it first comes
+    commands, consent, everywhere, history, why = (
+        lazy(f"memorybot.core.{name}") for name in ("commands", "consent", "everywhere", "history", "why")
+    )
+    history_view, receipts_view, server_admin = (
+        lazy(f"memorybot.discord.{name}") for name in ("history_view", "receipts_view", "server_admin")
+    )
 from .requests import (
     FORGET_ALL_TTL,
     MESSAGE_MAX_CHARS,
     BadRequest,
     Caller,
+    ChangeSetting,
     Chat,
     ExportMemories,
     ForgetAllAsk,
     ForgetAllConfirm,
     ForgetMemory,
+    MoveMemory,
     PauseMemory,
     Ping,
     RememberMessage,
     ResumeMemory,
+    SetReceipts,
     ShowHistory,
     ShowMemories,
+    ShowSettings,
+    SuggestEverywhere,
     SuggestForget,
     UndoChange,
     UnknownComponent,
     Unsupported,
     WhyMemory,
+    WhyReply,
     forget_all_button,
     parse,
 )
@@ -63,8 +85,18 @@ CHOICE_NAME_MAX_CHARS = 100
 NO_MENTIONS: dict[str, list[str]] = {"parse": []}
 
 
-class InteractionMemories(CommandMemories, HistoryMemories, Protocol):
-    """The roles of the memory store answering an interaction uses (the commands and the history)."""
+class Places(Protocol):
+    """Where an answer is given: the deployment's scope mode, server names and time zone."""
+
+    @property
+    def scope_mode(self) -> ScopeMode: ...
+
+    @property
+    def guild_names(self) -> GuildNames: ...
+
+    @property
+    def zone(self) -> tzinfo:
+        """The deployment's time zone: every time a person reads is in it, labelled."""
 
 
 class Dependencies(Protocol):
@@ -90,17 +122,19 @@ class Dependencies(Protocol):
     def discord_interactive(self) -> DiscordApi: ...
 
     @property
-    def scope_mode(self) -> ScopeMode: ...
-
-    @property
-    def guild_names(self) -> GuildNames: ...
-
-    @property
-    def zone(self) -> tzinfo:
-        """The deployment's time zone: every time a person reads is in it, labelled."""
+    def metrics(self) -> Metrics:
+        """Counts for the operator (memories forgotten), written out when the invocation ends."""
 
     def once(self, name: str, key: str, work: Callable[[], dict]) -> dict | None:
         """``work()``'s answer, computed once per key (the dedup ledger); None while another copy runs it."""
+
+    @property
+    def places(self) -> Places:
+        """Where answers are given: the scope mode, server names and the time zone."""
+
+    @property
+    def servers(self) -> ServerDeps:
+        """A server's own settings (/memory-settings, server_admin.py)."""
 
 
 # ---------------------------------------------------------------- answers
@@ -129,7 +163,7 @@ def where(caller: Caller, deps: Dependencies) -> str:
     data, else by one cached REST read (``GuildNames``), else by its id. The name is the server's
     owners' text: shown as written, never as markup."""
     kind, _, ident = caller.scope.partition(":")
-    name = caller.guild_name or (deps.guild_names.name(ident) if kind == "guild" else None) or ""
+    name = caller.guild_name or (deps.places.guild_names.name(ident) if kind == "guild" else None) or ""
     return scope_label(caller.scope, caller.locale, markdown_escaped(name))
 
 
@@ -137,11 +171,13 @@ def dm_text(lines: list[str], scope: str = GLOBAL_SCOPE, locale: str = "") -> st
     return dm_messages(lines, scope_label(scope, locale), locale)[0]
 
 
-def dm_messages(lines: list[str], where: str, locale: str = "") -> list[str]:
-    """The listing split into as few DMs as Discord's 2000 characters allow: the header opens
-    the first, the footer closes the last, a line is never split (each is at most 86 characters,
-    twice that where every character of the memory is escaped)."""
-    parts = [text("dm_header", locale, where=where), *lines, text("dm_footer", locale)]
+def dm_messages(lines: list[str], where: str, locale: str = "", header_note: str = "") -> list[str]:
+    """The listing split into as few DMs as Discord's 2000 characters allow: the header (with
+    ``header_note`` after it, on its line) opens the first, the footer closes the last, a line is
+    never split (each is at most 86 characters, twice that where every character of the memory is
+    escaped)."""
+    header = text("dm_header", locale, where=where) + (f" {header_note}" if header_note else "")
+    parts = [header, *lines, text("dm_footer", locale)]
     messages: list[str] = []
     current = ""
     for part in parts:
@@ -158,12 +194,14 @@ def dm_messages(lines: list[str], where: str, locale: str = "") -> list[str]:
 def respond(body: bytes, deps: Dependencies) -> tuple[int, dict]:
     """(HTTP status, JSON body) for one request whose signature has been verified."""
     try:
-        request = parse(body, deps.scope_mode)
+        request = parse(body, deps.places.scope_mode)
     except BadRequest as exc:
         logger.info("bad interaction", extra={"reason": str(exc)})
         return 400, {"error": "bad request"}
     if isinstance(request, Unsupported):
         return 200, choices([]) if request.autocomplete else say("unsupported", request.locale)
+    # the server's answer language, if its admins chose one
+    request = server_admin.in_server_locale(request, deps.servers)
     return 200, _HANDLERS[type(request)](request, deps)
 
 
@@ -174,8 +212,11 @@ def _ping(request: Ping, deps: Dependencies) -> dict:
 def _chat(request: Chat, deps: Dependencies) -> dict:
     if not request.text:
         return say("empty_chat", request.caller)
+    refused = server_admin.chat_refusal(request, deps.servers)  # the server's channels and daily limit
+    if refused is not None:
+        return refused
     caller = request.caller
-    job = ReplyJob(*_answered_by_worker(request))
+    job = ReplyJob(*_answered_by_worker(request), guild_id=caller.guild_id)
     handed_on = conversation.hear(deps, job, request.text)
     return {"type": DEFERRED_CHANNEL_MESSAGE} if handed_on else say("busy", caller)
 
@@ -213,28 +254,37 @@ MAX_SHOW_DMS = 10  # about 200 memories; beyond, the answer points to /memory ex
 
 
 def _show_once(request: ShowMemories, deps: Dependencies) -> dict:
-    answer = _show_listing(request, deps)
-    paused_at = deps.people_store.get(request.caller.user_id).paused_at
+    person = deps.people_store.get(request.caller.user_id)
+    answer = _show_listing(request, deps, person.receipts)
+    paused_at = person.paused_at
     if paused_at is not None:  # /memory show says when memory is paused
-        answer["data"]["content"] += "\n" + consent.paused_note(paused_at, deps.zone, request.caller.locale)
+        answer["data"]["content"] += "\n" + consent.paused_note(paused_at, deps.places.zone, request.caller.locale)
     return answer
 
 
-def _show_listing(request: ShowMemories, deps: Dependencies) -> dict:
+def _show_listing(request: ShowMemories, deps: Dependencies, receipts: bool = True) -> dict:
     caller = request.caller
     lines = commands.show(deps.memory_store, caller.owner, caller.locale, quote=markdown_escaped)
+    yours = everywhere.read_everywhere(deps.memory_store, caller.user_id, actor=Actor.COMMAND, reason="memory show")
+    if yours:  # marked apart: read here and everywhere else too
+        lines += [
+            text("show_everywhere_header", caller.locale),
+            *(commands.preview(m, caller.locale, markdown_escaped) for m in yours),
+        ]
     if not lines:
         return say("nothing_remembered", caller, where=where(caller, deps))
-    messages = dm_messages(lines, where(caller, deps), caller.locale)
+    # The header says whether receipts are on (/memory receipts).
+    receipts_note = text("show_receipts_on" if receipts else "show_receipts_off", caller.locale)
+    messages = dm_messages(lines, where(caller, deps), caller.locale, receipts_note)
     started = time.monotonic()
     sent = 0
     try:
         discord = deps.discord_interactive
         channel = discord.open_dm(request.caller.user_id)
-        for text in messages[:MAX_SHOW_DMS]:
+        for message in messages[:MAX_SHOW_DMS]:
             if sent and time.monotonic() - started > SHOW_BUDGET_SECONDS:
                 break
-            discord.send_message(channel, text)
+            discord.send_message(channel, message)
             sent += 1
     except Exception as exc:  # noqa: BLE001 - 50007 or anything else: say so, repeat nothing
         logger.info(
@@ -260,7 +310,7 @@ def _why(request: WhyMemory, deps: Dependencies) -> dict:
     if found is None:
         return say("not_found", caller, memory_id=shown_id(request.memory_id.strip().lower(), caller.locale))
     verb = text("why_verb_learned" if found.action.value == "add" else "why_verb_changed", caller.locale)
-    at = local_stamp(found.at, deps.zone)
+    at = local_stamp(found.at, deps.places.zone)
     until = "\n" + text("why_until", caller.locale, until=found.valid_until.isoformat()) if found.valid_until else ""
     if not found.links:
         return ephemeral(text("why_no_sources", caller.locale, memory_id=found.memory_id, verb=verb, at=at) + until)
@@ -301,15 +351,18 @@ def _export_once(request: ExportMemories, deps: Dependencies) -> dict:
 def _forget_all_ask(request: ForgetAllAsk, deps: Dependencies) -> dict:
     caller = request.caller
     count = commands.count(deps.memory_store, caller.owner)
+    yours = _everywhere_count(deps, caller) if request.everywhere else 0
     here = where(caller, deps)
-    if not count:
+    if not count and not yours:
         return say("nothing_remembered", caller, where=here)
     answer = say("forget_all_ask", caller, count=count, where=here)
+    if yours:  # everywhere:true: the person's own scope goes too
+        answer["data"]["content"] += "\n" + text("forget_all_everywhere_too", caller.locale, count=yours)
     button = {
         "type": BUTTON,
         "style": DANGER_STYLE,
         "label": text("forget_all_button", caller.locale),
-        "custom_id": forget_all_button(caller.user_id, datetime.now(UTC)),
+        "custom_id": forget_all_button(caller.user_id, datetime.now(UTC), request.everywhere),
     }
     answer["data"]["components"] = [{"type": ACTION_ROW, "components": [button]}]
     return answer
@@ -329,17 +382,57 @@ def _forget_all_confirm(request: ForgetAllConfirm, deps: Dependencies) -> dict:
         return say("forget_all_expired", caller)
     # One button, one forget-all: a second press (or a replay) gets the first answer and deletes
     # nothing learned since. The custom_id (who asked, when) and the scope name the button.
-    key = f"{caller.scope}:{request.requester}:{request.asked_at}"
+    key = f"{caller.scope}:{request.requester}:{request.asked_at}{':e' if request.everywhere else ''}"
     answer = deps.once("forget-all", key, lambda: _forget_all_once(request, deps))
     return answer if answer is not None else say("busy", caller)
 
 
 def _forget_all_once(request: ForgetAllConfirm, deps: Dependencies) -> dict:
+    """Stamp the forget-all and hand its deletes to a job (a profile of thousands takes longer than
+    Discord's 3 s); the job updates this confirmation when it is done. While another forget-all's
+    job runs in the scope, nothing more is started."""
     caller = request.caller
-    deleted = commands.forget_all(deps.memory_store, caller.owner, deps.people_store)
-    logger.info("forget-all done", extra={"user_id": caller.user_id, "deleted": len(deleted)})
-    done = text("forget_all_done", caller.locale, count=len(deleted), where=where(caller, deps))
-    return {"type": UPDATE_MESSAGE, "data": {"content": done, "components": [], "allowed_mentions": NO_MENTIONS}}
+    here = where(caller, deps)
+    started = commands.begin_forget_all(deps.people_store, caller.owner, request.interaction_id)
+    if started is None:
+        logger.info("forget-all refused: one is running", extra={"user_id": caller.user_id})
+        return _confirmation(text("forget_all_running", caller.locale, where=here))
+    job = ForgetAllJob(
+        request.interaction_id,
+        request.token,
+        request.application_id,
+        caller.user_id,
+        caller.scope,
+        caller.locale,
+        here,
+        iso(started),
+        everywhere=request.everywhere,
+    )
+    try:
+        deps.invoker.invoke(job)
+    except Exception:
+        # No job runs: the scope is not left marked as forgetting (what was said before stays unlearnable).
+        deps.people_store.finish_forget_all(caller.user_id, caller.scope, started, started)
+        logger.error("forget-all hand-off failed", extra=job.ids())
+        raise
+    logger.info("forget-all started", extra=job.ids())
+    return _confirmation(text("forget_all_started", caller.locale, where=here))
+
+
+def _confirmation(content: str) -> dict:
+    """The forget-all confirmation rewritten in place, its button gone."""
+    return {"type": UPDATE_MESSAGE, "data": {"content": content, "components": [], "allowed_mentions": NO_MENTIONS}}
+
+
+def _everywhere_count(deps: Dependencies, caller: Caller) -> int:
+    reason = commands.FORGET_ALL_COUNT_REASON
+    return len(everywhere.read_everywhere(deps.memory_store, caller.user_id, actor=Actor.COMMAND, reason=reason))
+
+
+def _count_forgotten(deps: Dependencies, count: int) -> None:
+    from ..core.record.metrics import MEMORIES_FORGOTTEN  # on a forget only: the cold start imports nothing more
+
+    deps.metrics.add(MEMORIES_FORGOTTEN, count)
 
 
 def _forget(request: ForgetMemory, deps: Dependencies) -> dict:
@@ -347,7 +440,12 @@ def _forget(request: ForgetMemory, deps: Dependencies) -> dict:
     if not request.memory_id.strip():
         return say("forget_which", caller)
     result = commands.forget(deps.memory_store, caller.owner, request.memory_id)
+    if result.outcome is commands.ForgetOutcome.NOT_FOUND:  # one of their "everywhere" memories, listed in show
+        result = commands.forget(deps.memory_store, everywhere.everywhere_of(caller.user_id), request.memory_id)
     key = "forgotten" if result.outcome is commands.ForgetOutcome.FORGOTTEN else "not_found"
+    if result.outcome is commands.ForgetOutcome.FORGOTTEN:
+        _count_forgotten(deps, 1)
+        server_admin.forgotten(deps.servers, caller, 1)
     return say(key, caller, memory_id=shown_id(result.memory_id, caller.locale))
 
 
@@ -374,9 +472,9 @@ def _history(request: ShowHistory, deps: Dependencies) -> dict:
     page = history.history(deps.memory_store, caller.owner, older_than=request.older_than, people=deps.people_store)
     older = bool(request.older_than)
     data = history_view.page_answer(
-        page, caller.user_id, caller.scope, deps.zone, caller.locale, older=older, place=where(caller, deps)
+        page, caller.user_id, caller.scope, deps.places.zone, caller.locale, older=older, place=where(caller, deps)
     )
-    if request.requester:  # the "Older" button: the page turns in place
+    if request.requester and request.older_than:  # the "Older" button: the page turns in place
         return {"type": UPDATE_MESSAGE, "data": {**data, "allowed_mentions": NO_MENTIONS}}
     answer = ephemeral(data["content"])
     answer["data"]["components"] = data["components"]
@@ -416,6 +514,9 @@ def _remember(request: RememberMessage, deps: Dependencies) -> dict:
         return say("remember_not_yours", caller)
     if shows_nothing(target.content):  # the import's rule: nothing visible is nothing to learn
         return say("remember_no_text", caller)
+    refused = server_admin.remember_refusal(request, deps.servers)  # the server's channels, memory off
+    if refused is not None:
+        return refused
     person = deps.people_store.get(caller.user_id)
     if person.paused:
         return say("remember_paused", caller)
@@ -428,7 +529,7 @@ def _remember(request: RememberMessage, deps: Dependencies) -> dict:
             "remember_nothing" if _never_teaches_again(deps, person, owner, target.message_id) else "remember_already",
             caller,
         )
-    job = RememberJob(*_answered_by_worker(request), target.message_id, target.content)
+    job = RememberJob(*_answered_by_worker(request), target.message_id, target.content, caller.guild_id)
     try:
         deps.invoker.invoke(job)
     except Exception as exc:  # noqa: BLE001 - the person gets an answer either way
@@ -448,6 +549,50 @@ def _never_teaches_again(deps: Dependencies, person: Person, owner: Owner, messa
     said = snowflake_time(message_id)
     ended = [at for at in (person.erased_at, person.forgot_all_in(owner.scope)) if at is not None]
     return any(at >= said for at in ended) or message_id in deps.memory_store.forgotten_sources(owner)
+
+
+# ---- receipts, "Why?" and "everywhere" memories (core/rights/: receipts.py, why.py, everywhere.py)
+
+
+def _set_receipts(request: SetReceipts, deps: Dependencies) -> dict:
+    changed = deps.people_store.set_receipts(request.caller.user_id, request.enabled)
+    state = "on" if request.enabled else "off"
+    return say(f"receipts_{state}" if changed else f"receipts_already_{state}", request.caller)
+
+
+def _why_reply(request: WhyReply, deps: Dependencies) -> dict:
+    caller = request.caller
+    if request.requester != caller.user_id:  # nothing read, nothing logged: only the asker may see it
+        logger.info("reply why refused: not the asker", extra={"user_id": caller.user_id})
+        return say("why_reply_not_yours", caller)
+    answer = why.why_reply(deps.memory_store, everywhere.owners_read(caller.owner), request.reply_interaction_id)
+    return ephemeral(receipts_view.why_text(answer, deps.places.zone, caller.locale))
+
+
+# By the outcome's value (MoveOutcome is a str enum): the module loads with the first move, not the cold start.
+MOVE_ANSWERS = {"not_found": "move_not_found", "blocked": "move_blocked", "changed": "move_changed"}
+
+
+def _move(request: MoveMemory, deps: Dependencies) -> dict:
+    caller = request.caller
+    if not request.memory_id.strip():
+        return say("forget_which", caller)
+    result = everywhere.move(deps.memory_store, caller.owner, request.memory_id, everywhere=request.everywhere)
+    memory_id = shown_id(result.memory_id, caller.locale)
+    if result.outcome is everywhere.MoveOutcome.MOVED:
+        if request.everywhere:
+            return say("moved_everywhere", caller, memory_id=memory_id)
+        return say("moved_here", caller, memory_id=memory_id, where=where(caller, deps))
+    return say(MOVE_ANSWERS[result.outcome], caller, memory_id=memory_id)
+
+
+def _suggest_everywhere(request: SuggestEverywhere, deps: Dependencies) -> dict:
+    # Read only when there are some: a person with none gets no row in a scope of their own.
+    caller = request.caller
+    yours = everywhere.read_everywhere(
+        deps.memory_store, caller.user_id, actor=Actor.COMMAND, reason=commands.SUGGEST_REASON
+    )
+    return choices(commands.matching(yours, request.typed, caller.locale))
 
 
 def error_answer(body: bytes) -> dict:
@@ -477,4 +622,11 @@ _HANDLERS: dict[type, Callable[[Any, Dependencies], dict]] = {
     ShowHistory: _history,
     UndoChange: _undo,
     UnknownComponent: _unknown_component,
+    SetReceipts: _set_receipts,
+    WhyReply: _why_reply,
+    MoveMemory: _move,
+    SuggestEverywhere: _suggest_everywhere,
+    # /memory-settings (a server's admins)
+    ShowSettings: lambda request, deps: server_admin.show_settings(request, deps.servers),
+    ChangeSetting: lambda request, deps: server_admin.change_setting(request, deps.servers),
 }

@@ -12,12 +12,18 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from ..core.record.catalog import COMMAND_DESCRIPTIONS, COMMAND_NAMES, REMEMBER_THIS, Language
+from ..core.record.catalog import COMMAND_DESCRIPTIONS, COMMAND_NAMES, REMEMBER_THIS, SETTING_CHOICES, Language
 from ..core.record.domain import Owner, ScopeMode, scope_for
-from . import history_view
+from ..core.rights.server_limits import DAILY_LIMIT_MAX, PERSONA_MAX_CHARS
+from ..lazy import lazy
 from .formats import is_interaction_token, is_snowflake, valid_unicode
+
+if TYPE_CHECKING:
+    from . import history_view, receipts_view
+else:  # their buttons' ids only: their own modules load when one of their buttons first comes
+    history_view, receipts_view = (lazy(f"memorybot.discord.{name}") for name in ("history_view", "receipts_view"))
 
 # Discord's numbers.
 PING, APPLICATION_COMMAND, MESSAGE_COMPONENT, AUTOCOMPLETE, MODAL_SUBMIT = 1, 2, 3, 4, 5
@@ -26,6 +32,7 @@ CHANNEL_TYPE_DM = 1
 CUSTOM_ID_MAX_CHARS = 100
 SUBCOMMAND = 1
 STRING_OPTION = 3
+BOOLEAN_OPTION = 5
 MESSAGE_MAX_CHARS = 2000
 MAX_JSON_DEPTH = 32  # Discord's payloads nest about 8 deep
 GUILD_NAME_MAX_CHARS = 100  # Discord's limit on a server's name
@@ -61,6 +68,10 @@ def _memory_id_option(subcommand: str) -> dict[str, Any]:
         "required": True,
         "autocomplete": True,
     }
+
+
+def _boolean_option(subcommand: str, name: str, *, required: bool) -> dict[str, Any]:
+    return {"type": BOOLEAN_OPTION, "name": name, **_localized(f"memory {subcommand} {name}"), "required": required}
 
 
 def _subcommand(name: str, *options: dict[str, Any]) -> dict[str, Any]:
@@ -106,10 +117,14 @@ COMMANDS: list[dict[str, Any]] = [
                 _subcommand("forget", _memory_id_option("forget")),
                 _subcommand("why", _memory_id_option("why")),
                 _subcommand("export"),
-                _subcommand("forget-all"),
+                _subcommand("forget-all", _boolean_option("forget-all", "everywhere", required=False)),
                 _subcommand("pause"),
                 _subcommand("resume"),
                 _subcommand("history"),
+                # receipts, "everywhere" memories (core/rights/receipts.py, core/rights/everywhere.py)
+                _subcommand("receipts", _boolean_option("receipts", "enabled", required=True)),
+                _subcommand("everywhere", _memory_id_option("everywhere")),
+                _subcommand("here", _memory_id_option("here")),
             ],
         }
     ),
@@ -126,12 +141,15 @@ class BadRequest(Exception):
 
 @dataclass(frozen=True)
 class Caller:
+    """Who is asking, where, and in which language."""
+
     user_id: str
     user_name: str
     channel_id: str
     scope: str  # where this conversation's memories live (domain.scope_for)
     locale: str = ""  # the person's Discord locale ("ja", "en-US"): the language of every answer
     guild_name: str = ""  # the server's name when the interaction carries it (else read over REST)
+    guild_id: str = ""  # the server the interaction came from ("" outside a server): its settings apply
 
     @property
     def owner(self) -> Owner:
@@ -140,11 +158,15 @@ class Caller:
 
 @dataclass(frozen=True)
 class Ping:
+    """Discord's check that the endpoint answers."""
+
     pass
 
 
 @dataclass(frozen=True)
 class Chat:
+    """/chat: a line said to the bot."""
+
     interaction_id: str
     token: str
     application_id: str
@@ -154,54 +176,78 @@ class Chat:
 
 @dataclass(frozen=True)
 class ShowMemories:
+    """/memory show."""
+
     caller: Caller
     interaction_id: str = ""  # a replay of the same interaction sends no second DM
 
 
 @dataclass(frozen=True)
 class ForgetMemory:
+    """/memory forget."""
+
     caller: Caller
     memory_id: str
 
 
 @dataclass(frozen=True)
 class SuggestForget:
+    """/memory forget's (and why's) autocomplete."""
+
     caller: Caller
     typed: str
 
 
 @dataclass(frozen=True)
 class WhyMemory:
+    """/memory why."""
+
     caller: Caller
     memory_id: str
 
 
 @dataclass(frozen=True)
 class ExportMemories:
+    """/memory export."""
+
     caller: Caller
     interaction_id: str
 
 
 @dataclass(frozen=True)
 class ForgetAllAsk:
+    """/memory forget-all: the question, with its button."""
+
     caller: Caller
+    everywhere: bool = False  # everywhere:true: the person's "everywhere" memories too
 
 
 @dataclass(frozen=True)
 class PauseMemory:
+    """/memory pause."""
+
     caller: Caller
 
 
 @dataclass(frozen=True)
 class ResumeMemory:
+    """/memory resume."""
+
     caller: Caller
 
 
 @dataclass(frozen=True)
 class ForgetAllConfirm:
+    """The forget-all button's click."""
+
     caller: Caller  # who clicked
     requester: str  # who asked (from the button's custom_id)
     asked_at: int  # unix seconds (from the button's custom_id)
+    # The click's own interaction: the deletion job updates the confirmation through its webhook.
+    interaction_id: str = ""
+    token: str = ""
+    application_id: str = ""
+    everywhere: bool = False  # asked with everywhere:true (the custom_id's ":e")
 
 
 @dataclass(frozen=True)
@@ -224,6 +270,40 @@ class UndoChange:
 
 
 @dataclass(frozen=True)
+class SetReceipts:
+    """/memory receipts enabled:<bool>."""
+
+    caller: Caller
+    enabled: bool
+
+
+@dataclass(frozen=True)
+class WhyReply:
+    """A reply's "Why?" button: whose reply (``requester``) and its interaction, from its custom_id."""
+
+    caller: Caller  # who clicked
+    requester: str
+    reply_interaction_id: str
+
+
+@dataclass(frozen=True)
+class MoveMemory:
+    """/memory everywhere id:<id> (``everywhere``) or /memory here id:<id>."""
+
+    caller: Caller
+    memory_id: str
+    everywhere: bool
+
+
+@dataclass(frozen=True)
+class SuggestEverywhere:
+    """Autocomplete for /memory here: the caller's "everywhere" memories."""
+
+    caller: Caller
+    typed: str
+
+
+@dataclass(frozen=True)
 class UnknownComponent:
     """A button click or form submit the bot does not act on: answered politely, nothing changes."""
 
@@ -233,9 +313,30 @@ class UnknownComponent:
 
 @dataclass(frozen=True)
 class Unsupported:
+    """A command or subcommand this bot does not have."""
+
     what: str
     autocomplete: bool = False  # an autocomplete request must be answered with (no) choices
     locale: str = ""
+
+
+@dataclass(frozen=True)
+class ShowSettings:
+    """/memory-settings show: ``permissions`` are the member's own, as the payload carries them."""
+
+    caller: Caller
+    permissions: int
+
+
+@dataclass(frozen=True)
+class ChangeSetting:
+    """/memory-settings <setting> ...: one change, as ``core.rights.servers.SettingChange`` takes it."""
+
+    caller: Caller
+    permissions: int
+    setting: str
+    value: str
+    channel: str = ""  # channels: the channel added to the list
 
 
 @dataclass(frozen=True)
@@ -274,15 +375,21 @@ Request = (
     | RememberMessage
     | ShowHistory
     | UndoChange
+    | SetReceipts
+    | WhyReply
+    | MoveMemory
+    | SuggestEverywhere
     | UnknownComponent
     | Unsupported
+    | ShowSettings
+    | ChangeSetting
 )
 
 # The forget-all button: "memory-forget-all:<requester id>:<unix seconds asked>". Discord sends
 # the custom_id of the message the bot posted, so it is the bot's own word on who asked and when.
 FORGET_ALL_BUTTON = "memory-forget-all"
 FORGET_ALL_TTL = timedelta(minutes=15)
-_FORGET_ALL_ID = re.compile(rf"^{FORGET_ALL_BUTTON}:([0-9]{{1,20}}):([0-9]{{1,12}})$")
+_FORGET_ALL_ID = re.compile(rf"^{FORGET_ALL_BUTTON}:([0-9]{{1,20}}):([0-9]{{1,12}})(:e)?$")
 
 
 def _text(value: Any, what: str) -> str:
@@ -346,6 +453,7 @@ def _caller(payload: dict, scope_mode: ScopeMode) -> Caller:
         scope,
         _locale(payload.get("locale")),
         valid_unicode(guild_name)[:GUILD_NAME_MAX_CHARS] if isinstance(guild_name, str) else "",
+        guild_id or "",
     )
 
 
@@ -473,7 +581,7 @@ def _component_interaction(payload: dict, scope_mode: ScopeMode) -> Request:
     caller = _caller(payload, scope_mode)
     custom_id = data.get("custom_id")
     history = _history_component(payload, caller, custom_id) if isinstance(custom_id, str) else None
-    return history if history is not None else _component(caller, data)
+    return history if history is not None else _component(payload, caller, data)
 
 
 def _history_component(payload: dict, caller: Caller, custom_id: str) -> Request | None:
@@ -482,6 +590,10 @@ def _history_component(payload: dict, caller: Caller, custom_id: str) -> Request
         return UndoChange(caller, match[1], match[2], _snowflake(payload.get("id"), "interaction id"))
     if match := history_view.HISTORY_ID.match(custom_id):
         return ShowHistory(caller, older_than=match[2], requester=match[1])
+    if match := receipts_view.BECAUSE_ID.match(custom_id):
+        return WhyReply(caller, match[1], match[2])
+    if match := receipts_view.OVERNIGHT_ID.match(custom_id):  # the night's line: the history, afresh
+        return ShowHistory(caller, requester=match[1])
     return None
 
 
@@ -497,18 +609,26 @@ def _unknown_form(payload: dict) -> Request:
     return UnknownComponent(custom_id[:100], _locale(payload.get("locale")))
 
 
-def _component(caller: Caller, data: dict) -> Request:
+def _component(payload: dict, caller: Caller, data: dict) -> Request:
     custom_id = data.get("custom_id")
     if not isinstance(custom_id, str) or not custom_id or len(custom_id) > CUSTOM_ID_MAX_CHARS:
         raise BadRequest("malformed custom_id")
     match = _FORGET_ALL_ID.match(custom_id)
     if match is None:
         return UnknownComponent(valid_unicode(custom_id), caller.locale)  # logged: keep it encodable
-    return ForgetAllConfirm(caller, match[1], int(match[2]))
+    return ForgetAllConfirm(
+        caller,
+        match[1],
+        int(match[2]),
+        _snowflake(payload.get("id"), "interaction id"),
+        _token(payload.get("token")),
+        _snowflake(payload.get("application_id"), "application id"),
+        everywhere=match[3] is not None,
+    )
 
 
-def forget_all_button(requester: str, asked_at: datetime) -> str:
-    return f"{FORGET_ALL_BUTTON}:{requester}:{int(asked_at.timestamp())}"
+def forget_all_button(requester: str, asked_at: datetime, everywhere: bool = False) -> str:
+    return f"{FORGET_ALL_BUTTON}:{requester}:{int(asked_at.timestamp())}{':e' if everywhere else ''}"
 
 
 _LOCALE = re.compile(r"^[A-Za-z]{2,3}(-[A-Za-z0-9]{2,8})?$")
@@ -517,6 +637,16 @@ _LOCALE = re.compile(r"^[A-Za-z]{2,3}(-[A-Za-z0-9]{2,8})?$")
 def _locale(value: Any) -> str:
     """Discord's ``locale`` ("ja", "en-US", "zh-TW"); anything else is no locale (English)."""
     return value if isinstance(value, str) and _LOCALE.match(value) else ""
+
+
+def _boolean(command: _Command, name: str, *, default: bool = False) -> bool:
+    """A boolean option's value (missing: ``default``); any other type is not what Discord sends."""
+    value = (_option(command.options, name) or {}).get("value")
+    if value is None:
+        return default
+    if not isinstance(value, bool):
+        raise BadRequest("option value is not a boolean")
+    return value
 
 
 def _string_option(option: dict) -> str:
@@ -551,8 +681,167 @@ _MEMORY_SUBCOMMANDS: dict[tuple[str, int], Callable[[_Command], Request]] = {
     ("why", APPLICATION_COMMAND): lambda c: WhyMemory(c.caller, _memory_id(c)),
     ("why", AUTOCOMPLETE): lambda c: SuggestForget(c.caller, _memory_id(c)),
     ("export", APPLICATION_COMMAND): lambda c: ExportMemories(c.caller, _interaction_id(c)),
-    ("forget-all", APPLICATION_COMMAND): lambda c: ForgetAllAsk(c.caller),
+    ("forget-all", APPLICATION_COMMAND): lambda c: ForgetAllAsk(c.caller, _boolean(c, "everywhere")),
     ("pause", APPLICATION_COMMAND): lambda c: PauseMemory(c.caller),
     ("resume", APPLICATION_COMMAND): lambda c: ResumeMemory(c.caller),
     ("history", APPLICATION_COMMAND): lambda c: ShowHistory(c.caller),
+    # receipts and "everywhere" memories
+    ("receipts", APPLICATION_COMMAND): lambda c: SetReceipts(c.caller, _boolean(c, "enabled", default=True)),
+    ("everywhere", APPLICATION_COMMAND): lambda c: MoveMemory(c.caller, _memory_id(c), everywhere=True),
+    ("everywhere", AUTOCOMPLETE): lambda c: SuggestForget(c.caller, _memory_id(c)),
+    ("here", APPLICATION_COMMAND): lambda c: MoveMemory(c.caller, _memory_id(c), everywhere=False),
+    ("here", AUTOCOMPLETE): lambda c: SuggestEverywhere(c.caller, _memory_id(c)),
 }
+
+
+# ---- /memory-settings: a server's admins (core/rights/servers.py). Registered with Manage Server as its
+# default permission and in servers only; the handler checks the member's own permissions too.
+SETTINGS_COMMAND_NAME = "memory-settings"
+SUBCOMMAND_GROUP, INTEGER_OPTION, BOOLEAN_OPTION, CHANNEL_OPTION = 2, 4, 5, 7
+MANAGE_GUILD_PERMISSION = "32"
+GUILD_CONTEXT = [0]
+TEXT_CHANNEL_TYPES = [0, 5]  # text and announcement channels
+
+
+def _settings_option(path: str, kind: int, name: str, **more: Any) -> dict[str, Any]:
+    return {"type": kind, "name": name, **_localized(f"{SETTINGS_COMMAND_NAME} {path} {name}"), **more}
+
+
+def _settings_sub(path: str, *options: dict[str, Any], kind: int = SUBCOMMAND) -> dict[str, Any]:
+    return {
+        "type": kind,
+        "name": path.split()[-1],
+        **_localized(f"{SETTINGS_COMMAND_NAME} {path}"),
+        **({"options": list(options)} if options else {}),
+    }
+
+
+def _value_choices(*values: str) -> list[dict[str, Any]]:
+    choices = []
+    for value in values:
+        name, others = _in_languages(SETTING_CHOICES[value])
+        choices.append({"name": name, "name_localizations": others, "value": value})
+    return choices
+
+
+SETTINGS_COMMAND: dict[str, Any] = {
+    "name": SETTINGS_COMMAND_NAME,
+    "type": CHAT_INPUT,
+    **_localized(SETTINGS_COMMAND_NAME),
+    "default_member_permissions": MANAGE_GUILD_PERMISSION,
+    "contexts": GUILD_CONTEXT,
+    "integration_types": [0],
+    "options": [
+        _settings_sub("show"),
+        _settings_sub("memory", _settings_option("memory", BOOLEAN_OPTION, "enabled", required=True)),
+        _settings_sub(
+            "channels",
+            _settings_option(
+                "channels", STRING_OPTION, "mode", required=True, choices=_value_choices("all", "only", "except")
+            ),
+            _settings_option("channels", CHANNEL_OPTION, "channel", channel_types=TEXT_CHANNEL_TYPES),
+        ),
+        _settings_sub("persona", _settings_option("persona", STRING_OPTION, "text", max_length=PERSONA_MAX_CHARS)),
+        _settings_sub(
+            "diary",
+            _settings_sub(
+                "diary channel",
+                _settings_option(
+                    "diary channel", CHANNEL_OPTION, "channel", required=True, channel_types=TEXT_CHANNEL_TYPES
+                ),
+            ),
+            _settings_sub("diary off"),
+            _settings_sub(
+                "diary language",
+                _settings_option(
+                    "diary language", STRING_OPTION, "value", required=True, choices=_value_choices("ja", "en")
+                ),
+            ),
+            kind=SUBCOMMAND_GROUP,
+        ),
+        _settings_sub(
+            "daily-limit",
+            _settings_option(
+                "daily-limit", INTEGER_OPTION, "turns", required=True, min_value=0, max_value=DAILY_LIMIT_MAX
+            ),
+        ),
+        _settings_sub(
+            "language",
+            _settings_option(
+                "language", STRING_OPTION, "value", required=True, choices=_value_choices("auto", "en", "ja")
+            ),
+        ),
+    ],
+}
+COMMANDS.append(SETTINGS_COMMAND)
+
+
+def _permissions(payload: dict) -> int:
+    """The member's own permissions in the channel (a decimal string); none outside a server or unreadable."""
+    value = _object(payload.get("member")).get("permissions")
+    return int(value) if isinstance(value, str) and value.isdigit() and len(value) <= 40 else 0
+
+
+def _option_value(options: list[dict], name: str, kind: type) -> Any:
+    value = (_option(options, name) or {}).get("value")
+    if value is None:
+        return None
+    if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
+        raise BadRequest(f"option {name} has the wrong type")
+    return value
+
+
+_Change = tuple[str, str, str]  # (setting, value, channel): core.rights.servers.SettingChange's fields
+
+
+def _settings_change(name: str, options: list[dict]) -> _Change | None:
+    """The change a subcommand asks for; None for a subcommand this bot does not have."""
+    if name == "memory":
+        enabled = _option_value(options, "enabled", bool)
+        return ("memory", "true" if enabled is not False else "false", "")
+    if name == "channels":
+        channel = _option_value(options, "channel", str)
+        if channel is not None and not is_snowflake(channel):
+            raise BadRequest("malformed channel id")
+        return ("channels", _option_value(options, "mode", str) or "", channel or "")
+    if name == "persona":
+        return ("persona", valid_unicode(_option_value(options, "text", str) or ""), "")
+    if name == "daily-limit":
+        turns = _option_value(options, "turns", int)
+        return ("daily-limit", str(turns) if turns is not None and turns >= 0 else "-", "")
+    if name == "language":
+        return ("language", _option_value(options, "value", str) or "", "")
+    return None
+
+
+def _diary_change(options: list[dict]) -> _Change | None:
+    """/memory-settings diary channel|off|language."""
+    if not options:
+        return None
+    sub = options[0]
+    name, inner = sub.get("name"), _options(sub)
+    if name == "channel":
+        channel = _option_value(inner, "channel", str)
+        if channel is None or not is_snowflake(channel):
+            raise BadRequest("malformed channel id")
+        return ("diary", channel, "")
+    if name == "off":
+        return ("diary", "", "")
+    if name == "language":
+        return ("diary-language", _option_value(inner, "value", str) or "", "")
+    return None
+
+
+def _settings_request(command: _Command) -> Request | None:
+    if not command.options:
+        return None
+    sub = command.options[0]
+    name, options = sub.get("name"), _options(sub)
+    permissions = _permissions(command.payload)
+    if name == "show":
+        return ShowSettings(command.caller, permissions)
+    change = _diary_change(options) if name == "diary" else _settings_change(str(name), options)
+    return ChangeSetting(command.caller, permissions, *change) if change is not None else None
+
+
+_COMMANDS[(SETTINGS_COMMAND_NAME, APPLICATION_COMMAND)] = _settings_request

@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import base64
 import json
-from collections.abc import Callable
+import logging
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from .. import bootstrap
@@ -63,9 +65,28 @@ def job_worker(
             logger.error("job refused", extra={"job": job_type.__name__, "reason": str(exc)})
             return {"status": "refused"}
         c = bootstrap.container()
-        return c.idempotency.run(job_type.WORKER, job.interaction_id, lambda: use_case(c, job), invocation=context)
+        with measured(c):
+            return c.idempotency.run(job_type.WORKER, job.interaction_id, lambda: use_case(c, job), invocation=context)
 
     return handler
+
+
+@contextmanager
+def measured(c: Container, *, traced: bool = True) -> Iterator[None]:
+    """One invocation's metrics written out when it ends, however it ends (the model calls of a job
+    that raises were still made); ``traced``: its model and table calls as X-Ray subsegments (the
+    workers; the interactions function skips the Tracer's import: see adapters/tracing.py)."""
+    if traced:
+        from ..adapters import tracing
+
+        tracing.start(c.settings.service_name)
+    try:
+        yield
+    finally:
+        try:
+            c.metrics.flush()
+        except Exception as exc:  # noqa: BLE001 - a metric never fails the work it measured
+            logging.getLogger(__name__).warning("metrics not written", extra={"error": type(exc).__name__})
 
 
 def retries_spent(c: Container, worker: str, interaction_id: str) -> bool:

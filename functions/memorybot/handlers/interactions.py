@@ -10,7 +10,7 @@ from aws_lambda_powertools import Logger
 from .. import bootstrap
 from ..discord import interactions
 from ..discord.signature import SignatureError
-from . import http_request, http_response, log_core_with
+from . import http_request, http_response, log_core_with, measured
 
 logger = Logger(service="memorybot-interactions")
 log_core_with(logger)
@@ -20,7 +20,12 @@ log_core_with(logger)
 def handler(event: dict, context) -> dict:
     headers, body = http_request(event)
     # The invocation's context travels with the call: the dedup of /memory show times its in-progress record by it.
-    deps = bootstrap.container().for_invocation(context)
+    container = bootstrap.container()
+    with measured(container, traced=False):
+        return _respond(container.for_invocation(context), headers, body)
+
+
+def _respond(deps: bootstrap.Invocation, headers: dict[str, str], body: bytes) -> dict:
     try:
         deps.signature_verifier.verify(headers, body)
     except SignatureError as exc:

@@ -24,7 +24,9 @@ from ..core.night.nightly_jobs import ClaimedRun, NightlyStart, RunPlan, Speaker
 from ..core.record.changes import NightlyRun
 from ..core.record.domain import NIGHTLY_EXECUTION_TIMEOUT
 from ..core.record.jobs import BadJob, Payload
-from . import log_core_with
+from ..core.record.metrics import NO_METRICS
+from ..core.record.ports import Metrics
+from . import log_core_with, measured
 
 logger = Logger(service="memorybot-nightly")
 log_core_with(logger)
@@ -45,7 +47,9 @@ def _step(name: str, payload: type[P], use_case: Callable[[Consolidator, P], Pay
         except BadJob as exc:
             logger.error("nightly payload refused", extra={"reason": str(exc)})
             raise
-        answer = use_case(bootstrap.container().consolidator, parsed).to_json()
+        container = bootstrap.container()
+        with measured(container):
+            answer = use_case(container.consolidator, parsed).to_json()
         logger.info(
             "nightly step done", extra={k: v for k, v in answer.items() if k in ("run_id", "status", "speakers")}
         )
@@ -62,18 +66,19 @@ plan = _step("plan", ClaimedRun, lambda c, p: nightly_steps.plan(c, p))
 speaker = _step("speaker", SpeakerTask, lambda c, p: nightly_steps.speaker(c, p))
 speaker_failed = _step("speaker_failed", SpeakerFailure, lambda c, p: nightly_steps.speaker_failed(c, p))
 review = _step("review", RunPlan, lambda c, p: nightly_steps.review(c, p))
-finish = _step("finish", RunPlan, lambda c, p: nightly_steps.finish(c, p))
+# The finish step counts the night (its metrics: docs/operations.md).
+finish = _step("finish", RunPlan, lambda c, p: nightly_steps.finish(c, p, bootstrap.container().metrics))
 
 
 scheduled_time = nightly_steps.scheduled_time  # how the claim reads a start's time
 
 
 def day_label(now: datetime) -> str:
-    """The JST day a run as of ``now`` covers."""
-    return window_for(now).day_label
+    """The day (in the deployment's time zone) a run as of ``now`` covers."""
+    return window_for(now, bootstrap.container().zone).day_label
 
 
-def run_in_process(consolidator: Consolidator, now: datetime) -> NightlyRun | None:
+def run_in_process(consolidator: Consolidator, now: datetime, metrics: Metrics = NO_METRICS) -> NightlyRun | None:
     """The whole night in this process (the local stack): the same typed use cases as the states
-    above, in the state machine's order; None when that JST day has already run."""
-    return nightly_steps.run_in_process(consolidator, now)
+    above, in the state machine's order, counted on ``metrics``; None when that day has already run."""
+    return nightly_steps.run_in_process(consolidator, now, metrics)

@@ -43,11 +43,16 @@ HELP = """Type a message to /chat with the bot. Other commands:
   /memory pause         stop the bot learning from you and using what it remembers (everywhere)
   /memory resume        start learning again, from your next message
   /memory history       what changed about you here lately (only you see it), with Undo buttons
+  /memory receipts on|off   be told (or not) what each conversation changed, with Undo buttons
+  /memory everywhere <id>   have one memory read in every server and DM; /memory here <id>: back here
+  /because              click the last reply's "Why?" (which memories were in its prompt)
+  /overnight            click the night's "Show history" button
   /undo <n>             click the history's "Undo <n>" button; /older: its "Older" button
   /remember <text>      say <text> in the channel as an ordinary message, then use the
                         "Remember this" message command on it (Apps -> Remember this)
   /remember @<name> <text>  the same on a message <name> posted: the bot refuses
   /confirm              click the last confirmation button you were shown
+  /memory-settings ...  a server admin's settings (chat --admin; /memory-settings alone lists them)
   /nightly [ISO time]   run the nightly consolidation for the night about to end
                         (or for the night that time falls after, as the 03:00 JST schedule would)
   /help, /quit"""
@@ -66,6 +71,10 @@ def button_command(custom_id: str, label: str) -> str:
         return "/confirm"
     if custom_id.startswith("memory-history:"):
         return "/older"
+    if custom_id.startswith("memory-because:"):
+        return "/because"  # a reply's "Why?"
+    if custom_id.startswith("memory-overnight:"):
+        return "/overnight"  # the night's "Show history"
     number = label.split()[-1:]
     return f"/undo {number[0]}" if number and number[0].isdigit() else "/undo <n>"
 
@@ -244,6 +253,7 @@ class LocalClient:
     buttons: list[dict] = field(default_factory=list)  # the buttons of the bot's last answer with any
     locale: str = "en-US"  # the Discord client's language, as Discord sends it
     refusals: int = 0  # requests the bot refused (a --say run then exits 1)
+    admin: bool = False  # send a server admin's permissions (Manage Server) instead of a member's
     files: list[tuple[str, str]] = field(default_factory=list)  # (name, text) of the files DMed to this person
     _seen: int = 0
     _application_id: str = ""
@@ -314,6 +324,32 @@ class LocalClient:
     def history(self) -> list[str]:
         return self._command("memory", [{"type": 1, "name": "history", "options": []}])
 
+    def receipts(self, enabled: bool) -> list[str]:
+        option = {"type": 5, "name": "enabled", "value": enabled}
+        return self._command("memory", [{"type": 1, "name": "receipts", "options": [option]}])
+
+    def everywhere(self, memory_id: str) -> list[str]:
+        return self._move("everywhere", memory_id)
+
+    def here(self, memory_id: str) -> list[str]:
+        return self._move("here", memory_id)
+
+    def _move(self, name: str, memory_id: str) -> list[str]:
+        return self._command(
+            "memory", [{"type": 1, "name": name, "options": [{"type": 3, "name": "id", "value": memory_id}]}]
+        )
+
+    def forget_all_everywhere(self) -> list[str]:
+        """/memory forget-all everywhere:true (the "everywhere" memories too)."""
+        option = {"type": 5, "name": "everywhere", "value": True}
+        return self._command("memory", [{"type": 1, "name": "forget-all", "options": [option]}])
+
+    def button_starting(self, prefix: str) -> list[str]:
+        """Click the newest button shown whose custom_id starts with ``prefix`` (a reply's "Why?",
+        the night's "Show history")."""
+        chosen = [b for b in self.buttons if b.get("custom_id", "").startswith(prefix)]
+        return self.click(chosen[-1]["custom_id"]) if chosen else ["(no such button shown lately)"]
+
     def history_button(self, word: str) -> list[str]:
         """Click the last history page's "Undo <n>" (``word`` a number) or its "Older" button."""
         prefix = "memory-history:" if word == "older" else "memory-undo:"
@@ -323,9 +359,10 @@ class LocalClient:
             return ["(no such button on the last history page: /memory history shows them)"]
         return self.click(chosen[0]["custom_id"])
 
-    def click(self, custom_id: str | None = None) -> list[str]:
+    def click(self, custom_id: str | None = None, *, wait: bool = True) -> list[str]:
         """Click a button (the last one shown, unless ``custom_id`` names another) as Discord
-        sends it: a MESSAGE_COMPONENT interaction carrying the button's custom_id."""
+        sends it: a MESSAGE_COMPONENT interaction carrying the button's custom_id. A forget-all's
+        deletes run as a job: with ``wait``, its update of the confirmation is shown too."""
         custom_id = custom_id or self.last_button
         if not custom_id:
             return ["(no button to click: ask with /memory forget-all first)"]
@@ -339,7 +376,14 @@ class LocalClient:
             "(the confirmation now reads) " if custom_id.startswith("memory-forget-all") else "(the page now reads) "
         )
         prefix = "(only you can see this) " if data.get("flags", 0) & 64 else updated
-        return [f"memorybot: {prefix}{markdown_shown(data.get('content', ''))}", *self._buttons(data)]
+        lines = [f"memorybot: {prefix}{markdown_shown(data.get('content', ''))}", *self._buttons(data)]
+        if wait and custom_id.startswith("memory-forget-all"):
+            # The deletes run as a job, which rewrites the confirmation when it is done.
+            self.http.post(f"{self.url}/local/drain", headers=self._admin)
+            lines += [
+                line.replace("memorybot: ", f"memorybot: {updated}", 1) for line in self._posted(payload["token"])
+            ]
+        return lines
 
     def _buttons(self, data: dict) -> list[str]:
         """The answer's buttons, remembered for /confirm, /undo and /older, each with the command
@@ -395,13 +439,20 @@ class LocalClient:
             return ["Give the message to remember: /remember <text> (or /remember @<name> <text>)."]
         return self.remember(text.strip(), author[1:] or None)
 
-    def suggest(self, typed: str) -> list[str]:
+    def suggest(self, typed: str, subcommand: str = "forget") -> list[str]:
         option = {"type": 3, "name": "id", "value": typed, "focused": True}
         status, answer = self.send(
-            self._payload("memory", [{"type": 1, "name": "forget", "options": [option]}], kind=4)
+            self._payload("memory", [{"type": 1, "name": subcommand, "options": [option]}], kind=4)
         )
         choices = (answer.get("data") or {}).get("choices", []) if status == 200 else []
         return [f"  {c['value']}: {c['name']}" for c in choices] or ["  (no suggestions)"]
+
+    def settings(self, typed: str) -> list[str]:
+        """/memory-settings as Discord sends it, from what was typed after it (SETTINGS_HELP)."""
+        options = settings_options(typed)
+        if options is None:
+            return [SETTINGS_HELP]
+        return self._command("memory-settings", options)
 
     def nightly(self, now: str | None = None) -> list[str]:
         try:
@@ -439,7 +490,13 @@ class LocalClient:
         user = {"id": self.user_id, "username": self.user_name}
         if self.guild_id is None:  # as Discord sends a command in the bot's DM
             return {**payload, "context": 1, "channel": {"id": self.channel_id, "type": 1}, "user": user}
-        return {**payload, "guild_id": self.guild_id, "context": 0, "member": {"user": user}}
+        permissions = ADMIN_PERMISSIONS if self.admin else MEMBER_PERMISSIONS
+        return {
+            **payload,
+            "guild_id": self.guild_id,
+            "context": 0,
+            "member": {"user": user, "permissions": permissions},
+        }
 
     def send(self, payload: dict) -> tuple[int, dict]:
         body = json.dumps(payload).encode()
@@ -481,9 +538,11 @@ class LocalClient:
             content = markdown_shown(content)  # as Discord shows it: its escapes are not seen
             if event["kind"] == "edit" and event["interaction_token"] == token:
                 yield f"memorybot: {'(only you can see this) ' if deferred_ephemeral else ''}{content}"
+                yield from self._buttons(event.get("body") or {})
             elif event["kind"] == "followup" and event["interaction_token"] == token:
                 ephemeral = (event.get("body") or {}).get("flags", 0) & 64
                 yield f"memorybot: {'(only you can see this) ' if ephemeral else ''}{content}"
+                yield from self._buttons(event.get("body") or {})
             elif event["kind"] == "message" and event["recipient_id"] == self.user_id:
                 yield f"[DM from memorybot to {self.user_name}]\n{content}"
                 for attachment in event.get("attachments") or []:
@@ -515,6 +574,55 @@ class LocalClient:
         return act(memory_id) if memory_id else [which]
 
 
+# A server member's permissions as Discord sends them (view, send, read history, use commands), and
+# a server admin's: the same with Manage Server (1 << 5).
+MEMBER_PERMISSIONS = str((1 << 10) | (1 << 11) | (1 << 16) | (1 << 31))
+ADMIN_PERMISSIONS = str(int(MEMBER_PERMISSIONS) | (1 << 5))
+SETTINGS_HELP = """/memory-settings (server admins: start the client with --admin):
+  show                              the settings, who changed them, the server's figures
+  memory on|off                     memory in this whole server
+  channels all | only <channel id> | except <channel id>
+  persona <text>                    the community's instructions for replies (nothing: clears)
+  diary <channel id> | off | language ja|en
+  daily-limit <turns>               /chat turns per member a day (0: none)
+  language auto|en|ja               the bot's answers here"""
+
+
+def settings_options(typed: str) -> list[dict] | None:
+    """The options Discord sends for what was typed after /memory-settings; None when it does not parse."""
+    words = typed.split()
+    if not words:
+        return None
+    name, rest = words[0], words[1:]
+
+    def sub(sub_name: str, *options: dict) -> list[dict]:
+        return [{"type": 1, "name": sub_name, "options": list(options)}]
+
+    if name == "show" and not rest:
+        return sub("show")
+    if name == "memory" and rest in (["on"], ["off"]):
+        return sub("memory", {"type": 5, "name": "enabled", "value": rest[0] == "on"})
+    if name == "channels" and rest and rest[0] in ("all", "only", "except") and len(rest) <= 2:
+        channel = [{"type": 7, "name": "channel", "value": rest[1]}] if len(rest) == 2 else []
+        return sub("channels", {"type": 3, "name": "mode", "value": rest[0]}, *channel)
+    if name == "persona":
+        text = typed.strip()[len("persona") :].strip()
+        return sub("persona", *([{"type": 3, "name": "text", "value": text}] if text else []))
+    if name == "diary" and rest == ["off"]:
+        return [{"type": 2, "name": "diary", "options": [{"type": 1, "name": "off", "options": []}]}]
+    if name == "diary" and len(rest) == 2 and rest[0] == "language":
+        language = {"type": 1, "name": "language", "options": [{"type": 3, "name": "value", "value": rest[1]}]}
+        return [{"type": 2, "name": "diary", "options": [language]}]
+    if name == "diary" and len(rest) == 1:
+        diary_channel = {"type": 1, "name": "channel", "options": [{"type": 7, "name": "channel", "value": rest[0]}]}
+        return [{"type": 2, "name": "diary", "options": [diary_channel]}]
+    if name == "daily-limit" and len(rest) == 1 and rest[0].isdigit():
+        return sub("daily-limit", {"type": 4, "name": "turns", "value": int(rest[0])})
+    if name == "language" and len(rest) == 1:
+        return sub("language", {"type": 3, "name": "value", "value": rest[0]})
+    return None
+
+
 def command_of(line: str) -> tuple[str, str]:
     """(the command's name, the rest of the line): "/memory why id:ab12c" is ("/memory why", "id:ab12c")."""
     words = line.split(maxsplit=2)
@@ -536,11 +644,19 @@ TYPED_COMMANDS: dict[str, Callable[[LocalClient, str], list[str]]] = {
     "/memory pause": lambda client, _rest: client.pause(),
     "/memory resume": lambda client, _rest: client.resume(),
     "/memory history": lambda client, _rest: client.history(),
+    "/memory receipts": lambda client, rest: client.receipts(
+        rest.strip().lower() not in ("off", "false", "enabled:false")
+    ),
+    "/memory everywhere": lambda client, rest: client.with_memory_id(rest, client.everywhere, TEXT_FORGET_WHICH),
+    "/memory here": lambda client, rest: client.with_memory_id(rest, client.here, TEXT_FORGET_WHICH),
+    "/because": lambda client, _rest: client.button_starting("memory-because"),
+    "/overnight": lambda client, _rest: client.button_starting("memory-overnight"),
     "/undo": lambda client, rest: client.history_button(rest.split()[0] if rest else "undo"),
     "/older": lambda client, _rest: client.history_button("older"),
     "/remember": lambda client, rest: client.remember_typed(rest),
     "/confirm": lambda client, _rest: client.click(),
     "/nightly": lambda client, rest: client.nightly(rest or None),
+    "/memory-settings": lambda client, rest: client.settings(rest),
 }
 
 
@@ -553,6 +669,7 @@ def run(
     guild_id: str | None = LOCAL_GUILD_ID,
     *,
     locale: str = "en-US",
+    admin: bool = False,
 ) -> int:
     url = url.rstrip("/")
     state_dir = resolve_state_dir(state_dir, url)
@@ -571,6 +688,7 @@ def run(
         admin_secret=admin_secret,
         state_dir=state_dir,
         locale=locale,
+        admin=admin,
     )
     try:
         client.catch_up()

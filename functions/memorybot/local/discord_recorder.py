@@ -22,6 +22,7 @@ from typing import Any
 from ..core.record.domain import snowflake_at, utcnow
 
 DMS_CLOSED = {"code": 50007, "message": "Cannot send messages to this user"}
+MISSING_PERMISSIONS_CODE = 50013  # the bot may not post in a channel (50001: may not see it)
 NOT_FOUND = {"code": 0, "message": "404: Not Found"}
 UNAUTHORIZED = {"code": 0, "message": "401: Unauthorized"}
 
@@ -78,6 +79,7 @@ class DiscordRecorder:
         self.events: list[Recorded] = []
         self.dm_channels: dict[str, str] = {}  # user id -> DM channel id
         self.closed_dms: set[str] = set()  # users who do not accept DMs (error 50007)
+        self.forbidden_channels: dict[str, int] = {}  # channel id -> the code Discord refuses a post with
         self._originals: dict[str, str] = {}  # interaction token -> message id
         self._rate_limits: list[float] = []  # Retry-After of the next answers that will be 429s
         self._others: dict[str, list[dict]] = {}  # channel id -> messages people posted (not via the bot)
@@ -103,6 +105,11 @@ class DiscordRecorder:
     def open_dms(self, user_id: str) -> None:
         with self._lock:
             self.closed_dms.discard(user_id)
+
+    def forbid_channel(self, channel_id: str, code: int = MISSING_PERMISSIONS_CODE) -> None:
+        """The bot may no longer post in ``channel_id``: Discord's 403 with ``code`` (50001 or 50013)."""
+        with self._lock:
+            self.forbidden_channels[channel_id] = code
 
     def name_guild(self, guild_id: str, name: str) -> None:
         """Discord reads this server's name as ``name`` from now on (GET /guilds/{id})."""
@@ -181,6 +188,9 @@ class DiscordRecorder:
         recipient = next((u for u, c in self.dm_channels.items() if c == channel_id), "")
         if recipient in self.closed_dms:
             return 403, DMS_CLOSED
+        if channel_id in self.forbidden_channels:
+            code = self.forbidden_channels[channel_id]
+            return 403, {"code": code, "message": "Missing Access" if code == 50001 else "Missing Permissions"}
         message_id = self._new_id()
         self._record("message", call, channel_id=channel_id, recipient_id=recipient, message_id=message_id)
         self.events[-1].attachments = self._attachments

@@ -26,7 +26,7 @@ from ..adapters.invoker import LocalContext, LocalInvoker
 from ..adapters.manifests import FileManifests
 from ..core.record.domain import utcnow
 from . import moto_dynamo
-from .discord_recorder import DiscordRecorder, event_json
+from .discord_recorder import MISSING_PERMISSIONS_CODE, DiscordRecorder, event_json
 
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 8787
@@ -124,6 +124,8 @@ def start(host: str = DEFAULT_HOST, port: int = DEFAULT_PORT, state_dir: Path = 
     if not found.secret("MEMORYBOT_ADMIN_SECRET"):
         os.environ["MEMORYBOT_ADMIN_SECRET"] = _local_secret(state_dir, ADMIN_SECRET_FILE)
         notes.append(f"Admin secret for POST /memory/* and /local/*: {state_dir / ADMIN_SECRET_FILE}")
+    # A server's settings take effect at once here (deployed, a warm function keeps them briefly).
+    os.environ.setdefault("MEMORYBOT_SERVER_SETTINGS_CACHE_SECONDS", "0")
     os.environ.setdefault("DISCORD_APPLICATION_ID", LOCAL_APPLICATION_ID)
     os.environ.setdefault("DISCORD_BOT_TOKEN", "local-bot-token")
     notes.append(f"Models: decision={found.decision_model}, chat={found.chat_model}")
@@ -335,10 +337,13 @@ class _Handler(BaseHTTPRequestHandler):
                 raise BadBody('now must be an ISO 8601 time, e.g. "2026-11-20T18:00:00Z"') from None
         self.stack.invoker.drain(timeout=DRAIN_TIMEOUT_SECONDS)  # let pending extractions land first
         # The state machine's steps (the nightly handlers' typed use cases), in its order, in this process.
+        container = self.stack.container
         try:
-            run = run_in_process(self.stack.container.consolidator, now or utcnow())
+            run = run_in_process(container.consolidator, now or utcnow(), container.metrics)
         except Exception as exc:  # noqa: BLE001 - deployed, the failed execution is redriven; here, ask again
             return 503, {"status": "incomplete", "error": type(exc).__name__, "retry": "POST /local/nightly again"}
+        finally:
+            container.metrics.flush()  # the night's lines, as its finish step writes them deployed
         if run is None:
             day = day_label(now or utcnow())
             # That JST day has run: each runs once.
@@ -375,6 +380,11 @@ class _Handler(BaseHTTPRequestHandler):
             data = _required(_local_body(body, dict.fromkeys(fields, str)), *fields)
             message_id = recorder.someone_said(*(data[f] for f in fields))
             return 200, {"id": message_id}
+        if method == "POST" and path == "/local/discord/forbid-channel":
+            # The bot loses its permission to post in a channel (Discord answers 50013, or 50001 with "code").
+            data = _required(_local_body(body, {"channel_id": str, "code": int}), "channel_id")
+            recorder.forbid_channel(data["channel_id"], data.get("code", MISSING_PERMISSIONS_CODE))
+            return 200, {"forbidden": data["channel_id"]}
         return 404, {"error": "not found"}
 
     def _send(self, status: int, answer: Any) -> None:

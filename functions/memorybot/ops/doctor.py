@@ -18,11 +18,14 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from typing import Any
+from zoneinfo import ZoneInfoNotFoundError
 
 import httpx
 
-from ..config import DEFAULT_DISCORD_API_BASE, SECRET_KEYS, inference_profile_base
+from ..config import DEFAULT_DISCORD_API_BASE, SECRET_KEYS, inference_profile_base, time_zone
+from ..core.night.consolidation import next_run_time
 from ..discord.requests import COMMANDS
 
 OK, FAIL, WARN, SKIP = "ok", "FAIL", "warn", "skip"
@@ -417,30 +420,37 @@ def _model_access(client: Any, model_id: str, roles: str, region: str) -> Check:
 # ---- AWS: the schedule and the alarm topic -----------------------------------------------
 
 
+SCHEDULE_OUTPUT = "NightlyScheduleName"  # the EventBridge Scheduler schedule's name (infra/nightly.py)
+_DAILY_CRON = re.compile(r"^cron\((\d{1,2}) (\d{1,2}) \* \* \? \*\)$")
+
+
 def _schedule(session: Any, deployed: Deployed) -> list[Check]:
-    rules = deployed.of_type("AWS::Events::Rule")
-    if not rules:
-        return [Check("nightly schedule", FAIL, "the stack has no schedule", "npx cdk deploy")]
-    events = session.client("events")
-    checks = []
-    for rule in rules:
-        described = events.describe_rule(Name=rule)
-        targets = events.list_targets_by_rule(Rule=rule)["Targets"]
-        schedule = described.get("ScheduleExpression", "")
-        if described.get("State") != "ENABLED":
-            checks.append(
-                Check(
-                    "nightly schedule",
-                    FAIL,
-                    f"{rule} is {described.get('State')}",
-                    f"aws events enable-rule --name {rule}",
-                )
-            )
-        elif not targets:
-            checks.append(Check("nightly schedule", FAIL, f"{rule} starts nothing (no target)", "npx cdk deploy"))
-        else:
-            checks.append(Check("nightly schedule", OK, f"{rule} enabled, {schedule}"))
-    return checks
+    name = deployed.outputs.get(SCHEDULE_OUTPUT)
+    if not name:
+        return [Check("nightly schedule", FAIL, f"the stack has no {SCHEDULE_OUTPUT} output", "npx cdk deploy")]
+    schedule = session.client("scheduler").get_schedule(Name=name)
+    if schedule.get("State") != "ENABLED":
+        fix = f"EventBridge console -> Scheduler -> Schedules -> {name} -> Enable"
+        return [Check("nightly schedule", FAIL, f"{name} is {schedule.get('State')}", fix)]
+    if not (schedule.get("Target") or {}).get("Arn"):
+        return [Check("nightly schedule", FAIL, f"{name} starts nothing (no target)", "npx cdk deploy")]
+    expression = schedule.get("ScheduleExpression", "")
+    zone = schedule.get("ScheduleExpressionTimezone") or "UTC"
+    return [Check("nightly schedule", OK, f"{name} enabled, {expression} in {zone}: {next_night(expression, zone)}")]
+
+
+def next_night(expression: str, zone_name: str, now: datetime | None = None) -> str:
+    """When a daily ``cron(M H * * ? *)`` in ``zone_name`` next starts, in that zone and in UTC."""
+    match = _DAILY_CRON.match(expression)
+    try:
+        zone = time_zone(zone_name)
+    except (ZoneInfoNotFoundError, ValueError):
+        zone = None
+    if match is None or zone is None:
+        return "the next night: not a daily schedule this check reads"
+    at_utc = next_run_time(now or datetime.now(UTC), zone, hour=int(match.group(2)), minute=int(match.group(1)))
+    start = at_utc.astimezone(zone)
+    return f"the next night starts {start:%Y-%m-%d %H:%M} {zone_name} ({at_utc:%Y-%m-%d %H:%M} UTC)"
 
 
 def _alarm_topic(session: Any, deployed: Deployed) -> list[Check]:

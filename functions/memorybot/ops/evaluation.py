@@ -38,7 +38,7 @@ from datetime import date, datetime
 from pathlib import Path
 from typing import IO, Any, TypeVar
 
-from ..config import DEFAULT_TIMEZONE, Settings
+from ..config import DEFAULT_TIMEZONE, Settings, estimated_cost
 from ..core.prompting.prompts import build_reply_prompt
 from ..core.record.domain import (
     WORTH_THRESHOLD,
@@ -229,7 +229,7 @@ class LanguageScore:
             price = self.prices.get(model)
             if price is None or usage.counted != usage.requests:
                 return None
-            cost += (usage.input_tokens * price[0] + usage.output_tokens * price[1]) / 1_000_000
+            cost += estimated_cost(price, usage.input_tokens, usage.output_tokens)
         return cost
 
     def per_turns(self, value: float | None) -> float | None:

@@ -1,12 +1,13 @@
 """The nightly run: extraction over the day's messages, decay, the diary, the run record.
 
 Window convention: a run as of ``now`` covers the 24 hours that END at the latest
-03:00 JST at or before ``now``; its day label is the JST date on which that window
-STARTS. So a run at 2026-11-30 03:00 JST covers [2026-11-29 03:00, 2026-11-30 03:00)
-JST and is labelled "2026-11-29"; a message at 02:59 JST on the 30th belongs to it,
-one at 03:00 JST on the 30th to the next night. A run a little late (a retried
-delivery at 03:07) still maps to the same window and label, so the day claim makes
-it a no-op.
+03:00 at or before ``now`` in the deployment's time zone (``MEMORYBOT_TIMEZONE``, by default
+Asia/Tokyo: 03:00 JST); its day label is that zone's date on which that window STARTS. So a
+run at 2026-11-30 03:00 JST covers [2026-11-29 03:00, 2026-11-30 03:00) JST and is labelled
+"2026-11-29"; a message at 02:59 JST on the 30th belongs to it, one at 03:00 JST on the 30th
+to the next night. A run a little late (a retried delivery at 03:07) still maps to the same
+window and label, so the day claim makes it a no-op. The 24 hours are real hours: on a night a
+zone's clocks change, the window starts at 02:00 or 04:00 local time.
 
 Whose memory: a speaker here is a person within a scope (``Owner``), and only their own
 conversation with the bot counts (``Message.conversation_of``): someone who never used the
@@ -24,12 +25,12 @@ import logging
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime, timedelta, tzinfo
 from typing import Protocol
 
 from ..prompting import decisions
 from ..record.catalog import Language
-from ..record.changes import DECAY_REASON, Change, NightlyRun, RunSummary
+from ..record.changes import DECAY_REASON, Change, LedgerEntry, NightlyRun, RunSummary
 from ..record.domain import (
     BOT_NAME,
     JST,
@@ -42,7 +43,6 @@ from ..record.domain import (
     Owner,
     Speaker,
     Verdict,
-    jst_day,
     one_line,
     plain_name,
     utcnow,
@@ -51,11 +51,13 @@ from ..record.ports import (
     ChatModel,
     ConflictError,
     DecisionModel,
+    DiscordError,
     EmbeddingModel,
     ForgottenSources,
     ManifestStore,
     MemoryWriter,
     MessageStore,
+    OvernightNotes,
     PeopleStore,
     ReadLog,
     ReviewQueue,
@@ -64,13 +66,15 @@ from ..record.ports import (
     VectorIndex,
     VectorWriter,
 )
+from ..rights.receipts import note_overnight
+from ..rights.servers import ServerSettings, ServerStore, count_quietly, guild_of, learnable_lines
 from ..turn.extraction import Extractor, not_forgotten
-from .nightly_jobs import ReviewMark, SpeakerMark, manifest_entry
+from .nightly_jobs import DiaryMark, ReviewMark, SpeakerMark, manifest_entry
 
 logger = logging.getLogger(__name__)
 
 # The design's nightly numbers, each named once.
-RUN_HOUR_JST = 3  # the alarm: 03:00 JST (18:00 UTC)
+RUN_HOUR = 3  # the alarm: 03:00 in the deployment's time zone (by default JST: 18:00 UTC)
 WINDOW = timedelta(hours=24)  # the previous 24 hours
 CHUNK_MESSAGES = 6  # one speaker's messages are split into chunks of six
 CHUNKS_PER_SPEAKER = 5  # only the newest five chunks per speaker
@@ -80,6 +84,9 @@ STALE_REVIEWS_PER_NIGHT = 20  # oldest first, at most 20 a night
 # behind the others, unreviewed) stood in the first places.
 STALE_LOOKS = 3
 DIARY_MESSAGES = 30  # the diary is written from the last 30 messages
+# Discord's codes for a channel the bot may not see (50001) or post in (50013): a server's diary
+# stops there until its admins set the channel again (show tells them).
+DIARY_REFUSALS = (50001, 50013)
 # Memories without a vector of the configured embedding model (imported, written before, after a
 # model change, or whose embedding failed) get one in the review step: at most this many texts a
 # night, sent in batches, from where the previous night's pass stopped. Selection ranks the others
@@ -98,31 +105,48 @@ DECAY_READ_REASON = "nightly decay review"
 class Window:
     start: datetime  # inclusive, UTC
     end: datetime  # exclusive, UTC
-    day_label: str  # the JST date the window starts on
+    day_label: str  # the date (in the deployment's zone) the window starts on
 
 
-def window_for(now: datetime) -> Window:
-    """The 24 hours up to the latest 03:00 JST at or before ``now`` (see the module docstring)."""
-    local = now.astimezone(JST)
-    end = local.replace(hour=RUN_HOUR_JST, minute=0, second=0, microsecond=0)
-    if end > local:
-        end -= timedelta(days=1)
-    start = end - WINDOW
-    return Window(start.astimezone(UTC), end.astimezone(UTC), jst_day(start))
+def window_for(now: datetime, zone: tzinfo = JST) -> Window:
+    """The 24 hours up to the latest 03:00 in ``zone`` at or before ``now`` (see the module docstring)."""
+    end = latest_run_time(now, zone)
+    start = end - WINDOW  # in UTC: 24 real hours, whatever the zone's clocks did
+    return Window(start, end, start.astimezone(zone).strftime("%Y-%m-%d"))
 
 
-def max_model_calls(speakers: int, *, per_record: bool = False) -> int:
+def latest_run_time(now: datetime, zone: tzinfo = JST) -> datetime:
+    """The latest 03:00 in ``zone`` at or before ``now``, in UTC (the schedule's last start)."""
+    local = now.astimezone(zone)
+    end = local.replace(hour=RUN_HOUR, minute=0, second=0, microsecond=0)
+    if end.astimezone(UTC) > now.astimezone(UTC):
+        end = (local - timedelta(days=1)).replace(hour=RUN_HOUR, minute=0, second=0, microsecond=0)
+    return end.astimezone(UTC)
+
+
+def next_run_time(now: datetime, zone: tzinfo = JST, *, hour: int = RUN_HOUR, minute: int = 0) -> datetime:
+    """The first ``hour``:``minute`` (03:00) in ``zone`` after ``now``, in UTC: when a daily schedule
+    in that zone next starts a night."""
+    local = now.astimezone(zone)
+    candidate = local.replace(hour=hour, minute=minute, second=0, microsecond=0)
+    if candidate.astimezone(UTC) <= now.astimezone(UTC):
+        candidate = (local + timedelta(days=1)).replace(hour=hour, minute=minute, second=0, microsecond=0)
+    return candidate.astimezone(UTC)
+
+
+def max_model_calls(speakers: int, *, per_record: bool = False, server_diaries: int = 0) -> int:
     """The hard upper bound on model requests for a night with ``speakers`` active speakers.
 
     Per chunk (one extraction): worth, the one decision on the profile and the add, a rewrite
     per profile record, the new memory's text (drafted beside the decision). ``per_record``: a
     Jev service without ``/decide``, which takes a verdict per profile record and the add
     instead of the one decision. Five chunks per speaker, plus the stale reviews and the one
-    diary call.
+    diary call; and one call for each server's own diary (``server_diaries``: the servers that set a
+    channel and had messages that night, at most MEMORYBOT_SERVER_DIARIES_PER_NIGHT).
     """
     decision = PROFILE_LIMIT + 1 if per_record else 1
     per_chunk = 1 + decision + PROFILE_LIMIT + 1
-    return speakers * CHUNKS_PER_SPEAKER * per_chunk + STALE_REVIEWS_PER_NIGHT + 1
+    return speakers * CHUNKS_PER_SPEAKER * per_chunk + STALE_REVIEWS_PER_NIGHT + 1 + server_diaries
 
 
 def by_speaker(messages: Sequence[Message]) -> dict[Owner, list[Message]]:
@@ -188,6 +212,7 @@ class ReviewTally:
 
     failures: int = 0
     conflicts: int = 0
+    reviewed: int = 0  # memories put to the review question
     embedded: int = 0  # memories given a vector by the backfill
     embedding_cursor: str = ""  # where the next night's backfill goes on
     embedding_error: str = ""  # the error's name when the backfill could not list memories
@@ -198,7 +223,14 @@ def _diary_line(answer: object) -> str | None:
 
 
 class NightlyMemories(
-    MemoryWriter, ReadLog, ReviewQueue, VectorWriter, VectorIndex, RunLedger, ForgottenSources, Protocol
+    MemoryWriter,
+    ReadLog,
+    ReviewQueue,
+    VectorWriter,
+    VectorIndex,
+    RunLedger,
+    ForgottenSources,
+    Protocol,
 ):
     """The roles of the memory store the nightly run uses itself (its extractor has its own): the
     changes, the review queue with its read rows, the vector backfill, the run's own rows."""
@@ -228,8 +260,20 @@ class Consolidator:
         embeddings: EmbeddingModel | None = None,
         people: PeopleStore | None = None,
         diary_language: Language = Language.JA,
+        servers: ServerStore | None = None,
+        post: Callable[[str, str], object] | None = None,
+        server_diaries: int = 0,
+        zone: tzinfo = JST,
+        overnight: OvernightNotes | None = None,  # what the night changed, told on the next use
     ) -> None:
+        # Servers' own settings (core/rights/servers.py): memory off or turned on since, and their diaries,
+        # posted by ``post(channel, line)`` (the line escaped there; at most ``server_diaries`` a night).
+        self._servers = servers
+        self._post = post
+        self._server_diaries = server_diaries
         self._memories = memories
+        self._overnight = overnight
+        self.zone = zone  # the night's 03:00 and its day label are this zone's
         self._people = people
         self._diary_language = diary_language
         self._embeddings = embeddings
@@ -249,7 +293,7 @@ class Consolidator:
     # ---- step 1: claim the JST day
 
     def claim(self, now: datetime, hold: timedelta = NIGHTLY_MAX_DURATION) -> NightlyRun | None:
-        window = window_for(now)
+        window = window_for(now, self.zone)
         run = self._runs.claim(window.day_label, self._clock(), hold)
         if run is None:
             logger.info("nightly day already claimed", extra={"day_label": window.day_label})
@@ -268,8 +312,8 @@ class Consolidator:
     def plan(self, run_id: int, now: datetime) -> tuple[str, int]:
         """The day's speakers with their message ids, written as the run's manifest; (key, count).
         Written again whole by a retry: the same key, the same content."""
-        window = window_for(now)
-        grouped = by_speaker(self._messages.between(window.start, window.end))
+        window = window_for(now, self.zone)
+        grouped = self._learnable_here(by_speaker(self._messages.between(window.start, window.end)))
         entries = [
             manifest_entry(owner.scope, owner.user_id, [(m.channel_id, m.message_id) for m in msgs])
             for owner, msgs in grouped.items()
@@ -278,6 +322,21 @@ class Consolidator:
         self.manifests.write(key, entries)
         logger.info("nightly run planned", extra={"run_id": run_id, "speakers": len(entries)})
         return key, len(entries)
+
+    def _learnable_here(self, grouped: dict[Owner, list[Message]]) -> dict[Owner, list[Message]]:
+        """Each speaker's lines that their server lets be learned: none where its admins turned
+        memory off, none said before they turned it on again (a server's own scope only)."""
+        if self._servers is None:
+            return grouped
+        guilds = [guild for owner in grouped if (guild := guild_of(owner.scope))]
+        settings = self._servers.get_many(guilds) if guilds else {}
+        kept: dict[Owner, list[Message]] = {}
+        for owner, messages in grouped.items():
+            here = settings.get(guild_of(owner.scope))
+            lines = learnable_lines(here, messages)
+            if lines:
+                kept[owner] = lines
+        return kept
 
     # ---- step 3, once per speaker (the map)
 
@@ -294,8 +353,15 @@ class Consolidator:
             raise SpeakerNotReady(owner.user_id)
         speaker = Speaker(owner.user_id, messages[-1].author_name if messages else "")
         mark = SpeakerMark(SPEAKER_DONE)
+        guild = guild_of(owner.scope)
+        if guild and self._servers is not None:  # live: turned off since the plan
+            messages = learnable_lines(self._servers.get(guild), messages)
         for chunk in chunks(messages):
             outcome = self._extractor.run(speaker, owner.scope, chunk, actor=Actor.NIGHTLY, run_id=run_id)
+            self._count(
+                guild, outcome.model_calls, len(outcome.added) - len(outcome.deleted), owner.user_id, outcome.added
+            )
+            self._note(outcome.changes)
             mark = replace(
                 mark,
                 chunks=mark.chunks + 1,
@@ -304,6 +370,18 @@ class Consolidator:
                 conflicts=mark.conflicts + outcome.conflicts,
             )
         return self._runs.mark_step(run_id, speaker_mark(owner.key), mark)
+
+    def _count(self, guild: str, model_calls: int, memories: int, user_id: str = "", added: Sequence[str] = ()) -> None:
+        if self._servers is not None and guild:
+            day = self._clock().astimezone(self.zone).date()  # the deployment's day, as the turns count it
+            count_quietly(
+                self._servers,
+                guild,
+                day,
+                model_requests=model_calls,
+                memories=memories,
+                person=user_id if added else "",
+            )
 
     def speaker_failed(self, run_id: int, owner: Owner, error: str) -> SpeakerMark:
         """Record a speaker whose step failed after its retries. A speaker already marked (done
@@ -328,7 +406,7 @@ class Consolidator:
         done = self._runs.step_mark(run_id, REVIEW_MARK, ReviewMark)
         if done is not None:
             return done
-        window = window_for(now)
+        window = window_for(now, self.zone)
         said = self._messages.between(window.start, window.end)
         paused = self._paused({m.author_id for m in said if not m.is_bot})
         recent = diary_lines([m for m in said if m.author_id not in paused])
@@ -339,16 +417,69 @@ class Consolidator:
             self._decay(now, run_id, tally, counter)
             self._backfill_embeddings(run_id, tally)
             diary = diary_future.result()
+        self._server_diaries_of([m for m in said if m.author_id not in paused], run_id, counter)
         mark = ReviewMark(
             diary=diary,
             failures=tally.failures + counter.failures,
             conflicts=tally.conflicts,
             model_calls=counter.calls,
+            reviewed=tally.reviewed,
             embedded=tally.embedded,
             embedding_cursor=tally.embedding_cursor,
             embedding_error=tally.embedding_error,
         )
         return self._runs.mark_step(run_id, REVIEW_MARK, mark)
+
+    # ---- the servers' own diaries (core/rights/servers.py): one a server that set a channel and had messages
+
+    def _server_diaries_of(self, said: Sequence[Message], run_id: int, counter: decisions.CallCounter) -> None:
+        """Each server's own diary line, from that server's own lines of the day only (never another
+        server's), posted to the channel its admins set; at most ``server_diaries`` a night, each
+        one model call. A post Discord refuses for good (50001, 50013) stops that server's posting
+        and ``show`` tells its admins; nothing is retried beyond the review step's own retries."""
+        if self._servers is None or self._post is None or self._server_diaries <= 0:
+            return
+        by_guild: dict[str, list[Message]] = {}
+        for message in said:
+            if guild := guild_of(message.scope):
+                by_guild.setdefault(guild, []).append(message)
+        if not by_guild:
+            return
+        settings = self._servers.get_many(sorted(by_guild))
+        posting = [g for g in sorted(by_guild) if settings[g].posts_diary][: self._server_diaries]
+        for guild in posting:
+            mark_name = f"diary#{guild}"
+            if self._runs.step_mark(run_id, mark_name, DiaryMark) is not None:
+                continue  # posted (or refused) by an earlier attempt of this step
+            self._runs.mark_step(
+                run_id, mark_name, self._server_diary(guild, settings[guild], by_guild[guild], counter)
+            )
+
+    def _server_diary(
+        self, guild: str, settings: ServerSettings, said: Sequence[Message], counter: decisions.CallCounter
+    ) -> DiaryMark:
+        lines = diary_lines(learnable_lines(settings, said))
+        if not lines:
+            return DiaryMark("empty")
+        language = Language(settings.diary_language) if settings.diary_language else self._diary_language
+        text = transcript(lines)
+        line = counter.ask("server_diary", lambda: self._chat.write_diary(text, language), _diary_line)
+        self._count(guild, 1, 0)
+        if not line:
+            return DiaryMark("failed")
+        assert self._post is not None and self._servers is not None
+        try:
+            self._post(settings.diary_channel, line)
+        except DiscordError as exc:
+            logger.warning("server diary not posted", extra={"code": exc.code, "status": exc.status})
+            if exc.code in DIARY_REFUSALS:
+                self._servers.diary_failed(guild, exc.code)
+                return DiaryMark("refused", exc.code)
+            return DiaryMark("failed", exc.code)
+        except Exception as exc:  # noqa: BLE001 - one server's post failing never stops the night
+            logger.warning("server diary not posted", extra={"error": type(exc).__name__})
+            return DiaryMark("failed")
+        return DiaryMark("posted")
 
     def _log_decay_reads(self, stale: list[Memory], run_id: int, tally: ReviewTally) -> list[Memory]:
         """One ``read`` row per person whose stale memories are reviewed; a person whose row
@@ -390,6 +521,7 @@ class Consolidator:
             tally.failures += 1
             return
         stale = self._log_decay_reads(stale, run_id, tally)  # their text goes to the decision model
+        tally.reviewed = len(stale)
 
         def review(memory: Memory) -> Verdict | None:
             return counter.ask(
@@ -405,7 +537,7 @@ class Consolidator:
                 continue  # failed or ambiguous: it stays first in line and is reviewed again next night
             change = Change(Action.DELETE, memory, None, DECAY_REASON)
             try:
-                self._memories.apply(change, actor=Actor.NIGHTLY, run_id=run_id)
+                self._note([self._memories.apply(change, actor=Actor.NIGHTLY, run_id=run_id)])
             except ConflictError:
                 tally.conflicts += 1
             except Exception as exc:  # noqa: BLE001
@@ -414,6 +546,11 @@ class Consolidator:
                     extra={"run_id": run_id, "memory_id": memory.memory_id, "error": type(exc).__name__},
                 )
                 tally.failures += 1
+
+    def _note(self, changes: Sequence[LedgerEntry]) -> None:
+        """What the night changed, noted for each person's next use there (core/rights/receipts.py)."""
+        if self._overnight is not None:
+            note_overnight(self._overnight, changes)
 
     def _mark_kept(self, memory: Memory, run_id: int, tally: ReviewTally) -> None:
         try:
@@ -533,6 +670,7 @@ class Consolidator:
         summary.failures += review.failures
         summary.model_calls += review.model_calls
         summary.conflicts += review.conflicts
+        summary.reviews = review.reviewed
         summary.embedded = review.embedded
         summary.embedding_cursor = review.embedding_cursor
         summary.failed_speakers.sort()

@@ -120,6 +120,7 @@ class ReviewMark(Payload):
     failures: int = 0
     conflicts: int = 0
     model_calls: int = 0
+    reviewed: int = 0  # memories put to the review question
     embedded: int = 0  # the embedding backfill's: memories given a vector
     embedding_cursor: str = ""  # where the next night's backfill goes on
     embedding_error: str = ""  # the error's name when the backfill could not list memories
@@ -128,3 +129,13 @@ class ReviewMark(Payload):
 def manifest_entry(scope: str, user_id: str, messages: list[tuple[str, str]]) -> dict[str, Any]:
     """One line of the manifest (what the map's ItemSelector passes on with the run id)."""
     return {"scope": scope, "user_id": user_id, "messages": [[c, m] for c, m in messages]}
+
+
+@dataclass(frozen=True)
+class DiaryMark(Payload):
+    """What the run store keeps of one server's own diary (core/rights/servers.py): posted, refused by
+    Discord (its code: posting stops until the admins set the channel again) or failed. A mark is
+    checked before posting, so a retried review step never posts a server's diary twice."""
+
+    status: str  # posted | refused | failed | empty
+    code: int = 0

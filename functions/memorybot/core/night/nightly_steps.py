@@ -24,7 +24,8 @@ from ..prompting import decisions
 from ..record.changes import NightlyRun
 from ..record.domain import NIGHTLY_MAX_DURATION, Owner, iso, parse_iso
 from ..record.jobs import BadJob
-from ..record.ports import ModelUnavailable
+from ..record.metrics import NO_METRICS, record_night
+from ..record.ports import Metrics, ModelUnavailable
 from .consolidation import Consolidator
 from .nightly_jobs import (
     ALREADY_CLAIMED,
@@ -180,8 +181,9 @@ def finished_run(c: Consolidator, planned: RunPlan) -> NightlyRun:
     return c.finish(planned.run_id, planned.manifest)
 
 
-def finish(c: Consolidator, planned: RunPlan) -> RunFinished:
+def finish(c: Consolidator, planned: RunPlan, metrics: Metrics = NO_METRICS) -> RunFinished:
     run = finished_run(c, planned)
+    record_night(metrics, run)
     return RunFinished(run.run_id, run.day_label, "done")
 
 
@@ -202,7 +204,7 @@ def map_child(c: Consolidator, task: SpeakerTask, sleep: Callable[[float], None]
         return speaker_failed(c, failure)
 
 
-def run_in_process(c: Consolidator, now: datetime) -> NightlyRun | None:
+def run_in_process(c: Consolidator, now: datetime, metrics: Metrics = NO_METRICS) -> NightlyRun | None:
     claimed = claim(c, NightlyStart(iso(now)))
     if claimed.status != CLAIMED:
         return None
@@ -210,6 +212,7 @@ def run_in_process(c: Consolidator, now: datetime) -> NightlyRun | None:
         planned = plan(c, claimed)
         decisions.concurrently(lambda task: map_child(c, task), map_items(c, planned), c.speaker_concurrency)
         finished = finished_run(c, review(c, planned))
+        record_night(metrics, finished)
     except BaseException:
         # What was applied is committed with its ledger row and each finished step has its mark:
         # give the run up so that the next call takes it over and goes on (the redrive).

@@ -17,6 +17,7 @@ from concurrent.futures import Future
 
 from ..record.domain import PROFILE_LIMIT, Actor, Embedding, Exchange, Memory, Message, Owner
 from ..record.ports import EmbeddingModel, ProfileReader
+from .both_scopes import read_both
 from .selection import select
 
 logger = logging.getLogger(__name__)
@@ -121,12 +122,21 @@ class Recall:
         run_id: int | None = None,
         unused_if: Callable[[], bool] | None = None,
         usable: Callable[[Memory], bool] | None = None,
+        entry_id: str = "",
     ) -> list[Memory]:
-        """The owner's relevant memories; the read's ledger row names exactly these. With
+        """The owner's relevant memories, chosen from the scope's own and the person's "everywhere"
+        ones (core/prompting/both_scopes.py); each read's ledger row names exactly its own. With
         ``usable``, the others are left out before choosing (neither chosen nor counted)."""
         choose = query.choose if usable is None else (lambda profile: query.choose([m for m in profile if usable(m)]))
-        return self._memories.read_selected(
-            owner, choose, actor=actor, reason=reason, run_id=run_id, unused_if=unused_if
+        return read_both(
+            self._memories,
+            owner,
+            choose,
+            actor=actor,
+            reason=reason,
+            run_id=run_id,
+            unused_if=unused_if,
+            entry_id=entry_id,
         )
 
     def read_once(
@@ -151,7 +161,7 @@ class Recall:
             return query.choose(profile)
 
         try:
-            return self._memories.read_selected(owner, choose, actor=actor, reason=reason, run_id=run_id)
+            return read_both(self._memories, owner, choose, actor=actor, reason=reason, run_id=run_id)
         except _Unwanted:
             return None
 

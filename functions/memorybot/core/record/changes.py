@@ -4,12 +4,17 @@ read or a change, and a nightly run with its summary. Plain dataclasses, no I/O.
 
 from __future__ import annotations
 
-import secrets
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field, fields
 from datetime import datetime
 
 from .domain import GLOBAL_SCOPE, Action, Actor, Memory, Owner, SourceRef, iso
+
+
+def _token_hex(size: int) -> str:
+    import secrets  # on first use: the interactions function's cold start needs it for no answer
+
+    return secrets.token_hex(size)
 
 
 @dataclass(frozen=True)
@@ -29,12 +34,10 @@ class Change:
         subject = self.before or self.after
         if subject is None:
             raise ValueError("a change needs a before or an after state")
-        if (
-            self.before
-            and self.after
-            and (self.before.owner != self.after.owner or self.before.memory_id != self.after.memory_id)
-        ):
-            raise ValueError("a change cannot move a memory between owners, scopes or ids")
+        if self.before and self.after:
+            same_person = self.before.user_id == self.after.user_id and self.before.memory_id == self.after.memory_id
+            if not same_person or (self.before.scope != self.after.scope and self.action is not Action.MOVE):
+                raise ValueError("a change cannot move a memory between owners, scopes or ids (but a move's scopes)")
 
     @property
     def user_id(self) -> str:
@@ -47,6 +50,11 @@ class Change:
     @property
     def memory_id(self) -> str:
         return (self.before or self.after).memory_id  # type: ignore[union-attr]
+
+    @property
+    def moves(self) -> bool:
+        """Between two of the person's scopes (/memory everywhere, here, and their undo)."""
+        return self.before is not None and self.after is not None and self.before.scope != self.after.scope
 
 
 @dataclass(frozen=True)
@@ -62,7 +70,7 @@ class LedgerEntry:
     before: Memory | None = None
     after: Memory | None = None
     run_id: int | None = None
-    entry_id: str = field(default_factory=lambda: secrets.token_hex(6))
+    entry_id: str = field(default_factory=lambda: _token_hex(6))
     scope: str = GLOBAL_SCOPE
     # The messages the change was decided on (the after state's sources; a delete's: the
     # before state's). Kept outside before/after, so it survives an erasure's redaction.
@@ -105,6 +113,7 @@ class RunSummary:
     conflicts: int = 0  # changes dropped because the record changed since it was read
     speakers: int = 0
     chunks: int = 0
+    reviews: int = 0  # memories the night's review put to the model
     embedded: int = 0  # memories given a vector by the embedding backfill
     # Where the backfill's pass over the memories stopped (keys only): the next night goes on from there.
     embedding_cursor: str = ""
@@ -131,6 +140,8 @@ class RunSummary:
 
 @dataclass(frozen=True)
 class NightlyRun:
+    """One nightly run, as the run store keeps it."""
+
     run_id: int
     day_label: str
     started_at: datetime

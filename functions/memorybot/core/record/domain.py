@@ -9,7 +9,6 @@ fixed-width ISO 8601 strings (see ``iso``) so that they sort as text.
 from __future__ import annotations
 
 import re
-import secrets
 import unicodedata
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -58,11 +57,19 @@ class Action(str, Enum):
     PAUSE = "pause"  # /memory pause: the person's own row (no memory changes)
     RESUME = "resume"  # /memory resume
     UNDO = "undo"  # the person's Undo of one change in /memory history (actor command)
+    MOVE = "move"  # /memory everywhere or here: one memory moved between a scope and the person's own
 
 
 # The ledger actions that changed a memory (each row holds its before / after state): what
 # ``/memory history`` lists, and what its Undo can reverse.
-CHANGE_ACTIONS: tuple[Action, ...] = (Action.ADD, Action.UPDATE, Action.DELETE, Action.ROLLBACK, Action.UNDO)
+CHANGE_ACTIONS: tuple[Action, ...] = (
+    Action.ADD,
+    Action.UPDATE,
+    Action.DELETE,
+    Action.ROLLBACK,
+    Action.UNDO,
+    Action.MOVE,
+)
 
 
 class Verdict(str, Enum):
@@ -95,6 +102,10 @@ class Decision:
 
 GLOBAL_SCOPE = "global"  # the operator chose one scope for everything (the design's single server)
 DM_SCOPE = "dm"  # a person's direct messages with the bot
+# The person's own scope: the memories they chose to have read in every server and DM, beside each
+# scope's own (``/memory everywhere``). Never a place a conversation happens in: nothing is learned
+# into it, only moved there by the person.
+EVERYWHERE_SCOPE = "everywhere"
 
 
 class ScopeMode(str, Enum):
@@ -179,6 +190,8 @@ MEMORY_ID_LENGTH = 5
 
 
 def new_memory_id() -> str:
+    import secrets  # here, not at the top: the interactions function's cold start needs it for no answer
+
     return "".join(secrets.choice(MEMORY_ID_ALPHABET) for _ in range(MEMORY_ID_LENGTH))
 
 
@@ -218,6 +231,8 @@ class Embedding:
 
 @dataclass(frozen=True)
 class Memory:
+    """One memory: a short fact about its owner."""
+
     user_id: str
     memory_id: str
     text: str
@@ -421,5 +436,7 @@ def _in_conversation(message: Message, user_id: str, scope: str) -> bool:
 
 @dataclass(frozen=True)
 class PromptMessage:
+    """One message of a prompt: its role and text."""
+
     role: str  # "system", "user" or "assistant"
     content: str

@@ -76,7 +76,8 @@ class Job(Payload):
 
     def ids(self) -> dict[str, str]:
         """What a log line may carry about the job: ids, never text or tokens."""
-        return {k: v for k, v in self.to_json().items() if k.endswith("_id") or k == "scope"}
+        # guild_id is left out: the scope names the server already where memories are kept per server.
+        return {k: v for k, v in self.to_json().items() if (k.endswith("_id") and k != "guild_id") or k == "scope"}
 
 
 @dataclass(frozen=True)
@@ -93,6 +94,7 @@ class ReplyJob(Job):
     user_name: str
     scope: str
     locale: str = ""  # the person's Discord locale ("ja", "en-US"): the first-use notice's language
+    guild_id: str = ""  # the server it was said in ("" elsewhere): its settings apply (core/rights/servers.py)
 
 
 @dataclass(frozen=True)
@@ -109,10 +111,27 @@ class ExtractionJob(Job):
     user_name: str
     scope: str
     up_to_message_id: str
+    # The interaction, for the receipt of what the turn changed (an ephemeral follow-up on it,
+    # within its 15 minutes); empty in a job sent before receipts existed: no receipt.
+    token: str = ""
+    application_id: str = ""
+    locale: str = ""
+    guild_id: str = ""  # the server it was said in ("" elsewhere): its settings apply
 
     @classmethod
     def after_reply(cls, job: ReplyJob, reply_message_id: str) -> ExtractionJob:
-        return cls(job.interaction_id, job.channel_id, job.user_id, job.user_name, job.scope, reply_message_id)
+        return cls(
+            job.interaction_id,
+            job.channel_id,
+            job.user_id,
+            job.user_name,
+            job.scope,
+            reply_message_id,
+            job.token,
+            job.application_id,
+            job.locale,
+            guild_id=job.guild_id,
+        )
 
 
 @dataclass(frozen=True)
@@ -134,3 +153,24 @@ class RememberJob(Job):
     locale: str
     target_message_id: str  # the message pointed at: the memory's source
     content: str
+    guild_id: str = ""  # the server it was said in ("" elsewhere): its settings apply
+
+
+@dataclass(frozen=True)
+class ForgetAllJob(Job):
+    """A confirmed ``/memory forget-all``: delete every memory of the person in the scope, then
+    update the confirmation (interactions function → extraction worker, whose role already
+    deletes memories with their rows). ``forget_all_started`` is the stamp on the person's record
+    (``domain.iso``); ``where`` the scope in the person's words, as the confirmation said it."""
+
+    WORKER: ClassVar[str] = "extraction"
+
+    interaction_id: str
+    token: str
+    application_id: str
+    user_id: str
+    scope: str
+    locale: str
+    where: str
+    forget_all_started: str
+    everywhere: bool = False  # everywhere:true: the person's own scope's memories too (core/rights/everywhere.py)

@@ -106,6 +106,7 @@ class ProfileReader(Protocol):
         reason: str,
         run_id: int | None = None,
         unused_if: Callable[[], bool] | None = None,
+        entry_id: str = "",
     ) -> list[Memory]:
         """The owner's whole profile (one read of their own partition), narrowed by ``choose``
         (the relevance selection, core/prompting/selection.py); what ``choose`` returns, as it ordered it.
@@ -114,7 +115,8 @@ class ProfileReader(Protocol):
         (the rest were scored, never shown to a model or a person). ``unused_if``, asked once the
         memories are read: when it says so, nothing is returned and no row is written (the reply
         reads the person's switch alongside, and a paused person's memories are not used). An
-        exception ``choose`` raises ends the read with it, before any row is written.
+        exception ``choose`` raises ends the read with it, before any row is written. ``entry_id``
+        names the read row (a reply's, so that its "Why?" finds it: core/rights/why.py); "" a fresh one.
         """
 
     def owners_of(self, user_id: str) -> list[Owner]:
@@ -125,7 +127,14 @@ class ReadLog(Protocol):
     """The ``read`` row of memories read another way than through a ``ProfileReader``."""
 
     def log_read(
-        self, owner: Owner, memory_ids: tuple[str, ...], *, actor: Actor, reason: str, run_id: int | None = None
+        self,
+        owner: Owner,
+        memory_ids: tuple[str, ...],
+        *,
+        actor: Actor,
+        reason: str,
+        run_id: int | None = None,
+        entry_id: str = "",
     ) -> None:
         """One ``read`` ledger row for memories read some other way (the nightly review, ``why``); raises
         if not written."""
@@ -146,14 +155,37 @@ class MemoryWriter(Protocol):
         ledger_action: Action | None = None,
         redacted: bool = False,
         check: PersonCheck | None = None,
+        ledger_scope: str | None = None,
     ) -> LedgerEntry:
         """Commit the change and its ledger row in one transaction (``redacted``: the row keeps
         ids, action, actor and time, and no before/after text: an erasure's deletes).
+
+        A move (``Change.moves``: the same memory between two of the person's scopes) deletes the
+        record where it was and puts it where it goes (only if that id is free there: MoveBlocked
+        otherwise), with ONE row in the partition of ``ledger_scope`` (default: the change's owner).
 
         Conditioned on the record still being ``change.before`` (absent for an add) and, with
         ``check``, on the person's record allowing it (in the same transaction).
         Raises ConflictError (PersonRefused for the check), and changes nothing, if not.
         """
+
+
+class OvernightNotes(Protocol):
+    """Which of an owner's memories the night changed, until the person is told (core/rights/receipts.py)."""
+
+    def note_overnight(self, owner: Owner, memory_ids: Sequence[str]) -> None:
+        """Add ``memory_ids`` to the owner's note (a set: a retried step adds nothing twice)."""
+
+    def overnight(self, owner: Owner) -> frozenset[str]:
+        """The ids the owner's note holds (empty: none, or told already)."""
+
+    def clear_overnight(self, owner: Owner, seen: frozenset[str] | None = None) -> bool:
+        """Remove the note, only if it still holds exactly ``seen`` (None: whatever it holds, as an
+        erasure does); True when this call removed it (the caller then tells the person)."""
+
+
+class MoveBlocked(ConflictError):
+    """A move's destination holds a memory under the same id: nothing was written."""
 
 
 class ImportWriter(Protocol):
@@ -246,8 +278,16 @@ class VectorIndex(Protocol):
 class Ledger(Protocol):
     """An owner's ledger rows (memory_log), all of them (export, erasure)."""
 
-    def ledger_for(self, owner: Owner, limit: int | None = 100) -> list[LedgerEntry]:
-        """The owner's ledger rows, newest first (``limit`` None: all of them)."""
+    def ledger_for(
+        self,
+        owner: Owner,
+        limit: int | None = 100,
+        *,
+        since: datetime | None = None,
+        until: datetime | None = None,
+    ) -> list[LedgerEntry]:
+        """The owner's ledger rows, newest first (``limit`` None: all of them); with ``since`` and
+        ``until``, only those written between (a reply's read row, for its "Why?")."""
 
 
 class History(Protocol):
@@ -289,8 +329,10 @@ class Erasing(Protocol):
     def redact(self, entry: LedgerEntry) -> None:
         """Remove the row's before/after text, keeping its skeleton (erasure only)."""
 
-    def erase_forgotten_sources(self, owner: Owner) -> None:
-        """Remove the owner's record of forgotten sources (erasure only: it is personal data)."""
+    def erase_kept_beside(self, owner: Owner) -> None:
+        """Remove what the store keeps beside the owner's memories: their record of forgotten
+        sources and what ranks their memories, which held their texts (erasure only, after the
+        memories are deleted: it is personal data)."""
 
     def erase_unreadable(self, owner: Owner, *, actor: Actor, reason: str) -> tuple[int, int]:
         """Delete the owner's memory records that no reader can read (every reader skips them),
@@ -300,6 +342,7 @@ class Erasing(Protocol):
 
 
 class MemoryStore(
+    OvernightNotes,
     ProfileReader,
     ReadLog,
     MemoryWriter,
@@ -369,8 +412,18 @@ class PeopleStore(Protocol):
     def release_notice(self, user_id: str, scope: str) -> None:
         """Undo a claim whose notice could not be sent, so that a later turn gives it."""
 
-    def forgot_all(self, user_id: str, scope: str, at: datetime) -> None:
-        """Stamp a forget-all in ``scope`` (before its deletes): no rollback restores an older state there."""
+    def set_receipts(self, user_id: str, enabled: bool) -> bool:
+        """Turn the person's receipts on or off (``Person.receipts``); False when already so."""
+
+    def start_forget_all(self, user_id: str, scope: str, at: datetime, job_id: str, stale_before: datetime) -> bool:
+        """Stamp a forget-all in ``scope`` begun ``at`` (before its deletes), its job ``job_id``
+        running: nothing said before ``at`` is learned there again, and nothing is restored there
+        until the job is done. False (nothing written) while another job runs there, unless that
+        one began before ``stale_before`` (its worker is gone)."""
+
+    def finish_forget_all(self, user_id: str, scope: str, started: datetime, at: datetime) -> bool:
+        """The job of the forget-all begun ``started`` deleted everything ``at``; False (nothing
+        written) when a newer forget-all took the scope over."""
 
     def erased(self, user_id: str, at: datetime) -> None:
         """Replace the record with the erasure's marker alone: the switch and notices go with the
@@ -545,10 +598,11 @@ class DiscordApi(Protocol):
     def send_file(self, channel_id: str, content: str, filename: str, data: bytes) -> str:
         """Post a message with one attached file; the new message's id."""
 
-    def edit_original(self, application_id: str, token: str, content: str) -> str:
-        """Fill in a deferred interaction answer; the message's id."""
+    def edit_original(self, application_id: str, token: str, content: str, components: Sequence[dict] = ()) -> str:
+        """Fill in a deferred interaction answer (with ``components``: its buttons, rows as Discord
+        takes them, built by the discord package); the message's id."""
 
-    def follow_up(self, application_id: str, token: str, content: str) -> str:
+    def follow_up(self, application_id: str, token: str, content: str, components: Sequence[dict] = ()) -> str:
         """An ephemeral follow-up to an interaction (only the person who asked sees it); its id."""
 
     def recent_channel_messages(self, channel_id: str, limit: int) -> list[Message]:
@@ -563,3 +617,17 @@ class AsyncInvoker(Protocol):
 
     def invoke(self, job: Job) -> None:
         """Send ``job`` (its JSON form) to the worker named by ``job.WORKER``."""
+
+
+class Metrics(Protocol):
+    """Counts and timings for the operator's dashboard (CloudWatch metrics when deployed).
+
+    Dimensions are low-cardinality only: the purpose of a model call (worth, decide, write,
+    reply, review, diary, embed) and the model id; never a person, server or channel. An adapter
+    buffers what it is given and writes it out when the invocation ends (``flush``)."""
+
+    def add(self, name: str, value: float = 1.0, *, unit: str = "Count", purpose: str = "", model: str = "") -> None:
+        """Add ``value`` to the metric ``name`` (``unit``: Count, Milliseconds or None)."""
+
+    def flush(self) -> None:
+        """Write out what was added since the last flush (once per invocation)."""

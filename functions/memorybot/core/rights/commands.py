@@ -8,20 +8,23 @@ server, is simply not found.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import date, datetime
+from datetime import date, datetime, timedelta
 from enum import Enum
 from typing import Protocol
 
 from ..record import memory_record
 from ..record.catalog import text
 from ..record.changes import Change, LedgerEntry
-from ..record.domain import Action, Actor, Memory, Owner, is_memory_id, iso, utcnow
+from ..record.domain import Action, Actor, Memory, Owner, is_memory_id, iso, parse_iso, utcnow
+from ..record.jobs import ForgetAllJob
 from ..record.memory_record import Shape
 from ..record.person import PERSON_SCOPE
 from ..record.ports import (
     ConflictError,
+    DiscordApi,
     ForgottenSources,
     Ledger,
     MemoryWriter,
@@ -30,6 +33,8 @@ from ..record.ports import (
     ReadLog,
 )
 from .consent import switch_json
+
+logger = logging.getLogger(__name__)
 
 FORGET_ATTEMPTS = 3  # a concurrent change between read and delete: read again
 
@@ -67,7 +72,15 @@ SUGGESTIONS = 25  # Discord's limit on autocomplete choices
 def suggest(memories: ProfileReader, owner: Owner, typed: str, locale: str = "") -> list[tuple[str, str]]:
     """Autocomplete for forget and why: (id, label) of the caller's own memories, all of them
     searched, matching what was typed (the newest 25)."""
-    profile = memories.read_profile(owner, actor=Actor.COMMAND, reason="memory autocomplete", limit=None)
+    profile = memories.read_profile(owner, actor=Actor.COMMAND, reason=SUGGEST_REASON, limit=None)
+    return matching(profile, typed, locale)
+
+
+SUGGEST_REASON = "memory autocomplete"
+
+
+def matching(profile: list[Memory], typed: str, locale: str = "") -> list[tuple[str, str]]:
+    """(id, label) of the memories matching what was typed, by id or text (the first 25)."""
     typed = typed.strip().lower()
     return [(m.memory_id, preview(m, locale)) for m in profile if typed in m.memory_id or typed in m.text.lower()][
         :SUGGESTIONS
@@ -148,21 +161,85 @@ def _entry_json(entry: LedgerEntry) -> dict:
     }
 
 
-def forget_all(memories: CommandMemories, owner: Owner, people: PeopleStore | None = None) -> list[str]:
+# A forget-all job still marked running after this long has lost its worker (three attempts of
+# the extraction function's 5 minutes, and Lambda's waits between them): a new one may start.
+FORGET_ALL_STALE = timedelta(minutes=30)
+FORGET_ALL_REASON = "user asked to forget everything"
+# Deletes at once in a forget-all's job: each is its own transaction on the person's partitions
+# (their memories', their ledger's), so a few keep 2,000 well inside the function's minutes without
+# pressing one partition's write limit; a throttle is retried by the client.
+FORGET_ALL_CONCURRENCY = 4
+
+
+def begin_forget_all(people: PeopleStore, owner: Owner, job_id: str, at: datetime | None = None) -> datetime | None:
+    """Stamp a forget-all in the owner's scope, its job ``job_id`` running; when it began, or None
+    (nothing written) while another forget-all's job runs there."""
+    at = at or utcnow()
+    started = people.start_forget_all(owner.user_id, owner.scope, at, job_id, at - FORGET_ALL_STALE)
+    return at if started else None
+
+
+def forget_all(
+    memories: CommandMemories,
+    owner: Owner,
+    people: PeopleStore | None = None,
+    *,
+    started: datetime | None = None,
+    clock: Callable[[], datetime] = utcnow,
+) -> list[str]:
     """Delete every memory of the owner in this scope, each with its own ledger row; the ids deleted.
 
-    With ``people``, first stamp the forget-all on the person's record: a later rollback of an
-    earlier night puts back nothing older than it (a memory the night had decayed included)."""
-    if people is not None:
-        people.forgot_all(owner.user_id, owner.scope, utcnow())
-    deleted = []
-    for memory in memories.read_profile(owner, actor=Actor.COMMAND, reason="memory forget-all", limit=None):
-        if (
-            forget(memories, owner, memory.memory_id, reason="user asked to forget everything").outcome
-            is ForgetOutcome.FORGOTTEN
-        ):
-            deleted.append(memory.memory_id)
+    With ``people``: the job of the forget-all begun ``started`` (stamped now when None), marked
+    done on the person's record once everything is deleted. Idempotent and resumable: run again,
+    it deletes what is left. Until it is marked done, no Undo or rollback restores anything in
+    the scope; after, nothing current before it was done (``PersonCheck``, RESTORE)."""
+    if people is not None and started is None:
+        started = begin_forget_all(people, owner, "in-process", clock())
+    from concurrent.futures import ThreadPoolExecutor  # the job's only: the interactions function never runs it
+
+    profile = memories.read_profile(owner, actor=Actor.COMMAND, reason="memory forget-all", limit=None)
+    with ThreadPoolExecutor(FORGET_ALL_CONCURRENCY, thread_name_prefix="forget-all") as pool:
+        gone = list(pool.map(lambda memory: _forget_read(memories, owner, memory), profile))
+    deleted = [memory.memory_id for memory, forgotten in zip(profile, gone, strict=True) if forgotten]
+    if people is not None and started is not None:
+        people.finish_forget_all(owner.user_id, owner.scope, started, clock())
     return deleted
+
+
+def _forget_read(memories: MemoryWriter, owner: Owner, memory: Memory) -> bool:
+    """Delete ``memory`` as the profile read it (one transaction, no second read); read again only
+    if it changed since. True when this call deleted it."""
+    try:
+        memories.apply(Change(Action.DELETE, memory, None, FORGET_ALL_REASON), actor=Actor.COMMAND)
+        return True
+    except ConflictError:
+        return forget(memories, owner, memory.memory_id, reason=FORGET_ALL_REASON).outcome is ForgetOutcome.FORGOTTEN
+
+
+class ForgetAllDeps(Protocol):
+    @property
+    def memory_store(self) -> CommandMemories: ...
+
+    @property
+    def people_store(self) -> PeopleStore: ...
+
+    @property
+    def discord_webhooks(self) -> DiscordApi: ...
+
+
+def forget_all_job(deps: ForgetAllDeps, job: ForgetAllJob, *, then: Callable[[], str] | None = None) -> dict:
+    """The confirmed forget-all's job (the extraction worker): the deletes, the scope marked done,
+    then the confirmation rewritten to say so. Ids and counts only in its answer."""
+    owner = Owner(job.scope, job.user_id)
+    deleted = forget_all(deps.memory_store, owner, deps.people_store, started=parse_iso(job.forget_all_started))
+    logger.info("forget-all done", extra={**job.ids(), "deleted": len(deleted)})
+    done = text("forget_all_done", job.locale, count=len(deleted), where=job.where)
+    done += then() if then is not None else ""  # what follows in the same answer (the everywhere memories)
+    try:
+        deps.discord_webhooks.edit_original(job.application_id, job.token, done)
+    except Exception as exc:  # noqa: BLE001 - what was deleted stays deleted; the message is a courtesy
+        logger.warning("forget-all answer not sent", extra={**job.ids(), "error": type(exc).__name__})
+    return {"forgotten": len(deleted)}
 
 
 class ForgetOutcome(str, Enum):

@@ -49,6 +49,7 @@ def switch_json(people: PeopleStore, user_id: str) -> dict:
         "resumedAt": _iso(person.resumed_at),
         "noticeGivenIn": sorted(person.noticed),
         "forgetAllAt": {scope: _iso(at) for scope, at in person.forgot_all_at},
+        "receipts": person.receipts,  # /memory receipts (on unless turned off)
     }
 
 

@@ -26,7 +26,17 @@ from typing import Protocol
 from ..record.changes import Change, LedgerEntry
 from ..record.domain import Action, Actor, Message, Owner, utcnow
 from ..record.person import PERSON_SCOPE
-from ..record.ports import ConflictError, Erasing, Ledger, MemoryWriter, MessageStore, PeopleStore, ProfileReader
+from ..record.ports import (
+    ConflictError,
+    Erasing,
+    Ledger,
+    MemoryWriter,
+    MessageStore,
+    OvernightNotes,
+    PeopleStore,
+    ProfileReader,
+)
+from .servers import ServerStore, guild_of
 
 logger = logging.getLogger(__name__)
 
@@ -79,8 +89,12 @@ class Erasure:
         people: PeopleStore | None = None,
         *,
         clock: Callable = utcnow,
+        servers: ServerStore | None = None,
+        overnight: OvernightNotes | None = None,  # the night's notes, erased with the rest
     ) -> None:
+        self._servers = servers  # the servers' figures: the person no longer counted where they had memories
         self._memories = memories
+        self._overnight = overnight
         self._messages = messages
         self._people = people
         self._clock = clock
@@ -128,8 +142,10 @@ class Erasure:
         # So look again after the marker (and after each pass) until a look finds nothing new.
         while owners:
             for owner in owners:
-                erased += self._erase_owner(owner)
+                of_owner = self._erase_owner(owner)
+                erased += of_owner
                 done.add(owner)
+                self._uncount(owner, of_owner.memories)
             if looks == SCOPE_LOOKS:
                 break
             looks += 1
@@ -148,6 +164,17 @@ class Erasure:
         )
         return erased, messages
 
+    def _uncount(self, owner: Owner, memories: int) -> None:
+        """A server's figures without the person: no digest of them left in its count of people."""
+        guild = guild_of(owner.scope)
+        if self._servers is None or not guild:
+            return
+        try:
+            self._servers.count(guild, self._clock().date(), memories=-memories)
+            self._servers.count_person(guild, owner.user_id, has_memories=False)
+        except Exception as exc:  # noqa: BLE001 - the erasure stands; the figures are a courtesy
+            logger.warning("server figures not updated", extra={"error": type(exc).__name__})
+
     def _preview(self, owner: Owner) -> _Erased:
         profile = self._memories.read_profile(owner, actor=Actor.OPERATOR, reason="erasure", limit=None)
         return _Erased(len(profile), len(self._texts(owner)), 1)
@@ -162,7 +189,10 @@ class Erasure:
         texts = self._texts(owner)
         for entry in texts:
             self._memories.redact(entry)
-        self._memories.erase_forgotten_sources(owner)  # the ids of their forgotten memories' messages
+        # the ids of their forgotten memories' messages, and what ranked their memories (their texts)
+        self._memories.erase_kept_beside(owner)
+        if self._overnight is not None:  # the night's note (ids of theirs), if not yet told
+            self._overnight.clear_overnight(owner)
         return _Erased(len(profile) + unreadable, len(texts) + unreadable_rows, 1)
 
     def _texts(self, owner: Owner) -> list[LedgerEntry]:

@@ -20,6 +20,7 @@ from ..record.changes import DECAY_REASON, LedgerEntry
 from ..record.domain import CHANGE_ACTIONS, SHOW_PREVIEW_CHARS, Action, Actor, Memory, Owner, one_line
 from ..record.person import Person
 from ..record.ports import ConflictError, History, MemoryWriter, PeopleStore, PersonRefused, ReadLog
+from .everywhere import MoveOutcome, everywhere_of, is_move, move_back
 from .rollback import restoring, reversal
 
 logger = logging.getLogger(__name__)
@@ -42,6 +43,7 @@ class ChangeKind(str, Enum):
     ROLLED_BACK = "rolled back"
     IMPORTED = "imported"
     UNDONE = "undone"
+    MOVED = "moved"  # between a scope and the person's own (/memory everywhere, here)
 
 
 class Who(str, Enum):
@@ -74,6 +76,8 @@ class HistoryPage:
 
 
 def kind_of(entry: LedgerEntry) -> ChangeKind:
+    if entry.action is Action.MOVE:
+        return ChangeKind.MOVED
     if entry.action is Action.UNDO:
         return ChangeKind.UNDONE
     if entry.action is Action.ROLLBACK:
@@ -100,7 +104,7 @@ def who_of(entry: LedgerEntry) -> Who:
     }.get(entry.actor, Who.OPERATOR)
 
 
-def _preview(memory: Memory | None) -> str:
+def state_preview(memory: Memory | None) -> str:
     return one_line(memory.text)[:SHOW_PREVIEW_CHARS] if memory is not None else ""
 
 
@@ -120,7 +124,9 @@ def history(
     current: dict[str, Memory | None] = {}
     for entry in page:
         if entry.memory_ids and entry.memory_ids[0] not in current:
-            current[entry.memory_ids[0]] = memories.get(owner, entry.memory_ids[0])
+            # A move's record is where it went (a scope of the same person's); any other row's, here.
+            where = entry.after.owner if is_move(entry) and entry.after is not None else owner
+            current[entry.memory_ids[0]] = memories.get(where, entry.memory_ids[0])
     if current:
         memories.log_read(owner, tuple(current), actor=Actor.COMMAND, reason=HISTORY_REASON)
     person = people.get(owner.user_id) if people is not None else None
@@ -131,8 +137,8 @@ def history(
             kind_of(entry),
             who_of(entry),
             entry.at,
-            _preview(entry.before),
-            _preview(entry.after),
+            state_preview(entry.before),
+            state_preview(entry.after),
             entry.redacted,
             _undoable(entry, current.get(entry.memory_ids[0]) if entry.memory_ids else None, person),
         )
@@ -144,10 +150,12 @@ def history(
 def _undoable(entry: LedgerEntry, current: Memory | None, person: Person | None) -> bool:
     if entry.action not in CHANGE_ACTIONS or not entry.memory_ids:
         return False
+    if is_move(entry):  # its record is in the scope it went to
+        return current == entry.after
     change = reversal(entry, current, UNDO_REASON)
     if change is None:
         return False
-    check = restoring(change)
+    check = restoring(entry, change)
     return check is None or person is None or check.allows(person)
 
 
@@ -171,17 +179,22 @@ class UndoResult:
 def undo(memories: HistoryMemories, owner: Owner, key: str) -> UndoResult:
     """Undo the owner's change ``key``: one conditional write with its ledger row (actor command,
     action undo), under the rollback's conditions. Logs carry ids only."""
-    entry = memories.ledger_entry(owner, key)
+    # A receipt's change of an "everywhere" memory is in the person's own scope's rows.
+    entry = memories.ledger_entry(owner, key) or memories.ledger_entry(everywhere_of(owner.user_id), key)
     if entry is None or entry.action not in CHANGE_ACTIONS or not entry.memory_ids:
         return UndoResult(UndoOutcome.NOT_FOUND)
     memory_id, kind = entry.memory_ids[0], kind_of(entry)
     if entry.redacted:  # an erasure removed its states: nothing to restore from, and nothing should be
         return UndoResult(UndoOutcome.FINAL, memory_id, kind)
-    change = reversal(entry, memories.get(owner, memory_id), UNDO_REASON)
+    if is_move(entry):
+        moved = move_back(memories, entry)
+        outcome = UndoOutcome.UNDONE if moved.outcome is MoveOutcome.MOVED else UndoOutcome.CHANGED
+        return UndoResult(outcome, memory_id, kind)
+    change = reversal(entry, memories.get(entry.owner, memory_id), UNDO_REASON)
     if change is None:
         return UndoResult(UndoOutcome.CHANGED, memory_id, kind)
     try:
-        memories.apply(change, actor=Actor.COMMAND, ledger_action=Action.UNDO, check=restoring(change))
+        memories.apply(change, actor=Actor.COMMAND, ledger_action=Action.UNDO, check=restoring(entry, change))
     except PersonRefused:
         logger.info("undo refused by the person's record", extra={"user_id": owner.user_id, "memory_id": memory_id})
         return UndoResult(UndoOutcome.FINAL, memory_id, kind)

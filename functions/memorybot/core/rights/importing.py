@@ -38,6 +38,7 @@ from ..record.changes import LedgerEntry
 from ..record.dates import parse_day
 from ..record.domain import (
     DM_SCOPE,
+    EVERYWHERE_SCOPE,
     GLOBAL_SCOPE,
     MEMORY_TEXT_MAX_CHARS,
     Actor,
@@ -287,7 +288,7 @@ def _row_value(f: RecordField, key: str, value: object, bad: Callable[[str, str]
 # A row's ids and scope, each with its rule and the problem named when it fails it.
 _ROW_TEXT_RULES: dict[str, tuple[Callable[[object], bool], str]] = {
     "user_id": (is_snowflake, "must be a Discord user id (a string of digits)"),
-    "scope": (lambda value: is_scope(value), 'must be "guild:<id>", "dm", "channel:<id>" or "global"'),
+    "scope": (lambda value: is_scope(value), 'must be "guild:<id>", "dm", "channel:<id>", "global" or "everywhere"'),
 }
 
 
@@ -333,10 +334,11 @@ def _date(value: object, field: str, bad: Callable[[str, str], BadImport]) -> da
 
 
 def is_scope(scope: object) -> bool:
-    """A scope as ``domain.scope_for`` forms them."""
+    """A scope as ``domain.scope_for`` forms them, or the person's own ("everywhere", as an export
+    carries their moved memories)."""
     if not isinstance(scope, str):
         return False
-    if scope in (GLOBAL_SCOPE, DM_SCOPE):
+    if scope in (GLOBAL_SCOPE, DM_SCOPE, EVERYWHERE_SCOPE):
         return True
     kind, colon, ident = scope.partition(":")
     return kind in ("guild", "channel") and bool(colon) and is_snowflake(ident)
@@ -344,7 +346,7 @@ def is_scope(scope: object) -> bool:
 
 def scope_unused(scope: str, mode: ScopeMode) -> str | None:
     """Why this deployment keeps no memories in ``scope`` (None: it does)."""
-    if mode is ScopeMode.GLOBAL and scope != GLOBAL_SCOPE:
+    if mode is ScopeMode.GLOBAL and scope not in (GLOBAL_SCOPE, EVERYWHERE_SCOPE):
         return f'{scope} is not used here: this deployment keeps one profile per person ("global")'
     if mode is ScopeMode.GUILD and scope == GLOBAL_SCOPE:
         return "global is not used here: this deployment keeps memories per server (guild:<id>, dm, channel:<id>)"
@@ -411,7 +413,9 @@ class Importer:
                     new = key not in seen and not self._memories.has_marker(row.owner, row.once)
                     outcome = RowOutcome.IMPORTED if new else RowOutcome.UNCHANGED
                 else:
-                    outcome, entry = self._add(row, PersonCheck(row.owner.user_id, started, Basis.STORE))
+                    outcome, entry = self._add(
+                        row, PersonCheck(row.owner.user_id, started, Basis.IMPORT, row.owner.scope)
+                    )
                     if entry is not None:
                         added.append((row, entry))
                 seen.add(key)

@@ -182,7 +182,7 @@ class Rollback:
                 skipped.append(memory_id)
                 continue
             if not apply:
-                if not self._would_allow(change, persons):
+                if not self._would_allow(entry, change, persons):
                     blocked.add(key)
                     skipped.append(memory_id)
                     continue
@@ -191,7 +191,11 @@ class Rollback:
                 continue
             try:
                 self._memories.apply(
-                    change, actor=Actor.NIGHTLY, run_id=run_id, ledger_action=Action.ROLLBACK, check=restoring(change)
+                    change,
+                    actor=Actor.NIGHTLY,
+                    run_id=run_id,
+                    ledger_action=Action.ROLLBACK,
+                    check=restoring(entry, change),
                 )
             except ConflictError:  # changed between our read and the write, or the person forgot it since: leave it
                 blocked.add(key)
@@ -200,9 +204,9 @@ class Rollback:
             reverted.append(memory_id)
         return _unique(reverted), _unique(skipped), _unique(erased)
 
-    def _would_allow(self, change: Change, persons: dict[str, Person]) -> bool:
+    def _would_allow(self, entry: LedgerEntry, change: Change, persons: dict[str, Person]) -> bool:
         """What the write's person check would answer (a dry run writes nothing, so it asks)."""
-        check = restoring(change)
+        check = restoring(entry, change)
         if check is None or self._people is None:
             return True
         if check.user_id not in persons:
@@ -228,12 +232,16 @@ def reversal(entry: LedgerEntry, current: Memory | None, reason: str) -> Change 
     return Change(Action.UPDATE, current, entry.before, reason)
 
 
-def restoring(change: Change) -> PersonCheck | None:
-    """A revert that puts a memory state back is conditioned on the person's record: nothing it
-    restores predates their later erasure or forget-all in that scope (a delete needs no check)."""
+def restoring(entry: LedgerEntry, change: Change) -> PersonCheck | None:
+    """A revert of ``entry`` that puts a memory state back is conditioned on the person's record:
+    nothing it restores was current at or after their later erasure or forget-all in that scope
+    (a delete needs no check). Judged by when ``entry`` happened (the ledger row's time, the
+    store's own clock), when the state stopped being current, never by the state's
+    ``updated_at``: a stamp the state carries (an import's, up to the accepted skew ahead of the
+    clock) says nothing about when it was really there."""
     if change.after is None:
         return None
-    return PersonCheck(change.user_id, change.after.updated_at, Basis.RESTORE, change.owner.scope)
+    return PersonCheck(change.user_id, entry.at, Basis.RESTORE, change.owner.scope)
 
 
 def _signature(owner: Owner, memory_ids: tuple[str, ...], before: Memory | None, after: Memory | None) -> tuple:

@@ -17,11 +17,12 @@ retries are spent; only then does the design's rule apply (an apology, or no dec
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Protocol
 
 from ..record.catalog import text
+from ..record.changes import LedgerEntry
 from ..record.domain import (
     BOT_NAME,
     EXCHANGE_MESSAGES,
@@ -45,9 +46,9 @@ from ..record.ports import (
     PersonRefused,
     RememberedMessages,
 )
-from ..rights.consent import notice_text
 
 if TYPE_CHECKING:  # the interactions function imports this module: keep its cold start lean
+    from ..rights.servers import ServerSettings, ServerStore
     from .extraction import Extractor
     from .reply import ReplyWriter
 
@@ -128,16 +129,61 @@ class ReplyDeps(HearDeps, Protocol):
     @property
     def people_store(self) -> PeopleStore: ...
 
+    @property
+    def server_store(self) -> ServerStore: ...
 
-def answer(deps: ReplyDeps, job: ReplyJob, *, fetch_history: bool, give_up: Callable[[], bool]) -> dict:
-    """The reply in the channel, then the exchange handed to extraction; the apology when the
-    chat model failed (or stayed unavailable through every retry)."""
+
+def _reply_read_id(interaction_id: str) -> str:
+    from ..rights.why import (
+        reply_read_id,  # the reply worker's: the interactions function's cold start needs none of why
+    )
+
+    return reply_read_id(interaction_id)
+
+
+def server_of(deps: object, guild_id: str) -> ServerSettings | None:
+    """The settings of the server a job was said in (None outside a server): read live, once per job."""
+    if not guild_id:
+        return None
+    store: ServerStore = deps.server_store  # type: ignore[attr-defined]
+    return store.get(guild_id)
+
+
+def _count(deps: object, guild_id: str, **counts: int | str) -> None:
+    if guild_id:
+        from ..rights.servers import count_quietly
+
+        day = utcnow().astimezone(deps.zone).date()  # type: ignore[attr-defined]  # the deployment's day
+        count_quietly(deps.server_store, guild_id, day, **counts)  # type: ignore[attr-defined,arg-type]
+
+
+def answer(
+    deps: ReplyDeps,
+    job: ReplyJob,
+    *,
+    fetch_history: bool,
+    give_up: Callable[[], bool],
+    reply_buttons: Sequence[dict] = (),
+) -> dict:
+    """The reply in the channel (with ``reply_buttons``: its "Why?"), then the exchange handed to
+    extraction; the apology when the chat model failed (or stayed unavailable through every retry).
+    The reply's read row is named after its interaction (core/rights/why.py)."""
     if fetch_history:
         _fetch_history(deps, job)
     conversation = deps.message_store.recent(job.channel_id, CONVERSATION_MESSAGES)
     person = Person(job.user_id)
+    server = server_of(deps, job.guild_id)  # memory off here: no memory used, nothing learned
+    server_learns = server is None or server.memory_enabled
     try:
-        reply, person = deps.reply_writer.write(Owner(job.scope, job.user_id), job.user_name, conversation)
+        reply, person = deps.reply_writer.write(
+            Owner(job.scope, job.user_id),
+            job.user_name,
+            conversation,
+            read_id=_reply_read_id(job.interaction_id),
+            use_memories=server_learns,
+            persona=server.persona if server is not None else "",
+        )
+        _count(deps, job.guild_id, model_requests=1)
         reply = reply.strip()[:REPLY_MAX_CHARS]
     except ModelUnavailable:
         if not give_up():
@@ -151,7 +197,9 @@ def answer(deps: ReplyDeps, job: ReplyJob, *, fetch_history: bool, give_up: Call
     if not reply:
         deps.discord.edit_original(job.application_id, job.token, text("apology", job.locale))
         return {"status": "apologised"}
-    message_id = deps.discord.edit_original(job.application_id, job.token, reply) or snowflake_at(utcnow())
+    message_id = deps.discord.edit_original(job.application_id, job.token, reply, reply_buttons) or snowflake_at(
+        utcnow()
+    )
     # The reply belongs to the person it answers: part of their exchange, no one else's.
     try:
         deps.message_store.put(
@@ -174,6 +222,8 @@ def answer(deps: ReplyDeps, job: ReplyJob, *, fetch_history: bool, give_up: Call
         _give_notice(deps, job)
     if person.paused:  # nothing is learned from their turns (the extraction job checks again)
         return {"status": "replied", "message_id": message_id, "learning": "paused"}
+    if not server_learns:  # the server's admins turned memory off (the extraction job checks again)
+        return {"status": "replied", "message_id": message_id, "learning": "server_off"}
     deps.invoker.invoke(ExtractionJob.after_reply(job, message_id))
     return {"status": "replied", "message_id": message_id}
 
@@ -188,6 +238,8 @@ def _give_notice(deps: ReplyDeps, job: ReplyJob) -> None:
         logger.warning("notice not claimed", extra={**job.ids(), "error": type(exc).__name__})
         return
     try:
+        from ..rights.consent import notice_text  # the reply worker's, on the first turn: not the interactions' import
+
         deps.discord.follow_up(job.application_id, job.token, notice_text(job.locale))
     except Exception as exc:  # noqa: BLE001 - give the claim back so that a later turn gives it
         logger.warning("notice not sent", extra={**job.ids(), "error": type(exc).__name__})
@@ -235,16 +287,20 @@ class ExtractDeps(Protocol):
 
 @dataclass(frozen=True)
 class Extracted:
+    """What an extraction did: its outcome and the memory ids it touched."""
+
     outcome: str
     added: list[str]
     updated: list[str]
     deleted: list[str]
+    changes: tuple[LedgerEntry, ...] = ()  # the rows of what changed (a receipt's lines); not in the JSON
 
     def to_json(self) -> dict:
         return {"outcome": self.outcome, "added": self.added, "updated": self.updated, "deleted": self.deleted}
 
 
 DECISIONS_LOST = "decisions_lost"
+SERVER_OFF = "server_off"  # the server's admins turned memory off: nothing learned
 
 
 def extract(deps: ExtractDeps, job: ExtractionJob, *, give_up: Callable[[], bool]) -> Extracted:
@@ -255,6 +311,12 @@ def extract(deps: ExtractDeps, job: ExtractionJob, *, give_up: Callable[[], bool
     )
     if not messages or messages[-1].message_id != job.up_to_message_id:
         raise ExchangeNotReadable(job.up_to_message_id)
+    if job.guild_id:  # the server's memory: off now, or turned on since some of these lines were said
+        from ..rights.servers import learnable_lines
+
+        messages = learnable_lines(server_of(deps, job.guild_id), messages)
+        if not messages or messages[-1].message_id != job.up_to_message_id:
+            return Extracted(SERVER_OFF, [], [], [])
     try:
         result = deps.extractor.run(Speaker(job.user_id, job.user_name), job.scope, messages, actor=Actor.EXTRACTION)
     except ModelUnavailable:
@@ -263,7 +325,23 @@ def extract(deps: ExtractDeps, job: ExtractionJob, *, give_up: Callable[[], bool
             raise
         logger.warning("model unavailable after every retry: decisions lost")
         return Extracted(DECISIONS_LOST, [], [], [])
-    return Extracted(result.outcome, result.added, result.updated, result.deleted)
+    _count_learned(deps, job, result.model_calls, result.added, result.deleted)
+    return Extracted(result.outcome, result.added, result.updated, result.deleted, tuple(result.changes))
+
+
+def _count_learned(
+    deps: object, job: ExtractionJob | RememberJob, model_calls: int, added: list[str], deleted: list[str]
+) -> None:
+    """The server's figures: the model requests, and the memories learned or dropped (memories kept
+    per server only: in the global scope mode they are no server's)."""
+    per_server = job.scope == f"guild:{job.guild_id}"
+    _count(
+        deps,
+        job.guild_id,
+        model_requests=model_calls,
+        memories=len(added) - len(deleted) if per_server else 0,
+        person=job.user_id if added and per_server else "",
+    )
 
 
 # ---- remember: "Remember this" on the person's own message
@@ -290,7 +368,13 @@ REMEMBER_ANSWERS = {
 }
 
 
-def remember(deps: RememberDeps, job: RememberJob, *, give_up: Callable[[], bool]) -> Extracted:
+def remember(
+    deps: RememberDeps,
+    job: RememberJob,
+    *,
+    give_up: Callable[[], bool],
+    receipt: Callable[[Extracted], bool] | None = None,
+) -> Extracted:
     """The exchange is the message the person pointed at, with its own time; the same path as a
     reply's extraction decides (worth, verdicts, add), actor ``command``, the message kept as the
     memory's source. Their deferred answer then says what happened, in their language."""
@@ -304,9 +388,16 @@ def remember(deps: RememberDeps, job: RememberJob, *, give_up: Callable[[], bool
         scope=job.scope,
         conversation_of=job.user_id,
     )
+    if job.guild_id:  # live: memory turned off here since the command was given
+        from ..rights.servers import learnable_lines
+
+        if not learnable_lines(server_of(deps, job.guild_id), [message]):
+            _answer_remember(deps, job, "remember_server_off")
+            return Extracted(SERVER_OFF, [], [], [])
     try:
         result = deps.extractor.run(Speaker(job.user_id, job.user_name), job.scope, [message], actor=Actor.COMMAND)
-        extracted = Extracted(result.outcome, result.added, result.updated, result.deleted)
+        extracted = Extracted(result.outcome, result.added, result.updated, result.deleted, tuple(result.changes))
+        _count_learned(deps, job, result.model_calls, result.added, result.deleted)
     except ModelUnavailable:
         if not give_up():
             logger.warning("model unavailable: remember left for the worker's retry", extra=job.ids())
@@ -326,6 +417,8 @@ def remember(deps: RememberDeps, job: RememberJob, *, give_up: Callable[[], bool
     # Learned from: the message is taken in for good. Otherwise the claim is given back (nothing
     # worth keeping, no decision now): a later "Remember this" on it may try again.
     _settle(deps, job, learned=bool(changed))
+    if changed and receipt is not None and receipt(extracted):
+        return extracted  # the receipt was the answer: what changed, each with its Undo
     _answer_remember(
         deps, job, "remember_will" if changed else REMEMBER_ANSWERS.get(extracted.outcome, "remember_nothing")
     )

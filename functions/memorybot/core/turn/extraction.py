@@ -22,7 +22,7 @@ from typing import Protocol
 
 from ..prompting import decisions
 from ..prompting.recall import Recall, exchange_query
-from ..record.changes import Change
+from ..record.changes import Change, LedgerEntry
 from ..record.domain import (
     ADD_THRESHOLD,
     JST,
@@ -83,6 +83,8 @@ class ExtractionResult:
     conflicts: int = 0  # changes dropped because the record changed since it was read
     failures: int = 0  # model calls that gave no usable answer
     model_calls: int = 0
+    # The ledger rows of the changes committed, in order (what a receipt lists, each with its Undo).
+    changes: list[LedgerEntry] = field(default_factory=list)
 
 
 def not_forgotten(messages: Sequence[Message], forgotten: frozenset[str]) -> list[Message]:
@@ -154,7 +156,7 @@ class Extractor:
         query = self._recall.start(exchange_query(exchange))  # embedded only if the read ranks
         # Checked again in each write's own transaction: a pause or an erasure while the models
         # think refuses the write.
-        check = PersonCheck(speaker.user_id, exchange.since, Basis.LEARN) if self._people is not None else None
+        check = PersonCheck(speaker.user_id, exchange.since, Basis.LEARN, scope) if self._people is not None else None
         # Every rewrite at once, beside the draft (and, before them, the profile's read beside "worth"),
         # on threads kept from the turns before.
         with Tasks(_THREADS, self._concurrency + 1) as pool:
@@ -192,11 +194,11 @@ class Extractor:
         """The speaker's exchange from what may still teach; or why there is nothing to decide."""
         if self._people is not None:
             # Before any model call: a paused person is not asked about; after a resume (or an
-            # erasure) nothing said before it teaches.
+            # erasure, or a forget-all here) nothing said before it teaches.
             person = self._people.get(speaker.user_id)
             if person.paused:
                 return Outcome.PAUSED
-            messages = person.learnable(messages)
+            messages = person.learnable(messages, scope)
         # Forgetting sticks: the person's messages behind a memory they forgot never teach again.
         messages = not_forgotten(messages, self._memories.forgotten_sources(Owner(scope, speaker.user_id)))
         return Exchange.of(speaker, scope, messages) or Outcome.NO_EXCHANGE
@@ -298,8 +300,9 @@ class Extractor:
         result = ExtractionResult(Outcome.DONE)
         to_embed: list[Memory] = []  # as committed, with a new text: each is given its vector afterwards
         for memory in plan.deletes:
-            if self._apply(Change(Action.DELETE, memory, None, "jev verdict: delete"), actor, run_id, check):
+            if entry := self._apply(Change(Action.DELETE, memory, None, "jev verdict: delete"), actor, run_id, check):
                 result.deleted.append(memory.memory_id)
+                result.changes.append(entry)
             else:
                 result.conflicts += 1
         for memory, after in changed:
@@ -313,8 +316,9 @@ class Extractor:
                 sources=exchange.sources,
                 embedding=None if moved else memory.embedding,
             )
-            if self._apply(Change(Action.UPDATE, memory, after, "jev verdict: update"), actor, run_id, check):
+            if entry := self._apply(Change(Action.UPDATE, memory, after, "jev verdict: update"), actor, run_id, check):
                 result.updated.append(memory.memory_id)
+                result.changes.append(entry)
                 if moved:
                     to_embed.append(after)
             else:
@@ -324,8 +328,10 @@ class Extractor:
             if added is None:
                 result.conflicts += 1
             else:
-                result.added.append(added.memory_id)
-                to_embed.append(added)
+                result.added.append(added.memory_ids[0])
+                result.changes.append(added)
+                if added.after is not None:  # an add's row holds the memory as written
+                    to_embed.append(added.after)
         self._store_vectors(to_embed, check)
         return result
 
@@ -370,9 +376,9 @@ class Extractor:
         actor: Actor,
         run_id: int | None,
         check: PersonCheck | None,
-    ) -> Memory | None:
-        """The new memory as written; None when every fresh id collided or the person's record
-        refused it (counted as a conflict)."""
+    ) -> LedgerEntry | None:
+        """The new memory's ledger row (its ``after`` the memory as written); None when every fresh
+        id collided or the person's record refused it (counted as a conflict)."""
         for _ in range(ADD_ID_ATTEMPTS):
             memory = Memory(
                 exchange.speaker.user_id,
@@ -385,7 +391,7 @@ class Extractor:
                 valid_until=end_holds(draft.valid_until, learned, self._zone),
             )
             try:
-                self._memories.apply(
+                return self._memories.apply(
                     Change(Action.ADD, None, memory, "jev: add"), actor=actor, run_id=run_id, check=check
                 )
             except PersonRefused:
@@ -393,21 +399,19 @@ class Extractor:
                 return None
             except ConflictError:
                 continue
-            return memory
         return None
 
-    def _apply(self, change: Change, actor: Actor, run_id: int | None, check: PersonCheck | None) -> bool:
-        """False when the record changed since it was read, or the person's record refuses the
-        write: the change is dropped, never forced."""
+    def _apply(self, change: Change, actor: Actor, run_id: int | None, check: PersonCheck | None) -> LedgerEntry | None:
+        """The change's ledger row; None when the record changed since it was read, or the person's
+        record refuses the write: the change is dropped, never forced."""
         try:
-            self._memories.apply(change, actor=actor, run_id=run_id, check=check)
+            return self._memories.apply(change, actor=actor, run_id=run_id, check=check)
         except PersonRefused:
             logger.info("change refused by the person's record", extra={"memory_id": change.memory_id})
-            return False
+            return None
         except ConflictError:
             logger.info("change dropped: record changed since read", extra={"memory_id": change.memory_id})
-            return False
-        return True
+            return None
 
     @staticmethod
     def _result(outcome: Outcome, calls: decisions.CallCounter) -> ExtractionResult:

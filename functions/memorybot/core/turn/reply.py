@@ -36,21 +36,44 @@ class ReplyWriter:
         return self.read(owner, speaker_name, conversation)[1]
 
     def read(
-        self, owner: Owner, speaker_name: str, conversation: Sequence[Message]
+        self,
+        owner: Owner,
+        speaker_name: str,
+        conversation: Sequence[Message],
+        *,
+        read_id: str = "",
+        use_memories: bool = True,
+        persona: str = "",
     ) -> tuple[Person, list[PromptMessage]]:
         """The person's record and the prompt. The record is read alongside the profile, not
         before it (no extra round trip): a paused person's memories are read, never used, no
         read row is written for them, and their words are never embedded as the query."""
+        if not use_memories:  # the server's memory is off: no profile read, no read row, no embedding
+            person = self._people.get(owner.user_id) if self._people is not None else Person(owner.user_id)
+            prompt = build_reply_prompt(
+                Speaker(owner.user_id, speaker_name),
+                [],
+                conversation,
+                now=self._clock(),
+                zone=self._zone,
+                persona=persona,
+            )
+            return person, prompt
         query = self._recall.start(reply_query(conversation, owner.user_id))
         if self._people is None:
-            person, memories = Person(owner.user_id), self._profile(owner, query)
+            person, memories = Person(owner.user_id), self._profile(owner, query, entry_id=read_id)
         else:
             with ThreadPoolExecutor(max_workers=1) as pool:
                 record = pool.submit(self._people.get, owner.user_id)
-                memories = self._profile(owner, query, unused_if=lambda: record.result().paused)
+                memories = self._profile(owner, query, unused_if=lambda: record.result().paused, entry_id=read_id)
                 person = record.result()
         prompt = build_reply_prompt(
-            Speaker(owner.user_id, speaker_name), memories, conversation, now=self._clock(), zone=self._zone
+            Speaker(owner.user_id, speaker_name),
+            memories,
+            conversation,
+            now=self._clock(),
+            zone=self._zone,
+            persona=persona,
         )
         return person, prompt
 
@@ -61,9 +84,22 @@ class ReplyWriter:
             owner, query, actor=Actor.REPLY, reason="reply prompt", usable=lambda m: not m.ended(today), **kw
         )
 
-    def write(self, owner: Owner, speaker_name: str, conversation: Sequence[Message]) -> tuple[str, Person]:
-        """The chat model's answer and the person's record; raises if the model fails (the caller apologises)."""
-        person, prompt = self.read(owner, speaker_name, conversation)
+    def write(
+        self,
+        owner: Owner,
+        speaker_name: str,
+        conversation: Sequence[Message],
+        *,
+        read_id: str = "",
+        use_memories: bool = True,
+        persona: str = "",
+    ) -> tuple[str, Person]:
+        """The chat model's answer and the person's record; raises if the model fails (the caller
+        apologises). ``read_id`` names the read row of the memories the prompt holds (core/rights/why.py);
+        ``use_memories`` False: the server's memory is off; ``persona``: its admins' instructions."""
+        person, prompt = self.read(
+            owner, speaker_name, conversation, read_id=read_id, use_memories=use_memories, persona=persona
+        )
         return self._chat.write_reply(prompt), person
 
     def reply(self, owner: Owner, speaker_name: str, conversation: Sequence[Message]) -> str:

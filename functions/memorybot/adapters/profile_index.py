@@ -1,0 +1,205 @@
+"""The selection index: what ranking needs of each of an owner's memories, in a few items.
+
+The relevance selection (core/prompting/selection.py) ranks a profile by each memory's text (its terms),
+its vector, its update time and id (ties, newest first) and its end (the reply leaves ended
+ones out). A memory's item holds more than that (its sources, created/review bookkeeping, the
+keys and index attributes of four indexes), and a Query returns every attribute as typed JSON for
+botocore to parse, one item at a time. The index keeps only what ranking needs, packed, beside
+the memories in the owner's own partition of the memories table:
+
+- ``#index``: the header, sorted just before the memories (a profile's first page reads it with
+  them). ``v``, bumped by every transaction that changes a memory of the owner; ``models``, the
+  embedding models the entries' vectors come from; ``complete``, set once the index was built from
+  the memories (the first read by a function that writes memories builds it: from a small
+  profile's one page, or a large one read whole, written only if no change and no erasure came
+  between that read and the build).
+- ``~index#<nn>``: up to CHUNKS chunks, an id's chunk by its hash, sorted after the memories (a
+  read of the memories never pages through them): one Binary attribute per memory, named by its id
+  (a chunk has no other attribute but its keys).
+  DynamoDB charges a write by the whole item's size, so chunks are kept small (about 21 entries,
+  7 KB, at 2,000 memories): a change rewrites one of them; a Query reads them all for the sum of
+  their sizes, whatever their number.
+
+Each entry: created and updated time (microseconds), the last day (0: none), the vector's model
+(its CRC-32, 0: none), the text (UTF-8) and the vector's bytes exactly as the memory item stores
+them (adapters/vectors.py), so a memory rebuilt from its entry ranks exactly as the stored one:
+the same ten are chosen. Every write of a memory writes its entry in the same transaction (the
+store's ``apply``, ``add_once``, ``set_embedding`` and the unreadable's delete), so the index never
+disagrees with the memories. None of these items has ``updated_at``, ``user_id``, ``stale_shard``
+or ``text``: no profile read, export, scope listing, review index or reader of memories sees them.
+"""
+
+from __future__ import annotations
+
+import struct
+import zlib
+from collections.abc import Iterable
+from datetime import UTC, date, datetime, timedelta
+from typing import Any
+
+from ..core.record.domain import Embedding, Memory, Owner
+from . import vectors
+from .dynamodb_items import Item, s
+
+HEADER_KEY = "#index"
+CHUNK_PREFIX = "~index#"
+# The memories (and import markers) sort between these: after the header, before the chunks.
+MEMORIES_END = "~"
+VERSION = "v"
+COMPLETE = "complete"
+MODELS = "models"
+
+_KEYS = ("owner", "memory_id")  # a chunk's other attributes are its entries
+_EPOCH = datetime(1, 1, 1, tzinfo=UTC)
+_MICROSECOND = timedelta(microseconds=1)
+# created µs, updated µs, valid_until's ordinal (0: none), the model's CRC-32 (0: none), text bytes
+_ENTRY = struct.Struct("<qqIII")
+
+
+# Chunks an owner's entries are spread over: more makes each change's write smaller (a write unit
+# per KB of the chunk). The build writes them in one transaction, beside the header and the
+# person's check: at most 100 items.
+CHUNKS = 96
+
+
+def chunk_key(memory_id: str) -> str:
+    return f"{CHUNK_PREFIX}{zlib.crc32(memory_id.encode('ascii')) % CHUNKS:02x}"
+
+
+def _micros(at: datetime) -> int:
+    return (at - _EPOCH) // _MICROSECOND
+
+
+def _time(micros: int) -> datetime:
+    return _EPOCH + timedelta(microseconds=micros)
+
+
+def model_code(model: str) -> int:
+    return zlib.crc32(model.encode("utf-8")) or 1  # 0 means "no vector"
+
+
+def encode_entry(memory: Memory) -> bytes:
+    text = memory.text.encode("utf-8")
+    embedding = memory.embedding
+    head = _ENTRY.pack(
+        _micros(memory.created_at),
+        _micros(memory.updated_at),
+        memory.valid_until.toordinal() if memory.valid_until else 0,
+        model_code(embedding.model) if embedding else 0,
+        len(text),
+    )
+    return head + text + (vectors.encode(embedding.vector) if embedding else b"")
+
+
+def decode_entry(owner: Owner, memory_id: str, data: bytes, models: dict[int, str]) -> Memory:
+    """The memory as ranking sees it: its sources (and review mark) are not in the index."""
+    created, updated, until, model, length = _ENTRY.unpack_from(data)
+    start = _ENTRY.size
+    text = data[start : start + length].decode("utf-8")
+    embedding = None
+    if model:
+        embedding = Embedding(models[model], vectors.decode(data[start + length :]))
+    return Memory(
+        owner.user_id,
+        memory_id,
+        text,
+        _time(created),
+        _time(updated),
+        scope=owner.scope,
+        embedding=embedding,
+        valid_until=date.fromordinal(until) if until else None,
+    )
+
+
+def _key(owner: Owner, sort_key: str) -> Item:
+    return {"owner": s(owner.key), "memory_id": s(sort_key)}
+
+
+def writes(table: str, owner: Owner, memory_id: str, memory: Memory | None) -> list[Item]:
+    """The transaction items that keep the index in step with one memory's write: its entry set
+    (``memory``: as written) or removed (None), and the header's version bumped."""
+    header: dict[str, Any] = {
+        "TableName": table,
+        "Key": _key(owner, HEADER_KEY),
+        "UpdateExpression": "ADD #v :one",
+        "ExpressionAttributeNames": {"#v": VERSION},
+        "ExpressionAttributeValues": {":one": {"N": "1"}},
+    }
+    if memory is not None and memory.embedding is not None:
+        header["UpdateExpression"] += ", #m :m"
+        header["ExpressionAttributeNames"]["#m"] = MODELS
+        header["ExpressionAttributeValues"][":m"] = {"SS": [memory.embedding.model]}
+    chunk: dict[str, Any] = {
+        "TableName": table,
+        "Key": _key(owner, chunk_key(memory_id)),
+        "ExpressionAttributeNames": {"#e": memory_id},
+    }
+    if memory is None:
+        chunk["UpdateExpression"] = "REMOVE #e"
+    else:
+        chunk |= {"UpdateExpression": "SET #e = :e", "ExpressionAttributeValues": {":e": {"B": encode_entry(memory)}}}
+    return [{"Update": header}, {"Update": chunk}]
+
+
+class Index:
+    """An owner's index as read: the header's version (None: no header), whether it is complete,
+    and its chunks."""
+
+    def __init__(self, owner: Owner, header: Item | None, chunks: Iterable[Item] = ()) -> None:
+        self.owner = owner
+        self.version: int | None = None
+        self.complete = False
+        self.models: list[str] = []
+        if header is not None:
+            self.version = int(header[VERSION]["N"]) if VERSION in header else 0
+            self.complete = bool(header.get(COMPLETE, {}).get("BOOL"))
+            self.models = list(header.get(MODELS, {}).get("SS", []))
+        self._chunks = list(chunks)
+        self.chunks = [item["memory_id"]["S"] for item in self._chunks]
+
+    def memories(self) -> list[Memory]:
+        out: list[Memory] = []
+        models = {model_code(m): m for m in self.models}
+        for item in self._chunks:
+            for name, value in item.items():
+                if "B" in value and name not in _KEYS:
+                    out.append(decode_entry(self.owner, name, bytes(value["B"]), models))
+        return out
+
+
+def is_header(item: Item) -> bool:
+    return item["memory_id"]["S"] == HEADER_KEY
+
+
+def build(table: str, owner: Owner, memories: Iterable[Memory], index: Index, check: Item) -> list[Item]:
+    """The transaction that writes the owner's whole index from ``memories``, read after the
+    header was: conditioned on the header as read then (a change since makes it fail, never
+    stale) and on ``check``, the person's record (an erasure since makes it fail)."""
+    chunks: dict[str, Item] = {}
+    models: set[str] = set()
+    for memory in memories:
+        key = chunk_key(memory.memory_id)
+        chunks.setdefault(key, _key(owner, key))[memory.memory_id] = {"B": encode_entry(memory)}
+        if memory.embedding is not None:
+            models.add(memory.embedding.model)
+    version = index.version or 0
+    written = {**_key(owner, HEADER_KEY), VERSION: {"N": str(version + 1)}, COMPLETE: {"BOOL": True}}
+    if models:
+        written[MODELS] = {"SS": sorted(models)}
+    header: dict[str, Any] = {"TableName": table, "Item": written}
+    if index.version is None:
+        header["ConditionExpression"] = "attribute_not_exists(memory_id)"
+    else:
+        header |= {
+            "ConditionExpression": "#v = :v",
+            "ExpressionAttributeNames": {"#v": VERSION},
+            "ExpressionAttributeValues": {":v": {"N": str(version)}},
+        }
+    # A chunk holds an entry exactly while its memory exists (every write keeps it so), so the chunks
+    # of the memories read are all that holds any: each is written whole, the others have none.
+    return [{"Put": header}, check] + [{"Put": {"TableName": table, "Item": chunk}} for chunk in chunks.values()]
+
+
+def keys_of(owner: Owner, index: Index) -> list[Item]:
+    """Every item of the owner's index (the erasure deletes them)."""
+    return [_key(owner, HEADER_KEY)] + [_key(owner, key) for key in index.chunks]
