@@ -38,7 +38,7 @@ if TYPE_CHECKING:
 
 else:  # a cold start imports what every answer needs; each command's own modules load when it first comes
     commands, consent, everywhere, history, why = (
-        lazy(f"memorybot.core.{name}") for name in ("commands", "consent", "everywhere", "history", "why")
+        lazy(f"memorybot.core.rights.{name}") for name in ("commands", "consent", "everywhere", "history", "why")
     )
     history_view, receipts_view, server_admin = (
         lazy(f"memorybot.discord.{name}") for name in ("history_view", "receipts_view", "server_admin")
