@@ -3,7 +3,8 @@
 ``text(key, locale, **fields)`` picks the language from Discord's ``locale`` of the interaction
 that caused the answer ("ja" → Japanese, anything else → English; a DM follows the interaction
 that sent it) and fills the fields. Every key has both languages and both take the same fields
-(tests/unit/test_catalog.py), and no answer is worded outside this module.
+(tests/unit/test_catalog.py), and no answer is worded outside this module and the two whose
+tables it merges (texts_receipts.py, texts_admins.py).
 
 Command names stay English in both languages (the texts name them: "/memory show"); their
 descriptions are localized (``command_description``).
@@ -12,26 +13,30 @@ descriptions are localized (``command_description``).
 from __future__ import annotations
 
 import string
-from enum import Enum
 
 from .domain import DM_SCOPE, EVERYWHERE_SCOPE, GLOBAL_SCOPE
+from .language import DEFAULT_LANGUAGE, Language, language_of
+from .texts_admins import ADMINS_DESCRIPTIONS, ADMINS_TEXTS, SETTING_CHOICES
+from .texts_receipts import RECEIPTS_DESCRIPTIONS, RECEIPTS_TEXTS
 
-
-class Language(str, Enum):
-    EN = "en"
-    JA = "ja"
-
-
-DEFAULT_LANGUAGE = Language.EN
-
-
-def language_of(locale: str) -> Language:
-    """Japanese for Discord's ``ja`` (any region), English for everything else, no locale included."""
-    return Language.JA if locale.split("-")[0].strip().lower() == Language.JA.value else DEFAULT_LANGUAGE
+__all__ = [
+    "COMMAND_DESCRIPTIONS",
+    "COMMAND_NAMES",
+    "DEFAULT_LANGUAGE",
+    "REMEMBER_THIS",
+    "SETTING_CHOICES",
+    "TEXTS",
+    "Language",
+    "fields_of",
+    "one_table",
+    "language_of",
+    "text",
+    "where_label",
+]
 
 
 # key -> {language: text}; fields in braces, str.format style.
-TEXTS: dict[str, dict[Language, str]] = {
+_OWN_TEXTS: dict[str, dict[Language, str]] = {
     # ---- where a person's memories live (the {where} of the texts below)
     "where_everywhere": {
         Language.EN: "everywhere I talk with you",
@@ -449,7 +454,7 @@ TEXTS: dict[str, dict[Language, str]] = {
 }
 
 # The commands' descriptions (Discord: 1-100 characters), by the command's path ("memory forget id").
-COMMAND_DESCRIPTIONS: dict[str, dict[Language, str]] = {
+_OWN_DESCRIPTIONS: dict[str, dict[Language, str]] = {
     "chat": {Language.EN: "Talk to memorybot", Language.JA: "memorybot と話す"},
     "chat message": {Language.EN: "What you want to say", Language.JA: "話したいこと"},
     "memory": {
@@ -489,163 +494,21 @@ COMMAND_DESCRIPTIONS: dict[str, dict[Language, str]] = {
     },
 }
 
-# ---- receipts, "Why?" and "everywhere" memories (core/rights/: receipts.py, why.py, everywhere.py):
-# one block, so that it merges apart from the texts above.
-TEXTS.update(
-    {
-        "receipt_header": {
-            Language.EN: "What I just changed in what I remember about you ({count}), only you see this:",
-            Language.JA: "いま、あなたについての記憶を変更しました（{count} 件、あなたにだけ表示）：",
-        },
-        "receipt_line": {
-            Language.EN: "{n}. memory {memory_id} {kind}",
-            Language.JA: "{n}. メモ {memory_id} を{kind}",
-        },
-        "receipt_footer": {
-            Language.EN: "Undo N puts one change back (as in /memory history). /memory receipts turns these off.",
-            Language.JA: (
-                "「取り消し N」で変更を戻せます（/memory history と同じ）。/memory receipts でこの通知を止められます。"
-            ),
-        },
-        "receipts_on": {
-            Language.EN: "Receipts are on: when a conversation changes what I remember about you, I'll tell you.",
-            Language.JA: "通知をオンにしました：会話で記憶が変わったら、お知らせします。",
-        },
-        "receipts_off": {
-            Language.EN: "Receipts are off: I won't tell you after each change. /memory history still lists them.",
-            Language.JA: "通知をオフにしました。変更は引き続き /memory history で確認できます。",
-        },
-        "receipts_already_on": {
-            Language.EN: "Receipts were already on.",
-            Language.JA: "通知はすでにオンです。",
-        },
-        "receipts_already_off": {
-            Language.EN: "Receipts were already off.",
-            Language.JA: "通知はすでにオフです。",
-        },
-        "show_receipts_on": {
-            Language.EN: "Receipts: on (/memory receipts enabled:false turns them off).",
-            Language.JA: "変更の通知：オン（/memory receipts enabled:false で止められます）。",
-        },
-        "show_receipts_off": {
-            Language.EN: "Receipts: off (/memory receipts enabled:true turns them on).",
-            Language.JA: "変更の通知：オフ（/memory receipts enabled:true で再開できます）。",
-        },
-        "overnight_line": {
-            Language.EN: "Overnight I changed {count} of your memories here.",
-            Language.JA: "夜のあいだに、ここでのあなたの記憶を {count} 件変更しました。",
-        },
-        "overnight_button_label": {
-            Language.EN: "Show history",
-            Language.JA: "履歴を見る",
-        },
-        "why_button_label": {
-            Language.EN: "Why?",
-            Language.JA: "なぜ？",
-        },
-        "why_reply_not_yours": {
-            Language.EN: "Sorry, only the person this reply answered can ask why. Nothing was shown.",
-            Language.JA: "「なぜ？」を使えるのは、この返事を受け取った本人だけです。何も表示していません。",
-        },
-        "why_reply_unknown": {
-            Language.EN: "I have no record of what that reply read (it may be too old). Nothing was shown.",
-            Language.JA: "その返事が何を読んだかの記録が見つかりません（古すぎるのかもしれません）。",
-        },
-        "why_reply_none": {
-            Language.EN: "No memories of yours were in that reply's prompt.",
-            Language.JA: "その返事には、あなたの記憶は使われていませんでした。",
-        },
-        "why_reply_header": {
-            Language.EN: "The memories of yours in that reply's prompt ({count}):",
-            Language.JA: "その返事に使われた、あなたの記憶（{count} 件）：",
-        },
-        "why_reply_same": {
-            Language.EN: "· {memory_id} (learned {at}) {text}",
-            Language.JA: "・{memory_id}（{at} に記憶）{text}",
-        },
-        "why_reply_changed": {
-            Language.EN: "· {memory_id} (learned {at}, changed since) now: {text}",
-            Language.JA: "・{memory_id}（{at} に記憶、その後変更）現在：{text}",
-        },
-        "why_reply_gone": {
-            Language.EN: "· {memory_id}: gone since (forgotten, deleted or moved){at}{text}",
-            Language.JA: "・{memory_id}：その後なくなりました（忘却・削除・移動）{at}{text}",
-        },
-        "where_yours": {
-            Language.EN: "everywhere you talk with me (your own)",
-            Language.JA: "あなたと話すすべての場所（あなた専用）",
-        },
-        "show_everywhere_header": {
-            Language.EN: "Everywhere (read in every server and DM):",
-            Language.JA: "すべての場所で使う記憶（どのサーバーや DM でも読みます）：",
-        },
-        "moved_everywhere": {
-            Language.EN: (
-                "Memory {memory_id} now goes with you: I read it in every server and DM. /memory here brings it back."
-            ),
-            Language.JA: "メモ {memory_id} をすべての場所で使うようにしました。/memory here で戻せます。",
-        },
-        "moved_here": {
-            Language.EN: "Memory {memory_id} is back {where} only.",
-            Language.JA: "メモ {memory_id} を{where}だけで使うように戻しました。",
-        },
-        "move_not_found": {
-            Language.EN: "I don't have a memory {memory_id} of yours to move. Nothing was changed.",
-            Language.JA: "移動できるメモ {memory_id} はありません。何も変更していません。",
-        },
-        "move_blocked": {
-            Language.EN: "Another memory of yours already has the id {memory_id} there. Nothing was changed.",
-            Language.JA: "移動先にはすでに同じ ID {memory_id} の記憶があります。何も変更していません。",
-        },
-        "move_changed": {
-            Language.EN: "Memory {memory_id} changed while I moved it. Nothing was changed; please try again.",
-            Language.JA: "移動中にメモ {memory_id} が変わったため、何も変更していません。もう一度お試しください。",
-        },
-        "forget_all_everywhere_left": {
-            Language.EN: (
-                "{count} of your “everywhere” memories remain (/memory forget-all everywhere:true clears them too)."
-            ),
-            Language.JA: (
-                "「すべての場所」の記憶が {count} 件残っています（/memory forget-all everywhere:true で消せます）。"
-            ),
-        },
-        "forget_all_everywhere_too": {
-            Language.EN: "With everywhere:true, your {count} “everywhere” memories go too.",
-            Language.JA: "everywhere:true なので、「すべての場所」の記憶 {count} 件も消します。",
-        },
-        "forget_all_everywhere_done": {
-            Language.EN: "Forgotten too: {count} “everywhere” memories.",
-            Language.JA: "「すべての場所」の記憶 {count} 件も忘れました。",
-        },
-        "change_moved": {Language.EN: "moved", Language.JA: "移動"},
-    }
-)
-COMMAND_DESCRIPTIONS.update(
-    {
-        "memory receipts": {
-            Language.EN: "Turn on or off being told what a conversation changed in my memories",
-            Language.JA: "会話で記憶が変わったときの通知をオン・オフする",
-        },
-        "memory receipts enabled": {
-            Language.EN: "On (true) or off (false)",
-            Language.JA: "オン（true）かオフ（false）",
-        },
-        "memory everywhere": {
-            Language.EN: "Have one memory read in every server and DM, not only here",
-            Language.JA: "ひとつの記憶を、ここだけでなくすべてのサーバーと DM で使う",
-        },
-        "memory everywhere id": {Language.EN: "The memory's id", Language.JA: "記憶の ID"},
-        "memory here": {
-            Language.EN: "Bring one of my everywhere memories back to this place only",
-            Language.JA: "「すべての場所」の記憶を、この場所だけに戻す",
-        },
-        "memory here id": {Language.EN: "The memory's id", Language.JA: "記憶の ID"},
-        "memory forget-all everywhere": {
-            Language.EN: "Also forget my memories read everywhere",
-            Language.JA: "「すべての場所」の記憶も忘れる",
-        },
-    }
-)
+
+def one_table(*tables: dict[str, dict[Language, str]]) -> dict[str, dict[Language, str]]:
+    """The tables as one; a key in two of them is an error (one would silently win over the other)."""
+    merged: dict[str, dict[Language, str]] = {}
+    for table in tables:
+        if twice := sorted(merged.keys() & table.keys()):
+            raise ValueError(f"catalog keys written twice: {twice}")
+        merged.update(table)
+    return merged
+
+
+# The texts of receipts, "Why?" and "everywhere" (texts_receipts.py) and of a server's admins
+# (texts_admins.py) live in modules of their own; read, they are one table.
+TEXTS = one_table(_OWN_TEXTS, RECEIPTS_TEXTS, ADMINS_TEXTS)
+COMMAND_DESCRIPTIONS = one_table(_OWN_DESCRIPTIONS, RECEIPTS_DESCRIPTIONS, ADMINS_DESCRIPTIONS)
 
 # The message command's name: what Discord sends back, whichever language its menu showed.
 REMEMBER_THIS = "Remember this"
@@ -675,220 +538,3 @@ def text(key: str, locale: str = "", **fields: object) -> str:
 def fields_of(template: str) -> frozenset[str]:
     """The names of a template's fields: what both languages of a key must take."""
     return frozenset(name for _, name, _, _ in string.Formatter().parse(template) if name)
-
-
-# ---- a server's admins: /memory-settings (core/rights/servers.py) and what members see of its settings.
-# One block, kept together: the answers, then the command's descriptions.
-TEXTS.update(
-    {
-        "settings_not_admin": {
-            Language.EN: "Only this server's admins (Manage Server) can use /memory-settings. Nothing was changed.",
-            Language.JA: (
-                "/memory-settings は、このサーバーの管理者（サーバー管理権限）だけが使えます。何も変更していません。"
-            ),
-        },
-        "settings_server_only": {
-            Language.EN: "/memory-settings works in a server only.",
-            Language.JA: "/memory-settings はサーバーの中でだけ使えます。",
-        },
-        "settings_changed": {
-            Language.EN: "Done: {setting} is now {value}. It takes effect within a minute.",
-            Language.JA: "変更しました：{setting} は {value} になりました。1 分以内に反映されます。",
-        },
-        "settings_unchanged": {
-            Language.EN: "{setting} is already {value}: nothing changed.",
-            Language.JA: "{setting} はすでに {value} です。何も変更していません。",
-        },
-        "settings_conflict": {
-            Language.EN: "Another admin changed the settings at the same moment. Please try again.",
-            Language.JA: "ほかの管理者が同時に設定を変更しました。もう一度お試しください。",
-        },
-        "settings_bad_value": {
-            Language.EN: "That does not fit {setting}: {hint} Nothing was changed.",
-            Language.JA: "{setting} には使えない値です：{hint} 何も変更していません。",
-        },
-        "settings_hint_channel": {
-            Language.EN: "give a channel (channels mode:only or except channel:#channel).",
-            Language.JA: "チャンネルを指定してください（channels mode:only または except channel:#チャンネル）。",
-        },
-        "settings_hint_channels": {
-            Language.EN: "a list holds at most 25 channels.",
-            Language.JA: "一覧に入れられるのは 25 チャンネルまでです。",
-        },
-        "settings_hint_persona": {
-            Language.EN: "a persona is at most 1,000 characters.",
-            Language.JA: "ペルソナは 1,000 文字までです。",
-        },
-        "settings_hint_number": {
-            Language.EN: "give a number of turns from 0 (no limit) to 10,000.",
-            Language.JA: "0（制限なし）から 10,000 までの回数を指定してください。",
-        },
-        "settings_hint_value": {
-            Language.EN: "choose one of the listed values.",
-            Language.JA: "一覧の値から選んでください。",
-        },
-        "settings_show_header": {
-            Language.EN: "**memorybot's settings in this server** (only admins see this)",
-            Language.JA: "**このサーバーでの memorybot の設定**（管理者にだけ表示）",
-        },
-        "settings_show_line": {Language.EN: "- {setting}: {value}", Language.JA: "・{setting}：{value}"},
-        "settings_show_changed": {
-            Language.EN: " (changed by <@{admin}> on {at})",
-            Language.JA: "（<@{admin}> が {at} に変更）",
-        },
-        "settings_figures": {
-            Language.EN: (
-                "**Use in this server** (counts only: no member's memories, names or ids)\n"
-                "- people with memories: {people}; memories: {memories}\n"
-                "- /chat turns: {turns_today} today, {turns_30} over 30 days\n"
-                "- model requests: {requests_today} today, {requests_30} over 30 days "
-                "(estimated model cost: about ${cost_30} over 30 days)"
-            ),
-            Language.JA: (
-                "**このサーバーでの利用状況**（件数のみ：メンバーの記憶・名前・ID は表示しません）\n"
-                "- 記憶のある人：{people} 人、記憶：{memories} 件\n"
-                "- /chat の回数：今日 {turns_today} 回、30 日間で {turns_30} 回\n"
-                "- モデルへのリクエスト：今日 {requests_today} 回、30 日間で {requests_30} 回"
-                "（推定モデル費用：30 日間で約 ${cost_30}）"
-            ),
-        },
-        "settings_recent_header": {Language.EN: "**Recent changes**", Language.JA: "**最近の変更**"},
-        "settings_recent_line": {
-            Language.EN: "- {at} <@{admin}>: {setting} {before} → {after}",
-            Language.JA: "・{at} <@{admin}>：{setting} {before} → {after}",
-        },
-        "settings_name_memory": {Language.EN: "memory", Language.JA: "記憶"},
-        "settings_name_channels": {Language.EN: "channels", Language.JA: "チャンネル"},
-        "settings_name_persona": {Language.EN: "persona", Language.JA: "ペルソナ"},
-        "settings_name_diary": {Language.EN: "diary", Language.JA: "日記"},
-        "settings_name_diary-language": {Language.EN: "diary language", Language.JA: "日記の言語"},
-        "settings_name_daily-limit": {Language.EN: "daily limit", Language.JA: "1 日の上限"},
-        "settings_name_language": {Language.EN: "language", Language.JA: "言語"},
-        "settings_value_on": {Language.EN: "on", Language.JA: "オン"},
-        "settings_value_off": {Language.EN: "off", Language.JA: "オフ"},
-        "settings_value_all_channels": {Language.EN: "every channel", Language.JA: "すべてのチャンネル"},
-        "settings_value_only": {Language.EN: "only {channels}", Language.JA: "{channels} だけ"},
-        "settings_value_except": {Language.EN: "every channel except {channels}", Language.JA: "{channels} 以外"},
-        "settings_value_no_persona": {Language.EN: "none", Language.JA: "なし"},
-        "settings_value_persona": {Language.EN: "“{persona}”", Language.JA: "「{persona}」"},
-        "settings_value_diary": {Language.EN: "posted to {channel}", Language.JA: "{channel} に投稿"},
-        "settings_value_diary_error": {
-            Language.EN: (
-                "{channel}: posting stopped, Discord refused it (code {code}: I cannot see or post in that "
-                "channel). Fix my permissions there, then set the channel again."
-            ),
-            Language.JA: (
-                "{channel}：投稿を止めました。Discord に拒否されました（コード {code}：そのチャンネルを見る権限か"
-                "投稿する権限がありません）。権限を直してから、もう一度チャンネルを設定してください。"
-            ),
-        },
-        "settings_value_default_language": {Language.EN: "the deployment's", Language.JA: "デプロイの既定"},
-        "settings_value_no_limit": {Language.EN: "none", Language.JA: "なし"},
-        "settings_value_limit": {
-            Language.EN: "{limit} /chat turns per member a day",
-            Language.JA: "メンバー 1 人あたり 1 日 {limit} 回の /chat",
-        },
-        "settings_value_auto": {
-            Language.EN: "each member's Discord language",
-            Language.JA: "メンバーごとの Discord の言語",
-        },
-        "settings_value_en": {Language.EN: "English", Language.JA: "英語"},
-        "settings_value_ja": {Language.EN: "Japanese", Language.JA: "日本語"},
-        "settings_never": {Language.EN: "(not set)", Language.JA: "（未設定）"},
-        # What a member sees of the settings.
-        "chat_not_here": {
-            Language.EN: "Sorry, I'm not available in this channel: this server's admins chose where I answer.",
-            Language.JA: (
-                "ごめんなさい、このチャンネルではお答えできません。このサーバーの管理者が使える場所を決めています。"
-            ),
-        },
-        "chat_daily_limit": {
-            Language.EN: "You've had today's {limit} /chat turns in this server. See you tomorrow!",
-            Language.JA: "このサーバーでの今日の /chat（{limit} 回）を使い切りました。また明日お話ししましょう！",
-        },
-        "remember_server_off": {
-            Language.EN: "Memory is turned off in this server by its admins: I'm not learning anything here.",
-            Language.JA: "このサーバーでは管理者が記憶をオフにしています。ここでは何も覚えません。",
-        },
-    }
-)
-COMMAND_DESCRIPTIONS.update(
-    {
-        "memory-settings": {
-            Language.EN: "memorybot's settings for this server (admins)",
-            Language.JA: "このサーバーでの memorybot の設定（管理者向け）",
-        },
-        "memory-settings show": {
-            Language.EN: "The settings, who changed them, and how much the bot is used here",
-            Language.JA: "設定、変更した人、このサーバーでの利用状況",
-        },
-        "memory-settings memory": {
-            Language.EN: "Turn memory on or off in this whole server",
-            Language.JA: "このサーバー全体で記憶をオン・オフにする",
-        },
-        "memory-settings memory enabled": {Language.EN: "On or off", Language.JA: "オンかオフか"},
-        "memory-settings channels": {
-            Language.EN: "Where /chat answers and learns",
-            Language.JA: "/chat が答えて学ぶチャンネル",
-        },
-        "memory-settings channels mode": {
-            Language.EN: "all (clears the list), only, or except",
-            Language.JA: "all（一覧を消す）、only、except",
-        },
-        "memory-settings channels channel": {
-            Language.EN: "A channel to add to the list",
-            Language.JA: "一覧に加えるチャンネル",
-        },
-        "memory-settings persona": {
-            Language.EN: "The community's instructions for the bot's replies (empty clears)",
-            Language.JA: "返事についてのコミュニティの指示（空で消去）",
-        },
-        "memory-settings persona text": {
-            Language.EN: "Tone, topics, register: at most 1,000 characters",
-            Language.JA: "口調・話題・言葉づかい：1,000 文字まで",
-        },
-        "memory-settings diary": {
-            Language.EN: "This server's nightly diary",
-            Language.JA: "このサーバーの夜間の日記",
-        },
-        "memory-settings diary channel": {
-            Language.EN: "Post the diary to a channel",
-            Language.JA: "日記をチャンネルに投稿する",
-        },
-        "memory-settings diary channel channel": {
-            Language.EN: "The channel for the diary",
-            Language.JA: "日記のチャンネル",
-        },
-        "memory-settings diary off": {Language.EN: "Stop posting the diary", Language.JA: "日記の投稿をやめる"},
-        "memory-settings diary language": {
-            Language.EN: "The diary's language",
-            Language.JA: "日記の言語",
-        },
-        "memory-settings diary language value": {Language.EN: "ja or en", Language.JA: "ja か en"},
-        "memory-settings daily-limit": {
-            Language.EN: "How many /chat turns one member may take a day here",
-            Language.JA: "メンバー 1 人が 1 日に使える /chat の回数",
-        },
-        "memory-settings daily-limit turns": {
-            Language.EN: "Turns a day (0: no limit)",
-            Language.JA: "1 日の回数（0：制限なし）",
-        },
-        "memory-settings language": {
-            Language.EN: "The language of the bot's answers here",
-            Language.JA: "このサーバーでのボットの答えの言語",
-        },
-        "memory-settings language value": {
-            Language.EN: "auto (each member's Discord language), en or ja",
-            Language.JA: "auto（メンバーごとの Discord の言語）、en、ja",
-        },
-    }
-)
-# The names /memory-settings shows for its choices (the value sent stays the English word).
-SETTING_CHOICES: dict[str, dict[Language, str]] = {
-    "all": {Language.EN: "all", Language.JA: "すべて"},
-    "only": {Language.EN: "only", Language.JA: "指定したチャンネルだけ"},
-    "except": {Language.EN: "except", Language.JA: "指定したチャンネル以外"},
-    "auto": {Language.EN: "auto", Language.JA: "自動（メンバーの言語）"},
-    "en": {Language.EN: "en", Language.JA: "英語"},
-    "ja": {Language.EN: "ja", Language.JA: "日本語"},
-}
