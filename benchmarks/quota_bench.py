@@ -46,8 +46,9 @@ from memorybot.adapters.manifests import InMemoryManifests
 from memorybot.adapters.openai_chat import OpenAIChatModel, OpenAIDecisionModel
 from memorybot.adapters.retry import RetryPolicy
 from memorybot.core.night import nightly_steps
-from memorybot.core.night.consolidation import CHUNK_MESSAGES, SPEAKER_DONE, Consolidator, speaker_mark, window_for
+from memorybot.core.night.consolidation import SPEAKER_DONE, Consolidator, speaker_mark
 from memorybot.core.night.nightly_jobs import NightlyStart, SpeakerMark
+from memorybot.core.night.window import CHUNK_MESSAGES, window_for
 from memorybot.core.record.domain import GLOBAL_SCOPE, JST, Actor, Memory, PromptMessage, iso
 from memorybot.core.record.ports import ModelUnavailable
 from memorybot.core.turn.extraction import Extractor

@@ -24,7 +24,6 @@ from aws_cdk import aws_stepfunctions as sfn
 from aws_cdk import aws_stepfunctions_tasks as tasks
 from constructs import Construct
 
-from memorybot.core.night.consolidation import RUN_HOUR
 from memorybot.core.night.nightly_steps import (
     CLAIM_RETRY,
     FINISH_RETRY,
@@ -36,6 +35,7 @@ from memorybot.core.night.nightly_steps import (
     THROTTLED_ERRORS,
     StepRetry,
 )
+from memorybot.core.night.window import RUN_HOUR
 from memorybot.core.record.domain import NIGHTLY_EXECUTION_TIMEOUT
 
 from .parts import ASYNC_RETRIES

@@ -13,7 +13,7 @@ import httpx
 import pytest
 from stack_process import stack_with_jev
 
-from memorybot.core.night.consolidation import window_for
+from memorybot.core.night.window import window_for
 from memorybot.core.record.domain import is_memory_id, iso, utcnow
 
 ADMIN_SECRET = "calendar-end-admin-secret-3"

@@ -7,7 +7,7 @@ from datetime import timedelta
 
 import httpx
 
-from memorybot.core.night.consolidation import window_for
+from memorybot.core.night.window import window_for
 from memorybot.core.record.domain import iso, jst_day, utcnow
 
 

@@ -65,8 +65,9 @@ from memorybot.adapters.manifests import S3Manifests
 from memorybot.bootstrap import Container
 from memorybot.config import Settings
 from memorybot.core.night import nightly_steps
-from memorybot.core.night.consolidation import STALE_AFTER, manifest_key, window_for
+from memorybot.core.night.consolidation import manifest_key
 from memorybot.core.night.nightly_jobs import RunPlan
+from memorybot.core.night.window import STALE_AFTER, window_for
 from memorybot.core.record.changes import Change
 from memorybot.core.record.domain import (
     MEMORY_ID_ALPHABET,

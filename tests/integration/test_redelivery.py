@@ -25,7 +25,7 @@ from memorybot.adapters.invoker import LocalContext, LocalInvoker
 from memorybot.adapters.offline import OfflineChatModel, OfflineDecisionModel
 from memorybot.bootstrap import Container
 from memorybot.config import Settings
-from memorybot.core.night.consolidation import STALE_AFTER, window_for
+from memorybot.core.night.window import STALE_AFTER, window_for
 from memorybot.core.record.changes import Change
 from memorybot.core.record.domain import (
     GLOBAL_SCOPE,

@@ -26,20 +26,20 @@ from memorybot.adapters.manifests import InMemoryManifests
 from memorybot.adapters.offline import OfflineChatModel
 from memorybot.admin_api import run_record
 from memorybot.config import Settings
-from memorybot.core.night.consolidation import (
+from memorybot.core.night.consolidation import Consolidator
+from memorybot.core.night.nightly_jobs import SpeakerMark
+from memorybot.core.night.nightly_steps import SPEAKER_RETRY, StepRetry, run_in_process, with_retries
+from memorybot.core.night.window import (
     CHUNK_MESSAGES,
     CHUNKS_PER_SPEAKER,
     DIARY_MESSAGES,
     STALE_AFTER,
     STALE_REVIEWS_PER_NIGHT,
-    Consolidator,
     by_speaker,
     chunks,
     max_model_calls,
     window_for,
 )
-from memorybot.core.night.nightly_jobs import SpeakerMark
-from memorybot.core.night.nightly_steps import SPEAKER_RETRY, StepRetry, run_in_process, with_retries
 from memorybot.core.prompting.prompts import diary_task
 from memorybot.core.record.catalog import Language
 from memorybot.core.record.changes import Change

@@ -17,7 +17,7 @@ from memorybot.adapters.metrics import EmfMetrics
 from memorybot.adapters.openai_chat import OpenAIChatModel, OpenAICompatibleClient
 from memorybot.adapters.retry import Retrier, RetryPolicy, Throttled, Transient
 from memorybot.config import DEFAULT_MODEL_PRICES, Settings
-from memorybot.core.night.consolidation import next_run_time, window_for
+from memorybot.core.night.window import next_run_time, window_for
 from memorybot.core.record import metrics as names
 from memorybot.core.record.changes import NightlyRun, RunSummary
 from memorybot.core.record.domain import Exchange, Message, Speaker

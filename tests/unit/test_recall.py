@@ -24,8 +24,9 @@ from fakes import (
 from memorybot.adapters.embeddings_offline import OfflineEmbeddingModel
 from memorybot.adapters.manifests import InMemoryManifests
 from memorybot.adapters.offline import OfflineChatModel, OfflineDecisionModel
-from memorybot.core.night.consolidation import EMBED_BACKFILL_PER_NIGHT, Consolidator
+from memorybot.core.night.consolidation import Consolidator
 from memorybot.core.night.nightly_steps import run_in_process
+from memorybot.core.night.window import EMBED_BACKFILL_PER_NIGHT
 from memorybot.core.prompting.recall import reply_query
 from memorybot.core.record.changes import LedgerEntry
 from memorybot.core.record.domain import GLOBAL_SCOPE, JST, Action, Actor, Memory, Owner, Speaker, Verdict

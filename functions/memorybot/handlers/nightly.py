@@ -19,8 +19,9 @@ from aws_lambda_powertools import Logger
 
 from .. import bootstrap
 from ..core.night import nightly_steps
-from ..core.night.consolidation import Consolidator, window_for
+from ..core.night.consolidation import Consolidator
 from ..core.night.nightly_jobs import ClaimedRun, NightlyStart, RunPlan, SpeakerFailure, SpeakerTask
+from ..core.night.window import window_for
 from ..core.record.changes import NightlyRun
 from ..core.record.domain import NIGHTLY_EXECUTION_TIMEOUT
 from ..core.record.jobs import BadJob, Payload

@@ -19,8 +19,8 @@ from urllib.parse import urlsplit
 
 import httpx
 
-from ..core.night.consolidation import WINDOW, window_for
 from ..core.night.nightly_steps import scheduled_time
+from ..core.night.window import WINDOW, window_for
 from ..core.record.catalog import REMEMBER_THIS
 from ..core.record.domain import JST, snowflake_at
 from ..discord.formats import markdown_shown
