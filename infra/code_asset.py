@@ -37,10 +37,11 @@ DEPLOYED_AT = "/var/task"
 # definitions and "Remember this": about 25 KB zipped more): the package, not strays, is what
 # grew (tests/infra/test_checks.py checks that only the package is in the asset); and to 768 KiB
 # when a server's own settings did (/memory-settings with its texts in two languages, the servers'
-# store, counters and diaries: about 66 KiB zipped, sources and bytecode; 712 KiB with the rest). A zip this
-# size is not what a cold start waits for: the interactions function's imports are, and the
-# cold-start benchmark measures them.
-CODE_GOAL_BYTES = 768 * 1024
+# store, counters and diaries: about 66 KiB zipped, sources and bytecode; 712 KiB with the rest); and
+# to 832 KiB when a large profile's selection index did (its codec and the store's upkeep on every
+# write path: 780 KiB with it). A zip this size is not what a cold start waits for: the interactions
+# function's imports are, and the cold-start benchmark measures them.
+CODE_GOAL_BYTES = 832 * 1024
 # The dependency layer, zipped: what every function downloads beside its code on a cold start.
 LAYER_GOAL_BYTES = 15 * 1024 * 1024
 

@@ -8,7 +8,7 @@ import itertools
 import json
 import threading
 from collections.abc import Callable, Sequence
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, date, datetime, timedelta
 
 from memorybot.core.prompting.decisions import decide_per_record
 from memorybot.core.record.changes import Change, LedgerEntry, NightlyRun
@@ -40,6 +40,7 @@ from memorybot.core.record.ports import (
     PersonRefused,
     RollbackClaim,
 )
+from memorybot.core.rights.servers import ChangeRow, Figures, Refused, ServerSettings
 
 T0 = datetime(2026, 11, 20, 12, 0, tzinfo=UTC)
 
@@ -730,3 +731,53 @@ __all__ = [
     "T0",
     "jst_day",
 ]
+
+
+class FakeServerStore:
+    """The servers' settings and figures in memory (``core.rights.servers.ServerStore``): the defaults
+    until a change, the change's ledger rows, and the counters as plain numbers."""
+
+    def __init__(self) -> None:
+        self.settings: dict[str, ServerSettings] = {}
+        self.rows: list[ChangeRow] = []
+        self.turns: dict[tuple[str, str, date], int] = {}
+        self.counted: list[tuple[str, date, int, int]] = []
+        self.people: dict[str, set[str]] = {}
+        self.diary_errors: dict[str, int] = {}
+
+    def get(self, guild_id: str):
+        return self.settings.get(guild_id) or ServerSettings(guild_id)
+
+    def get_many(self, guild_ids):
+        return {g: self.get(g) for g in guild_ids}
+
+    def change(self, before, after, row) -> bool:
+        if self.get(before.guild_id).version != before.version:
+            return False
+        self.settings[after.guild_id] = dataclasses.replace(after, version=before.version + 1)
+        self.rows.append(row)
+        return True
+
+    def changes(self, guild_id: str, limit: int):
+        return [r for r in reversed(self.rows) if r.guild_id == guild_id][:limit]
+
+    def take_turn(self, guild_id: str, user_id: str, day, limit: int):
+        key = (guild_id, user_id, day)
+        if limit and self.turns.get(key, 0) >= limit:
+            return Refused.DAILY_LIMIT
+        self.turns[key] = self.turns.get(key, 0) + 1
+        return None
+
+    def count(self, guild_id: str, day, *, model_requests: int = 0, memories: int = 0) -> None:
+        self.counted.append((guild_id, day, model_requests, memories))
+
+    def count_person(self, guild_id: str, user_id: str, *, has_memories: bool) -> None:
+        people = self.people.setdefault(guild_id, set())
+        (people.add if has_memories else people.discard)(user_id)
+
+    def figures(self, guild_id: str, today):
+        memories = sum(m for g, _, _, m in self.counted if g == guild_id)
+        return Figures(len(self.people.get(guild_id, ())), memories, ())
+
+    def diary_failed(self, guild_id: str, code: int) -> None:
+        self.diary_errors[guild_id] = code

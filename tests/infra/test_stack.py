@@ -257,7 +257,8 @@ TABLE_ACCESS = {
     "Reply": {
         "messages": _dynamodb("PutItem", "GetItem", "Query"),
         "people": _dynamodb("GetItem", "UpdateItem", "ConditionCheckItem"),  # the switch, the notice, the check
-        "memories": _dynamodb("Query", "GetItem", "DeleteItem"),  # GetItem, DeleteItem: the night's note
+        # GetItem, DeleteItem: the night's note; BatchGetItem: the chosen ten of a large profile
+        "memories": _dynamodb("Query", "GetItem", "DeleteItem", "BatchGetItem"),
         "memory_log": _dynamodb("PutItem"),
         "dedup": IDEMPOTENCY,
         "servers": _dynamodb("GetItem", "UpdateItem"),  # memory on here? the persona; the counters
@@ -265,8 +266,8 @@ TABLE_ACCESS = {
     "Extraction": {
         "messages": _dynamodb("Query"),
         # GetItem: the forgotten sources; UpdateItem: a written memory's vector, after its write,
-        # and a forget-all's deletes adding their sources to the forgotten ones
-        "memories": _dynamodb("GetItem", "PutItem", "DeleteItem", "Query", "UpdateItem"),
+        # and a forget-all's deletes adding their sources to the forgotten ones; BatchGetItem: the chosen ten
+        "memories": _dynamodb("GetItem", "PutItem", "DeleteItem", "Query", "UpdateItem", "BatchGetItem"),
         "memory_log": _dynamodb("PutItem", "GetItem"),
         "people": _dynamodb("GetItem", "ConditionCheckItem", "UpdateItem"),  # UpdateItem: a forget-all done
         "dedup": IDEMPOTENCY,
@@ -276,7 +277,9 @@ TABLE_ACCESS = {
     "NightlyPlan": {"messages": _dynamodb("Query"), "servers": _dynamodb("GetItem")},
     "NightlySpeaker": {
         "messages": _dynamodb("Query"),
-        "memories": _dynamodb("GetItem", "PutItem", "DeleteItem", "Query", "UpdateItem"),
+        "memories": _dynamodb(
+            "GetItem", "PutItem", "DeleteItem", "Query", "UpdateItem", "BatchGetItem"
+        ),  # the chosen ten
         "memory_log": _dynamodb("PutItem", "GetItem"),
         "nightly_runs": _dynamodb("GetItem", "PutItem"),
         "people": _dynamodb("GetItem", "ConditionCheckItem"),
@@ -294,13 +297,13 @@ TABLE_ACCESS = {
     },
     "NightlyFinish": {"memory_log": _dynamodb("Query"), "nightly_runs": _dynamodb("GetItem", "UpdateItem")},
     "Admin": {
-        "memories": _dynamodb("GetItem", "PutItem", "DeleteItem"),
+        "memories": _dynamodb("GetItem", "PutItem", "DeleteItem", "UpdateItem"),  # UpdateItem: the selection index
         "memory_log": _dynamodb("PutItem", "GetItem", "Query"),
         "nightly_runs": _dynamodb("GetItem", "UpdateItem"),
         "people": _dynamodb("GetItem", "ConditionCheckItem"),  # a restore's check; its dry run reads the record
     },
     "Erase": {
-        "memories": _dynamodb("GetItem", "DeleteItem", "Query"),
+        "memories": _dynamodb("GetItem", "DeleteItem", "Query", "UpdateItem"),  # UpdateItem: the selection index
         # UpdateItem: the ledger's single, conditioned exception (the redaction)
         "memory_log": _dynamodb("PutItem", "GetItem", "Query", "UpdateItem"),
         "messages": _dynamodb("DeleteItem", "Query"),
@@ -322,7 +325,12 @@ def test_each_function_touches_only_its_tables_with_only_its_actions(synth):
 
 
 # The one Scan: the nightly embedding backfill (docs/relevance.md), bounded in pages per night.
-SCANS = {("NightlyReview", "memories"): _dynamodb("Scan")}
+# The batch gets: a large profile's chosen ten, by key, after ranking its selection index
+# (docs/relevance.md), by the three readers that choose ten.
+SCANS = {
+    ("NightlyReview", "memories"): _dynamodb("Scan"),
+    **{(name, "memories"): _dynamodb("BatchGetItem") for name in ("Reply", "Extraction", "NightlySpeaker")},
+}
 
 
 # (table, index) each function may query: the stale index only for the nightly review.

@@ -13,6 +13,7 @@ from fakes import (
     FakeMessageStore,
     FakePeopleStore,
     FakeRunStore,
+    FakeServerStore,
     ScriptedChat,
     ScriptedJev,
     message,
@@ -39,6 +40,7 @@ def night(monkeypatch):
         run_store=FakeRunStore(),
         decision_model=ScriptedJev(),
         chat_model=ScriptedChat(),
+        server_store=FakeServerStore(),
     )
     monkeypatch.setattr(bootstrap, "container", lambda: container)
     return container
