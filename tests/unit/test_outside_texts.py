@@ -108,6 +108,17 @@ def test_each_button_hint_names_the_command_that_clicks_it():
     assert button_command("memory-forget-all:1:2", "Forget everything") == "/confirm"
 
 
+def test_a_replys_why_stays_clickable_after_the_receipt_that_follows_it(monkeypatch):
+    client = LocalClient("http://127.0.0.1:1", "ann", "00" * 32)
+    clicked: list[str | None] = []
+    monkeypatch.setattr(client, "click", lambda custom_id=None, **_: clicked.append(custom_id) or [])
+    client._buttons({"components": [{"type": 1, "components": [{"label": "Why?", "custom_id": "memory-because:1:9"}]}]})
+    client._buttons({"components": [{"type": 1, "components": [{"label": "Undo 1", "custom_id": "memory-undo:1:k"}]}]})
+    client.button_starting("memory-because")
+    assert clicked == ["memory-because:1:9"]
+    assert client.button_starting("memory-overnight") == ["(no such button shown lately)"]
+
+
 EXPORTED = {"version": 1, "scopes": [{"scope": "guild:1", "memories": [{"text": "京都 **x**"}]}]}
 
 
