@@ -42,7 +42,7 @@ TOPICS = [
 ]
 
 
-def _text(i: int) -> str:
+def profile_text(i: int) -> str:
     return f"{TOPICS[i % len(TOPICS)]} (note {i}: detail {i * 7 % 101})"
 
 
@@ -85,8 +85,8 @@ def main() -> None:
                 at = T0 + timedelta(minutes=i)
                 vector = None
                 if model is not None:
-                    vector = Embedding(f"amazon.titan-embed-text-v2:0@{dims}", model.embed_one(_text(i)).vector)
-                m = Memory(owner.user_id, f"{i:05d}", _text(i), at, at, scope=owner.scope, embedding=vector)
+                    vector = Embedding(f"amazon.titan-embed-text-v2:0@{dims}", model.embed_one(profile_text(i)).vector)
+                m = Memory(owner.user_id, f"{i:05d}", profile_text(i), at, at, scope=owner.scope, embedding=vector)
                 items.append({"PutRequest": {"Item": memory_item(m)}})
             for start in range(0, len(items), 25):
                 client.batch_write_item(RequestItems={settings.table(tables.MEMORIES): items[start : start + 25]})
@@ -222,7 +222,14 @@ def main() -> None:
         model = OfflineEmbeddingModel(256)
         for n in SIZES:
             profile = [
-                Memory("u", f"{i:05d}", _text(i), T0, T0 + timedelta(minutes=i), embedding=model.embed_one(_text(i)))
+                Memory(
+                    "u",
+                    f"{i:05d}",
+                    profile_text(i),
+                    T0,
+                    T0 + timedelta(minutes=i),
+                    embedding=model.embed_one(profile_text(i)),
+                )
                 for i in range(n)
             ]
             q = model.embed_one(query)
