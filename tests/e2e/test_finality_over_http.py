@@ -127,6 +127,7 @@ def test_an_erasure_finds_the_bots_reply_stored_after_an_earlier_erasure(stack):
     assert first.status_code == 200, first.text
     assert stack.stored_about(una.user_id) == []  # her line is gone; the reply is still at the model
     stack.llm.set_delay(0.0)
+    stack.llm.release()  # the erasure is done: the reply need not be held any longer
     stack.drain()  # the reply posts and is stored after the erasure, with no line of hers left
     assert [e for e in stack.events() if e["kind"] == "edit"], "the reply was posted"
 
