@@ -36,6 +36,15 @@ def moto_server():
     server.stop()
 
 
+@pytest.fixture(scope="session")
+def moto_in_process():
+    """moto's DynamoDB without the loopback hop (faults.InProcessDynamo), for the fault-injection
+    modules' tens of thousands of requests."""
+    from faults import InProcessDynamo
+
+    return InProcessDynamo()
+
+
 @pytest.fixture
 def dynamo(moto_server):
     """(boto3 client, Settings) with every table freshly created under a unique prefix."""
