@@ -263,7 +263,7 @@ def server_settings_scenario(h: Harness) -> None:
 def reply_scenario(h: Harness) -> None:
     # More than ten memories: the reply ranks them, so it embeds its query (the Titan grant). More
     # than a page: ranked from the selection index (built by an extraction's read), the chosen
-    # fetched with BatchGetItem.
+    # taken from its entries (no BatchGetItem: the reply's prompt needs nothing else).
     for i in range(SMALL_PROFILE_ITEMS + 2):
         at = utcnow() - timedelta(minutes=i)
         seeded = memory(ALICE, seed_id("rep", i), f"Likes instrument number {i}", at=at, scope=SCOPE)

@@ -75,6 +75,7 @@ from .dynamodb_items import (
 )
 from .dynamodb_ledger import ledger_entry_key, ledger_from_item, ledger_item
 from .dynamodb_people import person_check_item
+from .index_cache import IndexCache
 
 logger = logging.getLogger(__name__)
 R = TypeVar("R")
@@ -240,6 +241,10 @@ SMALL_PROFILE_ITEMS = 32
 # The readers whose functions write memories build a missing selection index (the reply's role
 # only reads them: it reads a profile whole until the extraction has built its index).
 INDEX_BUILDERS = frozenset({Actor.EXTRACTION, Actor.NIGHTLY})
+# The readers served the chosen memories as rebuilt from their index entries, with no fetch: the
+# reply's prompt uses a memory's id, text, update time and end, all in the entry. The others keep
+# the records (an extraction's change conditions on them, and its ledger row keeps their sources).
+ENTRIES_SUFFICE = frozenset({Actor.REPLY})
 # A BatchGetItem's unprocessed keys (throttled) are asked for again this many times, then it fails.
 BATCH_GET_ATTEMPTS = 5
 BATCH_GET_BACKOFF_SECONDS = 0.05
@@ -275,6 +280,7 @@ class DynamoMemoryStore(MemoryStore):
         self._read_retention_days = settings.ledger_read_retention_days
         self._zone = settings.zone
         self._clock = clock
+        self._cache = IndexCache(settings.index_cache_bytes)
 
     # -- reads of one person's profile
 
@@ -334,31 +340,68 @@ class DynamoMemoryStore(MemoryStore):
         # holds, the selection index's header first: a small profile is used as read; a larger one
         # is ranked from its index (once built) and only the chosen are fetched.
         started = self._clock()
-        first = self._client.query(**self._memories_request(owner, Limit=SMALL_PROFILE_ITEMS + 1))
-        items = first.get("Items", [])
-        header = next((i for i in items if profile_index.is_header(i)), None)
-        index = profile_index.Index(owner, header)
-        # (an owner with no memory yet has nothing to index: its first write starts the header)
-        build = actor in INDEX_BUILDERS and not index.complete
+        memories: list[Memory] | None = None
         indexed = False
-        if "LastEvaluatedKey" not in first:
-            memories = list(readable_memories(i for i in items if not _is_marker(i)))
-        elif index.complete:
-            index = self._index(owner, header)
-            memories, indexed = index.memories(), True
-        else:
-            memories = self._whole_profile(owner)
-        if build and (memories or index.version is not None):
-            self._build_index(owner, memories, index, started)
+        if self._cache.holds(owner.key):
+            # Ranked from its index last time: the header alone says whether the copy still is it.
+            header = self._header(owner)
+            kept = profile_index.Index(owner, header)
+            if header is None or not kept.complete:
+                self._cache.evict(owner.key)  # erased (or rebuilt since): read as if never cached
+            else:
+                memories = self._cache.get(owner.key, kept.stamp)
+                if memories is None:  # changed since: its index read afresh
+                    memories = self._indexed(owner, header)
+                indexed = True
+        if memories is None:
+            # A first page of the owner's own partition (the base table), projecting what a Memory
+            # holds, the selection index's header first: a small profile is used as read; a larger
+            # one is ranked from its index (once built) and only the chosen are fetched.
+            first = self._client.query(**self._memories_request(owner, Limit=SMALL_PROFILE_ITEMS + 1))
+            items = first.get("Items", [])
+            header = next((i for i in items if profile_index.is_header(i)), None)
+            index = profile_index.Index(owner, header)
+            # (an owner with no memory yet has nothing to index: its first write starts the header)
+            build = actor in INDEX_BUILDERS and not index.complete
+            if "LastEvaluatedKey" not in first:
+                memories = list(readable_memories(i for i in items if not _is_marker(i)))
+            elif index.complete:
+                memories, indexed = self._indexed(owner, header), True
+            else:
+                memories = self._whole_profile(owner)
+            if build and (memories or index.version is not None):
+                self._build_index(owner, memories, index, started)
         if unused_if is not None and unused_if():
             return []  # read, never used: no row
         chosen = choose(memories)
-        if indexed:
+        if indexed and actor not in ENTRIES_SUFFICE:
             chosen = self._fetch(owner, chosen)
         self.log_read(
             owner, tuple(m.memory_id for m in chosen), actor=actor, reason=reason, run_id=run_id, entry_id=entry_id
         )
         return chosen
+
+    def _header(self, owner: Owner) -> Item | None:
+        """The owner's index header alone (strongly consistent: every change committed before it
+        is counted in its version)."""
+        return self._client.get_item(
+            TableName=self._memories,
+            Key=memory_key(owner, profile_index.HEADER_KEY),
+            ConsistentRead=True,
+        ).get("Item")
+
+    def _indexed(self, owner: Owner, header: Item | None) -> list[Memory]:
+        """The owner's memories as their index holds them (its chunks read after ``header``), kept
+        in the warm function's copy under the header's stamp."""
+        index = self._index(owner, header)
+        memories = index.memories()
+        self._cache.put(owner.key, index.stamp, memories)
+        return list(memories)
+
+    def _index_writes(self, owner: Owner, memory_id: str, memory: Memory | None) -> list[Item]:
+        """``profile_index.writes``, and this function's copy of the owner's index dropped at once."""
+        self._cache.evict(owner.key)
+        return profile_index.writes(self._memories, owner, memory_id, memory)
 
     def _memories_request(self, owner: Owner, **request: Any) -> dict[str, Any]:
         """A consistent Query of the owner's memories (and import markers), after their selection
@@ -366,9 +409,10 @@ class DynamoMemoryStore(MemoryStore):
         return {
             "TableName": self._memories,
             "KeyConditionExpression": "#owner = :owner AND memory_id BETWEEN :header AND :end",
-            "ProjectionExpression": _PROFILE_PROJECTION + ", #v, #complete, #models",
+            "ProjectionExpression": _PROFILE_PROJECTION + ", #v, #complete, #models, #g",
             "ExpressionAttributeNames": {
                 "#owner": "owner",
+                "#g": profile_index.GENERATION,
                 "#v": profile_index.VERSION,
                 "#complete": profile_index.COMPLETE,
                 "#models": profile_index.MODELS,
@@ -459,7 +503,7 @@ class DynamoMemoryStore(MemoryStore):
             }
         }
         with_vector = replace(memory, embedding=embedding)
-        index = profile_index.writes(self._memories, memory.owner, memory.memory_id, with_vector)
+        index = self._index_writes(memory.owner, memory.memory_id, with_vector)
         for attempt in range(1, TRANSACTION_CONFLICT_ATTEMPTS + 1):
             try:
                 transact(self._client, [vector, *index])
@@ -587,7 +631,7 @@ class DynamoMemoryStore(MemoryStore):
         check_at = len(transaction) if check is not None else None
         if check is not None:  # after the memory's own write (position 0) and its ledger row
             transaction.append(person_check_item(self._people, check))
-        transaction += profile_index.writes(self._memories, change.owner, change.memory_id, change.after)
+        transaction += self._index_writes(change.owner, change.memory_id, change.after)
         for attempt in range(1, TRANSACTION_CONFLICT_ATTEMPTS + 1):
             try:
                 # Any other failure, or no answer at all, may hide a commit: the ledger row,
@@ -643,8 +687,8 @@ class DynamoMemoryStore(MemoryStore):
         if check is not None:  # the record's writes and the row keep their positions
             transaction.append(person_check_item(self._people, check))
         # Both owners' selection indexes: the entry leaves one and joins the other.
-        transaction += profile_index.writes(self._memories, before.owner, before.memory_id, None)
-        transaction += profile_index.writes(self._memories, after.owner, after.memory_id, after)
+        transaction += self._index_writes(before.owner, before.memory_id, None)
+        transaction += self._index_writes(after.owner, after.memory_id, after)
         try:
             transact_or_find_committed(
                 self._client,
@@ -754,7 +798,7 @@ class DynamoMemoryStore(MemoryStore):
         ]
         if check is not None:  # the memory, the marker and the row keep their positions
             transaction.append(person_check_item(self._people, check))
-        transaction += profile_index.writes(self._memories, memory.owner, memory.memory_id, memory)
+        transaction += self._index_writes(memory.owner, memory.memory_id, memory)
         for attempt in range(1, TRANSACTION_CONFLICT_ATTEMPTS + 1):
             try:
                 transact_or_find_committed(
@@ -852,7 +896,7 @@ class DynamoMemoryStore(MemoryStore):
                     "ConditionExpression": "attribute_not_exists(entry_key)",
                 }
             },
-            *profile_index.writes(self._memories, memory.owner, memory.memory_id, None),
+            *self._index_writes(memory.owner, memory.memory_id, None),
         ]
         try:
             transact_or_find_committed(
@@ -1029,6 +1073,7 @@ class DynamoMemoryStore(MemoryStore):
 
     def erase_kept_beside(self, owner: Owner) -> None:
         self._client.delete_item(TableName=self._memories, Key=memory_key(owner, FORGOTTEN_KEY))
+        self._cache.evict(owner.key)
         for key in profile_index.keys_of(owner, self._index(owner, None)):  # the selection index
             self._client.delete_item(TableName=self._memories, Key=key)
 
@@ -1071,7 +1116,7 @@ class DynamoMemoryStore(MemoryStore):
                         "ConditionExpression": "attribute_not_exists(entry_key)",
                     }
                 },
-                *profile_index.writes(self._memories, owner, memory_id, None),
+                *self._index_writes(owner, memory_id, None),
             ],
             refused=lambda _error: False,
             committed=lambda: self._committed(entry),

@@ -31,6 +31,7 @@ or ``text``: no profile read, export, scope listing, review index or reader of m
 
 from __future__ import annotations
 
+import secrets
 import struct
 import zlib
 from collections.abc import Iterable
@@ -48,6 +49,10 @@ MEMORIES_END = "~"
 VERSION = "v"
 COMPLETE = "complete"
 MODELS = "models"
+# The header's generation: set by the write that creates the header, kept by every later one. An
+# erasure deletes the header, and the next write starts counting versions again: the generation
+# tells a new header from the erased one (adapters/index_cache.py keys its copies by both).
+GENERATION = "g"
 
 _KEYS = ("owner", "memory_id")  # a chunk's other attributes are its entries
 _EPOCH = datetime(1, 1, 1, tzinfo=UTC)
@@ -115,15 +120,19 @@ def _key(owner: Owner, sort_key: str) -> Item:
     return {"owner": s(owner.key), "memory_id": s(sort_key)}
 
 
+def new_generation() -> str:
+    return secrets.token_hex(8)
+
+
 def writes(table: str, owner: Owner, memory_id: str, memory: Memory | None) -> list[Item]:
     """The transaction items that keep the index in step with one memory's write: its entry set
     (``memory``: as written) or removed (None), and the header's version bumped."""
     header: dict[str, Any] = {
         "TableName": table,
         "Key": _key(owner, HEADER_KEY),
-        "UpdateExpression": "ADD #v :one",
-        "ExpressionAttributeNames": {"#v": VERSION},
-        "ExpressionAttributeValues": {":one": {"N": "1"}},
+        "UpdateExpression": "SET #g = if_not_exists(#g, :g) ADD #v :one",
+        "ExpressionAttributeNames": {"#v": VERSION, "#g": GENERATION},
+        "ExpressionAttributeValues": {":one": {"N": "1"}, ":g": s(new_generation())},
     }
     if memory is not None and memory.embedding is not None:
         header["UpdateExpression"] += ", #m :m"
@@ -148,14 +157,21 @@ class Index:
     def __init__(self, owner: Owner, header: Item | None, chunks: Iterable[Item] = ()) -> None:
         self.owner = owner
         self.version: int | None = None
+        self.generation: str | None = None
         self.complete = False
         self.models: list[str] = []
         if header is not None:
             self.version = int(header[VERSION]["N"]) if VERSION in header else 0
             self.complete = bool(header.get(COMPLETE, {}).get("BOOL"))
             self.models = list(header.get(MODELS, {}).get("SS", []))
+            self.generation = header[GENERATION]["S"] if GENERATION in header else None
         self._chunks = list(chunks)
         self.chunks = [item["memory_id"]["S"] for item in self._chunks]
+
+    @property
+    def stamp(self) -> tuple[str | None, int]:
+        """The header's generation and version: the same stamp, the same entries."""
+        return (self.generation, self.version or 0)
 
     def memories(self) -> list[Memory]:
         out: list[Memory] = []
@@ -183,7 +199,12 @@ def build(table: str, owner: Owner, memories: Iterable[Memory], index: Index, ch
         if memory.embedding is not None:
             models.add(memory.embedding.model)
     version = index.version or 0
-    written = {**_key(owner, HEADER_KEY), VERSION: {"N": str(version + 1)}, COMPLETE: {"BOOL": True}}
+    written = {
+        **_key(owner, HEADER_KEY),
+        VERSION: {"N": str(version + 1)},
+        COMPLETE: {"BOOL": True},
+        GENERATION: s(index.generation or new_generation()),
+    }
     if models:
         written[MODELS] = {"SS": sorted(models)}
     header: dict[str, Any] = {"TableName": table, "Item": written}
