@@ -36,23 +36,11 @@ from dataclasses import replace
 from datetime import timedelta
 from pathlib import Path
 
+from benchmarks.selection_cost_bench import profile_text  # the same generated profile texts
+
 SIZES = tuple(int(n) for n in os.environ.get("MEMORYBOT_BENCH_SIZES", "10,2000").split(","))
 REPEATS = int(os.environ.get("MEMORYBOT_BENCH_REPEATS", "7"))
-TOPICS = [
-    "Loves hiking in the Alps with their sister",
-    "Works as a nurse at the city hospital on night shifts",
-    "Has two cats named Miso and Soba",
-    "Plays the guitar in a small jazz band on weekends",
-    "妹は大阪に住んでいて、毎年夏に会いに行く",
-    "Is learning to bake sourdough bread",
-    "週末はベランダでトマトを育てている",
-    "Supports the local football club since childhood",
-]
 SAYINGS = ["how are the cats doing?", "any good bread recipes?", "what did my sister say about Osaka?", "haha"]
-
-
-def _text(i: int) -> str:
-    return f"{TOPICS[i % len(TOPICS)]} (note {i}: detail {i * 7 % 101})"
 
 
 def _meter(client):
@@ -74,11 +62,11 @@ def _meter(client):
 def _one_size(n: int) -> dict[str, float]:
     from memorybot import bootstrap
     from memorybot.adapters.embeddings_offline import OfflineEmbeddingModel
-    from memorybot.core.domain import (
+    from memorybot.core.record.changes import Change
+    from memorybot.core.record.domain import (
         EVERYWHERE_SCOPE,
         Action,
         Actor,
-        Change,
         Memory,
         Message,
         Owner,
@@ -100,7 +88,7 @@ def _one_size(n: int) -> dict[str, float]:
         start = utcnow() - timedelta(days=400)
         for i in range(n):
             at = start + timedelta(hours=4 * i)
-            text = _text(i)
+            text = profile_text(i)
             m = Memory(owner.user_id, new_memory_id(), text, at, at, scope=owner.scope)
             store.apply(
                 Change(Action.ADD, None, replace(m, embedding=embeddings.embed_one(text)), "seed"),
@@ -263,7 +251,9 @@ def _sized(i: int):
     from memorybot.core.domain import Memory, utcnow
 
     now = utcnow()
-    return Memory("u", "abcde", _text(i), now, now, embedding=OfflineEmbeddingModel(256).embed_one(_text(i)))
+    return Memory(
+        "u", "abcde", profile_text(i), now, now, embedding=OfflineEmbeddingModel(256).embed_one(profile_text(i))
+    )
 
 
 if __name__ == "__main__":

@@ -37,8 +37,10 @@ def main() -> None:
     from memorybot.adapters.dynamodb_memories import DynamoMemoryStore
     from memorybot.adapters.dynamodb_people import DynamoPeopleStore
     from memorybot.config import Settings
-    from memorybot.core.domain import PERSON_SCOPE, Action, Actor, Change, LedgerEntry, Memory, Owner, utcnow
-    from memorybot.core.reply import ReplyWriter
+    from memorybot.core.record.changes import Change, LedgerEntry
+    from memorybot.core.record.domain import Action, Actor, Memory, Owner, utcnow
+    from memorybot.core.record.person import PERSON_SCOPE
+    from memorybot.core.turn.reply import ReplyWriter
     from memorybot.local import moto_dynamo
     from tests.fakes import ScriptedChat
 

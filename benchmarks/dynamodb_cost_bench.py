@@ -177,8 +177,9 @@ def extraction_only() -> None:
     from memorybot.adapters.dynamodb_memories import DynamoMemoryStore
     from memorybot.adapters.embeddings_offline import OfflineEmbeddingModel
     from memorybot.config import Settings
-    from memorybot.core.domain import GLOBAL_SCOPE, Action, Actor, Change, Verdict
-    from memorybot.core.extraction import Extractor
+    from memorybot.core.record.changes import Change
+    from memorybot.core.record.domain import GLOBAL_SCOPE, Action, Actor, Verdict
+    from memorybot.core.turn.extraction import Extractor
     from memorybot.local import moto_dynamo
     from tests.fakes import T0, Clock, ScriptedChat, ScriptedJev, memory, message, speaker
 

@@ -29,8 +29,8 @@ from memorybot.adapters.limiter import ModelCallLimiter
 from memorybot.adapters.openai_chat import OpenAIChatModel, OpenAICompatibleClient, OpenAIDecisionModel
 from memorybot.adapters.retry import Retrier
 from memorybot.config import Settings
-from memorybot.core.domain import GLOBAL_SCOPE
-from memorybot.core.extraction import Extractor
+from memorybot.core.record.domain import GLOBAL_SCOPE
+from memorybot.core.turn.extraction import Extractor
 from tests.fakes import Clock, FakeMemoryStore, memory, message, speaker
 
 MAX_IN_FLIGHT = 32  # the default MEMORYBOT_MODEL_MAX_IN_FLIGHT

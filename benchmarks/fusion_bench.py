@@ -14,8 +14,8 @@ from dataclasses import replace
 
 def main() -> None:
     from memorybot.adapters.embeddings_offline import OfflineEmbeddingModel
-    from memorybot.core import selection
-    from memorybot.core.selection import Fusion
+    from memorybot.core.prompting import selection
+    from memorybot.core.prompting.selection import Fusion
     from tests.relevance_cases import QUESTIONS, profile
 
     for line in measure(OfflineEmbeddingModel(256), profile(), QUESTIONS, selection, Fusion):

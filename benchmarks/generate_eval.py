@@ -34,7 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks.generate_profiles import LANGS, NOW
-from memorybot.core.domain import MEMORY_ID_ALPHABET, MEMORY_ID_LENGTH
+from memorybot.core.record.domain import MEMORY_ID_ALPHABET, MEMORY_ID_LENGTH
 
 SEED = 20261203
 DATA_DIR = Path(__file__).parent / "data"

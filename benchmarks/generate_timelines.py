@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks.generate_profiles import LANGS, NOW
-from memorybot.core.domain import JST
+from memorybot.core.record.domain import JST
 
 SEED = 20261202
 DATA_DIR = Path(__file__).parent / "data"

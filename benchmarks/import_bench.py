@@ -19,8 +19,8 @@ def main() -> None:
 
     from memorybot.adapters.dynamodb_memories import DynamoMemoryStore
     from memorybot.config import Settings
-    from memorybot.core.domain import ScopeMode, utcnow
-    from memorybot.core.importing import MAX_IMPORT_ROWS, Importer, parse_import
+    from memorybot.core.record.domain import ScopeMode, utcnow
+    from memorybot.core.rights.importing import MAX_IMPORT_ROWS, Importer, parse_import
     from memorybot.local import moto_dynamo
 
     moto = moto_dynamo.start()

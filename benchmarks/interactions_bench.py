@@ -163,7 +163,7 @@ def ping_event() -> dict:
 def chat_event() -> dict:
     from datetime import datetime
 
-    from memorybot.core.domain import snowflake_at
+    from memorybot.core.record.domain import snowflake_at
 
     return _signed(
         {

@@ -26,18 +26,13 @@ from benchmarks.stand_in import stand_in_client, stand_in_models
 from memorybot.adapters.limiter import ModelCallLimiter
 from memorybot.adapters.manifests import InMemoryManifests
 from memorybot.config import Settings
-from memorybot.core.consolidation import (
-    CHUNK_MESSAGES,
-    CHUNKS_PER_SPEAKER,
-    SPEAKER_CONCURRENCY,
-    STALE_AFTER,
-    Consolidator,
-    max_model_calls,
-)
-from memorybot.core.domain import JST, Action, LedgerEntry, Memory, Owner
-from memorybot.core.extraction import Extractor
-from memorybot.core.nightly_steps import run_in_process
-from memorybot.core.ports import ConflictError
+from memorybot.core.night.consolidation import SPEAKER_CONCURRENCY, Consolidator
+from memorybot.core.night.nightly_steps import run_in_process
+from memorybot.core.night.window import CHUNK_MESSAGES, CHUNKS_PER_SPEAKER, STALE_AFTER, max_model_calls
+from memorybot.core.record.changes import LedgerEntry
+from memorybot.core.record.domain import JST, Action, Memory, Owner
+from memorybot.core.record.ports import ConflictError
+from memorybot.core.turn.extraction import Extractor
 from tests.fakes import FakeMessageStore, FakeRunStore, message
 from tests.loopback.openai_server import OpenAIServer
 

@@ -36,9 +36,9 @@ from typing import Any, TypeVar
 
 from memorybot.adapters.jev_http import JevHttpDecisionModel
 from memorybot.adapters.retry import Retrier, RetryBudget, RetryPolicy
-from memorybot.core.domain import GLOBAL_SCOPE
-from memorybot.core.extraction import Extractor, Outcome
-from memorybot.core.ports import ModelFailed, ModelUnavailable
+from memorybot.core.record.domain import GLOBAL_SCOPE
+from memorybot.core.record.ports import ModelFailed, ModelUnavailable
+from memorybot.core.turn.extraction import Extractor, Outcome
 from tests.fakes import FakeMemoryStore, ScriptedChat, memory, message, speaker
 from tests.loopback import Answer, Recorded
 from tests.loopback.jev_server import JevServer

@@ -45,12 +45,13 @@ from memorybot.adapters.limiter import ModelCallLimiter
 from memorybot.adapters.manifests import InMemoryManifests
 from memorybot.adapters.openai_chat import OpenAIChatModel, OpenAIDecisionModel
 from memorybot.adapters.retry import RetryPolicy
-from memorybot.core import nightly_steps
-from memorybot.core.consolidation import CHUNK_MESSAGES, SPEAKER_DONE, Consolidator, speaker_mark, window_for
-from memorybot.core.domain import GLOBAL_SCOPE, JST, Actor, Memory, PromptMessage, iso
-from memorybot.core.extraction import Extractor
-from memorybot.core.nightly_jobs import NightlyStart, SpeakerMark
-from memorybot.core.ports import ModelUnavailable
+from memorybot.core.night import nightly_steps
+from memorybot.core.night.consolidation import SPEAKER_DONE, Consolidator, speaker_mark
+from memorybot.core.night.nightly_jobs import NightlyStart, SpeakerMark
+from memorybot.core.night.window import CHUNK_MESSAGES, window_for
+from memorybot.core.record.domain import GLOBAL_SCOPE, JST, Actor, Memory, PromptMessage, iso
+from memorybot.core.record.ports import ModelUnavailable
+from memorybot.core.turn.extraction import Extractor
 from tests.fakes import FakeMessageStore, FakeRunStore, message
 from tests.fakes import speaker as speaker_named
 from tests.loopback.openai_server import OpenAIServer

@@ -6,11 +6,11 @@ paraphrase their evidence, and 15 re-mentions each (an existing fact said again 
 
 1. recall@10: the share of questions for which the ten memories read hold an evidence fact.
    newest-ten is the design's read (most recently updated first); selection is
-   core.selection.select (lexical); hybrid adds the OFFLINE STAND-IN embedding (hashed character
+   core.prompting.selection.select (lexical); hybrid adds the OFFLINE STAND-IN embedding (hashed character
    n-grams: it knows spelling, not meaning, so it shows the fusion's plumbing and not what a
    semantic model would add).
 2. duplicates after re-mentions: each re-mention goes through the real write path
-   (core.extraction.Extractor, over an in-memory store seeded with the person's profile), once
+   (core.turn.extraction.Extractor, over an in-memory store seeded with the person's profile), once
    with the design's read (the store hands over only the ten newest) and once with the selection
    read. Two judges:
    - "sees it, knows it": a judge that recognises the re-mention whenever its original is among
@@ -40,8 +40,8 @@ from typing import Any
 
 from benchmarks.generate_profiles import LANGS, data_path
 from memorybot.adapters.offline import OfflineChatModel, OfflineDecisionModel
-from memorybot.core.decisions import decide_per_record
-from memorybot.core.domain import (
+from memorybot.core.prompting.decisions import decide_per_record
+from memorybot.core.record.domain import (
     GLOBAL_SCOPE,
     PROFILE_LIMIT,
     Action,
@@ -55,7 +55,7 @@ from memorybot.core.domain import (
     Verdict,
     parse_iso,
 )
-from memorybot.core.extraction import ExtractionResult, Extractor, Outcome
+from memorybot.core.turn.extraction import ExtractionResult, Extractor, Outcome
 from tests.fakes import FakeMemoryStore, message, speaker
 
 ADD_YES, ADD_NO, WORTH_YES = 0.9, 0.1, 0.9
@@ -89,11 +89,11 @@ def load(code: str, path: Path | None = None) -> list[Person]:
 
 
 def selection_module() -> Any:
-    """core.selection, imported when first needed, with a clear message if it is not there."""
+    """core.prompting.selection, imported when first needed, with a clear message if it is not there."""
     try:
-        from memorybot.core import selection
+        from memorybot.core.prompting import selection
     except ImportError as exc:  # pragma: no cover - only before the selection code exists
-        raise SystemExit(f"recall_bench needs memorybot.core.selection (select): {exc}") from exc
+        raise SystemExit(f"recall_bench needs memorybot.core.prompting.selection (select): {exc}") from exc
     return selection
 
 
@@ -371,7 +371,7 @@ def main() -> None:
         " evidence fact; paraphrased: it shares none. 100-300 / 300-500: people below / from the median size.)"
     )
 
-    print("\nre-mentions through core.extraction.Extractor (in-memory store seeded with the profile)")
+    print("\nre-mentions through core.turn.extraction.Extractor (in-memory store seeded with the profile)")
     print(
         f"{'lang':<5}{'judge':<22}{'read':<11}{'re-mentions':>12}{'original read':>14}"
         f"{'duplicates':>11}{'updated':>8}{'other rewritten':>16}{'not worth':>10}{'s':>6}"
@@ -437,7 +437,7 @@ def semantic(datasets: dict[str, list[Person]]) -> None:
                 f"{'| ':>15}{pct(sh.share('lexical'))} / {pct(sh.share('e5'))}"
             )
         print(
-            "(hybrid e5: core.selection.select, rank fusion; e5 weighted: its weighted fusion; e5 only: cosine alone)"
+            "(hybrid e5: core.prompting.selection.select, rank fusion; e5 weighted: its weighted fusion; e5 only: cosine alone)"
         )
         print(f"{'lang':<5}{'judge':<22}{'read':<11}{'re-mentions':>12}{'original read':>14}{'duplicates':>11}")
         for code, people in datasets.items():

@@ -14,7 +14,7 @@ real adapters:
   with the sequential order (embed, then read) for comparison. moto is far slower than DynamoDB
   at returning thousands of items, so the absolute read times are an upper bound; the difference
   between the concurrent and the sequential columns is what running beside the read saves.
-- the ranking's own CPU time (core/selection.py, pure Python) at each size.
+- the ranking's own CPU time (core/prompting/selection.py, pure Python) at each size.
 """
 
 from __future__ import annotations
@@ -42,7 +42,7 @@ TOPICS = [
 ]
 
 
-def _text(i: int) -> str:
+def profile_text(i: int) -> str:
     return f"{TOPICS[i % len(TOPICS)]} (note {i}: detail {i * 7 % 101})"
 
 
@@ -57,9 +57,9 @@ def main() -> None:
     from memorybot.adapters.embeddings import BedrockTitanEmbeddings
     from memorybot.adapters.embeddings_offline import OfflineEmbeddingModel
     from memorybot.config import Settings
-    from memorybot.core import selection
-    from memorybot.core.domain import PROFILE_LIMIT, Actor, Embedding, Memory, Owner
-    from memorybot.core.recall import Recall
+    from memorybot.core.prompting import selection
+    from memorybot.core.prompting.recall import Recall
+    from memorybot.core.record.domain import PROFILE_LIMIT, Actor, Embedding, Memory, Owner
     from memorybot.local import moto_dynamo
     from tests.fakes import T0
     from tests.loopback.bedrock_server import BedrockServer
@@ -85,8 +85,8 @@ def main() -> None:
                 at = T0 + timedelta(minutes=i)
                 vector = None
                 if model is not None:
-                    vector = Embedding(f"amazon.titan-embed-text-v2:0@{dims}", model.embed_one(_text(i)).vector)
-                m = Memory(owner.user_id, f"{i:05d}", _text(i), at, at, scope=owner.scope, embedding=vector)
+                    vector = Embedding(f"amazon.titan-embed-text-v2:0@{dims}", model.embed_one(profile_text(i)).vector)
+                m = Memory(owner.user_id, f"{i:05d}", profile_text(i), at, at, scope=owner.scope, embedding=vector)
                 items.append({"PutRequest": {"Item": memory_item(m)}})
             for start in range(0, len(items), 25):
                 client.batch_write_item(RequestItems={settings.table(tables.MEMORIES): items[start : start + 25]})
@@ -218,11 +218,18 @@ def main() -> None:
             )
 
         print()
-        print("ranking CPU (core/selection.py, pure Python), median ms")
+        print("ranking CPU (core/prompting/selection.py, pure Python), median ms")
         model = OfflineEmbeddingModel(256)
         for n in SIZES:
             profile = [
-                Memory("u", f"{i:05d}", _text(i), T0, T0 + timedelta(minutes=i), embedding=model.embed_one(_text(i)))
+                Memory(
+                    "u",
+                    f"{i:05d}",
+                    profile_text(i),
+                    T0,
+                    T0 + timedelta(minutes=i),
+                    embedding=model.embed_one(profile_text(i)),
+                )
                 for i in range(n)
             ]
             q = model.embed_one(query)

@@ -4,15 +4,15 @@ recall profiles.
 
 1. Ended memories reaching the reply (goal 0): every person's plans are stored with their end
    (``valid_until``) beside their profile; each plan's question is asked at the data's ``now``
-   through the real reply read (core.reply.ReplyWriter: selection and prompt), and every ended plan
+   through the real reply read (core.turn.reply.ReplyWriter: selection and prompt), and every ended plan
    found in the prompt's system message is counted. "Ignoring the end" is the same read with every
    memory usable: what reached the reply before memories had an end.
 2. Stale facts after an update and its re-mentions (goal <= 5 %): each change line ("I moved out of
-   Osaka ...") and then its re-mentions go through the real write path (core.extraction.Extractor,
+   Osaka ...") and then its re-mentions go through the real write path (core.turn.extraction.Extractor,
    in-memory store seeded with the profile, the old fact months old) with the judge that knows a
    fact it is shown (benchmarks.recall_bench.KnowsItJev: it updates the superseded fact when it is
    among the ten read, else adds). Stale: the old fact left as it was beside the new one.
-   newest-ten is the design's read, selection the relevance selection (core.selection).
+   newest-ten is the design's read, selection the relevance selection (core.prompting.selection).
 3. Tokens the dates add to a turn (goal <= 5 %): one live turn (ten lines of the person, each
    answered by the bot, three minutes apart, the last at the data's now) through the real
    OpenAI-compatible adapters against a loopback server: worth, the one decision over the ten
@@ -37,9 +37,9 @@ from benchmarks.extraction_bench import cl100k, request_tokens
 from benchmarks.generate_profiles import LANGS
 from benchmarks.generate_timelines import data_path
 from benchmarks.recall_bench import KnowsItJev, NewestTenStore, RestatingChat, load
-from memorybot.core.domain import GLOBAL_SCOPE, JST, Actor, Memory, Message, Owner, parse_iso
-from memorybot.core.extraction import Extractor
-from memorybot.core.reply import ReplyWriter
+from memorybot.core.record.domain import GLOBAL_SCOPE, JST, Actor, Memory, Message, Owner, parse_iso
+from memorybot.core.turn.extraction import Extractor
+from memorybot.core.turn.reply import ReplyWriter
 from tests.fakes import FakeMemoryStore, ScriptedChat, message, speaker
 
 OLD_ID = "old22"  # the superseded fact's id in each change's store
@@ -207,8 +207,8 @@ def turn_requests(
     newest memories, the new memory and one rewrite) and the reply over the 20 lines. ``nightly``:
     the same lines read by the next 03:00 run (actor nightly, no reply)."""
     from memorybot.adapters.openai_chat import OpenAIChatModel, OpenAICompatibleClient, OpenAIDecisionModel
-    from memorybot.core.domain import Speaker
-    from memorybot.core.prompts import build_reply_prompt
+    from memorybot.core.prompting.prompts import build_reply_prompt
+    from memorybot.core.record.domain import Speaker
     from tests.retrying import quick_retrier
 
     server.clear()

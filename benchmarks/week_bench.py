@@ -298,7 +298,7 @@ def _report(f: Figures, tracebacks: int) -> None:
 
 
 def _week_client():
-    from memorybot.core.domain import snowflake_at
+    from memorybot.core.record.domain import snowflake_at
     from memorybot.local import client as terminal
 
     @dataclass

@@ -6,7 +6,7 @@ one call per resource (Lambda, DynamoDB, Step Functions, API Gateway, SQS): the 
 throttles, latency and capacity an operator reads, laid out the same way for each. The alarms
 are the stack's as before, all of one kind — at least one in one five-minute period, no data
 (nothing happened) no alarm — made through the library's thresholds with ``>=`` 1, so each is
-the alarm it was. The bot's own metrics (memorybot.core.metrics, emitted in the embedded metric
+the alarm it was. The bot's own metrics (memorybot.core.record.metrics, emitted in the embedded metric
 format) are summed across their dimensions with CloudWatch search expressions: per day for
 turns, memories, tokens and cost, hourly percentiles for the models' latency.
 """
@@ -28,7 +28,7 @@ from aws_cdk import aws_sns_subscriptions as subscriptions
 from aws_cdk import aws_sqs as sqs
 from constructs import Construct
 
-from memorybot.core import metrics as names
+from memorybot.core.record import metrics as names
 
 from .nightly import NightlyRun
 from .settings import StackConfig

@@ -24,9 +24,7 @@ from aws_cdk import aws_stepfunctions as sfn
 from aws_cdk import aws_stepfunctions_tasks as tasks
 from constructs import Construct
 
-from memorybot.core.consolidation import RUN_HOUR
-from memorybot.core.domain import NIGHTLY_EXECUTION_TIMEOUT
-from memorybot.core.nightly_steps import (
+from memorybot.core.night.nightly_steps import (
     CLAIM_RETRY,
     FINISH_RETRY,
     PLAN_RETRY,
@@ -37,6 +35,8 @@ from memorybot.core.nightly_steps import (
     THROTTLED_ERRORS,
     StepRetry,
 )
+from memorybot.core.night.window import RUN_HOUR
+from memorybot.core.record.domain import NIGHTLY_EXECUTION_TIMEOUT
 
 from .parts import ASYNC_RETRIES
 from .settings import StackConfig

@@ -9,8 +9,8 @@ from typing import Any
 from zoneinfo import ZoneInfoNotFoundError
 
 from memorybot.config import DEFAULT_DISCORD_API_BASE, Settings, time_zone
-from memorybot.core.catalog import Language
-from memorybot.core.domain import ScopeMode
+from memorybot.core.record.catalog import Language
+from memorybot.core.record.domain import ScopeMode
 
 # The functions' own defaults are the single source for model ids and the ledger's read retention.
 _DEFAULT_MODEL_ID: dict[str, Any] = {f.name: f.default for f in fields(Settings)}

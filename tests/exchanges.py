@@ -11,7 +11,7 @@ from __future__ import annotations
 import itertools
 from datetime import UTC, datetime, timedelta
 
-from memorybot.core.domain import GLOBAL_SCOPE, Exchange, Message, Speaker, snowflake_at
+from memorybot.core.record.domain import GLOBAL_SCOPE, Exchange, Message, Speaker, snowflake_at
 
 BOT_ID = "999"
 SPEAKER_ID = "u1"

@@ -10,8 +10,9 @@ import threading
 from collections.abc import Callable, Sequence
 from datetime import UTC, date, datetime, timedelta
 
-from memorybot.core.decisions import decide_per_record
-from memorybot.core.domain import (
+from memorybot.core.prompting.decisions import decide_per_record
+from memorybot.core.record.changes import Change, LedgerEntry, NightlyRun
+from memorybot.core.record.domain import (
     CHANGE_ACTIONS,
     GLOBAL_SCOPE,
     JST,
@@ -19,24 +20,27 @@ from memorybot.core.domain import (
     REMEMBER_CLAIM_LEASE,
     Action,
     Actor,
-    Change,
     Decision,
-    LedgerEntry,
     Memory,
     MemoryDraft,
     Message,
-    NightlyRun,
     Owner,
-    Person,
-    PersonCheck,
     PromptMessage,
     Speaker,
     Verdict,
     jst_day,
     snowflake_at,
 )
-from memorybot.core.ports import ConflictError, MemoryStore, ModelError, MoveBlocked, PersonRefused, RollbackClaim
-from memorybot.core.servers import ChangeRow, Figures, Refused, ServerSettings
+from memorybot.core.record.person import Person, PersonCheck
+from memorybot.core.record.ports import (
+    ConflictError,
+    MemoryStore,
+    ModelError,
+    MoveBlocked,
+    PersonRefused,
+    RollbackClaim,
+)
+from memorybot.core.rights.servers import ChangeRow, Figures, Refused, ServerSettings
 
 T0 = datetime(2026, 11, 20, 12, 0, tzinfo=UTC)
 
@@ -730,7 +734,7 @@ __all__ = [
 
 
 class FakeServerStore:
-    """The servers' settings and figures in memory (``core.servers.ServerStore``): the defaults
+    """The servers' settings and figures in memory (``core.rights.servers.ServerStore``): the defaults
     until a change, the change's ledger rows, and the counters as plain numbers."""
 
     def __init__(self) -> None:

@@ -16,8 +16,9 @@ from memorybot.adapters import profile_index
 from memorybot.adapters.dynamodb_ledger import ledger_from_item
 from memorybot.adapters.dynamodb_memories import FORGOTTEN_KEY, MARKER_PREFIX, memory_from_item
 from memorybot.config import Settings
-from memorybot.core.domain import Action, LedgerEntry, Memory, Owner
-from memorybot.core.ports import ModelError
+from memorybot.core.record.changes import LedgerEntry
+from memorybot.core.record.domain import Action, Memory, Owner
+from memorybot.core.record.ports import ModelError
 from memorybot.local import moto_dynamo
 
 _prefixes = itertools.count(1)
@@ -35,15 +36,17 @@ class RequestFaults:
         self.fail_at: set[int] = set()
         self.operations: list[str] = []
         self.tables: list[str] = []  # each request's TableName ("" for a transaction's)
+        self.bodies: list[dict] = []  # each request's parameters, as sent
         self._lock = threading.Lock()
         client.meta.events.register("before-call.dynamodb", self._before_call)
 
     def _before_call(self, model, params, **_: Any) -> None:
-        table = json.loads(params.get("body") or b"{}").get("TableName", "")
+        body = json.loads(params.get("body") or b"{}")
         with self._lock:
             self.count += 1
             self.operations.append(model.name)
-            self.tables.append(table)
+            self.tables.append(body.get("TableName", ""))
+            self.bodies.append(body)
             failing = self.count in self.fail_at
         if failing:
             raise InjectedFault(f"request {self.count} ({model.name})")
@@ -53,6 +56,7 @@ class RequestFaults:
             self.count = 0
             self.operations = []
             self.tables = []
+            self.bodies = []
             self.fail_at = set(fail_at or ())
 
 

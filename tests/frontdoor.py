@@ -9,8 +9,9 @@ from datetime import UTC, datetime
 from typing import Any
 
 from memorybot.adapters.invoker import LocalContext
-from memorybot.core.domain import Action, Actor, Change, Memory, Message, Owner, snowflake_at, utcnow
-from memorybot.core.jobs import ExtractionJob
+from memorybot.core.record.changes import Change
+from memorybot.core.record.domain import Action, Actor, Memory, Message, Owner, snowflake_at, utcnow
+from memorybot.core.record.jobs import ExtractionJob
 from memorybot.discord.signature import new_key_pair, sign
 
 SIGNING_KEY, PUBLIC_KEY = new_key_pair()

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
-from memorybot.core.domain import Memory
+from memorybot.core.record.domain import Memory
 
 PROFILE = {
     "hike1": "Loves hiking in the Alps every summer",

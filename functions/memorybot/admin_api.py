@@ -16,9 +16,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
-from .core.domain import NightlyRun, iso, utcnow
-from .core.erasure import EraseRequest, Erasure, ErasureResult
-from .core.importing import (
+from .core.record.changes import NightlyRun
+from .core.record.domain import iso, utcnow
+from .core.rights.erasure import EraseRequest, Erasure, ErasureResult
+from .core.rights.importing import (
     BODY_FIELDS,
     MAX_IMPORT_BODY_BYTES,
     BadImport,
@@ -28,7 +29,7 @@ from .core.importing import (
     TooManyRows,
     parse_import,
 )
-from .core.rollback import Outcome, Rollback, RollbackRequest, RollbackResult
+from .core.rights.rollback import Outcome, Rollback, RollbackRequest, RollbackResult
 from .discord.formats import is_snowflake
 
 MAX_RUN_ID = 2**53 - 1  # the largest integer every JSON client reads exactly
@@ -169,7 +170,7 @@ def erasure_answer(result: ErasureResult) -> tuple[int, dict]:
 
 
 def import_request(data: dict | None) -> ImportRequest:
-    """``{"memories": [...], "dryRun": bool}`` or an export file; see core/importing.py."""
+    """``{"memories": [...], "dryRun": bool}`` or an export file; see core/rights/importing.py."""
     try:
         return parse_import(data, now=utcnow())
     except TooManyRows as exc:

@@ -18,12 +18,9 @@ from .config import Settings, settings
 if TYPE_CHECKING:
     from datetime import tzinfo
 
-    from .core.consolidation import Consolidator
-    from .core.domain import ScopeMode
-    from .core.erasure import Erasure
-    from .core.extraction import Extractor
-    from .core.importing import Importer
-    from .core.ports import (
+    from .core.night.consolidation import Consolidator
+    from .core.record.domain import ScopeMode
+    from .core.record.ports import (
         AsyncInvoker,
         AttemptCounter,
         ChatModel,
@@ -39,9 +36,12 @@ if TYPE_CHECKING:
         RememberedMessages,
         RunStore,
     )
-    from .core.reply import ReplyWriter
-    from .core.rollback import Rollback
-    from .core.servers import ServerSettings, ServerStore
+    from .core.rights.erasure import Erasure
+    from .core.rights.importing import Importer
+    from .core.rights.rollback import Rollback
+    from .core.rights.servers import ServerSettings, ServerStore
+    from .core.turn.extraction import Extractor
+    from .core.turn.reply import ReplyWriter
     from .discord.guilds import GuildNames
     from .discord.signature import Verifier
 
@@ -187,7 +187,7 @@ class Container:
 
     @cached_property
     def extractor(self) -> Extractor:
-        from .core.extraction import Extractor
+        from .core.turn.extraction import Extractor
 
         return Extractor(
             self.memory_store,
@@ -212,7 +212,7 @@ class Container:
 
     @cached_property
     def consolidator(self) -> Consolidator:
-        from .core.consolidation import Consolidator
+        from .core.night.consolidation import Consolidator
 
         return Consolidator(
             self.memory_store,
@@ -242,13 +242,13 @@ class Container:
 
     @cached_property
     def rollback(self) -> Rollback:
-        from .core.rollback import Rollback
+        from .core.rights.rollback import Rollback
 
         return Rollback(self.memory_store, self.run_store, people=self.people_store)
 
     @cached_property
     def erasure(self) -> Erasure:
-        from .core.erasure import Erasure
+        from .core.rights.erasure import Erasure
 
         return Erasure(
             self.memory_store,
@@ -260,13 +260,13 @@ class Container:
 
     @cached_property
     def importer(self) -> Importer:
-        from .core.importing import Importer
+        from .core.rights.importing import Importer
 
         return Importer(self.memory_store, self.settings.memory_scope)
 
     @cached_property
     def reply_writer(self) -> ReplyWriter:
-        from .core.reply import ReplyWriter
+        from .core.turn.reply import ReplyWriter
 
         return ReplyWriter(
             self.memory_store, self.chat_model, self.people_store, embeddings=self.embedding_model, zone=self.zone

@@ -382,7 +382,7 @@ def _chat(args: argparse.Namespace) -> int:
 def _register(args: argparse.Namespace) -> int:
     from .adapters.discord_rest import DiscordRest
     from .config import Settings
-    from .core.ports import DiscordError
+    from .core.record.ports import DiscordError
     from .discord.requests import COMMANDS
     from .ops.doctor import command_label
     from .ops.setup import aws_problem, use_region
@@ -526,8 +526,8 @@ def _import(args: argparse.Namespace) -> int:
 
     import httpx
 
-    from .core.domain import utcnow
-    from .core.importing import BadImport, parse_import, source_rows
+    from .core.record.domain import utcnow
+    from .core.rights.importing import BadImport, parse_import, source_rows
     from .local import client
 
     try:

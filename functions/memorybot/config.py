@@ -17,8 +17,8 @@ from functools import lru_cache
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from . import tables
-from .core.catalog import Language
-from .core.domain import JST, ScopeMode
+from .core.record.catalog import Language
+from .core.record.domain import JST, ScopeMode
 
 DEFAULT_DISCORD_API_BASE = "https://discord.com/api/v10"
 SECRET_CACHE_SECONDS = 300

@@ -180,7 +180,7 @@ DEDUP_TTL_SECONDS = 7 * 24 * 3600
 # (paused_at, resumed_at), the scopes where the first-use notice was given (noticed), and the
 # markers that make forgetting final: erased_at (an operator's erasure) and one
 # "forgot_all_at:<scope>" attribute per scope the person ran /memory forget-all in. Every writer
-# of a person's data checks it in the same transaction as its write (core/consent.py says what
+# of a person's data checks it in the same transaction as its write (core/rights/consent.py says what
 # each checks). A table of its own, so that nothing in it can be mistaken for a scope (memories'
 # by_user finds scopes) and no index ever lists it.
 PEOPLE = TableSpec(
@@ -189,7 +189,7 @@ PEOPLE = TableSpec(
     partition=Key("user_id", "S"),
 )
 
-# One partition per server (/memory-settings, core/servers.py), item_key names the item:
+# One partition per server (/memory-settings, core/rights/servers.py), item_key names the item:
 # "settings" (the server's settings), "change#<iso time>#<id>" (each change's ledger row, written in
 # the same transaction), "day#<YYYY-MM-DD>" (the day's turns and model requests), "totals" (memories
 # and a digest per person with memories) and "member#<YYYY-MM-DD>#<user id>" (a member's turns that

@@ -13,8 +13,8 @@ import httpx
 import pytest
 from stack_process import stack_with_jev
 
-from memorybot.core.consolidation import window_for
-from memorybot.core.domain import is_memory_id, iso, utcnow
+from memorybot.core.night.window import window_for
+from memorybot.core.record.domain import is_memory_id, iso, utcnow
 
 ADMIN_SECRET = "calendar-end-admin-secret-3"
 _channels = itertools.count(1610000000000000001)

@@ -16,9 +16,9 @@ import pytest
 from stack_process import stack_with_jev
 
 from loopback.jev_server import JevServer
-from memorybot.core.catalog import text
-from memorybot.core.consolidation import window_for
-from memorybot.core.domain import is_memory_id, iso, utcnow
+from memorybot.core.night.window import window_for
+from memorybot.core.record.catalog import text
+from memorybot.core.record.domain import is_memory_id, iso, utcnow
 from memorybot.local.client import LOCAL_GUILD_ID, LocalClient, night_about_to_end
 
 ADMIN_SECRET = "consent-admin-secret-3"

@@ -22,7 +22,7 @@ from stack_process import StackProcess, loopback_models
 
 from loopback.jev_server import JevServer
 from memorybot import tables
-from memorybot.core.domain import is_memory_id, snowflake_at
+from memorybot.core.record.domain import is_memory_id, snowflake_at
 from memorybot.local import client as terminal
 from memorybot.local.client import LocalClient, find_signing_key
 

@@ -15,9 +15,9 @@ from stack_process import StackProcess, loopback_models
 
 from loopback.jev_server import JevServer
 from loopback.openai_server import OpenAIServer
-from memorybot.core.catalog import text
-from memorybot.core.commands import FORGET_ALL_COUNT_REASON
-from memorybot.core.domain import is_memory_id
+from memorybot.core.record.catalog import text
+from memorybot.core.record.domain import is_memory_id
+from memorybot.core.rights.commands import FORGET_ALL_COUNT_REASON
 from memorybot.discord.requests import FORGET_ALL_BUTTON
 from memorybot.local.client import LocalClient, find_signing_key
 

@@ -13,7 +13,7 @@ import httpx
 import pytest
 from stack_process import StackProcess
 
-from memorybot.core.catalog import text
+from memorybot.core.record.catalog import text
 from memorybot.local.client import TEXT_FORGET_WHICH, LocalClient, StackRefused, find_admin_secret, find_signing_key
 
 

@@ -22,9 +22,9 @@ import pytest
 from stack_process import StackProcess, loopback_models
 
 from loopback.jev_server import JevServer
-from memorybot.core.catalog import text
-from memorybot.core.commands import FORGET_ALL_REASON
-from memorybot.core.domain import is_memory_id, iso
+from memorybot.core.record.catalog import text
+from memorybot.core.record.domain import is_memory_id, iso
+from memorybot.core.rights.commands import FORGET_ALL_REASON
 from memorybot.discord.history_view import undo_button
 from memorybot.discord.requests import FORGET_ALL_BUTTON
 from memorybot.local.client import LOCAL_GUILD_ID, LocalClient, find_signing_key

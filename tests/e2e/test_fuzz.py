@@ -19,7 +19,8 @@ from fakes import memory
 from faults import scan
 from memorybot.adapters.dynamodb_memories import DynamoMemoryStore
 from memorybot.config import Settings
-from memorybot.core.domain import Action, Actor, Change
+from memorybot.core.record.changes import Change
+from memorybot.core.record.domain import Action, Actor
 from memorybot.discord.signature import new_key_pair, sign
 
 REQUESTS_PER_ENDPOINT = 1200

@@ -9,7 +9,7 @@ import httpx
 import pytest
 from stack_process import StackProcess
 
-from memorybot.core.catalog import text
+from memorybot.core.record.catalog import text
 from memorybot.discord.signature import sign
 from memorybot.local.client import LocalClient, StackRefused, find_admin_secret, find_signing_key
 

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import pytest
 
-from memorybot.core.catalog import TEXTS, fields_of, language_of, text
-from memorybot.core.domain import is_memory_id
+from memorybot.core.record.catalog import TEXTS, fields_of, language_of, text
+from memorybot.core.record.domain import is_memory_id
 from memorybot.local.discord_recorder import LOCAL_GUILD_NAME
 
 LOCALES = ["ja", "en-US"]

@@ -8,7 +8,7 @@ import time
 
 import httpx
 
-from memorybot.core.catalog import text
+from memorybot.core.record.catalog import text
 from memorybot.discord.signature import new_key_pair, sign
 from memorybot.local.discord_recorder import LOCAL_GUILD_NAME
 from memorybot.local.people import user_id_for
@@ -58,7 +58,7 @@ def test_a_plan_said_with_its_length_is_stored_with_its_end_counted_from_the_day
     offline writer, dated in the deployment's zone): show marks it, the export carries it."""
     from datetime import datetime, timedelta
 
-    from memorybot.core.domain import JST
+    from memorybot.core.record.domain import JST
 
     gina = person("gina-e2e")
     before = datetime.now(JST).date()

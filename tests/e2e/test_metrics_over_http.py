@@ -17,9 +17,9 @@ from stack_process import StackProcess
 
 from loopback.openai_server import OpenAIServer
 from memorybot.config import DEFAULT_MODEL_PRICES, estimated_cost
-from memorybot.core import metrics as names
-from memorybot.core.consolidation import window_for
-from memorybot.core.domain import iso, utcnow
+from memorybot.core.night.window import window_for
+from memorybot.core.record import metrics as names
+from memorybot.core.record.domain import iso, utcnow
 from memorybot.local.client import LocalClient, find_admin_secret, find_signing_key
 
 MODEL = "gpt-4o-mini"  # priced by default: the estimated cost is checked against its price

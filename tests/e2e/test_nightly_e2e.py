@@ -7,8 +7,8 @@ from datetime import timedelta
 
 import httpx
 
-from memorybot.core.consolidation import window_for
-from memorybot.core.domain import iso, jst_day, utcnow
+from memorybot.core.night.window import window_for
+from memorybot.core.record.domain import iso, jst_day, utcnow
 
 
 def memory_ids(output: list[str]) -> list[str]:

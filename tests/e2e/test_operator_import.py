@@ -10,8 +10,8 @@ import json
 import httpx
 
 from memorybot import cli
-from memorybot.core.domain import is_memory_id
-from memorybot.core.importing import MAX_IMPORT_ROWS
+from memorybot.core.record.domain import is_memory_id
+from memorybot.core.rights.importing import MAX_IMPORT_ROWS
 from memorybot.local.client import LocalClient
 
 DM_CHANNEL = "1699999999999999991"

@@ -15,8 +15,8 @@ import pytest
 from stack_process import StackProcess, loopback_models
 
 from loopback.jev_server import JevServer
-from memorybot.core.catalog import text
-from memorybot.core.domain import JST, is_memory_id
+from memorybot.core.record.catalog import text
+from memorybot.core.record.domain import JST, is_memory_id
 from memorybot.local.client import LocalClient, find_signing_key
 
 MARKERS = ("zanzibarmarker", "quokkamarker", "pelicanmarker", "ibexmarker")

@@ -15,8 +15,8 @@ from datetime import timedelta
 import pytest
 from stack_process import stack_with_jev
 
-from memorybot.core.consolidation import window_for
-from memorybot.core.domain import iso, utcnow
+from memorybot.core.night.window import window_for
+from memorybot.core.record.domain import iso, utcnow
 from memorybot.discord.history_view import UNDO_BUTTON
 from memorybot.discord.receipts_view import BECAUSE_BUTTON, OVERNIGHT_BUTTON
 

@@ -9,8 +9,8 @@ import threading
 
 import httpx
 
-from memorybot.core.catalog import text
-from memorybot.core.domain import is_memory_id
+from memorybot.core.record.catalog import text
+from memorybot.core.record.domain import is_memory_id
 
 ZERO_WIDTH = "\u200b\u200c\u200d\u2060\ufeff"
 

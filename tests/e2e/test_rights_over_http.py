@@ -27,8 +27,8 @@ from stack_process import StackProcess, loopback_models
 from loopback.jev_server import JevServer
 from loopback.openai_server import OpenAIServer
 from memorybot import cli
-from memorybot.core.consolidation import window_for
-from memorybot.core.domain import is_memory_id, iso, utcnow
+from memorybot.core.night.window import window_for
+from memorybot.core.record.domain import is_memory_id, iso, utcnow
 from memorybot.local import moto_dynamo
 from memorybot.local.client import LocalClient, find_signing_key
 

@@ -7,6 +7,7 @@ Each test talks in servers of its own (settings are per server)."""
 from __future__ import annotations
 
 import itertools
+import re
 from collections.abc import Iterator
 
 import httpx
@@ -15,7 +16,7 @@ from stack_process import StackProcess, loopback_models
 
 from loopback.jev_server import JevServer
 from loopback.openai_server import OpenAIServer
-from memorybot.core.catalog import text
+from memorybot.core.record.catalog import text
 from memorybot.local.client import LocalClient, find_signing_key
 
 ADMIN_SECRET = "server-admins-secret-5"
@@ -131,8 +132,10 @@ def test_an_admin_changes_each_setting_and_the_change_is_a_ledger_row_show_summa
     assert done, answered
     shown = show(admin)
     assert "Recent changes" in shown or "最近の変更" in shown
-    # the row names the admin (a mention that pings nobody: allowed_mentions parse [])
+    # the row names the admin (a mention that pings nobody: allowed_mentions parse []), and when,
+    # labelled with the deployment's zone as every time a person reads
     assert f"<@{admin.user_id}>" in shown
+    assert re.search(r"\d{4}-\d\d-\d\d \d\d:\d\d JST", shown), shown
 
 
 def test_every_change_is_in_the_ledger_with_its_before_and_after(world):

@@ -22,8 +22,8 @@ from stack_process import StackProcess, loopback_models
 
 from loopback import Answer, LoopbackServer, Recorded
 from loopback.openai_server import OpenAIServer
-from memorybot.core.consolidation import window_for
-from memorybot.core.domain import iso, utcnow
+from memorybot.core.night.window import window_for
+from memorybot.core.record.domain import iso, utcnow
 from memorybot.local.client import LocalClient, find_admin_secret, find_signing_key
 from memorybot.local.people import user_id_for
 

@@ -14,8 +14,8 @@ from datetime import timedelta
 import pytest
 from stack_process import stack_with_jev
 
-from memorybot.core.consolidation import window_for
-from memorybot.core.domain import is_memory_id, iso, utcnow
+from memorybot.core.night.window import window_for
+from memorybot.core.record.domain import is_memory_id, iso, utcnow
 from memorybot.discord.requests import FORGET_ALL_BUTTON
 from memorybot.local.client import LocalClient
 

@@ -10,7 +10,7 @@ import tempfile
 
 import pytest
 
-from memorybot.core import metrics as names
+from memorybot.core.record import metrics as names
 
 PRICES = '{"anthropic.claude-3-5-haiku-20241022-v1:0": [0.8, 4]}'
 BOT_METRICS = (

@@ -64,22 +64,23 @@ from memorybot.adapters.invoker import LambdaInvoker, LocalContext
 from memorybot.adapters.manifests import S3Manifests
 from memorybot.bootstrap import Container
 from memorybot.config import Settings
-from memorybot.core import nightly_steps
-from memorybot.core.consolidation import STALE_AFTER, manifest_key, window_for
-from memorybot.core.domain import (
+from memorybot.core.night import nightly_steps
+from memorybot.core.night.consolidation import manifest_key
+from memorybot.core.night.nightly_jobs import RunPlan
+from memorybot.core.night.window import STALE_AFTER, window_for
+from memorybot.core.record.changes import Change
+from memorybot.core.record.domain import (
     MEMORY_ID_ALPHABET,
     Action,
     Actor,
-    Change,
     Message,
     Owner,
     SourceRef,
     snowflake_at,
     utcnow,
 )
-from memorybot.core.jobs import ExtractionJob, ReplyJob
-from memorybot.core.nightly_jobs import RunPlan
-from memorybot.core.servers import ChangeRow
+from memorybot.core.record.jobs import ExtractionJob, ReplyJob
+from memorybot.core.rights.servers import ChangeRow
 from memorybot.discord.requests import forget_all_button
 from memorybot.discord.signature import Verifier
 from memorybot.local import discord_recorder, moto_dynamo
@@ -933,7 +934,7 @@ def test_learning_stores_a_memorys_vector_after_its_write_with_its_index_entry_a
         assert any(all(item.get(k) == v for k, v in key.items()) for item in written_before), key
     alone = [r for r in recorder.requests if r.function in LEARNING and r.operation == "UpdateItem"]
     # outside a transaction, only a "Remember this" claim settled (its marker) and the night's note of
-    # what it changed (core/receipts.py: a set of ids), never a memory
+    # what it changed (core/rights/receipts.py: a set of ids), never a memory
     for r in alone:
         key = r.params["Key"]["memory_id"]["S"] if r.params["TableName"] == memories else MARKER_PREFIX
         assert key.startswith(MARKER_PREFIX) or key == OVERNIGHT_KEY, key

@@ -50,9 +50,9 @@ from memorybot.adapters.dynamodb_messages import DynamoMessageStore
 from memorybot.adapters.invoker import LocalContext
 from memorybot.bootstrap import Container
 from memorybot.config import Settings
-from memorybot.core import nightly_steps
-from memorybot.core.domain import JST, Action, Actor
-from memorybot.core.ports import ModelUnavailable
+from memorybot.core.night import nightly_steps
+from memorybot.core.record.domain import JST, Action, Actor
+from memorybot.core.record.ports import ModelUnavailable
 from memorybot.local import moto_dynamo
 
 REGION = "us-east-1"

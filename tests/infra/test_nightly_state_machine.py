@@ -11,8 +11,8 @@ import pytest
 
 from infra.nightly import MANIFEST_EXPIRY
 from infra.settings import StackConfig
-from memorybot.core import nightly_steps
-from memorybot.core.domain import NIGHTLY_EXECUTION_TIMEOUT
+from memorybot.core.night import nightly_steps
+from memorybot.core.record.domain import NIGHTLY_EXECUTION_TIMEOUT
 from synth_shapes import alarm_metric
 
 

@@ -10,9 +10,10 @@ import pytest
 from fakes import T0, Clock, ScriptedChat, ScriptedJev, memory, message, owner, speaker
 from memorybot.adapters.dynamodb_memories import DynamoMemoryStore
 from memorybot.adapters.dynamodb_runs import DynamoRunStore
-from memorybot.core.domain import GLOBAL_SCOPE, Action, Actor, Change, Verdict
-from memorybot.core.extraction import Extractor
-from memorybot.core.rollback import Outcome, Rollback
+from memorybot.core.record.changes import Change
+from memorybot.core.record.domain import GLOBAL_SCOPE, Action, Actor, Verdict
+from memorybot.core.rights.rollback import Outcome, Rollback
+from memorybot.core.turn.extraction import Extractor
 
 
 @pytest.fixture

@@ -32,7 +32,7 @@ from memorybot.adapters.dynamodb_items import (
     str_of,
     transact_or_find_committed,
 )
-from memorybot.core.domain import iso
+from memorybot.core.record.domain import iso
 
 SNOWFLAKE = "1312345678901234567890"  # more digits than a float carries exactly
 AT = datetime(2026, 11, 20, 15, 0, 0, 123456, tzinfo=UTC)

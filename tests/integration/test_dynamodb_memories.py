@@ -15,9 +15,10 @@ from memorybot import tables
 from memorybot.adapters.dynamodb_client import dynamodb_client
 from memorybot.adapters.dynamodb_ledger import ledger_item
 from memorybot.adapters.dynamodb_memories import DynamoMemoryStore, stale_shard
-from memorybot.core import commands
-from memorybot.core.domain import Action, Actor, Change, LedgerEntry, Memory, SourceRef, iso
-from memorybot.core.ports import ConflictError
+from memorybot.core.record.changes import Change, LedgerEntry
+from memorybot.core.record.domain import Action, Actor, Memory, SourceRef, iso
+from memorybot.core.record.ports import ConflictError
+from memorybot.core.rights import commands
 
 
 @pytest.fixture

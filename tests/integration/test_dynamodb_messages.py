@@ -8,7 +8,7 @@ import pytest
 
 from memorybot import tables
 from memorybot.adapters.dynamodb_messages import DynamoMessageStore
-from memorybot.core.domain import Message, jst_day, snowflake_at, snowflake_time
+from memorybot.core.record.domain import Message, jst_day, snowflake_at, snowflake_time
 
 # 15:00 UTC is midnight in Japan: the JST day changes here.
 JST_MIDNIGHT = datetime(2026, 11, 20, 15, 0, tzinfo=UTC)

@@ -13,9 +13,10 @@ from fakes import Clock, memory, owner
 from memorybot.adapters.dynamodb_memories import DynamoMemoryStore
 from memorybot.adapters.dynamodb_runs import DynamoRunStore
 from memorybot.admin_api import rollback_answer, run_record
-from memorybot.core.domain import NIGHTLY_MAX_DURATION, RUN_LEDGER_OWNER, Action, Actor, Change, Memory, RunSummary, iso
-from memorybot.core.ports import RollbackClaim
-from memorybot.core.rollback import Outcome, Rollback
+from memorybot.core.record.changes import RUN_LEDGER_OWNER, Change, RunSummary
+from memorybot.core.record.domain import NIGHTLY_MAX_DURATION, Action, Actor, Memory, iso
+from memorybot.core.record.ports import RollbackClaim
+from memorybot.core.rights.rollback import Outcome, Rollback
 
 T = datetime(2026, 11, 29, 18, 0, tzinfo=UTC)
 LEASE = timedelta(minutes=2)

@@ -11,8 +11,8 @@ import pytest
 
 from memorybot import tables
 from memorybot.adapters.dynamodb_servers import DynamoServerStore
-from memorybot.core import servers
-from memorybot.core.servers import BadSetting, ChangeRow, Refused, ServerSettings, SettingChange
+from memorybot.core.rights import servers
+from memorybot.core.rights.servers import BadSetting, ChangeRow, Refused, ServerSettings, SettingChange
 
 GUILD, ADMIN, MEMBER = "800000000000000009", "100000000000000001", "200000000000000002"
 NOW = datetime(2026, 12, 1, 12, 0, tzinfo=UTC)

@@ -15,8 +15,10 @@ from fakes import T0, Clock
 from memorybot.adapters.dynamodb_memories import DynamoMemoryStore
 from memorybot.adapters.dynamodb_messages import DynamoMessageStore
 from memorybot.adapters.dynamodb_people import DynamoPeopleStore
-from memorybot.core.domain import Action, Actor, Basis, Change, Memory, Owner, PersonCheck
-from memorybot.core.erasure import Erasure
+from memorybot.core.record.changes import Change
+from memorybot.core.record.domain import Action, Actor, Memory, Owner
+from memorybot.core.record.person import Basis, PersonCheck
+from memorybot.core.rights.erasure import Erasure
 
 USER = "424242424242424242"
 OLD_SCOPE, NEW_SCOPE = "guild:1000000000000000001", "guild:1000000000000000002"

@@ -38,10 +38,11 @@ from memorybot.adapters.dynamodb_messages import DynamoMessageStore, message_ite
 from memorybot.adapters.dynamodb_runs import DynamoRunStore
 from memorybot.adapters.manifests import InMemoryManifests
 from memorybot.adapters.offline import OFFLINE_MEMORY_LABEL, OfflineChatModel, OfflineDecisionModel, third_person
-from memorybot.core.consolidation import Consolidator
-from memorybot.core.domain import JST, NIGHTLY_MAX_DURATION, Action, Actor, Change, Exchange, LedgerEntry
-from memorybot.core.extraction import Extractor
-from memorybot.core.nightly_steps import run_in_process
+from memorybot.core.night.consolidation import Consolidator
+from memorybot.core.night.nightly_steps import run_in_process
+from memorybot.core.record.changes import Change, LedgerEntry
+from memorybot.core.record.domain import JST, NIGHTLY_MAX_DURATION, Action, Actor, Exchange
+from memorybot.core.turn.extraction import Extractor
 
 
 def jst(day: int, hour: int, minute: int = 0) -> datetime:

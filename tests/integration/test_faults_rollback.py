@@ -31,8 +31,9 @@ from faults import (
 from hypothesis_profiles import examples
 from memorybot.adapters.dynamodb_memories import DynamoMemoryStore
 from memorybot.adapters.dynamodb_runs import DynamoRunStore
-from memorybot.core.domain import JST, RUN_LEDGER_OWNER, Action, Actor, Change, Memory, Owner, RunSummary
-from memorybot.core.rollback import ROLLBACK_LEASE, Outcome, Rollback
+from memorybot.core.record.changes import RUN_LEDGER_OWNER, Change, RunSummary
+from memorybot.core.record.domain import JST, Action, Actor, Memory, Owner
+from memorybot.core.rights.rollback import ROLLBACK_LEASE, Outcome, Rollback
 
 # Profiles in one server; oscar is alice's namesake id in ANOTHER server: never the run's.
 ALICE, BOB, OSCAR = owner("alice", "guild:1"), owner("bob", "guild:1"), owner("alice", "guild:2")

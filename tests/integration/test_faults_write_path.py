@@ -25,8 +25,9 @@ from faults import (
 )
 from hypothesis_profiles import examples
 from memorybot.adapters.dynamodb_memories import DynamoMemoryStore
-from memorybot.core.domain import GLOBAL_SCOPE, Action, Actor, Change, Verdict
-from memorybot.core.extraction import Extractor
+from memorybot.core.record.changes import Change
+from memorybot.core.record.domain import GLOBAL_SCOPE, Action, Actor, Verdict
+from memorybot.core.turn.extraction import Extractor
 
 ALICE, BOB = "alice", "bob"
 KEEP, UPDATE, DELETE = "kkkkk", "uuuuu", "ddddd"

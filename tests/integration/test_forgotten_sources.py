@@ -14,9 +14,10 @@ from memorybot import tables
 from memorybot.adapters.dynamodb_ledger import ledger_item
 from memorybot.adapters.dynamodb_memories import FORGOTTEN_KEY, DynamoMemoryStore
 from memorybot.adapters.dynamodb_messages import DynamoMessageStore
-from memorybot.core import commands
-from memorybot.core.domain import Action, Actor, Change, LedgerEntry, SourceRef
-from memorybot.core.erasure import Erasure
+from memorybot.core.record.changes import Change, LedgerEntry
+from memorybot.core.record.domain import Action, Actor, SourceRef
+from memorybot.core.rights import commands
+from memorybot.core.rights.erasure import Erasure
 
 
 @pytest.fixture

@@ -17,9 +17,10 @@ from memorybot.adapters.dynamodb_ledger import LEDGER_EXPIRY
 from memorybot.adapters.dynamodb_memories import DynamoMemoryStore
 from memorybot.adapters.dynamodb_runs import DynamoRunStore
 from memorybot.config import Settings
-from memorybot.core import commands
-from memorybot.core.domain import Action, Actor, Change
-from memorybot.core.rollback import Outcome, Rollback
+from memorybot.core.record.changes import Change
+from memorybot.core.record.domain import Action, Actor
+from memorybot.core.rights import commands
+from memorybot.core.rights.rollback import Outcome, Rollback
 
 
 def raw_ledger(dynamo) -> list[dict]:

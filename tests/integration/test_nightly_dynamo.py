@@ -16,9 +16,11 @@ from memorybot.adapters.dynamodb_messages import DynamoMessageStore
 from memorybot.adapters.invoker import LocalContext
 from memorybot.bootstrap import Container
 from memorybot.config import Settings
-from memorybot.core import commands
-from memorybot.core.consolidation import DECAY_READ_REASON, STALE_AFTER, STALE_REVIEWS_PER_NIGHT, window_for
-from memorybot.core.domain import JST, Action, Actor, Change, SourceRef, Verdict, parse_iso
+from memorybot.core.night.consolidation import DECAY_READ_REASON
+from memorybot.core.night.window import STALE_AFTER, STALE_REVIEWS_PER_NIGHT, window_for
+from memorybot.core.record.changes import Change
+from memorybot.core.record.domain import JST, Action, Actor, SourceRef, Verdict, parse_iso
+from memorybot.core.rights import commands
 from memorybot.handlers import admin, nightly
 
 SECRET = "nightly-admin-secret"

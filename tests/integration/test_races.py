@@ -17,10 +17,11 @@ from fakes import T0, Clock, ScriptedChat, ScriptedJev, memory, message, owner, 
 from faults import Snapshot, assert_every_change_has_exactly_one_ledger_row
 from memorybot.adapters.dynamodb_memories import DynamoMemoryStore
 from memorybot.adapters.dynamodb_runs import DynamoRunStore
-from memorybot.core import commands
-from memorybot.core.domain import GLOBAL_SCOPE, Action, Actor, Change, MemoryDraft, Verdict
-from memorybot.core.extraction import Extractor
-from memorybot.core.rollback import Outcome, Rollback
+from memorybot.core.record.changes import Change
+from memorybot.core.record.domain import GLOBAL_SCOPE, Action, Actor, MemoryDraft, Verdict
+from memorybot.core.rights import commands
+from memorybot.core.rights.rollback import Outcome, Rollback
+from memorybot.core.turn.extraction import Extractor
 
 ALICE = "alice"
 IDS = ["aaaaa", "bbbbb", "ccccc", "ddddd", "eeeee"]

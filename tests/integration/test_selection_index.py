@@ -19,10 +19,11 @@ from memorybot.adapters.dynamodb_memories import SMALL_PROFILE_ITEMS, DynamoMemo
 from memorybot.adapters.dynamodb_messages import DynamoMessageStore
 from memorybot.adapters.dynamodb_people import DynamoPeopleStore
 from memorybot.adapters.embeddings_offline import OfflineEmbeddingModel
-from memorybot.core import commands
-from memorybot.core.domain import Action, Actor, Change, Memory, Owner, SourceRef
-from memorybot.core.erasure import Erasure
-from memorybot.core.selection import select
+from memorybot.core.prompting.selection import select
+from memorybot.core.record.changes import Change
+from memorybot.core.record.domain import Action, Actor, Memory, Owner, SourceRef
+from memorybot.core.rights import commands
+from memorybot.core.rights.erasure import Erasure
 
 ALICE = owner("alice")
 EMBEDDINGS = OfflineEmbeddingModel()

@@ -13,20 +13,10 @@ from fakes import T0, Clock, FakeMemoryStore, FakeMessageStore, FakePeopleStore,
 from memorybot.adapters.dynamodb_memories import DynamoMemoryStore
 from memorybot.adapters.dynamodb_messages import DynamoMessageStore
 from memorybot.adapters.dynamodb_people import DynamoPeopleStore
-from memorybot.core.domain import (
-    PERSON_SCOPE,
-    Action,
-    Actor,
-    Basis,
-    Change,
-    Embedding,
-    LedgerEntry,
-    Owner,
-    Person,
-    PersonCheck,
-    SourceRef,
-)
-from memorybot.core.ports import ConflictError, PersonRefused
+from memorybot.core.record.changes import Change, LedgerEntry
+from memorybot.core.record.domain import Action, Actor, Embedding, Owner, SourceRef
+from memorybot.core.record.person import PERSON_SCOPE, Basis, Person, PersonCheck
+from memorybot.core.record.ports import ConflictError, PersonRefused
 
 IMPLEMENTATIONS = ("fake", "dynamodb")
 

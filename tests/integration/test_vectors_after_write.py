@@ -18,11 +18,12 @@ from memorybot.adapters.dynamodb_memories import DynamoMemoryStore
 from memorybot.adapters.dynamodb_messages import DynamoMessageStore
 from memorybot.adapters.dynamodb_people import DynamoPeopleStore
 from memorybot.adapters.embeddings_offline import OfflineEmbeddingModel
-from memorybot.core import commands
-from memorybot.core.domain import GLOBAL_SCOPE, Action, Actor, Change, Embedding, Verdict
-from memorybot.core.erasure import Erasure
-from memorybot.core.extraction import Extractor, Outcome
-from memorybot.core.ports import ModelError, ModelUnavailable
+from memorybot.core.record.changes import Change
+from memorybot.core.record.domain import GLOBAL_SCOPE, Action, Actor, Embedding, Verdict
+from memorybot.core.record.ports import ModelError, ModelUnavailable
+from memorybot.core.rights import commands
+from memorybot.core.rights.erasure import Erasure
+from memorybot.core.turn.extraction import Extractor, Outcome
 
 ALICE = "alice"
 NOW = T0 + timedelta(days=1)

@@ -25,8 +25,8 @@ from collections.abc import Collection, Sequence
 from datetime import timedelta
 from typing import Any
 
-from memorybot.core.prompts import MEMORY_WRITER
-from memorybot.core.quoting import escape_text
+from memorybot.core.prompting.prompts import MEMORY_WRITER
+from memorybot.core.prompting.quoting import escape_text
 from memorybot.ops.evaluation import Turn
 
 WRONG_VERDICT = {"keep": "delete", "update": "keep", "delete": "keep"}

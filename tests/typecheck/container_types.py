@@ -10,12 +10,9 @@ from typing import assert_type
 
 from memorybot.bootstrap import Container, Invocation
 from memorybot.config import Settings
-from memorybot.core.consolidation import Consolidator
-from memorybot.core.domain import ScopeMode
-from memorybot.core.erasure import Erasure
-from memorybot.core.extraction import Extractor
-from memorybot.core.importing import Importer
-from memorybot.core.ports import (
+from memorybot.core.night.consolidation import Consolidator
+from memorybot.core.record.domain import ScopeMode
+from memorybot.core.record.ports import (
     AsyncInvoker,
     AttemptCounter,
     ChatModel,
@@ -29,8 +26,11 @@ from memorybot.core.ports import (
     PeopleStore,
     RunStore,
 )
-from memorybot.core.reply import ReplyWriter
-from memorybot.core.rollback import Rollback
+from memorybot.core.rights.erasure import Erasure
+from memorybot.core.rights.importing import Importer
+from memorybot.core.rights.rollback import Rollback
+from memorybot.core.turn.extraction import Extractor
+from memorybot.core.turn.reply import ReplyWriter
 from memorybot.discord.guilds import GuildNames
 from memorybot.discord.interactions import Dependencies, InteractionMemories
 from memorybot.discord.signature import Verifier

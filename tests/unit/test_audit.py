@@ -6,8 +6,9 @@ from __future__ import annotations
 from datetime import timedelta
 
 from fakes import memory, owner
-from memorybot.core.consolidation import DECAY_READ_REASON, STALE_AFTER
-from memorybot.core.domain import Action, Actor, Verdict
+from memorybot.core.night.consolidation import DECAY_READ_REASON
+from memorybot.core.night.window import STALE_AFTER
+from memorybot.core.record.domain import Action, Actor, Verdict
 from unit.test_consolidation import NOW, Night
 
 

@@ -8,10 +8,18 @@ from pathlib import Path
 
 import pytest
 
-from memorybot.core import catalog
-from memorybot.core.catalog import COMMAND_DESCRIPTIONS, COMMAND_NAMES, TEXTS, Language, fields_of, language_of, text
+from memorybot.core.record import catalog, texts_admins, texts_receipts
+from memorybot.core.record.catalog import (
+    COMMAND_DESCRIPTIONS,
+    COMMAND_NAMES,
+    TEXTS,
+    Language,
+    fields_of,
+    language_of,
+    text,
+)
 
-PACKAGE = Path(catalog.__file__).resolve().parents[1]
+PACKAGE = Path(catalog.__file__).resolve().parents[2]  # memorybot/core/record/catalog.py
 EVERY_TABLE = {"TEXTS": TEXTS, "COMMAND_DESCRIPTIONS": COMMAND_DESCRIPTIONS, "COMMAND_NAMES": COMMAND_NAMES}
 JAPANESE = re.compile(r"[\u3000-\u30ff\u4e00-\u9fff]")  # Japanese punctuation, kana or kanji
 
@@ -29,6 +37,24 @@ def test_the_japanese_texts_are_japanese_and_the_english_ones_are_not(table):
     for key, texts in EVERY_TABLE[table].items():
         assert JAPANESE.search(texts[Language.JA]), key
         assert not JAPANESE.search(texts[Language.EN]), key
+
+
+def test_the_catalog_holds_every_text_of_its_split_tables():
+    # catalog.py reads the receipts' and the admins' tables as part of its own.
+    for table, parts in {
+        "TEXTS": (texts_receipts.RECEIPTS_TEXTS, texts_admins.ADMINS_TEXTS),
+        "COMMAND_DESCRIPTIONS": (texts_receipts.RECEIPTS_DESCRIPTIONS, texts_admins.ADMINS_DESCRIPTIONS),
+    }.items():
+        for part in parts:
+            assert part and {key: EVERY_TABLE[table][key] for key in part} == part, table
+
+
+def test_a_key_written_in_two_tables_is_an_error_not_one_text_over_the_other():
+    first = {"same": {Language.EN: "One.", Language.JA: "一。"}}
+    second = {"same": {Language.EN: "Two.", Language.JA: "二。"}}
+    assert catalog.one_table(first, {"other": second["same"]}) == {"same": first["same"], "other": second["same"]}
+    with pytest.raises(ValueError, match="same"):
+        catalog.one_table(first, second)
 
 
 def test_the_language_is_japanese_for_ja_and_english_for_everything_else():
@@ -49,9 +75,9 @@ def test_a_missing_field_is_an_error_not_a_text_with_braces():
 # The modules whose output a person reads: the answers, DMs, replies and notices.
 ANSWERING = [
     *sorted((PACKAGE / "discord").glob("*.py")),
-    PACKAGE / "core" / "conversation.py",
-    PACKAGE / "core" / "consent.py",
-    PACKAGE / "core" / "commands.py",
+    PACKAGE / "core" / "turn" / "conversation.py",
+    PACKAGE / "core" / "rights" / "consent.py",
+    PACKAGE / "core" / "rights" / "commands.py",
     *sorted((PACKAGE / "handlers").glob("*.py")),
 ]
 _WORDS = re.compile(r"[A-Za-z']+")

@@ -14,8 +14,8 @@ import pytest
 from fakes import FakeMemoryStore, FakePeopleStore, ScriptedJev
 from memorybot.bootstrap import Container
 from memorybot.config import Settings
-from memorybot.core.domain import Owner
-from memorybot.core.importing import parse_import
+from memorybot.core.record.domain import Owner
+from memorybot.core.rights.importing import parse_import
 
 ROOT = Path(__file__).resolve().parents[2]
 SETTINGS = Settings(table_names={}, decision_model="offline", chat_model="offline", embedding_model="none")

@@ -22,26 +22,18 @@ from fakes import (
     owner,
     speaker,
 )
-from memorybot.core import commands, consent, conversation
-from memorybot.core.catalog import text
-from memorybot.core.domain import (
-    PERSON_SCOPE,
-    Action,
-    Actor,
-    Basis,
-    Change,
-    LedgerEntry,
-    NightlyRun,
-    Person,
-    PersonCheck,
-    snowflake_at,
-)
-from memorybot.core.erasure import Erasure
-from memorybot.core.extraction import Extractor, Outcome
-from memorybot.core.jobs import ReplyJob
-from memorybot.core.ports import PersonRefused
-from memorybot.core.reply import ReplyWriter
-from memorybot.core.rollback import Rollback
+from memorybot.core.record.catalog import text
+from memorybot.core.record.changes import Change, LedgerEntry, NightlyRun
+from memorybot.core.record.domain import Action, Actor, snowflake_at
+from memorybot.core.record.jobs import ReplyJob
+from memorybot.core.record.person import PERSON_SCOPE, Basis, Person, PersonCheck
+from memorybot.core.record.ports import PersonRefused
+from memorybot.core.rights import commands, consent
+from memorybot.core.rights.erasure import Erasure
+from memorybot.core.rights.rollback import Rollback
+from memorybot.core.turn import conversation
+from memorybot.core.turn.extraction import Extractor, Outcome
+from memorybot.core.turn.reply import ReplyWriter
 
 
 def stores(clock: Clock | None = None) -> tuple[FakePeopleStore, FakeMemoryStore, FakeMessageStore]:
@@ -304,8 +296,8 @@ def test_export_carries_the_switch_and_its_rows_apart_from_the_scopes():
 
 
 def test_an_import_running_when_the_person_is_erased_adds_nothing_for_them_after_it():
-    from memorybot.core.domain import ScopeMode, utcnow
-    from memorybot.core.importing import Importer, parse_import
+    from memorybot.core.record.domain import ScopeMode, utcnow
+    from memorybot.core.rights.importing import Importer, parse_import
 
     people, memories, _ = stores()
     user, other = "111111111111111111", "222222222222222222"

@@ -26,27 +26,28 @@ from memorybot.adapters.manifests import InMemoryManifests
 from memorybot.adapters.offline import OfflineChatModel
 from memorybot.admin_api import run_record
 from memorybot.config import Settings
-from memorybot.core import commands
-from memorybot.core.catalog import Language
-from memorybot.core.consolidation import (
+from memorybot.core.night.consolidation import Consolidator
+from memorybot.core.night.nightly_jobs import SpeakerMark
+from memorybot.core.night.nightly_steps import SPEAKER_RETRY, StepRetry, run_in_process, with_retries
+from memorybot.core.night.window import (
     CHUNK_MESSAGES,
     CHUNKS_PER_SPEAKER,
     DIARY_MESSAGES,
     STALE_AFTER,
     STALE_REVIEWS_PER_NIGHT,
-    Consolidator,
     by_speaker,
     chunks,
     max_model_calls,
     window_for,
 )
-from memorybot.core.domain import JST, Action, Actor, Change, SourceRef, Verdict
-from memorybot.core.extraction import Extractor
-from memorybot.core.jobs import BadJob
-from memorybot.core.nightly_jobs import SpeakerMark
-from memorybot.core.nightly_steps import SPEAKER_RETRY, StepRetry, run_in_process, with_retries
-from memorybot.core.ports import ModelUnavailable
-from memorybot.core.prompts import diary_task
+from memorybot.core.prompting.prompts import diary_task
+from memorybot.core.record.catalog import Language
+from memorybot.core.record.changes import Change
+from memorybot.core.record.domain import JST, Action, Actor, SourceRef, Verdict
+from memorybot.core.record.jobs import BadJob
+from memorybot.core.record.ports import ModelUnavailable
+from memorybot.core.rights import commands
+from memorybot.core.turn.extraction import Extractor
 
 NOW = datetime(2026, 11, 30, 3, 0, tzinfo=JST)  # the alarm: covers 2026-11-29 03:00 .. 2026-11-30 03:00 JST
 

@@ -22,8 +22,8 @@ from memorybot import bootstrap
 from memorybot.adapters.invoker import LocalContext
 from memorybot.bootstrap import Container
 from memorybot.config import Settings
-from memorybot.core.domain import JST
-from memorybot.core.jobs import BadJob
+from memorybot.core.record.domain import JST
+from memorybot.core.record.jobs import BadJob
 from memorybot.handlers import nightly
 
 CONTEXT = LocalContext("memorybot-nightly")

@@ -8,7 +8,7 @@ import pytest
 
 from frontdoor import ALICE, APP_ID, CHANNEL
 from memorybot.adapters.discord_rest import USER_AGENT, DiscordRest
-from memorybot.core.ports import DiscordError, DmsClosedError
+from memorybot.core.record.ports import DiscordError, DmsClosedError
 from memorybot.discord.requests import COMMANDS
 
 

@@ -75,7 +75,7 @@ def test_the_readme_links_every_docs_page_and_stays_short():
     linked = {(ROOT / t.partition("#")[0]).resolve() for t in links(readme) if relative(t) and t.partition("#")[0]}
     unlinked = [p.name for p in PAGES[1:] if p.resolve() not in linked]
     assert unlinked == [], f"docs pages the README does not link: {unlinked}"
-    assert len(readme.read_text().splitlines()) <= 300
+    assert len(readme.read_text().splitlines()) <= 200
 
 
 def test_the_checker_sees_a_broken_link_and_a_missing_anchor(tmp_path):

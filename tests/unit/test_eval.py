@@ -17,7 +17,7 @@ from loopback.eval_model import DriftingModel, LabelledModel, question_of
 from loopback.openai_server import OpenAIServer, usage_of
 from memorybot import cli
 from memorybot.config import DEFAULT_MODEL_PRICES, Settings
-from memorybot.core.domain import Verdict
+from memorybot.core.record.domain import Verdict
 from memorybot.ops import evaluation
 from memorybot.ops.evaluation import LanguageScore, Progress, Turn, load_turns, percentile
 

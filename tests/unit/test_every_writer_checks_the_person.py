@@ -1,4 +1,4 @@
-"""Every writer of a person's data carries the person-record check (domain.PersonCheck), so that
+"""Every writer of a person's data carries the person-record check (person.PersonCheck), so that
 nothing in flight, and nothing fetched later, stores or learns for a person after their erasure.
 
 The writers are found, not listed: every call in the package of a store method that takes a
@@ -13,7 +13,7 @@ import inspect
 from pathlib import Path
 
 import memorybot
-from memorybot.core import ports
+from memorybot.core.record import ports
 
 PACKAGE = Path(next(iter(memorybot.__path__)))
 # The stores' own modules implement the methods; every other module is a caller.
@@ -21,10 +21,10 @@ IMPLEMENTATIONS = ("adapters/dynamodb_",)
 
 # (module, enclosing function): why this write needs no check. Each only deletes.
 DELETES = {
-    ("core/erasure.py", "_delete"): "the erasure's own deletes",
-    ("core/consolidation.py", "_decay"): "a decay removes a stale memory, it stores nothing",
-    ("core/commands.py", "forget"): "the person's own forget removes one of their memories",
-    ("core/commands.py", "_forget_read"): "a forget-all's job removes each of the person's memories",
+    ("core/rights/erasure.py", "_delete"): "the erasure's own deletes",
+    ("core/night/consolidation.py", "_decay"): "a decay removes a stale memory, it stores nothing",
+    ("core/rights/commands.py", "forget"): "the person's own forget removes one of their memories",
+    ("core/rights/commands.py", "_forget_read"): "a forget-all's job removes each of the person's memories",
 }
 
 
@@ -76,8 +76,8 @@ def _on_a_store(receiver: ast.expr) -> bool:
 def test_the_writers_are_found_and_the_channel_history_writer_is_among_them():
     assert checked_methods() >= {"apply", "add_once", "put"}
     places = {(module, function) for module, function, _, _ in writer_calls()}
-    assert ("core/conversation.py", "_fetch_history") in places
-    assert ("core/conversation.py", "hear") in places and ("core/importing.py", "_add") in places
+    assert ("core/turn/conversation.py", "_fetch_history") in places
+    assert ("core/turn/conversation.py", "hear") in places and ("core/rights/importing.py", "_add") in places
     assert set(DELETES) <= places, set(DELETES) - places  # no stale exception
 
 

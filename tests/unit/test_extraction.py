@@ -8,8 +8,8 @@ from datetime import timedelta
 import pytest
 
 from fakes import T0, Clock, FakeMemoryStore, ScriptedChat, ScriptedJev, memory, message, owner, speaker
-from memorybot.core.domain import GLOBAL_SCOPE, Action, Actor, Exchange, Memory, Verdict
-from memorybot.core.extraction import Extractor
+from memorybot.core.record.domain import GLOBAL_SCOPE, Action, Actor, Exchange, Memory, Verdict
+from memorybot.core.turn.extraction import Extractor
 
 ALICE, BOB = "100", "200"
 SCOPE = GLOBAL_SCOPE

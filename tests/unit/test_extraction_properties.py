@@ -14,10 +14,10 @@ from hypothesis import strategies as st
 
 from fakes import T0, Clock, FakeMemoryStore, memory, message, owner, speaker
 from hypothesis_profiles import examples
-from memorybot.core.decisions import decide_per_record
-from memorybot.core.domain import GLOBAL_SCOPE, WORTH_THRESHOLD, Action, Memory, MemoryDraft, Verdict
-from memorybot.core.extraction import Extractor
-from memorybot.core.ports import ModelError
+from memorybot.core.prompting.decisions import decide_per_record
+from memorybot.core.record.domain import GLOBAL_SCOPE, WORTH_THRESHOLD, Action, Memory, MemoryDraft, Verdict
+from memorybot.core.record.ports import ModelError
+from memorybot.core.turn.extraction import Extractor
 
 ALICE, BOB = "100", "200"
 FAIL = ModelError("injected")

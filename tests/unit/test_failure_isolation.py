@@ -32,13 +32,14 @@ from memorybot.adapters.jev_http import JevHttpDecisionModel
 from memorybot.adapters.manifests import InMemoryManifests
 from memorybot.adapters.openai_chat import OpenAIChatModel, OpenAICompatibleClient
 from memorybot.adapters.retry import Retrier, RetryBudget, RetryPolicy
-from memorybot.core.catalog import text
-from memorybot.core.consolidation import STALE_AFTER, Consolidator
-from memorybot.core.domain import GLOBAL_SCOPE, JST, Action, Actor, Message, Owner, Verdict
-from memorybot.core.extraction import Extractor, Outcome
-from memorybot.core.jobs import ReplyJob
-from memorybot.core.nightly_steps import run_in_process
-from memorybot.core.ports import ModelUnavailable
+from memorybot.core.night.consolidation import Consolidator
+from memorybot.core.night.nightly_steps import run_in_process
+from memorybot.core.night.window import STALE_AFTER
+from memorybot.core.record.catalog import text
+from memorybot.core.record.domain import GLOBAL_SCOPE, JST, Action, Actor, Message, Owner, Verdict
+from memorybot.core.record.jobs import ReplyJob
+from memorybot.core.record.ports import ModelUnavailable
+from memorybot.core.turn.extraction import Extractor, Outcome
 from memorybot.handlers import extraction, reply
 
 DEPLOYED = RetryPolicy()  # the deployed parameters: 60 s deadline for throttles, 3 quick attempts otherwise

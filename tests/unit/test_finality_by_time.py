@@ -21,12 +21,13 @@ from fakes import (
     owner,
     speaker,
 )
-from memorybot.core import commands
-from memorybot.core.domain import Action, Actor, Change, NightlyRun, Owner, ScopeMode
-from memorybot.core.extraction import Extractor, Outcome
-from memorybot.core.history import UndoOutcome, history, undo
-from memorybot.core.importing import Importer, parse_import
-from memorybot.core.rollback import Rollback
+from memorybot.core.record.changes import Change, NightlyRun
+from memorybot.core.record.domain import Action, Actor, Owner, ScopeMode
+from memorybot.core.rights import commands
+from memorybot.core.rights.history import UndoOutcome, history, undo
+from memorybot.core.rights.importing import Importer, parse_import
+from memorybot.core.rights.rollback import Rollback
+from memorybot.core.turn.extraction import Extractor, Outcome
 
 SCOPE = "guild:1"
 USER = "111111111111111111"

@@ -10,9 +10,9 @@ from datetime import UTC, datetime
 import pytest
 
 from frontdoor import ALICE, CHANNEL, body_of, chat, click, context, event, forget_all, owner, seed
-from memorybot.core.catalog import text
-from memorybot.core.commands import FORGET_ALL_COUNT_REASON
-from memorybot.core.domain import Action, Actor
+from memorybot.core.record.catalog import text
+from memorybot.core.record.domain import Action, Actor
+from memorybot.core.rights.commands import FORGET_ALL_COUNT_REASON
 from memorybot.discord import interactions
 from memorybot.discord.requests import FORGET_ALL_BUTTON, forget_all_button
 from memorybot.handlers import extraction

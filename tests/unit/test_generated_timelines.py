@@ -11,7 +11,7 @@ import pytest
 
 from benchmarks.generate_profiles import LANGS
 from benchmarks.generate_timelines import CHANGES, PLANS, data_path, generate, profiles_path
-from memorybot.core.domain import JST, parse_iso
+from memorybot.core.record.domain import JST, parse_iso
 
 
 @pytest.mark.parametrize("code", sorted(LANGS))

@@ -8,9 +8,10 @@ import dataclasses
 from datetime import timedelta
 
 from fakes import T0, Clock, FakeMemoryStore, FakePeopleStore, memory, owner
-from memorybot.core import commands
-from memorybot.core.domain import DECAY_REASON, Action, Actor, Change, utcnow
-from memorybot.core.history import ChangeKind, UndoOutcome, Who, history, undo
+from memorybot.core.record.changes import DECAY_REASON, Change
+from memorybot.core.record.domain import Action, Actor, utcnow
+from memorybot.core.rights import commands
+from memorybot.core.rights.history import ChangeKind, UndoOutcome, Who, history, undo
 
 A = owner("a", "guild:1")
 

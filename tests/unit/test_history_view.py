@@ -10,8 +10,9 @@ from datetime import UTC, datetime
 from zoneinfo import ZoneInfo
 
 from frontdoor import ALICE, BOB, body_of, click, command, context, event, owner, seed
-from memorybot.core.domain import Action, Actor, Change
-from memorybot.core.history import ChangeKind, HistoryLine, HistoryPage, Who
+from memorybot.core.record.changes import Change
+from memorybot.core.record.domain import Action, Actor
+from memorybot.core.rights.history import ChangeKind, HistoryLine, HistoryPage, Who
 from memorybot.discord import history_view, requests
 from memorybot.handlers.interactions import handler
 

@@ -16,12 +16,11 @@ from memorybot import bootstrap
 from memorybot.adapters.invoker import LocalContext
 from memorybot.bootstrap import Container
 from memorybot.config import Settings
-from memorybot.core import commands
-from memorybot.core.domain import (
+from memorybot.core.record.changes import Change
+from memorybot.core.record.domain import (
     MEMORY_TEXT_MAX_CHARS,
     Action,
     Actor,
-    Change,
     Owner,
     ScopeMode,
     SourceRef,
@@ -30,7 +29,8 @@ from memorybot.core.domain import (
     parse_iso,
     utcnow,
 )
-from memorybot.core.importing import MAX_IMPORT_BODY_BYTES, MAX_IMPORT_ROWS, Importer, parse_import
+from memorybot.core.rights import commands
+from memorybot.core.rights.importing import MAX_IMPORT_BODY_BYTES, MAX_IMPORT_ROWS, Importer, parse_import
 from memorybot.handlers import admin
 
 SECRET = "import-admin-secret"

@@ -5,10 +5,11 @@ an erasure (the ledger keeps no text) it brings the memories back."""
 from __future__ import annotations
 
 from fakes import T0, Clock, FakeMemoryStore, FakeMessageStore
-from memorybot.core import commands
-from memorybot.core.domain import Action, Actor, Change, Memory, Owner, ScopeMode
-from memorybot.core.erasure import Erasure
-from memorybot.core.importing import Importer, parse_import
+from memorybot.core.record.changes import Change
+from memorybot.core.record.domain import Action, Actor, Memory, Owner, ScopeMode
+from memorybot.core.rights import commands
+from memorybot.core.rights.erasure import Erasure
+from memorybot.core.rights.importing import Importer, parse_import
 
 USER, SCOPE = "700000000000000001", "guild:700000000000000002"
 NOW = T0

@@ -26,8 +26,8 @@ from frontdoor import (
     show,
 )
 from memorybot.adapters.discord_rest import DiscordRest
-from memorybot.core.catalog import text
-from memorybot.core.domain import GLOBAL_SCOPE, Action, Actor, ScopeMode, snowflake_time
+from memorybot.core.record.catalog import text
+from memorybot.core.record.domain import GLOBAL_SCOPE, Action, Actor, ScopeMode, snowflake_time
 from memorybot.discord import interactions, requests
 from memorybot.handlers.interactions import handler
 

@@ -17,8 +17,8 @@ HEAVY = (
     "aws_xray_sdk",
     "memorybot.adapters.models",
     "memorybot.adapters.embeddings",
-    "memorybot.core.selection",  # relevance is the reply and extraction workers' business
-    "memorybot.core.recall",
+    "memorybot.core.prompting.selection",  # relevance is the reply and extraction workers' business
+    "memorybot.core.prompting.recall",
     "memorybot.adapters.discord_rest",
     "memorybot.adapters.dynamodb_client",
     "memorybot.adapters.dynamodb_memories",

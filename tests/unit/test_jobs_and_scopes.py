@@ -6,9 +6,9 @@ import json
 
 import pytest
 
-from memorybot.core.domain import DM_SCOPE, GLOBAL_SCOPE, ScopeMode, scope_for
-from memorybot.core.jobs import BadJob, ExtractionJob, ReplyJob
-from memorybot.core.nightly_jobs import ReviewMark, RunPlan, SpeakerMark, SpeakerTask
+from memorybot.core.night.nightly_jobs import ReviewMark, RunPlan, SpeakerMark, SpeakerTask
+from memorybot.core.record.domain import DM_SCOPE, GLOBAL_SCOPE, ScopeMode, scope_for
+from memorybot.core.record.jobs import BadJob, ExtractionJob, ReplyJob
 from memorybot.discord import interactions, requests
 
 REPLY = ReplyJob("11", "tok", "22", "33", "44", "alice", "guild:55")

@@ -7,8 +7,8 @@ from datetime import date
 
 import pytest
 
-from memorybot.core.ports import ModelError
-from memorybot.core.prompts import MemoryDraft, parse_memory_answer
+from memorybot.core.prompting.prompts import MemoryDraft, parse_memory_answer
+from memorybot.core.record.ports import ModelError
 
 SAID = date(2026, 11, 24)
 

@@ -1,4 +1,4 @@
-"""The memory record's one codec (core/memory_record.py): each shape pinned as the stored rows,
+"""The memory record's one codec (core/record/memory_record.py): each shape pinned as the stored rows,
 the export files and the Jev contract have it, and every shape read back where it is read."""
 
 from __future__ import annotations
@@ -13,11 +13,11 @@ from memorybot.adapters import vectors
 from memorybot.adapters.dynamodb_ledger import memory_from_json, memory_to_json
 from memorybot.adapters.dynamodb_memories import memory_from_item, memory_item, stale_shard
 from memorybot.adapters.jev_http import memory_body
-from memorybot.core import memory_record
-from memorybot.core.commands import _memory_json
-from memorybot.core.domain import Embedding, Memory, SourceRef
-from memorybot.core.importing import parse_row, source_rows
-from memorybot.core.memory_record import FIELDS, Kind, RecordField, Shape
+from memorybot.core.record import memory_record
+from memorybot.core.record.domain import Embedding, Memory, SourceRef
+from memorybot.core.record.memory_record import FIELDS, Kind, RecordField, Shape
+from memorybot.core.rights.commands import _memory_json
+from memorybot.core.rights.importing import parse_row, source_rows
 
 CREATED = datetime(2026, 11, 1, 9, 30, tzinfo=UTC)
 UPDATED = datetime(2026, 11, 20, 12, 0, 0, 123456, tzinfo=UTC)

@@ -17,10 +17,11 @@ from memorybot.adapters.metrics import EmfMetrics
 from memorybot.adapters.openai_chat import OpenAIChatModel, OpenAICompatibleClient
 from memorybot.adapters.retry import Retrier, RetryPolicy, Throttled, Transient
 from memorybot.config import DEFAULT_MODEL_PRICES, Settings
-from memorybot.core import metrics as names
-from memorybot.core.consolidation import next_run_time, window_for
-from memorybot.core.domain import Exchange, Message, NightlyRun, RunSummary, Speaker
-from memorybot.core.ports import ModelError
+from memorybot.core.night.window import next_run_time, window_for
+from memorybot.core.record import metrics as names
+from memorybot.core.record.changes import NightlyRun, RunSummary
+from memorybot.core.record.domain import Exchange, Message, Speaker
+from memorybot.core.record.ports import ModelError
 from memorybot.handlers import measured
 
 HAIKU = "anthropic.claude-3-haiku-20240307-v1:0"

@@ -21,8 +21,8 @@ from memorybot.adapters.models import build_chat_model, build_decision_model
 from memorybot.adapters.openai_chat import OpenAIChatModel, OpenAICompatibleClient, OpenAIDecisionModel
 from memorybot.adapters.retry import Retrier, RetryPolicy
 from memorybot.config import Settings
-from memorybot.core.domain import GLOBAL_SCOPE
-from memorybot.core.extraction import Extractor
+from memorybot.core.record.domain import GLOBAL_SCOPE
+from memorybot.core.turn.extraction import Extractor
 
 EXCHANGE = exchange(("alice", "I moved to Osaka"))
 

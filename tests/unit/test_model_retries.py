@@ -28,7 +28,7 @@ from memorybot.adapters.retry import (
     retry_after_seconds,
 )
 from memorybot.config import Settings
-from memorybot.core.ports import ModelError, ModelFailed, ModelUnavailable
+from memorybot.core.record.ports import ModelError, ModelFailed, ModelUnavailable
 
 EXCHANGE = exchange(("alice", "I moved to Osaka last month"))
 MODEL_ID = "test-model"

@@ -17,10 +17,10 @@ from loopback import LoopbackServer
 from memorybot.adapters import llm_backend
 from memorybot.adapters.bedrock import BedrockChatModel, BedrockConverse, BedrockDecisionModel, bedrock_client
 from memorybot.config import Settings
-from memorybot.core import prompts
-from memorybot.core.domain import Memory, MemoryDraft, PromptMessage, Speaker, Verdict
-from memorybot.core.ports import ModelError, ModelFailed, ModelUnavailable
-from memorybot.core.prompts import build_reply_prompt
+from memorybot.core.prompting import prompts
+from memorybot.core.prompting.prompts import build_reply_prompt
+from memorybot.core.record.domain import Memory, MemoryDraft, PromptMessage, Speaker, Verdict
+from memorybot.core.record.ports import ModelError, ModelFailed, ModelUnavailable
 from retrying import quick_retrier
 
 EXCHANGE = exchange(("alice", "I moved to Osaka last month"), ("bot", "Nice!"))
@@ -216,8 +216,8 @@ def test_write_memory_asks_with_the_chat_model_and_takes_the_first_line(stubbed)
 
 
 def test_a_dated_write_memory_asks_for_the_end_and_answers_the_text_with_it(stubbed):
-    from memorybot.core.dates import PromptTime
-    from memorybot.core.domain import JST
+    from memorybot.core.record.dates import PromptTime
+    from memorybot.core.record.domain import JST
 
     client, stub = stubbed
     chat = _chat(client)

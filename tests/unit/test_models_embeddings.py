@@ -19,8 +19,8 @@ from memorybot.adapters.limiter import ModelCallLimiter, process_limiter
 from memorybot.adapters.models import build_chat_model, build_embedding_model
 from memorybot.adapters.retry import Retrier, RetryPolicy
 from memorybot.config import Settings
-from memorybot.core.ports import ModelError, ModelUnavailable
-from memorybot.core.selection import cosine
+from memorybot.core.prompting.selection import cosine
+from memorybot.core.record.ports import ModelError, ModelUnavailable
 from retrying import quick_retrier
 
 TITAN = "amazon.titan-embed-text-v2:0"

@@ -19,7 +19,7 @@ from memorybot.adapters.models import build_chat_model, build_decision_model
 from memorybot.adapters.offline import OfflineChatModel, OfflineDecisionModel
 from memorybot.adapters.openai_chat import OpenAIChatModel, OpenAIDecisionModel
 from memorybot.config import Settings
-from memorybot.core.domain import MemoryDraft, Verdict
+from memorybot.core.record.domain import MemoryDraft, Verdict
 
 I_LIKE_TEA = said("I like tea", bot_reply=None)
 
@@ -81,7 +81,7 @@ def test_http_is_wired_to_jev_url_key_and_timeout():
         assert isinstance(model, JevHttpDecisionModel)
         assert model.worth(I_LIKE_TEA) == 0.9
         assert jev.last("/worth").headers["authorization"] == "Bearer jk"
-        from memorybot.core.ports import ModelError
+        from memorybot.core.record.ports import ModelError
 
         with pytest.raises(ModelError, match="timed out"):
             model.review(memory("u1", "k3x9a"))
@@ -137,7 +137,7 @@ def test_building_offline_models_imports_neither_httpx_nor_boto3():
         import sys
         from memorybot.config import Settings
         from memorybot.adapters.models import build_chat_model, build_decision_model
-        from memorybot.core.domain import Exchange, Message, Speaker
+        from memorybot.core.record.domain import Exchange, Message, Speaker
         s = Settings.from_env({{"MEMORYBOT_DECISION_MODEL": "{backend}", "MEMORYBOT_CHAT_MODEL": "{backend}"}})
         tea = Exchange(Speaker("u1", "alice"), "global", (Message("c1", "1", "u1", "alice", "I like tea"),))
         build_decision_model(s).worth(tea)

@@ -12,9 +12,9 @@ from fakes import FakeMemoryStore, ScriptedChat, memory, message
 from loopback.jev_server import JevServer
 from memorybot.adapters.jev_http import JevHttpDecisionModel
 from memorybot.adapters.retry import Retrier, RetryPolicy
-from memorybot.core.domain import GLOBAL_SCOPE, Memory, Speaker, Verdict, iso
-from memorybot.core.extraction import Extractor
-from memorybot.core.ports import ModelError, ModelFailed, ModelUnavailable
+from memorybot.core.record.domain import GLOBAL_SCOPE, Memory, Speaker, Verdict, iso
+from memorybot.core.record.ports import ModelError, ModelFailed, ModelUnavailable
+from memorybot.core.turn.extraction import Extractor
 from retrying import quick_retrier
 
 EXCHANGE = exchange(("alice", "I moved to Osaka last month"), ("bot", "Nice!"))

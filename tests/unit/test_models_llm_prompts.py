@@ -8,9 +8,9 @@ import pytest
 
 from exchanges import exchange
 from memorybot.adapters import llm_backend
-from memorybot.core import prompts
-from memorybot.core.domain import REVIEW_VERDICTS, Decision, Memory, PromptMessage, Verdict
-from memorybot.core.ports import ModelError
+from memorybot.core.prompting import prompts
+from memorybot.core.record.domain import REVIEW_VERDICTS, Decision, Memory, PromptMessage, Verdict
+from memorybot.core.record.ports import ModelError
 
 AT = datetime(2026, 11, 20, 12, 0, tzinfo=UTC)
 TEA = Memory("u1", "k3x9a", "likes green tea", AT, AT)

@@ -10,10 +10,10 @@ from exchanges import exchange, said
 from fakes import T0, Clock, FakeMemoryStore, memory, message
 from memorybot.adapters import offline
 from memorybot.adapters.offline import OfflineChatModel, OfflineDecisionModel, third_person
-from memorybot.core.domain import GLOBAL_SCOPE, Actor, Memory, Owner, PromptMessage, Speaker, Verdict
-from memorybot.core.extraction import Extractor
-from memorybot.core.ports import ModelError
-from memorybot.core.prompts import build_reply_prompt
+from memorybot.core.prompting.prompts import build_reply_prompt
+from memorybot.core.record.domain import GLOBAL_SCOPE, Actor, Memory, Owner, PromptMessage, Speaker, Verdict
+from memorybot.core.record.ports import ModelError
+from memorybot.core.turn.extraction import Extractor
 
 jev = OfflineDecisionModel()
 chat = OfflineChatModel()
@@ -308,7 +308,7 @@ def test_the_nightly_review_removes_time_limited_memories():
 def test_the_local_stack_story_on_the_real_store(dynamo):
     """Same story on DynamoDB (moto on loopback), and the stand-in reply shows what was kept."""
     from memorybot.adapters.dynamodb_memories import DynamoMemoryStore
-    from memorybot.core.reply import ReplyWriter
+    from memorybot.core.turn.reply import ReplyWriter
 
     client, settings = dynamo
     store = DynamoMemoryStore(client, settings)

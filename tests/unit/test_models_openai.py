@@ -11,11 +11,11 @@ from exchanges import exchange
 from fakes import FakeMemoryStore, ScriptedJev, message
 from loopback.openai_server import OpenAIServer
 from memorybot.adapters.openai_chat import OpenAIChatModel, OpenAICompatibleClient, OpenAIDecisionModel
-from memorybot.core import prompts
-from memorybot.core.domain import GLOBAL_SCOPE, Memory, MemoryDraft, PromptMessage, Speaker, Verdict
-from memorybot.core.extraction import Extractor
-from memorybot.core.ports import ModelError, ModelFailed
-from memorybot.core.prompts import build_reply_prompt
+from memorybot.core.prompting import prompts
+from memorybot.core.prompting.prompts import build_reply_prompt
+from memorybot.core.record.domain import GLOBAL_SCOPE, Memory, MemoryDraft, PromptMessage, Speaker, Verdict
+from memorybot.core.record.ports import ModelError, ModelFailed
+from memorybot.core.turn.extraction import Extractor
 from retrying import quick_retrier
 
 EXCHANGE = exchange(("alice", "I moved to Osaka last month"), ("bot", "Nice!"))
@@ -476,7 +476,7 @@ def test_extraction_rewrites_see_only_the_record_being_rewritten(llm):
 def test_the_dated_memory_asks_for_its_schema_and_reads_an_object_over_lines(llm, _client):
     from datetime import date
 
-    from memorybot.core.domain import JST
+    from memorybot.core.record.domain import JST
 
     chat = OpenAIChatModel(_client)
     chat.zone, chat.clock = JST, lambda: AT  # as the factory dates it

@@ -16,11 +16,11 @@ from loopback.jev_server import JevServer
 from loopback.openai_server import OpenAIServer
 from memorybot.adapters.jev_http import JevHttpDecisionModel
 from memorybot.adapters.openai_chat import OpenAIChatModel, OpenAICompatibleClient
-from memorybot.core.catalog import text
-from memorybot.core.domain import GLOBAL_SCOPE, Message, Verdict
-from memorybot.core.extraction import Extractor
-from memorybot.core.jobs import ReplyJob
-from memorybot.core.ports import ModelUnavailable
+from memorybot.core.record.catalog import text
+from memorybot.core.record.domain import GLOBAL_SCOPE, Message, Verdict
+from memorybot.core.record.jobs import ReplyJob
+from memorybot.core.record.ports import ModelUnavailable
+from memorybot.core.turn.extraction import Extractor
 from memorybot.handlers import extraction, reply
 from retrying import quick_retrier
 
@@ -188,6 +188,6 @@ def test_an_unavailable_call_anywhere_in_an_extraction_raises_and_applies_nothin
 
 
 def _actor():
-    from memorybot.core.domain import Actor
+    from memorybot.core.record.domain import Actor
 
     return Actor.REPLY

@@ -11,8 +11,8 @@ from hypothesis import strategies as st
 from fakes import T0, memory, message, speaker
 from hypothesis_profiles import examples
 from memorybot.adapters.offline import ADD_NO, ADD_YES, OfflineDecisionModel
-from memorybot.core.decisions import decide_per_record
-from memorybot.core.domain import GLOBAL_SCOPE, Exchange, Verdict
+from memorybot.core.prompting.decisions import decide_per_record
+from memorybot.core.record.domain import GLOBAL_SCOPE, Exchange, Verdict
 
 # Fragments that the stand-in's rules react to (self-statements, forgets, keywords) and some that
 # they do not, so generated lines re-mention, change, forget or ignore generated memories.

@@ -24,7 +24,7 @@ from pathlib import Path
 import pytest
 
 from memorybot import cli
-from memorybot.core.nightly_steps import scheduled_time
+from memorybot.core.night.nightly_steps import scheduled_time
 from memorybot.local import operator
 from memorybot.ops.setup import SETUP_FAILED, resolve_region
 

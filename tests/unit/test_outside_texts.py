@@ -16,9 +16,9 @@ from hypothesis import strategies as st
 
 from fakes import T0, Clock, FakeMemoryStore, memory, message
 from memorybot.adapters.offline import OfflineChatModel, OfflineDecisionModel, _is_forget
-from memorybot.core.dates import local_stamp
-from memorybot.core.domain import GLOBAL_SCOPE, Speaker
-from memorybot.core.extraction import Extractor
+from memorybot.core.record.dates import local_stamp
+from memorybot.core.record.domain import GLOBAL_SCOPE, Speaker
+from memorybot.core.turn.extraction import Extractor
 from memorybot.discord.formats import markdown_escaped, markdown_shown
 from memorybot.local import client as client_module
 from memorybot.local.client import LocalClient, button_command, nightly_lines
@@ -106,6 +106,17 @@ def test_each_button_hint_names_the_command_that_clicks_it():
         "  [button: Older] (type /older to click it)",
     ]
     assert button_command("memory-forget-all:1:2", "Forget everything") == "/confirm"
+
+
+def test_a_replys_why_stays_clickable_after_the_receipt_that_follows_it(monkeypatch):
+    client = LocalClient("http://127.0.0.1:1", "ann", "00" * 32)
+    clicked: list[str | None] = []
+    monkeypatch.setattr(client, "click", lambda custom_id=None, **_: clicked.append(custom_id) or [])
+    client._buttons({"components": [{"type": 1, "components": [{"label": "Why?", "custom_id": "memory-because:1:9"}]}]})
+    client._buttons({"components": [{"type": 1, "components": [{"label": "Undo 1", "custom_id": "memory-undo:1:k"}]}]})
+    client.button_starting("memory-because")
+    assert clicked == ["memory-because:1:9"]
+    assert client.button_starting("memory-overnight") == ["(no such button shown lately)"]
 
 
 EXPORTED = {"version": 1, "scopes": [{"scope": "guild:1", "memories": [{"text": "京都 **x**"}]}]}

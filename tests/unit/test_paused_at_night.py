@@ -10,7 +10,8 @@ from test_consolidation import Night, jst
 from test_recall import CountingEmbeddings
 
 from fakes import FakePeopleStore, memory
-from memorybot.core.domain import Action, Actor, LedgerEntry
+from memorybot.core.record.changes import LedgerEntry
+from memorybot.core.record.domain import Action, Actor
 
 
 def test_a_paused_persons_memories_and_lines_reach_no_model_at_night():

@@ -14,7 +14,7 @@ import pytest
 import memorybot
 from fakes import FakeMemoryStore
 from memorybot.adapters.dynamodb_memories import DynamoMemoryStore
-from memorybot.core import ports
+from memorybot.core.record import ports
 
 MAX_PROTOCOL_METHODS = 10
 ROLES = (
@@ -94,7 +94,7 @@ def test_each_implementation_keeps_each_roles_signatures(implementation, role):
 def test_no_use_case_takes_the_whole_store():
     """Only the composition root wires ``MemoryStore``; each use case names its roles."""
     for module in _modules():
-        if module.__name__ in ("memorybot.bootstrap", "memorybot.core.ports") or ".adapters." in module.__name__:
+        if module.__name__ in ("memorybot.bootstrap", "memorybot.core.record.ports") or ".adapters." in module.__name__:
             continue
         for _, obj in inspect.getmembers(module, lambda o: inspect.isfunction(o) or inspect.isclass(o)):
             if getattr(obj, "__module__", "") != module.__name__:

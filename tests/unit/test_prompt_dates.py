@@ -8,8 +8,8 @@ from datetime import UTC, date, datetime, timedelta
 from zoneinfo import ZoneInfo
 
 from fakes import memory, message
-from memorybot.core.domain import MemoryDraft, Speaker
-from memorybot.core.prompts import build_reply_prompt
+from memorybot.core.prompting.prompts import build_reply_prompt
+from memorybot.core.record.domain import MemoryDraft, Speaker
 
 NOW = datetime(2026, 11, 30, 16, 30, tzinfo=UTC)  # Monday 30 November in Paris, Tuesday 1 December in Tokyo
 LEARNED = dataclasses.replace(memory("u1", "tea22", "likes tea", at=datetime(2026, 3, 2, 20, 0, tzinfo=UTC)))
@@ -61,7 +61,7 @@ def test_without_a_time_the_prompt_has_no_dates():
 
 
 def _lines(*times):
-    from memorybot.core.domain import Exchange
+    from memorybot.core.record.domain import Exchange
 
     said = [message("u1", f"line {i}", name="alice", at=at) for i, at in enumerate(times)]
     return Exchange.of(Speaker("u1", "alice"), said[0].scope, said)
@@ -74,9 +74,9 @@ def _times(block: str) -> list[str | None]:
 
 
 def test_a_line_carries_its_time_where_a_reader_could_not_tell_it_in_two_zones():
-    from memorybot.core import quoting
-    from memorybot.core.dates import PromptTime
-    from memorybot.core.domain import JST
+    from memorybot.core.prompting import quoting
+    from memorybot.core.record.dates import PromptTime
+    from memorybot.core.record.domain import JST
 
     night = datetime(2026, 11, 30, 3, 0, tzinfo=JST)  # the nightly run
     exchange = _lines(
@@ -93,9 +93,9 @@ def test_a_line_carries_its_time_where_a_reader_could_not_tell_it_in_two_zones()
 
 
 def test_a_live_turns_lines_carry_no_time_and_an_older_line_does():
-    from memorybot.core import quoting
-    from memorybot.core.dates import PromptTime
-    from memorybot.core.domain import JST
+    from memorybot.core.prompting import quoting
+    from memorybot.core.record.dates import PromptTime
+    from memorybot.core.record.domain import JST
 
     now = datetime(2026, 11, 30, 21, 0, tzinfo=JST)
     live = _lines(now - timedelta(minutes=50), now - timedelta(minutes=10), now)
@@ -136,7 +136,7 @@ def _user(server) -> str:
 
 def test_a_nightly_decision_dates_each_line_by_its_own_time_and_says_today_in_two_zones():
     from loopback.openai_server import OpenAIServer
-    from memorybot.core.domain import JST, Exchange
+    from memorybot.core.record.domain import JST, Exchange
 
     said = message("u1", "I moved here last week", name="alice", at=datetime(2026, 11, 29, 21, 5, tzinfo=JST))
     exchange = Exchange.of(Speaker("u1", "alice"), said.scope, [said])
@@ -157,7 +157,7 @@ def test_a_nightly_decision_dates_each_line_by_its_own_time_and_says_today_in_tw
 
 def test_the_writing_task_asks_for_text_and_valid_until_and_takes_either_answer():
     from loopback.openai_server import OpenAIServer
-    from memorybot.core.domain import JST, Exchange
+    from memorybot.core.record.domain import JST, Exchange
 
     said = message(
         "u1", "I'm in Fukuoka for the next two weeks", name="alice", at=datetime(2026, 11, 24, 9, tzinfo=JST)
@@ -178,8 +178,8 @@ def test_the_writing_task_asks_for_text_and_valid_until_and_takes_either_answer(
 
 def test_the_one_decision_dates_lines_and_shows_a_memorys_end_in_the_configured_zone_and_nothing_without_one():
     from loopback.openai_server import OpenAIServer
-    from memorybot.core import prompts
-    from memorybot.core.domain import JST, Exchange
+    from memorybot.core.prompting import prompts
+    from memorybot.core.record.domain import JST, Exchange
 
     said = message("u1", "I moved out of Kyoto last week", name="alice", at=datetime(2026, 11, 29, 21, 5, tzinfo=JST))
     exchange = Exchange.of(Speaker("u1", "alice"), said.scope, [said])

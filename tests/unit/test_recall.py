@@ -1,4 +1,4 @@
-"""One selection rule for every reader (core/recall.py): the reply prompt, the live extraction
+"""One selection rule for every reader (core/prompting/recall.py): the reply prompt, the live extraction
 and the nightly extraction read the ten memories most relevant to what the person is saying;
 the query is embedded only when a ranking needs it (more than ten memories, read for a person
 who is not paused), once the profile is loaded (by the extraction, beside "worth"); the vectors
@@ -24,13 +24,15 @@ from fakes import (
 from memorybot.adapters.embeddings_offline import OfflineEmbeddingModel
 from memorybot.adapters.manifests import InMemoryManifests
 from memorybot.adapters.offline import OfflineChatModel, OfflineDecisionModel
-from memorybot.core.consolidation import EMBED_BACKFILL_PER_NIGHT, Consolidator
-from memorybot.core.domain import GLOBAL_SCOPE, JST, Action, Actor, LedgerEntry, Memory, Owner, Speaker, Verdict
-from memorybot.core.extraction import Extractor, Outcome
-from memorybot.core.nightly_steps import run_in_process
-from memorybot.core.ports import ModelError
-from memorybot.core.recall import reply_query
-from memorybot.core.reply import ReplyWriter
+from memorybot.core.night.consolidation import Consolidator
+from memorybot.core.night.nightly_steps import run_in_process
+from memorybot.core.night.window import EMBED_BACKFILL_PER_NIGHT
+from memorybot.core.prompting.recall import reply_query
+from memorybot.core.record.changes import LedgerEntry
+from memorybot.core.record.domain import GLOBAL_SCOPE, JST, Action, Actor, Memory, Owner, Speaker, Verdict
+from memorybot.core.record.ports import ModelError
+from memorybot.core.turn.extraction import Extractor, Outcome
+from memorybot.core.turn.reply import ReplyWriter
 
 ALICE = Speaker("u1", "alice")
 ME = Owner(GLOBAL_SCOPE, "u1")
@@ -339,7 +341,7 @@ def test_the_nightly_backfill_gives_vectors_within_its_bound_and_goes_on_next_ni
 
 
 def test_a_query_embedding_that_does_not_come_back_in_time_leaves_lexical_relevance(monkeypatch):
-    from memorybot.core import recall
+    from memorybot.core.prompting import recall
 
     monkeypatch.setattr(recall, "QUERY_EMBEDDING_WAIT_SECONDS", 0.05)
     release = threading.Event()

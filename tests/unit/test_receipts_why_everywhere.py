@@ -10,10 +10,11 @@ from datetime import timedelta
 import pytest
 
 from fakes import T0, Clock, FakeMemoryStore, FakePeopleStore, memory, owner
-from memorybot.core import everywhere, receipts, why
-from memorybot.core.both_scopes import read_both
-from memorybot.core.domain import EVERYWHERE_SCOPE, Action, Actor, Change, Owner, snowflake_at
-from memorybot.core.history import ChangeKind, UndoOutcome, history, undo
+from memorybot.core.prompting.both_scopes import read_both
+from memorybot.core.record.changes import Change
+from memorybot.core.record.domain import EVERYWHERE_SCOPE, Action, Actor, Owner, snowflake_at
+from memorybot.core.rights import everywhere, receipts, why
+from memorybot.core.rights.history import ChangeKind, UndoOutcome, history, undo
 from memorybot.discord.receipts_view import receipt_message
 
 A = owner("a", "guild:1")
@@ -196,8 +197,8 @@ def test_a_move_is_one_row_undone_from_the_history_and_never_reaches_another_per
 
 
 def test_a_receipts_undo_finds_a_change_of_an_everywhere_memory_and_an_export_of_them_imports():
-    from memorybot.core.domain import ScopeMode
-    from memorybot.core.importing import is_scope, scope_unused
+    from memorybot.core.record.domain import ScopeMode
+    from memorybot.core.rights.importing import is_scope, scope_unused
 
     store, people, clock = world()
     add(store, "mem22", "likes tea", scope=EVERYWHERE_SCOPE)

@@ -8,9 +8,9 @@ from dataclasses import replace
 import pytest
 
 from memorybot.adapters.embeddings_offline import OfflineEmbeddingModel
-from memorybot.core import selection
-from memorybot.core.domain import Embedding
-from memorybot.core.selection import Fusion, fuse_rrf, fuse_weighted, rank
+from memorybot.core.prompting import selection
+from memorybot.core.prompting.selection import Fusion, fuse_rrf, fuse_weighted, rank
+from memorybot.core.record.domain import Embedding
 from relevance_cases import PROFILE, QUESTIONS, profile
 
 MODEL = OfflineEmbeddingModel(256)

@@ -9,8 +9,8 @@ import threading
 import pytest
 
 from frontdoor import ALICE, BOB, SCOPE, body_of, context, event, forget, interaction_id, owner, pause, remember_this
-from memorybot.core.catalog import text
-from memorybot.core.domain import Action, Actor, snowflake_time, text_problem
+from memorybot.core.record.catalog import text
+from memorybot.core.record.domain import Action, Actor, snowflake_time, text_problem
 from memorybot.handlers import extraction
 from memorybot.handlers.interactions import handler
 

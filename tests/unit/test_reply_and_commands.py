@@ -7,9 +7,9 @@ from datetime import timedelta
 import pytest
 
 from fakes import T0, FakeMemoryStore, ScriptedChat, memory, message, owner
-from memorybot.core import commands
-from memorybot.core.domain import Action, Actor
-from memorybot.core.reply import ReplyWriter
+from memorybot.core.record.domain import Action, Actor
+from memorybot.core.rights import commands
+from memorybot.core.turn.reply import ReplyWriter
 
 ALICE, BOB = "100", "200"
 ME, HER = owner(ALICE), owner(BOB)  # their profiles in the (default) global scope

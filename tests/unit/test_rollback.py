@@ -10,9 +10,10 @@ import pytest
 
 from fakes import Clock, FakeMemoryStore, FakeRunStore, memory, owner
 from memorybot.admin_api import ROLLBACK, BadRequest, json_object, rollback_answer, rollback_request
-from memorybot.core.domain import Action, Actor, Change, Memory
-from memorybot.core.ports import RollbackClaim
-from memorybot.core.rollback import ROLLBACK_LEASE, Outcome, Rollback
+from memorybot.core.record.changes import Change
+from memorybot.core.record.domain import Action, Actor, Memory
+from memorybot.core.record.ports import RollbackClaim
+from memorybot.core.rights.rollback import ROLLBACK_LEASE, Outcome, Rollback
 
 
 def handle(rollback, authorization, body, admin_secret):

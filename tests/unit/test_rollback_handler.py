@@ -14,7 +14,8 @@ from memorybot import bootstrap
 from memorybot.adapters.invoker import LocalContext
 from memorybot.bootstrap import Container
 from memorybot.config import Settings
-from memorybot.core.domain import Action, Actor, Change
+from memorybot.core.record.changes import Change
+from memorybot.core.record.domain import Action, Actor
 from memorybot.handlers import admin
 
 SECRET = "admin-secret-for-tests"

@@ -12,8 +12,9 @@ from hypothesis import strategies as st
 
 from fakes import Clock, FakeMemoryStore, FakeRunStore
 from hypothesis_profiles import examples
-from memorybot.core.domain import Action, Actor, Change, Memory, Owner
-from memorybot.core.rollback import Outcome, Rollback
+from memorybot.core.record.changes import Change
+from memorybot.core.record.domain import Action, Actor, Memory, Owner
+from memorybot.core.rights.rollback import Outcome, Rollback
 
 T = datetime(2026, 11, 29, 18, 0, tzinfo=UTC)
 # The same ids for two people and for one person in two scopes: each (owner, id) is its own record.

@@ -1,4 +1,4 @@
-"""Selection: the ten a reader sees are the relevant ten (core/selection.py)."""
+"""Selection: the ten a reader sees are the relevant ten (core/prompting/selection.py)."""
 
 from __future__ import annotations
 
@@ -6,8 +6,8 @@ from datetime import timedelta
 
 from fakes import T0
 from memorybot.adapters.embeddings_offline import OfflineEmbeddingModel
-from memorybot.core.domain import Embedding, Memory
-from memorybot.core.selection import is_kana_grammar, select, tokens
+from memorybot.core.prompting.selection import is_kana_grammar, select, tokens
+from memorybot.core.record.domain import Embedding, Memory
 
 
 def profile(*texts: str, user: str = "u1") -> list[Memory]:

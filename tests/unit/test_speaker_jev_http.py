@@ -12,8 +12,8 @@ from exchanges import BOT_ID, exchange
 from fakes import T0, FakeMemoryStore, ScriptedChat, memory, message
 from loopback.jev_server import JevServer
 from memorybot.adapters.jev_http import JevHttpDecisionModel
-from memorybot.core.domain import GLOBAL_SCOPE, Speaker, Verdict
-from memorybot.core.extraction import Extractor
+from memorybot.core.record.domain import GLOBAL_SCOPE, Speaker, Verdict
+from memorybot.core.turn.extraction import Extractor
 
 ALICE, BOB = Speaker("u1", "alice"), Speaker("u2", "bob")
 

@@ -7,9 +7,9 @@ import pytest
 
 from exchanges import exchange
 from fakes import memory, message
-from memorybot.core import prompts
-from memorybot.core.domain import Speaker, plain_name
-from memorybot.core.prompts import build_reply_prompt
+from memorybot.core.prompting import prompts
+from memorybot.core.prompting.prompts import build_reply_prompt
+from memorybot.core.record.domain import Speaker, plain_name
 
 TEA = memory("u1", "k3x9a", "likes tea")
 

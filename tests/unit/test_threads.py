@@ -1,4 +1,4 @@
-"""Threads kept between runs (``core/threads.py``), and the extractor's use of them: a turn's
+"""Threads kept between runs (``core/record/threads.py``), and the extractor's use of them: a turn's
 model calls start on threads the turns before left waiting, never queued behind another turn's,
 and a turn ends only when every one of its calls has."""
 
@@ -12,9 +12,9 @@ from datetime import timedelta
 import pytest
 
 from fakes import T0, Clock, FakeMemoryStore, ScriptedChat, ScriptedJev, memory, message, speaker
-from memorybot.core.domain import GLOBAL_SCOPE, Verdict
-from memorybot.core.extraction import Extractor
-from memorybot.core.threads import Tasks, WarmThreads
+from memorybot.core.record.domain import GLOBAL_SCOPE, Verdict
+from memorybot.core.record.threads import Tasks, WarmThreads
+from memorybot.core.turn.extraction import Extractor
 
 WAIT = 5.0  # generous: only a broken pool ever waits this long
 

@@ -13,11 +13,12 @@ import pytest
 from fakes import Clock, FakeMemoryStore, FakeRunStore, ScriptedChat, memory, message, owner
 from frontdoor import ALICE, SCOPE, body_of, context, event, why
 from memorybot.adapters.dynamodb_memories import DynamoMemoryStore
-from memorybot.core import commands, history
-from memorybot.core.dates import CALENDAR_END, parse_day
-from memorybot.core.domain import Action, Actor, Change, Memory, iso
-from memorybot.core.reply import ReplyWriter
-from memorybot.core.rollback import Outcome, Rollback
+from memorybot.core.record.changes import Change
+from memorybot.core.record.dates import CALENDAR_END, parse_day
+from memorybot.core.record.domain import Action, Actor, Memory, iso
+from memorybot.core.rights import commands, history
+from memorybot.core.rights.rollback import Outcome, Rollback
+from memorybot.core.turn.reply import ReplyWriter
 from memorybot.handlers.interactions import handler
 
 T = datetime(2026, 11, 29, 18, 0, tzinfo=UTC)

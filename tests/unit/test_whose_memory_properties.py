@@ -16,11 +16,11 @@ from hypothesis import strategies as st
 from fakes import T0, Clock, FakeMemoryStore, FakeMessageStore, FakeRunStore, message, owner, speaker
 from hypothesis_profiles import examples
 from memorybot.adapters.manifests import InMemoryManifests
-from memorybot.core.consolidation import Consolidator
-from memorybot.core.decisions import decide_per_record
-from memorybot.core.domain import EXCHANGE_MESSAGES, Actor, Exchange, MemoryDraft, Verdict
-from memorybot.core.extraction import Extractor
-from memorybot.core.nightly_steps import run_in_process
+from memorybot.core.night.consolidation import Consolidator
+from memorybot.core.night.nightly_steps import run_in_process
+from memorybot.core.prompting.decisions import decide_per_record
+from memorybot.core.record.domain import EXCHANGE_MESSAGES, Actor, Exchange, MemoryDraft, Verdict
+from memorybot.core.turn.extraction import Extractor
 
 ADD, DEL = "ZEBRAADD", "ZEBRADEL"
 PEOPLE = ("a", "b", "c")

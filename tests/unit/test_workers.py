@@ -10,10 +10,10 @@ import pytest
 
 from frontdoor import ALICE, APP_ID, BOB, CHANNEL, SCOPE, chat, context, event, owner, seed
 from memorybot.adapters.invoker import LocalInvoker
-from memorybot.core import conversation
-from memorybot.core.catalog import text
-from memorybot.core.domain import Action, Actor, Message, snowflake_at, utcnow
-from memorybot.core.jobs import ExtractionJob, ReplyJob
+from memorybot.core.record.catalog import text
+from memorybot.core.record.domain import Action, Actor, Message, snowflake_at, utcnow
+from memorybot.core.record.jobs import ExtractionJob, ReplyJob
+from memorybot.core.turn import conversation
 from memorybot.handlers import extraction, interactions, reply
 
 ALICE_SECRET = "alice is training for the Osaka marathon"

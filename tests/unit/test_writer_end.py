@@ -14,8 +14,8 @@ import pytest
 
 from fakes import Clock, FakeMemoryStore, ScriptedChat, ScriptedJev, memory, message, owner, speaker
 from memorybot.adapters.offline import OfflineChatModel, OfflineDecisionModel, plan_end
-from memorybot.core.domain import GLOBAL_SCOPE, JST, Action, Actor, Embedding, Exchange, MemoryDraft, Verdict
-from memorybot.core.extraction import Extractor
+from memorybot.core.record.domain import GLOBAL_SCOPE, JST, Action, Actor, Embedding, Exchange, MemoryDraft, Verdict
+from memorybot.core.turn.extraction import Extractor
 
 ALICE = "100"
 ME = speaker(ALICE, "alice")

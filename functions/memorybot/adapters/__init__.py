@@ -1,1 +1,1 @@
-"""Adapters: the ports of ``memorybot.core.ports`` implemented against real services."""
+"""Adapters: the ports of ``memorybot.core.record.ports`` implemented against real services."""

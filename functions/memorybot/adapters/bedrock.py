@@ -2,7 +2,7 @@
 
 Decisions are forced through a tool: the request offers exactly one tool whose input
 schema is the answer's JSON schema, and ``toolChoice`` names it, so the model must
-answer with a ``toolUse`` block; its ``input`` is parsed strictly (``core/prompts.py``).
+answer with a ``toolUse`` block; its ``input`` is parsed strictly (``core/prompting/prompts.py``).
 Forcing a specific tool needs a model that supports it (the API reference names
 Anthropic Claude 3 and later, and Amazon Nova); with another model the call fails
 with a ValidationException, which is a ModelError like any other.
@@ -31,11 +31,11 @@ from botocore.config import Config
 from botocore.exceptions import BotoCoreError, ClientError, ConnectionClosedError, ReadTimeoutError
 from botocore.exceptions import ConnectionError as BotoConnectionError
 
-from ..core import prompts
-from ..core.domain import PromptMessage
-from ..core.metrics import purpose_of
-from ..core.ports import ModelError, UnusableAnswer
-from ..core.prompts import Question, TextTask
+from ..core.prompting import prompts
+from ..core.prompting.prompts import Question, TextTask
+from ..core.record.domain import PromptMessage
+from ..core.record.metrics import purpose_of
+from ..core.record.ports import ModelError, UnusableAnswer
 from . import llm_backend
 from .metering import NO_METER, ModelMeter
 from .retry import Retrier, Throttled, Transient, retrier_for, retry_after_seconds

@@ -10,8 +10,8 @@ from typing import Any
 
 import httpx
 
-from ..core.domain import Message
-from ..core.ports import DiscordError, DmsClosedError
+from ..core.record.domain import Message
+from ..core.record.ports import DiscordError, DmsClosedError
 from ..discord.formats import is_interaction_token, is_snowflake, valid_unicode
 
 logger = logging.getLogger(__name__)

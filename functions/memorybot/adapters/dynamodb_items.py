@@ -24,7 +24,7 @@ from typing import Any
 from botocore.exceptions import ClientError
 
 from .. import tables
-from ..core.domain import SourceRef, parse_iso
+from ..core.record.domain import SourceRef, parse_iso
 
 Item = dict[str, Any]  # one DynamoDB item in the low-level client's typed form
 

@@ -11,9 +11,10 @@ import json
 from datetime import timedelta
 
 from .. import tables
-from ..core import memory_record
-from ..core.domain import Action, Actor, LedgerEntry, Memory, iso, parse_iso
-from ..core.memory_record import Shape
+from ..core.record import memory_record
+from ..core.record.changes import LedgerEntry
+from ..core.record.domain import Action, Actor, Memory, iso, parse_iso
+from ..core.record.memory_record import Shape
 from .dynamodb_items import (
     Item,
     bool_of,

@@ -32,26 +32,24 @@ from botocore.exceptions import ClientError
 
 from .. import tables
 from ..config import Settings
-from ..core import memory_record
-from ..core.domain import (
+from ..core.record import memory_record
+from ..core.record.changes import Change, LedgerEntry
+from ..core.record.domain import (
     CHANGE_ACTIONS,
     JST,
     REMEMBER_CLAIM_LEASE,
     Action,
     Actor,
-    Basis,
-    Change,
     Embedding,
-    LedgerEntry,
     Memory,
     Owner,
-    PersonCheck,
     SourceRef,
     iso,
     utcnow,
 )
-from ..core.memory_record import Kind, Shape
-from ..core.ports import ConflictError, MemoryStore, MoveBlocked, PersonRefused
+from ..core.record.memory_record import Kind, Shape
+from ..core.record.person import Basis, PersonCheck
+from ..core.record.ports import ConflictError, MemoryStore, MoveBlocked, PersonRefused
 from . import profile_index, vectors
 from .dynamodb_items import (
     REASON_CONDITION_FAILED,
@@ -89,7 +87,7 @@ TRANSACTION_CONFLICT_BACKOFF_SECONDS = 0.05
 # updated_at and no stale_shard, so no profile, review or stale index ever lists it; it has
 # user_id and scope, so by_user finds it for export and erasure.
 FORGOTTEN_KEY = "#forgotten"
-# The memories the night changed, until the person is told (core/receipts.py): beside the owner's
+# The memories the night changed, until the person is told (core/rights/receipts.py): beside the owner's
 # memories like the forgotten sources, with user_id and scope so that an erasure finds it.
 OVERNIGHT_KEY = "#overnight"
 
@@ -111,7 +109,7 @@ def stale_shard(owner: Owner) -> str:
 
 
 def memory_item(memory: Memory, zone: tzinfo = JST) -> Item:
-    """The item a memory's Put writes: the record's item shape (core/memory_record.py) as typed
+    """The item a memory's Put writes: the record's item shape (core/record/memory_record.py) as typed
     attribute values, with the keys and the index bookkeeping (``zone``: the deployment's, which
     says when a memory with an end ends)."""
     item: Item = {

@@ -16,8 +16,9 @@ from botocore.exceptions import ClientError
 
 from .. import tables
 from ..config import Settings
-from ..core.domain import DISCORD_EPOCH_MS, JST, Message, PersonCheck, jst_day, snowflake_time
-from ..core.ports import PersonRefused
+from ..core.record.domain import DISCORD_EPOCH_MS, JST, Message, jst_day, snowflake_time
+from ..core.record.person import PersonCheck
+from ..core.record.ports import PersonRefused
 from .dynamodb_items import (
     REASON_CONDITION_FAILED,
     Item,

@@ -1,4 +1,4 @@
-"""The people table (``tables.PEOPLE``): one record per person (``domain.Person``). The condition
+"""The people table (``tables.PEOPLE``): one record per person (``person.Person``). The condition
 every writer of a person's data puts in its own transaction is ``person_check_item``, below.
 
 The record's attributes: ``paused_at`` (only while paused), ``resumed_at``, ``noticed`` (a string
@@ -18,7 +18,9 @@ from botocore.exceptions import ClientError
 
 from .. import tables
 from ..config import Settings
-from ..core.domain import Basis, LedgerEntry, Person, PersonCheck, iso, parse_iso
+from ..core.record.changes import LedgerEntry
+from ..core.record.domain import iso, parse_iso
+from ..core.record.person import Basis, Person, PersonCheck
 from .dynamodb_items import (
     REASON_CONDITION_FAILED,
     Item,

@@ -26,8 +26,9 @@ from botocore.exceptions import ClientError
 
 from .. import tables
 from ..config import Settings
-from ..core.domain import NIGHTLY_MAX_DURATION, LedgerEntry, NightlyRun, RunSummary, iso, parse_iso
-from ..core.ports import M, RollbackClaim
+from ..core.record.changes import LedgerEntry, NightlyRun, RunSummary
+from ..core.record.domain import NIGHTLY_MAX_DURATION, iso, parse_iso
+from ..core.record.ports import M, RollbackClaim
 from .dynamodb_items import (
     TRANSACTION_CANCELED,
     TRANSACTION_CONFLICT,

@@ -1,5 +1,5 @@
 """The servers table (``tables.SERVERS``): each server's settings, their ledger rows and its counters
-(``core.servers.ServerStore``).
+(``core.rights.servers.ServerStore``).
 
 Settings are read at most once per interaction and kept briefly in the warm process
 (``cache_seconds``: 30 s deployed, so a change takes effect within a minute; 0 in the local stack,
@@ -18,8 +18,8 @@ from typing import Any
 
 from botocore.exceptions import ClientError
 
-from ..core.domain import iso, parse_iso
-from ..core.servers import (
+from ..core.record.domain import iso, parse_iso
+from ..core.rights.servers import (
     FIGURE_DAYS,
     AnswerLanguage,
     Changed,

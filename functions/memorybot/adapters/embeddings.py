@@ -1,4 +1,4 @@
-"""Embedding models for relevance (core/selection.py): Amazon Bedrock Titan Text Embeddings V2
+"""Embedding models for relevance (core/prompting/selection.py): Amazon Bedrock Titan Text Embeddings V2
 and any OpenAI-compatible ``/v1/embeddings`` server.
 
 Both go through the shared retry policy and the process's limiter (``retry.py``), as every
@@ -20,8 +20,8 @@ from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any, Unpack
 
-from ..core.domain import Embedding
-from ..core.ports import ModelError
+from ..core.record.domain import Embedding
+from ..core.record.ports import ModelError
 from . import bedrock
 from .bedrock import bedrock_client
 from .json_http import JsonService, ServiceOptions, service_options

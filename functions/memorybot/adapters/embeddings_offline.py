@@ -15,8 +15,8 @@ import math
 import unicodedata
 from collections.abc import Sequence
 
-from ..core.domain import Embedding
-from ..core.selection import is_cjk
+from ..core.prompting.selection import is_cjk
+from ..core.record.domain import Embedding
 
 OFFLINE_EMBEDDING_MODEL = "offline-hashed-ngrams-v1"
 DEFAULT_OFFLINE_DIMENSIONS = 256

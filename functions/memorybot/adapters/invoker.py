@@ -16,7 +16,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..core.jobs import Job
+from ..core.record.jobs import Job
 
 logger = logging.getLogger(__name__)
 

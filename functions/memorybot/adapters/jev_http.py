@@ -65,9 +65,10 @@ from typing import TYPE_CHECKING, Any, Unpack
 
 import httpx
 
-from ..core import memory_record
-from ..core.decisions import decide_per_record
-from ..core.domain import (
+from ..core.prompting.decisions import decide_per_record
+from ..core.prompting.prompts import parse_decision, parse_probability, parse_verdict
+from ..core.record import memory_record
+from ..core.record.domain import (
     BOT_NAME,
     MEMORY_VERDICTS,
     REVIEW_VERDICTS,
@@ -78,9 +79,8 @@ from ..core.domain import (
     iso,
     plain_name,
 )
-from ..core.memory_record import Shape
-from ..core.ports import ModelError, UnusableAnswer
-from ..core.prompts import parse_decision, parse_probability, parse_verdict
+from ..core.record.memory_record import Shape
+from ..core.record.ports import ModelError, UnusableAnswer
 from .json_http import JsonService, ServiceOptions, service_options
 from .metering import NO_METER
 
@@ -89,7 +89,7 @@ if TYPE_CHECKING:
 
 
 def memory_body(memory: Memory) -> dict[str, Any]:
-    """The contract's ``memory``: the record's Jev shape (core/memory_record.py)."""
+    """The contract's ``memory``: the record's Jev shape (core/record/memory_record.py)."""
     return memory_record.encode(memory, Shape.JEV)
 
 

@@ -1,8 +1,8 @@
 """What every LLM backend (OpenAI-compatible, Bedrock) shares: the decision and writing ports
-as the core's prompts (``core/prompts.py``, where all prompt text lives), the JSON object or
+as the core's prompts (``core/prompting/prompts.py``, where all prompt text lives), the JSON object or
 first line taken out of a text answer, and the reply prompt mapped onto a backend's turns.
 
-Parsing never repairs an answer (see ``core/prompts.py``); error messages carry no memory or
+Parsing never repairs an answer (see ``core/prompting/prompts.py``); error messages carry no memory or
 message text (they may end up in logs).
 """
 
@@ -14,11 +14,7 @@ from collections.abc import Callable, Sequence
 from datetime import datetime, tzinfo
 from typing import Any
 
-from ..core.catalog import Language
-from ..core.dates import PromptTime
-from ..core.domain import Decision, Exchange, Memory, MemoryDraft, PromptMessage, Verdict, utcnow
-from ..core.ports import ModelError, UnusableAnswer
-from ..core.prompts import (
+from ..core.prompting.prompts import (
     Question,
     TextTask,
     decide_question,
@@ -28,6 +24,10 @@ from ..core.prompts import (
     review_question,
     worth_question,
 )
+from ..core.record.catalog import Language
+from ..core.record.dates import PromptTime
+from ..core.record.domain import Decision, Exchange, Memory, MemoryDraft, PromptMessage, Verdict, utcnow
+from ..core.record.ports import ModelError, UnusableAnswer
 
 # ---------------------------------------------------------------- answer parsing
 

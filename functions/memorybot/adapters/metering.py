@@ -20,9 +20,9 @@ from functools import cache
 from typing import TYPE_CHECKING
 
 from ..config import estimated_cost, price_in
-from ..core import metrics as names
-from ..core.metrics import NO_METRICS
-from ..core.ports import Metrics
+from ..core.record import metrics as names
+from ..core.record.metrics import NO_METRICS
+from ..core.record.ports import Metrics
 from . import tracing
 
 if TYPE_CHECKING:

@@ -14,7 +14,7 @@ from datetime import tzinfo
 from typing import Protocol, TypeVar
 
 from ..config import Settings
-from ..core.ports import ChatModel, DecisionModel, EmbeddingModel
+from ..core.record.ports import ChatModel, DecisionModel, EmbeddingModel
 
 
 class _DatedModel(Protocol):

@@ -41,9 +41,9 @@ from dataclasses import dataclass
 from datetime import date, timedelta, tzinfo
 from html import unescape
 
-from ..core.catalog import Language
-from ..core.domain import JST, Decision, Exchange, Memory, MemoryDraft, Message, PromptMessage, Verdict
-from ..core.ports import ModelError
+from ..core.record.catalog import Language
+from ..core.record.domain import JST, Decision, Exchange, Memory, MemoryDraft, Message, PromptMessage, Verdict
+from ..core.record.ports import ModelError
 
 OFFLINE_MEMORY_LABEL = "[offline]"
 OFFLINE_REPLY_LABEL = "(offline stand-in)"

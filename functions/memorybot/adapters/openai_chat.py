@@ -9,7 +9,7 @@ server. A server that refuses it (a 4xx whose body names ``response_format`` or 
 is asked again in JSON mode (``{"type": "json_object"}``), and one that refuses that too, in plain
 text, where the answer is then found in the text; each client remembers the step it reached (one
 client is one server and model), so a refusing server is not asked the refused way again. The
-answer is parsed strictly (see ``core/prompts.py``): anything but the expected object is a
+answer is parsed strictly (see ``core/prompting/prompts.py``): anything but the expected object is a
 ``ModelError`` (``UnusableAnswer``).
 429 is a throttle, retried (honouring Retry-After and ``retry-after-ms``) until the deadline and
 then ``ModelUnavailable``; 5xx, timeouts and transport errors get a few quick retries and then
@@ -26,11 +26,11 @@ from typing import TYPE_CHECKING, Any, Unpack
 
 import httpx
 
-from ..core import prompts
-from ..core.domain import PromptMessage
-from ..core.metrics import purpose_of
-from ..core.ports import ModelError, UnusableAnswer
-from ..core.prompts import Question, TextTask
+from ..core.prompting import prompts
+from ..core.prompting.prompts import Question, TextTask
+from ..core.record.domain import PromptMessage
+from ..core.record.metrics import purpose_of
+from ..core.record.ports import ModelError, UnusableAnswer
 from . import llm_backend
 from .json_http import JsonService, ServiceOptions, service_options
 from .metering import NO_METER

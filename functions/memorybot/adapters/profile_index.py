@@ -1,6 +1,6 @@
 """The selection index: what ranking needs of each of an owner's memories, in a few items.
 
-The relevance selection (core/selection.py) ranks a profile by each memory's text (its terms),
+The relevance selection (core/prompting/selection.py) ranks a profile by each memory's text (its terms),
 its vector, its update time and id (ties, newest first) and its end (the reply leaves ended
 ones out). A memory's item holds more than that (its sources, created/review bookkeeping, the
 keys and index attributes of four indexes), and a Query returns every attribute as typed JSON for
@@ -38,7 +38,7 @@ from collections.abc import Iterable
 from datetime import UTC, date, datetime, timedelta
 from typing import Any
 
-from ..core.domain import Embedding, Memory, Owner
+from ..core.record.domain import Embedding, Memory, Owner
 from . import vectors
 from .dynamodb_items import Item, s
 

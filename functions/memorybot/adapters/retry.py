@@ -37,7 +37,7 @@ from email.utils import parsedate_to_datetime
 from functools import cache
 from typing import TYPE_CHECKING, TypeVar
 
-from ..core.ports import ModelFailed, ModelUnavailable
+from ..core.record.ports import ModelFailed, ModelUnavailable
 from .limiter import LimiterTimeout, ModelCallLimiter
 
 if TYPE_CHECKING:

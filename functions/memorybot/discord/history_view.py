@@ -1,6 +1,6 @@
 """``/memory history`` on Discord: the page of changes (only the caller sees it), its Undo and
 "Older" buttons, and the Undo's answer, in English or Japanese by the interaction's locale
-(the words are the catalog's: core/catalog.py).
+(the words are the catalog's: core/record/catalog.py).
 
 Button custom_ids name the person and a ledger row's key, never any text:
 ``memory-undo:<user id>:<key>`` and ``memory-history:<user id>:<key to page on from>``.
@@ -11,14 +11,14 @@ from __future__ import annotations
 import re
 from datetime import tzinfo
 
-from ..core.catalog import text, where_label
-from ..core.dates import local_stamp
-from ..core.history import ChangeKind, HistoryLine, HistoryPage, UndoOutcome, UndoResult
+from ..core.record.catalog import text, where_label
+from ..core.record.dates import local_stamp
+from ..core.rights.history import ChangeKind, HistoryLine, HistoryPage, UndoOutcome, UndoResult
 from .formats import markdown_escaped
 
 UNDO_BUTTON = "memory-undo"
 HISTORY_BUTTON = "memory-history"
-# A ledger row's key: "<fixed-width ISO time>#<entry id>" (domain.LedgerEntry.key).
+# A ledger row's key: "<fixed-width ISO time>#<entry id>" (changes.LedgerEntry.key).
 _KEY = r"[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9:.]{15}Z#[0-9A-Za-z_-]{1,32}"
 UNDO_ID = re.compile(rf"^{UNDO_BUTTON}:([0-9]{{1,20}}):({_KEY})$")
 HISTORY_ID = re.compile(rf"^{HISTORY_BUTTON}:([0-9]{{1,20}}):({_KEY})$")

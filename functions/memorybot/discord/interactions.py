@@ -13,21 +13,22 @@ from collections.abc import Callable
 from datetime import UTC, datetime, tzinfo
 from typing import TYPE_CHECKING, Any, Protocol
 
-from ..core import conversation
-from ..core.catalog import text
-from ..core.catalog import where_label as scope_label
-from ..core.dates import local_stamp
-from ..core.domain import GLOBAL_SCOPE, Actor, Owner, Person, ScopeMode, iso, shows_nothing, snowflake_time, utcnow
-from ..core.jobs import ForgetAllJob, RememberJob, ReplyJob
+from ..core.record.catalog import text
+from ..core.record.catalog import where_label as scope_label
+from ..core.record.dates import local_stamp
+from ..core.record.domain import GLOBAL_SCOPE, Actor, Owner, ScopeMode, iso, shows_nothing, snowflake_time, utcnow
+from ..core.record.jobs import ForgetAllJob, RememberJob, ReplyJob
+from ..core.record.person import Person
+from ..core.turn import conversation
 from ..lazy import lazy
 from .formats import markdown_escaped
 
 if TYPE_CHECKING:
-    from ..core import commands, consent, everywhere, history, why
-    from ..core.commands import CommandMemories
-    from ..core.history import HistoryMemories
-    from ..core.ports import AsyncInvoker, DiscordApi, MessageStore, Metrics, PeopleStore, RememberedMessages
-    from ..core.why import WhyMemories
+    from ..core.record.ports import AsyncInvoker, DiscordApi, MessageStore, Metrics, PeopleStore, RememberedMessages
+    from ..core.rights import commands, consent, everywhere, history, why
+    from ..core.rights.commands import CommandMemories
+    from ..core.rights.history import HistoryMemories
+    from ..core.rights.why import WhyMemories
     from . import history_view, receipts_view, server_admin
     from .guilds import GuildNames
     from .server_admin import ServerDeps
@@ -37,7 +38,7 @@ if TYPE_CHECKING:
 
 else:  # a cold start imports what every answer needs; each command's own modules load when it first comes
     commands, consent, everywhere, history, why = (
-        lazy(f"memorybot.core.{name}") for name in ("commands", "consent", "everywhere", "history", "why")
+        lazy(f"memorybot.core.rights.{name}") for name in ("commands", "consent", "everywhere", "history", "why")
     )
     history_view, receipts_view, server_admin = (
         lazy(f"memorybot.discord.{name}") for name in ("history_view", "receipts_view", "server_admin")
@@ -429,7 +430,7 @@ def _everywhere_count(deps: Dependencies, caller: Caller) -> int:
 
 
 def _count_forgotten(deps: Dependencies, count: int) -> None:
-    from ..core.metrics import MEMORIES_FORGOTTEN  # on a forget only: the cold start imports nothing more
+    from ..core.record.metrics import MEMORIES_FORGOTTEN  # on a forget only: the cold start imports nothing more
 
     deps.metrics.add(MEMORIES_FORGOTTEN, count)
 
@@ -550,7 +551,7 @@ def _never_teaches_again(deps: Dependencies, person: Person, owner: Owner, messa
     return any(at >= said for at in ended) or message_id in deps.memory_store.forgotten_sources(owner)
 
 
-# ---- receipts, "Why?" and "everywhere" memories (core/receipts.py, core/why.py, core/everywhere.py)
+# ---- receipts, "Why?" and "everywhere" memories (core/rights/: receipts.py, why.py, everywhere.py)
 
 
 def _set_receipts(request: SetReceipts, deps: Dependencies) -> dict:

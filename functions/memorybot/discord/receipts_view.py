@@ -12,14 +12,14 @@ import re
 from collections.abc import Sequence
 from datetime import tzinfo
 
-from ..core import receipts
-from ..core.catalog import text
-from ..core.dates import local_stamp
-from ..core.domain import Owner
-from ..core.jobs import RememberJob, ReplyJob
-from ..core.ports import DiscordApi, OvernightNotes
-from ..core.receipts import Receipt
-from ..core.why import WhyAnswer, WhyState
+from ..core.record.catalog import text
+from ..core.record.dates import local_stamp
+from ..core.record.domain import Owner
+from ..core.record.jobs import RememberJob, ReplyJob
+from ..core.record.ports import DiscordApi, OvernightNotes
+from ..core.rights import receipts
+from ..core.rights.receipts import Receipt
+from ..core.rights.why import WhyAnswer, WhyState
 from .history_view import BUTTON, MESSAGE_MAX_CHARS, SECONDARY_STYLE, button_rows, kind_text, quoted, undo_buttons
 
 BECAUSE_BUTTON = "memory-because"
@@ -79,7 +79,7 @@ def overnight_message(user_id: str, count: int, locale: str) -> tuple[str, Seque
 
 
 def tell_the_night(memories: OvernightNotes, discord: DiscordApi, job: ReplyJob | RememberJob) -> bool:
-    """The night's line on this use of the bot in the job's scope (core/receipts.py), after its answer."""
+    """The night's line on this use of the bot in the job's scope (core/rights/receipts.py), after its answer."""
     return receipts.tell_overnight(
         memories,
         discord,

@@ -14,9 +14,9 @@ from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
-from ..core.catalog import COMMAND_DESCRIPTIONS, COMMAND_NAMES, REMEMBER_THIS, SETTING_CHOICES, Language
-from ..core.domain import Owner, ScopeMode, scope_for
-from ..core.server_limits import DAILY_LIMIT_MAX, PERSONA_MAX_CHARS
+from ..core.record.catalog import COMMAND_DESCRIPTIONS, COMMAND_NAMES, REMEMBER_THIS, SETTING_CHOICES, Language
+from ..core.record.domain import Owner, ScopeMode, scope_for
+from ..core.rights.server_limits import DAILY_LIMIT_MAX, PERSONA_MAX_CHARS
 from ..lazy import lazy
 from .formats import is_interaction_token, is_snowflake, valid_unicode
 
@@ -121,7 +121,7 @@ COMMANDS: list[dict[str, Any]] = [
                 _subcommand("pause"),
                 _subcommand("resume"),
                 _subcommand("history"),
-                # receipts, "everywhere" memories (core/receipts.py, core/everywhere.py)
+                # receipts, "everywhere" memories (core/rights/receipts.py, core/rights/everywhere.py)
                 _subcommand("receipts", _boolean_option("receipts", "enabled", required=True)),
                 _subcommand("everywhere", _memory_id_option("everywhere")),
                 _subcommand("here", _memory_id_option("here")),
@@ -330,7 +330,7 @@ class ShowSettings:
 
 @dataclass(frozen=True)
 class ChangeSetting:
-    """/memory-settings <setting> ...: one change, as ``core.servers.SettingChange`` takes it."""
+    """/memory-settings <setting> ...: one change, as ``core.rights.servers.SettingChange`` takes it."""
 
     caller: Caller
     permissions: int
@@ -694,7 +694,7 @@ _MEMORY_SUBCOMMANDS: dict[tuple[str, int], Callable[[_Command], Request]] = {
 }
 
 
-# ---- /memory-settings: a server's admins (core/servers.py). Registered with Manage Server as its
+# ---- /memory-settings: a server's admins (core/rights/servers.py). Registered with Manage Server as its
 # default permission and in servers only; the handler checks the member's own permissions too.
 SETTINGS_COMMAND_NAME = "memory-settings"
 SUBCOMMAND_GROUP, INTEGER_OPTION, BOOLEAN_OPTION, CHANNEL_OPTION = 2, 4, 5, 7
@@ -791,7 +791,7 @@ def _option_value(options: list[dict], name: str, kind: type) -> Any:
     return value
 
 
-_Change = tuple[str, str, str]  # (setting, value, channel): core.servers.SettingChange's fields
+_Change = tuple[str, str, str]  # (setting, value, channel): core.rights.servers.SettingChange's fields
 
 
 def _settings_change(name: str, options: list[dict]) -> _Change | None:

@@ -13,10 +13,11 @@ from dataclasses import replace
 from datetime import UTC, datetime, tzinfo
 from typing import Any, Protocol
 
-from ..core import servers
-from ..core.catalog import text
-from ..core.domain import snowflake_time
-from ..core.servers import BadSetting, ChangeRow, ServerSettings, ServerStore
+from ..core.record.catalog import text
+from ..core.record.dates import local_stamp
+from ..core.record.domain import snowflake_time
+from ..core.rights import servers
+from ..core.rights.servers import BadSetting, ChangeRow, ServerSettings, ServerStore
 from .formats import markdown_escaped
 from .requests import Caller, ChangeSetting, Chat, RememberMessage, ShowSettings
 
@@ -172,7 +173,7 @@ def show_settings(request: ShowSettings, deps: ServerDeps) -> dict:
         )
         changed = server.changed.get(setting)
         if changed is not None:
-            at = changed.at.astimezone(zone).strftime("%Y-%m-%d %H:%M")
+            at = local_stamp(changed.at, zone)
             line += text("settings_show_changed", locale, admin=changed.admin_id, at=at)
         lines.append(line)
     figures = deps.server_store.figures(caller.guild_id, today(deps))
@@ -200,7 +201,7 @@ def show_settings(request: ShowSettings, deps: ServerDeps) -> dict:
                 text(
                     "settings_recent_line",
                     locale,
-                    at=row.at.astimezone(zone).strftime("%Y-%m-%d %H:%M"),
+                    at=local_stamp(row.at, zone),
                     admin=row.admin_id,
                     setting=text(f"settings_name_{row.setting}", locale),
                     before=_short(row.before) or "—",

@@ -15,7 +15,7 @@ from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from .. import bootstrap
-from ..core.jobs import BadJob, Job
+from ..core.record.jobs import BadJob, Job
 
 if TYPE_CHECKING:
     from ..admin_api import AdminRoute

@@ -17,10 +17,12 @@ from typing import Any
 from aws_lambda_powertools import Logger
 
 from ..bootstrap import Container
-from ..core import commands, conversation, everywhere, metrics, receipts
-from ..core.domain import utcnow
-from ..core.jobs import ExtractionJob, ForgetAllJob, RememberJob
-from ..core.servers import guild_of
+from ..core.record import metrics
+from ..core.record.domain import utcnow
+from ..core.record.jobs import ExtractionJob, ForgetAllJob, RememberJob
+from ..core.rights import commands, everywhere, receipts
+from ..core.rights.servers import guild_of
+from ..core.turn import conversation
 from ..discord.receipts_view import receipt_message, tell_the_night
 from . import count_metric, job_worker, log_core_with, retries_spent
 

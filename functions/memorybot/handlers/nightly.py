@@ -18,13 +18,15 @@ from typing import Any, TypeVar
 from aws_lambda_powertools import Logger
 
 from .. import bootstrap
-from ..core import nightly_steps
-from ..core.consolidation import Consolidator, window_for
-from ..core.domain import NIGHTLY_EXECUTION_TIMEOUT, NightlyRun
-from ..core.jobs import BadJob, Payload
-from ..core.metrics import NO_METRICS
-from ..core.nightly_jobs import ClaimedRun, NightlyStart, RunPlan, SpeakerFailure, SpeakerTask
-from ..core.ports import Metrics
+from ..core.night import nightly_steps
+from ..core.night.consolidation import Consolidator
+from ..core.night.nightly_jobs import ClaimedRun, NightlyStart, RunPlan, SpeakerFailure, SpeakerTask
+from ..core.night.window import window_for
+from ..core.record.changes import NightlyRun
+from ..core.record.domain import NIGHTLY_EXECUTION_TIMEOUT
+from ..core.record.jobs import BadJob, Payload
+from ..core.record.metrics import NO_METRICS
+from ..core.record.ports import Metrics
 from . import log_core_with, measured
 
 logger = Logger(service="memorybot-nightly")

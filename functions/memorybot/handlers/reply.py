@@ -11,8 +11,9 @@ from __future__ import annotations
 from aws_lambda_powertools import Logger
 
 from ..bootstrap import Container
-from ..core import conversation, metrics
-from ..core.jobs import ReplyJob
+from ..core.record import metrics
+from ..core.record.jobs import ReplyJob
+from ..core.turn import conversation
 from ..discord.history_view import button_rows
 from ..discord.receipts_view import because_button, tell_the_night
 from . import job_worker, log_core_with, retries_spent

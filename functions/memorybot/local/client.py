@@ -19,10 +19,10 @@ from urllib.parse import urlsplit
 
 import httpx
 
-from ..core.catalog import REMEMBER_THIS
-from ..core.consolidation import WINDOW, window_for
-from ..core.domain import JST, snowflake_at
-from ..core.nightly_steps import scheduled_time
+from ..core.night.nightly_steps import scheduled_time
+from ..core.night.window import WINDOW, window_for
+from ..core.record.catalog import REMEMBER_THIS
+from ..core.record.domain import JST, snowflake_at
 from ..discord.formats import markdown_shown
 from ..discord.signature import sign
 from .discord_recorder import LOCAL_GUILD_ID
@@ -251,6 +251,8 @@ class LocalClient:
     state_dir: Path | None = None  # where the key and secret came from (named when the stack refuses them)
     last_button: str = ""  # custom_id of the last button the bot showed this person
     buttons: list[dict] = field(default_factory=list)  # the buttons of the bot's last answer with any
+    # the last reply's "Why?": still clickable after the notice or receipt that follows the reply
+    why_button: dict = field(default_factory=dict)
     locale: str = "en-US"  # the Discord client's language, as Discord sends it
     refusals: int = 0  # requests the bot refused (a --say run then exits 1)
     admin: bool = False  # send a server admin's permissions (Manage Server) instead of a member's
@@ -347,7 +349,8 @@ class LocalClient:
     def button_starting(self, prefix: str) -> list[str]:
         """Click the newest button shown whose custom_id starts with ``prefix`` (a reply's "Why?",
         the night's "Show history")."""
-        chosen = [b for b in self.buttons if b.get("custom_id", "").startswith(prefix)]
+        shown = [*([self.why_button] if self.why_button else []), *self.buttons]
+        chosen = [b for b in shown if b.get("custom_id", "").startswith(prefix)]
         return self.click(chosen[-1]["custom_id"]) if chosen else ["(no such button shown lately)"]
 
     def history_button(self, word: str) -> list[str]:
@@ -391,6 +394,9 @@ class LocalClient:
         buttons = [b for row in data.get("components") or [] for b in row.get("components") or []]
         if buttons:
             self.buttons = buttons
+        self.why_button = next(
+            (b for b in buttons if b.get("custom_id", "").startswith("memory-because:")), self.why_button
+        )
         lines = []
         for button in buttons:
             self.last_button = button.get("custom_id", "")

@@ -19,7 +19,7 @@ from dataclasses import asdict, dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-from ..core.domain import snowflake_at, utcnow
+from ..core.record.domain import snowflake_at, utcnow
 
 DMS_CLOSED = {"code": 50007, "message": "Cannot send messages to this user"}
 MISSING_PERMISSIONS_CODE = 50013  # the bot may not post in a channel (50001: may not see it)

@@ -24,7 +24,7 @@ from urllib.parse import parse_qs, urlsplit
 from .. import bootstrap, config, tables
 from ..adapters.invoker import LocalContext, LocalInvoker
 from ..adapters.manifests import FileManifests
-from ..core.domain import utcnow
+from ..core.record.domain import utcnow
 from . import moto_dynamo
 from .discord_recorder import MISSING_PERMISSIONS_CODE, DiscordRecorder, event_json
 

@@ -25,7 +25,7 @@ from zoneinfo import ZoneInfoNotFoundError
 import httpx
 
 from ..config import DEFAULT_DISCORD_API_BASE, SECRET_KEYS, inference_profile_base, time_zone
-from ..core.consolidation import next_run_time
+from ..core.night.window import next_run_time
 from ..discord.requests import COMMANDS
 
 OK, FAIL, WARN, SKIP = "ok", "FAIL", "warn", "skip"

@@ -39,7 +39,8 @@ from pathlib import Path
 from typing import IO, Any, TypeVar
 
 from ..config import DEFAULT_TIMEZONE, Settings, estimated_cost
-from ..core.domain import (
+from ..core.prompting.prompts import build_reply_prompt
+from ..core.record.domain import (
     WORTH_THRESHOLD,
     Exchange,
     Memory,
@@ -49,8 +50,7 @@ from ..core.domain import (
     parse_iso,
     snowflake_at,
 )
-from ..core.ports import ChatModel, DecisionModel, UnusableAnswer
-from ..core.prompts import build_reply_prompt
+from ..core.record.ports import ChatModel, DecisionModel, UnusableAnswer
 from .model_meter import MeteringRelay, ModelUsage, UsageBook, metered_bedrock, since
 
 LANGUAGES = ("en", "ja")
