@@ -8,8 +8,9 @@ function that writes memories builds the person's selection index, once):
 
 - the reply's memory read (``ReplyWriter.read``: the person's record, the profile read and its
   selection, the read's ledger row): requests, read units, median wall time; "first" is the
-  function's first read of the person (its copy of the index dropped before each), "warm" the next
-  read with nothing changed between (a reply function's second and later turns);
+  function's first read of the person (its copy of the index dropped before each), "changed" a
+  later read after one of the person's memories changed (as after a turn that learned something),
+  "warm" a later read with nothing changed between;
 - a whole ``/chat`` turn through the HTTP front door (the reply, and the extraction that reads
   the relevant ten again): read units and median wall time.
 
@@ -40,6 +41,12 @@ from benchmarks.selection_cost_bench import profile_text  # the same generated p
 
 SIZES = tuple(int(n) for n in os.environ.get("MEMORYBOT_BENCH_SIZES", "10,2000").split(","))
 REPEATS = int(os.environ.get("MEMORYBOT_BENCH_REPEATS", "7"))
+# The reply's read in three states of the function's copy of the person's index.
+READS = {
+    "first": "a function's first read of the person",
+    "changed": "a later read, one memory changed since",
+    "warm": "a later read, nothing changed since",
+}
 SAYINGS = ["how are the cats doing?", "any good bread recipes?", "what did my sister say about Osaka?", "haha"]
 
 
@@ -86,14 +93,13 @@ def _one_size(n: int) -> dict[str, float]:
         owner = Owner(f"guild:{LOCAL_GUILD_ID}", user_id_for("alice"))
         embeddings = OfflineEmbeddingModel(256)
         start = utcnow() - timedelta(days=400)
+        seeded = []
         for i in range(n):
             at = start + timedelta(hours=4 * i)
             text = profile_text(i)
             m = Memory(owner.user_id, new_memory_id(), text, at, at, scope=owner.scope)
-            store.apply(
-                Change(Action.ADD, None, replace(m, embedding=embeddings.embed_one(text)), "seed"),
-                actor=Actor.EXTRACTION,
-            )
+            seeded.append(replace(m, embedding=embeddings.embed_one(text)))
+            store.apply(Change(Action.ADD, None, seeded[-1], "seed"), actor=Actor.EXTRACTION)
         client = LocalClient(stack.url, "alice", find_signing_key(state), admin_secret=find_admin_secret(state))
         client.catch_up()
         for saying in SAYINGS[:2]:  # warm-up: imports, caches, and (on this code) the index's build
@@ -105,12 +111,14 @@ def _one_size(n: int) -> dict[str, float]:
         owners = [owner, Owner(EVERYWHERE_SCOPE, owner.user_id)]
         figures: dict[str, list[float]] = {}
         for i in range(REPEATS):
-            # "first": the function's first read of the person (no copy kept); "warm": the next one,
-            # nothing changed between (as a reply function's second and later turns).
-            for label in ("first", "warm"):
+            for label in READS:
                 if label == "first" and cache is not None:
                     for who in owners:
                         cache.evict(who.key)
+                if label == "changed":  # one memory's text updated, as a turn that learned something does
+                    old = seeded[i % n]
+                    seeded[i % n] = replace(old, text=f"{old.text} ({i})", updated_at=utcnow())
+                    store.apply(Change(Action.UPDATE, old, seeded[i % n], "bench"), actor=Actor.EXTRACTION)
                 before = meter.snapshot()
                 began = time.perf_counter()
                 container.reply_writer.read(owner, "alice", conversation[: 1 + i % len(SAYINGS)])
@@ -137,15 +145,17 @@ def _one_size(n: int) -> dict[str, float]:
         stack.stop()
 
 
+def _states(figures: dict[str, float], what: str, spec: str) -> str:
+    return " / ".join(format(figures[f"{state}_{what}"], spec) for state in READS)
+
+
 def main() -> None:
     from memorybot import bootstrap
 
     print(f"code under test: {Path(bootstrap.__file__).parent}")
     print(f"a person's memories (256-d vectors) on the local stack; medians of {REPEATS}")
-    print(
-        f"{'memories':>8} | reply's memory read, first / warm: {'requests':>9} {'read units':>11} {'ms':>15}"
-        f" | /chat turn: {'read units':>10} {'ms':>7}"
-    )
+    print("reply's memory read: a function's first read of the person / after a change / nothing changed")
+    print(f"{'memories':>8} | {'requests':>12} | {'read units':>18} | {'ms':>21} | /chat turn: read units, ms")
     figures = {}
     env = {k: v for k, v in os.environ.items() if not k.startswith(("DISCORD_", "AWS_ENDPOINT", "JEV_"))}
     env = {k: v for k, v in env.items() if not k.startswith("MEMORYBOT_") or k.startswith("MEMORYBOT_BENCH_")}
@@ -161,13 +171,13 @@ def main() -> None:
         )
         f = figures[n] = json.loads(done.stdout.strip().splitlines()[-1])
         print(
-            f"{n:>8} | {'':>33} {f['first_requests']:>4.0f} / {f['warm_requests']:<2.0f} {f['first_rru']:>5.1f} /"
-            f" {f['warm_rru']:<4.1f} {f['first_ms']:>7.1f} / {f['warm_ms']:<6.1f}"
-            f" | {'':>11} {f['turn_rru']:>10.1f} {f['turn_ms']:>7.1f}"
+            f"{n:>8} | {_states(f, 'requests', '.0f'):>12} | {_states(f, 'rru', '.1f'):>18}"
+            f" | {_states(f, 'ms', '.1f'):>21}"
+            f" | {f['turn_rru']:>10.1f} {f['turn_ms']:>8.1f}"
         )
     if len(SIZES) >= 2:
         small, large = figures[SIZES[0]], figures[SIZES[-1]]
-        for label, what in (("first", "a function's first read of the person"), ("warm", "second and later turns")):
+        for label, what in READS.items():
             print(
                 f"{SIZES[-1]} ÷ {SIZES[0]}, reply's read, {what}: {large[label + '_rru'] / small[label + '_rru']:.1f}×"
                 f" read units, {large[label + '_ms'] / small[label + '_ms']:.1f}× wall (goal: ≤ 2×)"
@@ -197,8 +207,8 @@ def vector_tradeoff() -> None:
     from benchmarks.recall_bench import E5_CACHE, E5_ENV, CachedEmbeddings, load, offline_embeddings
     from memorybot.adapters import profile_index, vectors
     from memorybot.adapters.embeddings import OpenAIEmbeddings
-    from memorybot.core.domain import Embedding
-    from memorybot.core.selection import select
+    from memorybot.core.prompting.selection import select
+    from memorybot.core.record.domain import Embedding
 
     def recall(people, model) -> tuple[float, float]:
         hits = {"int8": 0, "signs": 0}
@@ -248,7 +258,7 @@ def vector_tradeoff() -> None:
 def _sized(i: int):
     """A memory of the benchmark's texts with a 256-dimension vector, for the entry's size."""
     from memorybot.adapters.embeddings_offline import OfflineEmbeddingModel
-    from memorybot.core.domain import Memory, utcnow
+    from memorybot.core.record.domain import Memory, utcnow
 
     now = utcnow()
     return Memory(

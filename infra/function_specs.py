@@ -95,10 +95,10 @@ FUNCTIONS = (
             # PutItem: the reply, in a transaction with the person's check; GetItem: a store whose answer was lost
             "messages": access("PutItem", "GetItem", "Query"),
             # Query: the person's profile (one partition) and their "everywhere" one, for relevance
-            # selection: a small one whole, a large one's selection index (its ten as their entries
-            # hold them, no fetch); GetItem: the index's header (a kept copy still current?) and the
-            # night's note, read and (DeleteItem) claimed on the next use
-            "memories": access("Query", "GetItem", "DeleteItem"),
+            # selection: a small one whole, a large one's selection index; GetItem: that index's header
+            # (a kept copy's check) and the night's note (DeleteItem: claimed on the next use);
+            # BatchGetItem: the index's chunks changed since the copy
+            "memories": access("Query", "GetItem", "DeleteItem", "BatchGetItem"),
             "memory_log": access("PutItem"),
             # GetItem: the switch, read alongside the profile; UpdateItem: the first-use notice's
             # claim (and its release when the notice could not be sent); ConditionCheckItem: the reply

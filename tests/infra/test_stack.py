@@ -257,9 +257,9 @@ TABLE_ACCESS = {
     "Reply": {
         "messages": _dynamodb("PutItem", "GetItem", "Query"),
         "people": _dynamodb("GetItem", "UpdateItem", "ConditionCheckItem"),  # the switch, the notice, the check
-        # GetItem: a large profile's index header, the night's note (DeleteItem); the reply's ten
-        # come from the index's entries (no BatchGetItem)
-        "memories": _dynamodb("Query", "GetItem", "DeleteItem"),
+        # GetItem, DeleteItem: the night's note (and a kept index's header); BatchGetItem: the
+        # index's chunks changed since the function's copy
+        "memories": _dynamodb("Query", "GetItem", "DeleteItem", "BatchGetItem"),
         "memory_log": _dynamodb("PutItem"),
         "dedup": IDEMPOTENCY,
         "servers": _dynamodb("GetItem", "UpdateItem"),  # memory on here? the persona; the counters
@@ -326,11 +326,12 @@ def test_each_function_touches_only_its_tables_with_only_its_actions(synth):
 
 
 # The one Scan: the nightly embedding backfill (docs/relevance.md), bounded in pages per night.
-# The batch gets: a large profile's chosen ten, by key, after ranking its selection index
-# (docs/relevance.md), by the two readers that need the records (the reply's prompt takes the entries).
+# The batch gets: a large profile's chosen ten, by key, after ranking its selection index, and the
+# chunks of that index changed since a function's copy (docs/relevance.md), by the three readers
+# that choose ten.
 SCANS = {
     ("NightlyReview", "memories"): _dynamodb("Scan"),
-    **{(name, "memories"): _dynamodb("BatchGetItem") for name in ("Extraction", "NightlySpeaker")},
+    **{(name, "memories"): _dynamodb("BatchGetItem") for name in ("Reply", "Extraction", "NightlySpeaker")},
 }
 
 

@@ -1,7 +1,7 @@
 """A warm function's copy of the selection indexes it read (adapters/index_cache.py), against moto's
 DynamoDB server: a read with nothing changed since is one GetItem of the header (no chunk read);
-a change by another function (another store: another process) makes the next read read the index
-again and see it; an erasure drops the copy, and a profile written again after it is never
+a change (by another function: another store, another process; or by the same one) makes the next
+read read again the one chunk it changed, and see it; an erasure drops the copy, and a profile written again after it is never
 mistaken for the erased one; the ten are the ten a whole-profile read chooses; the bound drops
 the least recently used owner first; 0 keeps nothing."""
 
@@ -14,14 +14,15 @@ import pytest
 from test_selection_index import ALICE, EMBEDDINGS, QUERIES, fill, index_of, newest, ranked_view, seeded
 
 from fakes import T0, Clock, owner
-from memorybot.adapters import vectors
+from memorybot.adapters import profile_index, vectors
 from memorybot.adapters.dynamodb_memories import DynamoMemoryStore
 from memorybot.adapters.dynamodb_messages import DynamoMessageStore
 from memorybot.adapters.index_cache import footprint
-from memorybot.core import commands
-from memorybot.core.domain import Action, Actor, Change, Embedding, Memory, Owner
-from memorybot.core.erasure import Erasure
-from memorybot.core.selection import select
+from memorybot.core.rights import commands
+from memorybot.core.record.changes import Change
+from memorybot.core.record.domain import Action, Actor, Embedding, Memory, Owner
+from memorybot.core.rights.erasure import Erasure
+from memorybot.core.prompting.selection import select
 
 BOB, CAROL = owner("bob"), owner("carol")
 CLOCK = Clock(T0 + timedelta(days=1))
@@ -39,6 +40,18 @@ def calls_of(store: DynamoMemoryStore) -> list[str]:
     calls: list[str] = []
     store._client.meta.events.register("before-call.dynamodb.*", lambda model, **_: calls.append(model.name))
     return calls
+
+
+def chunks_fetched(store: DynamoMemoryStore) -> list[list[str]]:
+    """The sort keys of each BatchGetItem the store sends."""
+    fetched: list[list[str]] = []
+
+    def record(params, **_) -> None:
+        for request in params["RequestItems"].values():
+            fetched.append([key["memory_id"]["S"] for key in request["Keys"]])
+
+    store._client.meta.events.register("provide-client-params.dynamodb.BatchGetItem", record)
+    return fetched
 
 
 def large(dynamo, who: Owner = ALICE, n: int = 60) -> list[Memory]:
@@ -76,18 +89,19 @@ def test_a_second_read_with_nothing_changed_is_one_get_of_the_header(dynamo):
     assert len(records) == 10 and all(m.sources for m in records)
 
 
-def test_a_change_by_another_function_makes_the_next_read_read_the_index_again_and_see_it(dynamo):
+def test_a_change_by_another_function_makes_the_next_read_read_its_chunk_again_and_see_it(dynamo):
     memories = large(dynamo)
     reply, other = a_store(dynamo), a_store(dynamo)
     before = reply_read(reply)
-    calls = calls_of(reply)
+    calls, fetched = calls_of(reply), chunks_fetched(reply)
 
-    # Another function forgets the newest memory: the version its transaction bumped is seen.
+    # Another function forgets the newest memory: the count its transaction bumped is seen.
     gone = before[0]
     assert commands.forget(other, ALICE, gone.memory_id).outcome is commands.ForgetOutcome.FORGOTTEN
     calls.clear()
     after = reply_read(reply)
-    assert calls == ["GetItem", "Query", "PutItem"]  # the header, the index read again, the row
+    assert calls == ["GetItem", "BatchGetItem", "PutItem"]  # the header, the changed chunk, the row
+    assert fetched == [[profile_index.chunk_key(gone.memory_id)]]
     assert gone.memory_id not in {m.memory_id for m in after}
     assert [m.memory_id for m in after] == [m.memory_id for m in before[1:]] + [after[-1].memory_id]
 
@@ -104,13 +118,40 @@ def test_a_change_by_another_function_makes_the_next_read_read_the_index_again_a
     assert calls == ["GetItem", "PutItem"]  # unchanged since: kept again
 
 
-def test_a_write_in_the_same_function_drops_its_copy_at_once(dynamo):
+def test_a_write_in_the_same_function_is_seen_by_its_next_read_through_the_chunk_it_changed(dynamo):
     large(dynamo)
     store = a_store(dynamo)
     first = reply_read(store)
     assert store._cache.owners() == [ALICE.key]
     commands.forget(store, ALICE, first[0].memory_id)
-    assert store._cache.owners() == []
+    calls, fetched = calls_of(store), chunks_fetched(store)
+    after = reply_read(store)
+    assert calls == ["GetItem", "BatchGetItem", "PutItem"]
+    assert fetched == [[profile_index.chunk_key(first[0].memory_id)]]
+    assert first[0].memory_id not in {m.memory_id for m in after}
+
+
+def test_a_copy_refreshed_chunk_by_chunk_through_many_changes_chooses_as_a_whole_profile_read(dynamo):
+    memories = large(dynamo, n=80)
+    reply, other = a_store(dynamo), a_store(dynamo)
+    reply_read(reply)
+    for i, memory in enumerate(memories[:12]):  # updates, deletes and adds, in two functions
+        writer = reply if i % 2 else other
+        if i % 3 == 0:
+            commands.forget(writer, ALICE, memory.memory_id)
+        else:
+            changed = dataclasses.replace(memory, text=f"{memory.text} and tea {i}", updated_at=T0 + timedelta(hours=i))
+            writer.apply(Change(Action.UPDATE, memory, changed, "jev: update"), actor=Actor.EXTRACTION)
+        added = dataclasses.replace(memory, memory_id=f"tea{'abcdefghjkmn'[i]}z", text=f"tea number {i}")
+        writer.apply(Change(Action.ADD, None, added, "jev: add"), actor=Actor.EXTRACTION)
+        whole = reply.read_profile(ALICE, actor=Actor.OPERATOR, reason="check", limit=None)
+        for query in QUERIES:
+            vector = EMBEDDINGS.embed_one(query) if query else None
+
+            def choose(profile: list[Memory], query=query, vector=vector) -> list[Memory]:
+                return select(profile, query, query_embedding=vector)
+
+            assert list(map(ranked_view, reply_read(reply, choose))) == list(map(ranked_view, choose(whole)))
 
 
 def test_an_erasure_drops_the_copy_and_a_profile_written_again_is_never_taken_for_the_erased_one(dynamo):
@@ -119,7 +160,7 @@ def test_an_erasure_drops_the_copy_and_a_profile_written_again_is_never_taken_fo
     reply, held = a_store(dynamo), a_store(dynamo)
     erased = {m.memory_id for m in reply_read(reply)}
     reply_read(held)
-    old = index_of(reply).stamp
+    old = index_of(reply).generation, index_of(reply).version or 0
     assert reply._cache.owners() == held._cache.owners() == [ALICE.key]
 
     Erasure(a_store(dynamo), DynamoMessageStore(client, settings)).run("alice")  # another function
@@ -182,7 +223,8 @@ def test_the_bound_drops_the_least_recently_used_owner_first(dynamo):
     reply_read(reply, who=BOB)
     assert calls == ["Query", "Query", "PutItem"]  # dropped: read as never kept
     for who in (ALICE, CAROL, BOB):  # each owner's copy holds only their own entries
-        assert {m.owner for m in reply._cache.get(who.key, index_of(reply, who).stamp) or []} <= {who}
+        kept = reply._cache.get(who.key, index_of(reply, who).generation) or {}
+        assert {m.owner for chunk in kept.values() for m in chunk.memories} <= {who}
 
 
 @pytest.mark.parametrize("capacity", [0, 1000])

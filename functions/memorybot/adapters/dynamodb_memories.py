@@ -73,7 +73,7 @@ from .dynamodb_items import (
 )
 from .dynamodb_ledger import ledger_entry_key, ledger_from_item, ledger_item
 from .dynamodb_people import person_check_item
-from .index_cache import IndexCache
+from .index_cache import IndexCache, KeptChunk
 
 logger = logging.getLogger(__name__)
 R = TypeVar("R")
@@ -334,27 +334,21 @@ class DynamoMemoryStore(MemoryStore):
         unused_if: Callable[[], bool] | None = None,
         entry_id: str = "",
     ) -> list[Memory]:
-        # A first page of the owner's own partition (the base table), projecting what a Memory
-        # holds, the selection index's header first: a small profile is used as read; a larger one
-        # is ranked from its index (once built) and only the chosen are fetched.
         started = self._clock()
         memories: list[Memory] | None = None
         indexed = False
         if self._cache.holds(owner.key):
-            # Ranked from its index last time: the header alone says whether the copy still is it.
+            # Ranked from its index last time: the header alone tells which kept chunks still are the chunks.
             header = self._header(owner)
-            kept = profile_index.Index(owner, header)
-            if header is None or not kept.complete:
-                self._cache.evict(owner.key)  # erased (or rebuilt since): read as if never cached
+            index = profile_index.Index(owner, header)
+            if header is None or not index.complete:
+                self._cache.evict(owner.key)  # erased since: read as if never kept
             else:
-                memories = self._cache.get(owner.key, kept.stamp)
-                if memories is None:  # changed since: its index read afresh
-                    memories = self._indexed(owner, header)
-                indexed = True
+                memories, indexed = self._indexed(owner, header, self._cache.get(owner.key, index.generation)), True
         if memories is None:
             # A first page of the owner's own partition (the base table), projecting what a Memory
             # holds, the selection index's header first: a small profile is used as read; a larger
-            # one is ranked from its index (once built) and only the chosen are fetched.
+            # one is ranked from its index (once built).
             first = self._client.query(**self._memories_request(owner, Limit=SMALL_PROFILE_ITEMS + 1))
             items = first.get("Items", [])
             header = next((i for i in items if profile_index.is_header(i)), None)
@@ -364,7 +358,7 @@ class DynamoMemoryStore(MemoryStore):
             if "LastEvaluatedKey" not in first:
                 memories = list(readable_memories(i for i in items if not _is_marker(i)))
             elif index.complete:
-                memories, indexed = self._indexed(owner, header), True
+                memories, indexed = self._indexed(owner, header, None), True
             else:
                 memories = self._whole_profile(owner)
             if build and (memories or index.version is not None):
@@ -388,18 +382,26 @@ class DynamoMemoryStore(MemoryStore):
             ConsistentRead=True,
         ).get("Item")
 
-    def _indexed(self, owner: Owner, header: Item | None) -> list[Memory]:
-        """The owner's memories as their index holds them (its chunks read after ``header``), kept
-        in the warm function's copy under the header's stamp."""
-        index = self._index(owner, header)
-        memories = index.memories()
-        self._cache.put(owner.key, index.stamp, memories)
-        return list(memories)
-
-    def _index_writes(self, owner: Owner, memory_id: str, memory: Memory | None) -> list[Item]:
-        """``profile_index.writes``, and this function's copy of the owner's index dropped at once."""
-        self._cache.evict(owner.key)
-        return profile_index.writes(self._memories, owner, memory_id, memory)
+    def _indexed(self, owner: Owner, header: Item | None, kept: dict[str, KeptChunk] | None) -> list[Memory]:
+        """The owner's memories as their index holds them, read after ``header``: with ``kept``
+        (this function's copy, same generation), only the chunks whose count of changes differs
+        from the header's are read again; without, every chunk. Kept for the next read."""
+        index = profile_index.Index(owner, header)
+        stale = []
+        if kept is not None:
+            counted = index.counts.keys() | kept.keys()
+            stale = [key for key in counted if index.counts.get(key, 0) != (kept[key].count if key in kept else 0)]
+        if kept is None or len(stale) > profile_index.CHUNKS // 2:  # (past half, one Query costs no more)
+            read = self._index(owner, header).by_chunk()
+            kept = {key: KeptChunk.of(count, entries) for key, (count, entries) in read.items()}
+        elif stale:
+            items = self._batch_get([memory_key(owner, key) for key in stale])
+            read = profile_index.Index(owner, header, items).by_chunk()
+            for key in stale:  # a chunk that never had an entry has no item
+                count, entries = read.get(key, (index.counts.get(key, 0), []))
+                kept[key] = KeptChunk.of(count, entries)
+        self._cache.put(owner.key, index.generation, kept)
+        return [memory for chunk in kept.values() for memory in chunk.memories]
 
     def _memories_request(self, owner: Owner, **request: Any) -> dict[str, Any]:
         """A consistent Query of the owner's memories (and import markers), after their selection
@@ -456,29 +458,10 @@ class DynamoMemoryStore(MemoryStore):
         if not chosen:
             return []
         keys = [memory_key(owner, m.memory_id) for m in chosen]
-        request: dict[str, Any] = {
-            self._memories: {
-                "Keys": keys,
-                "ConsistentRead": True,
-                "ProjectionExpression": _PROFILE_PROJECTION,
-                "ExpressionAttributeNames": dict(_PROFILE_NAMES),
-            }
-        }
-        found: dict[str, Memory] = {}
-        for attempt in range(1, BATCH_GET_ATTEMPTS + 1):
-            answer = self._client.batch_get_item(RequestItems=request)
-            for memory in readable_memories(answer.get("Responses", {}).get(self._memories, [])):
-                found[memory.memory_id] = memory
-            request = answer.get("UnprocessedKeys") or {}
-            if not request:
-                break
-            if attempt == BATCH_GET_ATTEMPTS:
-                # As a throttled Query reaches its caller once botocore's own retries are spent.
-                raise ClientError(
-                    {"Error": {"Code": THROTTLED, "Message": "the chosen memories were not all read"}},
-                    "BatchGetItem",
-                )
-            time.sleep(BATCH_GET_BACKOFF_SECONDS * attempt)
+        read = self._batch_get(
+            keys, ProjectionExpression=_PROFILE_PROJECTION, ExpressionAttributeNames=dict(_PROFILE_NAMES)
+        )
+        found = {memory.memory_id: memory for memory in readable_memories(read)}
         records = []
         for ranked in chosen:
             record = found.get(ranked.memory_id)
@@ -487,6 +470,22 @@ class DynamoMemoryStore(MemoryStore):
             if record is not None:
                 records.append(record)
         return records
+
+    def _batch_get(self, keys: list[Item], **options: Any) -> list[Item]:
+        """The items of ``keys`` in the memories table (at most 100), strongly consistent; keys left
+        unprocessed (throttled) asked for again, a bounded number of times."""
+        request: dict[str, Any] = {self._memories: {"Keys": keys, "ConsistentRead": True, **options}}
+        found: list[Item] = []
+        for attempt in range(1, BATCH_GET_ATTEMPTS + 1):
+            answer = self._client.batch_get_item(RequestItems=request)
+            found += answer.get("Responses", {}).get(self._memories, [])
+            request = answer.get("UnprocessedKeys") or {}
+            if not request:
+                return found
+            if attempt < BATCH_GET_ATTEMPTS:
+                time.sleep(BATCH_GET_BACKOFF_SECONDS * attempt)
+        # As a throttled Query reaches its caller once botocore's own retries are spent.
+        raise ClientError({"Error": {"Code": THROTTLED, "Message": "items left unread"}}, "BatchGetItem")
 
     def set_embedding(self, memory: Memory, embedding: Embedding) -> bool:
         # Derived from the text, like a review mark: no ledger row. Only onto the record as read,
@@ -501,7 +500,7 @@ class DynamoMemoryStore(MemoryStore):
             }
         }
         with_vector = replace(memory, embedding=embedding)
-        index = self._index_writes(memory.owner, memory.memory_id, with_vector)
+        index = profile_index.writes(self._memories, memory.owner, memory.memory_id, with_vector)
         for attempt in range(1, TRANSACTION_CONFLICT_ATTEMPTS + 1):
             try:
                 transact(self._client, [vector, *index])
@@ -629,7 +628,7 @@ class DynamoMemoryStore(MemoryStore):
         check_at = len(transaction) if check is not None else None
         if check is not None:  # after the memory's own write (position 0) and its ledger row
             transaction.append(person_check_item(self._people, check))
-        transaction += self._index_writes(change.owner, change.memory_id, change.after)
+        transaction += profile_index.writes(self._memories, change.owner, change.memory_id, change.after)
         for attempt in range(1, TRANSACTION_CONFLICT_ATTEMPTS + 1):
             try:
                 # Any other failure, or no answer at all, may hide a commit: the ledger row,
@@ -685,8 +684,8 @@ class DynamoMemoryStore(MemoryStore):
         if check is not None:  # the record's writes and the row keep their positions
             transaction.append(person_check_item(self._people, check))
         # Both owners' selection indexes: the entry leaves one and joins the other.
-        transaction += self._index_writes(before.owner, before.memory_id, None)
-        transaction += self._index_writes(after.owner, after.memory_id, after)
+        transaction += profile_index.writes(self._memories, before.owner, before.memory_id, None)
+        transaction += profile_index.writes(self._memories, after.owner, after.memory_id, after)
         try:
             transact_or_find_committed(
                 self._client,
@@ -796,7 +795,7 @@ class DynamoMemoryStore(MemoryStore):
         ]
         if check is not None:  # the memory, the marker and the row keep their positions
             transaction.append(person_check_item(self._people, check))
-        transaction += self._index_writes(memory.owner, memory.memory_id, memory)
+        transaction += profile_index.writes(self._memories, memory.owner, memory.memory_id, memory)
         for attempt in range(1, TRANSACTION_CONFLICT_ATTEMPTS + 1):
             try:
                 transact_or_find_committed(
@@ -894,7 +893,7 @@ class DynamoMemoryStore(MemoryStore):
                     "ConditionExpression": "attribute_not_exists(entry_key)",
                 }
             },
-            *self._index_writes(memory.owner, memory.memory_id, None),
+            *profile_index.writes(self._memories, memory.owner, memory.memory_id, None),
         ]
         try:
             transact_or_find_committed(
@@ -1114,7 +1113,7 @@ class DynamoMemoryStore(MemoryStore):
                         "ConditionExpression": "attribute_not_exists(entry_key)",
                     }
                 },
-                *self._index_writes(owner, memory_id, None),
+                *profile_index.writes(self._memories, owner, memory_id, None),
             ],
             refused=lambda _error: False,
             committed=lambda: self._committed(entry),

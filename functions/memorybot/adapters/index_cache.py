@@ -1,15 +1,15 @@
 """A warm function's copy of the selection indexes it has read (adapters/profile_index.py).
 
-A large profile's read ranks every entry of the owner's index; reading the chunks costs about a
-read unit per 11 entries, decoding them about 30 µs an entry. A warm function keeps the entries it
-decoded, per owner, stamped with the header's generation and version as read before the chunks.
-Every change of an owner's memories bumps that version in its own transaction (in any process),
-and an erasure deletes the header (a later header starts a new generation), so a strongly
-consistent read of the header alone tells whether the copy is still exactly the index: equal
-stamp, the same entries; any other, the copy is dropped.
+A large profile's read ranks every entry of the owner's index; reading its chunks costs about a
+read unit per 11 entries, decoding them about 30 µs an entry. A warm function keeps, per owner,
+the header's generation and each chunk's entries decoded, under the chunk's count of changes.
+Every change of a memory bumps its chunk's count on the chunk and on the header in one
+transaction (in any process), and an erasure deletes the header (the next one starts a new
+generation): so one strongly consistent read of the header tells which kept chunks are still
+exactly the chunks (same generation, same count), and only the others are read again.
 
 Bounded by the bytes the decoded entries take in the process (a 256-dimension vector's floats are
-most of it: about 8.6 KB an entry), least recently used dropped first; an owner unused for
+most of it: about 8.6 KB an entry), least recently used owner dropped first; an owner unused for
 IDLE_SECONDS is dropped at the next use of the cache. Entries are kept and found by the owner's
 key only: no ranking ever sees another owner's.
 """
@@ -20,15 +20,13 @@ import sys
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 
-from ..core.domain import Memory
+from ..core.record.domain import Memory
 
 # An erased or long-silent person's entries do not stay in a warm function: dropped once unused this long.
 IDLE_SECONDS = 600.0
-
-Stamp = tuple[str | None, int]  # the header's generation and version
 
 _FLOAT = sys.getsizeof(0.0)
 _DATETIME = 48  # sys.getsizeof of an aware datetime (its zone is shared)
@@ -45,16 +43,30 @@ def footprint(memory: Memory) -> int:
 
 
 @dataclass(frozen=True)
-class _Kept:
-    stamp: Stamp
+class KeptChunk:
+    """One chunk's entries as read when its count of changes was ``count``."""
+
+    count: int
     memories: tuple[Memory, ...]
+    size: int  # their footprint, counted once
+
+    @classmethod
+    def of(cls, count: int, memories: Iterable[Memory]) -> KeptChunk:
+        kept = tuple(memories)
+        return cls(count, kept, sum(map(footprint, kept)))
+
+
+@dataclass(frozen=True)
+class _Kept:
+    generation: str | None
+    chunks: Mapping[str, KeptChunk]
     size: int
     used: float
 
 
 class IndexCache:
-    """Each owner's decoded index entries under the stamp they were read at, at most ``capacity``
-    bytes in all (0: nothing is kept)."""
+    """Each owner's decoded index chunks under the generation they were read in, at most
+    ``capacity`` bytes in all (0: nothing is kept)."""
 
     def __init__(self, capacity: int, *, clock: Callable[[], float] = time.monotonic) -> None:
         self.capacity = capacity
@@ -76,30 +88,30 @@ class IndexCache:
             self._expire()
             return owner_key in self._kept
 
-    def get(self, owner_key: str, stamp: Stamp) -> list[Memory] | None:
-        """The owner's entries if kept under exactly ``stamp``; otherwise None, and any copy of
-        another stamp is dropped."""
+    def get(self, owner_key: str, generation: str | None) -> dict[str, KeptChunk] | None:
+        """The owner's kept chunks if read in ``generation``; otherwise None, and a copy of
+        another generation (an erased profile's) is dropped."""
         with self._lock:
             self._expire()
             kept = self._kept.get(owner_key)
             if kept is None:
                 return None
-            if kept.stamp != stamp:
+            if kept.generation != generation:
                 self._drop(owner_key)
                 return None
-            self._kept[owner_key] = _Kept(kept.stamp, kept.memories, kept.size, self._clock())
+            self._kept[owner_key] = _Kept(kept.generation, kept.chunks, kept.size, self._clock())
             self._kept.move_to_end(owner_key)
-            return list(kept.memories)
+            return dict(kept.chunks)
 
-    def put(self, owner_key: str, stamp: Stamp, memories: Sequence[Memory]) -> None:
-        """Keep ``memories`` (read under ``stamp``) for the owner, in place of any copy; the least
+    def put(self, owner_key: str, generation: str | None, chunks: Mapping[str, KeptChunk]) -> None:
+        """Keep ``chunks`` (read in ``generation``) for the owner, in place of any copy; the least
         recently used others go while the bound is passed. A profile larger than the bound is not kept."""
-        size = sum(map(footprint, memories))
+        size = sum(chunk.size for chunk in chunks.values())
         with self._lock:
             self._drop(owner_key)
             if size > self.capacity:
                 return
-            self._kept[owner_key] = _Kept(stamp, tuple(memories), size, self._clock())
+            self._kept[owner_key] = _Kept(generation, dict(chunks), size, self._clock())
             self._size += size
             while self._size > self.capacity:
                 self._drop(next(iter(self._kept)))
