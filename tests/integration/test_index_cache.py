@@ -18,11 +18,11 @@ from memorybot.adapters import profile_index, vectors
 from memorybot.adapters.dynamodb_memories import DynamoMemoryStore
 from memorybot.adapters.dynamodb_messages import DynamoMessageStore
 from memorybot.adapters.index_cache import footprint
-from memorybot.core.rights import commands
+from memorybot.core.prompting.selection import select
 from memorybot.core.record.changes import Change
 from memorybot.core.record.domain import Action, Actor, Embedding, Memory, Owner
+from memorybot.core.rights import commands
 from memorybot.core.rights.erasure import Erasure
-from memorybot.core.prompting.selection import select
 
 BOB, CAROL = owner("bob"), owner("carol")
 CLOCK = Clock(T0 + timedelta(days=1))
