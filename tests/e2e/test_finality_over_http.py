@@ -11,7 +11,7 @@ from collections.abc import Callable
 
 import httpx
 import pytest
-from stack_process import StackProcess, loopback_models
+from stack_process import StackOnMoto, loopback_models, stack_on_moto
 
 from loopback.jev_server import JevServer
 from loopback.openai_server import OpenAIServer
@@ -19,45 +19,21 @@ from memorybot.core.record.catalog import text
 from memorybot.core.record.domain import is_memory_id
 from memorybot.core.rights.commands import FORGET_ALL_COUNT_REASON
 from memorybot.discord.requests import FORGET_ALL_BUTTON
-from memorybot.local.client import LocalClient, find_signing_key
+from memorybot.local.client import LocalClient
 
 ADMIN_SECRET = "finality-admin-secret-3"
-ADMIN = {"Authorization": f"Bearer {ADMIN_SECRET}"}
 PREFIX = "finality-"
 COMPLETIONS = OpenAIServer.COMPLETIONS_PATH
 HELD_SECONDS = 4.0  # how long (under the model timeout, 8 s) the slow chat model holds a reply open
 _channels = itertools.count(1700000000000000001)
 
 
-class Stack:
-    def __init__(self, running: StackProcess, jev: JevServer, llm: OpenAIServer, dynamo, http: httpx.Client, key: str):
-        self.running, self.jev, self.llm, self.dynamo, self.http, self.key = running, jev, llm, dynamo, http, key
-
-    @property
-    def url(self) -> str:
-        return self.running.url
-
-    def person(self, name: str) -> LocalClient:
-        client = LocalClient(self.url, name, self.key, str(next(_channels)), http=self.http, admin_secret=ADMIN_SECRET)
-        client.catch_up()
-        return client
-
-    def drain(self) -> dict:
-        answer = self.http.post(f"{self.url}/local/drain", headers=ADMIN).json()
-        assert answer["drained"], answer
-        return answer
+class Stack(StackOnMoto):
+    jev: JevServer
+    llm: OpenAIServer
 
     def erase(self, user_id: str) -> httpx.Response:
-        return self.http.post(f"{self.url}/memory/erase", json={"userId": user_id}, headers=ADMIN)
-
-    def events(self, after: int = 0) -> list[dict]:
-        return self.http.get(f"{self.url}/local/discord/events", params={"after": after}, headers=ADMIN).json()[
-            "events"
-        ]
-
-    def scan(self, table: str) -> list[dict]:
-        pages = self.dynamo.get_paginator("scan").paginate(TableName=PREFIX + table, ConsistentRead=True)
-        return [item for page in pages for item in page["Items"]]
+        return self.post("/memory/erase", {"userId": user_id})
 
     def stored_about(self, user_id: str) -> list[dict]:
         """Every stored message the person wrote or that answers them."""
@@ -72,21 +48,12 @@ class Stack:
 def stack(moto_server, tmp_path_factory):
     state_dir = tmp_path_factory.mktemp("finality-state")
     with JevServer(worth=0.9, add=0.9, verdict="keep", review="keep") as jev, OpenAIServer() as llm:
-        running = StackProcess(
-            state_dir,
-            {
-                "AWS_ENDPOINT_URL_DYNAMODB": moto_server.endpoint,
-                "MEMORYBOT_TABLE_PREFIX": PREFIX,
-                **loopback_models(jev.url, llm.url, chat=True),
-                "MEMORYBOT_ADMIN_SECRET": ADMIN_SECRET,
-            },
-        )
-        http = httpx.Client(timeout=120)
-        try:
-            yield Stack(running, jev, llm, moto_server.client(), http, find_signing_key(state_dir))
-        finally:
-            http.close()
-            running.stop()
+        models = loopback_models(jev.url, llm.url, chat=True)
+        with stack_on_moto(
+            Stack, moto_server, state_dir, models, _channels, prefix=PREFIX, admin_secret=ADMIN_SECRET
+        ) as stack:
+            stack.jev, stack.llm = jev, llm
+            yield stack
 
 
 @pytest.fixture(autouse=True)

@@ -19,9 +19,8 @@ import itertools
 import time
 from datetime import UTC, datetime, timedelta
 
-import httpx
 import pytest
-from stack_process import StackProcess, loopback_models
+from stack_process import StackOnMoto, loopback_models, stack_on_moto
 
 from loopback.jev_server import JevServer
 from memorybot import tables
@@ -37,35 +36,17 @@ from memorybot.core.rights.commands import FORGET_ALL_REASON
 from memorybot.core.rights.importing import IMPORT_REASON, parse_import
 from memorybot.discord.history_view import undo_button
 from memorybot.discord.requests import FORGET_ALL_BUTTON
-from memorybot.local.client import LOCAL_GUILD_ID, LocalClient, find_signing_key
+from memorybot.local.client import LOCAL_GUILD_ID, LocalClient
 
 ADMIN_SECRET = "forget-all-admin-secret-5"
-ADMIN = {"Authorization": f"Bearer {ADMIN_SECRET}"}
 PREFIX = "forgetall-"
 SCOPE = f"guild:{LOCAL_GUILD_ID}"
 IMPORT_ROWS = 200  # the import route's most rows per request
 _channels = itertools.count(1750000000000000001)
 
 
-class Stack:
-    def __init__(self, running: StackProcess, jev: JevServer, dynamo, http: httpx.Client, key: str) -> None:
-        self.running, self.jev, self.dynamo, self.http, self.key = running, jev, dynamo, http, key
-
-    @property
-    def url(self) -> str:
-        return self.running.url
-
-    def person(self, name: str) -> LocalClient:
-        client = LocalClient(self.url, name, self.key, str(next(_channels)), http=self.http, admin_secret=ADMIN_SECRET)
-        client.catch_up()
-        return client
-
-    def drain(self) -> None:
-        assert self.http.post(f"{self.url}/local/drain", headers=ADMIN).json()["drained"]
-
-    def scan(self, table: str) -> list[dict]:
-        pages = self.dynamo.get_paginator("scan").paginate(TableName=PREFIX + table, ConsistentRead=True)
-        return [item for page in pages for item in page["Items"]]
+class Stack(StackOnMoto):
+    jev: JevServer
 
     def memory_ids(self, user_id: str) -> set[str]:
         return {
@@ -84,19 +65,14 @@ class Stack:
 
     def import_rows(self, rows: list[dict]) -> None:
         for start in range(0, len(rows), IMPORT_ROWS):
-            answer = self.http.post(
-                f"{self.url}/memory/import", json={"memories": rows[start : start + IMPORT_ROWS]}, headers=ADMIN
-            )
+            answer = self.post("/memory/import", {"memories": rows[start : start + IMPORT_ROWS]})
             assert answer.status_code == 200, answer.text
-
-    def events(self) -> list[dict]:
-        return self.http.get(f"{self.url}/local/discord/events", params={"after": 0}, headers=ADMIN).json()["events"]
 
     def seed_imported(self, rows: list[dict]) -> None:
         """What importing ``rows`` leaves in the tables, written in batches of 25: each memory (a
         fresh id) with its import marker and its ledger row, as ``add_once`` writes them, and the
         owners' selection index, complete, as a profile's first read builds it."""
-        settings = Settings.from_env({"MEMORYBOT_TABLE_PREFIX": PREFIX})
+        settings = Settings.from_env({"MEMORYBOT_TABLE_PREFIX": self.prefix})
         memories_table, log_table = settings.table(tables.MEMORIES), settings.table(tables.MEMORY_LOG)
         now = datetime.now(UTC)
         writes: dict[str, list[dict]] = {memories_table: [], log_table: []}
@@ -139,21 +115,12 @@ class Stack:
 def stack(moto_server, tmp_path_factory):
     state_dir = tmp_path_factory.mktemp("forget-all-state")
     with JevServer(worth=0.9, add=0.9, verdict="keep", review="keep") as jev:
-        running = StackProcess(
-            state_dir,
-            {
-                "AWS_ENDPOINT_URL_DYNAMODB": moto_server.endpoint,
-                "MEMORYBOT_TABLE_PREFIX": PREFIX,
-                **loopback_models(jev.url),
-                "MEMORYBOT_ADMIN_SECRET": ADMIN_SECRET,
-            },
-        )
-        http = httpx.Client(timeout=300)
-        try:
-            yield Stack(running, jev, moto_server.client(), http, find_signing_key(state_dir))
-        finally:
-            http.close()
-            running.stop()
+        models = loopback_models(jev.url)
+        with stack_on_moto(
+            Stack, moto_server, state_dir, models, _channels, prefix=PREFIX, admin_secret=ADMIN_SECRET, timeout=300
+        ) as stack:
+            stack.jev = jev
+            yield stack
 
 
 @pytest.fixture(autouse=True)
