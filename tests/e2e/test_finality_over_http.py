@@ -61,7 +61,7 @@ def fresh_models(stack):
     stack.jev.clear()
     stack.llm.clear()
     yield
-    stack.llm.set_delay(0.0)
+    stack.llm.set_delay(0.0, path=COMPLETIONS)
 
 
 def wait_for(condition: Callable[[], bool], what: str, timeout: float = 30.0) -> None:
@@ -93,7 +93,7 @@ def test_an_erasure_finds_the_bots_reply_stored_after_an_earlier_erasure(stack):
     first = stack.erase(una.user_id)
     assert first.status_code == 200, first.text
     assert stack.stored_about(una.user_id) == []  # her line is gone; the reply is still at the model
-    stack.llm.set_delay(0.0)
+    stack.llm.set_delay(0.0, path=COMPLETIONS)
     stack.llm.release()  # the erasure is done: the reply need not be held any longer
     stack.drain()  # the reply posts and is stored after the erasure, with no line of hers left
     assert [e for e in stack.events() if e["kind"] == "edit"], "the reply was posted"
@@ -113,7 +113,8 @@ def test_a_replayed_chat_while_its_reply_is_in_flight_is_a_quiet_no_op(stack):
     payload = hold_a_reply_open(stack, vic, "I play the oboe in a small orchestra")
     assert vic.send(payload) == (200, {"type": 5})  # the same signed interaction again
     assert vic.send(payload) == (200, {"type": 5})
-    stack.llm.set_delay(0.0)
+    stack.llm.set_delay(0.0, path=COMPLETIONS)
+    stack.llm.release()  # both replays were answered (and found the line already heard) meanwhile
     assert stack.drain()["failedInvocations"] == failed_before  # no job failed, none was retried to death
     edits = [e for e in stack.events(seen) if e["kind"] == "edit" and e["interaction_token"] == payload["token"]]
     assert len(edits) == 1  # one reply
