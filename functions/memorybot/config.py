@@ -36,7 +36,9 @@ DEFAULT_MODEL_PRICES: Mapping[str, tuple[float, float]] = {
 }
 
 
-@dataclass(frozen=True)
+# Read once per process and never compared; no ``__repr__`` (it would print the plain secrets), and
+# none of the generated methods a 40-field class costs every cold start to build.
+@dataclass(frozen=True, eq=False, repr=False)
 class Settings:
     """Every setting of a function, read from the environment once."""
 

@@ -139,7 +139,13 @@ class BadRequest(Exception):
     """The body is not an interaction this bot can read (answered with 400)."""
 
 
-@dataclass(frozen=True)
+# The requests below are read once, dispatched by their type and dropped: nothing compares, hashes
+# or prints one (a repr would put a member's words in a log line). So they are frozen dataclasses
+# without the generated ``__eq__``, ``__hash__`` and ``__repr__``: generating those for every class
+# was a good part of the interactions function's cold import (benchmarks/interactions_bench.py).
+
+
+@dataclass(eq=False, repr=False)
 class Caller:
     """Who is asking, where, and in which language."""
 
@@ -156,14 +162,14 @@ class Caller:
         return Owner(self.scope, self.user_id)
 
 
-@dataclass(frozen=True)
+@dataclass(eq=False, repr=False)
 class Ping:
     """Discord's check that the endpoint answers."""
 
     pass
 
 
-@dataclass(frozen=True)
+@dataclass(eq=False, repr=False)
 class Chat:
     """/chat: a line said to the bot."""
 
@@ -174,7 +180,7 @@ class Chat:
     text: str
 
 
-@dataclass(frozen=True)
+@dataclass(eq=False, repr=False)
 class ShowMemories:
     """/memory show."""
 
@@ -182,7 +188,7 @@ class ShowMemories:
     interaction_id: str = ""  # a replay of the same interaction sends no second DM
 
 
-@dataclass(frozen=True)
+@dataclass(eq=False, repr=False)
 class ForgetMemory:
     """/memory forget."""
 
@@ -190,7 +196,7 @@ class ForgetMemory:
     memory_id: str
 
 
-@dataclass(frozen=True)
+@dataclass(eq=False, repr=False)
 class SuggestForget:
     """/memory forget's (and why's) autocomplete."""
 
@@ -198,7 +204,7 @@ class SuggestForget:
     typed: str
 
 
-@dataclass(frozen=True)
+@dataclass(eq=False, repr=False)
 class WhyMemory:
     """/memory why."""
 
@@ -206,7 +212,7 @@ class WhyMemory:
     memory_id: str
 
 
-@dataclass(frozen=True)
+@dataclass(eq=False, repr=False)
 class ExportMemories:
     """/memory export."""
 
@@ -214,7 +220,7 @@ class ExportMemories:
     interaction_id: str
 
 
-@dataclass(frozen=True)
+@dataclass(eq=False, repr=False)
 class ForgetAllAsk:
     """/memory forget-all: the question, with its button."""
 
@@ -222,21 +228,21 @@ class ForgetAllAsk:
     everywhere: bool = False  # everywhere:true: the person's "everywhere" memories too
 
 
-@dataclass(frozen=True)
+@dataclass(eq=False, repr=False)
 class PauseMemory:
     """/memory pause."""
 
     caller: Caller
 
 
-@dataclass(frozen=True)
+@dataclass(eq=False, repr=False)
 class ResumeMemory:
     """/memory resume."""
 
     caller: Caller
 
 
-@dataclass(frozen=True)
+@dataclass(eq=False, repr=False)
 class ForgetAllConfirm:
     """The forget-all button's click."""
 
@@ -250,7 +256,7 @@ class ForgetAllConfirm:
     everywhere: bool = False  # asked with everywhere:true (the custom_id's ":e")
 
 
-@dataclass(frozen=True)
+@dataclass(eq=False, repr=False)
 class ShowHistory:
     """/memory history, or its "Older" button (``requester`` and ``older_than`` from its custom_id)."""
 
@@ -259,7 +265,7 @@ class ShowHistory:
     requester: str = ""  # the button's: whose history it pages ("" for the command itself)
 
 
-@dataclass(frozen=True)
+@dataclass(eq=False, repr=False)
 class UndoChange:
     """An Undo button of /memory history: ``requester`` and the ledger row ``key`` from its custom_id."""
 
@@ -269,7 +275,7 @@ class UndoChange:
     interaction_id: str
 
 
-@dataclass(frozen=True)
+@dataclass(eq=False, repr=False)
 class SetReceipts:
     """/memory receipts enabled:<bool>."""
 
@@ -277,7 +283,7 @@ class SetReceipts:
     enabled: bool
 
 
-@dataclass(frozen=True)
+@dataclass(eq=False, repr=False)
 class WhyReply:
     """A reply's "Why?" button: whose reply (``requester``) and its interaction, from its custom_id."""
 
@@ -286,7 +292,7 @@ class WhyReply:
     reply_interaction_id: str
 
 
-@dataclass(frozen=True)
+@dataclass(eq=False, repr=False)
 class MoveMemory:
     """/memory everywhere id:<id> (``everywhere``) or /memory here id:<id>."""
 
@@ -295,7 +301,7 @@ class MoveMemory:
     everywhere: bool
 
 
-@dataclass(frozen=True)
+@dataclass(eq=False, repr=False)
 class SuggestEverywhere:
     """Autocomplete for /memory here: the caller's "everywhere" memories."""
 
@@ -303,7 +309,7 @@ class SuggestEverywhere:
     typed: str
 
 
-@dataclass(frozen=True)
+@dataclass(eq=False, repr=False)
 class UnknownComponent:
     """A button click or form submit the bot does not act on: answered politely, nothing changes."""
 
@@ -311,7 +317,7 @@ class UnknownComponent:
     locale: str = ""
 
 
-@dataclass(frozen=True)
+@dataclass(eq=False, repr=False)
 class Unsupported:
     """A command or subcommand this bot does not have."""
 
@@ -320,7 +326,7 @@ class Unsupported:
     locale: str = ""
 
 
-@dataclass(frozen=True)
+@dataclass(eq=False, repr=False)
 class ShowSettings:
     """/memory-settings show: ``permissions`` are the member's own, as the payload carries them."""
 
@@ -328,7 +334,7 @@ class ShowSettings:
     permissions: int
 
 
-@dataclass(frozen=True)
+@dataclass(eq=False, repr=False)
 class ChangeSetting:
     """/memory-settings <setting> ...: one change, as ``core.rights.servers.SettingChange`` takes it."""
 
@@ -339,7 +345,7 @@ class ChangeSetting:
     channel: str = ""  # channels: the channel added to the list
 
 
-@dataclass(frozen=True)
+@dataclass(eq=False, repr=False)
 class TargetMessage:
     """The message "Remember this" was used on, as Discord resolved it."""
 
@@ -348,7 +354,7 @@ class TargetMessage:
     content: str
 
 
-@dataclass(frozen=True)
+@dataclass(eq=False, repr=False)
 class RememberMessage:
     """The "Remember this" message command; ``target`` is None when Discord's resolved data
     was missing or malformed (answered with a polite refusal, nothing read or written)."""
@@ -486,7 +492,7 @@ def parse(body: bytes, scope_mode: ScopeMode = ScopeMode.GUILD) -> Request:
     return by_type(payload, scope_mode)
 
 
-@dataclass(frozen=True)
+@dataclass(eq=False, repr=False)
 class _Command:
     """A slash command or its autocomplete, read as far as every command needs."""
 
