@@ -18,7 +18,7 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from . import tables
 from .core.record.catalog import Language
-from .core.record.domain import JST, ScopeMode
+from .core.record.terms import JST, ScopeMode
 
 DEFAULT_DISCORD_API_BASE = "https://discord.com/api/v10"
 SECRET_CACHE_SECONDS = 300

@@ -29,9 +29,11 @@ HEAVY = (
     "memorybot.adapters.metrics",
     "memorybot.adapters.metering",
     "memorybot.adapters.tracing",
-    # The workers' steps of a conversation, the ports' protocols and the ledger's types: a /chat is
-    # heard by core/turn/hearing.py, which names the ports in annotations only.
+    # The workers' steps of a conversation, the ports' protocols, the ledger's types and the memories'
+    # classes: a /chat is heard by core/turn/hearing.py, which names the ports in annotations only, and
+    # the front door takes the domain's terms from core/record/terms.py.
     "memorybot.core.turn.conversation",
+    "memorybot.core.record.domain",
     "memorybot.core.record.ports",
     "memorybot.core.record.service_ports",
     "memorybot.core.record.changes",

@@ -16,8 +16,8 @@ from typing import TYPE_CHECKING, Any, Protocol
 from ..core.record.catalog import text
 from ..core.record.catalog import where_label as scope_label
 from ..core.record.dates import local_stamp
-from ..core.record.domain import GLOBAL_SCOPE, Actor, Owner, ScopeMode, iso, shows_nothing, snowflake_time, utcnow
 from ..core.record.jobs import ForgetAllJob, RememberJob, ReplyJob
+from ..core.record.terms import GLOBAL_SCOPE, Actor, Owner, ScopeMode, iso, shows_nothing, snowflake_time, utcnow
 from ..core.turn import hearing
 from ..lazy import lazy
 from .formats import markdown_escaped

@@ -15,7 +15,7 @@ from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 from ..core.record.catalog import COMMAND_DESCRIPTIONS, COMMAND_NAMES, REMEMBER_THIS, SETTING_CHOICES, Language
-from ..core.record.domain import Owner, ScopeMode, scope_for
+from ..core.record.terms import Owner, ScopeMode, scope_for
 from ..core.rights.server_limits import DAILY_LIMIT_MAX, PERSONA_MAX_CHARS
 from ..lazy import lazy
 from .formats import is_interaction_token, is_snowflake, valid_unicode
@@ -139,10 +139,11 @@ class BadRequest(Exception):
     """The body is not an interaction this bot can read (answered with 400)."""
 
 
-# The requests below are read once, dispatched by their type and dropped: nothing compares, hashes
-# or prints one (a repr would put a member's words in a log line). So they are frozen dataclasses
-# without the generated ``__eq__``, ``__hash__`` and ``__repr__``: generating those for every class
-# was a good part of the interactions function's cold import (benchmarks/interactions_bench.py).
+# The requests below are built once by ``parse``, dispatched by their type and dropped: nothing
+# assigns to, compares, hashes or prints one (a repr would put a member's words in a log line; a
+# changed request is a new one, ``dataclasses.replace``). So they are plain dataclasses without the
+# generated ``__eq__``, ``__repr__`` and frozen guards: generating those for some 25 classes was a
+# good part of the interactions function's cold import (benchmarks/interactions_bench.py).
 
 
 @dataclass(eq=False, repr=False)

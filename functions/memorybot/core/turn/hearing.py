@@ -9,8 +9,8 @@ import logging
 from typing import TYPE_CHECKING, Protocol
 
 from ..record.conflicts import PersonRefused
-from ..record.domain import Message, snowflake_time
 from ..record.person import Basis, PersonCheck
+from ..record.terms import Message, snowflake_time
 
 if TYPE_CHECKING:
     from ..record.jobs import ReplyJob
