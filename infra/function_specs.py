@@ -95,8 +95,9 @@ FUNCTIONS = (
             # PutItem: the reply, in a transaction with the person's check; GetItem: a store whose answer was lost
             "messages": access("PutItem", "GetItem", "Query"),
             # Query: the person's profile (one partition) and their "everywhere" one, for relevance
-            # selection: a small one whole, a large one's selection index; BatchGetItem: the ten chosen
-            # from an index; GetItem and DeleteItem: the night's note, read and claimed on the next use
+            # selection: a small one whole, a large one's selection index; GetItem: that index's header
+            # (a kept copy's check) and the night's note (DeleteItem: claimed on the next use);
+            # BatchGetItem: the index's chunks changed since the copy
             "memories": access("Query", "GetItem", "DeleteItem", "BatchGetItem"),
             "memory_log": access("PutItem"),
             # GetItem: the switch, read alongside the profile; UpdateItem: the first-use notice's

@@ -101,6 +101,10 @@ class Settings:
     # the local stack does); the model cost show estimates per request (USD); and how many servers'
     # own diaries one night writes at most (each one model call and one post, on top of the run's bound).
     server_settings_cache_seconds: float = 30.0
+    # A warm function's copy of the large profiles' selection indexes it read (adapters/index_cache.py):
+    # at most this many bytes in the process (about 8.6 KB a memory with a 256-dimension vector: a
+    # profile of 2,000 takes about 17 MB); 0 keeps none (every read of a large profile reads its index).
+    index_cache_bytes: int = 64 * 2**20
     model_request_cost_usd: float = 0.0005
     server_diaries_per_night: int = 50
     # Plain values (local) or the names of Secrets Manager secrets (deployed).
@@ -179,6 +183,14 @@ class Settings:
                 "MEMORYBOT_SERVER_SETTINGS_CACHE_SECONDS",
                 float(env.get("MEMORYBOT_SERVER_SETTINGS_CACHE_SECONDS", cls.server_settings_cache_seconds)),
                 60,
+            ),
+            index_cache_bytes=int(
+                _bounded(
+                    "MEMORYBOT_INDEX_CACHE_MB",
+                    float(env.get("MEMORYBOT_INDEX_CACHE_MB", cls.index_cache_bytes / 2**20)),
+                    4096,
+                )
+                * 2**20
             ),
             model_request_cost_usd=float(env.get("MEMORYBOT_MODEL_REQUEST_COST_USD", cls.model_request_cost_usd)),
             server_diaries_per_night=int(

@@ -263,8 +263,8 @@ def server_settings_scenario(h: Harness) -> None:
 
 def reply_scenario(h: Harness) -> None:
     # More than ten memories: the reply ranks them, so it embeds its query (the Titan grant). More
-    # than a page: ranked from the selection index (built by an extraction's read), the chosen
-    # fetched with BatchGetItem.
+    # than a page: ranked from the selection index (built by an extraction's read); the function
+    # keeps its copy, and its next turn reads again only the chunk a change touched (BatchGetItem).
     for i in range(SMALL_PROFILE_ITEMS + 2):
         at = utcnow() - timedelta(minutes=i)
         seeded = memory(ALICE, seed_id("rep", i), f"Likes instrument number {i}", at=at, scope=SCOPE)
@@ -280,7 +280,10 @@ def reply_scenario(h: Harness) -> None:
     h.recorder.lose_answer("Reply", "TransactWriteItems")  # the reply is stored, its answer is lost
     h.call("Reply", dict(job))
     h.call("Reply", dict(job))  # Lambda's redelivery: the stored result, no second post
-    h.invocations.clear()  # the extraction of that turn is the extraction scenario's business
+    cello = memory(ALICE, seed_id("rep", 99), "Likes the cello", scope=SCOPE)
+    h.memories.apply(Change(Action.ADD, None, cello, "seed"), actor=Actor.EXTRACTION)  # another function's change
+    h.call("Reply", job | {"interaction_id": snowflake_at(utcnow(), 8)})
+    h.invocations.clear()  # the extraction of those turns is the extraction scenario's business
     again = job | {"interaction_id": snowflake_at(utcnow(), 9)}
     h.recorder.fail("Reply", "Query")  # a job that fails: Powertools gives its record back for the retry
     with pytest.raises(Exception):

@@ -257,7 +257,8 @@ TABLE_ACCESS = {
     "Reply": {
         "messages": _dynamodb("PutItem", "GetItem", "Query"),
         "people": _dynamodb("GetItem", "UpdateItem", "ConditionCheckItem"),  # the switch, the notice, the check
-        # GetItem, DeleteItem: the night's note; BatchGetItem: the chosen ten of a large profile
+        # GetItem, DeleteItem: the night's note (and a kept index's header); BatchGetItem: the
+        # index's chunks changed since the function's copy
         "memories": _dynamodb("Query", "GetItem", "DeleteItem", "BatchGetItem"),
         "memory_log": _dynamodb("PutItem"),
         "dedup": IDEMPOTENCY,
@@ -325,8 +326,9 @@ def test_each_function_touches_only_its_tables_with_only_its_actions(synth):
 
 
 # The one Scan: the nightly embedding backfill (docs/relevance.md), bounded in pages per night.
-# The batch gets: a large profile's chosen ten, by key, after ranking its selection index
-# (docs/relevance.md), by the three readers that choose ten.
+# The batch gets: a large profile's chosen ten, by key, after ranking its selection index, and the
+# chunks of that index changed since a function's copy (docs/relevance.md), by the three readers
+# that choose ten.
 SCANS = {
     ("NightlyReview", "memories"): _dynamodb("Scan"),
     **{(name, "memories"): _dynamodb("BatchGetItem") for name in ("Reply", "Extraction", "NightlySpeaker")},

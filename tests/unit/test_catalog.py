@@ -75,9 +75,8 @@ def test_a_missing_field_is_an_error_not_a_text_with_braces():
 # The modules whose output a person reads: the answers, DMs, replies and notices.
 ANSWERING = [
     *sorted((PACKAGE / "discord").glob("*.py")),
-    PACKAGE / "core" / "turn" / "conversation.py",
-    PACKAGE / "core" / "rights" / "consent.py",
-    PACKAGE / "core" / "rights" / "commands.py",
+    *sorted((PACKAGE / "core" / "turn").glob("*.py")),
+    *sorted((PACKAGE / "core" / "rights").glob("*.py")),
     *sorted((PACKAGE / "handlers").glob("*.py")),
 ]
 _WORDS = re.compile(r"[A-Za-z']+")

@@ -73,6 +73,7 @@ from .dynamodb_items import (
 )
 from .dynamodb_ledger import ledger_entry_key, ledger_from_item, ledger_item
 from .dynamodb_people import person_check_item
+from .index_cache import IndexCache, KeptChunk
 
 logger = logging.getLogger(__name__)
 R = TypeVar("R")
@@ -238,6 +239,10 @@ SMALL_PROFILE_ITEMS = 32
 # The readers whose functions write memories build a missing selection index (the reply's role
 # only reads them: it reads a profile whole until the extraction has built its index).
 INDEX_BUILDERS = frozenset({Actor.EXTRACTION, Actor.NIGHTLY})
+# The readers served the chosen memories as rebuilt from their index entries, with no fetch: the
+# reply's prompt uses a memory's id, text, update time and end, all in the entry. The others keep
+# the records (an extraction's change conditions on them, and its ledger row keeps their sources).
+ENTRIES_SUFFICE = frozenset({Actor.REPLY})
 # A BatchGetItem's unprocessed keys (throttled) are asked for again this many times, then it fails.
 BATCH_GET_ATTEMPTS = 5
 BATCH_GET_BACKOFF_SECONDS = 0.05
@@ -273,6 +278,7 @@ class DynamoMemoryStore(MemoryStore):
         self._read_retention_days = settings.ledger_read_retention_days
         self._zone = settings.zone
         self._clock = clock
+        self._cache = IndexCache(settings.index_cache_bytes)
 
     # -- reads of one person's profile
 
@@ -328,35 +334,74 @@ class DynamoMemoryStore(MemoryStore):
         unused_if: Callable[[], bool] | None = None,
         entry_id: str = "",
     ) -> list[Memory]:
-        # A first page of the owner's own partition (the base table), projecting what a Memory
-        # holds, the selection index's header first: a small profile is used as read; a larger one
-        # is ranked from its index (once built) and only the chosen are fetched.
         started = self._clock()
-        first = self._client.query(**self._memories_request(owner, Limit=SMALL_PROFILE_ITEMS + 1))
-        items = first.get("Items", [])
-        header = next((i for i in items if profile_index.is_header(i)), None)
-        index = profile_index.Index(owner, header)
-        # (an owner with no memory yet has nothing to index: its first write starts the header)
-        build = actor in INDEX_BUILDERS and not index.complete
+        memories: list[Memory] | None = None
         indexed = False
-        if "LastEvaluatedKey" not in first:
-            memories = list(readable_memories(i for i in items if not _is_marker(i)))
-        elif index.complete:
-            index = self._index(owner, header)
-            memories, indexed = index.memories(), True
-        else:
-            memories = self._whole_profile(owner)
-        if build and (memories or index.version is not None):
-            self._build_index(owner, memories, index, started)
+        if self._cache.holds(owner.key):
+            # Ranked from its index last time: the header alone tells which kept chunks still are the chunks.
+            header = self._header(owner)
+            index = profile_index.Index(owner, header)
+            if header is None or not index.complete:
+                self._cache.evict(owner.key)  # erased since: read as if never kept
+            else:
+                memories, indexed = self._indexed(owner, header, self._cache.get(owner.key, index.generation)), True
+        if memories is None:
+            # A first page of the owner's own partition (the base table), projecting what a Memory
+            # holds, the selection index's header first: a small profile is used as read; a larger
+            # one is ranked from its index (once built).
+            first = self._client.query(**self._memories_request(owner, Limit=SMALL_PROFILE_ITEMS + 1))
+            items = first.get("Items", [])
+            header = next((i for i in items if profile_index.is_header(i)), None)
+            index = profile_index.Index(owner, header)
+            # (an owner with no memory yet has nothing to index: its first write starts the header)
+            build = actor in INDEX_BUILDERS and not index.complete
+            if "LastEvaluatedKey" not in first:
+                memories = list(readable_memories(i for i in items if not _is_marker(i)))
+            elif index.complete:
+                memories, indexed = self._indexed(owner, header, None), True
+            else:
+                memories = self._whole_profile(owner)
+            if build and (memories or index.version is not None):
+                self._build_index(owner, memories, index, started)
         if unused_if is not None and unused_if():
             return []  # read, never used: no row
         chosen = choose(memories)
-        if indexed:
+        if indexed and actor not in ENTRIES_SUFFICE:
             chosen = self._fetch(owner, chosen)
         self.log_read(
             owner, tuple(m.memory_id for m in chosen), actor=actor, reason=reason, run_id=run_id, entry_id=entry_id
         )
         return chosen
+
+    def _header(self, owner: Owner) -> Item | None:
+        """The owner's index header alone (strongly consistent: every change committed before it
+        is counted in its version)."""
+        return self._client.get_item(
+            TableName=self._memories,
+            Key=memory_key(owner, profile_index.HEADER_KEY),
+            ConsistentRead=True,
+        ).get("Item")
+
+    def _indexed(self, owner: Owner, header: Item | None, kept: dict[str, KeptChunk] | None) -> list[Memory]:
+        """The owner's memories as their index holds them, read after ``header``: with ``kept``
+        (this function's copy, same generation), only the chunks whose count of changes differs
+        from the header's are read again; without, every chunk. Kept for the next read."""
+        index = profile_index.Index(owner, header)
+        stale = []
+        if kept is not None:
+            counted = index.counts.keys() | kept.keys()
+            stale = [key for key in counted if index.counts.get(key, 0) != (kept[key].count if key in kept else 0)]
+        if kept is None or len(stale) > profile_index.CHUNKS // 2:  # (past half, one Query costs no more)
+            read = self._index(owner, header).by_chunk()
+            kept = {key: KeptChunk.of(count, entries) for key, (count, entries) in read.items()}
+        elif stale:
+            items = self._batch_get([memory_key(owner, key) for key in stale])
+            read = profile_index.Index(owner, header, items).by_chunk()
+            for key in stale:  # a chunk that never had an entry has no item
+                count, entries = read.get(key, (index.counts.get(key, 0), []))
+                kept[key] = KeptChunk.of(count, entries)
+        self._cache.put(owner.key, index.generation, kept)
+        return [memory for chunk in kept.values() for memory in chunk.memories]
 
     def _memories_request(self, owner: Owner, **request: Any) -> dict[str, Any]:
         """A consistent Query of the owner's memories (and import markers), after their selection
@@ -364,9 +409,10 @@ class DynamoMemoryStore(MemoryStore):
         return {
             "TableName": self._memories,
             "KeyConditionExpression": "#owner = :owner AND memory_id BETWEEN :header AND :end",
-            "ProjectionExpression": _PROFILE_PROJECTION + ", #v, #complete, #models",
+            "ProjectionExpression": _PROFILE_PROJECTION + ", #v, #complete, #models, #g",
             "ExpressionAttributeNames": {
                 "#owner": "owner",
+                "#g": profile_index.GENERATION,
                 "#v": profile_index.VERSION,
                 "#complete": profile_index.COMPLETE,
                 "#models": profile_index.MODELS,
@@ -412,29 +458,10 @@ class DynamoMemoryStore(MemoryStore):
         if not chosen:
             return []
         keys = [memory_key(owner, m.memory_id) for m in chosen]
-        request: dict[str, Any] = {
-            self._memories: {
-                "Keys": keys,
-                "ConsistentRead": True,
-                "ProjectionExpression": _PROFILE_PROJECTION,
-                "ExpressionAttributeNames": dict(_PROFILE_NAMES),
-            }
-        }
-        found: dict[str, Memory] = {}
-        for attempt in range(1, BATCH_GET_ATTEMPTS + 1):
-            answer = self._client.batch_get_item(RequestItems=request)
-            for memory in readable_memories(answer.get("Responses", {}).get(self._memories, [])):
-                found[memory.memory_id] = memory
-            request = answer.get("UnprocessedKeys") or {}
-            if not request:
-                break
-            if attempt == BATCH_GET_ATTEMPTS:
-                # As a throttled Query reaches its caller once botocore's own retries are spent.
-                raise ClientError(
-                    {"Error": {"Code": THROTTLED, "Message": "the chosen memories were not all read"}},
-                    "BatchGetItem",
-                )
-            time.sleep(BATCH_GET_BACKOFF_SECONDS * attempt)
+        read = self._batch_get(
+            keys, ProjectionExpression=_PROFILE_PROJECTION, ExpressionAttributeNames=dict(_PROFILE_NAMES)
+        )
+        found = {memory.memory_id: memory for memory in readable_memories(read)}
         records = []
         for ranked in chosen:
             record = found.get(ranked.memory_id)
@@ -443,6 +470,22 @@ class DynamoMemoryStore(MemoryStore):
             if record is not None:
                 records.append(record)
         return records
+
+    def _batch_get(self, keys: list[Item], **options: Any) -> list[Item]:
+        """The items of ``keys`` in the memories table (at most 100), strongly consistent; keys left
+        unprocessed (throttled) asked for again, a bounded number of times."""
+        request: dict[str, Any] = {self._memories: {"Keys": keys, "ConsistentRead": True, **options}}
+        found: list[Item] = []
+        for attempt in range(1, BATCH_GET_ATTEMPTS + 1):
+            answer = self._client.batch_get_item(RequestItems=request)
+            found += answer.get("Responses", {}).get(self._memories, [])
+            request = answer.get("UnprocessedKeys") or {}
+            if not request:
+                return found
+            if attempt < BATCH_GET_ATTEMPTS:
+                time.sleep(BATCH_GET_BACKOFF_SECONDS * attempt)
+        # As a throttled Query reaches its caller once botocore's own retries are spent.
+        raise ClientError({"Error": {"Code": THROTTLED, "Message": "items left unread"}}, "BatchGetItem")
 
     def set_embedding(self, memory: Memory, embedding: Embedding) -> bool:
         # Derived from the text, like a review mark: no ledger row. Only onto the record as read,
@@ -1027,6 +1070,7 @@ class DynamoMemoryStore(MemoryStore):
 
     def erase_kept_beside(self, owner: Owner) -> None:
         self._client.delete_item(TableName=self._memories, Key=memory_key(owner, FORGOTTEN_KEY))
+        self._cache.evict(owner.key)
         for key in profile_index.keys_of(owner, self._index(owner, None)):  # the selection index
             self._client.delete_item(TableName=self._memories, Key=key)
 

@@ -31,6 +31,7 @@ or ``text``: no profile read, export, scope listing, review index or reader of m
 
 from __future__ import annotations
 
+import secrets
 import struct
 import zlib
 from collections.abc import Iterable
@@ -48,6 +49,17 @@ MEMORIES_END = "~"
 VERSION = "v"
 COMPLETE = "complete"
 MODELS = "models"
+# The header's generation: set by the write that creates the header, kept by every later one. An
+# erasure deletes the header, and the next write starts counting versions again: the generation
+# tells a new header from the erased one (adapters/index_cache.py keys its copies by both).
+GENERATION = "g"
+# Each chunk's count of changes, kept twice in the same transaction: on the chunk itself (CHUNK_COUNT)
+# and on the header (COUNT_PREFIX + the chunk's number). A warm function's copy of a chunk is still
+# the chunk while the two agree (adapters/index_cache.py): one GetItem of the header tells which
+# chunks changed, and only those are read again. The build writes chunks and header without counts
+# (0 for both); it runs once a generation, before any copy can be kept.
+CHUNK_COUNT = "#n"
+COUNT_PREFIX = "n"
 
 _KEYS = ("owner", "memory_id")  # a chunk's other attributes are its entries
 _EPOCH = datetime(1, 1, 1, tzinfo=UTC)
@@ -64,6 +76,11 @@ CHUNKS = 96
 
 def chunk_key(memory_id: str) -> str:
     return f"{CHUNK_PREFIX}{zlib.crc32(memory_id.encode('ascii')) % CHUNKS:02x}"
+
+
+def count_name(chunk: str) -> str:
+    """The header's attribute counting the changes of ``chunk``."""
+    return COUNT_PREFIX + chunk.removeprefix(CHUNK_PREFIX)
 
 
 def _micros(at: datetime) -> int:
@@ -115,15 +132,21 @@ def _key(owner: Owner, sort_key: str) -> Item:
     return {"owner": s(owner.key), "memory_id": s(sort_key)}
 
 
+def new_generation() -> str:
+    return secrets.token_hex(8)
+
+
 def writes(table: str, owner: Owner, memory_id: str, memory: Memory | None) -> list[Item]:
     """The transaction items that keep the index in step with one memory's write: its entry set
-    (``memory``: as written) or removed (None), and the header's version bumped."""
+    (``memory``: as written) or removed (None), the header's version and both counts of the
+    chunk's changes bumped."""
+    chunk_name = chunk_key(memory_id)
     header: dict[str, Any] = {
         "TableName": table,
         "Key": _key(owner, HEADER_KEY),
-        "UpdateExpression": "ADD #v :one",
-        "ExpressionAttributeNames": {"#v": VERSION},
-        "ExpressionAttributeValues": {":one": {"N": "1"}},
+        "UpdateExpression": "SET #g = if_not_exists(#g, :g) ADD #v :one, #n :one",
+        "ExpressionAttributeNames": {"#v": VERSION, "#g": GENERATION, "#n": count_name(chunk_name)},
+        "ExpressionAttributeValues": {":one": {"N": "1"}, ":g": s(new_generation())},
     }
     if memory is not None and memory.embedding is not None:
         header["UpdateExpression"] += ", #m :m"
@@ -131,40 +154,60 @@ def writes(table: str, owner: Owner, memory_id: str, memory: Memory | None) -> l
         header["ExpressionAttributeValues"][":m"] = {"SS": [memory.embedding.model]}
     chunk: dict[str, Any] = {
         "TableName": table,
-        "Key": _key(owner, chunk_key(memory_id)),
-        "ExpressionAttributeNames": {"#e": memory_id},
+        "Key": _key(owner, chunk_name),
+        "ExpressionAttributeNames": {"#e": memory_id, "#n": CHUNK_COUNT},
+        "ExpressionAttributeValues": {":one": {"N": "1"}},
     }
     if memory is None:
-        chunk["UpdateExpression"] = "REMOVE #e"
+        chunk["UpdateExpression"] = "REMOVE #e ADD #n :one"
     else:
-        chunk |= {"UpdateExpression": "SET #e = :e", "ExpressionAttributeValues": {":e": {"B": encode_entry(memory)}}}
+        chunk["UpdateExpression"] = "SET #e = :e ADD #n :one"
+        chunk["ExpressionAttributeValues"][":e"] = {"B": encode_entry(memory)}
     return [{"Update": header}, {"Update": chunk}]
 
 
 class Index:
     """An owner's index as read: the header's version (None: no header), whether it is complete,
-    and its chunks."""
+    its generation, its count of each chunk's changes, and the chunks read."""
 
     def __init__(self, owner: Owner, header: Item | None, chunks: Iterable[Item] = ()) -> None:
         self.owner = owner
         self.version: int | None = None
+        self.generation: str | None = None
         self.complete = False
         self.models: list[str] = []
+        self.counts: dict[str, int] = {}  # a chunk not named: 0 (no change since the build)
         if header is not None:
             self.version = int(header[VERSION]["N"]) if VERSION in header else 0
             self.complete = bool(header.get(COMPLETE, {}).get("BOOL"))
             self.models = list(header.get(MODELS, {}).get("SS", []))
+            self.generation = header[GENERATION]["S"] if GENERATION in header else None
+            self.counts = {
+                CHUNK_PREFIX + name.removeprefix(COUNT_PREFIX): int(value["N"])
+                for name, value in header.items()
+                if name.startswith(COUNT_PREFIX) and len(name) == len(COUNT_PREFIX) + 2 and "N" in value
+            }
         self._chunks = list(chunks)
         self.chunks = [item["memory_id"]["S"] for item in self._chunks]
 
-    def memories(self) -> list[Memory]:
-        out: list[Memory] = []
+    def by_chunk(self) -> dict[str, tuple[int, list[Memory]]]:
+        """Each chunk read: its own count of changes, and its entries as memories."""
         models = {model_code(m): m for m in self.models}
+        out: dict[str, tuple[int, list[Memory]]] = {}
         for item in self._chunks:
-            for name, value in item.items():
-                if "B" in value and name not in _KEYS:
-                    out.append(decode_entry(self.owner, name, bytes(value["B"]), models))
+            count = int(item[CHUNK_COUNT]["N"]) if CHUNK_COUNT in item else 0
+            out[item["memory_id"]["S"]] = (
+                count,
+                [
+                    decode_entry(self.owner, name, bytes(value["B"]), models)
+                    for name, value in item.items()
+                    if "B" in value and name not in _KEYS
+                ],
+            )
         return out
+
+    def memories(self) -> list[Memory]:
+        return [m for _, entries in self.by_chunk().values() for m in entries]
 
 
 def is_header(item: Item) -> bool:
@@ -183,7 +226,12 @@ def build(table: str, owner: Owner, memories: Iterable[Memory], index: Index, ch
         if memory.embedding is not None:
             models.add(memory.embedding.model)
     version = index.version or 0
-    written = {**_key(owner, HEADER_KEY), VERSION: {"N": str(version + 1)}, COMPLETE: {"BOOL": True}}
+    written = {
+        **_key(owner, HEADER_KEY),
+        VERSION: {"N": str(version + 1)},
+        COMPLETE: {"BOOL": True},
+        GENERATION: s(index.generation or new_generation()),
+    }
     if models:
         written[MODELS] = {"SS": sorted(models)}
     header: dict[str, Any] = {"TableName": table, "Item": written}

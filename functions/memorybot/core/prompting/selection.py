@@ -132,15 +132,17 @@ def bm25_scores(documents: Sequence[Sequence[str]], query: Sequence[str]) -> lis
     n = len(documents)
     if not n or not query:
         return [0.0] * n
-    counts = [Counter(doc) for doc in documents]
-    avg_len = sum(len(doc) for doc in documents) / n or 1.0
+    avg_len = sum(map(len, documents)) / n or 1.0
     terms = set(query)
-    df = {t: sum(1 for c in counts if t in c) for t in terms}
+    # Only documents sharing a term score above 0: counted alone (a large profile shares a query's
+    # terms with a few dozen of its memories, not thousands).
+    matching = {i: Counter(doc) for i, doc in enumerate(documents) if not terms.isdisjoint(doc)}
+    df = {t: sum(1 for c in matching.values() if t in c) for t in terms}
     idf = {t: math.log(1.0 + (n - df[t] + 0.5) / (df[t] + 0.5)) for t in terms if df[t]}
-    scores = []
-    for doc, c in zip(documents, counts, strict=True):
-        norm = BM25_K1 * (1.0 - BM25_B + BM25_B * len(doc) / avg_len)
-        scores.append(sum(idf[t] * c[t] * (BM25_K1 + 1.0) / (c[t] + norm) for t in idf if t in c))
+    scores = [0.0] * n
+    for i, c in matching.items():
+        norm = BM25_K1 * (1.0 - BM25_B + BM25_B * len(documents[i]) / avg_len)
+        scores[i] = sum(idf[t] * c[t] * (BM25_K1 + 1.0) / (c[t] + norm) for t in idf if t in c)
     return scores
 
 
@@ -165,9 +167,19 @@ def lexical_scores(documents: Sequence[Sequence[str]], query: Sequence[str]) -> 
     return [c + 0.5 * gap * g / top for c, g in zip(content, grammar, strict=True)]
 
 
+def _dot(a: Sequence[float], b: Sequence[float]) -> float:
+    return sum(map(operator.mul, a, b))
+
+
+# Python 3.12's sumprod is the same sum in C (and a little more exact): a ranking of 2,000 memories
+# spends most of its time here. One function for every ranking in a process, so that a profile
+# ranked whole and from its index agree.
+_DOT: Callable[[Sequence[float], Sequence[float]], float] = getattr(math, "sumprod", _dot)
+
+
 def cosine(a: Sequence[float], b: Sequence[float]) -> float:
     """Dot product: both vectors are L2-normalised."""
-    return sum(map(operator.mul, a, b))
+    return _DOT(a, b)
 
 
 def semantic_scores(memories: Sequence[Memory], query_embedding: Embedding | None) -> list[float | None]:
