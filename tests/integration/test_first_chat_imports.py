@@ -5,13 +5,12 @@ the same; this is the first answer after it, in a fresh process, on moto's Dynam
 
 from __future__ import annotations
 
-import itertools
 import json
 import os
 import subprocess
 import sys
 
-from memorybot.discord.signature import new_key_pair, sign
+import frontdoor
 from memorybot.local import moto_dynamo
 
 NOT_FOR_A_CHAT = (
@@ -40,30 +39,11 @@ response = handler.handler(json.loads(sys.stdin.read()), LocalContext("first-cha
 print(json.dumps({"body": json.loads(response["body"]), "loaded": sorted(sys.modules)}))
 """
 
-_prefixes = itertools.count(1)
-
 
 def test_a_first_chat_is_answered_without_the_memories_ledger_or_ports(moto_server):
-    prefix = f"first{next(_prefixes)}-"
+    prefix = "first-chat-"
     moto_dynamo.create_tables(moto_server.client(), prefix)
-    signing_key, public_key = new_key_pair()
-    payload = {
-        "id": "1300000000000000001",
-        "application_id": "1",
-        "type": 2,
-        "token": "t",
-        "channel_id": "700000000000000001",
-        "guild_id": "800000000000000001",
-        "member": {"user": {"id": "100000000000000001", "username": "alice"}},
-        "data": {"name": "chat", "options": [{"type": 3, "name": "message", "value": "I like green tea"}]},
-    }
-    body = json.dumps(payload).encode()
-    event = {
-        "version": "2.0",
-        "headers": {k.lower(): v for k, v in sign(signing_key, body).items()},
-        "body": body.decode(),
-        "isBase64Encoded": False,
-    }
+    event = frontdoor.event(frontdoor.chat("I like green tea"))
     env = {
         **os.environ,
         "AWS_ENDPOINT_URL_DYNAMODB": moto_server.endpoint,
@@ -71,7 +51,7 @@ def test_a_first_chat_is_answered_without_the_memories_ledger_or_ports(moto_serv
         "AWS_ACCESS_KEY_ID": "local",
         "AWS_SECRET_ACCESS_KEY": "local",
         "MEMORYBOT_TABLE_PREFIX": prefix,
-        "DISCORD_PUBLIC_KEY": public_key,
+        "DISCORD_PUBLIC_KEY": frontdoor.PUBLIC_KEY,
         "POWERTOOLS_LOG_LEVEL": "WARNING",
     }
     out = subprocess.run(

@@ -9,6 +9,8 @@ import json
 import subprocess
 import sys
 
+import frontdoor
+
 HEAVY = (
     "httpx",
     "boto3",
@@ -57,23 +59,14 @@ def test_requests_jobs_and_settings_print_none_of_their_contents():
     from memorybot.core.record.jobs import RememberJob
     from memorybot.discord import requests
 
-    body = {
-        "id": "1300000000000000001",
-        "application_id": "1",
-        "type": 2,
-        "token": "interaction-token-1",
-        "channel_id": "700000000000000001",
-        "guild_id": "800000000000000001",
-        "member": {"user": {"id": "100000000000000001", "username": "alice"}},
-        "data": {"name": "chat", "options": [{"type": 3, "name": "message", "value": "my secret plan"}]},
-    }
-    chat = requests.parse(json.dumps(body).encode())
+    payload = frontdoor.chat("my secret plan")
+    chat = requests.parse(json.dumps(payload).encode())
     assert isinstance(chat, requests.Chat) and chat.text == "my secret plan"
     job = RememberJob(
-        "1", "interaction-token-1", "1", "7", "100000000000000001", "alice", "global", "", "2", "my secret plan"
+        "1", payload["token"], "1", "7", "100000000000000001", "alice", "global", "", "2", "my secret plan"
     )
     settings = Settings.from_env({"DISCORD_BOT_TOKEN": "bot-token-1"})
     assert settings.secret("DISCORD_BOT_TOKEN") == "bot-token-1"
     for printed in (repr(chat), repr(chat.caller), str(chat), repr(job), repr(settings)):
-        for content in ("my secret plan", "interaction-token-1", "bot-token-1", "alice"):
+        for content in ("my secret plan", payload["token"], "bot-token-1", "alice"):
             assert content not in printed
