@@ -19,7 +19,6 @@ if TYPE_CHECKING:
     from datetime import tzinfo
 
     from .core.night.consolidation import Consolidator
-    from .core.record.domain import ScopeMode
     from .core.record.ports import (
         AsyncInvoker,
         AttemptCounter,
@@ -36,6 +35,7 @@ if TYPE_CHECKING:
         RememberedMessages,
         RunStore,
     )
+    from .core.record.terms import ScopeMode
     from .core.rights.erasure import Erasure
     from .core.rights.importing import Importer
     from .core.rights.rollback import Rollback

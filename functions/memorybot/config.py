@@ -18,7 +18,7 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from . import tables
 from .core.record.catalog import Language
-from .core.record.domain import JST, ScopeMode
+from .core.record.terms import JST, ScopeMode
 
 DEFAULT_DISCORD_API_BASE = "https://discord.com/api/v10"
 SECRET_CACHE_SECONDS = 300
@@ -36,7 +36,9 @@ DEFAULT_MODEL_PRICES: Mapping[str, tuple[float, float]] = {
 }
 
 
-@dataclass(frozen=True)
+# Read once per process and never compared; no ``__repr__`` (it would print the plain secrets), and
+# none of the generated methods a 40-field class costs every cold start to build.
+@dataclass(frozen=True, eq=False, repr=False)
 class Settings:
     """Every setting of a function, read from the environment once."""
 

@@ -31,7 +31,7 @@ from memorybot.core.record.ports import PersonRefused
 from memorybot.core.rights import commands, consent
 from memorybot.core.rights.erasure import Erasure
 from memorybot.core.rights.rollback import Rollback
-from memorybot.core.turn import conversation
+from memorybot.core.turn import conversation, hearing
 from memorybot.core.turn.extraction import Extractor, Outcome
 from memorybot.core.turn.reply import ReplyWriter
 
@@ -172,7 +172,7 @@ _turns = iter(range(1, 10_000))
 def turn(deps: Deps, user: str = "100", scope: str = "guild:1", locale: str = "") -> dict:
     n = next(_turns)
     job = ReplyJob(snowflake_at(T0, n), f"token-{n}", "900", "700", user, "someone", scope, locale)
-    conversation.hear(deps, job, "hello there")
+    hearing.hear(deps, job, "hello there")
     deps.invoker.jobs.clear()
     return conversation.answer(deps, job, fetch_history=False, give_up=lambda: True)
 
@@ -218,7 +218,7 @@ def test_a_reply_for_a_person_erased_since_the_turn_began_is_not_stored_nor_lear
     deps = Deps()
     n = next(_turns)
     job = ReplyJob(snowflake_at(T0, n), f"token-{n}", "900", "700", "100", "someone", "guild:1")
-    conversation.hear(deps, job, "hello there")
+    hearing.hear(deps, job, "hello there")
     deps.invoker.jobs.clear()
     deps.people_store.erased("100", T0 + timedelta(minutes=5))
     answered = conversation.answer(deps, job, fetch_history=False, give_up=lambda: True)

@@ -77,7 +77,7 @@ def test_the_writers_are_found_and_the_channel_history_writer_is_among_them():
     assert checked_methods() >= {"apply", "add_once", "put"}
     places = {(module, function) for module, function, _, _ in writer_calls()}
     assert ("core/turn/conversation.py", "_fetch_history") in places
-    assert ("core/turn/conversation.py", "hear") in places and ("core/rights/importing.py", "_add") in places
+    assert ("core/turn/hearing.py", "hear") in places and ("core/rights/importing.py", "_add") in places
     assert set(DELETES) <= places, set(DELETES) - places  # no stale exception
 
 

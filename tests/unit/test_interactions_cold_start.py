@@ -9,6 +9,8 @@ import json
 import subprocess
 import sys
 
+import frontdoor
+
 HEAVY = (
     "httpx",
     "boto3",
@@ -29,6 +31,14 @@ HEAVY = (
     "memorybot.adapters.metrics",
     "memorybot.adapters.metering",
     "memorybot.adapters.tracing",
+    # The workers' steps of a conversation, the ports' protocols, the ledger's types and the memories'
+    # classes: a /chat is heard by core/turn/hearing.py, which names the ports in annotations only, and
+    # the front door takes the domain's terms from core/record/terms.py.
+    "memorybot.core.turn.conversation",
+    "memorybot.core.record.domain",
+    "memorybot.core.record.ports",
+    "memorybot.core.record.service_ports",
+    "memorybot.core.record.changes",
 )
 
 
@@ -39,3 +49,24 @@ def test_importing_the_interactions_handler_loads_nothing_heavy():
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert json.loads(out.stdout) == []
+
+
+def test_requests_jobs_and_settings_print_none_of_their_contents():
+    """The parsed requests and the jobs carry a member's words and an interaction's token, the
+    settings the plain secrets: none has a generated ``__repr__`` (dropped with their other
+    generated methods for the cold start), so a log line or an error that prints one shows none."""
+    from memorybot.config import Settings
+    from memorybot.core.record.jobs import RememberJob
+    from memorybot.discord import requests
+
+    payload = frontdoor.chat("my secret plan")
+    chat = requests.parse(json.dumps(payload).encode())
+    assert isinstance(chat, requests.Chat) and chat.text == "my secret plan"
+    job = RememberJob(
+        "1", payload["token"], "1", "7", "100000000000000001", "alice", "global", "", "2", "my secret plan"
+    )
+    settings = Settings.from_env({"DISCORD_BOT_TOKEN": "bot-token-1"})
+    assert settings.secret("DISCORD_BOT_TOKEN") == "bot-token-1"
+    for printed in (repr(chat), repr(chat.caller), str(chat), repr(job), repr(settings)):
+        for content in ("my secret plan", payload["token"], "bot-token-1", "alice"):
+            assert content not in printed

@@ -19,12 +19,15 @@ import secrets
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from datetime import datetime
 from decimal import Decimal
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from botocore.exceptions import ClientError
 
 from .. import tables
-from ..core.record.domain import SourceRef, parse_iso
+from ..core.record.terms import parse_iso
+
+if TYPE_CHECKING:
+    from ..core.record.domain import SourceRef
 
 Item = dict[str, Any]  # one DynamoDB item in the low-level client's typed form
 
@@ -121,6 +124,8 @@ def sources_attribute(sources: tuple[SourceRef, ...]) -> Item:
 
 
 def sources_from(item: Item) -> tuple[SourceRef, ...]:
+    from ..core.record.domain import SourceRef  # on first use: a /chat's answer reads no memory row
+
     return tuple(SourceRef.decode(text) for text in str_list_of(item, "sources"))
 
 

@@ -16,9 +16,9 @@ from botocore.exceptions import ClientError
 
 from .. import tables
 from ..config import Settings
-from ..core.record.domain import DISCORD_EPOCH_MS, JST, Message, jst_day, snowflake_time
+from ..core.record.conflicts import PersonRefused
 from ..core.record.person import PersonCheck
-from ..core.record.ports import PersonRefused
+from ..core.record.terms import DISCORD_EPOCH_MS, JST, Message, jst_day, snowflake_time
 from .dynamodb_items import (
     REASON_CONDITION_FAILED,
     Item,

@@ -12,15 +12,14 @@ every time, so a running job's marker is never "before" anything.
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from botocore.exceptions import ClientError
 
 from .. import tables
 from ..config import Settings
-from ..core.record.changes import LedgerEntry
-from ..core.record.domain import iso, parse_iso
 from ..core.record.person import Basis, Person, PersonCheck
+from ..core.record.terms import iso, parse_iso
 from .dynamodb_items import (
     REASON_CONDITION_FAILED,
     Item,
@@ -31,7 +30,9 @@ from .dynamodb_items import (
     s,
     transact_or_find_committed,
 )
-from .dynamodb_ledger import ledger_entry_key, ledger_item
+
+if TYPE_CHECKING:
+    from ..core.record.changes import LedgerEntry
 
 # ---- the person's check (the people table), in the transaction of every write of their data ----
 
@@ -148,6 +149,8 @@ class DynamoPeopleStore:
 
     def _switch(self, user_id: str, entry: LedgerEntry, **update: str) -> bool:
         """The switch and its ledger row in one transaction; False when the switch's condition failed."""
+        from .dynamodb_ledger import ledger_entry_key, ledger_item  # on first use: a /chat writes no ledger row
+
         transaction = [
             {
                 "Update": {

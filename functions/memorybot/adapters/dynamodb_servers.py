@@ -18,7 +18,7 @@ from typing import Any
 
 from botocore.exceptions import ClientError
 
-from ..core.record.domain import iso, parse_iso
+from ..core.record.terms import iso, parse_iso
 from ..core.rights.servers import (
     FIGURE_DAYS,
     AnswerLanguage,

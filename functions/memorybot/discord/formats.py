@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 
-from ..core.record.domain import MAX_SNOWFLAKE, is_snowflake
+from ..core.record.terms import MAX_SNOWFLAKE, is_snowflake
 
 __all__ = ["MAX_SNOWFLAKE", "is_interaction_token", "is_snowflake", "markdown_escaped", "markdown_shown"]
 

@@ -16,14 +16,14 @@ from typing import TYPE_CHECKING, Any, Protocol
 from ..core.record.catalog import text
 from ..core.record.catalog import where_label as scope_label
 from ..core.record.dates import local_stamp
-from ..core.record.domain import GLOBAL_SCOPE, Actor, Owner, ScopeMode, iso, shows_nothing, snowflake_time, utcnow
 from ..core.record.jobs import ForgetAllJob, RememberJob, ReplyJob
-from ..core.record.person import Person
-from ..core.turn import conversation
+from ..core.record.terms import GLOBAL_SCOPE, Actor, Owner, ScopeMode, iso, shows_nothing, snowflake_time, utcnow
+from ..core.turn import hearing
 from ..lazy import lazy
 from .formats import markdown_escaped
 
 if TYPE_CHECKING:
+    from ..core.record.person import Person
     from ..core.record.ports import AsyncInvoker, DiscordApi, MessageStore, Metrics, PeopleStore, RememberedMessages
     from ..core.rights import commands, consent, everywhere, history, why
     from ..core.rights.commands import CommandMemories
@@ -217,7 +217,7 @@ def _chat(request: Chat, deps: Dependencies) -> dict:
         return refused
     caller = request.caller
     job = ReplyJob(*_answered_by_worker(request), guild_id=caller.guild_id)
-    handed_on = conversation.hear(deps, job, request.text)
+    handed_on = hearing.hear(deps, job, request.text)
     return {"type": DEFERRED_CHANNEL_MESSAGE} if handed_on else say("busy", caller)
 
 

@@ -15,7 +15,7 @@ from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 from ..core.record.catalog import COMMAND_DESCRIPTIONS, COMMAND_NAMES, REMEMBER_THIS, SETTING_CHOICES, Language
-from ..core.record.domain import Owner, ScopeMode, scope_for
+from ..core.record.terms import Owner, ScopeMode, scope_for
 from ..core.rights.server_limits import DAILY_LIMIT_MAX, PERSONA_MAX_CHARS
 from ..lazy import lazy
 from .formats import is_interaction_token, is_snowflake, valid_unicode
@@ -139,7 +139,14 @@ class BadRequest(Exception):
     """The body is not an interaction this bot can read (answered with 400)."""
 
 
-@dataclass(frozen=True)
+# The requests below are built once by ``parse``, dispatched by their type and dropped: nothing
+# assigns to, compares, hashes or prints one (a repr would put a member's words in a log line; a
+# changed request is a new one, ``dataclasses.replace``). So they are plain dataclasses without the
+# generated ``__eq__``, ``__repr__`` and frozen guards: generating those for some 25 classes was a
+# good part of the interactions function's cold import (benchmarks/interactions_bench.py).
+
+
+@dataclass(eq=False, repr=False)
 class Caller:
     """Who is asking, where, and in which language."""
 
@@ -156,14 +163,14 @@ class Caller:
         return Owner(self.scope, self.user_id)
 
 
-@dataclass(frozen=True)
+@dataclass(eq=False, repr=False)
 class Ping:
     """Discord's check that the endpoint answers."""
 
     pass
 
 
-@dataclass(frozen=True)
+@dataclass(eq=False, repr=False)
 class Chat:
     """/chat: a line said to the bot."""
 
@@ -174,7 +181,7 @@ class Chat:
     text: str
 
 
-@dataclass(frozen=True)
+@dataclass(eq=False, repr=False)
 class ShowMemories:
     """/memory show."""
 
@@ -182,7 +189,7 @@ class ShowMemories:
     interaction_id: str = ""  # a replay of the same interaction sends no second DM
 
 
-@dataclass(frozen=True)
+@dataclass(eq=False, repr=False)
 class ForgetMemory:
     """/memory forget."""
 
@@ -190,7 +197,7 @@ class ForgetMemory:
     memory_id: str
 
 
-@dataclass(frozen=True)
+@dataclass(eq=False, repr=False)
 class SuggestForget:
     """/memory forget's (and why's) autocomplete."""
 
@@ -198,7 +205,7 @@ class SuggestForget:
     typed: str
 
 
-@dataclass(frozen=True)
+@dataclass(eq=False, repr=False)
 class WhyMemory:
     """/memory why."""
 
@@ -206,7 +213,7 @@ class WhyMemory:
     memory_id: str
 
 
-@dataclass(frozen=True)
+@dataclass(eq=False, repr=False)
 class ExportMemories:
     """/memory export."""
 
@@ -214,7 +221,7 @@ class ExportMemories:
     interaction_id: str
 
 
-@dataclass(frozen=True)
+@dataclass(eq=False, repr=False)
 class ForgetAllAsk:
     """/memory forget-all: the question, with its button."""
 
@@ -222,21 +229,21 @@ class ForgetAllAsk:
     everywhere: bool = False  # everywhere:true: the person's "everywhere" memories too
 
 
-@dataclass(frozen=True)
+@dataclass(eq=False, repr=False)
 class PauseMemory:
     """/memory pause."""
 
     caller: Caller
 
 
-@dataclass(frozen=True)
+@dataclass(eq=False, repr=False)
 class ResumeMemory:
     """/memory resume."""
 
     caller: Caller
 
 
-@dataclass(frozen=True)
+@dataclass(eq=False, repr=False)
 class ForgetAllConfirm:
     """The forget-all button's click."""
 
@@ -250,7 +257,7 @@ class ForgetAllConfirm:
     everywhere: bool = False  # asked with everywhere:true (the custom_id's ":e")
 
 
-@dataclass(frozen=True)
+@dataclass(eq=False, repr=False)
 class ShowHistory:
     """/memory history, or its "Older" button (``requester`` and ``older_than`` from its custom_id)."""
 
@@ -259,7 +266,7 @@ class ShowHistory:
     requester: str = ""  # the button's: whose history it pages ("" for the command itself)
 
 
-@dataclass(frozen=True)
+@dataclass(eq=False, repr=False)
 class UndoChange:
     """An Undo button of /memory history: ``requester`` and the ledger row ``key`` from its custom_id."""
 
@@ -269,7 +276,7 @@ class UndoChange:
     interaction_id: str
 
 
-@dataclass(frozen=True)
+@dataclass(eq=False, repr=False)
 class SetReceipts:
     """/memory receipts enabled:<bool>."""
 
@@ -277,7 +284,7 @@ class SetReceipts:
     enabled: bool
 
 
-@dataclass(frozen=True)
+@dataclass(eq=False, repr=False)
 class WhyReply:
     """A reply's "Why?" button: whose reply (``requester``) and its interaction, from its custom_id."""
 
@@ -286,7 +293,7 @@ class WhyReply:
     reply_interaction_id: str
 
 
-@dataclass(frozen=True)
+@dataclass(eq=False, repr=False)
 class MoveMemory:
     """/memory everywhere id:<id> (``everywhere``) or /memory here id:<id>."""
 
@@ -295,7 +302,7 @@ class MoveMemory:
     everywhere: bool
 
 
-@dataclass(frozen=True)
+@dataclass(eq=False, repr=False)
 class SuggestEverywhere:
     """Autocomplete for /memory here: the caller's "everywhere" memories."""
 
@@ -303,7 +310,7 @@ class SuggestEverywhere:
     typed: str
 
 
-@dataclass(frozen=True)
+@dataclass(eq=False, repr=False)
 class UnknownComponent:
     """A button click or form submit the bot does not act on: answered politely, nothing changes."""
 
@@ -311,7 +318,7 @@ class UnknownComponent:
     locale: str = ""
 
 
-@dataclass(frozen=True)
+@dataclass(eq=False, repr=False)
 class Unsupported:
     """A command or subcommand this bot does not have."""
 
@@ -320,7 +327,7 @@ class Unsupported:
     locale: str = ""
 
 
-@dataclass(frozen=True)
+@dataclass(eq=False, repr=False)
 class ShowSettings:
     """/memory-settings show: ``permissions`` are the member's own, as the payload carries them."""
 
@@ -328,7 +335,7 @@ class ShowSettings:
     permissions: int
 
 
-@dataclass(frozen=True)
+@dataclass(eq=False, repr=False)
 class ChangeSetting:
     """/memory-settings <setting> ...: one change, as ``core.rights.servers.SettingChange`` takes it."""
 
@@ -339,7 +346,7 @@ class ChangeSetting:
     channel: str = ""  # channels: the channel added to the list
 
 
-@dataclass(frozen=True)
+@dataclass(eq=False, repr=False)
 class TargetMessage:
     """The message "Remember this" was used on, as Discord resolved it."""
 
@@ -348,7 +355,7 @@ class TargetMessage:
     content: str
 
 
-@dataclass(frozen=True)
+@dataclass(eq=False, repr=False)
 class RememberMessage:
     """The "Remember this" message command; ``target`` is None when Discord's resolved data
     was missing or malformed (answered with a polite refusal, nothing read or written)."""
@@ -486,7 +493,7 @@ def parse(body: bytes, scope_mode: ScopeMode = ScopeMode.GUILD) -> Request:
     return by_type(payload, scope_mode)
 
 
-@dataclass(frozen=True)
+@dataclass(eq=False, repr=False)
 class _Command:
     """A slash command or its autocomplete, read as far as every command needs."""
 

@@ -15,7 +15,7 @@ from typing import Any, Protocol
 
 from ..core.record.catalog import text
 from ..core.record.dates import local_stamp
-from ..core.record.domain import snowflake_time
+from ..core.record.terms import snowflake_time
 from ..core.rights import servers
 from ..core.rights.servers import BadSetting, ChangeRow, ServerSettings, ServerStore
 from .formats import markdown_escaped

@@ -14,8 +14,8 @@ from __future__ import annotations
 
 import string
 
-from .domain import DM_SCOPE, EVERYWHERE_SCOPE, GLOBAL_SCOPE
 from .language import DEFAULT_LANGUAGE, Language, language_of
+from .terms import DM_SCOPE, EVERYWHERE_SCOPE, GLOBAL_SCOPE
 from .texts_admins import ADMINS_DESCRIPTIONS, ADMINS_TEXTS, SETTING_CHOICES
 from .texts_receipts import RECEIPTS_DESCRIPTIONS, RECEIPTS_TEXTS
 

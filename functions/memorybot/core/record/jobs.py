@@ -2,7 +2,9 @@
 
 Each is a frozen dataclass with one JSON round-trip: ``to_json`` builds the event an
 invoker sends, ``from_json`` reads it back and refuses (``BadJob``) anything that does not
-fit, so a misspelt key fails loudly at the edge instead of deep in an async retry.
+fit, so a misspelt key fails loudly at the edge instead of deep in an async retry. None has a
+generated ``__repr__``: a job carries a member's words and an interaction's token, and a log line
+names its ids only (``Job.ids``); leaving it out also spares the cold start building one.
 ``Payload`` is that round-trip, once, for the workers' jobs and the nightly steps' payloads
 (``nightly_jobs.py``) alike.
 """
@@ -39,7 +41,7 @@ def _plain(value: Any) -> Any:
     return [_plain(v) for v in value] if isinstance(value, (list, tuple)) else value
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, repr=False)
 class Payload:
     """The one validator of every message between functions and steps: ``from_json`` refuses
     (``BadJob``) an event with a missing, unknown or mistyped field, naming fields, never values.
@@ -65,7 +67,7 @@ class Payload:
         return cls(**{n: event[n] for n in names if n in event})
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, repr=False)
 class Job(Payload):
     """A worker's job: text fields only (ids are Discord snowflakes, kept as text), done once per
     interaction (its id is the job's idempotency key)."""
@@ -80,7 +82,7 @@ class Job(Payload):
         return {k: v for k, v in self.to_json().items() if (k.endswith("_id") and k != "guild_id") or k == "scope"}
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, repr=False)
 class ReplyJob(Job):
     """``/chat`` was stored: answer it (interactions function → reply worker)."""
 
@@ -97,7 +99,7 @@ class ReplyJob(Job):
     guild_id: str = ""  # the server it was said in ("" elsewhere): its settings apply (core/rights/servers.py)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, repr=False)
 class ExtractionJob(Job):
     """The reply is posted: decide what to remember from the person's own exchange
     (reply worker → extraction worker). ``up_to_message_id`` is the bot's reply: the
@@ -134,7 +136,7 @@ class ExtractionJob(Job):
         )
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, repr=False)
 class RememberJob(Job):
     """ "Remember this" on the person's own message: the exchange is that message alone, at its
     own time (interactions function → extraction worker, which fills in the deferred answer).
@@ -156,7 +158,7 @@ class RememberJob(Job):
     guild_id: str = ""  # the server it was said in ("" elsewhere): its settings apply
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, repr=False)
 class ForgetAllJob(Job):
     """A confirmed ``/memory forget-all``: delete every memory of the person in the scope, then
     update the confirmation (interactions function → extraction worker, whose role already

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from enum import Enum
 
-from .domain import Message, iso
+from .terms import Message, iso
 
 # The ledger scope of rows about the person rather than one profile (pause, resume): never a real scope.
 PERSON_SCOPE = "person"

@@ -2,7 +2,8 @@
 
 Here: the tables' roles (memories and their ledger, messages, people, manifests, runs, idempotency).
 The services outside the tables (models, Discord, the worker hand-off, metrics) are in
-service_ports.py, and named here too, so that ``ports.X`` is every port.
+service_ports.py and the stores' refusals in conflicts.py, both named here too, so that ``ports.X``
+is every port.
 """
 
 from __future__ import annotations
@@ -10,9 +11,9 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from datetime import datetime, timedelta
 from enum import Enum
-from typing import Any, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
-from .changes import Change, LedgerEntry, NightlyRun
+from .conflicts import ConflictError, MoveBlocked, PersonRefused  # noqa: F401 (``ports.X`` names them)
 from .domain import (
     Action,
     Actor,
@@ -39,17 +40,10 @@ from .service_ports import (  # noqa: F401 (named here too: ``ports.X`` is every
     UnusableAnswer,
 )
 
+if TYPE_CHECKING:  # the ledger's types, in annotations only: the interactions function's cold start loads none
+    from .changes import Change, LedgerEntry, NightlyRun
+
 M = TypeVar("M", bound=Payload)
-
-
-class ConflictError(Exception):
-    """The record was changed by someone else since it was read."""
-
-
-class PersonRefused(ConflictError):
-    """The person's record refuses the write (``PersonCheck``): erased, paused, resumed or forgot
-    everything since what the write rests on. Nothing was written; callers that drop a conflicting
-    change drop this one too."""
 
 
 # ---- the memories and their ledger, by role. Each use case names the roles it uses (its own
@@ -163,10 +157,6 @@ class OvernightNotes(Protocol):
     def clear_overnight(self, owner: Owner, seen: frozenset[str] | None = None) -> bool:
         """Remove the note, only if it still holds exactly ``seen`` (None: whatever it holds, as an
         erasure does); True when this call removed it (the caller then tells the person)."""
-
-
-class MoveBlocked(ConflictError):
-    """A move's destination holds a memory under the same id: nothing was written."""
 
 
 class ImportWriter(Protocol):

@@ -21,7 +21,7 @@ from datetime import date, datetime, timedelta
 from enum import Enum
 from typing import Protocol, TypeVar
 
-from ..record.domain import Message
+from ..record.terms import Message
 from .server_limits import DAILY_LIMIT_MAX, MAX_CHANNELS, PERSONA_MAX_CHARS
 
 logger = logging.getLogger(__name__)

@@ -1,7 +1,7 @@
 """A conversation with the bot, one use case per step, each over typed dependencies:
 
-- ``hear``: a person's ``/chat`` line joins their conversation and the reply is handed on
-  (the interactions function, inside Discord's 3 seconds);
+- ``hear`` (hearing.py): a person's ``/chat`` line joins their conversation and the reply is
+  handed on (the interactions function, inside Discord's 3 seconds);
 - ``answer``: the reply job, the channel's recent log as context and only the speaker's
   memories in the prompt, then the exchange handed to extraction (the reply worker);
 - ``extract``: the person's own exchange up to that reply, Jev's decisions on their profile
@@ -22,7 +22,6 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Protocol
 
 from ..record.catalog import text
-from ..record.changes import LedgerEntry
 from ..record.domain import (
     BOT_NAME,
     EXCHANGE_MESSAGES,
@@ -32,13 +31,11 @@ from ..record.domain import (
     Speaker,
     is_snowflake,
     snowflake_at,
-    snowflake_time,
     utcnow,
 )
 from ..record.jobs import ExtractionJob, RememberJob, ReplyJob
 from ..record.person import Basis, Person, PersonCheck
 from ..record.ports import (
-    AsyncInvoker,
     DiscordApi,
     MessageStore,
     ModelUnavailable,
@@ -46,8 +43,10 @@ from ..record.ports import (
     PersonRefused,
     RememberedMessages,
 )
+from .hearing import HearDeps, stored_for
 
-if TYPE_CHECKING:  # the interactions function imports this module: keep its cold start lean
+if TYPE_CHECKING:  # in annotations only
+    from ..record.changes import LedgerEntry
     from ..rights.servers import ServerSettings, ServerStore
     from .extraction import Extractor
     from .reply import ReplyWriter
@@ -61,59 +60,6 @@ REPLY_MAX_CHARS = 2000  # Discord's message limit
 class ExchangeNotReadable(Exception):
     """The bot's reply is not yet visible in the conversation index (a GSI is eventually
     consistent): fail, and the worker's retry reads it again a little later."""
-
-
-# ---- hear: the /chat line
-
-
-class HearDeps(Protocol):
-    @property
-    def message_store(self) -> MessageStore: ...
-
-    @property
-    def invoker(self) -> AsyncInvoker: ...
-
-
-def stored_for(job: ReplyJob) -> PersonCheck:
-    """What a line of the job's conversation is stored under: no erasure of the person since the
-    job began (the interaction id is a snowflake: its time is when the person spoke)."""
-    return PersonCheck(job.user_id, snowflake_time(job.interaction_id), Basis.STORE)
-
-
-def hear(deps: HearDeps, job: ReplyJob, text: str) -> bool:
-    """Store the person's line and hand the reply on; False when the hand-off failed (the
-    person is told so; the line stays, as part of their conversation). A line already stored
-    (the same interaction replayed) is not handed on again: True, quietly."""
-    # The interaction id is a snowflake: the message's time is the time in it.
-    # Part of the caller's own conversation with the bot: it may decide their memories.
-    try:
-        heard = deps.message_store.put(
-            Message(
-                job.channel_id,
-                job.interaction_id,
-                job.user_id,
-                job.user_name,
-                text,
-                is_bot=False,
-                scope=job.scope,
-                conversation_of=job.user_id,
-            ),
-            check=stored_for(job),
-        )
-    except PersonRefused:  # erased in the instant since they spoke: nothing kept, no reply
-        logger.info("chat not stored: the person was erased", extra={"interaction_id": job.interaction_id})
-        return False
-    if not heard:
-        # The same interaction again (a replay inside the signature's window): its reply is the
-        # first copy's. A second hand-off would only find that reply in progress and fail.
-        logger.info("chat already heard: not handed on again", extra={"interaction_id": job.interaction_id})
-        return True
-    try:
-        deps.invoker.invoke(job)
-    except Exception as exc:  # noqa: BLE001 - the person gets an answer either way
-        logger.error("reply hand-off failed", extra={"interaction_id": job.interaction_id, "error": type(exc).__name__})
-        return False
-    return True
 
 
 # ---- answer: the reply job
