@@ -22,7 +22,7 @@ _prefixes = itertools.count(1)
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """With parallel workers, the fault-injection modules (the longest by far) are handed out
+    """With parallel workers, the fault-injection modules (among the longest) are handed out
     first, so that the other worker fills in around them instead of one of them running alone
     at the end. A stable sort: every module keeps its tests' order, and the other modules theirs."""
     if os.environ.get("PYTEST_XDIST_WORKER"):
@@ -34,6 +34,15 @@ def moto_server():
     server = moto_dynamo.start()
     yield server
     server.stop()
+
+
+@pytest.fixture(scope="session")
+def moto_in_process():
+    """moto's DynamoDB without the loopback hop (faults.InProcessDynamo), for the fault-injection
+    modules' tens of thousands of requests."""
+    from faults import InProcessDynamo
+
+    return InProcessDynamo()
 
 
 @pytest.fixture

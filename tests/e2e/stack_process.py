@@ -11,6 +11,7 @@ import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any, TypeVar
 
 import httpx
 
@@ -117,3 +118,88 @@ def stack_with_jev(
         finally:
             http.close()
             running.stop()
+
+
+class StackOnMoto:
+    """A local stack in its own process whose tables (under ``prefix``) are on a moto server the
+    test reads too, with a known admin secret: terminal clients, the operator's routes, and a scan
+    of what is stored. Modules add their own readings in a subclass."""
+
+    def __init__(
+        self,
+        running: StackProcess,
+        dynamo: Any,
+        http: httpx.Client,
+        key: str,
+        channels: Iterator[int],
+        *,
+        prefix: str,
+        admin_secret: str,
+    ) -> None:
+        self.running, self.dynamo, self.http, self.key, self.channels = running, dynamo, http, key, channels
+        self.prefix, self.admin_secret = prefix, admin_secret
+        self.admin = {"Authorization": f"Bearer {admin_secret}"}
+
+    @property
+    def url(self) -> str:
+        return self.running.url
+
+    def person(self, name: str, *, catch_up: bool = True) -> LocalClient:
+        """A terminal client in a channel of its own; ``catch_up``: past what the stack has posted so far."""
+        client = LocalClient(
+            self.url, name, self.key, str(next(self.channels)), http=self.http, admin_secret=self.admin_secret
+        )
+        if catch_up:
+            client.catch_up()
+        return client
+
+    def post(self, path: str, body: dict | None = None) -> httpx.Response:
+        return self.http.post(f"{self.url}{path}", json=body, headers=self.admin)
+
+    def drain(self) -> dict:
+        answer = self.post("/local/drain").json()
+        assert answer["drained"], answer
+        return answer
+
+    def events(self, after: int = 0) -> list[dict]:
+        answer = self.http.get(f"{self.url}/local/discord/events", params={"after": after}, headers=self.admin)
+        return answer.json()["events"]
+
+    def scan(self, table: str) -> list[dict]:
+        pages = self.dynamo.get_paginator("scan").paginate(TableName=self.prefix + table, ConsistentRead=True)
+        return [item for page in pages for item in page["Items"]]
+
+
+Stack = TypeVar("Stack", bound=StackOnMoto)
+
+
+@contextmanager
+def stack_on_moto(
+    kind: type[Stack],
+    moto_server: Any,
+    state_dir: Path,
+    models: dict[str, str],
+    channels: Iterator[int],
+    *,
+    prefix: str,
+    admin_secret: str,
+    timeout: float = 120,
+) -> Iterator[Stack]:
+    """A ``kind`` of StackOnMoto: the stack deciding (and writing) through ``models``
+    (loopback_models), its tables under ``prefix`` on ``moto_server``; stopped on exit."""
+    running = StackProcess(
+        state_dir,
+        {
+            "AWS_ENDPOINT_URL_DYNAMODB": moto_server.endpoint,
+            "MEMORYBOT_TABLE_PREFIX": prefix,
+            **models,
+            "MEMORYBOT_ADMIN_SECRET": admin_secret,
+        },
+    )
+    http = httpx.Client(timeout=timeout)
+    try:
+        key = find_signing_key(state_dir)
+        yield kind(running, moto_server.client(), http, key, channels, prefix=prefix, admin_secret=admin_secret)
+    finally:
+        http.close()
+        running.stop()

@@ -16,18 +16,16 @@ import threading
 import time
 from datetime import UTC, datetime, timedelta
 
-import httpx
 import pytest
-from stack_process import StackProcess, loopback_models
+from stack_process import StackOnMoto, loopback_models, stack_on_moto
 
 from loopback.jev_server import JevServer
 from memorybot import tables
 from memorybot.core.record.domain import is_memory_id, snowflake_at
 from memorybot.local import client as terminal
-from memorybot.local.client import LocalClient, find_signing_key
+from memorybot.local.client import LocalClient
 
 ADMIN_SECRET = "erasure-races-admin-secret"
-ADMIN = {"Authorization": f"Bearer {ADMIN_SECRET}"}
 PREFIX = "races-"
 ROUNDS = range(20)
 JEV_SECONDS = 0.01  # each of Jev's answers: the raced work takes a few hundred milliseconds
@@ -38,22 +36,11 @@ FIRST_NIGHT = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)  # each round's night is a
 _channels = itertools.count(1750000000000000001)
 
 
-class Races:
-    def __init__(self, running: StackProcess, jev: JevServer, dynamo, http: httpx.Client, key: str) -> None:
-        self.running, self.jev, self.dynamo, self.http, self.key = running, jev, dynamo, http, key
+class Races(StackOnMoto):
+    jev: JevServer
 
-    @property
-    def url(self) -> str:
-        return self.running.url
-
-    def person(self, name: str) -> LocalClient:
-        return LocalClient(self.url, name, self.key, str(next(_channels)), http=self.http, admin_secret=ADMIN_SECRET)
-
-    def post(self, path: str, body: dict | None = None) -> httpx.Response:
-        return self.http.post(f"{self.url}{path}", json=body, headers=ADMIN)
-
-    def drain(self) -> None:
-        assert self.post("/local/drain").json()["drained"]
+    def person(self, name: str, *, catch_up: bool = False) -> LocalClient:
+        return super().person(name, catch_up=catch_up)
 
     def chat_at(self, who: LocalClient, text: str, at: datetime | None = None) -> None:
         """A /chat, answered (type 5) with its reply and extraction left running."""
@@ -62,15 +49,11 @@ class Races:
             payload["id"] = snowflake_at(at, next(terminal._SEQUENCE))
         assert who.send(payload) == (200, {"type": 5})
 
-    def scan(self, table: str) -> list[dict]:
-        pages = self.dynamo.get_paginator("scan").paginate(TableName=PREFIX + table, ConsistentRead=True)
-        return [item for page in pages for item in page["Items"]]
-
     def of(self, table: tables.TableSpec, index: str, value: str) -> list[dict]:
         """The items of ``table`` whose ``index``'s partition key is ``value``."""
         [key] = [i.partition.name for i in table.global_indexes if i.name == index]
         pages = self.dynamo.get_paginator("query").paginate(
-            TableName=PREFIX + table.logical_name,
+            TableName=self.prefix + table.logical_name,
             IndexName=index,
             KeyConditionExpression="#k = :v",
             ExpressionAttributeNames={"#k": key},
@@ -103,22 +86,13 @@ def races(moto_server, tmp_path_factory):
     state_dir = tmp_path_factory.mktemp("races-state")
     with JevServer(worth=0.9, add=0.9, verdict="keep", review="keep") as jev:
         jev.set_delay(JEV_SECONDS)
-        running = StackProcess(
-            state_dir,
-            {
-                "AWS_ENDPOINT_URL_DYNAMODB": moto_server.endpoint,
-                "MEMORYBOT_TABLE_PREFIX": PREFIX,
-                **loopback_models(jev.url),
-                "MEMORYBOT_ADMIN_SECRET": ADMIN_SECRET,
-            },
-        )
-        http = httpx.Client(timeout=120)
-        try:
-            yield Races(running, jev, moto_server.client(), http, find_signing_key(state_dir))
-        finally:
-            http.close()
-            running.stop()
-    assert "Traceback" not in "".join(running.output)
+        models = loopback_models(jev.url)
+        with stack_on_moto(
+            Races, moto_server, state_dir, models, _channels, prefix=PREFIX, admin_secret=ADMIN_SECRET
+        ) as races:
+            races.jev = jev
+            yield races
+    assert "Traceback" not in "".join(races.running.output)
 
 
 def erase_after(races: Races, user_id: str, seconds: float) -> None:

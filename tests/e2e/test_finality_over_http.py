@@ -11,7 +11,7 @@ from collections.abc import Callable
 
 import httpx
 import pytest
-from stack_process import StackProcess, loopback_models
+from stack_process import StackOnMoto, loopback_models, stack_on_moto
 
 from loopback.jev_server import JevServer
 from loopback.openai_server import OpenAIServer
@@ -19,45 +19,21 @@ from memorybot.core.record.catalog import text
 from memorybot.core.record.domain import is_memory_id
 from memorybot.core.rights.commands import FORGET_ALL_COUNT_REASON
 from memorybot.discord.requests import FORGET_ALL_BUTTON
-from memorybot.local.client import LocalClient, find_signing_key
+from memorybot.local.client import LocalClient
 
 ADMIN_SECRET = "finality-admin-secret-3"
-ADMIN = {"Authorization": f"Bearer {ADMIN_SECRET}"}
 PREFIX = "finality-"
 COMPLETIONS = OpenAIServer.COMPLETIONS_PATH
 HELD_SECONDS = 4.0  # how long (under the model timeout, 8 s) the slow chat model holds a reply open
 _channels = itertools.count(1700000000000000001)
 
 
-class Stack:
-    def __init__(self, running: StackProcess, jev: JevServer, llm: OpenAIServer, dynamo, http: httpx.Client, key: str):
-        self.running, self.jev, self.llm, self.dynamo, self.http, self.key = running, jev, llm, dynamo, http, key
-
-    @property
-    def url(self) -> str:
-        return self.running.url
-
-    def person(self, name: str) -> LocalClient:
-        client = LocalClient(self.url, name, self.key, str(next(_channels)), http=self.http, admin_secret=ADMIN_SECRET)
-        client.catch_up()
-        return client
-
-    def drain(self) -> dict:
-        answer = self.http.post(f"{self.url}/local/drain", headers=ADMIN).json()
-        assert answer["drained"], answer
-        return answer
+class Stack(StackOnMoto):
+    jev: JevServer
+    llm: OpenAIServer
 
     def erase(self, user_id: str) -> httpx.Response:
-        return self.http.post(f"{self.url}/memory/erase", json={"userId": user_id}, headers=ADMIN)
-
-    def events(self, after: int = 0) -> list[dict]:
-        return self.http.get(f"{self.url}/local/discord/events", params={"after": after}, headers=ADMIN).json()[
-            "events"
-        ]
-
-    def scan(self, table: str) -> list[dict]:
-        pages = self.dynamo.get_paginator("scan").paginate(TableName=PREFIX + table, ConsistentRead=True)
-        return [item for page in pages for item in page["Items"]]
+        return self.post("/memory/erase", {"userId": user_id})
 
     def stored_about(self, user_id: str) -> list[dict]:
         """Every stored message the person wrote or that answers them."""
@@ -72,21 +48,12 @@ class Stack:
 def stack(moto_server, tmp_path_factory):
     state_dir = tmp_path_factory.mktemp("finality-state")
     with JevServer(worth=0.9, add=0.9, verdict="keep", review="keep") as jev, OpenAIServer() as llm:
-        running = StackProcess(
-            state_dir,
-            {
-                "AWS_ENDPOINT_URL_DYNAMODB": moto_server.endpoint,
-                "MEMORYBOT_TABLE_PREFIX": PREFIX,
-                **loopback_models(jev.url, llm.url, chat=True),
-                "MEMORYBOT_ADMIN_SECRET": ADMIN_SECRET,
-            },
-        )
-        http = httpx.Client(timeout=120)
-        try:
-            yield Stack(running, jev, llm, moto_server.client(), http, find_signing_key(state_dir))
-        finally:
-            http.close()
-            running.stop()
+        models = loopback_models(jev.url, llm.url, chat=True)
+        with stack_on_moto(
+            Stack, moto_server, state_dir, models, _channels, prefix=PREFIX, admin_secret=ADMIN_SECRET
+        ) as stack:
+            stack.jev, stack.llm = jev, llm
+            yield stack
 
 
 @pytest.fixture(autouse=True)
@@ -94,7 +61,7 @@ def fresh_models(stack):
     stack.jev.clear()
     stack.llm.clear()
     yield
-    stack.llm.set_delay(0.0)
+    stack.llm.set_delay(0.0, path=COMPLETIONS)
 
 
 def wait_for(condition: Callable[[], bool], what: str, timeout: float = 30.0) -> None:
@@ -126,7 +93,8 @@ def test_an_erasure_finds_the_bots_reply_stored_after_an_earlier_erasure(stack):
     first = stack.erase(una.user_id)
     assert first.status_code == 200, first.text
     assert stack.stored_about(una.user_id) == []  # her line is gone; the reply is still at the model
-    stack.llm.set_delay(0.0)
+    stack.llm.set_delay(0.0, path=COMPLETIONS)
+    stack.llm.release()  # the erasure is done: the reply need not be held any longer
     stack.drain()  # the reply posts and is stored after the erasure, with no line of hers left
     assert [e for e in stack.events() if e["kind"] == "edit"], "the reply was posted"
 
@@ -145,7 +113,8 @@ def test_a_replayed_chat_while_its_reply_is_in_flight_is_a_quiet_no_op(stack):
     payload = hold_a_reply_open(stack, vic, "I play the oboe in a small orchestra")
     assert vic.send(payload) == (200, {"type": 5})  # the same signed interaction again
     assert vic.send(payload) == (200, {"type": 5})
-    stack.llm.set_delay(0.0)
+    stack.llm.set_delay(0.0, path=COMPLETIONS)
+    stack.llm.release()  # both replays were answered (and found the line already heard) meanwhile
     assert stack.drain()["failedInvocations"] == failed_before  # no job failed, none was retried to death
     edits = [e for e in stack.events(seen) if e["kind"] == "edit" and e["interaction_token"] == payload["token"]]
     assert len(edits) == 1  # one reply

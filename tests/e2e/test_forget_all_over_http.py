@@ -8,7 +8,9 @@ its own process (tables on a moto server this test reads too, Jev a loopback sta
   live turn, whose exchange reaches back before it, nor by the next night;
 - a profile of 2,000 memories: the confirmation answers at once, the deletes run as a job (one
   ledger row per memory), the confirmation is updated when they are done, and a second
-  forget-all while the job runs starts nothing.
+  forget-all while the job runs starts nothing. The 2,000 are written into the tables as an
+  import leaves them (the import itself is tested above and in test_operator_import.py): a
+  transaction per row over HTTP took longer than the forget-all under test.
 """
 
 from __future__ import annotations
@@ -17,45 +19,34 @@ import itertools
 import time
 from datetime import UTC, datetime, timedelta
 
-import httpx
 import pytest
-from stack_process import StackProcess, loopback_models
+from stack_process import StackOnMoto, loopback_models, stack_on_moto
 
 from loopback.jev_server import JevServer
+from memorybot import tables
+from memorybot.adapters import profile_index
+from memorybot.adapters.dynamodb_items import s
+from memorybot.adapters.dynamodb_ledger import ledger_item
+from memorybot.adapters.dynamodb_memories import marker_key, memory_item
+from memorybot.config import Settings
 from memorybot.core.record.catalog import text
-from memorybot.core.record.domain import is_memory_id, iso
+from memorybot.core.record.changes import LedgerEntry
+from memorybot.core.record.domain import Action, Actor, Memory, Owner, is_memory_id, iso, new_memory_id
 from memorybot.core.rights.commands import FORGET_ALL_REASON
+from memorybot.core.rights.importing import IMPORT_REASON, parse_import
 from memorybot.discord.history_view import undo_button
 from memorybot.discord.requests import FORGET_ALL_BUTTON
-from memorybot.local.client import LOCAL_GUILD_ID, LocalClient, find_signing_key
+from memorybot.local.client import LOCAL_GUILD_ID, LocalClient
 
 ADMIN_SECRET = "forget-all-admin-secret-5"
-ADMIN = {"Authorization": f"Bearer {ADMIN_SECRET}"}
 PREFIX = "forgetall-"
 SCOPE = f"guild:{LOCAL_GUILD_ID}"
 IMPORT_ROWS = 200  # the import route's most rows per request
 _channels = itertools.count(1750000000000000001)
 
 
-class Stack:
-    def __init__(self, running: StackProcess, jev: JevServer, dynamo, http: httpx.Client, key: str) -> None:
-        self.running, self.jev, self.dynamo, self.http, self.key = running, jev, dynamo, http, key
-
-    @property
-    def url(self) -> str:
-        return self.running.url
-
-    def person(self, name: str) -> LocalClient:
-        client = LocalClient(self.url, name, self.key, str(next(_channels)), http=self.http, admin_secret=ADMIN_SECRET)
-        client.catch_up()
-        return client
-
-    def drain(self) -> None:
-        assert self.http.post(f"{self.url}/local/drain", headers=ADMIN).json()["drained"]
-
-    def scan(self, table: str) -> list[dict]:
-        pages = self.dynamo.get_paginator("scan").paginate(TableName=PREFIX + table, ConsistentRead=True)
-        return [item for page in pages for item in page["Items"]]
+class Stack(StackOnMoto):
+    jev: JevServer
 
     def memory_ids(self, user_id: str) -> set[str]:
         return {
@@ -74,34 +65,62 @@ class Stack:
 
     def import_rows(self, rows: list[dict]) -> None:
         for start in range(0, len(rows), IMPORT_ROWS):
-            answer = self.http.post(
-                f"{self.url}/memory/import", json={"memories": rows[start : start + IMPORT_ROWS]}, headers=ADMIN
-            )
+            answer = self.post("/memory/import", {"memories": rows[start : start + IMPORT_ROWS]})
             assert answer.status_code == 200, answer.text
 
-    def events(self) -> list[dict]:
-        return self.http.get(f"{self.url}/local/discord/events", params={"after": 0}, headers=ADMIN).json()["events"]
+    def seed_imported(self, rows: list[dict]) -> None:
+        """What importing ``rows`` leaves in the tables, written in batches of 25: each memory (a
+        fresh id) with its import marker and its ledger row, as ``add_once`` writes them, and the
+        owners' selection index, complete, as a profile's first read builds it."""
+        settings = Settings.from_env({"MEMORYBOT_TABLE_PREFIX": self.prefix})
+        memories_table, log_table = settings.table(tables.MEMORIES), settings.table(tables.MEMORY_LOG)
+        now = datetime.now(UTC)
+        writes: dict[str, list[dict]] = {memories_table: [], log_table: []}
+        profiles: dict[Owner, list[Memory]] = {}
+        ids: set[str] = set()
+        for row in parse_import({"memories": rows}, now=now, max_rows=None).rows:
+            while (memory_id := new_memory_id()) in ids:  # the import draws again on a taken id
+                pass
+            ids.add(memory_id)
+            memory = row.memory(memory_id)
+            entry = LedgerEntry(
+                memory.user_id,
+                Action.ADD,
+                Actor.IMPORT,
+                IMPORT_REASON,
+                now,
+                (memory.memory_id,),
+                after=memory,
+                scope=memory.scope,
+                sources=memory.sources,
+                import_id=row.source_id,
+            )
+            writes[memories_table] += [
+                memory_item(memory, settings.zone),
+                {**marker_key(row.owner, row.once), "at": s(iso(now))},
+            ]
+            writes[log_table].append(ledger_item(entry))
+            profiles.setdefault(row.owner, []).append(memory)
+        for owner, held in profiles.items():  # the build's puts (its header, its chunks), unconditioned
+            built = profile_index.build(memories_table, owner, held, profile_index.Index(owner, None), check={})
+            writes[memories_table] += [write["Put"]["Item"] for write in built if "Put" in write]
+        for table, items in writes.items():
+            for start in range(0, len(items), 25):
+                batch = {table: [{"PutRequest": {"Item": item}} for item in items[start : start + 25]]}
+                while batch:
+                    batch = self.dynamo.batch_write_item(RequestItems=batch)["UnprocessedItems"]
 
 
 @pytest.fixture(scope="module")
 def stack(moto_server, tmp_path_factory):
     state_dir = tmp_path_factory.mktemp("forget-all-state")
     with JevServer(worth=0.9, add=0.9, verdict="keep", review="keep") as jev:
-        running = StackProcess(
-            state_dir,
-            {
-                "AWS_ENDPOINT_URL_DYNAMODB": moto_server.endpoint,
-                "MEMORYBOT_TABLE_PREFIX": PREFIX,
-                **loopback_models(jev.url),
-                "MEMORYBOT_ADMIN_SECRET": ADMIN_SECRET,
-            },
-        )
-        http = httpx.Client(timeout=300)
-        try:
-            yield Stack(running, jev, moto_server.client(), http, find_signing_key(state_dir))
-        finally:
-            http.close()
-            running.stop()
+        models = loopback_models(jev.url)
+        with stack_on_moto(
+            Stack, moto_server, state_dir, models, _channels, prefix=PREFIX, admin_secret=ADMIN_SECRET, timeout=300
+        ) as stack:
+            stack.jev = jev
+            yield stack
 
 
 @pytest.fixture(autouse=True)
@@ -177,7 +196,7 @@ def test_a_line_said_before_a_forget_all_is_learned_neither_live_nor_at_night(st
 def test_a_forget_all_of_2000_memories_answers_at_once_and_completes_as_one_job(stack):
     cy = stack.person("cy-large")
     at = datetime.now(UTC) - timedelta(days=1)
-    stack.import_rows([memory_row(cy, f"Fact number {i} about cy", at, f"large-{i}") for i in range(2000)])
+    stack.seed_imported([memory_row(cy, f"Fact number {i} about cy", at, f"large-{i}") for i in range(2000)])
     held = stack.memory_ids(cy.user_id)
     assert len(held) == 2000
 

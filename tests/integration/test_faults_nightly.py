@@ -1,4 +1,4 @@
-"""Faults in the nightly run on the real DynamoDB stores (moto's server), offline models.
+"""Faults in the nightly run on the real DynamoDB stores (moto's, served in this process: faults.InProcessDynamo), offline models.
 
 A day with three speakers, a quiet user with stale records and an outsider. A failure is
 injected at every DynamoDB request of the run, one at a time, then at every model call,
@@ -174,8 +174,8 @@ class Day:
         return scan(self.unhooked, self.config.table_names["nightly_runs"])
 
 
-def new_day(moto_server) -> Day:
-    client, config = fresh_tables(moto_server)
+def new_day(moto_in_process) -> Day:
+    client, config = fresh_tables(moto_in_process)
     clock = Clock(NOW)
     memories = DynamoMemoryStore(client, config, clock=clock)
     for user, memory_id, text, age in SEED:
@@ -191,7 +191,7 @@ def new_day(moto_server) -> Day:
     table = config.table_names["messages"]
     client.batch_write_item(RequestItems={table: [{"PutRequest": {"Item": message_item(m)}} for m in said]})
     # Hooked after seeding: only the nightly run's requests are counted and failed.
-    return Day(client, config, clock, RequestFaults(client), moto_server.client())
+    return Day(client, config, clock, RequestFaults(client), moto_in_process.client())
 
 
 def assert_invariants(before: Snapshot, after: Snapshot, extra: set[tuple] = frozenset()) -> set[tuple]:
@@ -248,9 +248,9 @@ def assert_day_done_once(day: Day, final: Snapshot, extra: set[tuple] = frozense
 
 
 @pytest.fixture(scope="module")
-def clean(moto_server):
+def clean(moto_in_process):
     """The clean run: how many DynamoDB requests and model calls it makes."""
-    day = new_day(moto_server)
+    day = new_day(moto_in_process)
     before = day.snapshot()
     calls = CallFaults()
     run = run_in_process(day.consolidator(calls.wrap(OfflineDecisionModel()), calls.wrap(OfflineChatModel())), NOW)
@@ -280,12 +280,12 @@ def calls_of_a_clean_run() -> int:
     return alice + 3 + 2 + 3 + 1  # + three stale reviews + the diary
 
 
-def test_a_failure_at_every_dynamodb_request_keeps_the_invariants_and_the_retry_converges(moto_server, clean):
+def test_a_failure_at_every_dynamodb_request_keeps_the_invariants_and_the_retry_converges(moto_in_process, clean):
     # The clean run makes about 30 requests, so every position is tried (no sampling).
     requests, _, _ = clean
     stopped, absorbed = [], []
     for k in range(1, requests + 1):
-        day = new_day(moto_server)
+        day = new_day(moto_in_process)
         before = day.snapshot()
         day.faults.reset({k})
         try:
@@ -322,17 +322,17 @@ def test_a_failure_at_every_dynamodb_request_keeps_the_invariants_and_the_retry_
     )
 
 
-def test_a_lost_answer_at_every_write_of_the_run_converges(moto_server, clean):
+def test_a_lost_answer_at_every_write_of_the_run_converges(moto_in_process, clean):
     """The write reaches the table, then the worker gets an error: it must not be done twice,
     and what it left must still be finished by the retry."""
-    day = new_day(moto_server)
+    day = new_day(moto_in_process)
     lost = LostAnswers(day.client)
     run_in_process(day.consolidator(), NOW)
     writes = lost.writes()
     claim = writes[0]  # the day's claim: see the next test
     assert lost.operations[claim - 1] == "TransactWriteItems"
     for k in writes[1:]:
-        day = new_day(moto_server)
+        day = new_day(moto_in_process)
         before = day.snapshot()
         lost = LostAnswers(day.client)
         lost.fail_at = {k}
@@ -352,13 +352,13 @@ def test_a_lost_answer_at_every_write_of_the_run_converges(moto_server, clean):
         assert_day_done_once(day, final)
 
 
-def test_a_lost_answer_to_the_days_claim_does_not_lose_the_day(moto_server):
-    day = new_day(moto_server)
+def test_a_lost_answer_to_the_days_claim_does_not_lose_the_day(moto_in_process):
+    day = new_day(moto_in_process)
     lost = LostAnswers(day.client)
     run_in_process(day.consolidator(), NOW)
     claim = lost.writes()[0]
     assert lost.operations[claim - 1] == "TransactWriteItems"
-    day = new_day(moto_server)
+    day = new_day(moto_in_process)
     before = day.snapshot()
     lost = LostAnswers(day.client)
     lost.fail_at = {claim}
@@ -381,10 +381,10 @@ def dropped_draft(name: str, args: tuple) -> bool:
     return not any(c[0] == "add" for c in BY_CHUNK[chunk_of(args[0])])
 
 
-def test_a_failure_at_every_model_call_changes_only_what_was_decided(moto_server, clean):
+def test_a_failure_at_every_model_call_changes_only_what_was_decided(moto_in_process, clean):
     _, model_calls, reads = clean
     for k in range(1, model_calls + 1):
-        day = new_day(moto_server)
+        day = new_day(moto_in_process)
         before = day.snapshot()
         calls = CallFaults({k})
         run = run_in_process(day.consolidator(calls.wrap(OfflineDecisionModel()), calls.wrap(OfflineChatModel())), NOW)
@@ -427,11 +427,11 @@ def test_a_failure_at_every_model_call_changes_only_what_was_decided(moto_server
     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
 )
 @given(data=st.data())
-def test_random_combinations_of_request_and_model_faults(moto_server, clean, data):
+def test_random_combinations_of_request_and_model_faults(moto_in_process, clean, data):
     requests, model_calls, _ = clean
     request_faults = data.draw(st.sets(st.integers(1, requests), max_size=3), label="requests")
     model_faults = data.draw(st.sets(st.integers(1, model_calls), max_size=4), label="model calls")
-    day = new_day(moto_server)
+    day = new_day(moto_in_process)
     before = day.snapshot()
     day.faults.reset(request_faults)
     calls = CallFaults(model_faults)

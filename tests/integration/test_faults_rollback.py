@@ -1,4 +1,4 @@
-"""Faults in the rollback on the real DynamoDB stores (moto's server).
+"""Faults in the rollback on the real DynamoDB stores (moto's, served in this process: faults.InProcessDynamo).
 
 A finished nightly run with adds, updates (one record twice), deletes and decay deletes
 across two users, one of its adds changed again after the run, and an outsider. A
@@ -74,9 +74,9 @@ class World:
         return item
 
 
-def new_world(moto_server) -> World:
+def new_world(moto_in_process) -> World:
     """The same finished run on fresh tables, every time (fixed ids, a stepping clock)."""
-    client, config = fresh_tables(moto_server)
+    client, config = fresh_tables(moto_in_process)
     clock = Clock(RUN_AT)
     memories = DynamoMemoryStore(client, config, clock=clock)
     runs = DynamoRunStore(client, config)
@@ -118,7 +118,7 @@ def new_world(moto_server) -> World:
         ),
         actor=Actor.EXTRACTION,
     )
-    return World(client, config, clock, RequestFaults(client), moto_server.client())
+    return World(client, config, clock, RequestFaults(client), moto_in_process.client())
 
 
 def texts(snapshot: Snapshot) -> dict[tuple[Owner, str], str]:
@@ -143,9 +143,9 @@ def assert_invariants(before: Snapshot, after: Snapshot) -> None:
 
 
 @pytest.fixture(scope="module")
-def clean(moto_server):
+def clean(moto_in_process):
     """A clean rollback: its request count, its final memories and how many rollback rows it writes."""
-    world = new_world(moto_server)
+    world = new_world(moto_in_process)
     before = world.snapshot()
     result = world.rollback().run()
     requests = world.faults.count
@@ -194,11 +194,11 @@ def assert_done_like_clean(world: World, before: Snapshot, clean_memories, clean
     assert world.rollback().run().outcome is Outcome.ALREADY  # and the third call is refused
 
 
-def test_a_failure_at_every_rollback_request_keeps_the_invariants_and_the_retry_converges(moto_server, clean):
+def test_a_failure_at_every_rollback_request_keeps_the_invariants_and_the_retry_converges(moto_in_process, clean):
     requests, clean_memories, clean_rows = clean
     busy_after = []
     for k in range(1, requests + 1):
-        world = new_world(moto_server)
+        world = new_world(moto_in_process)
         before = world.snapshot()
         world.faults.reset({k})
         with pytest.raises(InjectedFault):
@@ -216,11 +216,11 @@ def test_a_failure_at_every_rollback_request_keeps_the_invariants_and_the_retry_
     assert busy_after == []
 
 
-def test_a_lost_answer_at_every_write_of_the_rollback_converges(moto_server, clean):
+def test_a_lost_answer_at_every_write_of_the_rollback_converges(moto_in_process, clean):
     """The write reaches the table, then the rollback gets an error: no record is reverted
     twice, and the operator's retry ends where a clean rollback does."""
     _, clean_memories, clean_rows = clean
-    world = new_world(moto_server)
+    world = new_world(moto_in_process)
     lost = LostAnswers(world.client)
     world.rollback().run()
     writes = lost.writes()
@@ -229,7 +229,7 @@ def test_a_lost_answer_at_every_write_of_the_rollback_converges(moto_server, cle
     assert kinds == ["UpdateItem"] + ["TransactWriteItems"] * (clean_rows - 1) + ["TransactWriteItems"]
     absorbed = []
     for k, kind in zip(writes, kinds, strict=False):
-        world = new_world(moto_server)
+        world = new_world(moto_in_process)
         before = world.snapshot()
         lost = LostAnswers(world.client)
         lost.fail_at = {k}
@@ -257,16 +257,16 @@ def test_a_lost_answer_at_every_write_of_the_rollback_converges(moto_server, cle
     assert absorbed == ["TransactWriteItems"] * (clean_rows - 1)  # the reverts; the lease and the mark fail loudly
 
 
-def test_a_failure_at_every_request_of_a_dry_run_changes_nothing(moto_server, clean):
+def test_a_failure_at_every_request_of_a_dry_run_changes_nothing(moto_in_process, clean):
     _, clean_memories, _ = clean
-    world = new_world(moto_server)
+    world = new_world(moto_in_process)
     world.faults.reset()
     preview = world.rollback().run(dry_run=True)
     assert preview.outcome is Outcome.PREVIEW and preview.skipped == ["bbbb5"]
     requests = world.faults.count
     assert set(world.faults.operations) <= {"GetItem", "Query"}  # reads only
     for k in range(1, requests + 1):
-        world = new_world(moto_server)
+        world = new_world(moto_in_process)
         before = world.snapshot()
         run_before = world.run_item()
         world.faults.reset({k})
@@ -285,9 +285,9 @@ def test_a_failure_at_every_request_of_a_dry_run_changes_nothing(moto_server, cl
     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
 )
 @given(data=st.data())
-def test_random_combinations_of_faults_over_several_attempts_converge(moto_server, clean, data):
+def test_random_combinations_of_faults_over_several_attempts_converge(moto_in_process, clean, data):
     requests, clean_memories, clean_rows = clean
-    world = new_world(moto_server)
+    world = new_world(moto_in_process)
     before = world.snapshot()
     attempts = data.draw(st.lists(st.sets(st.integers(1, requests), min_size=1, max_size=3), min_size=1, max_size=3))
     for faults in attempts:  # each attempt fails somewhere; the lease may have to expire between them
@@ -307,11 +307,11 @@ def test_random_combinations_of_faults_over_several_attempts_converge(moto_serve
     assert_done_like_clean(world, before, clean_memories, clean_rows, attempts)
 
 
-def test_a_failed_mark_gives_the_lease_back_so_an_immediate_retry_finishes(moto_server):
-    world = new_world(moto_server)
+def test_a_failed_mark_gives_the_lease_back_so_an_immediate_retry_finishes(moto_in_process):
+    world = new_world(moto_in_process)
     world.rollback().run()
     last = world.faults.count  # the request that marks the run rolled back
-    world = new_world(moto_server)
+    world = new_world(moto_in_process)
     world.faults.reset({last})
     with pytest.raises(InjectedFault):
         world.rollback().run()
@@ -320,11 +320,11 @@ def test_a_failed_mark_gives_the_lease_back_so_an_immediate_retry_finishes(moto_
     assert world.rollback().run().outcome is Outcome.DONE
 
 
-def test_a_lease_that_could_not_be_given_back_blocks_only_until_it_expires(moto_server):
-    world = new_world(moto_server)
+def test_a_lease_that_could_not_be_given_back_blocks_only_until_it_expires(moto_in_process):
+    world = new_world(moto_in_process)
     world.rollback().run()
     last = world.faults.count  # the request that marks the run rolled back
-    world = new_world(moto_server)
+    world = new_world(moto_in_process)
     world.faults.reset({last, last + 1})  # the mark fails, and so does giving the lease back
     with pytest.raises(InjectedFault):
         world.rollback().run()

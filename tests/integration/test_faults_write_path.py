@@ -37,8 +37,8 @@ EXCHANGE = [
 ]
 
 
-def world(moto_server):
-    client, config = fresh_tables(moto_server)
+def world(moto_in_process):
+    client, config = fresh_tables(moto_in_process)
     store = DynamoMemoryStore(client, config, clock=Clock())
     for m in (
         memory(ALICE, KEEP, "likes tea"),
@@ -71,9 +71,9 @@ INDEX_BUILD_LAST = 4  # the build of the selection index from the first read is 
 
 
 @pytest.fixture(scope="module")
-def clean_outcome(moto_server):
+def clean_outcome(moto_in_process):
     """What the write path does with no fault: the state every retry must converge to."""
-    client, config, store = world(moto_server)
+    client, config, store = world(moto_in_process)
     faults = RequestFaults(client)
     extract(store, *models())
     # the forgotten sources (one item), the scope's profile and the person's "everywhere" one (read
@@ -91,10 +91,10 @@ def test_the_clean_run_is_what_the_scripted_models_decided(clean_outcome):
     assert requests == 8
 
 
-def test_a_failure_at_every_dynamodb_request_keeps_the_invariants_and_a_retry_converges(moto_server, clean_outcome):
+def test_a_failure_at_every_dynamodb_request_keeps_the_invariants_and_a_retry_converges(moto_in_process, clean_outcome):
     clean_texts, requests = clean_outcome
     for k in range(1, requests + 1):
-        client, config, store = world(moto_server)
+        client, config, store = world(moto_in_process)
         before = Snapshot.take(client, config)
         faults = RequestFaults(client)
         faults.reset({k})
@@ -119,9 +119,9 @@ def test_a_failure_at_every_dynamodb_request_keeps_the_invariants_and_a_retry_co
         assert profile_texts(final, ALICE) == clean_texts, f"fault at request {k} did not converge"
 
 
-def test_a_failure_at_every_model_call_changes_only_what_was_decided(moto_server):
+def test_a_failure_at_every_model_call_changes_only_what_was_decided(moto_in_process):
     for k in range(1, 8):  # worth, three verdicts, add, rewrite, add text
-        client, config, store = world(moto_server)
+        client, config, store = world(moto_in_process)
         before = Snapshot.take(client, config)
         jev, chat = models()
         faults = CallFaults({k})
@@ -154,8 +154,8 @@ def test_a_failure_at_every_model_call_changes_only_what_was_decided(moto_server
     jev_fail=st.sets(st.sampled_from(["worth", "verdict", "add", UPDATE, DELETE])),
     chat_fail=st.booleans(),
 )
-def test_random_combinations_of_faults_keep_the_invariants(moto_server, requests, jev_fail, chat_fail):
-    client, config, store = world(moto_server)
+def test_random_combinations_of_faults_keep_the_invariants(moto_in_process, requests, jev_fail, chat_fail):
+    client, config, store = world(moto_in_process)
     before = Snapshot.take(client, config)
     faults = RequestFaults(client)
     faults.reset(requests)
@@ -178,8 +178,8 @@ def test_random_combinations_of_faults_keep_the_invariants(moto_server, requests
         assert after.memories[(owner(ALICE), DELETE)] == before.memories[(owner(ALICE), DELETE)]
 
 
-def test_a_change_whose_answer_is_lost_is_found_committed_and_not_reported_as_failed(moto_server):
-    client, config, store = world(moto_server)
+def test_a_change_whose_answer_is_lost_is_found_committed_and_not_reported_as_failed(moto_in_process):
+    client, config, store = world(moto_in_process)
     before = Snapshot.take(client, config)
     lost = LostAnswers(client)
     current = store.get(owner(ALICE), UPDATE)

@@ -21,6 +21,8 @@ Common API (``LoopbackServer``):
   ``body`` is sent as JSON; ``raw`` (bytes or str) is sent as it is, for malformed bodies.
 - ``answer_once(path, ...)``: same arguments, used once, in the order queued.
 - ``set_delay(seconds, path=None)``: delay before answering (None: every path).
+- ``release()``: the requests held by a delay now are answered at once (a test that held a call
+  open for as long as it needed lets it go, rather than waiting the delay out).
 - ``requests`` (copies, in arrival order), ``requests_to(path)``, ``last(path=None)``, ``clear()``.
 - ``api_key``: when set, a request without ``Authorization: Bearer <key>`` gets 401.
 - Subclasses answer unscripted paths in ``default_answer(request)`` (base: 404).
@@ -95,6 +97,7 @@ class LoopbackServer:
         self._delays: dict[str | None, float] = {}
         self._requests: list[Recorded] = []
         self._stopping = threading.Event()
+        self._released = threading.Event()  # the held requests' gate; release() opens it and sets up the next
         self._server: ThreadingHTTPServer | None = None
         self._thread: threading.Thread | None = None
         self.url = ""
@@ -124,7 +127,8 @@ class LoopbackServer:
         return root
 
     def stop(self) -> None:
-        self._stopping.set()  # wakes delayed answers
+        self._stopping.set()  # no answer waits from now on
+        self.release()  # and those waiting are woken
         if self._server is not None:
             self._server.shutdown()
             self._server.server_close()
@@ -171,6 +175,12 @@ class LoopbackServer:
     def set_delay(self, seconds: float, path: str | None = None) -> None:
         with self._lock:
             self._delays[path] = seconds
+
+    def release(self) -> None:
+        """Answer every request held by a delay now; those arriving later wait their delay as set."""
+        with self._lock:
+            released, self._released = self._released, threading.Event()
+        released.set()
 
     def set_quota(self, per_minute: int | None, *, period: float = 60.0) -> None:
         """At most ``per_minute`` requests per ``period`` seconds get through; None: no quota."""
@@ -230,6 +240,7 @@ class LoopbackServer:
                 queued = self._once.get(request.path)
                 scripted = queued.popleft() if queued else self._sticky.get(request.path)
                 delay = self._delays.get(request.path, self._delays.get(None, 0.0))
+                released = self._released
                 self.served += 1
                 self.in_flight += 1
                 self.peak_in_flight = max(self.peak_in_flight, self.in_flight)
@@ -243,8 +254,8 @@ class LoopbackServer:
             answer = scripted or self.default_answer(request)
             payload = answer.payload()
             held = delay + answer.delay - (time.monotonic() - request.arrived)
-            if held > 0:
-                self._stopping.wait(held)
+            if held > 0 and not self._stopping.is_set():
+                released.wait(held)
             return answer, payload
         finally:
             with self._lock:
