@@ -156,7 +156,7 @@ class FakeMemoryStore(MemoryStore):
         self.selection_index_erased: set[Owner] = set()  # owners whose erasure removed the index
         self.overnight_notes: dict[Owner, set[str]] = {}  # what the night changed, until told
         self.clock = clock or Clock()
-        self._lock = threading.Lock()
+        self._lock = threading.RLock()  # of() is read inside its own locked reads
         self.fail_apply: Callable[[Change], bool] = lambda change: False
         self.whole_profile_reads = 0
         self.people = people  # whose records a change's check reads (None: every check passes)
@@ -173,7 +173,9 @@ class FakeMemoryStore(MemoryStore):
     def of(self, who: Owner | str) -> list[Memory]:
         """The owner's memories (a bare user id means the global scope), newest first."""
         owner = who if isinstance(who, Owner) else Owner(GLOBAL_SCOPE, who)
-        return sorted((m for (o, _), m in self.rows.items() if o == owner), key=lambda m: m.updated_at, reverse=True)
+        with self._lock:  # a night's speakers write from their threads: never iterate while one does
+            rows = list(self.rows.items())
+        return sorted((m for (o, _), m in rows if o == owner), key=lambda m: m.updated_at, reverse=True)
 
     def changes(self) -> list[LedgerEntry]:
         return [e for e in self.ledger if e.action is not Action.READ]
@@ -358,15 +360,19 @@ class FakeMemoryStore(MemoryStore):
             return True
 
     def stale(self, updated_before, limit):
+        with self._lock:
+            rows = list(self.rows.values())
         old = sorted(
-            (m for m in self.rows.values() if m.updated_at < updated_before),
+            (m for m in rows if m.updated_at < updated_before),
             key=lambda m: (m.review_after, m.owner.key, m.memory_id),
         )
         return old[:limit]
 
     def ended(self, now, limit):
         zone = self.zone
-        ended = [m for m in self.rows.values() if m.valid_until is not None and m.ends_at(zone) <= now]
+        with self._lock:
+            rows = list(self.rows.values())
+        ended = [m for m in rows if m.valid_until is not None and m.ends_at(zone) <= now]
         untouched = [m for m in ended if m.review_after < m.ends_at(zone)]
         return sorted(untouched, key=lambda m: (m.ends_at(zone), m.owner.key, m.memory_id))[:limit]
 

@@ -76,9 +76,11 @@ class StackProcess:
     def stop(self) -> None:
         self.process.terminate()
         try:
-            self.process.wait(timeout=10)
+            # Generous: on a loaded machine a stack's orderly exit (its servers, its note) took over 10 s.
+            self.process.wait(timeout=60)
         except subprocess.TimeoutExpired:
             self.process.kill()
+            self.process.wait()
 
 
 @contextmanager
