@@ -54,7 +54,7 @@ def chunks_fetched(store: DynamoMemoryStore) -> list[list[str]]:
     return fetched
 
 
-def large(dynamo, who: Owner = ALICE, n: int = 60) -> list[Memory]:
+def large(dynamo, who: Owner = ALICE, n: int = 40) -> list[Memory]:
     """``n`` memories of ``who`` and their index built (by an extraction's read), in another function."""
     writer = a_store(dynamo)
     memories = seeded(n, who)
@@ -132,7 +132,7 @@ def test_a_write_in_the_same_function_is_seen_by_its_next_read_through_the_chunk
 
 
 def test_a_copy_refreshed_chunk_by_chunk_through_many_changes_chooses_as_a_whole_profile_read(dynamo):
-    memories = large(dynamo, n=80)
+    memories = large(dynamo, n=50)
     reply, other = a_store(dynamo), a_store(dynamo)
     reply_read(reply)
     for i, memory in enumerate(memories[:12]):  # updates, deletes and adds, in two functions
