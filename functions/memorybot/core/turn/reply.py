@@ -7,7 +7,7 @@ from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime, tzinfo
 
 from ..prompting.prompts import build_reply_prompt
-from ..prompting.recall import PendingQuery, Recall, reply_query
+from ..prompting.recall import Recall, reply_query
 from ..record.domain import JST, Actor, Memory, Message, Owner, PromptMessage, Speaker, utcnow
 from ..record.person import Person
 from ..record.ports import ChatModel, EmbeddingModel, PeopleStore, ProfileReader
@@ -48,24 +48,17 @@ class ReplyWriter:
         """The person's record and the prompt. The record is read alongside the profile, not
         before it (no extra round trip): a paused person's memories are read, never used, no
         read row is written for them, and their words are never embedded as the query."""
+        memories: list[Memory] = []
         if not use_memories:  # the server's memory is off: no profile read, no read row, no embedding
             person = self._people.get(owner.user_id) if self._people is not None else Person(owner.user_id)
-            prompt = build_reply_prompt(
-                Speaker(owner.user_id, speaker_name),
-                [],
-                conversation,
-                now=self._clock(),
-                zone=self._zone,
-                persona=persona,
-            )
-            return person, prompt
-        query = self._recall.start(reply_query(conversation, owner.user_id))
-        if self._people is None:
-            person, memories = Person(owner.user_id), self._profile(owner, query, entry_id=read_id)
+        elif self._people is None:
+            person, memories = Person(owner.user_id), self._profile(owner, conversation, entry_id=read_id)
         else:
             with ThreadPoolExecutor(max_workers=1) as pool:
                 record = pool.submit(self._people.get, owner.user_id)
-                memories = self._profile(owner, query, unused_if=lambda: record.result().paused, entry_id=read_id)
+                memories = self._profile(
+                    owner, conversation, unused_if=lambda: record.result().paused, entry_id=read_id
+                )
                 person = record.result()
         prompt = build_reply_prompt(
             Speaker(owner.user_id, speaker_name),
@@ -77,8 +70,9 @@ class ReplyWriter:
         )
         return person, prompt
 
-    def _profile(self, owner: Owner, query: PendingQuery, **kw) -> list[Memory]:
+    def _profile(self, owner: Owner, conversation: Sequence[Message], **kw) -> list[Memory]:
         # Past its end a memory is not used, nor counted among the ten (a plan that is over).
+        query = self._recall.start(reply_query(conversation, owner.user_id))
         today = self._clock().astimezone(self._zone).date()
         return self._recall.read(
             owner, query, actor=Actor.REPLY, reason="reply prompt", usable=lambda m: not m.ended(today), **kw
