@@ -77,8 +77,9 @@ class Meter:
         units = max(1, math.ceil(item_size(item) / 1024))
         return factor * units * (1 + indexes_holding(table, item))
 
-    def _before(self, model, params, **_) -> None:
+    def _before(self, model, params, context, **_) -> None:
         op = model.name
+        context["strongly_consistent"] = bool(params.get("ConsistentRead"))
         with self.lock:
             self.requests[op] += 1
             if op == "PutItem":
@@ -90,12 +91,13 @@ class Meter:
                     ((kind, body),) = action.items()
                     self.wru += self._writes(body["TableName"], body.get("Item") or body.get("Key", {}), 2)
 
-    def _after(self, model, parsed, **_) -> None:
+    def _after(self, model, parsed, context, **_) -> None:
         op = model.name
         items = parsed.get("Items") or ([parsed["Item"]] if parsed.get("Item") else [])
         if op in ("Query", "GetItem", "Scan"):
-            with self.lock:
-                self.rru += max(1, math.ceil(sum(item_size(i) for i in items) / 4096))
+            units = max(1, math.ceil(sum(item_size(i) for i in items) / 4096))
+            with self.lock:  # an eventually consistent read costs half
+                self.rru += units if context.get("strongly_consistent") else units / 2
 
     def snapshot(self):
         with self.lock:

@@ -248,6 +248,13 @@ def _assert_index_agrees(
         index = profile_index.Index(owner, headers.get(owner.key), chunks.get(owner.key, []))
         stored = sorted(ranked_view(m) for (o, _), m in memories.items() if o == owner)
         assert sorted(map(ranked_view, index.memories())) == stored, owner
+        if index.complete and index.stamped:  # what a replica's chunk is checked by holds
+            held = chunks.get(owner.key, [])
+            assert sorted(i["memory_id"]["S"] for i in held) == profile_index.all_chunks(), owner
+            for item in held:
+                assert item[profile_index.GENERATION]["S"] == index.generation, owner
+                count = int(item.get(profile_index.CHUNK_COUNT, {}).get("N", "0"))
+                assert count == index.counts.get(item["memory_id"]["S"], 0), owner
 
 
 def assert_every_change_has_exactly_one_ledger_row(before: Snapshot, after: Snapshot) -> None:

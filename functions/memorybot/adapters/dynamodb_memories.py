@@ -231,6 +231,9 @@ def message_marker_key(owner: Owner, message_id: str) -> Item:
 # What a Memory holds, for the whole-profile read (selection) and the backfill's scan.
 _PROFILE_NAMES = {f"#a{i}": name for i, name in enumerate(_item_attribute_names())}
 _PROFILE_PROJECTION = ", ".join(_PROFILE_NAMES)
+# What a profile's first page reads of the selection index's header: all of it (its counts of each
+# chunk's changes check the chunks a replica returns).
+_HEADER_NAMES = {f"#h{i}": name for i, name in enumerate(profile_index.header_attributes())}
 # A profile read first asks for this many items of the owner's memories: a profile that fits is
 # used as read (one Query, as cheap as it gets); a larger one is ranked from its selection index
 # and only the chosen are fetched (BatchGetItem costs a read unit an item, strongly consistent,
@@ -354,10 +357,11 @@ class DynamoMemoryStore(MemoryStore):
             header = next((i for i in items if profile_index.is_header(i)), None)
             index = profile_index.Index(owner, header)
             # (an owner with no memory yet has nothing to index: its first write starts the header)
-            build = actor in INDEX_BUILDERS and not index.complete
+            # (an index built before chunks carried their generation is built again, once, stamped)
+            build = actor in INDEX_BUILDERS and not (index.complete and index.stamped)
             if "LastEvaluatedKey" not in first:
                 memories = list(readable_memories(i for i in items if not _is_marker(i)))
-            elif index.complete:
+            elif index.complete and not build:
                 memories, indexed = self._indexed(owner, header, None), True
             else:
                 memories = self._whole_profile(owner)
@@ -391,7 +395,9 @@ class DynamoMemoryStore(MemoryStore):
         if kept is not None:
             counted = index.counts.keys() | kept.keys()
             stale = [key for key in counted if index.counts.get(key, 0) != (kept[key].count if key in kept else 0)]
-        if kept is None or len(stale) > profile_index.CHUNKS // 2:  # (past half, one Query costs no more)
+        if kept is None and index.stamped:
+            kept = self._from_replica(owner, header, index)
+        elif kept is None or len(stale) > profile_index.CHUNKS // 2:  # (past half, one Query costs no more)
             read = self._index(owner, header).by_chunk()
             kept = {key: KeptChunk.of(count, entries) for key, (count, entries) in read.items()}
         elif stale:
@@ -403,21 +409,27 @@ class DynamoMemoryStore(MemoryStore):
         self._cache.put(owner.key, index.generation, kept)
         return [memory for chunk in kept.values() for memory in chunk.memories]
 
+    def _from_replica(self, owner: Owner, header: Item | None, index: profile_index.Index) -> dict[str, KeptChunk]:
+        """Every chunk of a stamped index: read eventually consistent (half the read units), each
+        checked against the header (read strongly consistent before); the few a replica has not
+        caught up on are read again strongly consistent."""
+        proven, unproven = index.unproven(self._index_items(owner, consistent=False))
+        if len(unproven) > profile_index.CHUNKS // 2:  # a replica far behind: one Query of them all
+            proven, unproven = self._index_items(owner, consistent=True), []
+        elif unproven:
+            proven += self._batch_get([memory_key(owner, key) for key in unproven])
+        read = profile_index.Index(owner, header, proven).by_chunk()
+        # (a chunk the consistent read did not find has no entry: none of the owner's memories is in it)
+        return {key: KeptChunk.of(*read.get(key, (index.counts.get(key, 0), []))) for key in profile_index.all_chunks()}
+
     def _memories_request(self, owner: Owner, **request: Any) -> dict[str, Any]:
         """A consistent Query of the owner's memories (and import markers), after their selection
         index's header (read first) and before its chunks."""
         return {
             "TableName": self._memories,
             "KeyConditionExpression": "#owner = :owner AND memory_id BETWEEN :header AND :end",
-            "ProjectionExpression": _PROFILE_PROJECTION + ", #v, #complete, #models, #g",
-            "ExpressionAttributeNames": {
-                "#owner": "owner",
-                "#g": profile_index.GENERATION,
-                "#v": profile_index.VERSION,
-                "#complete": profile_index.COMPLETE,
-                "#models": profile_index.MODELS,
-                **_PROFILE_NAMES,
-            },
+            "ProjectionExpression": f"{_PROFILE_PROJECTION}, {', '.join(_HEADER_NAMES)}",
+            "ExpressionAttributeNames": {"#owner": "owner", **_HEADER_NAMES, **_PROFILE_NAMES},
             "ExpressionAttributeValues": {
                 ":owner": s(owner.key),
                 ":header": s(profile_index.HEADER_KEY),
@@ -432,15 +444,19 @@ class DynamoMemoryStore(MemoryStore):
         return list(readable_memories(i for i in items if not _is_marker(i)))
 
     def _index(self, owner: Owner, header: Item | None) -> profile_index.Index:
-        chunks = query_items(
-            self._client,
-            TableName=self._memories,
-            KeyConditionExpression="#owner = :owner AND begins_with(memory_id, :chunk)",
-            ExpressionAttributeNames={"#owner": "owner"},
-            ExpressionAttributeValues={":owner": s(owner.key), ":chunk": s(profile_index.CHUNK_PREFIX)},
-            ConsistentRead=True,
+        return profile_index.Index(owner, header, self._index_items(owner, consistent=True))
+
+    def _index_items(self, owner: Owner, *, consistent: bool) -> list[Item]:
+        return list(
+            query_items(
+                self._client,
+                TableName=self._memories,
+                KeyConditionExpression="#owner = :owner AND begins_with(memory_id, :chunk)",
+                ExpressionAttributeNames={"#owner": "owner"},
+                ExpressionAttributeValues={":owner": s(owner.key), ":chunk": s(profile_index.CHUNK_PREFIX)},
+                ConsistentRead=consistent,
+            )
         )
-        return profile_index.Index(owner, header, chunks)
 
     def _build_index(self, owner: Owner, memories: list[Memory], read: profile_index.Index, since: datetime) -> None:
         """The owner's selection index from ``memories``, read (after ``read``'s header) from

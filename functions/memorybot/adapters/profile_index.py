@@ -60,6 +60,13 @@ GENERATION = "g"
 # (0 for both); it runs once a generation, before any copy can be kept.
 CHUNK_COUNT = "#n"
 COUNT_PREFIX = "n"
+# Set by a build that wrote every chunk (empty ones too) with the header's generation, which each
+# chunk keeps: a chunk as a replica holds it (an eventually consistent read, half the read units)
+# is then the chunk exactly when it has the header's generation and at least its count of changes.
+# A new generation at every build and after every erasure: no earlier state of a chunk can pass.
+# An index built before carries no mark: read strongly consistent until a function that writes
+# memories builds it again, stamped.
+STAMPED = "stamped"
 
 _KEYS = ("owner", "memory_id")  # a chunk's other attributes are its entries
 _EPOCH = datetime(1, 1, 1, tzinfo=UTC)
@@ -152,16 +159,18 @@ def writes(table: str, owner: Owner, memory_id: str, memory: Memory | None) -> l
         header["UpdateExpression"] += ", #m :m"
         header["ExpressionAttributeNames"]["#m"] = MODELS
         header["ExpressionAttributeValues"][":m"] = {"SS": [memory.embedding.model]}
+    # The chunk keeps the generation the build gave it (every chunk has one after a build); a chunk
+    # first made before any build takes the header's new one, unread until a build stamps them all.
     chunk: dict[str, Any] = {
         "TableName": table,
         "Key": _key(owner, chunk_name),
-        "ExpressionAttributeNames": {"#e": memory_id, "#n": CHUNK_COUNT},
-        "ExpressionAttributeValues": {":one": {"N": "1"}},
+        "ExpressionAttributeNames": {"#e": memory_id, "#n": CHUNK_COUNT, "#g": GENERATION},
+        "ExpressionAttributeValues": {":one": {"N": "1"}, ":g": header["ExpressionAttributeValues"][":g"]},
     }
     if memory is None:
-        chunk["UpdateExpression"] = "REMOVE #e ADD #n :one"
+        chunk["UpdateExpression"] = "SET #g = if_not_exists(#g, :g) REMOVE #e ADD #n :one"
     else:
-        chunk["UpdateExpression"] = "SET #e = :e ADD #n :one"
+        chunk["UpdateExpression"] = "SET #e = :e, #g = if_not_exists(#g, :g) ADD #n :one"
         chunk["ExpressionAttributeValues"][":e"] = {"B": encode_entry(memory)}
     return [{"Update": header}, {"Update": chunk}]
 
@@ -177,7 +186,9 @@ class Index:
         self.complete = False
         self.models: list[str] = []
         self.counts: dict[str, int] = {}  # a chunk not named: 0 (no change since the build)
+        self.stamped = False
         if header is not None:
+            self.stamped = bool(header.get(STAMPED, {}).get("BOOL"))
             self.version = int(header[VERSION]["N"]) if VERSION in header else 0
             self.complete = bool(header.get(COMPLETE, {}).get("BOOL"))
             self.models = list(header.get(MODELS, {}).get("SS", []))
@@ -209,6 +220,29 @@ class Index:
     def memories(self) -> list[Memory]:
         return [m for _, entries in self.by_chunk().values() for m in entries]
 
+    def unproven(self, replica: Iterable[Item]) -> tuple[list[Item], list[str]]:
+        """Of chunks as a replica returned them (an eventually consistent read after this header):
+        those that are each chunk as of this header or later (this generation, at least its count
+        of changes), and the names of the chunks not proven so (older, another generation's, or
+        missing), to be read strongly consistent."""
+        proven = [
+            item
+            for item in replica
+            if item.get(GENERATION, {}).get("S") == self.generation
+            and int(item.get(CHUNK_COUNT, {}).get("N", "0")) >= self.counts.get(item["memory_id"]["S"], 0)
+        ]
+        found = {item["memory_id"]["S"] for item in proven}
+        return proven, [name for name in all_chunks() if name not in found]
+
+
+def header_attributes() -> list[str]:
+    """Every attribute a header may hold but its keys."""
+    return [VERSION, COMPLETE, STAMPED, MODELS, GENERATION] + [count_name(chunk) for chunk in all_chunks()]
+
+
+def all_chunks() -> list[str]:
+    return [f"{CHUNK_PREFIX}{n:02x}" for n in range(CHUNKS)]
+
 
 def is_header(item: Item) -> bool:
     return item["memory_id"]["S"] == HEADER_KEY
@@ -218,11 +252,13 @@ def build(table: str, owner: Owner, memories: Iterable[Memory], index: Index, ch
     """The transaction that writes the owner's whole index from ``memories``, read after the
     header was: conditioned on the header as read then (a change since makes it fail, never
     stale) and on ``check``, the person's record (an erasure since makes it fail)."""
-    chunks: dict[str, Item] = {}
+    # A new generation: no chunk's state from before this build (its count restarts here) can pass
+    # for one after it. Every chunk is written, an empty one too, so every chunk carries it.
+    generation = s(new_generation())
+    chunks: dict[str, Item] = {key: {**_key(owner, key), GENERATION: generation} for key in all_chunks()}
     models: set[str] = set()
     for memory in memories:
-        key = chunk_key(memory.memory_id)
-        chunks.setdefault(key, _key(owner, key))[memory.memory_id] = {"B": encode_entry(memory)}
+        chunks[chunk_key(memory.memory_id)][memory.memory_id] = {"B": encode_entry(memory)}
         if memory.embedding is not None:
             models.add(memory.embedding.model)
     version = index.version or 0
@@ -230,7 +266,8 @@ def build(table: str, owner: Owner, memories: Iterable[Memory], index: Index, ch
         **_key(owner, HEADER_KEY),
         VERSION: {"N": str(version + 1)},
         COMPLETE: {"BOOL": True},
-        GENERATION: s(index.generation or new_generation()),
+        STAMPED: {"BOOL": True},
+        GENERATION: generation,
     }
     if models:
         written[MODELS] = {"SS": sorted(models)}
@@ -243,8 +280,8 @@ def build(table: str, owner: Owner, memories: Iterable[Memory], index: Index, ch
             "ExpressionAttributeNames": {"#v": VERSION},
             "ExpressionAttributeValues": {":v": {"N": str(version)}},
         }
-    # A chunk holds an entry exactly while its memory exists (every write keeps it so), so the chunks
-    # of the memories read are all that holds any: each is written whole, the others have none.
+    # A chunk holds an entry exactly while its memory exists (every write keeps it so): each chunk
+    # is written whole.
     return [{"Put": header}, check] + [{"Put": {"TableName": table, "Item": chunk}} for chunk in chunks.values()]
 
 
