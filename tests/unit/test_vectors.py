@@ -8,6 +8,8 @@ import random
 import pytest
 
 from memorybot.adapters import vectors
+from memorybot.core.prompting.selection import cosine
+from memorybot.core.record.domain import StoredVector
 
 
 def unit_vector(rng: random.Random, dimensions: int) -> list[float]:
@@ -34,3 +36,19 @@ def test_a_zero_vector_and_an_unknown_format():
     assert vectors.decode(vectors.encode([0.0, 0.0])) == (0.0, 0.0)
     with pytest.raises(ValueError, match="unknown vector format"):
         vectors.decode(b"\x07" + vectors.encode([1.0])[1:])
+
+
+def test_a_vector_read_back_keeps_its_codes_ranks_as_its_values_and_is_stored_again_byte_for_byte():
+    rng = random.Random(7)
+    for _ in range(50):
+        data = vectors.encode(unit_vector(rng, 256))
+        read = vectors.decode(data)
+        assert isinstance(read, StoredVector) and len(read.codes) == 256
+        assert vectors.encode(read) == data  # an unchanged memory written again keeps its bytes
+        values = tuple(read)  # the values are the codes times the scale
+        assert values == tuple(c * read.scale for c in read.codes) and read == values and read[3] == values[3]
+        assert vectors.encode(values) == data
+        query = tuple(unit_vector(rng, 256))
+        assert math.isclose(cosine(read, query), sum(x * y for x, y in zip(values, query)), abs_tol=1e-12)
+    a, b = vectors.decode(vectors.encode([0.6, 0.8])), vectors.decode(vectors.encode([0.8, 0.6]))
+    assert a != b and a == vectors.decode(vectors.encode([0.6, 0.8])) and hash(a) == hash(tuple(a))

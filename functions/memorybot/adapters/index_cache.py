@@ -8,8 +8,8 @@ transaction (in any process), and an erasure deletes the header (the next one st
 generation): so one strongly consistent read of the header tells which kept chunks are still
 exactly the chunks (same generation, same count), and only the others are read again.
 
-Bounded by the bytes the decoded entries take in the process (a 256-dimension vector's floats are
-most of it: about 8.6 KB an entry), least recently used owner dropped first; an owner unused for
+Bounded by the bytes the decoded entries take in the process (a 256-dimension vector's
+codes are most of it), least recently used owner dropped first; an owner unused for
 IDLE_SECONDS is dropped at the next use of the cache. Entries are kept and found by the owner's
 key only: no ranking ever sees another owner's.
 """
@@ -23,12 +23,13 @@ from collections import OrderedDict
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 
-from ..core.record.domain import Memory
+from ..core.record.domain import Memory, StoredVector
 
 # An erased or long-silent person's entries do not stay in a warm function: dropped once unused this long.
 IDLE_SECONDS = 600.0
 
 _FLOAT = sys.getsizeof(0.0)
+_INT = sys.getsizeof(-100)
 _DATETIME = 48  # sys.getsizeof of an aware datetime (its zone is shared)
 
 
@@ -38,7 +39,11 @@ def footprint(memory: Memory) -> int:
     size += sys.getsizeof(memory.memory_id) + 2 * _DATETIME
     if memory.embedding is not None:
         vector = memory.embedding.vector
-        size += sys.getsizeof(memory.embedding) + sys.getsizeof(vector) + _FLOAT * len(vector)
+        size += sys.getsizeof(memory.embedding) + sys.getsizeof(vector)
+        if isinstance(vector, StoredVector):  # its codes: an int object each at most (-5..256 are shared)
+            size += sys.getsizeof(vector.codes) + _INT * len(vector)
+        else:
+            size += _FLOAT * len(vector)
     return size
 
 

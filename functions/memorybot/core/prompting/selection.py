@@ -32,7 +32,7 @@ from collections.abc import Callable, Sequence
 from enum import Enum
 from functools import lru_cache
 
-from ..record.domain import PROFILE_LIMIT, Embedding, Memory
+from ..record.domain import PROFILE_LIMIT, Embedding, Memory, StoredVector
 
 # BM25's usual constants (Robertson et al.): term-frequency saturation and length normalisation.
 BM25_K1 = 1.2
@@ -178,7 +178,10 @@ _DOT: Callable[[Sequence[float], Sequence[float]], float] = getattr(math, "sumpr
 
 
 def cosine(a: Sequence[float], b: Sequence[float]) -> float:
-    """Dot product: both vectors are L2-normalised."""
+    """Dot product: both vectors are L2-normalised. A stored vector (``a``, a memory's) is its codes
+    times the query, scaled once."""
+    if isinstance(a, StoredVector):
+        return a.scale * _DOT(a.codes, b)
     return _DOT(a, b)
 
 

@@ -114,12 +114,48 @@ class SourceRef:
         return f"https://discord.com/channels/{place}/{self.channel_id}/{self.message_id}"
 
 
+class StoredVector(Sequence[float]):
+    """A vector as the store keeps it: small integer codes and one scale (the i-th value is
+    ``codes[i] * scale``). Read back this way, ranking multiplies the codes by the query and scales
+    the sum once, instead of making a float of every value of every memory read (a large profile's
+    first read decodes 2,000 of them). Equal to any sequence of the same values."""
+
+    __slots__ = ("codes", "scale")
+
+    def __init__(self, codes: tuple[int, ...], scale: float) -> None:
+        self.codes = codes
+        self.scale = scale
+
+    def __len__(self) -> int:
+        return len(self.codes)
+
+    def __getitem__(self, index):  # type: ignore[override]
+        if isinstance(index, slice):
+            return tuple(c * self.scale for c in self.codes[index])
+        return self.codes[index] * self.scale
+
+    def __iter__(self):
+        scale = self.scale
+        return (c * scale for c in self.codes)
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, StoredVector):
+            return (self.codes, self.scale) == (other.codes, other.scale)
+        return isinstance(other, Sequence) and tuple(self) == tuple(other)
+
+    def __hash__(self) -> int:
+        return hash(tuple(self))
+
+    def __repr__(self) -> str:
+        return f"StoredVector({len(self.codes)} codes)"
+
+
 @dataclass(frozen=True)
 class Embedding:
     """A text's vector from one embedding model: only vectors of the same model compare."""
 
     model: str  # the model id that made it (e.g. "amazon.titan-embed-text-v2:0@256")
-    vector: tuple[float, ...]  # L2-normalised
+    vector: Sequence[float]  # L2-normalised: a tuple as a model made it, or a StoredVector as read
 
 
 @dataclass(frozen=True)
