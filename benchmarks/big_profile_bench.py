@@ -15,8 +15,8 @@ function that writes memories builds the person's selection index, once):
   the relevant ten again): read units and median wall time.
 
 Read units are estimated from the items' sizes with DynamoDB's rule (benchmarks/dynamodb_cost_bench:
-4 KB per unit strongly consistent, a Query's items summed, each item of a BatchGetItem rounded up
-on its own); moto reports none. The same file runs against older code for a "before" figure
+4 KB per unit strongly consistent, half for eventually consistent, a Query's items summed, each item
+of a BatchGetItem rounded up on its own); moto reports none. The same file runs against older code for a "before" figure
 (``PYTHONPATH=<older tree>/functions python -m benchmarks big_profile``).
 ``MEMORYBOT_BENCH_SIZES`` (default "10,2000") and ``MEMORYBOT_BENCH_REPEATS`` (default 7) set the
 sizes and repeats.
