@@ -22,6 +22,7 @@ import math
 import os
 import random
 from collections.abc import Sequence
+from dataclasses import replace
 
 PROBES = (1, 2, 4, 8)
 ITERATIONS = 12
@@ -61,7 +62,7 @@ def main() -> None:
         for n, person in enumerate(people):
             found = model.embed([m.text for m in person.memories])
             stored = [Embedding(e.model, vectors.decode(vectors.encode(e.vector))) for e in found]
-            memories = [m.__class__(**{**m.__dict__, "embedding": e}) for m, e in zip(person.memories, stored, strict=True)]
+            memories = [replace(m, embedding=e) for m, e in zip(person.memories, stored, strict=True)]
             k = round(math.sqrt(len(memories)))
             centroids, assigned = kmeans([tuple(e.vector) for e in found], k, seed=n)
             terms = [{t for t in _tokens(m.text) if not is_kana_grammar(t)} for m in memories]

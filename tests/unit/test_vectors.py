@@ -49,6 +49,6 @@ def test_a_vector_read_back_keeps_its_codes_ranks_as_its_values_and_is_stored_ag
         assert values == tuple(c * read.scale for c in read.codes) and read == values and read[3] == values[3]
         assert vectors.encode(values) == data
         query = tuple(unit_vector(rng, 256))
-        assert math.isclose(cosine(read, query), sum(x * y for x, y in zip(values, query)), abs_tol=1e-12)
+        assert math.isclose(cosine(read, query), sum(x * y for x, y in zip(values, query, strict=True)), abs_tol=1e-12)
     a, b = vectors.decode(vectors.encode([0.6, 0.8])), vectors.decode(vectors.encode([0.8, 0.6]))
     assert a != b and a == vectors.decode(vectors.encode([0.6, 0.8])) and hash(a) == hash(tuple(a))

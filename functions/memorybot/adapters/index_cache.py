@@ -40,8 +40,8 @@ def footprint(memory: Memory) -> int:
     if memory.embedding is not None:
         vector = memory.embedding.vector
         size += sys.getsizeof(memory.embedding) + sys.getsizeof(vector)
-        if isinstance(vector, StoredVector):  # its codes: an int object each at most (-5..256 are shared)
-            size += sys.getsizeof(vector.codes) + _INT * len(vector)
+        if isinstance(vector, StoredVector):  # its codes: about half are below -5, an int object each
+            size += sys.getsizeof(vector.codes) + _INT * len(vector) // 2
         else:
             size += _FLOAT * len(vector)
     return size

@@ -129,7 +129,7 @@ class StoredVector(Sequence[float]):
     def __len__(self) -> int:
         return len(self.codes)
 
-    def __getitem__(self, index):  # type: ignore[override]
+    def __getitem__(self, index):
         if isinstance(index, slice):
             return tuple(c * self.scale for c in self.codes[index])
         return self.codes[index] * self.scale
