@@ -229,6 +229,9 @@ def test_a_memory_moved_everywhere_follows_its_person_and_only_them(receipts_sta
     # /memory here's autocomplete offers the everywhere ones, forget's those of this scope
     assert [c.split(":")[0].strip() for c in ivy.suggest("", "here")] == [tea]
     assert ivy.suggest("", "forget") == ["  (no suggestions)"]
+    # /memory why explains it, as one of hers everywhere (its messages' server is not named)
+    why_tea = "\n".join(ivy.why(tea))
+    assert "is one of your “everywhere” memories" in why_tea and "discord.com" not in why_tea, why_tea
 
     # Another server, and the DM: the reply reads it there (its Why? lists it).
     for where in ({"guild_id": OTHER_GUILD}, {"guild_id": None}):
@@ -242,8 +245,10 @@ def test_a_memory_moved_everywhere_follows_its_person_and_only_them(receipts_sta
         [reply] = [e for e in events(running, http, seq) if e["kind"] == "edit"]
         [why] = buttons_of(reply["body"])
         assert tea in "\n".join(ivy_there.click(why["custom_id"]))
+        assert "is one of your “everywhere” memories" in "\n".join(ivy_there.why(tea))
     # Never another person's: someone else in the same server reads none of it.
     jon = person("jon-everywhere", ivy.channel_id)
+    assert "was not found" in "\n".join(jon.why(tea))
     seq = last_seq(running, http)
     jon.chat("what tea should I buy?")
     [reply] = [e for e in events(running, http, seq) if e["kind"] == "edit"]

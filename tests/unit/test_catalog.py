@@ -65,6 +65,13 @@ def test_the_language_is_japanese_for_ja_and_english_for_everything_else():
     assert text("forgotten", "fr", memory_id="ab12c") == "Forgotten: memory ab12c is deleted."
 
 
+@pytest.mark.parametrize("table", EVERY_TABLE)
+def test_japanese_names_a_memory_with_one_word(table):
+    """記憶, as every answer about a person's memories says it; never メモ (a note) beside it."""
+    for key, texts in EVERY_TABLE[table].items():
+        assert "メモ" not in texts[Language.JA].replace("メモリ", ""), key
+
+
 def test_a_missing_field_is_an_error_not_a_text_with_braces():
     with pytest.raises(KeyError):
         text("forgotten", "ja")

@@ -307,11 +307,17 @@ def dm_failed_key(scope: str) -> str:
 def _why(request: WhyMemory, deps: Dependencies) -> dict:
     caller = request.caller
     found = commands.why(deps.memory_store, caller.owner, request.memory_id)
+    yours = everywhere.everywhere_of(caller.user_id)
+    moved = found is None and caller.owner != yours
+    if moved:  # one of their "everywhere" memories, listed in show
+        found = commands.why(deps.memory_store, yours, request.memory_id)
     if found is None:
         return say("not_found", caller, memory_id=shown_id(request.memory_id.strip().lower(), caller.locale))
     verb = text("why_verb_learned" if found.action.value == "add" else "why_verb_changed", caller.locale)
     at = local_stamp(found.at, deps.places.zone)
     until = "\n" + text("why_until", caller.locale, until=found.valid_until.isoformat()) if found.valid_until else ""
+    if moved:  # its messages were in the server or DM it came from, which the memory does not name
+        return ephemeral(text("why_everywhere", caller.locale, memory_id=found.memory_id, verb=verb, at=at) + until)
     if not found.links:
         return ephemeral(text("why_no_sources", caller.locale, memory_id=found.memory_id, verb=verb, at=at) + until)
     answer = text("why", caller.locale, memory_id=found.memory_id, verb=verb, at=at, links="\n".join(found.links))

@@ -15,7 +15,7 @@ RECEIPTS_TEXTS: dict[str, dict[Language, str]] = {
     },
     "receipt_line": {
         Language.EN: "{n}. memory {memory_id} {kind}",
-        Language.JA: "{n}. メモ {memory_id} を{kind}",
+        Language.JA: "{n}. 記憶 {memory_id} を{kind}",
     },
     "receipt_footer": {
         Language.EN: "Undo N puts one change back (as in /memory history). /memory receipts turns these off.",
@@ -99,15 +99,15 @@ RECEIPTS_TEXTS: dict[str, dict[Language, str]] = {
         Language.EN: (
             "Memory {memory_id} now goes with you: I read it in every server and DM. /memory here brings it back."
         ),
-        Language.JA: "メモ {memory_id} をすべての場所で使うようにしました。/memory here で戻せます。",
+        Language.JA: "記憶 {memory_id} をすべての場所で使うようにしました。/memory here で戻せます。",
     },
     "moved_here": {
         Language.EN: "Memory {memory_id} is back {where} only.",
-        Language.JA: "メモ {memory_id} を{where}だけで使うように戻しました。",
+        Language.JA: "記憶 {memory_id} を{where}だけで使うように戻しました。",
     },
     "move_not_found": {
         Language.EN: "I don't have a memory {memory_id} of yours to move. Nothing was changed.",
-        Language.JA: "移動できるメモ {memory_id} はありません。何も変更していません。",
+        Language.JA: "移動できる記憶 {memory_id} はありません。何も変更していません。",
     },
     "move_blocked": {
         Language.EN: "Another memory of yours already has the id {memory_id} there. Nothing was changed.",
@@ -115,7 +115,17 @@ RECEIPTS_TEXTS: dict[str, dict[Language, str]] = {
     },
     "move_changed": {
         Language.EN: "Memory {memory_id} changed while I moved it. Nothing was changed; please try again.",
-        Language.JA: "移動中にメモ {memory_id} が変わったため、何も変更していません。もう一度お試しください。",
+        Language.JA: "移動中に記憶 {memory_id} が変わったため、何も変更していません。もう一度お試しください。",
+    },
+    "why_everywhere": {  # one of the person's "everywhere" memories, asked about from a scope
+        Language.EN: (
+            "Memory {memory_id} is one of your “everywhere” memories: it was {verb} on {at}, from messages"
+            " of yours in the server or DM you moved it from."
+        ),
+        Language.JA: (
+            "記憶 {memory_id} は「すべての場所」の記憶です。{at} に{verb}。移す前のサーバーかDMでの"
+            "あなたのメッセージが元になっています。"
+        ),
     },
     "forget_all_everywhere_left": {
         Language.EN: (
