@@ -102,7 +102,9 @@ class Stack(StackOnMoto):
             writes[log_table].append(ledger_item(entry))
             profiles.setdefault(row.owner, []).append(memory)
         for owner, held in profiles.items():  # the build's puts (its header, its chunks), unconditioned
-            built = profile_index.build(memories_table, owner, held, profile_index.Index(owner, None), check={})
+            built = profile_index.build(
+                memories_table, owner, held, profile_index.Index(owner, None), check={}, stamped=True
+            )
             writes[memories_table] += [write["Put"]["Item"] for write in built if "Put" in write]
         for table, items in writes.items():
             for start in range(0, len(items), 25):

@@ -178,3 +178,30 @@ def test_an_index_built_before_the_stamp_is_read_consistently_until_a_writer_bui
     replica.consistent.clear()
     reply_read(reply)
     assert replica.consistent == [False]
+
+
+def test_a_small_profiles_index_is_unstamped_and_stamped_when_the_profile_grows_large(dynamo):
+    writer = a_store(dynamo)
+    memories = seeded(40)
+    fill(writer, memories[:8])
+    writer.read_selected(ALICE, newest, actor=Actor.EXTRACTION, reason="extraction")  # built from the page
+    small = index_of(writer)
+    assert small.complete and not small.stamped
+    occupied = {profile_index.chunk_key(m.memory_id) for m in memories[:8]}
+    assert {item["memory_id"]["S"] for item in chunk_items(writer)} == occupied  # no empty chunk items
+
+    fill(writer, memories[8:])  # past a page: large
+    reply = a_store(dynamo)
+    replica = Replica(reply)
+    reply_read(reply)
+    assert replica.consistent == [True]  # not stamped: read strongly consistent, and the reply never builds
+
+    writer.read_selected(ALICE, newest, actor=Actor.EXTRACTION, reason="extraction")  # builds it again, stamped
+    large_index = index_of(writer)
+    assert large_index.stamped and large_index.generation != small.generation
+    assert len(chunk_items(writer)) == profile_index.CHUNKS
+    reply._cache.evict(ALICE.key)
+    replica.consistent.clear()
+    chosen = reply_read(reply)
+    assert replica.consistent == [False]
+    assert list(map(ranked_view, chosen)) == list(map(ranked_view, whole_choice(reply, "")))

@@ -357,16 +357,18 @@ class DynamoMemoryStore(MemoryStore):
             header = next((i for i in items if profile_index.is_header(i)), None)
             index = profile_index.Index(owner, header)
             # (an owner with no memory yet has nothing to index: its first write starts the header)
-            # (an index built before chunks carried their generation is built again, once, stamped)
-            build = actor in INDEX_BUILDERS and not (index.complete and index.stamped)
-            if "LastEvaluatedKey" not in first:
+            # (a large profile's index built small, or before chunks carried their generation, is
+            # built again, once, stamped: profile_index.STAMPED)
+            large = "LastEvaluatedKey" in first
+            build = actor in INDEX_BUILDERS and not (index.complete and (index.stamped or not large))
+            if not large:
                 memories = list(readable_memories(i for i in items if not _is_marker(i)))
             elif index.complete and not build:
                 memories, indexed = self._indexed(owner, header, None), True
             else:
                 memories = self._whole_profile(owner)
             if build and (memories or index.version is not None):
-                self._build_index(owner, memories, index, started)
+                self._build_index(owner, memories, index, started, stamped=large)
         if unused_if is not None and unused_if():
             return []  # read, never used: no row
         chosen = choose(memories)
@@ -458,13 +460,15 @@ class DynamoMemoryStore(MemoryStore):
             )
         )
 
-    def _build_index(self, owner: Owner, memories: list[Memory], read: profile_index.Index, since: datetime) -> None:
+    def _build_index(
+        self, owner: Owner, memories: list[Memory], read: profile_index.Index, since: datetime, *, stamped: bool
+    ) -> None:
         """The owner's selection index from ``memories``, read (after ``read``'s header) from
         ``since``; refused if any change or an erasure came after that read, and then the next
         read builds it."""
         check = person_check_item(self._people, PersonCheck(owner.user_id, since, Basis.STORE))
         try:
-            transact(self._client, profile_index.build(self._memories, owner, memories, read, check))
+            transact(self._client, profile_index.build(self._memories, owner, memories, read, check, stamped=stamped))
         except Exception as exc:  # noqa: BLE001 - overtaken, too large, or no answer: the next read builds it
             logger.info("selection index not built", extra={"error": type(exc).__name__})
 

@@ -64,8 +64,9 @@ COUNT_PREFIX = "n"
 # chunk keeps: a chunk as a replica holds it (an eventually consistent read, half the read units)
 # is then the chunk exactly when it has the header's generation and at least its count of changes.
 # A new generation at every build and after every erasure: no earlier state of a chunk can pass.
-# An index built before carries no mark: read strongly consistent until a function that writes
-# memories builds it again, stamped.
+# Only a large profile's build stamps (a small one's is read from its page, and most chunks would
+# be empty items). An index without the mark (built small, or before the mark) is read strongly
+# consistent, and a function that writes memories builds it again, stamped, once it is large.
 STAMPED = "stamped"
 
 _KEYS = ("owner", "memory_id")  # a chunk's other attributes are its entries
@@ -248,17 +249,25 @@ def is_header(item: Item) -> bool:
     return item["memory_id"]["S"] == HEADER_KEY
 
 
-def build(table: str, owner: Owner, memories: Iterable[Memory], index: Index, check: Item) -> list[Item]:
+def build(
+    table: str, owner: Owner, memories: Iterable[Memory], index: Index, check: Item, *, stamped: bool
+) -> list[Item]:
     """The transaction that writes the owner's whole index from ``memories``, read after the
     header was: conditioned on the header as read then (a change since makes it fail, never
-    stale) and on ``check``, the person's record (an erasure since makes it fail)."""
+    stale) and on ``check``, the person's record (an erasure since makes it fail). ``stamped``:
+    every chunk written, an empty one too (a large profile's, whose chunks a first read takes from
+    a replica); otherwise only the chunks holding an entry (a small profile's, read from its page)."""
     # A new generation: no chunk's state from before this build (its count restarts here) can pass
-    # for one after it. Every chunk is written, an empty one too, so every chunk carries it.
+    # for one after it; a stamped build gives it to every chunk.
     generation = s(new_generation())
-    chunks: dict[str, Item] = {key: {**_key(owner, key), GENERATION: generation} for key in all_chunks()}
+    chunks: dict[str, Item] = (
+        {key: {**_key(owner, key), GENERATION: generation} for key in all_chunks()} if stamped else {}
+    )
     models: set[str] = set()
     for memory in memories:
-        chunks[chunk_key(memory.memory_id)][memory.memory_id] = {"B": encode_entry(memory)}
+        key = chunk_key(memory.memory_id)
+        chunks.setdefault(key, {**_key(owner, key), GENERATION: generation})
+        chunks[key][memory.memory_id] = {"B": encode_entry(memory)}
         if memory.embedding is not None:
             models.add(memory.embedding.model)
     version = index.version or 0
@@ -266,7 +275,7 @@ def build(table: str, owner: Owner, memories: Iterable[Memory], index: Index, ch
         **_key(owner, HEADER_KEY),
         VERSION: {"N": str(version + 1)},
         COMPLETE: {"BOOL": True},
-        STAMPED: {"BOOL": True},
+        STAMPED: {"BOOL": stamped},
         GENERATION: generation,
     }
     if models:
