@@ -19,6 +19,7 @@ otherwise the offline stand-in only, which knows spelling, not meaning.
 from __future__ import annotations
 
 import math
+import operator
 import os
 import random
 from collections.abc import Sequence
@@ -31,13 +32,20 @@ CENTROID_BYTES = 261  # a centroid kept as a stored vector
 LARGE = 2000
 
 
+def _dot(a: Sequence[float], b: Sequence[float]) -> float:
+    return sum(map(operator.mul, a, b))
+
+
+DOT = getattr(math, "sumprod", _dot)  # Python 3.12+ has it in C
+
+
 def kmeans(vectors: Sequence[Sequence[float]], k: int, seed: int) -> tuple[list[list[float]], list[int]]:
     """Spherical k-means (cosine): centroids normalised, each vector to its nearest."""
     rng = random.Random(seed)
     centroids = [list(v) for v in rng.sample(list(vectors), k)]
     assigned = [0] * len(vectors)
     for _ in range(ITERATIONS):
-        assigned = [max(range(k), key=lambda c, v=v: math.sumprod(centroids[c], v)) for v in vectors]
+        assigned = [max(range(k), key=lambda c, v=v: DOT(centroids[c], v)) for v in vectors]
         for c in range(k):
             members = [vectors[i] for i, a in enumerate(assigned) if a == c]
             if not members:
@@ -73,7 +81,7 @@ def main() -> None:
                 evidence = set(q["evidence"])
                 exact_hits += any(m.memory_id in evidence for m in whole)
                 asked = {t for t in _tokens(q["text"]) if not is_kana_grammar(t)}
-                nearest = sorted(range(k), key=lambda c: -math.sumprod(centroids[c], query.vector))
+                nearest = sorted(range(k), key=lambda c: -DOT(centroids[c], query.vector))
                 for probes in PROBES:
                     probed = set(nearest[:probes])
                     part = [
