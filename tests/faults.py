@@ -176,18 +176,25 @@ def fresh_tables(moto_server) -> tuple[Any, Settings]:
     return client, Settings.from_env({"MEMORYBOT_TABLE_PREFIX": prefix})
 
 
+_UNHOOKED: dict[str, Any] = {}  # one per endpoint: a client costs ~10 ms to make, and loops take hundreds of snapshots
+
+
 def _unhooked(client: Any) -> Any:
     """A second client on the same endpoint, so that snapshots are never counted or failed."""
     import boto3
 
-    if client.meta.endpoint_url == InProcessDynamo.ENDPOINT:
-        return InProcessDynamo().client()
-    return boto3.client(
-        "dynamodb",
-        endpoint_url=client.meta.endpoint_url,
-        region_name=moto_dynamo.LOCAL_REGION,
-        **moto_dynamo.LOCAL_CREDENTIALS,
-    )
+    endpoint = client.meta.endpoint_url
+    if endpoint not in _UNHOOKED:
+        if endpoint == InProcessDynamo.ENDPOINT:
+            _UNHOOKED[endpoint] = InProcessDynamo().client()
+        else:
+            _UNHOOKED[endpoint] = boto3.client(
+                "dynamodb",
+                endpoint_url=endpoint,
+                region_name=moto_dynamo.LOCAL_REGION,
+                **moto_dynamo.LOCAL_CREDENTIALS,
+            )
+    return _UNHOOKED[endpoint]
 
 
 def scan(client: Any, table: str) -> list[dict]:
