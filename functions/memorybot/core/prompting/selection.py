@@ -190,16 +190,7 @@ def semantic_scores(memories: Sequence[Memory], query_embedding: Embedding | Non
     if query_embedding is None:
         return [None] * len(memories)
     model, q = query_embedding.model, query_embedding.vector
-    scores: list[float | None] = []
-    for m in memories:  # cosine() inlined: a large profile's ranking makes 2,000 of these
-        embedding = m.embedding
-        if embedding is None or embedding.model != model:
-            scores.append(None)
-        elif type(vector := embedding.vector) is StoredVector:
-            scores.append(vector.scale * _DOT(vector.codes, q))
-        else:
-            scores.append(_DOT(vector, q))
-    return scores
+    return [cosine(m.embedding.vector, q) if m.embedding and m.embedding.model == model else None for m in memories]
 
 
 class Fusion(str, Enum):
