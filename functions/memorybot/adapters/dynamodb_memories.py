@@ -391,15 +391,22 @@ class DynamoMemoryStore(MemoryStore):
     def _indexed(self, owner: Owner, header: Item | None, kept: dict[str, KeptChunk] | None) -> list[Memory]:
         """The owner's memories as their index holds them, read after ``header``: with ``kept``
         (this function's copy, same generation), only the chunks whose count of changes differs
-        from the header's are read again; without, every chunk. Kept for the next read."""
+        from the header's are read again; without, every chunk (a stamped index's from a replica,
+        the chunks it cannot prove read again). Kept for the next read."""
         index = profile_index.Index(owner, header)
-        stale = []
+        stale: list[str] = []
         if kept is not None:
             counted = index.counts.keys() | kept.keys()
             stale = [key for key in counted if index.counts.get(key, 0) != (kept[key].count if key in kept else 0)]
-        if kept is None and index.stamped:
-            kept = self._from_replica(owner, header, index)
-        elif kept is None or len(stale) > profile_index.CHUNKS // 2:  # (past half, one Query costs no more)
+        elif index.stamped:
+            # Every chunk eventually consistent (half the read units), each checked against the
+            # header (read strongly consistent before); those not proven the chunk as of the header
+            # or later (behind, another generation's, missing) are stale, read again as below.
+            proven, stale = index.unproven(self._index_items(owner, consistent=False))
+            if len(stale) <= profile_index.CHUNKS // 2:
+                read = profile_index.Index(owner, header, proven).by_chunk()
+                kept = {key: KeptChunk.of(count, entries) for key, (count, entries) in read.items()}
+        if kept is None or len(stale) > profile_index.CHUNKS // 2:  # (past half, one Query costs no more)
             read = self._index(owner, header).by_chunk()
             kept = {key: KeptChunk.of(count, entries) for key, (count, entries) in read.items()}
         elif stale:
@@ -410,19 +417,6 @@ class DynamoMemoryStore(MemoryStore):
                 kept[key] = KeptChunk.of(count, entries)
         self._cache.put(owner.key, index.generation, kept)
         return [memory for chunk in kept.values() for memory in chunk.memories]
-
-    def _from_replica(self, owner: Owner, header: Item | None, index: profile_index.Index) -> dict[str, KeptChunk]:
-        """Every chunk of a stamped index: read eventually consistent (half the read units), each
-        checked against the header (read strongly consistent before); the few a replica has not
-        caught up on are read again strongly consistent."""
-        proven, unproven = index.unproven(self._index_items(owner, consistent=False))
-        if len(unproven) > profile_index.CHUNKS // 2:  # a replica far behind: one Query of them all
-            proven, unproven = self._index_items(owner, consistent=True), []
-        elif unproven:
-            proven += self._batch_get([memory_key(owner, key) for key in unproven])
-        read = profile_index.Index(owner, header, proven).by_chunk()
-        # (a chunk the consistent read did not find has no entry: none of the owner's memories is in it)
-        return {key: KeptChunk.of(*read.get(key, (index.counts.get(key, 0), []))) for key in profile_index.all_chunks()}
 
     def _memories_request(self, owner: Owner, **request: Any) -> dict[str, Any]:
         """A consistent Query of the owner's memories (and import markers), after their selection
