@@ -197,6 +197,26 @@ def _unhooked(client: Any) -> Any:
     return _UNHOOKED[endpoint]
 
 
+def put_items(client: Any, table: str, items: list[dict]) -> None:
+    """``items`` written as they are, 25 a BatchWriteItem, unprocessed ones sent again (seeding:
+    no store, no ledger row, no fault hook counts them when ``client`` is unhooked or not yet hooked)."""
+    for start in range(0, len(items), 25):
+        batch = {table: [{"PutRequest": {"Item": item}} for item in items[start : start + 25]]}
+        while batch:
+            batch = client.batch_write_item(RequestItems=batch)["UnprocessedItems"]
+
+
+def tables_items(client: Any, settings: Settings) -> dict[str, list[dict]]:
+    """Every item of every table, by the table's name without its prefix."""
+    return {name: scan(client, table) for name, table in settings.table_names.items()}
+
+
+def put_tables_items(client: Any, settings: Settings, items: dict[str, list[dict]]) -> None:
+    """``tables_items``' items into the tables of ``settings`` (another world's copy of one)."""
+    for name, held in items.items():
+        put_items(client, settings.table_names[name], held)
+
+
 def scan(client: Any, table: str) -> list[dict]:
     items, kwargs = [], {"TableName": table}
     while True:

@@ -22,6 +22,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 from stack_process import StackOnMoto, loopback_models, stack_on_moto
 
+from faults import put_items
 from loopback.jev_server import JevServer
 from memorybot import tables
 from memorybot.adapters import profile_index
@@ -107,10 +108,7 @@ class Stack(StackOnMoto):
             )
             writes[memories_table] += [write["Put"]["Item"] for write in built if "Put" in write]
         for table, items in writes.items():
-            for start in range(0, len(items), 25):
-                batch = {table: [{"PutRequest": {"Item": item}} for item in items[start : start + 25]]}
-                while batch:
-                    batch = self.dynamo.batch_write_item(RequestItems=batch)["UnprocessedItems"]
+            put_items(self.dynamo, table, items)
 
 
 @pytest.fixture(scope="module")

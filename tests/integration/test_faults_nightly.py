@@ -30,7 +30,9 @@ from faults import (
     Snapshot,
     assert_every_change_has_exactly_one_ledger_row,
     fresh_tables,
+    put_tables_items,
     scan,
+    tables_items,
 )
 from hypothesis_profiles import examples
 from memorybot.adapters.dynamodb_memories import DynamoMemoryStore
@@ -184,12 +186,9 @@ def new_day(moto_in_process) -> Day:
     clock = Clock(NOW)
     if not _SEEDED:
         seed(client, config, clock)
-        _SEEDED.update({name: scan(client, table) for name, table in config.table_names.items()})
+        _SEEDED.update(tables_items(client, config))
     else:
-        for name, items in _SEEDED.items():
-            for start in range(0, len(items), 25):
-                batch = [{"PutRequest": {"Item": item}} for item in items[start : start + 25]]
-                client.batch_write_item(RequestItems={config.table_names[name]: batch})
+        put_tables_items(client, config, _SEEDED)
     # Hooked after seeding: only the nightly run's requests are counted and failed.
     return Day(client, config, clock, RequestFaults(client), moto_in_process.client())
 

@@ -26,7 +26,9 @@ from faults import (
     Snapshot,
     assert_every_change_has_exactly_one_ledger_row,
     fresh_tables,
+    put_tables_items,
     scan,
+    tables_items,
 )
 from hypothesis_profiles import examples
 from memorybot.adapters.dynamodb_memories import DynamoMemoryStore
@@ -85,13 +87,10 @@ def new_world(moto_in_process) -> World:
     if not _MADE:
         clock = Clock(RUN_AT)
         make_world(client, config, clock)
-        _MADE["items"] = {name: scan(client, table) for name, table in config.table_names.items()}
+        _MADE["items"] = tables_items(client, config)
         _MADE["now"] = {"at": clock.now}
     else:
-        for name, items in _MADE["items"].items():
-            for start in range(0, len(items), 25):
-                batch = [{"PutRequest": {"Item": item}} for item in items[start : start + 25]]
-                client.batch_write_item(RequestItems={config.table_names[name]: batch})
+        put_tables_items(client, config, _MADE["items"])
         clock = Clock(_MADE["now"]["at"])  # where the making left it
     return World(client, config, clock, RequestFaults(client), moto_in_process.client())
 

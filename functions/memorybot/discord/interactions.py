@@ -307,10 +307,9 @@ def dm_failed_key(scope: str) -> str:
 def _why(request: WhyMemory, deps: Dependencies) -> dict:
     caller = request.caller
     found = commands.why(deps.memory_store, caller.owner, request.memory_id)
-    yours = everywhere.everywhere_of(caller.user_id)
-    moved = found is None and caller.owner != yours
-    if moved:  # one of their "everywhere" memories, listed in show
-        found = commands.why(deps.memory_store, yours, request.memory_id)
+    moved = found is None
+    if moved:  # one of their "everywhere" memories, listed in show (as _forget looks too)
+        found = commands.why(deps.memory_store, everywhere.everywhere_of(caller.user_id), request.memory_id)
     if found is None:
         return say("not_found", caller, memory_id=shown_id(request.memory_id.strip().lower(), caller.locale))
     verb = text("why_verb_learned" if found.action.value == "add" else "why_verb_changed", caller.locale)
